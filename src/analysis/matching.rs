@@ -1,0 +1,71 @@
+//! Matching findings to one another: exact (same file and line or overlapping range) and
+//! fuzzy (same file, lines within a tolerance, similar normalized messages).
+
+use crate::finding::Finding;
+use crate::manifest::MatchRule;
+
+/// Lowercased words of a message, punctuation dropped, for similarity.
+pub fn normalize_message(message: &str) -> String {
+    message
+        .to_lowercase()
+        .split(|c: char| !c.is_alphanumeric())
+        .filter(|w| !w.is_empty())
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// Similarity of two messages in 0..1 (normalized Levenshtein over normalized text).
+pub fn message_similarity(a: &str, b: &str) -> f64 {
+    strsim::normalized_levenshtein(&normalize_message(a), &normalize_message(b))
+}
+
+/// Same file, and the same line or overlapping ranges.
+pub fn exact_match(a: &Finding, b: &Finding) -> bool {
+    let (a0, a1) = a.span();
+    let (b0, b1) = b.span();
+    a.file == b.file && a0 <= b1 && b0 <= a1
+}
+
+/// Same file, spans within `line_tolerance`, and messages at least `similarity` alike.
+pub fn fuzzy_match(a: &Finding, b: &Finding, rule: &MatchRule) -> bool {
+    if a.file != b.file {
+        return false;
+    }
+    let (a0, a1) = a.span();
+    let (b0, b1) = b.span();
+    let gap = if a1 < b0 { b0 - a1 } else if b1 < a0 { a0 - b1 } else { 0 };
+    gap <= rule.line_tolerance && message_similarity(&a.message, &b.message) >= rule.similarity
+}
+
+/// Greedy one-to-one matching: pairs (i in a, j in b) in order of best similarity first.
+pub fn match_pairs(a: &[Finding], b: &[Finding], matches: impl Fn(&Finding, &Finding) -> bool) -> Vec<(usize, usize)> {
+    let mut candidates: Vec<(f64, usize, usize)> = Vec::new();
+    for (i, fa) in a.iter().enumerate() {
+        for (j, fb) in b.iter().enumerate() {
+            if matches(fa, fb) {
+                candidates.push((message_similarity(&fa.message, &fb.message), i, j));
+            }
+        }
+    }
+    candidates.sort_by(|x, y| y.0.total_cmp(&x.0).then(x.1.cmp(&y.1)).then(x.2.cmp(&y.2)));
+    let mut used_a = vec![false; a.len()];
+    let mut used_b = vec![false; b.len()];
+    let mut out = Vec::new();
+    for (_, i, j) in candidates {
+        if !used_a[i] && !used_b[j] {
+            used_a[i] = true;
+            used_b[j] = true;
+            out.push((i, j));
+        }
+    }
+    out.sort_unstable();
+    out
+}
+
+/// A short text stating the rule, printed beside results.
+pub fn describe_rule(rule: &MatchRule) -> String {
+    format!(
+        "exact: same file and same line or overlapping range; fuzzy: same file, lines within {} and normalized-Levenshtein message similarity ≥ {:.2}",
+        rule.line_tolerance, rule.similarity
+    )
+}

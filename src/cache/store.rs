@@ -1,0 +1,414 @@
+//! The on-disk store: atomic writes, verified reads, listing, verification and garbage collection.
+
+use super::key::{CacheKey, KeyInputs};
+use crate::finding::Finding;
+use crate::reviewer::{Cost, ReviewError};
+use serde::{Deserialize, Serialize};
+use std::collections::{BTreeMap, BTreeSet};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+/// Format version of a stored run record.
+pub const RECORD_SCHEMA: u32 = 1;
+
+/// A successful run as stored: findings and raw output are separate objects.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct RunRecord {
+    pub schema: u32,
+    pub key: CacheKey,
+    pub experiment: String,
+    /// `cell #repeat @subject`.
+    pub label: String,
+    pub inputs: KeyInputs,
+    /// Object hash of the findings JSON array.
+    pub findings: String,
+    /// Object hash of the raw output.
+    pub raw: String,
+    pub finding_count: usize,
+    pub cost: Cost,
+    pub provenance: BTreeMap<String, serde_json::Value>,
+    #[serde(default)]
+    pub schema_problems: Vec<String>,
+    #[serde(default)]
+    pub counters: BTreeMap<String, u64>,
+}
+
+/// A failed run as stored, for `plan` and the summary; never served as a result.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct FailureRecord {
+    pub key: CacheKey,
+    pub label: String,
+    pub error: ReviewError,
+}
+
+/// The answer to a lookup.
+#[derive(Debug, Clone)]
+pub enum Lookup {
+    Hit { record: Box<RunRecord>, findings: Vec<Finding> },
+    Miss,
+    /// The entry exists but failed verification; treated as a miss.
+    Corrupt(String),
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum CacheError {
+    #[error("failed to write `{path}`: {source}")]
+    Write { path: PathBuf, source: std::io::Error },
+    #[error("failed to read `{path}`: {source}")]
+    Read { path: PathBuf, source: std::io::Error },
+    #[error("failed to encode a cache record: {0}")]
+    Encode(String),
+}
+
+/// A cache directory.
+#[derive(Debug, Clone)]
+pub struct CacheStore {
+    root: PathBuf,
+}
+
+fn sharded(dir: &Path, name: &str) -> PathBuf {
+    dir.join(&name[..2.min(name.len())]).join(name)
+}
+
+fn is_hex64(s: &str) -> bool {
+    s.len() == 64 && s.bytes().all(|b| b.is_ascii_hexdigit())
+}
+
+impl CacheStore {
+    pub fn new(root: impl Into<PathBuf>) -> Self {
+        Self { root: root.into() }
+    }
+
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    fn object_path(&self, hash: &str) -> PathBuf {
+        sharded(&self.root.join("objects"), hash)
+    }
+
+    fn run_path(&self, key: &CacheKey) -> PathBuf {
+        sharded(&self.root.join("runs"), &key.0)
+    }
+
+    fn failure_path(&self, key: &CacheKey) -> PathBuf {
+        sharded(&self.root.join("failures"), &format!("{}.json", key.0))
+    }
+
+    fn slot_path(&self, slot: &str) -> PathBuf {
+        sharded(&self.root.join("slots"), &blake3::hash(slot.as_bytes()).to_hex())
+    }
+
+    /// Stores bytes under their blake3 hash and returns it.
+    pub fn put_object(&self, bytes: &[u8]) -> Result<String, CacheError> {
+        let hash = blake3::hash(bytes).to_hex().to_string();
+        let path = self.object_path(&hash);
+        if !path.exists() {
+            atomic_write(&path, bytes)?;
+        }
+        Ok(hash)
+    }
+
+    /// Reads an object and checks that its bytes still hash to its name.
+    pub fn get_object(&self, hash: &str) -> Result<Vec<u8>, String> {
+        if !is_hex64(hash) {
+            return Err(format!("`{hash}` is not an object hash"));
+        }
+        let path = self.object_path(hash);
+        let bytes = std::fs::read(&path).map_err(|e| format!("object `{hash}` is unreadable: {e}"))?;
+        let actual = blake3::hash(&bytes).to_hex().to_string();
+        if actual != hash {
+            return Err(format!("object `{hash}` is corrupt (its content hashes to `{actual}`)"));
+        }
+        Ok(bytes)
+    }
+
+    /// Looks a run up, verifying every object it touches.
+    pub fn lookup(&self, key: &CacheKey) -> Lookup {
+        let path = self.run_path(key);
+        let pointer = match std::fs::read_to_string(&path) {
+            Ok(p) => p.trim().to_string(),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Lookup::Miss,
+            Err(e) => return Lookup::Corrupt(format!("run `{}` is unreadable: {e}", key.short())),
+        };
+        match self.read_record(&pointer) {
+            Ok((record, findings)) if record.key == *key => Lookup::Hit { record: Box::new(record), findings },
+            Ok(_) => Lookup::Corrupt(format!("run `{}` points at a record for another key", key.short())),
+            Err(e) => Lookup::Corrupt(format!("run `{}`: {e}", key.short())),
+        }
+    }
+
+    fn read_record(&self, pointer: &str) -> Result<(RunRecord, Vec<Finding>), String> {
+        let bytes = self.get_object(pointer)?;
+        let record: RunRecord = serde_json::from_slice(&bytes).map_err(|e| format!("record is not a valid run record: {e}"))?;
+        let findings_bytes = self.get_object(&record.findings)?;
+        let findings: Vec<Finding> = serde_json::from_slice(&findings_bytes).map_err(|e| format!("findings are not valid: {e}"))?;
+        Ok((record, findings))
+    }
+
+    /// Reads a record's raw output object.
+    pub fn raw_output(&self, record: &RunRecord) -> Result<String, String> {
+        self.get_object(&record.raw).map(|b| String::from_utf8_lossy(&b).into_owned())
+    }
+
+    /// Stores a successful run: objects first, then the pointer, so a crash leaves no half entry.
+    #[allow(clippy::too_many_arguments)]
+    pub fn store_success(
+        &self,
+        experiment: &str,
+        label: &str,
+        slot: &str,
+        key: &CacheKey,
+        inputs: &KeyInputs,
+        output: &crate::reviewer::ReviewOutput,
+    ) -> Result<RunRecord, CacheError> {
+        let findings_bytes = serde_json::to_vec_pretty(&output.findings).map_err(|e| CacheError::Encode(e.to_string()))?;
+        let findings = self.put_object(&findings_bytes)?;
+        let raw = self.put_object(output.raw.as_bytes())?;
+        let record = RunRecord {
+            schema: RECORD_SCHEMA,
+            key: key.clone(),
+            experiment: experiment.to_string(),
+            label: label.to_string(),
+            inputs: inputs.clone(),
+            findings,
+            raw,
+            finding_count: output.findings.len(),
+            cost: output.cost.clone(),
+            provenance: output.provenance.clone(),
+            schema_problems: output.schema_problems.clone(),
+            counters: output.counters.clone(),
+        };
+        let record_bytes = serde_json::to_vec_pretty(&record).map_err(|e| CacheError::Encode(e.to_string()))?;
+        let pointer = self.put_object(&record_bytes)?;
+        atomic_write(&self.run_path(key), format!("{pointer}\n").as_bytes())?;
+        let _ = std::fs::remove_file(self.failure_path(key));
+        self.remember_slot(slot, key)?;
+        Ok(record)
+    }
+
+    /// Records a failure for `plan` and summaries; lookups never serve it.
+    pub fn store_failure(&self, label: &str, slot: &str, key: &CacheKey, error: &ReviewError) -> Result<(), CacheError> {
+        let record = FailureRecord { key: key.clone(), label: label.to_string(), error: error.clone() };
+        let bytes = serde_json::to_vec_pretty(&record).map_err(|e| CacheError::Encode(e.to_string()))?;
+        atomic_write(&self.failure_path(key), &bytes)?;
+        self.remember_slot(slot, key)
+    }
+
+    pub fn failure(&self, key: &CacheKey) -> Option<FailureRecord> {
+        let bytes = std::fs::read(self.failure_path(key)).ok()?;
+        serde_json::from_slice(&bytes).ok()
+    }
+
+    fn remember_slot(&self, slot: &str, key: &CacheKey) -> Result<(), CacheError> {
+        let path = self.slot_path(slot);
+        if std::fs::read_to_string(&path).is_ok_and(|k| k.trim() == key.0) {
+            return Ok(());
+        }
+        atomic_write(&path, format!("{key}\n").as_bytes())
+    }
+
+    /// The inputs of the last successful entry for a slot, when it had another key.
+    pub fn previous_inputs(&self, slot: &str, current: &CacheKey) -> Option<KeyInputs> {
+        let previous = CacheKey(std::fs::read_to_string(self.slot_path(slot)).ok()?.trim().to_string());
+        if previous == *current {
+            return None;
+        }
+        match self.lookup(&previous) {
+            Lookup::Hit { record, .. } => Some(record.inputs),
+            _ => None,
+        }
+    }
+
+    /// Every run record, verified.
+    pub fn list(&self) -> Vec<Result<RunRecord, (PathBuf, String)>> {
+        let mut out = Vec::new();
+        for path in files_under(&self.root.join("runs")) {
+            let result = std::fs::read_to_string(&path)
+                .map_err(|e| e.to_string())
+                .and_then(|p| self.read_record(p.trim()).map(|(r, _)| r));
+            out.push(result.map_err(|e| (path, e)));
+        }
+        out
+    }
+
+    /// Checks every object's hash and every run's references; returns the problems found.
+    pub fn verify(&self) -> VerifyReport {
+        let mut report = VerifyReport::default();
+        for path in files_under(&self.root.join("objects")) {
+            report.objects += 1;
+            let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+            if let Err(e) = self.get_object(&name) {
+                report.problems.push(format!("{}: {e}", path.display()));
+            }
+        }
+        for entry in self.list() {
+            report.runs += 1;
+            if let Err((path, e)) = entry {
+                report.problems.push(format!("{}: {e}", path.display()));
+            }
+        }
+        report
+    }
+
+    /// Removes objects no run references, failure records, and (with `keep`) runs whose keys
+    /// are not in `keep`. Returns what was (or, with `dry_run`, would be) removed.
+    pub fn gc(&self, keep: Option<&BTreeSet<CacheKey>>, dry_run: bool) -> Result<GcReport, CacheError> {
+        let mut report = GcReport::default();
+        let mut live: BTreeSet<String> = BTreeSet::new();
+        for path in files_under(&self.root.join("runs")) {
+            let key = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+            if keep.is_some_and(|k| !k.contains(&CacheKey(key.clone()))) {
+                report.runs_removed += 1;
+                if !dry_run {
+                    std::fs::remove_file(&path).map_err(|source| CacheError::Write { path: path.clone(), source })?;
+                }
+                continue;
+            }
+            if let Ok(pointer) = std::fs::read_to_string(&path) {
+                let pointer = pointer.trim().to_string();
+                if let Ok(bytes) = self.get_object(&pointer) {
+                    if let Ok(record) = serde_json::from_slice::<RunRecord>(&bytes) {
+                        live.insert(record.findings);
+                        live.insert(record.raw);
+                    }
+                }
+                live.insert(pointer);
+            }
+        }
+        for path in files_under(&self.root.join("objects")) {
+            let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+            if !live.contains(&name) {
+                report.objects_removed += 1;
+                report.bytes_freed += std::fs::metadata(&path).map(|m| m.len()).unwrap_or(0);
+                if !dry_run {
+                    std::fs::remove_file(&path).map_err(|source| CacheError::Write { path: path.clone(), source })?;
+                }
+            }
+        }
+        for path in files_under(&self.root.join("failures")) {
+            report.failures_removed += 1;
+            if !dry_run {
+                std::fs::remove_file(&path).map_err(|source| CacheError::Write { path: path.clone(), source })?;
+            }
+        }
+        Ok(report)
+    }
+}
+
+#[derive(Debug, Default, Clone, Serialize)]
+pub struct VerifyReport {
+    pub objects: usize,
+    pub runs: usize,
+    pub problems: Vec<String>,
+}
+
+#[derive(Debug, Default, Clone, Serialize)]
+pub struct GcReport {
+    pub runs_removed: usize,
+    pub objects_removed: usize,
+    pub failures_removed: usize,
+    pub bytes_freed: u64,
+}
+
+/// Regular files below `dir`, sorted, skipping temporary files.
+fn files_under(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        let Ok(entries) = std::fs::read_dir(&d) else { continue };
+        for entry in entries.flatten() {
+            let path = entry.path();
+            if path.is_dir() {
+                stack.push(path);
+            } else if !path.file_name().is_some_and(|n| n.to_string_lossy().starts_with(".tmp")) {
+                out.push(path);
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+/// Writes a file atomically: a temp file in the same directory, fsync, rename.
+pub fn atomic_write(path: &Path, bytes: &[u8]) -> Result<(), CacheError> {
+    let dir = path.parent().unwrap_or(Path::new("."));
+    let wrap = |source| CacheError::Write { path: path.to_path_buf(), source };
+    std::fs::create_dir_all(dir).map_err(wrap)?;
+    let mut tmp = tempfile::Builder::new().prefix(".tmp").tempfile_in(dir).map_err(wrap)?;
+    tmp.write_all(bytes).map_err(wrap)?;
+    tmp.as_file().sync_all().map_err(wrap)?;
+    tmp.persist(path).map_err(|e| wrap(e.error))?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::reviewer::ReviewOutput;
+
+    fn inputs() -> KeyInputs {
+        KeyInputs {
+            schema: 1,
+            reviewer_kind: "builtin".into(),
+            reviewer: serde_json::json!({}),
+            cell: BTreeMap::new(),
+            subject: "s".into(),
+            repeat: 1,
+        }
+    }
+
+    #[test]
+    fn stores_reads_and_detects_corruption() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let store = CacheStore::new(dir.path());
+        let key = CacheKey("a".repeat(64));
+        assert!(matches!(store.lookup(&key), Lookup::Miss));
+        let output = ReviewOutput { raw: "raw".into(), ..Default::default() };
+        let record = store.store_success("exp", "label", "slot", &key, &inputs(), &output).expect("store");
+        assert!(matches!(store.lookup(&key), Lookup::Hit { .. }));
+        assert!(store.verify().problems.is_empty());
+
+        // Flip the findings object: the lookup must report it and not serve it.
+        std::fs::write(store.object_path(&record.findings), b"[{\"tampered\":true}]").expect("tamper");
+        match store.lookup(&key) {
+            Lookup::Corrupt(reason) => assert!(reason.contains("corrupt"), "{reason}"),
+            other => panic!("expected corrupt, got {other:?}"),
+        }
+        assert_eq!(store.verify().problems.len(), 2, "object and run both reported");
+    }
+
+    #[test]
+    fn failures_are_never_served() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let store = CacheStore::new(dir.path());
+        let key = CacheKey("b".repeat(64));
+        store.store_failure("label", "slot", &key, &ReviewError::failed("boom")).expect("store");
+        assert!(matches!(store.lookup(&key), Lookup::Miss));
+        assert_eq!(store.failure(&key).map(|f| f.error), Some(ReviewError::failed("boom")));
+    }
+
+    #[test]
+    fn gc_keeps_live_objects_only() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let store = CacheStore::new(dir.path());
+        let key = CacheKey("c".repeat(64));
+        store.store_success("exp", "l", "slot", &key, &inputs(), &ReviewOutput::default()).expect("store");
+        store.put_object(b"orphan").expect("orphan");
+        let report = store.gc(None, false).expect("gc");
+        assert_eq!(report.objects_removed, 1);
+        assert!(matches!(store.lookup(&key), Lookup::Hit { .. }));
+    }
+
+    #[test]
+    fn previous_inputs_explain_a_miss() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let store = CacheStore::new(dir.path());
+        let old = CacheKey("d".repeat(64));
+        store.store_success("exp", "l", "slot", &old, &inputs(), &ReviewOutput::default()).expect("store");
+        let new_key = CacheKey("e".repeat(64));
+        let prev = store.previous_inputs("slot", &new_key).expect("previous");
+        let changed = KeyInputs { repeat: 2, ..inputs() }.changed_fields(&prev);
+        assert_eq!(changed, vec!["repeat".to_string()]);
+    }
+}

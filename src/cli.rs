@@ -1,0 +1,99 @@
+//! Command-line interface: clap definitions only; `main.rs` maps them onto the library.
+
+use clap::{Args, Parser, Subcommand};
+use std::path::PathBuf;
+
+#[derive(Debug, Parser)]
+#[command(name = "runner", version, about = "Declarative experiment runner for evaluating LLM code reviewers")]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Run an experiment: take results from the cache or run the reviewer, then write RESULTS.md.
+    Exec(ExecArgs),
+    /// Show what an experiment would run, what is cached, and why a cell misses.
+    Plan(PlanArgs),
+    /// Check manifests and report every problem with its line and column.
+    Validate {
+        /// Manifest files.
+        #[arg(required = true)]
+        files: Vec<PathBuf>,
+    },
+    /// Inspect and maintain the cache.
+    Cache {
+        #[command(subcommand)]
+        command: CacheCommand,
+        #[command(flatten)]
+        locations: LocationArgs,
+    },
+}
+
+#[derive(Debug, Args, Clone)]
+pub struct LocationArgs {
+    /// Cache directory (default: the manifest's `[cache] dir`, else `cache/`).
+    #[arg(long, env = "RUNNER_CACHE_DIR", global = true)]
+    pub cache_dir: Option<PathBuf>,
+    /// Where corpus cases are materialized as repositories (default: `.runner/`).
+    #[arg(long, env = "RUNNER_WORK_DIR", global = true)]
+    pub work_dir: Option<PathBuf>,
+}
+
+#[derive(Debug, Args)]
+pub struct ExecArgs {
+    /// The experiment manifest.
+    pub manifest: PathBuf,
+    /// Run at most this many reviews at once.
+    #[arg(short, long, default_value_t = default_jobs())]
+    pub jobs: usize,
+    /// Call no reviewer: fail, listing what the cache lacks.
+    #[arg(long, conflicts_with = "refresh")]
+    pub frozen: bool,
+    /// Ignore cached results and run every review again.
+    #[arg(long)]
+    pub refresh: bool,
+    /// Print NDJSON events on stdout instead of progress.
+    #[arg(long, conflicts_with = "quiet")]
+    pub json: bool,
+    /// Print only errors.
+    #[arg(short, long)]
+    pub quiet: bool,
+    #[command(flatten)]
+    pub locations: LocationArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct PlanArgs {
+    pub manifest: PathBuf,
+    /// Print the plan as JSON.
+    #[arg(long)]
+    pub json: bool,
+    #[command(flatten)]
+    pub locations: LocationArgs,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum CacheCommand {
+    /// List cached runs.
+    Ls {
+        #[arg(long)]
+        json: bool,
+    },
+    /// Verify every object's hash and every run's references.
+    Verify,
+    /// Remove unreferenced objects and failure records; with manifests, also runs they don't plan.
+    Gc {
+        /// Keep only runs planned by these manifests.
+        #[arg(long = "keep")]
+        keep: Vec<PathBuf>,
+        /// Say what would be removed, remove nothing.
+        #[arg(long)]
+        dry_run: bool,
+    },
+}
+
+fn default_jobs() -> usize {
+    std::thread::available_parallelism().map(|n| n.get() * 2).unwrap_or(4).max(4)
+}

@@ -1,0 +1,331 @@
+//! Execution: the only async module. Walks the plan's materialize → review edges on tokio
+//! under a global `--jobs` limit, the reviewer's own limit and per-repository exclusivity;
+//! takes results from the cache or runs the reviewer and stores them at once, so an
+//! interrupted execution resumes where it stopped.
+
+pub mod events;
+
+pub use events::Event;
+
+use crate::cache::{CacheStore, Lookup, RunRecord};
+use crate::finding::Finding;
+use crate::plan::{Node, Plan};
+use crate::reviewer::{ReviewError, ReviewJob, Reviewer};
+use crate::target::{self, Subject};
+use petgraph::Direction;
+use std::collections::{BTreeMap, HashMap};
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex as StdMutex};
+use std::time::Duration;
+use tokio::sync::{mpsc, watch, Mutex, Semaphore};
+
+/// How an execution behaves; none of it reaches a cache key.
+#[derive(Debug, Clone)]
+pub struct ExecOptions {
+    /// Global limit on concurrent reviews.
+    pub jobs: usize,
+    /// Call no reviewer; report what the cache lacks.
+    pub frozen: bool,
+    /// Ignore cached results (and overwrite them).
+    pub refresh: bool,
+    /// Where corpus cases are materialized.
+    pub work_dir: PathBuf,
+    pub experiment: String,
+    pub timeout: Duration,
+    pub reviewer_limit: Option<usize>,
+}
+
+/// What happened to one planned run.
+#[derive(Debug, Clone)]
+pub enum RunOutcome {
+    Cached { record: Box<RunRecord>, findings: Vec<Finding> },
+    Fresh { record: Box<RunRecord>, findings: Vec<Finding> },
+    Failed(ReviewError),
+    Skipped(String),
+    /// Frozen mode and not cached.
+    Missing,
+}
+
+impl RunOutcome {
+    pub fn success(&self) -> Option<(&RunRecord, &[Finding])> {
+        match self {
+            Self::Cached { record, findings } | Self::Fresh { record, findings } => Some((record, findings)),
+            _ => None,
+        }
+    }
+}
+
+/// Sends events to whoever listens; a closed channel is not an error.
+#[derive(Clone)]
+pub struct Emitter(Option<mpsc::UnboundedSender<Event>>);
+
+impl Emitter {
+    pub fn new(tx: mpsc::UnboundedSender<Event>) -> Self {
+        Self(Some(tx))
+    }
+
+    pub fn silent() -> Self {
+        Self(None)
+    }
+
+    pub fn emit(&self, event: Event) {
+        if let Some(tx) = &self.0 {
+            let _ = tx.send(event);
+        }
+    }
+}
+
+/// Runs every review the plan needs. `cancel` turning true stops new work and abandons
+/// running reviews (their process groups are killed); what finished is already stored.
+pub async fn execute(
+    plan: &Plan,
+    reviewer: Arc<dyn Reviewer>,
+    cache: &CacheStore,
+    options: &ExecOptions,
+    emitter: &Emitter,
+    cancel: watch::Receiver<bool>,
+) -> Vec<RunOutcome> {
+    let mut outcomes: Vec<Option<RunOutcome>> = vec![None; plan.runs.len()];
+    let mut pending: Vec<usize> = Vec::new();
+    for (i, run) in plan.runs.iter().enumerate() {
+        if options.refresh {
+            pending.push(i);
+            continue;
+        }
+        match cache.lookup(&run.key) {
+            Lookup::Hit { record, findings } => outcomes[i] = Some(RunOutcome::Cached { record, findings }),
+            Lookup::Miss => pending.push(i),
+            Lookup::Corrupt(detail) => {
+                emitter.emit(Event::CacheCorrupt { run: run.label(), detail });
+                pending.push(i);
+            }
+        }
+    }
+    emitter.emit(Event::Planned {
+        experiment: options.experiment.clone(),
+        runs: plan.runs.len(),
+        cached: plan.runs.len() - pending.len(),
+        to_run: if options.frozen { 0 } else { pending.len() },
+    });
+    for (i, outcome) in outcomes.iter().enumerate() {
+        if let Some(RunOutcome::Cached { findings, .. }) = outcome {
+            emitter.emit(Event::RunCached { run: plan.runs[i].label(), findings: findings.len() });
+        }
+    }
+    if options.frozen {
+        for &i in &pending {
+            emitter.emit(Event::RunMissing { run: plan.runs[i].label() });
+            outcomes[i] = Some(RunOutcome::Missing);
+        }
+        return outcomes.into_iter().map(|o| o.unwrap_or(RunOutcome::Missing)).collect();
+    }
+
+    let fresh = run_pending(plan, &pending, reviewer, cache, options, emitter, cancel).await;
+    for (i, outcome) in fresh {
+        outcomes[i] = Some(outcome);
+    }
+    outcomes.into_iter().map(|o| o.unwrap_or_else(|| RunOutcome::Skipped("interrupted".into()))).collect()
+}
+
+/// Materializes the subjects the pending runs need (graph predecessors), then reviews.
+async fn run_pending(
+    plan: &Plan,
+    pending: &[usize],
+    reviewer: Arc<dyn Reviewer>,
+    cache: &CacheStore,
+    options: &ExecOptions,
+    emitter: &Emitter,
+    cancel: watch::Receiver<bool>,
+) -> Vec<(usize, RunOutcome)> {
+    let global = Arc::new(Semaphore::new(options.jobs.max(1)));
+    let per_reviewer = Arc::new(Semaphore::new(options.reviewer_limit.unwrap_or(options.jobs).max(1)));
+    let scopes: Arc<StdMutex<HashMap<String, Arc<Mutex<()>>>>> = Arc::default();
+    let unreachable: Arc<StdMutex<Option<String>>> = Arc::default();
+
+    // Materialize nodes feeding pending reviews, in plan order, on blocking threads.
+    let review_nodes: BTreeMap<usize, petgraph::graph::NodeIndex> = plan
+        .graph
+        .node_indices()
+        .filter_map(|n| match plan.graph[n] {
+            Node::Review { run } => Some((run, n)),
+            _ => None,
+        })
+        .collect();
+    let mut needed: BTreeMap<String, Vec<usize>> = BTreeMap::new();
+    for &i in pending {
+        let Some(&node) = review_nodes.get(&i) else { continue };
+        for pred in plan.graph.neighbors_directed(node, Direction::Incoming) {
+            if let Node::Materialize { subject } = &plan.graph[pred] {
+                needed.entry(subject.clone()).or_default().push(i);
+            }
+        }
+    }
+    let mut subjects: BTreeMap<String, Result<Arc<Subject>, String>> = BTreeMap::new();
+    let mut handles = Vec::new();
+    for subject_id in needed.keys() {
+        let Some(spec) = plan.subjects.get(subject_id).cloned() else { continue };
+        let work_dir = options.work_dir.clone();
+        let permit = global.clone();
+        handles.push((
+            subject_id.clone(),
+            tokio::spawn(async move {
+                let _p = permit.acquire_owned().await;
+                tokio::task::spawn_blocking(move || target::materialize(&spec, &work_dir)).await
+            }),
+        ));
+    }
+    for (id, handle) in handles {
+        let result = match handle.await {
+            Ok(Ok(Ok(subject))) => Ok(Arc::new(subject)),
+            Ok(Ok(Err(e))) => Err(e.to_string()),
+            Ok(Err(e)) | Err(e) => Err(format!("materialization task failed: {e}")),
+        };
+        if let Err(e) = &result {
+            emitter.emit(Event::MaterializeFailed { subject: id.clone(), error: e.clone() });
+        }
+        subjects.insert(id, result);
+    }
+
+    let mut tasks = tokio::task::JoinSet::new();
+    let mut task_runs: HashMap<tokio::task::Id, usize> = HashMap::new();
+    let mut results = Vec::new();
+    for &i in pending {
+        let run = &plan.runs[i];
+        let subject = match subjects.get(&run.subject_id) {
+            Some(Ok(s)) => s.clone(),
+            Some(Err(e)) => {
+                let reason = format!("subject `{}` could not be materialized: {e}", run.subject_id);
+                emitter.emit(Event::RunSkipped { run: run.label(), reason: reason.clone() });
+                results.push((i, RunOutcome::Skipped(reason)));
+                continue;
+            }
+            None => {
+                results.push((i, RunOutcome::Skipped(format!("no subject `{}`", run.subject_id))));
+                continue;
+            }
+        };
+        let job = ReviewJob { cell: run.cell.clone(), repeat: run.repeat, subject, timeout: options.timeout };
+        let ctx = TaskContext {
+            index: i,
+            label: run.label(),
+            slot: run.slot(&options.experiment),
+            key: run.key.clone(),
+            inputs: run.inputs.clone(),
+            experiment: options.experiment.clone(),
+            reviewer: reviewer.clone(),
+            cache: cache.clone(),
+            emitter: emitter.clone(),
+            global: global.clone(),
+            per_reviewer: per_reviewer.clone(),
+            scopes: scopes.clone(),
+            unreachable: unreachable.clone(),
+            cancel: cancel.clone(),
+        };
+        let handle = tasks.spawn(run_one(ctx, job));
+        task_runs.insert(handle.id(), i);
+    }
+    while let Some(joined) = tasks.join_next_with_id().await {
+        match joined {
+            Ok((_, pair)) => results.push(pair),
+            // A panicking reviewer fails its own run only.
+            Err(e) => {
+                if let Some(&i) = task_runs.get(&e.id()) {
+                    let error = ReviewError::failed(format!("the reviewer crashed: {e}"));
+                    emitter.emit(Event::RunFailed { run: plan.runs[i].label(), error: error.clone() });
+                    results.push((i, RunOutcome::Failed(error)));
+                }
+            }
+        }
+    }
+    results
+}
+
+struct TaskContext {
+    index: usize,
+    label: String,
+    slot: String,
+    key: crate::cache::CacheKey,
+    inputs: crate::cache::KeyInputs,
+    experiment: String,
+    reviewer: Arc<dyn Reviewer>,
+    cache: CacheStore,
+    emitter: Emitter,
+    global: Arc<Semaphore>,
+    per_reviewer: Arc<Semaphore>,
+    scopes: Arc<StdMutex<HashMap<String, Arc<Mutex<()>>>>>,
+    unreachable: Arc<StdMutex<Option<String>>>,
+    cancel: watch::Receiver<bool>,
+}
+
+async fn run_one(mut ctx: TaskContext, job: ReviewJob) -> (usize, RunOutcome) {
+    let i = ctx.index;
+    // Scope lock first (held without a slot), then the reviewer's and the global limits.
+    let scope_lock = ctx.reviewer.exclusive_scope(&job).map(|scope| {
+        let mut map = ctx.scopes.lock().unwrap_or_else(|p| p.into_inner());
+        map.entry(scope).or_default().clone()
+    });
+    let acquire = async {
+        let scope_guard = match &scope_lock {
+            Some(m) => Some(m.clone().lock_owned().await),
+            None => None,
+        };
+        let r = ctx.per_reviewer.clone().acquire_owned().await;
+        let g = ctx.global.clone().acquire_owned().await;
+        (scope_guard, r, g)
+    };
+    let guards = tokio::select! {
+        g = acquire => g,
+        _ = wait_cancel(&mut ctx.cancel) => return (i, RunOutcome::Skipped("interrupted".into())),
+    };
+    if let Some(reason) = ctx.unreachable.lock().unwrap_or_else(|p| p.into_inner()).clone() {
+        let reason = format!("not started: {reason}");
+        ctx.emitter.emit(Event::RunSkipped { run: ctx.label.clone(), reason: reason.clone() });
+        return (i, RunOutcome::Skipped(reason));
+    }
+    ctx.emitter.emit(Event::RunStarted { run: ctx.label.clone() });
+    // A backstop above the reviewer's own timeout, for backends that cannot enforce one.
+    let limit = job.timeout + Duration::from_secs(5);
+    let result = tokio::select! {
+        r = tokio::time::timeout(limit, ctx.reviewer.review(&job)) => match r {
+            Ok(r) => r,
+            Err(_) => Err(ReviewError::Timeout { seconds: job.timeout.as_secs_f64() }),
+        },
+        _ = wait_cancel(&mut ctx.cancel) => Err(ReviewError::Cancelled),
+    };
+    drop(guards);
+    match result {
+        Ok(output) => match ctx.cache.store_success(&ctx.experiment, &ctx.label, &ctx.slot, &ctx.key, &ctx.inputs, &output) {
+            Ok(record) => {
+                ctx.emitter.emit(Event::RunFinished { run: ctx.label.clone(), findings: output.findings.len(), wall_ms: output.cost.wall_ms });
+                (i, RunOutcome::Fresh { record: Box::new(record), findings: output.findings })
+            }
+            Err(e) => {
+                let error = ReviewError::failed(format!("the review finished but could not be cached: {e}"));
+                ctx.emitter.emit(Event::RunFailed { run: ctx.label.clone(), error: error.clone() });
+                (i, RunOutcome::Failed(error))
+            }
+        },
+        Err(ReviewError::Cancelled) => (i, RunOutcome::Skipped("interrupted".into())),
+        Err(error) => {
+            if error.is_unreachable() {
+                let mut flag = ctx.unreachable.lock().unwrap_or_else(|p| p.into_inner());
+                flag.get_or_insert_with(|| error.to_string());
+            }
+            let _ = ctx.cache.store_failure(&ctx.label, &ctx.slot, &ctx.key, &error);
+            ctx.emitter.emit(Event::RunFailed { run: ctx.label.clone(), error: error.clone() });
+            (i, RunOutcome::Failed(error))
+        }
+    }
+}
+
+async fn wait_cancel(rx: &mut watch::Receiver<bool>) {
+    loop {
+        if *rx.borrow() {
+            return;
+        }
+        if rx.changed().await.is_err() {
+            // The sender is gone: no cancellation can come any more.
+            std::future::pending::<()>().await;
+        }
+    }
+}

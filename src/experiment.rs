@@ -1,0 +1,79 @@
+//! One experiment end to end: manifest → targets → plan → execution → analyses → reports.
+
+use crate::analysis::{self, AnalysisInput, RunView};
+use crate::cache::CacheStore;
+use crate::error::Error;
+use crate::exec::{self, Emitter, ExecOptions, RunOutcome};
+use crate::manifest::Manifest;
+use crate::plan::{self, Plan};
+use crate::report::{self, model::Results};
+use crate::reviewer::{self, Reviewer};
+use std::path::PathBuf;
+use std::sync::Arc;
+use tokio::sync::watch;
+
+/// A manifest with its reviewer, subjects and plan, ready to execute or show.
+pub struct Prepared {
+    pub manifest: Manifest,
+    pub reviewer: Arc<dyn Reviewer>,
+    pub plan: Plan,
+    pub cache: CacheStore,
+}
+
+/// Where things go; CLI flags override the manifest.
+#[derive(Debug, Clone, Default)]
+pub struct Locations {
+    pub cache_dir: Option<PathBuf>,
+    pub work_dir: Option<PathBuf>,
+}
+
+pub fn prepare(manifest_path: &std::path::Path, locations: &Locations) -> Result<Prepared, Error> {
+    let manifest = crate::manifest::load(manifest_path)?;
+    let reviewer = reviewer::from_spec(&manifest.reviewer)?;
+    let subjects = crate::target::resolve(&manifest)?;
+    let plan = plan::build(&manifest, subjects, reviewer.as_ref())?;
+    let cache = CacheStore::new(locations.cache_dir.clone().unwrap_or_else(|| manifest.cache_dir.clone()));
+    Ok(Prepared { manifest, reviewer, plan, cache })
+}
+
+/// What `exec` produced.
+pub struct Executed {
+    pub outcomes: Vec<RunOutcome>,
+    pub results: Results,
+    pub written: Vec<PathBuf>,
+}
+
+/// Executes a prepared experiment and writes its reports.
+pub async fn execute(
+    prepared: &Prepared,
+    manifest_label: &str,
+    options: ExecOptions,
+    emitter: &Emitter,
+    cancel: watch::Receiver<bool>,
+) -> Result<Executed, Error> {
+    let outcomes = exec::execute(&prepared.plan, prepared.reviewer.clone(), &prepared.cache, &options, emitter, cancel).await;
+    let results = summarize(prepared, manifest_label, &outcomes);
+    let written = if options.frozen && outcomes.iter().any(|o| matches!(o, RunOutcome::Missing)) {
+        Vec::new()
+    } else {
+        report::render::write_reports(&results, &prepared.manifest.report.output, prepared.manifest.report.template.as_deref())?
+    };
+    Ok(Executed { outcomes, results, written })
+}
+
+/// Runs every analysis over the successful runs and builds the results model.
+pub fn summarize(prepared: &Prepared, manifest_label: &str, outcomes: &[RunOutcome]) -> Results {
+    let plan = &prepared.plan;
+    let mut views = Vec::new();
+    let mut missing = Vec::new();
+    for (run, outcome) in plan.runs.iter().zip(outcomes) {
+        match outcome.success() {
+            Some((record, findings)) => views.push(RunView { cell: &run.cell, repeat: run.repeat, subject: &run.subject_id, record, findings }),
+            None => missing.push(run.label()),
+        }
+    }
+    let input = AnalysisInput { runs: views, cells: &plan.cells, axis_order: &plan.axis_order, missing, repeat: prepared.manifest.matrix.repeat };
+    let analyses = prepared.manifest.analyses.iter().map(|spec| analysis::compute(spec, &input)).collect();
+    let config = plan.cells.first().map(|c| prepared.reviewer.fingerprint(c)).unwrap_or_default();
+    report::build_results(&prepared.manifest, manifest_label, plan, outcomes, &config, analyses)
+}

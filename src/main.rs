@@ -1,0 +1,245 @@
+//! The `runner` binary: parse the command line, call the library, print, pick the exit code.
+
+mod cli;
+
+use clap::Parser;
+use cli::{CacheCommand, Cli, Command, ExecArgs, LocationArgs, PlanArgs};
+use runner::cache::Lookup;
+use runner::error::{Error, Exit};
+use runner::exec::{Emitter, ExecOptions, RunOutcome};
+use runner::experiment::{self, Locations};
+use runner::manifest::{self, LoadError};
+use runner::report::progress::{self, Mode};
+use std::io::IsTerminal;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Exec(args) => exec(args),
+        Command::Plan(args) => plan(args),
+        Command::Validate { files } => validate(&files),
+        Command::Cache { command, locations } => cache(command, &locations),
+    };
+    match result {
+        Ok(exit) => exit.into(),
+        Err(error) => {
+            report_error(&error);
+            error.exit().into()
+        }
+    }
+}
+
+fn report_error(error: &Error) {
+    match error {
+        Error::Manifest(LoadError::Invalid(errors)) => eprint!("{}", errors.render(std::io::stderr().is_terminal())),
+        other => eprintln!("error: {other}"),
+    }
+}
+
+fn locations(args: &LocationArgs) -> Locations {
+    Locations { cache_dir: args.cache_dir.clone(), work_dir: args.work_dir.clone() }
+}
+
+fn runtime() -> Result<tokio::runtime::Runtime, Error> {
+    tokio::runtime::Builder::new_multi_thread().enable_all().build().map_err(|e| Error::Other(format!("failed to start the async runtime: {e}")))
+}
+
+fn exec(args: ExecArgs) -> Result<Exit, Error> {
+    let prepared = experiment::prepare(&args.manifest, &locations(&args.locations))?;
+    let mode = if args.json {
+        Mode::Json
+    } else if args.quiet {
+        Mode::Quiet
+    } else {
+        Mode::Human
+    };
+    let work_dir = args.locations.work_dir.clone().unwrap_or_else(|| PathBuf::from(".runner"));
+    let options = ExecOptions {
+        jobs: args.jobs,
+        frozen: args.frozen,
+        refresh: args.refresh,
+        work_dir: work_dir.clone(),
+        experiment: prepared.manifest.experiment.name.clone(),
+        timeout: prepared.manifest.reviewer.timeout,
+        reviewer_limit: prepared.manifest.reviewer.max_concurrency,
+    };
+    let log_path = work_dir.join("executions").join(format!("{}-{}.ndjson", prepared.manifest.experiment.name, unix_millis()));
+    let log = std::fs::create_dir_all(log_path.parent().unwrap_or(Path::new("."))).ok().and_then(|_| std::fs::File::create(&log_path).ok());
+    let label = args.manifest.display().to_string();
+
+    let rt = runtime()?;
+    let (executed, summary) = rt.block_on(async {
+        let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+        let (cancel_tx, cancel_rx) = tokio::sync::watch::channel(false);
+        tokio::spawn(async move {
+            if tokio::signal::ctrl_c().await.is_ok() {
+                let _ = cancel_tx.send(true);
+            }
+        });
+        let reporter = tokio::spawn(progress::consume(rx, mode, log));
+        let emitter = Emitter::new(tx);
+        let executed = experiment::execute(&prepared, &label, options, &emitter, cancel_rx).await;
+        drop(emitter);
+        let summary = reporter.await.unwrap_or_default();
+        (executed, summary)
+    });
+    let executed = executed?;
+    // Force an exit now: a cancelled child's pipes must not keep the runtime waiting.
+    rt.shutdown_background();
+
+    let interrupted = executed.outcomes.iter().any(|o| matches!(o, RunOutcome::Skipped(r) if r == "interrupted"));
+    if mode == Mode::Human {
+        eprint!("{}", summary.render());
+        for path in &executed.written {
+            eprintln!("wrote {}", path.display());
+        }
+    }
+    if !summary.missing.is_empty() {
+        eprintln!("error: --frozen: {} runs are not in the cache:", summary.missing.len());
+        for run in &summary.missing {
+            eprintln!("  {run}");
+        }
+        return Ok(Exit::Missing);
+    }
+    if interrupted {
+        eprintln!("interrupted: finished runs are cached; run the same command again to complete the rest");
+        return Ok(Exit::Error);
+    }
+    let unreachable = executed.outcomes.iter().any(|o| matches!(o, RunOutcome::Failed(e) if e.is_unreachable()));
+    let failed = executed.outcomes.iter().any(|o| o.success().is_none());
+    Ok(if unreachable {
+        Exit::Unreachable
+    } else if failed {
+        Exit::RunsFailed
+    } else {
+        Exit::Ok
+    })
+}
+
+fn unix_millis() -> u128 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_millis()).unwrap_or(0)
+}
+
+fn plan(args: PlanArgs) -> Result<Exit, Error> {
+    let prepared = experiment::prepare(&args.manifest, &locations(&args.locations))?;
+    let name = &prepared.manifest.experiment.name;
+    let mut rows = Vec::new();
+    let (mut cached, mut missing) = (0, 0);
+    for run in &prepared.plan.runs {
+        let (status, why) = match prepared.cache.lookup(&run.key) {
+            Lookup::Hit { .. } => {
+                cached += 1;
+                ("cached", String::new())
+            }
+            Lookup::Corrupt(detail) => {
+                missing += 1;
+                ("corrupt", detail)
+            }
+            Lookup::Miss => {
+                missing += 1;
+                let why = match prepared.cache.previous_inputs(&run.slot(name), &run.key) {
+                    Some(previous) => format!("changed since last cached: {}", run.inputs.changed_fields(&previous).join(", ")),
+                    None => match prepared.cache.failure(&run.key) {
+                        Some(f) => format!("last attempt failed: {}", f.error),
+                        None => "never run".to_string(),
+                    },
+                };
+                ("run", why)
+            }
+        };
+        rows.push(serde_json::json!({ "run": run.label(), "key": run.key.0, "status": status, "why": why }));
+    }
+    if args.json {
+        let doc = serde_json::json!({ "experiment": name, "runs": rows, "cached": cached, "to_run": missing, "nodes": prepared.plan.graph.node_count(), "edges": prepared.plan.graph.edge_count() });
+        println!("{}", serde_json::to_string_pretty(&doc).unwrap_or_default());
+    } else {
+        println!(
+            "{name}: {} cells × {} subjects × {} repeats = {} runs ({} cached, {} to run); DAG {} nodes, {} edges",
+            prepared.plan.cells.len(),
+            prepared.plan.subjects.len(),
+            prepared.manifest.matrix.repeat,
+            prepared.plan.runs.len(),
+            cached,
+            missing,
+            prepared.plan.graph.node_count(),
+            prepared.plan.graph.edge_count()
+        );
+        for row in &rows {
+            let why = row["why"].as_str().unwrap_or_default();
+            println!(
+                "  {:<7} {}  {}{}",
+                row["status"].as_str().unwrap_or_default(),
+                &row["key"].as_str().unwrap_or_default()[..12],
+                row["run"].as_str().unwrap_or_default(),
+                if why.is_empty() { String::new() } else { format!("  ({why})") }
+            );
+        }
+    }
+    Ok(Exit::Ok)
+}
+
+fn validate(files: &[PathBuf]) -> Result<Exit, Error> {
+    let mut ok = true;
+    for file in files {
+        match manifest::load(file) {
+            Ok(m) => println!("{}: ok ({} axes, {} analyses)", file.display(), m.matrix.axes.len(), m.analyses.len()),
+            Err(e) => {
+                ok = false;
+                report_error(&Error::Manifest(e));
+            }
+        }
+    }
+    Ok(if ok { Exit::Ok } else { Exit::Error })
+}
+
+fn cache(command: CacheCommand, locations: &LocationArgs) -> Result<Exit, Error> {
+    let store = runner::cache::CacheStore::new(locations.cache_dir.clone().unwrap_or_else(|| PathBuf::from("cache")));
+    match command {
+        CacheCommand::Ls { json } => {
+            let entries = store.list();
+            for entry in &entries {
+                match entry {
+                    Ok(r) if json => println!("{}", serde_json::json!({"key": r.key.0, "experiment": r.experiment, "run": r.label, "findings": r.finding_count, "wall_ms": r.cost.wall_ms})),
+                    Ok(r) => println!("{}  {:<20} {:>4} findings  {}", r.key.short(), r.experiment, r.finding_count, r.label),
+                    Err((path, e)) => eprintln!("corrupt: {}: {e}", path.display()),
+                }
+            }
+            if !json {
+                eprintln!("{} runs in `{}`", entries.len(), store.root().display());
+            }
+            Ok(if entries.iter().all(Result::is_ok) { Exit::Ok } else { Exit::Error })
+        }
+        CacheCommand::Verify => {
+            let report = store.verify();
+            for p in &report.problems {
+                println!("corrupt: {p}");
+            }
+            println!("{} objects, {} runs checked, {} problems", report.objects, report.runs, report.problems.len());
+            Ok(if report.problems.is_empty() { Exit::Ok } else { Exit::Error })
+        }
+        CacheCommand::Gc { keep, dry_run } => {
+            let keep_keys = if keep.is_empty() {
+                None
+            } else {
+                let mut keys = std::collections::BTreeSet::new();
+                for m in &keep {
+                    let prepared = experiment::prepare(m, &Locations { cache_dir: Some(store.root().to_path_buf()), work_dir: None })?;
+                    keys.extend(prepared.plan.runs.iter().map(|r| r.key.clone()));
+                }
+                Some(keys)
+            };
+            let report = store.gc(keep_keys.as_ref(), dry_run)?;
+            println!(
+                "{}{} runs, {} objects ({} bytes), {} failure records",
+                if dry_run { "would remove " } else { "removed " },
+                report.runs_removed,
+                report.objects_removed,
+                report.bytes_freed,
+                report.failures_removed
+            );
+            Ok(Exit::Ok)
+        }
+    }
+}

@@ -1,0 +1,462 @@
+//! Experiment manifests: TOML in, a validated [`Manifest`] out, or every problem at once.
+//!
+//! Paths inside a manifest are relative to the manifest's own directory. Keys are
+//! kebab-case; matrix axes are named freely (`model`, `ref`, `temperature`,
+//! `rag_symbol_max_definitions`, or anything else).
+
+pub mod diagnostics;
+pub mod model;
+mod reader;
+
+pub use diagnostics::{Diagnostic, ManifestErrors};
+pub use model::*;
+pub use reader::{Problems, TableReader};
+
+use regex::Regex;
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
+use std::time::Duration;
+use toml::de::{DeTable, DeValue};
+use toml::Spanned;
+
+/// Template variables every reviewer template may use besides the matrix axes.
+pub const BUILTIN_TEMPLATE_VARS: [&str; 4] = ["repo", "base", "head", "repeat"];
+
+#[derive(Debug, thiserror::Error)]
+pub enum LoadError {
+    #[error("failed to read manifest `{path}`: {source}")]
+    Read { path: PathBuf, source: std::io::Error },
+    #[error("{0}")]
+    Invalid(#[from] ManifestErrors),
+}
+
+/// Reads and validates a manifest file.
+pub fn load(path: &Path) -> Result<Manifest, LoadError> {
+    let source = std::fs::read_to_string(path).map_err(|source| LoadError::Read { path: path.to_path_buf(), source })?;
+    parse(path, &source).map_err(LoadError::Invalid)
+}
+
+/// Validates manifest text; `path` names the file in messages and anchors relative paths.
+pub fn parse(path: &Path, source: &str) -> Result<Manifest, ManifestErrors> {
+    let fail = |diagnostics: Vec<Diagnostic>| ManifestErrors {
+        path: path.to_path_buf(),
+        source: source.to_string(),
+        diagnostics,
+    };
+    let (document, syntax_errors) = DeTable::parse_recoverable(source);
+    if !syntax_errors.is_empty() {
+        return Err(fail(
+            syntax_errors
+                .iter()
+                .map(|e| Diagnostic {
+                    span: e.span().unwrap_or(0..0),
+                    message: format!("invalid TOML: {}", e.message().trim()),
+                    help: None,
+                })
+                .collect(),
+        ));
+    }
+    let problems = Problems::default();
+    let base_dir = path.parent().map(Path::to_path_buf).unwrap_or_default();
+    let root = TableReader::new(&problems, document.get_ref(), 0..source.len().min(1), "the manifest");
+    let manifest = read_manifest(&root, path, &base_dir);
+    root.finish();
+    if problems.is_empty() {
+        if let Some(manifest) = manifest {
+            return Ok(manifest);
+        }
+    }
+    Err(fail(problems.into_sorted()))
+}
+
+fn read_manifest(root: &TableReader<'_, '_>, path: &Path, base_dir: &Path) -> Option<Manifest> {
+    let problems = root.problems();
+    match root.integer("version", i64::MIN, i64::MAX) {
+        Some(v) if *v.get_ref() == MANIFEST_VERSION => {}
+        Some(v) => problems.push(v.span(), format!("unsupported manifest version {}; this runner reads version {MANIFEST_VERSION}", v.get_ref())),
+        None if !root.has("version") => root.missing("version"),
+        None => {}
+    }
+    let experiment = section(root, "experiment").and_then(|t| read_experiment(&t).map(|e| (e, t.finish())).map(|(e, _)| e));
+    let target = section(root, "target").and_then(|t| {
+        let target = read_target(&t, base_dir);
+        t.finish();
+        target
+    });
+    let matrix = section(root, "matrix").and_then(|t| {
+        let m = read_matrix(&t);
+        t.finish();
+        m
+    });
+    let axes: BTreeSet<String> = matrix.as_ref().map(|m| m.axes.iter().map(|a| a.name.clone()).collect()).unwrap_or_default();
+    let reviewer = section(root, "reviewer").and_then(|t| {
+        let r = read_reviewer(&t, &axes, base_dir);
+        t.finish();
+        r
+    });
+    let analyses: Vec<Option<AnalysisSpec>> = root
+        .tables("analysis")
+        .into_iter()
+        .map(|t| {
+            let a = read_analysis(&t, &axes);
+            t.finish();
+            a
+        })
+        .collect();
+    let report = section(root, "report").and_then(|t| {
+        let r = read_report(&t, base_dir);
+        t.finish();
+        r
+    });
+    let cache_dir = match root.table("cache") {
+        Some(t) => {
+            let dir = t.string("dir").map(|d| base_dir.join(d.get_ref()));
+            t.finish();
+            dir
+        }
+        None => None,
+    }
+    .unwrap_or_else(|| PathBuf::from("cache"));
+
+    if let (Some(target), Some(matrix)) = (&target, &matrix) {
+        check_target_axes(root, target, matrix);
+    }
+    Some(Manifest {
+        path: path.to_path_buf(),
+        base_dir: base_dir.to_path_buf(),
+        experiment: experiment?,
+        target: target?,
+        matrix: matrix?,
+        reviewer: reviewer?,
+        analyses: analyses.into_iter().collect::<Option<Vec<_>>>()?,
+        report: report?,
+        cache_dir,
+    })
+}
+
+fn section<'c, 'i>(root: &TableReader<'c, 'i>, name: &str) -> Option<TableReader<'c, 'i>> {
+    if !root.has(name) {
+        root.allow(name);
+        root.problems().push(root.span(), format!("missing section [{name}]"));
+        return None;
+    }
+    root.table(name)
+}
+
+fn read_experiment(t: &TableReader<'_, '_>) -> Option<Experiment> {
+    let name = t.required_string("name");
+    if let Some(n) = &name {
+        let ok = !n.get_ref().is_empty() && n.get_ref().chars().all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c));
+        if !ok {
+            t.problems().push(n.span(), "experiment `name` must be non-empty and use only letters, digits, `-`, `_` and `.`");
+        }
+    }
+    let description = t.string("description").map(|d| d.into_inner()).unwrap_or_default();
+    Some(Experiment { name: name?.into_inner(), description })
+}
+
+fn read_target(t: &TableReader<'_, '_>, base_dir: &Path) -> Option<TargetSpec> {
+    let repo = t.string("repo");
+    let corpus = t.string("corpus");
+    match (repo, corpus) {
+        (Some(repo), None) => {
+            let head = t.string("head").map(|h| h.into_inner()).unwrap_or_else(|| "HEAD".to_string());
+            Some(TargetSpec::Git { repo: base_dir.join(repo.get_ref()), head })
+        }
+        (None, Some(corpus)) => {
+            let cases = t.strings("cases").map(|v| v.into_iter().map(Spanned::into_inner).collect());
+            let unseal_holdout = t.boolean("unseal-holdout").unwrap_or(false);
+            Some(TargetSpec::Corpus { dir: base_dir.join(corpus.get_ref()), cases, unseal_holdout })
+        }
+        (Some(repo), Some(_)) => {
+            t.problems().push(repo.span(), "[target] takes either `repo` (a git repository) or `corpus` (a case directory), not both");
+            None
+        }
+        (None, None) => {
+            if !t.has("repo") && !t.has("corpus") {
+                t.problems().push(t.span(), "[target] needs `repo` (a git repository) or `corpus` (a case directory)");
+            }
+            None
+        }
+    }
+}
+
+fn read_matrix(t: &TableReader<'_, '_>) -> Option<Matrix> {
+    let mut axes = Vec::new();
+    let mut ok = true;
+    let repeat = match t.integer("repeat", 1, 10_000) {
+        Some(r) => *r.get_ref() as u32,
+        None if t.has("repeat") => {
+            ok = false;
+            1
+        }
+        None => 1,
+    };
+    for (name, key_span) in t.keys() {
+        if name == "repeat" {
+            continue;
+        }
+        t.allow(&name);
+        if !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') || BUILTIN_TEMPLATE_VARS.contains(&name.as_str()) {
+            t.problems().push(key_span.clone(), format!("axis name `{name}` must be letters, digits and `_`, and not one of {BUILTIN_TEMPLATE_VARS:?}"));
+            ok = false;
+            continue;
+        }
+        let Some(value) = t.get(&name) else { continue };
+        let DeValue::Array(items) = value.get_ref() else {
+            t.problems().push(value.span(), format!("axis `{name}` must be an array of values, found {}", reader::type_name(value.get_ref())));
+            ok = false;
+            continue;
+        };
+        if items.is_empty() {
+            t.problems().push(value.span(), format!("axis `{name}` has no values"));
+            ok = false;
+            continue;
+        }
+        let mut values = Vec::new();
+        for item in items.iter() {
+            let v = match item.get_ref() {
+                DeValue::String(s) => Some(AxisValue::Str(s.to_string())),
+                DeValue::Integer(_) => reader::as_i64(item.get_ref()).map(AxisValue::Int),
+                DeValue::Float(_) => reader::as_f64(item.get_ref()).map(AxisValue::Float),
+                DeValue::Boolean(b) => Some(AxisValue::Bool(*b)),
+                _ => None,
+            };
+            match v {
+                Some(v) if values.iter().any(|seen: &AxisValue| seen.render() == v.render()) => {
+                    t.problems().push(item.span(), format!("axis `{name}` lists `{}` twice", v.render()));
+                    ok = false;
+                }
+                Some(v) => values.push(v),
+                None => {
+                    t.problems().push(item.span(), format!("axis `{name}` values must be strings, numbers or booleans, found {}", reader::type_name(item.get_ref())));
+                    ok = false;
+                }
+            }
+        }
+        check_known_axis(t, &name, &values, value.span());
+        axes.push(Axis { name, values });
+    }
+    ok.then_some(Matrix { axes, repeat })
+}
+
+/// Axes with a meaning to runner are checked for plausible values.
+fn check_known_axis(t: &TableReader<'_, '_>, name: &str, values: &[AxisValue], span: std::ops::Range<usize>) {
+    let bad = match name {
+        "temperature" => values.iter().any(|v| !matches!(v.as_f64(), Some(f) if (0.0..=2.0).contains(&f))),
+        "rag_symbol_max_definitions" | "seed" => values.iter().any(|v| !matches!(v.as_i64(), Some(i) if i >= 0)),
+        _ => false,
+    };
+    if bad {
+        let expected = if name == "temperature" { "numbers between 0 and 2" } else { "non-negative integers" };
+        t.problems().push(span, format!("axis `{name}` must hold {expected}"));
+    }
+}
+
+fn check_target_axes(root: &TableReader<'_, '_>, target: &TargetSpec, matrix: &Matrix) {
+    match target {
+        TargetSpec::Git { .. } if matrix.axis("ref").is_none() => {
+            root.problems().push(root.span(), "a git target needs a `ref` axis in [matrix] (the base of `ref..head`), e.g. `ref = [\"HEAD~1\"]`");
+        }
+        TargetSpec::Corpus { .. } if matrix.axis("ref").is_some() => {
+            root.problems().push(root.span(), "the `ref` axis applies to git targets only; a corpus target reviews each case's before..after");
+        }
+        _ => {}
+    }
+}
+
+fn template_var_regex() -> &'static Regex {
+    static RE: OnceLock<Regex> = OnceLock::new();
+    RE.get_or_init(|| Regex::new(r"\{\{\{?\s*([A-Za-z_][A-Za-z0-9_]*)\s*\}?\}\}").expect("static regex"))
+}
+
+/// Reports template variables that are neither an axis nor a built-in.
+pub fn check_template(problems: &Problems, text: &Spanned<String>, axes: &BTreeSet<String>, extra: &[&str]) {
+    for cap in template_var_regex().captures_iter(text.get_ref()) {
+        let name = &cap[1];
+        if !axes.contains(name) && !BUILTIN_TEMPLATE_VARS.contains(&name) && !extra.contains(&name) {
+            let mut known: Vec<&str> = axes.iter().map(String::as_str).chain(BUILTIN_TEMPLATE_VARS).chain(extra.iter().copied()).collect();
+            known.sort_unstable();
+            problems.push_with_help(text.span(), format!("unknown template variable `{{{{{name}}}}}`"), format!("known variables: {}", known.join(", ")));
+        }
+    }
+}
+
+pub fn parse_duration(text: &str) -> Option<Duration> {
+    let text = text.trim();
+    let (number, unit) = text.split_at(text.find(|c: char| !c.is_ascii_digit() && c != '.').unwrap_or(text.len()));
+    let n: f64 = number.parse().ok()?;
+    let secs = match unit.trim() {
+        "ms" => n / 1000.0,
+        "" | "s" => n,
+        "m" | "min" => n * 60.0,
+        "h" => n * 3600.0,
+        _ => return None,
+    };
+    (secs.is_finite() && secs > 0.0).then(|| Duration::from_secs_f64(secs))
+}
+
+fn read_reviewer(t: &TableReader<'_, '_>, axes: &BTreeSet<String>, base_dir: &Path) -> Option<ReviewerSpec> {
+    let problems = t.problems();
+    let max_concurrency = t.integer("max-concurrency", 1, 4096).map(|n| *n.get_ref() as usize);
+    let timeout = match t.string("timeout") {
+        Some(s) => match parse_duration(s.get_ref()) {
+            Some(d) => d,
+            None => {
+                problems.push(s.span(), format!("`timeout` must be a duration such as `90s`, `500ms` or `5m`, found `{}`", s.get_ref()));
+                Duration::from_secs(600)
+            }
+        },
+        None => Duration::from_secs(600),
+    };
+    let kind = t.required_string("kind")?;
+    let spec = match kind.get_ref().as_str() {
+        "builtin" => read_builtin(t, axes).map(ReviewerKindSpec::Builtin),
+        "command" => read_command(t, axes).map(ReviewerKindSpec::Command),
+        "ollama" | "openai" => crate::reviewer::llm::read_spec(t, kind.get_ref(), axes, base_dir).map(ReviewerKindSpec::Llm),
+        other => {
+            problems.push_with_help(kind.span(), format!("unknown reviewer kind `{other}`"), "kinds: builtin, command, ollama, openai");
+            None
+        }
+    };
+    Some(ReviewerSpec { kind: spec?, max_concurrency, timeout })
+}
+
+fn read_builtin(t: &TableReader<'_, '_>, axes: &BTreeSet<String>) -> Option<BuiltinSpec> {
+    let name = t.required_string("name")?;
+    check_template(t.problems(), &name, axes, &[]);
+    if !name.get_ref().contains("{{") && crate::reviewer::builtin::Baseline::parse(name.get_ref()).is_none() {
+        t.problems().push_with_help(name.span(), format!("unknown builtin reviewer `{}`", name.get_ref()), crate::reviewer::builtin::Baseline::help());
+    }
+    let latency_ms = t.integer("latency-ms", 0, 3_600_000).map(|n| *n.get_ref() as u64).unwrap_or(0);
+    Some(BuiltinSpec { name: name.into_inner(), latency_ms })
+}
+
+fn read_command(t: &TableReader<'_, '_>, axes: &BTreeSet<String>) -> Option<CommandSpec> {
+    let problems = t.problems();
+    let program = t.required_string("program");
+    let args = t.strings("args").unwrap_or_default();
+    let env = t.string_map("env").unwrap_or_default();
+    for text in args.iter().chain(env.iter().map(|(_, v)| v)) {
+        check_template(problems, text, axes, &[]);
+    }
+    let pass_env = t.strings("pass-env").unwrap_or_default().into_iter().map(Spanned::into_inner).collect();
+    let read_commands = |key: &str| -> Vec<Vec<String>> {
+        let Some(value) = t.get(key) else { return Vec::new() };
+        let DeValue::Array(items) = value.get_ref() else {
+            problems.push(value.span(), format!("`{key}` must be an array of commands, each an array of strings"));
+            return Vec::new();
+        };
+        let mut out = Vec::new();
+        for item in items.iter() {
+            match item.get_ref() {
+                DeValue::Array(argv) if !argv.is_empty() && argv.iter().all(|a| matches!(a.get_ref(), DeValue::String(_))) => {
+                    let argv: Vec<String> = argv
+                        .iter()
+                        .filter_map(|a| match a.get_ref() {
+                            DeValue::String(s) => {
+                                check_template(problems, &Spanned::new(a.span(), s.to_string()), axes, &[]);
+                                Some(s.to_string())
+                            }
+                            _ => None,
+                        })
+                        .collect();
+                    out.push(argv);
+                }
+                _ => problems.push(item.span(), format!("each command in `{key}` must be a non-empty array of strings, e.g. [\"stet\", \"finish\"]")),
+            }
+        }
+        out
+    };
+    let setup = read_commands("setup");
+    let cleanup = read_commands("cleanup");
+    let output = match t.string("output") {
+        None => OutputFormat::Auto,
+        Some(s) => match s.get_ref().as_str() {
+            "auto" => OutputFormat::Auto,
+            "json" => OutputFormat::Json,
+            "stream" => OutputFormat::Stream,
+            other => {
+                problems.push_with_help(s.span(), format!("unknown output format `{other}`"), "formats: auto, json, stream");
+                OutputFormat::Auto
+            }
+        },
+    };
+    let isolation = match t.string("isolation") {
+        None => Isolation::Serialize,
+        Some(s) => match s.get_ref().as_str() {
+            "none" => Isolation::None,
+            "serialize" => Isolation::Serialize,
+            "worktree" => Isolation::Worktree,
+            other => {
+                problems.push_with_help(s.span(), format!("unknown isolation `{other}`"), "isolation: none, serialize (one run per repository at a time), worktree (a worktree per run)");
+                Isolation::Serialize
+            }
+        },
+    };
+    let ignore = t.strings("ignore").unwrap_or_default().into_iter().map(Spanned::into_inner).collect();
+    Some(CommandSpec {
+        program: program?.into_inner(),
+        args: args.into_iter().map(Spanned::into_inner).collect(),
+        env: env.into_iter().map(|(k, v)| (k.into_inner(), v.into_inner())).collect::<BTreeMap<_, _>>(),
+        pass_env,
+        setup,
+        cleanup,
+        output,
+        isolation,
+        ignore,
+    })
+}
+
+fn read_analysis(t: &TableReader<'_, '_>, axes: &BTreeSet<String>) -> Option<AnalysisSpec> {
+    let problems = t.problems();
+    let kind_text = t.required_string("kind")?;
+    let Some(kind) = AnalysisKind::parse(kind_text.get_ref()) else {
+        let kinds: Vec<&str> = AnalysisKind::ALL.iter().map(|k| k.as_str()).collect();
+        problems.push_with_help(kind_text.span(), format!("unknown analysis kind `{}`", kind_text.get_ref()), format!("kinds: {}", kinds.join(", ")));
+        return None;
+    };
+    let title = t.string("title").map(Spanned::into_inner);
+    let axis = t.string("axis");
+    if let Some(a) = &axis {
+        if !axes.contains(a.get_ref()) {
+            problems.push(a.span(), format!("analysis axis `{}` is not a matrix axis", a.get_ref()));
+        }
+    }
+    let needs_axis = matches!(kind, AnalysisKind::Overlap);
+    if needs_axis && axis.is_none() && !t.has("axis") {
+        problems.push(t.span(), format!("analysis `{}` needs `axis`, the matrix axis whose values it compares", kind.as_str()));
+    }
+    let axis = axis.map(Spanned::into_inner).or_else(|| {
+        (kind == AnalysisKind::RagAblation).then(|| "rag_symbol_max_definitions".to_string())
+    });
+    if kind == AnalysisKind::RagAblation && !axes.contains(axis.as_deref().unwrap_or_default()) {
+        problems.push(t.span(), "analysis `rag-ablation` needs a `rag_symbol_max_definitions` axis (or `axis = \"...\"`) with 0 among its values");
+    }
+    let mut matching = MatchRule::default();
+    if let Some(n) = t.integer("line-tolerance", 0, 1000) {
+        matching.line_tolerance = *n.get_ref() as u32;
+    }
+    if let Some(s) = t.float("similarity", 0.0, 1.0) {
+        matching.similarity = *s.get_ref();
+    }
+    Some(AnalysisSpec { kind, title, axis, matching })
+}
+
+fn read_report(t: &TableReader<'_, '_>, base_dir: &Path) -> Option<ReportSpec> {
+    let output = t.required_string("output");
+    let template = t.string("template").map(|p| base_dir.join(p.get_ref()));
+    if let Some(path) = &template {
+        if !path.is_file() {
+            if let Some(span) = t.get("template").map(|v| v.span()) {
+                t.problems().push(span, format!("template `{}` does not exist", path.display()));
+            }
+        }
+    }
+    Some(ReportSpec { output: base_dir.join(output?.get_ref()), template })
+}
+
+/// Leaves `_` alone so a `DeTable` import stays used when features change.
+#[allow(dead_code)]
+fn _assert_types(_: &DeTable<'_>) {}

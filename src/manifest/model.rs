@@ -1,0 +1,281 @@
+//! The validated experiment model: what a manifest means once every check has passed.
+
+use serde::Serialize;
+use std::collections::BTreeMap;
+use std::fmt;
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// The manifest format version this build reads.
+pub const MANIFEST_VERSION: i64 = 1;
+
+#[derive(Debug, Clone)]
+pub struct Manifest {
+    /// The manifest file, as given.
+    pub path: PathBuf,
+    /// The directory relative paths in the manifest are resolved against.
+    pub base_dir: PathBuf,
+    pub experiment: Experiment,
+    pub target: TargetSpec,
+    pub matrix: Matrix,
+    pub reviewer: ReviewerSpec,
+    pub analyses: Vec<AnalysisSpec>,
+    pub report: ReportSpec,
+    pub cache_dir: PathBuf,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Experiment {
+    pub name: String,
+    pub description: String,
+}
+
+/// What is reviewed.
+#[derive(Debug, Clone)]
+pub enum TargetSpec {
+    /// A git repository reviewed as `ref..head`; `ref` comes from the matrix.
+    Git { repo: PathBuf, head: String },
+    /// A directory with `cases.public.json` (and optionally `oracle.json`).
+    Corpus { dir: PathBuf, cases: Option<Vec<String>>, unseal_holdout: bool },
+}
+
+/// One value of a matrix axis.
+#[derive(Debug, Clone, PartialEq, PartialOrd, Serialize)]
+#[serde(untagged)]
+pub enum AxisValue {
+    Str(String),
+    Int(i64),
+    Float(f64),
+    Bool(bool),
+}
+
+impl AxisValue {
+    /// The text a template sees and a cell id is built from.
+    pub fn render(&self) -> String {
+        match self {
+            Self::Str(s) => s.clone(),
+            Self::Int(i) => i.to_string(),
+            Self::Float(f) => format_float(*f),
+            Self::Bool(b) => b.to_string(),
+        }
+    }
+
+    pub fn to_json(&self) -> serde_json::Value {
+        match self {
+            Self::Str(s) => serde_json::Value::String(s.clone()),
+            Self::Int(i) => serde_json::Value::from(*i),
+            Self::Float(f) => serde_json::Value::from(*f),
+            Self::Bool(b) => serde_json::Value::Bool(*b),
+        }
+    }
+
+    pub fn as_f64(&self) -> Option<f64> {
+        match self {
+            Self::Int(i) => Some(*i as f64),
+            Self::Float(f) => Some(*f),
+            Self::Str(s) => s.parse().ok(),
+            Self::Bool(_) => None,
+        }
+    }
+
+    pub fn as_i64(&self) -> Option<i64> {
+        match self {
+            Self::Int(i) => Some(*i),
+            Self::Str(s) => s.parse().ok(),
+            Self::Float(f) if f.fract() == 0.0 => Some(*f as i64),
+            _ => None,
+        }
+    }
+}
+
+/// Floats print with at least one decimal so `0.0` and `0` stay distinct in ids.
+pub fn format_float(f: f64) -> String {
+    if f.fract() == 0.0 && f.abs() < 1e15 {
+        format!("{f:.1}")
+    } else {
+        format!("{f}")
+    }
+}
+
+impl fmt::Display for AxisValue {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.render())
+    }
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Axis {
+    pub name: String,
+    pub values: Vec<AxisValue>,
+}
+
+/// Named axes in manifest order, plus the number of repeats of every cell.
+#[derive(Debug, Clone, Serialize)]
+pub struct Matrix {
+    pub axes: Vec<Axis>,
+    pub repeat: u32,
+}
+
+impl Matrix {
+    pub fn axis(&self, name: &str) -> Option<&Axis> {
+        self.axes.iter().find(|a| a.name == name)
+    }
+}
+
+/// How a reviewer's runs share a repository.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Isolation {
+    /// Runs share the repository freely.
+    None,
+    /// At most one run at a time per repository (stet's one session per repository).
+    Serialize,
+    /// Each run gets its own detached worktree at the reviewed head.
+    Worktree,
+}
+
+/// How a command reviewer's stdout is read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum OutputFormat {
+    /// `{"findings":[…]}` or an NDJSON stream, whichever the output is.
+    Auto,
+    Json,
+    Stream,
+}
+
+/// The reviewer every cell runs, with its scheduling limits.
+#[derive(Debug, Clone)]
+pub struct ReviewerSpec {
+    pub kind: ReviewerKindSpec,
+    /// At most this many runs of this reviewer at once (within the global `--jobs`).
+    pub max_concurrency: Option<usize>,
+    /// Kill a run that takes longer.
+    pub timeout: Duration,
+}
+
+#[derive(Debug, Clone)]
+pub enum ReviewerKindSpec {
+    Builtin(BuiltinSpec),
+    Command(CommandSpec),
+    Llm(crate::reviewer::llm::LlmSpec),
+}
+
+impl ReviewerKindSpec {
+    pub fn kind_name(&self) -> &'static str {
+        match self {
+            Self::Builtin(_) => "builtin",
+            Self::Command(_) => "command",
+            Self::Llm(spec) => spec.protocol.as_str(),
+        }
+    }
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct BuiltinSpec {
+    /// The baseline's name; may be a template such as `{{baseline}}`.
+    pub name: String,
+    /// Simulated latency per run, for the `sleep` baseline (benchmarks).
+    pub latency_ms: u64,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct CommandSpec {
+    pub program: String,
+    pub args: Vec<String>,
+    /// Environment set for the child, templated; sorted for hashing.
+    pub env: BTreeMap<String, String>,
+    /// Variables copied from runner's own environment, never hashed nor stored.
+    pub pass_env: Vec<String>,
+    pub setup: Vec<Vec<String>>,
+    pub cleanup: Vec<Vec<String>>,
+    pub output: OutputFormat,
+    pub isolation: Isolation,
+    /// Names of files that the reviewer writes into the repository and git must ignore.
+    pub ignore: Vec<String>,
+}
+
+/// One analysis the report shows.
+#[derive(Debug, Clone, Serialize)]
+pub struct AnalysisSpec {
+    pub kind: AnalysisKind,
+    /// Optional title shown in the report.
+    pub title: Option<String>,
+    /// The axis compared (overlap, RAG ablation) or grouped by (latency, distribution, …).
+    pub axis: Option<String>,
+    pub matching: MatchRule,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum AnalysisKind {
+    /// A1: overlap between the values of one axis.
+    Overlap,
+    /// A3: latency per run and per hunk.
+    Latency,
+    /// A4: Jaccard across repeats.
+    Repeatability,
+    /// A5: category and severity counts.
+    Distribution,
+    /// A6: finding-ID stability across repeats.
+    IdStability,
+    /// A7: schema validation of every reviewer's output.
+    Schema,
+    /// A10: RAG on versus off.
+    RagAblation,
+    /// Tokens and durations per cell.
+    Cost,
+}
+
+impl AnalysisKind {
+    pub const ALL: [AnalysisKind; 8] = [
+        Self::Overlap,
+        Self::Latency,
+        Self::Repeatability,
+        Self::Distribution,
+        Self::IdStability,
+        Self::Schema,
+        Self::RagAblation,
+        Self::Cost,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Overlap => "overlap",
+            Self::Latency => "latency",
+            Self::Repeatability => "repeatability",
+            Self::Distribution => "distribution",
+            Self::IdStability => "id-stability",
+            Self::Schema => "schema",
+            Self::RagAblation => "rag-ablation",
+            Self::Cost => "cost",
+        }
+    }
+
+    pub fn parse(text: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|k| k.as_str() == text)
+    }
+}
+
+/// How two findings are judged the same (A1 fuzzy overlap, A4, A8).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct MatchRule {
+    /// Lines may differ by at most this much.
+    pub line_tolerance: u32,
+    /// Normalized message similarity (0..1) must reach this.
+    pub similarity: f64,
+}
+
+impl Default for MatchRule {
+    fn default() -> Self {
+        Self { line_tolerance: 1, similarity: 0.6 }
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct ReportSpec {
+    /// Directory RESULTS.md and results.json are written to.
+    pub output: PathBuf,
+    /// Template overriding `templates/results.md.hbs`.
+    pub template: Option<PathBuf>,
+}

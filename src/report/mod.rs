@@ -1,0 +1,148 @@
+//! Reports: the results model, template rendering, and the reporters that consume engine
+//! events (progress bars, NDJSON, the end-of-execution summary).
+
+pub mod model;
+pub mod progress;
+pub mod render;
+
+use crate::analysis::AnalysisResult;
+use crate::exec::RunOutcome;
+use crate::manifest::{Manifest, TargetSpec};
+use crate::plan::Plan;
+use model::*;
+use std::collections::BTreeMap;
+
+/// Builds the results model from the plan and its outcomes (cached and fresh alike).
+pub fn build_results(manifest: &Manifest, manifest_label: &str, plan: &Plan, outcomes: &[RunOutcome], reviewer_config: &serde_json::Value, analyses: Vec<AnalysisResult>) -> Results {
+    let mut cells: Vec<CellRow> = Vec::new();
+    let mut runs = Vec::new();
+    let mut failures = Vec::new();
+    let mut totals = Totals { planned: plan.runs.len(), ..Totals::default() };
+    let mut total_ms = 0u64;
+    let mut provenance: BTreeMap<String, Vec<String>> = BTreeMap::new();
+
+    for cell in &plan.cells {
+        let mut row = CellRow {
+            cell: cell.id.clone(),
+            values: cell.values.iter().map(|(k, v)| (k.clone(), v.render())).collect(),
+            runs: 0,
+            planned: 0,
+            findings: 0,
+            findings_per_run: String::new(),
+            seconds: String::new(),
+            prompt_tokens: String::new(),
+            completion_tokens: String::new(),
+        };
+        let (mut ms, mut pt, mut ct, mut has_tokens) = (0u64, 0u64, 0u64, false);
+        for (run, outcome) in plan.runs.iter().zip(outcomes).filter(|(r, _)| r.cell.id == cell.id) {
+            row.planned += 1;
+            let key = run.key.short().to_string();
+            match outcome.success() {
+                Some((record, findings)) => {
+                    row.runs += 1;
+                    row.findings += findings.len();
+                    ms += record.cost.wall_ms;
+                    if let Some(p) = record.cost.prompt_tokens {
+                        pt += p;
+                        has_tokens = true;
+                    }
+                    if let Some(c) = record.cost.completion_tokens {
+                        ct += c;
+                        has_tokens = true;
+                    }
+                    if !record.provenance.is_empty() {
+                        let text = serde_json::to_string(&record.provenance).unwrap_or_default();
+                        provenance.entry(text).or_default().push(cell.id.clone());
+                    }
+                    runs.push(RunRow {
+                        cell: cell.id.clone(),
+                        repeat: run.repeat,
+                        subject: run.subject_id.clone(),
+                        status: "ok".into(),
+                        findings: findings.len(),
+                        hunks: record.cost.hunks,
+                        seconds: format!("{:.2}", record.cost.wall_ms as f64 / 1000.0),
+                        key,
+                    });
+                }
+                None => {
+                    let (status, error) = match outcome {
+                        RunOutcome::Failed(e) => ("failed", e.to_string()),
+                        RunOutcome::Skipped(reason) => ("skipped", reason.clone()),
+                        _ => ("missing", "not in the cache (frozen)".to_string()),
+                    };
+                    failures.push(FailureRow { run: run.label(), error });
+                    runs.push(RunRow {
+                        cell: cell.id.clone(),
+                        repeat: run.repeat,
+                        subject: run.subject_id.clone(),
+                        status: status.into(),
+                        findings: 0,
+                        hunks: 0,
+                        seconds: "–".into(),
+                        key,
+                    });
+                }
+            }
+        }
+        row.findings_per_run = if row.runs > 0 { format!("{:.2}", row.findings as f64 / row.runs as f64) } else { "–".into() };
+        row.seconds = format!("{:.2}", ms as f64 / 1000.0);
+        row.prompt_tokens = if has_tokens { pt.to_string() } else { "–".into() };
+        row.completion_tokens = if has_tokens { ct.to_string() } else { "–".into() };
+        totals.succeeded += row.runs;
+        totals.findings += row.findings;
+        totals.prompt_tokens += pt;
+        totals.completion_tokens += ct;
+        total_ms += ms;
+        cells.push(row);
+    }
+    totals.failed = totals.planned - totals.succeeded;
+    totals.review_seconds = format!("{:.2}", total_ms as f64 / 1000.0);
+
+    let (kind, description) = match &manifest.target {
+        TargetSpec::Git { repo, head } => ("git", format!("`{}` reviewed as `ref..{head}`", relative(&manifest.base_dir, repo))),
+        TargetSpec::Corpus { dir, .. } => ("corpus", format!("`{}`, each case as a two-commit repository", relative(&manifest.base_dir, dir))),
+    };
+    Results {
+        schema_version: RESULTS_SCHEMA,
+        experiment: ExperimentInfo {
+            name: manifest.experiment.name.clone(),
+            description: manifest.experiment.description.trim().to_string(),
+            manifest: manifest_label.to_string(),
+        },
+        matrix: MatrixInfo {
+            axes: manifest.matrix.axes.iter().map(|a| AxisInfo { name: a.name.clone(), values: a.values.iter().map(|v| v.render()).collect() }).collect(),
+            repeat: manifest.matrix.repeat,
+            cells: plan.cells.len(),
+            subjects: plan.subjects.len(),
+            planned_runs: plan.runs.len(),
+        },
+        reviewer: ReviewerInfo { kind: manifest.reviewer.kind.kind_name().to_string(), config: serde_json::to_string(reviewer_config).unwrap_or_default() },
+        target: TargetInfo { kind: kind.into(), description, subjects: plan.subjects.keys().cloned().collect() },
+        provenance: provenance
+            .into_iter()
+            .map(|(text, cells)| {
+                let map: BTreeMap<String, serde_json::Value> = serde_json::from_str(&text).unwrap_or_default();
+                let mut unique = cells;
+                unique.dedup();
+                ProvenanceRow {
+                    cells: unique.join("; "),
+                    entries: map
+                        .into_iter()
+                        .map(|(key, value)| KeyValue { key, value: value.as_str().map(str::to_string).unwrap_or_else(|| value.to_string()) })
+                        .collect(),
+                }
+            })
+            .collect(),
+        totals,
+        cells,
+        runs,
+        failures,
+        analyses,
+    }
+}
+
+/// A path shown relative to the manifest's directory when possible.
+fn relative(base: &std::path::Path, path: &std::path::Path) -> String {
+    path.strip_prefix(base).map(|p| p.display().to_string()).unwrap_or_else(|_| path.display().to_string())
+}

@@ -1,0 +1,138 @@
+//! Reviewers: what turns one matrix cell on one subject into findings.
+//!
+//! One file per backend. The engine sees only the [`Reviewer`] trait, so tests drive it with
+//! fake backends and every backend is scheduled, limited, timed and cached the same way.
+
+pub mod builtin;
+pub mod command;
+pub mod llm;
+pub mod parse;
+pub mod template;
+
+use crate::finding::Finding;
+use crate::plan::Cell;
+use crate::target::Subject;
+use futures::future::BoxFuture;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// Everything one review run needs.
+#[derive(Debug, Clone)]
+pub struct ReviewJob {
+    pub cell: Cell,
+    pub repeat: u32,
+    pub subject: Arc<Subject>,
+    pub timeout: Duration,
+}
+
+/// What a run cost, from the reviewer's own reports where it has them.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Cost {
+    /// Wall-clock time of the review, measured by runner.
+    pub wall_ms: u64,
+    /// Units reviewed (hunks for per-hunk reviewers).
+    pub hunks: u32,
+    /// Model requests made.
+    #[serde(default)]
+    pub requests: u32,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prompt_tokens: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub completion_tokens: Option<u64>,
+    /// Model-reported generation time.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub eval_ms: Option<f64>,
+    /// Model-reported prompt processing time.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prompt_eval_ms: Option<f64>,
+}
+
+/// A successful run's result.
+#[derive(Debug, Clone, Default)]
+pub struct ReviewOutput {
+    pub findings: Vec<Finding>,
+    /// The reviewer's raw output (stdout, model text), kept for audits.
+    pub raw: String,
+    pub cost: Cost,
+    /// Where the findings came from: model file hash, server version, seed, …
+    pub provenance: BTreeMap<String, serde_json::Value>,
+    /// Problems the output had against stet's schema (A7); the run still succeeds.
+    pub schema_problems: Vec<String>,
+    /// Counters worth reporting, e.g. findings dropped for pointing outside the reviewed lines.
+    pub counters: BTreeMap<String, u64>,
+}
+
+/// Why a run failed.
+#[derive(Debug, Clone, thiserror::Error, Serialize, Deserialize, PartialEq)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum ReviewError {
+    /// The reviewer's model server could not be reached (stet's exit code 2).
+    #[error("model server unreachable: {message}")]
+    Unreachable { message: String, stderr_tail: String },
+    #[error("timed out after {seconds:.1}s")]
+    Timeout { seconds: f64 },
+    #[error("{message}")]
+    Failed { message: String, stderr_tail: String },
+    #[error("cancelled")]
+    Cancelled,
+}
+
+impl ReviewError {
+    pub fn failed(message: impl Into<String>) -> Self {
+        Self::Failed { message: message.into(), stderr_tail: String::new() }
+    }
+
+    pub fn stderr_tail(&self) -> &str {
+        match self {
+            Self::Unreachable { stderr_tail, .. } | Self::Failed { stderr_tail, .. } => stderr_tail,
+            _ => "",
+        }
+    }
+
+    pub fn is_unreachable(&self) -> bool {
+        matches!(self, Self::Unreachable { .. })
+    }
+}
+
+/// A reviewer backend.
+pub trait Reviewer: Send + Sync {
+    /// `builtin`, `command`, `ollama`, `openai`, …
+    fn kind(&self) -> &'static str;
+
+    /// Everything in this reviewer's resolved configuration that can change its output for
+    /// `cell`, as JSON. It feeds the cache key: never concurrency, timeouts, paths or secrets.
+    fn fingerprint(&self, cell: &Cell) -> serde_json::Value;
+
+    /// Runs that return the same scope key run one at a time (a CLI that keeps per-repository
+    /// state); `None` lets runs overlap freely.
+    fn exclusive_scope(&self, _job: &ReviewJob) -> Option<String> {
+        None
+    }
+
+    /// Reviews one subject for one cell and repeat.
+    fn review<'a>(&'a self, job: &'a ReviewJob) -> BoxFuture<'a, Result<ReviewOutput, ReviewError>>;
+}
+
+/// Builds the reviewer a manifest declares.
+pub fn from_spec(spec: &crate::manifest::ReviewerSpec) -> Result<Arc<dyn Reviewer>, ReviewError> {
+    use crate::manifest::ReviewerKindSpec as K;
+    Ok(match &spec.kind {
+        K::Builtin(b) => Arc::new(builtin::BuiltinReviewer::new(b.clone())),
+        K::Command(c) => Arc::new(command::CommandReviewer::new(c.clone())),
+        K::Llm(l) => Arc::new(llm::LlmReviewer::new(l.clone())?),
+    })
+}
+
+/// Keeps the last `max` bytes of a text, on a character boundary.
+pub fn tail(text: &str, max: usize) -> String {
+    if text.len() <= max {
+        return text.to_string();
+    }
+    let mut start = text.len() - max;
+    while !text.is_char_boundary(start) {
+        start += 1;
+    }
+    format!("…{}", &text[start..])
+}

@@ -1,0 +1,179 @@
+//! Before/after corpora in the public `cases.public.json` format, and their materialization
+//! as two-commit git repositories so every reviewer sees a real repository.
+
+use super::git::{git, git_with_env, GitError};
+use serde::{Deserialize, Serialize};
+use std::path::{Path, PathBuf};
+
+/// The public half of a case: the only fields a reviewer may ever see.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PublicCase {
+    pub id: String,
+    pub title: String,
+    #[serde(rename = "reviewTask")]
+    pub review_task: String,
+    pub spec: String,
+    pub source: CaseSource,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CaseSource {
+    pub path: String,
+    pub before: String,
+    pub after: String,
+}
+
+/// `cases.public.json`: `{"version":1,"cases":[…]}` or, as some corpora write it, a bare array.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(untagged)]
+enum PublicFile {
+    Versioned {
+        #[allow(dead_code)]
+        version: u32,
+        cases: Vec<PublicCase>,
+    },
+    Bare(Vec<PublicCase>),
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum CorpusError {
+    #[error("failed to read `{path}`: {source}")]
+    Read { path: PathBuf, source: std::io::Error },
+    #[error("failed to parse `{path}`: {message}")]
+    Parse { path: PathBuf, message: String },
+    #[error("case `{id}`: source path `{path}` must be relative and must not contain `..`")]
+    UnsafePath { id: String, path: String },
+    #[error("case `{0}` is listed in the manifest but not in the corpus")]
+    UnknownCase(String),
+    #[error("failed to materialize case `{id}`: {message}")]
+    Materialize { id: String, message: String },
+    #[error(transparent)]
+    Git(#[from] GitError),
+}
+
+pub const PUBLIC_FILE: &str = "cases.public.json";
+
+/// Reads a corpus's public cases, in file order.
+pub fn load_public_cases(dir: &Path) -> Result<Vec<PublicCase>, CorpusError> {
+    let path = dir.join(PUBLIC_FILE);
+    let text = std::fs::read_to_string(&path).map_err(|source| CorpusError::Read { path: path.clone(), source })?;
+    let file: PublicFile = serde_json::from_str(&text).map_err(|e| CorpusError::Parse {
+        path: path.clone(),
+        message: format!("{e} (each case has exactly id, title, reviewTask, spec, source{{path, before, after}})"),
+    })?;
+    let cases = match file {
+        PublicFile::Versioned { cases, .. } | PublicFile::Bare(cases) => cases,
+    };
+    for case in &cases {
+        if !is_safe_relative_path(&case.source.path) {
+            return Err(CorpusError::UnsafePath { id: case.id.clone(), path: case.source.path.clone() });
+        }
+    }
+    Ok(cases)
+}
+
+/// A relative path that stays inside the directory it is joined to.
+pub fn is_safe_relative_path(path: &str) -> bool {
+    let p = Path::new(path);
+    !path.is_empty()
+        && !path.contains('\\')
+        && p.components().all(|c| matches!(c, std::path::Component::Normal(_)))
+}
+
+/// blake3 over the case's public content: what a review of it can depend on.
+pub fn case_content_hash(case: &PublicCase) -> String {
+    let canonical = serde_json::to_vec(case).unwrap_or_default();
+    blake3::hash(&canonical).to_hex().to_string()
+}
+
+/// Fixed identity and dates so a case's commits have the same SHAs on every machine.
+const COMMIT_ENV: [(&str, &str); 6] = [
+    ("GIT_AUTHOR_NAME", "runner"),
+    ("GIT_AUTHOR_EMAIL", "runner@localhost"),
+    ("GIT_AUTHOR_DATE", "2000-01-01T00:00:00Z"),
+    ("GIT_COMMITTER_NAME", "runner"),
+    ("GIT_COMMITTER_EMAIL", "runner@localhost"),
+    ("GIT_COMMITTER_DATE", "2000-01-01T00:00:00Z"),
+];
+
+/// Writes `case` as a repository with a `before` commit and an `after` commit under
+/// `root`, reusing one that is already complete. Returns the repository directory.
+pub fn materialize(case: &PublicCase, root: &Path) -> Result<PathBuf, CorpusError> {
+    let hash = case_content_hash(case);
+    let dir = root.join(format!("{}-{}", sanitize(&case.id), &hash[..16]));
+    if dir.join(".git").join("runner-ready").is_file() {
+        return Ok(dir);
+    }
+    let fail = |message: String| CorpusError::Materialize { id: case.id.clone(), message };
+    std::fs::create_dir_all(root).map_err(|e| fail(format!("cannot create `{}`: {e}", root.display())))?;
+    let staging = tempfile::Builder::new()
+        .prefix(".staging-")
+        .tempdir_in(root)
+        .map_err(|e| fail(format!("cannot create a staging directory: {e}")))?;
+    let work = staging.path();
+    git(work, &["init", "--quiet", "--initial-branch=main"])?;
+    // A reviewer that commits notes (stet) needs a repository-local identity.
+    git(work, &["config", "user.name", "runner"])?;
+    git(work, &["config", "user.email", "runner@localhost"])?;
+    git(work, &["config", "commit.gpgsign", "false"])?;
+    let file = work.join(&case.source.path);
+    if let Some(parent) = file.parent() {
+        std::fs::create_dir_all(parent).map_err(|e| fail(e.to_string()))?;
+    }
+    for (text, message) in [(&case.source.before, "before"), (&case.source.after, "after")] {
+        std::fs::write(&file, text).map_err(|e| fail(e.to_string()))?;
+        git(work, &["add", "--all"])?;
+        git_with_env(work, &["commit", "--quiet", "--allow-empty", "--no-verify", "-m", message], &COMMIT_ENV)?;
+    }
+    std::fs::write(work.join(".git").join("runner-ready"), b"").map_err(|e| fail(e.to_string()))?;
+    let staged = staging.keep();
+    match std::fs::rename(&staged, &dir) {
+        Ok(()) => Ok(dir),
+        // Another process finished the same case first: theirs is identical.
+        Err(_) if dir.join(".git").join("runner-ready").is_file() => {
+            let _ = std::fs::remove_dir_all(&staged);
+            Ok(dir)
+        }
+        Err(e) => Err(fail(format!("cannot move the repository into place: {e}"))),
+    }
+}
+
+fn sanitize(id: &str) -> String {
+    id.chars().map(|c| if c.is_ascii_alphanumeric() || c == '-' || c == '_' { c } else { '_' }).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn safe_paths() {
+        assert!(is_safe_relative_path("src/a.py"));
+        assert!(!is_safe_relative_path("../a.py"));
+        assert!(!is_safe_relative_path("/etc/passwd"));
+        assert!(!is_safe_relative_path("src/../../a"));
+        assert!(!is_safe_relative_path(""));
+    }
+
+    #[test]
+    fn materialized_cases_have_stable_shas() {
+        let case = PublicCase {
+            id: "case-01".into(),
+            title: "Scenario 01".into(),
+            review_task: "t".into(),
+            spec: "s".into(),
+            source: CaseSource { path: "src/a.py".into(), before: "x = 1\n".into(), after: "x = 2\n".into() },
+        };
+        let a = tempfile::tempdir().expect("tempdir");
+        let b = tempfile::tempdir().expect("tempdir");
+        let ra = materialize(&case, a.path()).expect("materialize");
+        let rb = materialize(&case, b.path()).expect("materialize");
+        let head = |d: &Path| git(d, &["rev-parse", "HEAD"]).expect("rev-parse");
+        assert_eq!(head(&ra), head(&rb));
+        assert_eq!(materialize(&case, a.path()).expect("reuse"), ra);
+        let diff = super::super::git::diff(&ra, "HEAD~1", "HEAD").expect("diff");
+        assert!(diff.contains("+x = 2"));
+    }
+}

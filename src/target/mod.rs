@@ -1,0 +1,146 @@
+//! Targets: what is reviewed. Plan-time identities (resolved SHAs, case content hashes) and
+//! materialized subjects (a repository on disk plus the diff a reviewer sees).
+
+pub mod corpus;
+pub mod diff;
+pub mod git;
+
+use crate::manifest::{Manifest, TargetSpec};
+use corpus::{CorpusError, PublicCase};
+use diff::FileDiff;
+use serde::Serialize;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+/// What one review node reviews, known before anything runs.
+#[derive(Debug, Clone, Serialize)]
+pub struct SubjectSpec {
+    /// Stable id: the case id, or the base ref as written in the manifest.
+    pub id: String,
+    /// blake3 over everything about the subject that a review can depend on.
+    pub identity: String,
+    #[serde(skip)]
+    pub source: SubjectSource,
+}
+
+#[derive(Debug, Clone)]
+pub enum SubjectSource {
+    Git { repo: PathBuf, base_sha: String, head_sha: String },
+    Case(Box<PublicCase>),
+}
+
+/// A subject ready for a reviewer: a repository on disk and the diff of `base..head`.
+#[derive(Debug, Clone)]
+pub struct Subject {
+    pub id: String,
+    pub repo_dir: PathBuf,
+    pub base_sha: String,
+    pub head_sha: String,
+    pub diff: String,
+    pub files: Vec<FileDiff>,
+    /// Public review instructions for corpus cases (never oracle content).
+    pub review_task: Option<String>,
+    pub spec: Option<String>,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum TargetError {
+    #[error("failed to resolve `{rev}` in `{repo}`: {message}")]
+    Resolve { repo: String, rev: String, message: String },
+    #[error(transparent)]
+    Corpus(#[from] CorpusError),
+    #[error(transparent)]
+    Git(#[from] git::GitError),
+}
+
+/// Resolves the manifest's target into subject specs. For a git target there is one subject
+/// per value of the `ref` axis (resolved to SHAs here, before anything is hashed); for a
+/// corpus target one per case.
+pub fn resolve(manifest: &Manifest) -> Result<BTreeMap<String, SubjectSpec>, TargetError> {
+    match &manifest.target {
+        TargetSpec::Git { repo, head } => {
+            let refs: Vec<String> = manifest.matrix.axis("ref").map(|a| a.values.iter().map(|v| v.render()).collect()).unwrap_or_default();
+            let mut revs: Vec<&str> = refs.iter().map(String::as_str).collect();
+            revs.push(head);
+            let shas = git::resolve_commits(repo, &revs).map_err(|e| TargetError::Resolve {
+                repo: repo.display().to_string(),
+                rev: revs.join(", "),
+                message: e.to_string(),
+            })?;
+            let head_sha = shas.last().cloned().unwrap_or_default();
+            let mut out = BTreeMap::new();
+            for (r, base_sha) in refs.iter().zip(&shas) {
+                let identity = blake3::hash(format!("git\0{base_sha}\0{head_sha}").as_bytes()).to_hex().to_string();
+                out.insert(
+                    r.clone(),
+                    SubjectSpec {
+                        id: r.clone(),
+                        identity,
+                        source: SubjectSource::Git { repo: repo.clone(), base_sha: base_sha.clone(), head_sha: head_sha.clone() },
+                    },
+                );
+            }
+            Ok(out)
+        }
+        TargetSpec::Corpus { dir, cases: wanted, .. } => {
+            let cases = corpus::load_public_cases(dir)?;
+            if let Some(wanted) = wanted {
+                if let Some(missing) = wanted.iter().find(|w| !cases.iter().any(|c| &c.id == *w)) {
+                    return Err(CorpusError::UnknownCase(missing.clone()).into());
+                }
+            }
+            Ok(cases
+                .into_iter()
+                .filter(|c| wanted.as_ref().is_none_or(|w| w.contains(&c.id)))
+                .map(|c| {
+                    let identity = corpus::case_content_hash(&c);
+                    (c.id.clone(), SubjectSpec { id: c.id.clone(), identity, source: SubjectSource::Case(Box::new(c)) })
+                })
+                .collect())
+        }
+    }
+}
+
+/// Puts a subject on disk (corpus cases become repositories under `work_dir`) and reads its diff.
+pub fn materialize(spec: &SubjectSpec, work_dir: &Path) -> Result<Subject, TargetError> {
+    match &spec.source {
+        SubjectSource::Git { repo, base_sha, head_sha } => {
+            let text = git::diff(repo, base_sha, head_sha)?;
+            Ok(Subject {
+                id: spec.id.clone(),
+                repo_dir: repo.clone(),
+                base_sha: base_sha.clone(),
+                head_sha: head_sha.clone(),
+                files: diff::parse_unified_diff(&text),
+                diff: text,
+                review_task: None,
+                spec: None,
+            })
+        }
+        SubjectSource::Case(case) => {
+            let repo = corpus::materialize(case, &work_dir.join("cases"))?;
+            let shas = git::resolve_commits(&repo, &["HEAD~1", "HEAD"])?;
+            let (base_sha, head_sha) = match shas.as_slice() {
+                [b, h] => (b.clone(), h.clone()),
+                _ => {
+                    return Err(TargetError::Resolve {
+                        repo: repo.display().to_string(),
+                        rev: "HEAD~1, HEAD".into(),
+                        message: "unexpected rev-parse output".into(),
+                    })
+                }
+            };
+            let text = git::diff(&repo, &base_sha, &head_sha)?;
+            Ok(Subject {
+                id: spec.id.clone(),
+                repo_dir: repo,
+                base_sha,
+                head_sha,
+                files: diff::parse_unified_diff(&text),
+                diff: text,
+                review_task: Some(case.review_task.clone()),
+                spec: Some(case.spec.clone()),
+            })
+        }
+    }
+}
