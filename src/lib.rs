@@ -14,6 +14,7 @@ pub mod error;
 pub mod exec;
 pub mod experiment;
 pub mod finding;
+pub mod ground_truth;
 pub mod manifest;
 pub mod plan;
 pub mod report;
