@@ -143,7 +143,7 @@ mod tests {
         assert!(h.text.starts_with("@@ -4,3 +4,7 @@ def add(a, b):\n \n def div"));
         assert!(h.text.ends_with("+    return sum(xs) / len(xs)"));
         assert_eq!(h.added_lines().first().map(|(n, _)| *n), Some(7));
-        assert_eq!(h.added_lines().last(), Some((10, "    return sum(xs) / len(xs)")));
+        assert_eq!(h.added_lines().last().copied(), Some((10, "    return sum(xs) / len(xs)")));
     }
 
     #[test]
