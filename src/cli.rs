@@ -22,6 +22,11 @@ pub enum Command {
         #[arg(required = true)]
         files: Vec<PathBuf>,
     },
+    /// Work with before/after corpora.
+    Corpus {
+        #[command(subcommand)]
+        command: CorpusCommand,
+    },
     /// Inspect and maintain the cache.
     Cache {
         #[command(subcommand)]
@@ -92,6 +97,34 @@ pub enum CacheCommand {
         #[arg(long)]
         dry_run: bool,
     },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum CorpusCommand {
+    /// Check a corpus (cases.public.json + oracle.json) as seed 002's validator does, and run
+    /// every case's ground-truth program on both source versions.
+    Validate(CorpusValidateArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct CorpusValidateArgs {
+    /// The corpus directory.
+    pub dir: PathBuf,
+    /// Ground-truth programs run at once (default: twice the number of CPUs).
+    #[arg(short, long)]
+    pub jobs: Option<usize>,
+    /// Seconds each program run may take.
+    #[arg(long, default_value_t = 3.0)]
+    pub run_timeout: f64,
+    /// Seconds each compile step (Rust) may take.
+    #[arg(long, default_value_t = 60.0)]
+    pub compile_timeout: f64,
+    /// Check the files only; run no program.
+    #[arg(long)]
+    pub structure_only: bool,
+    /// Print the validation as JSON.
+    #[arg(long)]
+    pub json: bool,
 }
 
 fn default_jobs() -> usize {

@@ -3,7 +3,7 @@
 mod cli;
 
 use clap::Parser;
-use cli::{CacheCommand, Cli, Command, ExecArgs, LocationArgs, PlanArgs};
+use cli::{CacheCommand, Cli, Command, CorpusCommand, CorpusValidateArgs, ExecArgs, LocationArgs, PlanArgs};
 use runner::cache::Lookup;
 use runner::error::{Error, Exit};
 use runner::exec::{Emitter, ExecOptions, RunOutcome};
@@ -21,6 +21,7 @@ fn main() -> ExitCode {
         Command::Plan(args) => plan(args),
         Command::Validate { files } => validate(&files),
         Command::Cache { command, locations } => cache(command, &locations),
+        Command::Corpus { command: CorpusCommand::Validate(args) } => corpus_validate(&args),
     };
     match result {
         Ok(exit) => exit.into(),
@@ -192,6 +193,30 @@ fn validate(files: &[PathBuf]) -> Result<Exit, Error> {
         }
     }
     Ok(if ok { Exit::Ok } else { Exit::Error })
+}
+
+fn seconds(value: f64, flag: &str) -> Result<std::time::Duration, Error> {
+    std::time::Duration::try_from_secs_f64(value)
+        .ok()
+        .filter(|d| !d.is_zero())
+        .ok_or_else(|| Error::Other(format!("`{flag}` must be a positive number of seconds, not `{value}`")))
+}
+
+fn corpus_validate(args: &CorpusValidateArgs) -> Result<Exit, Error> {
+    use runner::ground_truth::{program::Limits, validate};
+    let defaults = validate::Options::default();
+    let options = validate::Options {
+        jobs: args.jobs.unwrap_or(defaults.jobs).max(1),
+        limits: Limits { run: seconds(args.run_timeout, "--run-timeout")?, compile: seconds(args.compile_timeout, "--compile-timeout")? },
+        structure_only: args.structure_only,
+    };
+    let validation = validate::validate(&args.dir, &options);
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&validation).unwrap_or_default());
+    } else {
+        print!("{}", validation.render());
+    }
+    Ok(if validation.valid { Exit::Ok } else { Exit::Error })
 }
 
 fn cache(command: CacheCommand, locations: &LocationArgs) -> Result<Exit, Error> {

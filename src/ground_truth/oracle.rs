@@ -76,6 +76,16 @@ pub struct OracleCase {
     pub ground_truth: String,
 }
 
+impl Interpreter {
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Node => "node",
+            Self::Python3 => "python3",
+            Self::Rust => "rust",
+        }
+    }
+}
+
 impl OracleCase {
     pub fn is_clean(&self) -> bool {
         self.expected_finding_ids.is_empty()
