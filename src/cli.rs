@@ -27,6 +27,8 @@ pub enum Command {
         #[command(subcommand)]
         command: CorpusCommand,
     },
+    /// Score human-adjudicated captured results (seed 002's format) against an oracle.
+    Score(ScoreArgs),
     /// Inspect and maintain the cache.
     Cache {
         #[command(subcommand)]
@@ -97,6 +99,22 @@ pub enum CacheCommand {
         #[arg(long)]
         dry_run: bool,
     },
+}
+
+#[derive(Debug, Args)]
+pub struct ScoreArgs {
+    /// `captured-results.json` in seed 002's format.
+    pub results: PathBuf,
+    /// The oracle (`oracle.json`, or a corpus directory holding one).
+    #[arg(long)]
+    pub oracle: PathBuf,
+    /// Say which method produced the dispositions (default: what `runner adjudicate import`
+    /// recorded beside the results, else "adjudicated by a person").
+    #[arg(long)]
+    pub method: Option<String>,
+    /// Print the score as JSON.
+    #[arg(long)]
+    pub json: bool,
 }
 
 #[derive(Debug, Subcommand)]

@@ -39,6 +39,10 @@ pub enum Error {
     Cache(#[from] crate::cache::store::CacheError),
     #[error("{0}")]
     Reviewer(#[from] crate::reviewer::ReviewError),
+    #[error(transparent)]
+    Oracle(#[from] crate::ground_truth::oracle::OracleError),
+    #[error(transparent)]
+    Score(#[from] crate::ground_truth::score::ScoreError),
     #[error("{0}")]
     Other(String),
 }

@@ -3,11 +3,12 @@
 mod cli;
 
 use clap::Parser;
-use cli::{CacheCommand, Cli, Command, CorpusCommand, CorpusValidateArgs, ExecArgs, LocationArgs, PlanArgs};
+use cli::{CacheCommand, Cli, Command, CorpusCommand, CorpusValidateArgs, ExecArgs, LocationArgs, PlanArgs, ScoreArgs};
 use runner::cache::Lookup;
 use runner::error::{Error, Exit};
 use runner::exec::{Emitter, ExecOptions, RunOutcome};
 use runner::experiment::{self, Locations};
+use runner::ground_truth::score::ScoreError;
 use runner::manifest::{self, LoadError};
 use runner::report::progress::{self, Mode};
 use std::io::IsTerminal;
@@ -22,6 +23,7 @@ fn main() -> ExitCode {
         Command::Validate { files } => validate(&files),
         Command::Cache { command, locations } => cache(command, &locations),
         Command::Corpus { command: CorpusCommand::Validate(args) } => corpus_validate(&args),
+        Command::Score(args) => score(&args),
     };
     match result {
         Ok(exit) => exit.into(),
@@ -35,6 +37,12 @@ fn main() -> ExitCode {
 fn report_error(error: &Error) {
     match error {
         Error::Manifest(LoadError::Invalid(errors)) => eprint!("{}", errors.render(std::io::stderr().is_terminal())),
+        Error::Score(ScoreError::Invalid { path, problems }) => {
+            eprintln!("error: failed to score `{}`: {} problem{}", path.display(), problems.len(), if problems.len() == 1 { "" } else { "s" });
+            for p in problems {
+                eprintln!("  - {p}");
+            }
+        }
         other => eprintln!("error: {other}"),
     }
 }
@@ -217,6 +225,24 @@ fn corpus_validate(args: &CorpusValidateArgs) -> Result<Exit, Error> {
         print!("{}", validation.render());
     }
     Ok(if validation.valid { Exit::Ok } else { Exit::Error })
+}
+
+fn score(args: &ScoreArgs) -> Result<Exit, Error> {
+    use runner::ground_truth::{oracle, score};
+    let oracle = oracle::load_file(&args.oracle)?;
+    let captured = score::load_captured(&args.results)?;
+    let problems = score::check(&captured, &oracle);
+    if !problems.is_empty() {
+        return Err(ScoreError::Invalid { path: args.results.clone(), problems }.into());
+    }
+    let method = args.method.clone().or_else(|| score::recorded_method(&args.results)).unwrap_or_else(|| score::DEFAULT_METHOD.to_string());
+    let scored = score::score(&captured, &oracle, &method, &args.results.display().to_string(), &args.oracle.display().to_string());
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&scored).unwrap_or_default());
+    } else {
+        print!("{}", scored.render());
+    }
+    Ok(Exit::Ok)
 }
 
 fn cache(command: CacheCommand, locations: &LocationArgs) -> Result<Exit, Error> {

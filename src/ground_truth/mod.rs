@@ -3,5 +3,6 @@
 
 pub mod oracle;
 pub mod program;
+pub mod score;
 pub mod spanned;
 pub mod validate;

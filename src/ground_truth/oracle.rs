@@ -124,12 +124,17 @@ pub enum OracleError {
 /// Reads `oracle.json` from a corpus directory; `Ok(None)` when the corpus has none.
 pub fn load(dir: &Path) -> Result<Option<Oracle>, OracleError> {
     let path = dir.join(ORACLE_FILE);
-    let text = match std::fs::read_to_string(&path) {
-        Ok(t) => t,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-        Err(source) => return Err(OracleError::Read { path, source }),
-    };
-    serde_json::from_str(&text).map(Some).map_err(|e| OracleError::Parse { path, message: e.to_string() })
+    match load_file(&path) {
+        Err(OracleError::Read { source, .. }) if source.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        other => other.map(Some),
+    }
+}
+
+/// Reads an oracle file (or `oracle.json` inside a directory).
+pub fn load_file(path: &Path) -> Result<Oracle, OracleError> {
+    let path = if path.is_dir() { path.join(ORACLE_FILE) } else { path.to_path_buf() };
+    let text = std::fs::read_to_string(&path).map_err(|source| OracleError::Read { path: path.clone(), source })?;
+    serde_json::from_str(&text).map_err(|e| OracleError::Parse { path, message: e.to_string() })
 }
 
 #[cfg(test)]

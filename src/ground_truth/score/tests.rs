@@ -1,0 +1,181 @@
+//! The scorer's formulas on small hand-computed inputs, and every rejection rule.
+
+use super::*;
+use serde_json::json;
+
+fn oracle() -> Oracle {
+    serde_json::from_value(json!({"version": 1,
+        "findings": [{"id": "F01", "description": "a"}, {"id": "F02", "description": "b"}, {"id": "F03", "description": "c"}],
+        "cases": [
+            {"id": "case-01", "expectedFindingIds": ["F01", "F02"], "rationale": "r", "groundTruth": "g"},
+            {"id": "case-02", "expectedFindingIds": ["F03"], "rationale": "r", "groundTruth": "g"},
+            {"id": "case-06", "expectedFindingIds": [], "rationale": "r", "groundTruth": "g"}
+        ]}))
+    .expect("oracle")
+}
+
+fn captured(value: serde_json::Value) -> CapturedResults {
+    serde_json::from_value(value).expect("captured results")
+}
+
+fn run(case: &str, trial: &str, complete: bool, findings: serde_json::Value) -> serde_json::Value {
+    json!({"caseId": case, "trialId": trial, "complete": complete, "findings": findings})
+}
+
+fn v(id: &str) -> serde_json::Value {
+    json!({"id": id, "disposition": "verified"})
+}
+
+fn fp(id: &str) -> serde_json::Value {
+    json!({"id": id, "disposition": "false_positive"})
+}
+
+fn hand_computed() -> CapturedResults {
+    let mut r1 = run("case-01", "trial-01", true, json!([v("F01"), v("F01"), fp("case-01-fp-01"), {"id": "x", "disposition": "unresolved"}]));
+    r1["metrics"] = json!({"latencyMs": 100, "inputTokens": 10});
+    let mut r2 = run("case-01", "trial-02", false, json!([v("F02")]));
+    r2["metrics"] = json!({"latencyMs": 300});
+    captured(json!({"version": 1,
+        "plan": {"caseIds": ["case-01", "case-02", "case-06"], "trialIds": ["trial-01", "trial-02"]},
+        "strategies": [
+            {"name": "a", "runs": [
+                r1, r2,
+                run("case-06", "trial-01", true, json!([fp("case-06-fp-01"), fp("case-06-fp-02")])),
+                run("case-06", "trial-02", true, json!([])),
+                run("case-02", "trial-02", true, json!([v("F03")]))
+            ]},
+            {"name": "b", "runs": []}
+        ]}))
+}
+
+#[test]
+fn formulas_on_a_hand_computed_input() {
+    let c = hand_computed();
+    let o = oracle();
+    assert!(check(&c, &o).is_empty(), "{:?}", check(&c, &o));
+    let s = score(&c, &o, DEFAULT_METHOD, "r.json", "o.json");
+    assert_eq!(s.finding_opportunities, 6);
+    let a = &s.strategies[0];
+    // verified: F01 (once), F02, F03; false positives: 1 + 2; one unresolved.
+    assert_eq!(a.findings, FindingCounts { verified: 3, false_positive: 3, unresolved: 1 });
+    assert_eq!(a.precision, Some(0.5));
+    assert_eq!(a.recall, Some(0.5));
+    assert_eq!((a.unique_verified, a.unique_expected), (3, 3));
+    assert_eq!(a.completeness, Some(4.0 / 6.0));
+    assert_eq!(a.observed_completeness, Some(0.8));
+    assert_eq!(a.clean_case_false_positive_rate, Some(0.5));
+    assert_eq!((a.coverage.expected_runs, a.coverage.submitted_runs, a.coverage.omitted_runs), (6, 5, 1));
+    assert!(a.coverage.omitted_cases.is_empty());
+    assert_eq!(a.coverage.omitted_pairs, vec![CaseTrial { case_id: "case-02".into(), trial_id: "trial-01".into() }]);
+    assert_eq!((a.coverage.clean.submitted_runs, a.coverage.clean.expected_runs), (2, 2));
+    assert_eq!((a.coverage.finding.submitted_runs, a.coverage.finding.expected_runs, a.coverage.finding.omitted_runs), (3, 4, 1));
+    assert_eq!(a.metrics["latencyMs"], MetricSummary { observations: 2, total: Some(400.0), mean: Some(200.0) });
+    assert_eq!(a.metrics["inputTokens"], MetricSummary { observations: 1, total: Some(10.0), mean: Some(10.0) });
+    assert_eq!(a.metrics["outputTokens"], MetricSummary { observations: 0, total: None, mean: None });
+
+    let b = &s.strategies[1];
+    assert_eq!(b.precision, None);
+    assert_eq!(b.recall, Some(0.0));
+    assert_eq!(b.completeness, Some(0.0));
+    assert_eq!(b.observed_completeness, None);
+    assert_eq!(b.clean_case_false_positive_rate, None);
+    assert_eq!(b.coverage.omitted_cases, vec!["case-01", "case-02", "case-06"]);
+    assert_eq!(b.coverage.clean.omitted_cases, vec!["case-06"]);
+}
+
+#[test]
+fn false_positives_in_finding_cases_lower_precision_only() {
+    let c = captured(json!({"version": 1, "plan": {"caseIds": ["case-01", "case-06"], "trialIds": ["t"]},
+        "strategies": [{"name": "a", "runs": [run("case-01", "t", true, json!([fp("case-01-fp-01")])), run("case-06", "t", true, json!([]))]}]}));
+    let s = score(&c, &oracle(), DEFAULT_METHOD, "", "");
+    assert_eq!(s.strategies[0].precision, Some(0.0));
+    assert_eq!(s.strategies[0].clean_case_false_positive_rate, Some(0.0));
+}
+
+#[test]
+fn the_seed_002_documented_example() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/seed002");
+    let c = load_captured(&root.join("captured-results.json")).expect("the documented example parses as it is");
+    let o = crate::ground_truth::oracle::load_file(&root.join("oracle.json")).expect("oracle");
+    assert!(check(&c, &o).is_empty());
+    let s = score(&c, &o, DEFAULT_METHOD, "", "");
+    assert_eq!(s.strategies[0].precision, Some(1.0));
+    assert_eq!(s.strategies[0].recall, Some(0.25));
+    let text = s.render();
+    assert!(text.contains("two-reviewers-plus-synthesis"), "{text}");
+    assert!(text.contains("0.25"), "{text}");
+}
+
+fn problems_of(value: serde_json::Value) -> Vec<String> {
+    check(&captured(value), &oracle())
+}
+
+fn one(problems: &[String], needle: &str) {
+    assert_eq!(problems.iter().filter(|p| p.contains(needle)).count(), 1, "{needle:?} in {problems:#?}");
+}
+
+#[test]
+fn rejections() {
+    let plan = json!({"caseIds": ["case-01", "case-06"], "trialIds": ["t1"]});
+    let p = problems_of(json!({"version": 1, "plan": plan, "strategies": [{"name": "a", "runs": [
+        run("case-01", "t1", true, json!([v("F01"), fp("F01"), v("F03")])),
+        run("case-01", "t1", true, json!([])),
+        run("case-02", "t2", true, json!([])),
+        run("case-06", "t1", true, json!([fp("F02")]))
+    ]}]}));
+    one(&p, "duplicate result for this case and trial");
+    one(&p, "finding `F01` is both `verified` and `false_positive`");
+    one(&p, "verified finding `F03` is not one of the case's expected ids");
+    one(&p, "case `case-02` is not in `plan.caseIds`");
+    one(&p, "trial `t2` is not in `plan.trialIds`");
+    one(&p, "oracle finding `F02` cannot be a false positive");
+
+    let p = problems_of(json!({"version": 1, "plan": {"caseIds": ["case-01", "case-02"], "trialIds": ["t1"]}, "strategies": [{"name": "a", "runs": []}]}));
+    one(&p, "at least one clean case");
+    let p = problems_of(json!({"version": 1, "plan": {"caseIds": ["case-06", "case-99"], "trialIds": ["t1", "t1"]}, "strategies": []}));
+    one(&p, "at least one finding case");
+    one(&p, "`case-99` is not in the oracle");
+    one(&p, "trial `t1` is listed twice");
+    one(&p, "`strategies` is empty");
+}
+
+#[test]
+fn unknown_keys_and_bad_metrics_are_parse_errors() {
+    let bad = [
+        json!({"version": 1, "plan": {"caseIds": [], "trialIds": []}, "strategies": [], "label": 1}),
+        json!({"version": 1, "plan": {"caseIds": [], "trialIds": [], "extra": 1}, "strategies": []}),
+        json!({"version": 1, "plan": {"caseIds": [], "trialIds": []}, "strategies": [{"name": "a", "runs": [
+            {"caseId": "case-01", "trialId": "t", "complete": true, "findings": [{"id": "F01", "disposition": "verified", "note": "x"}]}]}]}),
+        json!({"version": 1, "plan": {"caseIds": [], "trialIds": []}, "strategies": [{"name": "a", "runs": [
+            {"caseId": "case-01", "trialId": "t", "complete": true, "findings": [], "metrics": {"latencyMs": 1, "costUsd": 2}}]}]}),
+        json!({"version": 1, "plan": {"caseIds": [], "trialIds": []}, "strategies": [{"name": "a", "runs": [
+            {"caseId": "case-01", "trialId": "t", "complete": true, "findings": [], "metrics": {"inputTokens": -3}}]}]}),
+        json!({"version": 1, "plan": {"caseIds": [], "trialIds": []}, "strategies": [{"name": "a", "runs": [
+            {"caseId": "case-01", "trialId": "t", "complete": true, "findings": [{"id": "F01", "disposition": "maybe"}]}]}]}),
+    ];
+    for value in bad {
+        assert!(serde_json::from_value::<CapturedResults>(value.clone()).is_err(), "{value}");
+    }
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("r.json");
+    std::fs::write(&path, "{\n  \"version\": 1,\n  \"plan\": {\"caseIds\": [], \"trialIds\": []},\n  \"strategies\": [],\n  \"label\": 1\n}").expect("write");
+    let e = load_captured(&path).expect_err("unknown key");
+    assert!(e.to_string().contains("unknown field `label`") && e.to_string().contains("line 5"), "{e}");
+}
+
+#[test]
+fn negative_latency_is_rejected() {
+    let mut r = run("case-01", "t1", true, json!([]));
+    r["metrics"] = json!({"latencyMs": -1});
+    let p = problems_of(json!({"version": 1, "plan": {"caseIds": ["case-01", "case-06"], "trialIds": ["t1"]}, "strategies": [{"name": "a", "runs": [r]}]}));
+    one(&p, "latencyMs");
+}
+
+#[test]
+fn rates_print_for_people() {
+    assert_eq!(fmt_rate(Some(1.0)), "1");
+    assert_eq!(fmt_rate(Some(0.25)), "0.25");
+    assert_eq!(fmt_rate(Some(2.0 / 3.0)), "0.6667");
+    assert_eq!(fmt_rate(Some(0.0)), "0");
+    assert_eq!(fmt_rate(None), "–");
+}
