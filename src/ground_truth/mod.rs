@@ -1,8 +1,12 @@
 //! Ground truth: private oracles beside a corpus, and everything scored against them.
 //! Nothing in this module may ever reach a reviewer.
 
+pub mod holdout;
 pub mod oracle;
 pub mod program;
 pub mod score;
 pub mod spanned;
 pub mod validate;
+
+#[cfg(test)]
+mod no_leak;

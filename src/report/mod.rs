@@ -118,7 +118,12 @@ pub fn build_results(manifest: &Manifest, manifest_label: &str, plan: &Plan, out
             planned_runs: plan.runs.len(),
         },
         reviewer: ReviewerInfo { kind: manifest.reviewer.kind.kind_name().to_string(), config: serde_json::to_string(reviewer_config).unwrap_or_default() },
-        target: TargetInfo { kind: kind.into(), description, subjects: plan.subjects.keys().cloned().collect() },
+        target: TargetInfo {
+            kind: kind.into(),
+            description,
+            subjects: plan.subjects.keys().cloned().collect(),
+            unsealed_holdout: plan.subjects.values().filter(|s| s.holdout).map(|s| s.id.clone()).collect(),
+        },
         provenance: provenance
             .into_iter()
             .map(|(text, cells)| {

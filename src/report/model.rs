@@ -59,6 +59,8 @@ pub struct TargetInfo {
     pub kind: String,
     pub description: String,
     pub subjects: Vec<String>,
+    /// Holdout cases this experiment ran because its manifest unsealed them.
+    pub unsealed_holdout: Vec<String>,
 }
 
 #[derive(Debug, Clone, Serialize)]

@@ -21,15 +21,25 @@ pub struct SubjectSpec {
     pub identity: String,
     #[serde(skip)]
     pub source: SubjectSource,
+    /// A holdout case of its corpus, planned because the manifest unsealed the holdout.
+    #[serde(skip)]
+    pub holdout: bool,
 }
 
 #[derive(Debug, Clone)]
 pub enum SubjectSource {
     Git { repo: PathBuf, base_sha: String, head_sha: String },
+    /// Only the public half of a case: the type admits no oracle content.
     Case(Box<PublicCase>),
 }
 
 /// A subject ready for a reviewer: a repository on disk and the diff of `base..head`.
+///
+/// Everything here is reviewer input. For a corpus case it is built from a [`PublicCase`]
+/// only (the public file's `reviewTask`, `spec` and `source`); nothing from the oracle (ids,
+/// descriptions, rationales, splits, ground-truth programs) may reach it. The test
+/// `ground_truth::no_leak` checks both the content and that this module never reads the oracle
+/// beyond the holdout seal, which yields case ids.
 #[derive(Debug, Clone)]
 pub struct Subject {
     pub id: String,
@@ -51,6 +61,8 @@ pub enum TargetError {
     Corpus(#[from] CorpusError),
     #[error(transparent)]
     Git(#[from] git::GitError),
+    #[error(transparent)]
+    Holdout(#[from] crate::ground_truth::holdout::HoldoutError),
 }
 
 /// Resolves the manifest's target into subject specs. For a git target there is one subject
@@ -77,24 +89,28 @@ pub fn resolve(manifest: &Manifest) -> Result<BTreeMap<String, SubjectSpec>, Tar
                         id: r.clone(),
                         identity,
                         source: SubjectSource::Git { repo: repo.clone(), base_sha: base_sha.clone(), head_sha: head_sha.clone() },
+                        holdout: false,
                     },
                 );
             }
             Ok(out)
         }
-        TargetSpec::Corpus { dir, cases: wanted, .. } => {
+        TargetSpec::Corpus { dir, cases: wanted, unseal_holdout } => {
             let cases = corpus::load_public_cases(dir)?;
             if let Some(wanted) = wanted {
                 if let Some(missing) = wanted.iter().find(|w| !cases.iter().any(|c| &c.id == *w)) {
                     return Err(CorpusError::UnknownCase(missing.clone()).into());
                 }
             }
-            Ok(cases
+            let selected: Vec<PublicCase> = cases.into_iter().filter(|c| wanted.as_ref().is_none_or(|w| w.contains(&c.id))).collect();
+            // Only the ids of unsealed holdout cases come back from the oracle.
+            let unsealed = crate::ground_truth::holdout::check(dir, selected.iter().map(|c| c.id.as_str()), *unseal_holdout)?;
+            Ok(selected
                 .into_iter()
-                .filter(|c| wanted.as_ref().is_none_or(|w| w.contains(&c.id)))
                 .map(|c| {
                     let identity = corpus::case_content_hash(&c);
-                    (c.id.clone(), SubjectSpec { id: c.id.clone(), identity, source: SubjectSource::Case(Box::new(c)) })
+                    let holdout = unsealed.contains(&c.id);
+                    (c.id.clone(), SubjectSpec { id: c.id.clone(), identity, source: SubjectSource::Case(Box::new(c)), holdout })
                 })
                 .collect())
         }
