@@ -29,6 +29,12 @@ pub enum Command {
     },
     /// Score human-adjudicated captured results (seed 002's format) against an oracle.
     Score(ScoreArgs),
+    /// Blind adjudication sheets: export one from an experiment's cached results, import the
+    /// filled sheet as seed 002 captured results.
+    Adjudicate {
+        #[command(subcommand)]
+        command: AdjudicateCommand,
+    },
     /// Inspect and maintain the cache.
     Cache {
         #[command(subcommand)]
@@ -115,6 +121,44 @@ pub struct ScoreArgs {
     /// Print the score as JSON.
     #[arg(long)]
     pub json: bool,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum AdjudicateCommand {
+    /// Write a blind sheet (sheet.csv), its key (key.json), the cases (cases.md) and
+    /// instructions (README.md) for an experiment's cached findings.
+    Export(AdjudicateExportArgs),
+    /// Read a filled sheet with its key into seed 002's captured-results format.
+    Import(AdjudicateImportArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct AdjudicateExportArgs {
+    /// The experiment manifest (its target must be a corpus).
+    pub manifest: PathBuf,
+    /// The directory to write the sheet, key, cases and instructions into.
+    #[arg(long)]
+    pub out: PathBuf,
+    /// Seed of the row shuffle (recorded in the key).
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    #[command(flatten)]
+    pub locations: LocationArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct AdjudicateImportArgs {
+    /// The filled sheet.
+    pub sheet: PathBuf,
+    /// The key written with the sheet.
+    #[arg(long)]
+    pub key: PathBuf,
+    /// Where to write the captured results (an adjudication record goes beside them).
+    #[arg(long, default_value = "captured-results.json")]
+    pub out: PathBuf,
+    /// The oracle to check against (default: the one in the key's corpus).
+    #[arg(long)]
+    pub oracle: Option<PathBuf>,
 }
 
 #[derive(Debug, Subcommand)]

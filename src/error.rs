@@ -43,6 +43,8 @@ pub enum Error {
     Oracle(#[from] crate::ground_truth::oracle::OracleError),
     #[error(transparent)]
     Score(#[from] crate::ground_truth::score::ScoreError),
+    #[error(transparent)]
+    Adjudication(#[from] crate::ground_truth::adjudication::AdjudicationError),
     #[error("{0}")]
     Other(String),
 }

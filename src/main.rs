@@ -3,11 +3,12 @@
 mod cli;
 
 use clap::Parser;
-use cli::{CacheCommand, Cli, Command, CorpusCommand, CorpusValidateArgs, ExecArgs, LocationArgs, PlanArgs, ScoreArgs};
+use cli::{AdjudicateCommand, AdjudicateExportArgs, AdjudicateImportArgs, CacheCommand, Cli, Command, CorpusCommand, CorpusValidateArgs, ExecArgs, LocationArgs, PlanArgs, ScoreArgs};
 use runner::cache::Lookup;
 use runner::error::{Error, Exit};
 use runner::exec::{Emitter, ExecOptions, RunOutcome};
 use runner::experiment::{self, Locations};
+use runner::ground_truth::adjudication::AdjudicationError;
 use runner::ground_truth::score::ScoreError;
 use runner::manifest::{self, LoadError};
 use runner::report::progress::{self, Mode};
@@ -24,6 +25,8 @@ fn main() -> ExitCode {
         Command::Cache { command, locations } => cache(command, &locations),
         Command::Corpus { command: CorpusCommand::Validate(args) } => corpus_validate(&args),
         Command::Score(args) => score(&args),
+        Command::Adjudicate { command: AdjudicateCommand::Export(args) } => adjudicate_export(&args),
+        Command::Adjudicate { command: AdjudicateCommand::Import(args) } => adjudicate_import(&args),
     };
     match result {
         Ok(exit) => exit.into(),
@@ -37,13 +40,16 @@ fn main() -> ExitCode {
 fn report_error(error: &Error) {
     match error {
         Error::Manifest(LoadError::Invalid(errors)) => eprint!("{}", errors.render(std::io::stderr().is_terminal())),
-        Error::Score(ScoreError::Invalid { path, problems }) => {
-            eprintln!("error: failed to score `{}`: {} problem{}", path.display(), problems.len(), if problems.len() == 1 { "" } else { "s" });
-            for p in problems {
-                eprintln!("  - {p}");
-            }
-        }
+        Error::Score(ScoreError::Invalid { path, problems }) => report_problems("score", path, problems),
+        Error::Adjudication(AdjudicationError::Invalid { path, problems }) => report_problems("import", path, problems),
         other => eprintln!("error: {other}"),
+    }
+}
+
+fn report_problems(what: &str, path: &Path, problems: &[String]) {
+    eprintln!("error: failed to {what} `{}`: {} problem{}", path.display(), problems.len(), if problems.len() == 1 { "" } else { "s" });
+    for p in problems {
+        eprintln!("  - {p}");
     }
 }
 
@@ -242,6 +248,43 @@ fn score(args: &ScoreArgs) -> Result<Exit, Error> {
     } else {
         print!("{}", scored.render());
     }
+    Ok(Exit::Ok)
+}
+
+fn adjudicate_export(args: &AdjudicateExportArgs) -> Result<Exit, Error> {
+    let prepared = experiment::prepare(&args.manifest, &locations(&args.locations))?;
+    let exported = runner::ground_truth::adjudication::export(&prepared, &args.manifest.display().to_string(), &args.out, args.seed)?;
+    println!(
+        "{} rows from {} findings of {} cached runs{}",
+        exported.rows,
+        exported.findings,
+        exported.runs_submitted,
+        if exported.runs_missing > 0 { format!(" ({} planned runs are not in the cache and will count as misses)", exported.runs_missing) } else { String::new() }
+    );
+    for file in &exported.files {
+        println!("wrote {}", file.display());
+    }
+    println!("fill `disposition` and `oracle_id` in the sheet (see README.md); keep key.json from the adjudicator");
+    Ok(Exit::Ok)
+}
+
+fn adjudicate_import(args: &AdjudicateImportArgs) -> Result<Exit, Error> {
+    use runner::ground_truth::adjudication;
+    let imported = adjudication::import(&args.sheet, &args.key, args.oracle.as_deref())?;
+    let written = adjudication::write_imported(&imported, &args.out)?;
+    let runs: usize = imported.captured.strategies.iter().map(|s| s.runs.len()).sum();
+    println!(
+        "{} rows → {} strategies × {} cases × {} trials ({} runs submitted)",
+        imported.rows,
+        imported.captured.strategies.len(),
+        imported.captured.plan.case_ids.len(),
+        imported.captured.plan.trial_ids.len(),
+        runs
+    );
+    for file in &written {
+        println!("wrote {}", file.display());
+    }
+    println!("score it: runner score {} --oracle {}", args.out.display(), imported.oracle.display());
     Ok(Exit::Ok)
 }
 

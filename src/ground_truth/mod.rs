@@ -1,6 +1,8 @@
 //! Ground truth: private oracles beside a corpus, and everything scored against them.
 //! Nothing in this module may ever reach a reviewer.
 
+pub mod adjudication;
+pub mod csv;
 pub mod holdout;
 pub mod oracle;
 pub mod program;

@@ -447,23 +447,18 @@ pub fn score(captured: &CapturedResults, oracle: &Oracle, method: &str, results:
 /// The method used when nothing says otherwise: seed 002's results are adjudicated by a person.
 pub const DEFAULT_METHOD: &str = "adjudicated by a person (seed 002 captured results)";
 
-/// A sidecar `runner adjudicate import` writes beside the captured results, naming the sheet.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct MethodNote {
-    pub method: String,
-}
-
-/// `captured-results.json` → `captured-results.method.json`.
-pub fn method_note_path(results: &Path) -> PathBuf {
+/// `captured-results.json` → `captured-results.adjudication.json`: the record
+/// `runner adjudicate import` writes beside the results it produced, naming its method.
+pub fn adjudication_path(results: &Path) -> PathBuf {
     let stem = results.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_else(|| "results".into());
-    results.with_file_name(format!("{stem}.method.json"))
+    results.with_file_name(format!("{stem}.adjudication.json"))
 }
 
 /// The method recorded beside `results`, if any.
 pub fn recorded_method(results: &Path) -> Option<String> {
-    let text = std::fs::read_to_string(method_note_path(results)).ok()?;
-    serde_json::from_str::<MethodNote>(&text).ok().map(|n| n.method)
+    let text = std::fs::read_to_string(adjudication_path(results)).ok()?;
+    let value: serde_json::Value = serde_json::from_str(&text).ok()?;
+    value.get("method")?.as_str().map(str::to_string)
 }
 
 /// A rate for people: up to four decimals, trailing zeros dropped; `–` for null.

@@ -1,0 +1,604 @@
+//! Adjudication by a person: a blind sheet exported from an experiment's cached results, and
+//! its import into seed 002's captured-results format (and seed 003's per-run verdicts).
+//!
+//! `export` writes `sheet.csv` (one row per distinct reported finding of a case, in a seeded
+//! shuffle, with no strategy, cell, model or repeat), `key.json` (which runs and findings each
+//! anonymous row stands for; kept from the adjudicator), `cases.md` (the public case text and the
+//! oracle's findings, for the adjudicator) and `README.md` (how to fill the sheet). `import`
+//! reads the filled sheet with the key: strategies are cells, trials are repeats, cases are
+//! subjects.
+//!
+//! Dispositions: seed 002's `verified` / `false_positive` / `unresolved`, or seed 003's
+//! `found` / `partial` (a reported finding against an oracle finding; oracle findings no row
+//! names are `missed`) and `real` / `rejected` (an extra). In seed 002 terms `found` is
+//! `verified`, `rejected` is `false_positive`, and `partial` and `real` are `unresolved`
+//! (neither verified nor noise until the oracle is updated).
+
+use super::csv;
+use super::oracle::{self, Oracle, OracleError};
+use super::score::{self, CapturePlan, CapturedResults, CapturedRun, Claim, Disposition, Metrics, Strategy};
+use crate::cache::Lookup;
+use crate::experiment::Prepared;
+use crate::finding::Finding;
+use crate::manifest::TargetSpec;
+use crate::target::corpus::{self, CorpusError, PublicCase};
+use rand::seq::SliceRandom;
+use rand::SeedableRng;
+use serde::{Deserialize, Serialize};
+use std::collections::{BTreeMap, BTreeSet};
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+
+pub const SHEET_FILE: &str = "sheet.csv";
+pub const KEY_FILE: &str = "key.json";
+pub const CASES_FILE: &str = "cases.md";
+pub const README_FILE: &str = "README.md";
+
+/// The sheet's columns; a person fills `disposition`, `oracle_id` and, if they like, `note`.
+pub const SHEET_COLUMNS: [&str; 11] = ["item", "case", "file", "line", "severity", "category", "message", "suggestion", "disposition", "oracle_id", "note"];
+
+pub const KEY_VERSION: u32 = 1;
+
+/// What a sheet's anonymous items stand for. Kept from the adjudicator.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Key {
+    pub version: u32,
+    pub experiment: String,
+    pub manifest: String,
+    /// The corpus directory (its `oracle.json` is what `import` checks against).
+    pub corpus: PathBuf,
+    pub seed: u64,
+    pub cells: Vec<String>,
+    pub repeats: u32,
+    pub cases: Vec<String>,
+    pub runs: Vec<KeyRun>,
+    /// Item id → the (run, finding) occurrences the row stands for.
+    pub items: BTreeMap<String, KeyItem>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct KeyRun {
+    pub cell: String,
+    pub repeat: u32,
+    pub case: String,
+    pub cache_key: String,
+    /// The run has a cached result; runs without one are omitted from the captured results
+    /// (seed 002 counts them as misses).
+    pub submitted: bool,
+    /// The output met its reporting contract (no schema problems).
+    pub complete: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub metrics: Option<Metrics>,
+    /// The stet ids of the run's findings, in the run's order.
+    pub findings: Vec<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct KeyItem {
+    pub case: String,
+    /// Indexes into `runs` and into that run's `findings`.
+    pub occurrences: Vec<(usize, usize)>,
+}
+
+/// The per-run record `import` writes beside the captured results: the method, every
+/// adjudicated reported finding, and seed 003's verdicts.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Adjudication {
+    pub version: u32,
+    pub method: String,
+    pub sheet: String,
+    pub key: String,
+    pub experiment: String,
+    pub runs: Vec<AdjudicatedRun>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AdjudicatedRun {
+    pub cell: String,
+    pub repeat: u32,
+    pub case: String,
+    pub reported: Vec<AdjudicatedFinding>,
+    /// Seed 003: each oracle finding the case expects is `found`, `partial` or `missed`.
+    pub oracle: BTreeMap<String, Seed003Verdict>,
+    /// Seed 003: extras (reported findings matched to no oracle finding) that are `real`.
+    pub real_extras: usize,
+    /// Seed 003: extras that are `rejected` (noise).
+    pub rejected_extras: usize,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AdjudicatedFinding {
+    pub item: String,
+    /// The reviewer's finding id (stet's scheme).
+    pub finding: String,
+    /// As written in the sheet.
+    pub disposition: String,
+    /// The seed 002 claim it became.
+    pub claim: Claim,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub note: String,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Seed003Verdict {
+    Found,
+    Partial,
+    Missed,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum AdjudicationError {
+    #[error("failed to read `{path}`: {source}")]
+    Read { path: PathBuf, source: std::io::Error },
+    #[error("failed to write `{path}`: {source}")]
+    Write { path: PathBuf, source: std::io::Error },
+    #[error("failed to parse `{path}`: {message}")]
+    Parse { path: PathBuf, message: String },
+    #[error("failed to export a sheet: experiment `{0}` does not review a corpus; adjudication sheets need a corpus with an oracle")]
+    NotCorpus(String),
+    #[error(transparent)]
+    Oracle(#[from] OracleError),
+    #[error(transparent)]
+    Corpus(#[from] CorpusError),
+    #[error("failed to import `{path}`: {}", .problems.join("; "))]
+    Invalid { path: PathBuf, problems: Vec<String> },
+}
+
+fn write_file(path: &Path, text: &str) -> Result<(), AdjudicationError> {
+    std::fs::write(path, text).map_err(|source| AdjudicationError::Write { path: path.to_path_buf(), source })
+}
+
+/// What `export` wrote.
+#[derive(Debug, Clone, Serialize)]
+pub struct Exported {
+    pub files: Vec<PathBuf>,
+    pub rows: usize,
+    pub findings: usize,
+    pub runs_submitted: usize,
+    pub runs_missing: usize,
+}
+
+/// The text a row shows; identical findings of a case (from any run) share one row.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+struct RowContent {
+    case: String,
+    file: String,
+    line: String,
+    severity: String,
+    category: String,
+    message: String,
+    suggestion: String,
+}
+
+impl RowContent {
+    fn of(case: &str, f: &Finding) -> Self {
+        let line = match f.range {
+            Some(r) if r.is_valid() && r.end != r.start => format!("{}-{}", r.start, r.end),
+            _ => f.anchor_line().to_string(),
+        };
+        Self {
+            case: case.to_string(),
+            file: f.file.clone(),
+            line,
+            severity: f.severity.to_string(),
+            category: f.category.to_string(),
+            message: f.message.trim().to_string(),
+            suggestion: f.suggestion.clone().unwrap_or_default().trim().to_string(),
+        }
+    }
+}
+
+/// Exports a blind sheet of every cached finding of `prepared`'s runs into `out`.
+pub fn export(prepared: &Prepared, manifest_label: &str, out: &Path, seed: u64) -> Result<Exported, AdjudicationError> {
+    let name = prepared.manifest.experiment.name.clone();
+    let TargetSpec::Corpus { dir, .. } = &prepared.manifest.target else {
+        return Err(AdjudicationError::NotCorpus(name));
+    };
+    let public: BTreeMap<String, PublicCase> = corpus::load_public_cases(dir)?.into_iter().map(|c| (c.id.clone(), c)).collect();
+    let oracle = oracle::load(dir)?;
+
+    let mut runs = Vec::new();
+    let mut occurrences: BTreeMap<RowContent, Vec<(usize, usize)>> = BTreeMap::new();
+    let mut findings_total = 0;
+    for planned in &prepared.plan.runs {
+        let index = runs.len();
+        let mut run = KeyRun {
+            cell: planned.cell.id.clone(),
+            repeat: planned.repeat,
+            case: planned.subject_id.clone(),
+            cache_key: planned.key.0.clone(),
+            submitted: false,
+            complete: false,
+            metrics: None,
+            findings: Vec::new(),
+        };
+        if let Lookup::Hit { record, findings } = prepared.cache.lookup(&planned.key) {
+            run.submitted = true;
+            run.complete = record.schema_problems.is_empty();
+            let cost = &record.cost;
+            let total = match (cost.prompt_tokens, cost.completion_tokens) {
+                (Some(p), Some(c)) => Some(p + c),
+                _ => None,
+            };
+            run.metrics = Some(Metrics {
+                latency_ms: Some(cost.wall_ms as f64),
+                input_tokens: cost.prompt_tokens,
+                output_tokens: cost.completion_tokens,
+                total_tokens: total,
+            });
+            for (i, f) in findings.iter().enumerate() {
+                run.findings.push(f.id.clone());
+                occurrences.entry(RowContent::of(&planned.subject_id, f)).or_default().push((index, i));
+                findings_total += 1;
+            }
+        }
+        runs.push(run);
+    }
+
+    // Cases in plan order; rows shuffled within each case, so a person can work case by case
+    // and the order tells nothing about where a row came from.
+    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
+    let cases: Vec<String> = prepared.plan.subjects.keys().cloned().collect();
+    let mut ordered: Vec<(RowContent, Vec<(usize, usize)>)> = Vec::new();
+    for case in &cases {
+        let mut rows: Vec<(RowContent, Vec<(usize, usize)>)> = occurrences.iter().filter(|(r, _)| &r.case == case).map(|(r, o)| (r.clone(), o.clone())).collect();
+        rows.shuffle(&mut rng);
+        ordered.extend(rows);
+    }
+    let width = ordered.len().to_string().len().max(3);
+    let mut sheet = csv::record(&SHEET_COLUMNS);
+    let mut items = BTreeMap::new();
+    for (i, (row, occ)) in ordered.iter().enumerate() {
+        let item = format!("A{:0width$}", i + 1);
+        sheet.push_str(&csv::record(&[&item, &row.case, &row.file, &row.line, &row.severity, &row.category, &row.message, &row.suggestion, "", "", ""]));
+        items.insert(item, KeyItem { case: row.case.clone(), occurrences: occ.clone() });
+    }
+
+    let key = Key {
+        version: KEY_VERSION,
+        experiment: name.clone(),
+        manifest: manifest_label.to_string(),
+        corpus: dir.clone(),
+        seed,
+        cells: prepared.plan.cells.iter().map(|c| c.id.clone()).collect(),
+        repeats: prepared.manifest.matrix.repeat,
+        cases: cases.clone(),
+        runs,
+        items,
+    };
+    std::fs::create_dir_all(out).map_err(|source| AdjudicationError::Write { path: out.to_path_buf(), source })?;
+    let files = [out.join(SHEET_FILE), out.join(KEY_FILE), out.join(CASES_FILE), out.join(README_FILE)];
+    write_file(&files[0], &sheet)?;
+    let key_text = serde_json::to_string_pretty(&key).map_err(|e| AdjudicationError::Parse { path: files[1].clone(), message: e.to_string() })?;
+    write_file(&files[1], &(key_text + "\n"))?;
+    write_file(&files[2], &cases_text(&cases, &public, oracle.as_ref(), &ordered))?;
+    write_file(&files[3], &readme_text(&name, ordered.len()))?;
+    let submitted = key.runs.iter().filter(|r| r.submitted).count();
+    Ok(Exported { files: files.to_vec(), rows: ordered.len(), findings: findings_total, runs_submitted: submitted, runs_missing: key.runs.len() - submitted })
+}
+
+fn numbered(text: &str) -> String {
+    let width = text.lines().count().to_string().len();
+    text.lines().enumerate().map(|(i, l)| format!("{:>width$} │ {l}\n", i + 1)).collect()
+}
+
+/// The public case text and the oracle's findings, for the adjudicator (never for a reviewer).
+fn cases_text(cases: &[String], public: &BTreeMap<String, PublicCase>, oracle: Option<&Oracle>, rows: &[(RowContent, Vec<(usize, usize)>)]) -> String {
+    let mut out = String::from("# Cases to adjudicate\n\nFor the adjudicator only: this file holds the oracle's private findings. Never give it to a reviewer.\n");
+    for id in cases {
+        let Some(case) = public.get(id) else { continue };
+        let n = rows.iter().filter(|(r, _)| &r.case == id).count();
+        let plural = if n == 1 { "" } else { "s" };
+        let _ = write!(out, "\n## {id} ({n} row{plural})\n\n**Review task.** {}\n\n**Spec.** {}\n\n", case.review_task.trim(), case.spec.trim());
+        if let Some(o) = oracle {
+            let expected = o.expected_for(id);
+            if expected.is_empty() {
+                out.push_str("**Oracle:** a clean case: no expected findings. Every reported finding is `false_positive` (or `unresolved`).\n\n");
+            } else {
+                out.push_str("**Oracle findings** (fill `oracle_id` with one of these when a row reports that defect):\n\n");
+                for f in expected {
+                    let at = match (&f.file, f.line) {
+                        (Some(file), Some(line)) => format!(" ({file}:{line})"),
+                        (Some(file), None) => format!(" ({file})"),
+                        _ => String::new(),
+                    };
+                    let _ = writeln!(out, "- `{}`{at}: {}", f.id, f.description.trim());
+                }
+                out.push('\n');
+            }
+        }
+        let _ = write!(
+            out,
+            "`{}` after the change (line numbers as findings use them):\n\n```\n{}```\n\n<details><summary>before the change</summary>\n\n```\n{}```\n\n</details>\n",
+            case.source.path,
+            numbered(&case.source.after),
+            numbered(&case.source.before)
+        );
+    }
+    out
+}
+
+fn readme_text(experiment: &str, rows: usize) -> String {
+    format!(
+        "# Adjudication sheet: {experiment}\n\n\
+`{SHEET_FILE}` has {rows} rows: each distinct finding a reviewer reported on a case, in a shuffled order, with nothing\n\
+that says which strategy, model or repeat reported it. `{CASES_FILE}` shows each case (the change and the oracle's\n\
+findings). Do not open `{KEY_FILE}`: it maps rows back to runs, and is needed only by `runner adjudicate import`.\n\n\
+For every row, fill `disposition` and, where it asks for one, `oracle_id`:\n\n\
+| disposition | when | oracle_id |\n\
+|---|---|---|\n\
+| `verified` (or `found`) | the row reports that oracle finding: the same defect, at its place or another line | the oracle id, e.g. `F03` (required) |\n\
+| `partial` | the same place with part of the defect, or the opposite conclusion | the oracle id (required) |\n\
+| `false_positive` (or `rejected`) | not a real problem, or not worth a comment | empty, or a case-scoped id such as `case-06-fp-01` to say two rows are the same false positive |\n\
+| `real` | a real defect the oracle lacks (verify it; add it to the oracle later) | empty or an id of your choice |\n\
+| `unresolved` | you cannot decide | empty or an id of your choice |\n\n\
+`note` is free text. Then:\n\n\
+```\nrunner adjudicate import {SHEET_FILE} --key {KEY_FILE} --out captured-results.json\nrunner score captured-results.json --oracle <corpus>/oracle.json\n```\n"
+    )
+}
+
+/// What `import` produced.
+#[derive(Debug, Clone)]
+pub struct Imported {
+    pub captured: CapturedResults,
+    pub adjudication: Adjudication,
+    pub rows: usize,
+    /// The oracle the sheet was checked against.
+    pub oracle: PathBuf,
+}
+
+/// One filled row.
+struct FilledRow {
+    line: usize,
+    item: String,
+    disposition: String,
+    oracle_id: String,
+    note: String,
+}
+
+/// Reads a filled sheet with its key, checks every row, and builds seed 002's captured
+/// results (strategies = cells, trials = repeats, cases = subjects) and the per-run record.
+pub fn import(sheet_path: &Path, key_path: &Path, oracle_path: Option<&Path>) -> Result<Imported, AdjudicationError> {
+    let key_text = std::fs::read_to_string(key_path).map_err(|source| AdjudicationError::Read { path: key_path.to_path_buf(), source })?;
+    let key: Key = serde_json::from_str(&key_text).map_err(|e| AdjudicationError::Parse { path: key_path.to_path_buf(), message: e.to_string() })?;
+    let oracle_file = match oracle_path {
+        Some(p) if p.is_dir() => p.join(oracle::ORACLE_FILE),
+        Some(p) => p.to_path_buf(),
+        None => key.corpus.join(oracle::ORACLE_FILE),
+    };
+    let oracle = oracle::load_file(&oracle_file)?;
+    let sheet_text = std::fs::read_to_string(sheet_path).map_err(|source| AdjudicationError::Read { path: sheet_path.to_path_buf(), source })?;
+    let records = csv::parse(&sheet_text).map_err(|e| AdjudicationError::Parse { path: sheet_path.to_path_buf(), message: e.to_string() })?;
+    let sheet_label = sheet_path.display().to_string();
+    let mut problems = Vec::new();
+    if key.version != KEY_VERSION {
+        problems.push(format!("`{}`: key version {} is not {KEY_VERSION}", key_path.display(), key.version));
+    }
+
+    let Some((header, body)) = records.split_first() else {
+        return Err(AdjudicationError::Invalid { path: sheet_path.to_path_buf(), problems: vec!["the sheet is empty".into()] });
+    };
+    let column = |name: &str| header.fields.iter().position(|h| h.trim() == name);
+    for h in &header.fields {
+        if !SHEET_COLUMNS.contains(&h.trim()) {
+            problems.push(format!("{sheet_label}:{}: unknown column `{}`; the sheet's columns are {}", header.line, h.trim(), SHEET_COLUMNS.join(", ")));
+        }
+    }
+    let (Some(c_item), Some(c_case), Some(c_disp), Some(c_oracle)) = (column("item"), column("case"), column("disposition"), column("oracle_id")) else {
+        problems.push(format!("{sheet_label}:{}: the header needs `item`, `case`, `disposition` and `oracle_id`", header.line));
+        return Err(AdjudicationError::Invalid { path: sheet_path.to_path_buf(), problems });
+    };
+    let c_note = column("note");
+    let get = |r: &csv::Record, i: usize| r.fields.get(i).map(|s| s.trim().to_string()).unwrap_or_default();
+
+    let mut rows: Vec<FilledRow> = Vec::new();
+    let mut seen = BTreeSet::new();
+    for r in body {
+        if r.fields.len() != header.fields.len() {
+            problems.push(format!("{sheet_label}:{}: {} fields where the header has {}", r.line, r.fields.len(), header.fields.len()));
+            continue;
+        }
+        let item = get(r, c_item);
+        let at = format!("{sheet_label}:{}: item `{item}`", r.line);
+        let Some(k) = key.items.get(&item) else {
+            problems.push(format!("{at}: not in the key"));
+            continue;
+        };
+        if !seen.insert(item.clone()) {
+            problems.push(format!("{at}: listed twice"));
+            continue;
+        }
+        if get(r, c_case) != k.case {
+            problems.push(format!("{at}: case `{}` does not match the key's `{}`", get(r, c_case), k.case));
+        }
+        rows.push(FilledRow { line: r.line, item, disposition: get(r, c_disp), oracle_id: get(r, c_oracle), note: c_note.map(|c| get(r, c)).unwrap_or_default() });
+    }
+    let missing: Vec<&String> = key.items.keys().filter(|i| !seen.contains(*i)).collect();
+    if !missing.is_empty() {
+        problems.push(format!("{sheet_label}: rows missing from the sheet: {}", missing.iter().map(|i| format!("`{i}`")).collect::<Vec<_>>().join(", ")));
+    }
+
+    // Each row becomes a claim (and a seed 003 verdict).
+    let catalog: BTreeSet<&str> = oracle.findings.iter().map(|f| f.id.as_str()).collect();
+    let mut claims: BTreeMap<String, (Claim, Option<Seed003Verdict>, bool)> = BTreeMap::new();
+    let mut auto: BTreeMap<(String, &'static str), usize> = BTreeMap::new();
+    let mut taken: BTreeSet<String> = rows.iter().map(|r| r.oracle_id.clone()).filter(|s| !s.is_empty()).collect();
+    for row in &rows {
+        let Some(k) = key.items.get(&row.item) else { continue };
+        let case = k.case.as_str();
+        let at = format!("{sheet_label}:{}: item `{}`", row.line, row.item);
+        let expected: Vec<&str> = oracle.case(case).map(|c| c.expected_finding_ids.iter().map(String::as_str).collect()).unwrap_or_default();
+        let mut fresh = |kind: &'static str| -> String {
+            loop {
+                let n = auto.entry((case.to_string(), kind)).or_insert(0);
+                *n += 1;
+                let id = format!("{case}-{kind}-{:02}", n);
+                if taken.insert(id.clone()) {
+                    return id;
+                }
+            }
+        };
+        let oracle_id = row.oracle_id.as_str();
+        let need_oracle = |problems: &mut Vec<String>| -> bool {
+            if oracle_id.is_empty() {
+                problems.push(format!("{at}: `{}` needs an `oracle_id` ({})", row.disposition, list_or_clean(&expected)));
+                false
+            } else if !expected.contains(&oracle_id) {
+                problems.push(format!("{at}: `{oracle_id}` is not a finding `{case}` expects ({})", list_or_clean(&expected)));
+                false
+            } else {
+                true
+            }
+        };
+        let no_oracle = |problems: &mut Vec<String>| -> bool {
+            if catalog.contains(oracle_id) {
+                problems.push(format!("{at}: `{}` cannot name oracle finding `{oracle_id}`; use `verified`/`found` or `partial`, or a case-scoped id", row.disposition));
+                false
+            } else {
+                true
+            }
+        };
+        let claim = match row.disposition.as_str() {
+            "verified" | "found" => need_oracle(&mut problems).then(|| (Claim { id: oracle_id.to_string(), disposition: Disposition::Verified }, Some(Seed003Verdict::Found), false)),
+            "partial" => need_oracle(&mut problems)
+                .then(|| (Claim { id: format!("{case}-partial-{oracle_id}"), disposition: Disposition::Unresolved }, Some(Seed003Verdict::Partial), false)),
+            "false_positive" | "rejected" => no_oracle(&mut problems).then(|| {
+                if !oracle_id.is_empty() && !oracle_id.starts_with(&format!("{case}-")) {
+                    problems.push(format!("{at}: false-positive id `{oracle_id}` must be scoped to its case, like `{case}-fp-01`"));
+                }
+                let id = if oracle_id.is_empty() { fresh("fp") } else { oracle_id.to_string() };
+                (Claim { id, disposition: Disposition::FalsePositive }, None, false)
+            }),
+            "real" => no_oracle(&mut problems).then(|| {
+                let id = if oracle_id.is_empty() { fresh("real") } else { oracle_id.to_string() };
+                (Claim { id, disposition: Disposition::Unresolved }, None, true)
+            }),
+            "unresolved" => no_oracle(&mut problems).then(|| {
+                let id = if oracle_id.is_empty() { fresh("unresolved") } else { oracle_id.to_string() };
+                (Claim { id, disposition: Disposition::Unresolved }, None, false)
+            }),
+            "" => {
+                problems.push(format!("{at}: not adjudicated (empty `disposition`)"));
+                None
+            }
+            other => {
+                problems.push(format!(
+                    "{at}: unknown disposition `{other}`; use verified, false_positive, unresolved (seed 002) or found, partial, real, rejected (seed 003)"
+                ));
+                None
+            }
+        };
+        if let Some(c) = claim {
+            claims.insert(row.item.clone(), c);
+        }
+    }
+    if !problems.is_empty() {
+        return Err(AdjudicationError::Invalid { path: sheet_path.to_path_buf(), problems });
+    }
+
+    // Back from rows to runs.
+    let mut per_run: Vec<Vec<(String, &(Claim, Option<Seed003Verdict>, bool))>> = vec![Vec::new(); key.runs.len()];
+    for (item, k) in &key.items {
+        let Some(c) = claims.get(item) else { continue };
+        for &(run, _) in &k.occurrences {
+            if let Some(list) = per_run.get_mut(run) {
+                list.push((item.clone(), c));
+            }
+        }
+    }
+    let rows_by_item: BTreeMap<&str, &FilledRow> = rows.iter().map(|r| (r.item.as_str(), r)).collect();
+    let trial = |repeat: u32| format!("trial-{repeat:02}");
+    let mut strategies: Vec<Strategy> = key.cells.iter().map(|c| Strategy { name: c.clone(), runs: Vec::new() }).collect();
+    let mut adjudicated = Vec::new();
+    for (index, run) in key.runs.iter().enumerate() {
+        if !run.submitted {
+            continue;
+        }
+        let list = &per_run[index];
+        // A verified oracle id wins over a partial claim on it in the same run.
+        let verified: BTreeSet<&str> = list.iter().filter(|(_, c)| c.0.disposition == Disposition::Verified).map(|(_, c)| c.0.id.as_str()).collect();
+        let mut run_claims: Vec<Claim> = list.iter().map(|(_, c)| c.0.clone()).collect();
+        run_claims.sort();
+        run_claims.dedup();
+        let expected: Vec<String> = oracle.case(&run.case).map(|c| c.expected_finding_ids.clone()).unwrap_or_default();
+        let mut verdicts: BTreeMap<String, Seed003Verdict> = expected.iter().map(|id| (id.clone(), Seed003Verdict::Missed)).collect();
+        let (mut real, mut rejected) = (0, 0);
+        let mut reported = Vec::new();
+        for (item, (claim, verdict, is_real)) in list.iter().map(|(i, c)| (i, *c)) {
+            match verdict {
+                Some(v) => {
+                    let oracle_id = rows_by_item.get(item.as_str()).map(|r| r.oracle_id.clone()).unwrap_or_default();
+                    if let Some(slot) = verdicts.get_mut(&oracle_id) {
+                        *slot = (*slot).min(*v);
+                    }
+                }
+                None if *is_real => real += 1,
+                None if claim.disposition == Disposition::FalsePositive => rejected += 1,
+                None => {}
+            }
+            let occurrences = key.items.get(item).map(|k| k.occurrences.clone()).unwrap_or_default();
+            let finding = occurrences.iter().find(|(r, _)| *r == index).and_then(|(_, f)| run.findings.get(*f).cloned()).unwrap_or_default();
+            let row = rows_by_item.get(item.as_str());
+            reported.push(AdjudicatedFinding {
+                item: item.clone(),
+                finding,
+                disposition: row.map(|r| r.disposition.clone()).unwrap_or_default(),
+                claim: claim.clone(),
+                note: row.map(|r| r.note.clone()).unwrap_or_default(),
+            });
+        }
+        run_claims.retain(|c| !(c.disposition == Disposition::Unresolved && verified.iter().any(|v| c.id == format!("{}-partial-{v}", run.case))));
+        adjudicated.push(AdjudicatedRun { cell: run.cell.clone(), repeat: run.repeat, case: run.case.clone(), reported, oracle: verdicts, real_extras: real, rejected_extras: rejected });
+        if let Some(s) = strategies.iter_mut().find(|s| s.name == run.cell) {
+            s.runs.push(CapturedRun { case_id: run.case.clone(), trial_id: trial(run.repeat), complete: run.complete, findings: run_claims, metrics: run.metrics.clone() });
+        }
+    }
+    let captured = CapturedResults {
+        version: 1,
+        plan: CapturePlan { case_ids: key.cases.clone(), trial_ids: (1..=key.repeats).map(trial).collect() },
+        strategies,
+    };
+    let problems = score::check(&captured, &oracle);
+    if !problems.is_empty() {
+        return Err(AdjudicationError::Invalid { path: sheet_path.to_path_buf(), problems });
+    }
+    let adjudication = Adjudication {
+        version: 1,
+        method: format!("adjudicated by a person: {sheet_label}"),
+        sheet: sheet_label,
+        key: key_path.display().to_string(),
+        experiment: key.experiment.clone(),
+        runs: adjudicated,
+    };
+    Ok(Imported { captured, adjudication, rows: rows.len(), oracle: oracle_file })
+}
+
+fn list_or_clean(expected: &[&str]) -> String {
+    if expected.is_empty() {
+        "a clean case expects none".into()
+    } else {
+        format!("expected: {}", expected.iter().map(|e| format!("`{e}`")).collect::<Vec<_>>().join(", "))
+    }
+}
+
+/// Writes the captured results to `out` and the adjudication record beside it.
+pub fn write_imported(imported: &Imported, out: &Path) -> Result<Vec<PathBuf>, AdjudicationError> {
+    if let Some(parent) = out.parent().filter(|p| !p.as_os_str().is_empty()) {
+        std::fs::create_dir_all(parent).map_err(|source| AdjudicationError::Write { path: parent.to_path_buf(), source })?;
+    }
+    let record = score::adjudication_path(out);
+    let encode = |v: serde_json::Result<String>, path: &Path| v.map_err(|e| AdjudicationError::Parse { path: path.to_path_buf(), message: e.to_string() });
+    write_file(out, &(encode(serde_json::to_string_pretty(&imported.captured), out)? + "\n"))?;
+    write_file(&record, &(encode(serde_json::to_string_pretty(&imported.adjudication), &record)? + "\n"))?;
+    Ok(vec![out.to_path_buf(), record])
+}
+
+#[cfg(test)]
+mod tests;
