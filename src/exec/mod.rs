@@ -138,9 +138,6 @@ async fn run_pending(
     cancel: watch::Receiver<bool>,
 ) -> Vec<(usize, RunOutcome)> {
     let global = Arc::new(Semaphore::new(options.jobs.max(1)));
-    let per_reviewer = Arc::new(Semaphore::new(options.reviewer_limit.unwrap_or(options.jobs).max(1)));
-    let scopes: Arc<StdMutex<HashMap<String, Arc<Mutex<()>>>>> = Arc::default();
-    let unreachable: Arc<StdMutex<Option<String>>> = Arc::default();
 
     // Materialize nodes feeding pending reviews, in plan order, on blocking threads.
     let review_nodes: BTreeMap<usize, petgraph::graph::NodeIndex> = plan
@@ -186,19 +183,47 @@ async fn run_pending(
         subjects.insert(id, result);
     }
 
+    let prepared: BTreeMap<String, Arc<Subject>> = subjects.iter().filter_map(|(k, v)| v.as_ref().ok().map(|s| (k.clone(), s.clone()))).collect();
+    let mut results = Vec::new();
+    let mut reviewable = Vec::new();
+    for &i in pending {
+        let run = &plan.runs[i];
+        match subjects.get(&run.subject_id) {
+            Some(Err(e)) => {
+                let reason = format!("subject `{}` could not be materialized: {e}", run.subject_id);
+                emitter.emit(Event::RunSkipped { run: run.label(), reason: reason.clone() });
+                results.push((i, RunOutcome::Skipped(reason)));
+            }
+            _ => reviewable.push(i),
+        }
+    }
+    results.extend(review_prepared(plan, &reviewable, reviewer, cache, options, emitter, cancel, prepared).await);
+    results
+}
+
+/// Reviews pending runs whose subjects are ready, under every limit.
+#[allow(clippy::too_many_arguments)]
+async fn review_prepared(
+    plan: &Plan,
+    pending: &[usize],
+    reviewer: Arc<dyn Reviewer>,
+    cache: &CacheStore,
+    options: &ExecOptions,
+    emitter: &Emitter,
+    cancel: watch::Receiver<bool>,
+    subjects: BTreeMap<String, Arc<Subject>>,
+) -> Vec<(usize, RunOutcome)> {
+    let global = Arc::new(Semaphore::new(options.jobs.max(1)));
+    let per_reviewer = Arc::new(Semaphore::new(options.reviewer_limit.unwrap_or(options.jobs).max(1)));
+    let scopes: Arc<StdMutex<HashMap<String, Arc<Mutex<()>>>>> = Arc::default();
+    let unreachable: Arc<StdMutex<Option<String>>> = Arc::default();
     let mut tasks = tokio::task::JoinSet::new();
     let mut task_runs: HashMap<tokio::task::Id, usize> = HashMap::new();
     let mut results = Vec::new();
     for &i in pending {
         let run = &plan.runs[i];
         let subject = match subjects.get(&run.subject_id) {
-            Some(Ok(s)) => s.clone(),
-            Some(Err(e)) => {
-                let reason = format!("subject `{}` could not be materialized: {e}", run.subject_id);
-                emitter.emit(Event::RunSkipped { run: run.label(), reason: reason.clone() });
-                results.push((i, RunOutcome::Skipped(reason)));
-                continue;
-            }
+            Some(s) => s.clone(),
             None => {
                 results.push((i, RunOutcome::Skipped(format!("no subject `{}`", run.subject_id))));
                 continue;
@@ -329,3 +354,6 @@ async fn wait_cancel(rx: &mut watch::Receiver<bool>) {
         }
     }
 }
+
+#[cfg(test)]
+mod tests;

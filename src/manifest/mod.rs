@@ -122,6 +122,9 @@ fn read_manifest(root: &TableReader<'_, '_>, path: &Path, base_dir: &Path) -> Op
     if let (Some(target), Some(matrix)) = (&target, &matrix) {
         check_target_axes(root, target, matrix);
     }
+    if let (Some(reviewer), Some(matrix)) = (&reviewer, &matrix) {
+        check_unused_axes(root, reviewer, matrix);
+    }
     Some(Manifest {
         path: path.to_path_buf(),
         base_dir: base_dir.to_path_buf(),
@@ -235,11 +238,18 @@ fn read_matrix(t: &TableReader<'_, '_>) -> Option<Matrix> {
                 }
             }
         }
+        if let Some(known) = KNOWN_AXES.iter().find(|k| **k != name && strsim::damerau_levenshtein(k, &name) <= 2) {
+            t.problems().push_with_help(key_span.clone(), format!("axis `{name}` looks like a misspelling of `{known}`"), format!("did you mean `{known}`?"));
+            ok = false;
+        }
         check_known_axis(t, &name, &values, value.span());
         axes.push(Axis { name, values });
     }
     ok.then_some(Matrix { axes, repeat })
 }
+
+/// Axes that mean something to runner's reviewers.
+pub const KNOWN_AXES: [&str; 5] = ["model", "ref", "temperature", "rag_symbol_max_definitions", "seed"];
 
 /// Axes with a meaning to runner are checked for plausible values.
 fn check_known_axis(t: &TableReader<'_, '_>, name: &str, values: &[AxisValue], span: std::ops::Range<usize>) {
@@ -263,6 +273,31 @@ fn check_target_axes(root: &TableReader<'_, '_>, target: &TargetSpec, matrix: &M
             root.problems().push(root.span(), "the `ref` axis applies to git targets only; a corpus target reviews each case's before..after");
         }
         _ => {}
+    }
+}
+
+/// An axis no template of a builtin or command reviewer mentions only multiplies identical
+/// runs: almost always a typo or a forgotten `{{axis}}`.
+fn check_unused_axes(root: &TableReader<'_, '_>, reviewer: &ReviewerSpec, matrix: &Matrix) {
+    let texts: Vec<&str> = match &reviewer.kind {
+        ReviewerKindSpec::Builtin(b) => vec![b.name.as_str()],
+        ReviewerKindSpec::Command(c) => std::iter::once(c.program.as_str())
+            .chain(c.args.iter().map(String::as_str))
+            .chain(c.env.values().map(String::as_str))
+            .chain(c.setup.iter().chain(&c.cleanup).flatten().map(String::as_str))
+            .collect(),
+        ReviewerKindSpec::Llm(_) => return,
+    };
+    let used: BTreeSet<String> = texts.iter().flat_map(|t| template_var_regex().captures_iter(t).map(|c| c[1].to_string())).collect();
+    for axis in &matrix.axes {
+        if axis.name != "ref" && !used.contains(&axis.name) {
+            let span = root.table("matrix").and_then(|m| m.key_span(&axis.name)).unwrap_or(0..0);
+            root.problems().push_with_help(
+                span,
+                format!("axis `{}` is not used by the {} reviewer: no template mentions `{{{{{}}}}}`", axis.name, reviewer.kind.kind_name(), axis.name),
+                "use it in the reviewer's templates or remove it",
+            );
+        }
     }
 }
 
