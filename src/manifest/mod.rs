@@ -276,17 +276,17 @@ fn check_target_axes(root: &TableReader<'_, '_>, target: &TargetSpec, matrix: &M
     }
 }
 
-/// An axis no template of a builtin or command reviewer mentions only multiplies identical
-/// runs: almost always a typo or a forgotten `{{axis}}`.
+/// An axis no template of a command reviewer mentions only multiplies identical runs: almost
+/// always a typo or a forgotten `{{axis}}`. (Built-in reviewers take label axes freely, for
+/// sweeps and benchmarks.)
 fn check_unused_axes(root: &TableReader<'_, '_>, reviewer: &ReviewerSpec, matrix: &Matrix) {
     let texts: Vec<&str> = match &reviewer.kind {
-        ReviewerKindSpec::Builtin(b) => vec![b.name.as_str()],
+        ReviewerKindSpec::Builtin(_) | ReviewerKindSpec::Llm(_) => return,
         ReviewerKindSpec::Command(c) => std::iter::once(c.program.as_str())
             .chain(c.args.iter().map(String::as_str))
             .chain(c.env.values().map(String::as_str))
             .chain(c.setup.iter().chain(&c.cleanup).flatten().map(String::as_str))
             .collect(),
-        ReviewerKindSpec::Llm(_) => return,
     };
     let used: BTreeSet<String> = texts.iter().flat_map(|t| template_var_regex().captures_iter(t).map(|c| c[1].to_string())).collect();
     for axis in &matrix.axes {
