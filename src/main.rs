@@ -67,7 +67,7 @@ fn exec(args: ExecArgs) -> Result<Exit, Error> {
     };
     let log_path = work_dir.join("executions").join(format!("{}-{}.ndjson", prepared.manifest.experiment.name, unix_millis()));
     let log = std::fs::create_dir_all(log_path.parent().unwrap_or(Path::new("."))).ok().and_then(|_| std::fs::File::create(&log_path).ok());
-    let label = args.manifest.display().to_string();
+    let label = manifest::resolve_path(Path::new(""), &args.manifest.display().to_string()).display().to_string();
 
     let rt = runtime()?;
     let (executed, summary) = rt.block_on(async {

@@ -120,6 +120,15 @@ pub async fn execute(
         return outcomes.into_iter().map(|o| o.unwrap_or(RunOutcome::Missing)).collect();
     }
 
+    if !pending.is_empty() {
+        if let Err(error) = reviewer.preflight().await {
+            for &i in &pending {
+                emitter.emit(Event::RunFailed { run: plan.runs[i].label(), error: error.clone() });
+                outcomes[i] = Some(RunOutcome::Failed(error.clone()));
+            }
+            return outcomes.into_iter().map(|o| o.unwrap_or(RunOutcome::Missing)).collect();
+        }
+    }
     let fresh = run_pending(plan, &pending, reviewer, cache, options, emitter, cancel).await;
     for (i, outcome) in fresh {
         outcomes[i] = Some(outcome);
@@ -319,8 +328,8 @@ async fn run_one(mut ctx: TaskContext, job: ReviewJob) -> (usize, RunOutcome) {
     };
     drop(guards);
     match result {
-        Ok(output) => match ctx.cache.store_success(&ctx.experiment, &ctx.label, &ctx.slot, &ctx.key, &ctx.inputs, &output) {
-            Ok(record) => {
+        Ok(output) => match store_success(&ctx, output).await {
+            Ok((record, output)) => {
                 ctx.emitter.emit(Event::RunFinished { run: ctx.label.clone(), findings: output.findings.len(), wall_ms: output.cost.wall_ms });
                 (i, RunOutcome::Fresh { record: Box::new(record), findings: output.findings })
             }
@@ -336,11 +345,23 @@ async fn run_one(mut ctx: TaskContext, job: ReviewJob) -> (usize, RunOutcome) {
                 let mut flag = ctx.unreachable.lock().unwrap_or_else(|p| p.into_inner());
                 flag.get_or_insert_with(|| error.to_string());
             }
-            let _ = ctx.cache.store_failure(&ctx.label, &ctx.slot, &ctx.key, &error);
+            let (cache, label, slot, key, e) = (ctx.cache.clone(), ctx.label.clone(), ctx.slot.clone(), ctx.key.clone(), error.clone());
+            let _ = tokio::task::spawn_blocking(move || cache.store_failure(&label, &slot, &key, &e)).await;
             ctx.emitter.emit(Event::RunFailed { run: ctx.label.clone(), error: error.clone() });
             (i, RunOutcome::Failed(error))
         }
     }
+}
+
+/// Stores a result on a blocking thread (files are fsynced) and hands the output back.
+async fn store_success(ctx: &TaskContext, output: crate::reviewer::ReviewOutput) -> Result<(RunRecord, crate::reviewer::ReviewOutput), String> {
+    let (cache, experiment, label, slot, key, inputs) =
+        (ctx.cache.clone(), ctx.experiment.clone(), ctx.label.clone(), ctx.slot.clone(), ctx.key.clone(), ctx.inputs.clone());
+    tokio::task::spawn_blocking(move || {
+        cache.store_success(&experiment, &label, &slot, &key, &inputs, &output).map(|record| (record, output)).map_err(|e| e.to_string())
+    })
+    .await
+    .map_err(|e| e.to_string())?
 }
 
 async fn wait_cancel(rx: &mut watch::Receiver<bool>) {

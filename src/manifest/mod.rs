@@ -111,7 +111,7 @@ fn read_manifest(root: &TableReader<'_, '_>, path: &Path, base_dir: &Path) -> Op
     });
     let cache_dir = match root.table("cache") {
         Some(t) => {
-            let dir = t.string("dir").map(|d| base_dir.join(d.get_ref()));
+            let dir = t.string("dir").map(|d| resolve_path(base_dir, d.get_ref()));
             t.finish();
             dir
         }
@@ -165,12 +165,12 @@ fn read_target(t: &TableReader<'_, '_>, base_dir: &Path) -> Option<TargetSpec> {
     match (repo, corpus) {
         (Some(repo), None) => {
             let head = t.string("head").map(|h| h.into_inner()).unwrap_or_else(|| "HEAD".to_string());
-            Some(TargetSpec::Git { repo: base_dir.join(repo.get_ref()), head })
+            Some(TargetSpec::Git { repo: resolve_path(base_dir, repo.get_ref()), head })
         }
         (None, Some(corpus)) => {
             let cases = t.strings("cases").map(|v| v.into_iter().map(Spanned::into_inner).collect());
             let unseal_holdout = t.boolean("unseal-holdout").unwrap_or(false);
-            Some(TargetSpec::Corpus { dir: base_dir.join(corpus.get_ref()), cases, unseal_holdout })
+            Some(TargetSpec::Corpus { dir: resolve_path(base_dir, corpus.get_ref()), cases, unseal_holdout })
         }
         (Some(repo), Some(_)) => {
             t.problems().push(repo.span(), "[target] takes either `repo` (a git repository) or `corpus` (a case directory), not both");
@@ -316,6 +316,30 @@ pub fn check_template(problems: &Problems, text: &Spanned<String>, axes: &BTreeS
             problems.push_with_help(text.span(), format!("unknown template variable `{{{{{name}}}}}`"), format!("known variables: {}", known.join(", ")));
         }
     }
+}
+
+/// Joins a manifest-relative path onto the manifest's directory and removes `.`/`..`
+/// lexically, so `experiments/../results` reads `results`.
+pub fn resolve_path(base_dir: &Path, relative: &str) -> PathBuf {
+    use std::path::Component;
+    let mut out = PathBuf::new();
+    for component in base_dir.join(relative).components() {
+        match component {
+            Component::CurDir => {}
+            Component::ParentDir => match out.components().next_back() {
+                Some(Component::Normal(_)) => {
+                    out.pop();
+                }
+                Some(Component::RootDir) => {}
+                _ => out.push(".."),
+            },
+            other => out.push(other),
+        }
+    }
+    if out.as_os_str().is_empty() {
+        out.push(".");
+    }
+    out
 }
 
 pub fn parse_duration(text: &str) -> Option<Duration> {
@@ -481,7 +505,7 @@ fn read_analysis(t: &TableReader<'_, '_>, axes: &BTreeSet<String>) -> Option<Ana
 
 fn read_report(t: &TableReader<'_, '_>, base_dir: &Path) -> Option<ReportSpec> {
     let output = t.required_string("output");
-    let template = t.string("template").map(|p| base_dir.join(p.get_ref()));
+    let template = t.string("template").map(|p| resolve_path(base_dir, p.get_ref()));
     if let Some(path) = &template {
         if !path.is_file() {
             if let Some(span) = t.get("template").map(|v| v.span()) {
@@ -489,9 +513,27 @@ fn read_report(t: &TableReader<'_, '_>, base_dir: &Path) -> Option<ReportSpec> {
             }
         }
     }
-    Some(ReportSpec { output: base_dir.join(output?.get_ref()), template })
+    Some(ReportSpec { output: resolve_path(base_dir, output?.get_ref()), template })
 }
 
-/// Leaves `_` alone so a `DeTable` import stays used when features change.
-#[allow(dead_code)]
-fn _assert_types(_: &DeTable<'_>) {}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn manifest_paths_resolve_lexically() {
+        assert_eq!(resolve_path(Path::new("experiments"), "../corpus/q"), PathBuf::from("corpus/q"));
+        assert_eq!(resolve_path(Path::new(""), "../x"), PathBuf::from("../x"));
+        assert_eq!(resolve_path(Path::new("/a/b"), "../../../c"), PathBuf::from("/c"));
+        assert_eq!(resolve_path(Path::new("experiments"), ".."), PathBuf::from("."));
+    }
+
+    #[test]
+    fn durations() {
+        assert_eq!(parse_duration("90s"), Some(Duration::from_secs(90)));
+        assert_eq!(parse_duration("500ms"), Some(Duration::from_millis(500)));
+        assert_eq!(parse_duration("5m"), Some(Duration::from_secs(300)));
+        assert_eq!(parse_duration("soon"), None);
+    }
+}
