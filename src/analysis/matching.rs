@@ -33,7 +33,7 @@ pub fn fuzzy_match(a: &Finding, b: &Finding, rule: &MatchRule) -> bool {
     }
     let (a0, a1) = a.span();
     let (b0, b1) = b.span();
-    let gap = if a1 < b0 { b0 - a1 } else if b1 < a0 { a0 - b1 } else { 0 };
+    let gap = if a1 < b0 { b0 - a1 } else { a0.saturating_sub(b1) };
     gap <= rule.line_tolerance && message_similarity(&a.message, &b.message) >= rule.similarity
 }
 
