@@ -75,3 +75,36 @@ fn the_bundled_experiments_validate() {
     let out = runner(&root).arg("validate").arg("experiments/quickstart.toml").output().expect("runs");
     assert!(out.status.success(), "{}", stderr_of(&out));
 }
+
+#[test]
+fn the_rendered_diagnostics_are_stable() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let manifest = write_manifest(
+        dir.path(),
+        "bad.toml",
+        "version = 1\n[experiment]\nname = \"x y\"\n[target]\ncorpus = \"c\"\n[matrix]\nmodel = [\"a\", \"a\"]\n[reviewer]\nkind = \"builtin\"\nnmae = \"dry-run\"\n[report]\noutput = 3\n",
+    );
+    let out = runner(dir.path()).arg("validate").arg("bad.toml").output().expect("runs");
+    assert_eq!(out.status.code(), Some(1));
+    let _ = manifest;
+    insta::assert_snapshot!(stderr_of(&out));
+}
+
+#[test]
+fn plan_output_is_stable_with_hashes_redacted() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let repo = calc_repo(dir.path());
+    let manifest = write_manifest(
+        dir.path(),
+        "plan.toml",
+        &format!(
+            "version = 1\n[experiment]\nname = \"p\"\n[target]\nrepo = \"{}\"\n[matrix]\nref = [\"HEAD~1\", \"HEAD~2\"]\nvariant = [\"a\", \"b\"]\nrepeat = 2\n[reviewer]\nkind = \"builtin\"\nname = \"dry-run\"\n[[analysis]]\nkind = \"latency\"\n[report]\noutput = \"out\"\n",
+            repo.display()
+        ),
+    );
+    let out = runner(dir.path()).arg("plan").arg(&manifest).output().expect("runs");
+    assert!(out.status.success(), "{}", stderr_of(&out));
+    insta::with_settings!({ filters => vec![(r"\b[0-9a-f]{12}\b", "[key]")] }, {
+        insta::assert_snapshot!(stdout_of(&out));
+    });
+}
