@@ -22,6 +22,9 @@ pub struct Mismatch {
     pub ids: BTreeMap<u32, BTreeSet<String>>,
 }
 
+/// Per subject: (file, line, normalized message) → (repeat → ids, the first message seen).
+type Locations<'a> = BTreeMap<(&'a str, u32, String), (BTreeMap<u32, BTreeSet<String>>, &'a str)>;
+
 pub fn compute(spec: &AnalysisSpec, input: &AnalysisInput<'_>) -> AnalysisResult {
     let mut result = AnalysisResult::new(
         spec,
@@ -35,13 +38,12 @@ pub fn compute(spec: &AnalysisSpec, input: &AnalysisInput<'_>) -> AnalysisResult
         result.notes.push(format!("ID stability needs at least 2 repeats; the matrix has `repeat = {}`.", input.repeat));
     }
 
-    let mut table = Table::new("", &["Cell", "Subjects", "Findings per repeat", "Compared", "Mismatches", "Stable"]);
+    let mut table = Table::new("", &["Cell", "Subjects compared", "Findings per repeat", "Findings compared", "Mismatches", "Stable"]);
     let mut all_mismatches: Vec<Mismatch> = Vec::new();
     let mut data = Vec::new();
     for cell in input.cells {
         let mut per_repeat: BTreeMap<u32, usize> = BTreeMap::new();
-        // subject → (file, line, normalized message) → repeat → ids, plus the first message seen.
-        let mut keys: BTreeMap<&str, BTreeMap<(&str, u32, String), (BTreeMap<u32, BTreeSet<String>>, &str)>> = BTreeMap::new();
+        let mut keys: BTreeMap<&str, Locations<'_>> = BTreeMap::new();
         for run in runs_of(input, cell) {
             *per_repeat.entry(run.repeat).or_default() += run.findings.len();
             let subject = keys.entry(run.subject).or_default();

@@ -97,6 +97,14 @@ pub fn describe_rule(rule: &MatchRule) -> String {
     )
 }
 
+/// The fuzzy half of [`describe_rule`], for analyses that match fuzzily only.
+pub fn describe_fuzzy_rule(rule: &MatchRule) -> String {
+    format!(
+        "fuzzy: same file, lines within {} and normalized-Levenshtein message similarity ≥ {:.2}, matched one to one",
+        rule.line_tolerance, rule.similarity
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -56,6 +56,14 @@ impl Table {
         Self { title: title.into(), columns: columns.iter().map(|c| c.to_string()).collect(), rows: Vec::new() }
     }
 
+    /// A titled table longer than this many rows is folded in RESULTS.md (a detail table).
+    pub const FOLD_ROWS: usize = 10;
+
+    /// Whether RESULTS.md shows the table folded under its title.
+    pub fn collapsed(&self) -> bool {
+        !self.title.is_empty() && self.rows.len() > Self::FOLD_ROWS
+    }
+
     /// The Markdown separator cell of each column: right-aligned (`---:`) when every
     /// non-empty cell of the column reads as a number, `–`, or a `n (p%)` count.
     pub fn align(&self) -> Vec<&'static str> {
@@ -78,14 +86,17 @@ fn looks_numeric(cell: &str) -> bool {
     head == "–" || head.trim_start_matches(['+', '-']).parse::<f64>().is_ok()
 }
 
-/// Serialized with the derived `align` separators, so templates can right-align numbers.
+/// Serialized with derived fields for templates: `align` separators, `row_count`, and
+/// `collapsed` (see [`Table::collapsed`]), so templates can right-align numbers and fold long tables.
 impl Serialize for Table {
     fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        let mut s = serializer.serialize_struct("Table", 4)?;
+        let mut s = serializer.serialize_struct("Table", 6)?;
         s.serialize_field("title", &self.title)?;
         s.serialize_field("columns", &self.columns)?;
         s.serialize_field("align", &self.align())?;
         s.serialize_field("rows", &self.rows)?;
+        s.serialize_field("row_count", &self.rows.len())?;
+        s.serialize_field("collapsed", &self.collapsed())?;
         s.end()
     }
 }

@@ -146,7 +146,7 @@ pub fn compute(spec: &AnalysisSpec, input: &AnalysisInput<'_>) -> AnalysisResult
             columns.push("Comparison".into());
         }
         columns.extend(["Subject", "Findings A", "Findings B", "Exact overlap", "Fuzzy overlap", "Only A", "Only B"].map(String::from));
-        let mut table = Table { title: "Per subject (summed over repeats)".into(), columns, rows: Vec::new() };
+        let mut table = Table { title: "Per subject, summed over repeats".into(), columns, rows: Vec::new() };
         for cmp in &comparisons {
             for (subject, counts) in &cmp.per_subject {
                 let mut row = Vec::new();

@@ -1,7 +1,7 @@
 //! A10, RAG ablation: findings with symbol-definition retrieval off (axis value 0) against
 //! each setting with it on, for otherwise equal cells: counts, categories and overlap.
 
-use super::matching::describe_rule;
+use super::matching::describe_fuzzy_rule;
 use super::overlap::Counts;
 use super::{axis_values, missing_note, one_or_many, AnalysisInput, AnalysisResult, RunView, Table};
 use crate::finding::Category;
@@ -40,7 +40,7 @@ pub fn compute(spec: &AnalysisSpec, input: &AnalysisInput<'_>) -> AnalysisResult
              finding counts, counts per category, and how many findings the two sides share (fuzzy one-to-one matching of the same subject and repeat)."
         ),
     );
-    result.rule = Some(describe_rule(&spec.matching));
+    result.rule = Some(describe_fuzzy_rule(&spec.matching));
 
     let positive: Vec<String> = axis_values(input, axis).into_iter().filter(|v| v.parse::<f64>().is_ok_and(|n| n > 0.0)).collect();
     // other axes → axis value ("0" for off) → side.
@@ -50,7 +50,7 @@ pub fn compute(spec: &AnalysisSpec, input: &AnalysisInput<'_>) -> AnalysisResult
     for run in &input.runs {
         let Some(value) = run.cell.get(axis) else { continue };
         let side = match value.as_f64() {
-            Some(n) if n == 0.0 => "0".to_string(),
+            Some(0.0) => "0".to_string(),
             Some(n) if n > 0.0 => value.render(),
             _ => {
                 ignored += 1;

@@ -1,7 +1,7 @@
 //! A4, repeatability: how alike the findings of repeated runs of the same cell on the same
 //! subject are (pairwise Jaccard over fuzzy one-to-one matches).
 
-use super::matching::{describe_rule, fuzzy_match, match_pairs};
+use super::matching::{describe_fuzzy_rule, fuzzy_match, match_pairs};
 use super::{fmt_ratio, json_num, missing_note, one_or_many, runs_of, AnalysisInput, AnalysisResult, Table};
 use crate::finding::Finding;
 use crate::manifest::{AnalysisSpec, MatchRule};
@@ -68,7 +68,7 @@ pub fn compute(spec: &AnalysisSpec, input: &AnalysisInput<'_>) -> AnalysisResult
          with findings matched one to one by the fuzzy rule, then averaged over pairs and subjects. \
          A finding is counted once per subject: in all repeats, or in only some.",
     );
-    result.rule = Some(format!("{}; Jaccard uses the fuzzy rule; two empty finding sets count as identical (Jaccard 1)", describe_rule(&spec.matching)));
+    result.rule = Some(format!("{}; two empty finding sets count as identical (Jaccard 1)", describe_fuzzy_rule(&spec.matching)));
     if input.repeat < 2 {
         result.notes.push(format!("Repeatability needs at least 2 repeats; the matrix has `repeat = {}`.", input.repeat));
     }
