@@ -74,6 +74,22 @@ pub fn summarize(prepared: &Prepared, manifest_label: &str, outcomes: &[RunOutco
     }
     let input = AnalysisInput { runs: views, cells: &plan.cells, axis_order: &plan.axis_order, missing, repeat: prepared.manifest.matrix.repeat };
     let analyses = prepared.manifest.analyses.iter().map(|spec| analysis::compute(spec, &input)).collect();
-    let config = plan.cells.first().map(|c| prepared.reviewer.fingerprint(c)).unwrap_or_default();
-    report::build_results(&prepared.manifest, manifest_label, plan, outcomes, &config, analyses)
+    report::build_results(&prepared.manifest, manifest_label, plan, outcomes, reviewer_configs(prepared), analyses)
+}
+
+/// Distinct reviewer configurations (as hashed into keys) and the cells that use each.
+fn reviewer_configs(prepared: &Prepared) -> Vec<report::model::ReviewerConfig> {
+    let mut groups: Vec<(String, Vec<String>)> = Vec::new();
+    for cell in &prepared.plan.cells {
+        let config = serde_json::to_string(&prepared.reviewer.fingerprint(cell)).unwrap_or_default();
+        match groups.iter_mut().find(|(c, _)| *c == config) {
+            Some((_, cells)) => cells.push(cell.id.clone()),
+            None => groups.push((config, vec![cell.id.clone()])),
+        }
+    }
+    let single = groups.len() == 1;
+    groups
+        .into_iter()
+        .map(|(config, cells)| report::model::ReviewerConfig { config, cells: if single { "all cells".to_string() } else { cells.join(", ") } })
+        .collect()
 }

@@ -13,7 +13,7 @@ use model::*;
 use std::collections::BTreeMap;
 
 /// Builds the results model from the plan and its outcomes (cached and fresh alike).
-pub fn build_results(manifest: &Manifest, manifest_label: &str, plan: &Plan, outcomes: &[RunOutcome], reviewer_config: &serde_json::Value, analyses: Vec<AnalysisResult>) -> Results {
+pub fn build_results(manifest: &Manifest, manifest_label: &str, plan: &Plan, outcomes: &[RunOutcome], reviewer_configs: Vec<ReviewerConfig>, analyses: Vec<AnalysisResult>) -> Results {
     let mut cells: Vec<CellRow> = Vec::new();
     let mut runs = Vec::new();
     let mut failures = Vec::new();
@@ -117,7 +117,7 @@ pub fn build_results(manifest: &Manifest, manifest_label: &str, plan: &Plan, out
             subjects: plan.subjects.len(),
             planned_runs: plan.runs.len(),
         },
-        reviewer: ReviewerInfo { kind: manifest.reviewer.kind.kind_name().to_string(), config: serde_json::to_string(reviewer_config).unwrap_or_default() },
+        reviewer: ReviewerInfo { kind: manifest.reviewer.kind.kind_name().to_string(), configs: reviewer_configs },
         target: TargetInfo { kind: kind.into(), description, subjects: plan.subjects.keys().cloned().collect() },
         provenance: provenance
             .into_iter()

@@ -63,6 +63,17 @@ fn a_rerun_is_served_from_the_cache_and_reproduces_results_byte_for_byte() {
 
     let text = String::from_utf8_lossy(&md);
     assert!(text.contains("`baseline=dry-run`") && text.contains("`baseline=heuristic`"), "{text}");
+
+    // The whole results model, with hashes, times and temporary paths redacted.
+    let results: serde_json::Value = serde_json::from_slice(&json).expect("results.json");
+    insta::assert_json_snapshot!(results, {
+        ".experiment.manifest" => "[path]",
+        ".target.description" => "[path]",
+        ".runs[].key" => "[key]",
+        ".runs[].seconds" => "[seconds]",
+        ".cells[].seconds" => "[seconds]",
+        ".totals.review_seconds" => "[seconds]",
+    });
 }
 
 #[test]
