@@ -1,13 +1,17 @@
 //! Analyses: pure functions from finished runs to tables. One file per kind; each result is
 //! serializable (results.json) and rendered generically (RESULTS.md).
 
+pub mod aggregation;
+pub mod context_level;
 pub mod matching;
 
 use crate::cache::RunRecord;
 use crate::finding::Finding;
+use crate::ground_truth::oracle::Oracle;
 use crate::manifest::{AnalysisKind, AnalysisSpec};
 use crate::plan::Cell;
 use serde::Serialize;
+use std::collections::BTreeMap;
 
 /// One successful run as analyses see it.
 #[derive(Debug, Clone, Copy)]
@@ -30,6 +34,11 @@ pub struct AnalysisInput<'a> {
     /// Planned runs that produced no result (failed, skipped, missing), by label.
     pub missing: Vec<String>,
     pub repeat: u32,
+    /// The target's oracle: a corpus's `oracle.json`, or an eval set's case findings.
+    pub oracle: Option<&'a Oracle>,
+    /// Changed files and hunk spans per subject, for context-level tagging (A9); subjects whose
+    /// diff could not be read are absent.
+    pub scopes: Option<&'a BTreeMap<String, context_level::DiffScope>>,
 }
 
 /// A table a person reads at a glance.
@@ -59,7 +68,13 @@ pub struct AnalysisResult {
 
 /// Computes one analysis.
 pub fn compute(spec: &AnalysisSpec, input: &AnalysisInput<'_>) -> AnalysisResult {
-    let _ = input;
+    match spec.kind {
+        AnalysisKind::Fixture => return crate::ground_truth::fixture::compute(spec, input),
+        AnalysisKind::Aggregation => return aggregation::compute(spec, input),
+        AnalysisKind::ContextLevel => return context_level::compute(spec, input),
+        AnalysisKind::ReviewEval => return crate::ground_truth::review_eval::compute(spec, input),
+        _ => {}
+    }
     AnalysisResult {
         kind: spec.kind,
         test_id: "",
