@@ -11,7 +11,7 @@
 use super::matching::fuzzy_match;
 use super::{fmt_ratio, AnalysisInput, AnalysisResult, RunView, Table};
 use crate::finding::Finding;
-use crate::ground_truth::matching::{match_case, Method, Prf};
+use crate::ground_truth::matching::{match_case, Prf};
 use crate::manifest::{AnalysisSpec, MatchRule};
 use std::collections::BTreeMap;
 
@@ -161,8 +161,7 @@ pub fn compute(spec: &AnalysisSpec, input: &AnalysisInput<'_>) -> AnalysisResult
     let mut notes = Vec::new();
     let rule = match oracle {
         Some(_) => {
-            let method = Method::Automatic { rule: spec.oracle_rule.describe() };
-            notes.push(format!("Precision, recall and F1 by {}.", method.describe()));
+            notes.push("Method: automatic matching by the rule above (no adjudication).".into());
             format!("{dedup}; oracle: {}", spec.oracle_rule.describe())
         }
         None => {

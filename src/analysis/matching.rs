@@ -50,12 +50,20 @@ const STOP_WORDS: &[&str] = &[
     "been", "them", "they", "line", "code", "change", "changed",
 ];
 
-/// The distinct content words of a text: normalized words of three letters or more, stop words dropped.
+/// Content words are cut to this many letters, a crude stemmer (`injection`, `injects` → `injec`).
+pub const STEM_LETTERS: usize = 5;
+
+/// The distinct content-word stems of a text: normalized words of three letters or more, stop
+/// words dropped, each cut to its first [`STEM_LETTERS`] letters.
 pub fn content_words(text: &str) -> std::collections::BTreeSet<String> {
-    normalize_message(text).split(' ').filter(|w| w.chars().count() >= 3 && !STOP_WORDS.contains(w)).map(str::to_string).collect()
+    normalize_message(text)
+        .split(' ')
+        .filter(|w| w.chars().count() >= 3 && !STOP_WORDS.contains(w))
+        .map(|w| w.chars().take(STEM_LETTERS).collect())
+        .collect()
 }
 
-/// Dice coefficient of two texts' content-word sets, in 0..1: how much vocabulary a short
+/// Dice coefficient of two texts' content-word stem sets, in 0..1: how much vocabulary a short
 /// report shares with a long oracle description, where edit distance says little.
 pub fn token_similarity(a: &str, b: &str) -> f64 {
     let (wa, wb) = (content_words(a), content_words(b));

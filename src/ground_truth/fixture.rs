@@ -120,7 +120,7 @@ pub fn compute(spec: &AnalysisSpec, input: &AnalysisInput<'_>) -> AnalysisResult
         }));
     }
     result.tables = vec![overall, by_category, by_case];
-    result.notes.push(format!("Scores by {}.", method.describe()));
+    result.notes.push("Method: automatic matching by the rule above (no adjudication).".into());
     result.notes.push("Partial matches count as FN on the oracle side and FP on the report side; the review-eval analysis reports recall with partials.".into());
     if !unknown.is_empty() {
         result.notes.push(format!("Subjects not in the oracle, left out: {}.", unknown.join(", ")));

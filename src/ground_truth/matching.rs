@@ -31,7 +31,8 @@ use std::fmt;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum SimilarityMeasure {
-    /// Dice coefficient over content words (stop words and words under three letters dropped).
+    /// Dice coefficient over content-word stems (stop words and words under three letters
+    /// dropped, the rest cut to five letters).
     Tokens,
     /// Normalized Levenshtein over the normalized texts (as A1/A4 use between runs).
     Levenshtein,
@@ -50,6 +51,14 @@ impl SimilarityMeasure {
         match self {
             Self::Tokens => "tokens",
             Self::Levenshtein => "levenshtein",
+        }
+    }
+
+    /// The measure in words, for printed rules.
+    pub fn describe(self) -> &'static str {
+        match self {
+            Self::Tokens => "content-word Dice similarity",
+            Self::Levenshtein => "normalized-Levenshtein similarity",
         }
     }
 
@@ -115,8 +124,8 @@ impl OracleRule {
     /// The rule in words, printed beside every score it produced.
     pub fn describe(&self) -> String {
         let evidence = match self.evidence {
-            Evidence::SimilarityOrCategory => format!("{} similarity to the oracle description ≥ {:.2} or the same category", self.measure.as_str(), self.similarity),
-            Evidence::Similarity => format!("{} similarity to the oracle description ≥ {:.2}", self.measure.as_str(), self.similarity),
+            Evidence::SimilarityOrCategory => format!("{} (message and suggestion vs. the oracle description) ≥ {:.2} or the same category", self.measure.describe(), self.similarity),
+            Evidence::Similarity => format!("{} (message and suggestion vs. the oracle description) ≥ {:.2}", self.measure.describe(), self.similarity),
             Evidence::Category => "the same category as the oracle finding".to_string(),
             Evidence::Location => "nothing more".to_string(),
         };

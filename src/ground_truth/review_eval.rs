@@ -157,9 +157,13 @@ pub struct ReviewEvalData {
     pub cells: Vec<CellEval>,
 }
 
-/// The key of an oracle finding in [`CellEval::findings`].
+/// The key of an oracle finding in [`CellEval::findings`]: `case/finding`, or the finding's id
+/// alone when it already names its case (eval-set ids are `case/F1`).
 pub fn finding_key(case: &str, finding: &str) -> String {
-    format!("{case}/{finding}")
+    match finding.strip_prefix(case) {
+        Some(rest) if rest.starts_with('/') => finding.to_string(),
+        _ => format!("{case}/{finding}"),
+    }
 }
 
 fn reported_ref(view: &RunView<'_>, index: usize) -> Option<ReportedRef> {
@@ -286,7 +290,7 @@ pub fn compute(spec: &AnalysisSpec, input: &AnalysisInput<'_>) -> AnalysisResult
         })
         .collect();
     result.tables = tables(oracle, &cells);
-    result.notes.push(format!("Verdicts by {}.", method.describe()));
+    result.notes.push("Method: automatic matching by the rule above (no adjudication); extras are `rejected` unless an adjudication says `real`.".into());
     if !unknown.is_empty() {
         result.notes.push(format!("Subjects not in the oracle, left out: {}.", unknown.join(", ")));
     }
