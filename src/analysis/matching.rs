@@ -28,13 +28,7 @@ pub fn exact_match(a: &Finding, b: &Finding) -> bool {
 
 /// Lines between two inclusive spans: 0 when they overlap.
 pub fn span_gap((a0, a1): (u32, u32), (b0, b1): (u32, u32)) -> u32 {
-    if a1 < b0 {
-        b0 - a1
-    } else if b1 < a0 {
-        a0 - b1
-    } else {
-        0
-    }
+    b0.saturating_sub(a1).max(a0.saturating_sub(b1))
 }
 
 /// Same file, spans within `line_tolerance`, and messages at least `similarity` alike.

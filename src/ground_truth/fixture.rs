@@ -1,13 +1,14 @@
 //! H2, the fixture benchmark: each cell's reports against the oracle as TP, FP and FN, with
 //! precision, recall and F1 per case, per category and overall.
 //!
-//! TP = reports matched as `found`; FP = every other report (partial matches and extras);
+//! TP = reports matched as `found` (and extras an adjudication found `real`: H2 adds them to
+//! the ground truth as found); FP = every other report (partial matches and rejected extras);
 //! FN = oracle findings not found. Counts are summed over a cell's repeats (micro-average).
 //! Per category, TP and FN count under the oracle finding's category, FP under the reported
 //! finding's.
 
 use crate::analysis::{fmt_ratio, AnalysisInput, AnalysisResult, Table};
-use crate::ground_truth::matching::{score_runs, Method, Prf, ScoredRun, Verdict};
+use crate::ground_truth::matching::{score_runs, ExtraVerdict, Method, Prf, ScoredRun, Verdict};
 use crate::ground_truth::oracle::Oracle;
 use crate::manifest::AnalysisSpec;
 use std::collections::BTreeMap;
@@ -43,8 +44,14 @@ pub fn cell_fixture(oracle: &Oracle, runs: &[&ScoredRun<'_>]) -> CellFixture {
                 entry.fn_ += 1;
             }
         }
-        for (f, _) in run.view.findings.iter().zip(&matched).filter(|(_, m)| !**m) {
-            out.by_category.entry(f.category.as_str().to_string()).or_default().fp += 1;
+        let real: Vec<usize> = run.case.extras.iter().filter(|e| e.verdict == ExtraVerdict::Real).map(|e| e.reported).collect();
+        for (ri, f) in run.view.findings.iter().enumerate().filter(|(ri, _)| !matched[*ri]) {
+            let entry = out.by_category.entry(f.category.as_str().to_string()).or_default();
+            if real.contains(&ri) {
+                entry.tp += 1;
+            } else {
+                entry.fp += 1;
+            }
         }
     }
     out

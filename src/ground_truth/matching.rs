@@ -262,14 +262,15 @@ impl MatchCounts {
         ratio(self.extras_rejected, self.reported)
     }
 
-    /// H2 true positives: reports matched as `found`.
+    /// H2 true positives: reports matched as `found`, and extras adjudicated `real` (H2: "if
+    /// new valid issue, add to ground truth and treat as TP").
     pub fn tp(&self) -> usize {
-        self.found
+        self.found + self.extras_real
     }
 
-    /// H2 false positives: every other report (partial matches and extras).
+    /// H2 false positives: every other report (partial matches and rejected extras).
     pub fn fp(&self) -> usize {
-        self.reported - self.found
+        self.reported.saturating_sub(self.tp())
     }
 
     /// H2 false negatives: oracle findings not found.
@@ -641,6 +642,8 @@ pub(crate) mod tests {
         let c = m.counts();
         assert_eq!((c.found, c.missed, c.extras_real, c.extras_rejected), (0, 1, 1, 1));
         assert_eq!(c.noise(), Some(0.5));
+        // H2 counts the real extra as a TP; the released report is a FP.
+        assert_eq!((c.tp(), c.fp(), c.fn_()), (1, 1, 1));
     }
 
     #[test]
