@@ -66,7 +66,7 @@ fn base_result(spec: &AnalysisSpec) -> AnalysisResult {
         kind: spec.kind,
         test_id: TEST_ID,
         title: spec.title.clone().unwrap_or_else(|| "Fixture benchmark".to_string()),
-        description: "Each run's reported findings matched to the oracle: TP = reports matched as found, FP = every other report (partial matches and extras), FN = oracle findings not found; precision = TP/(TP+FP), recall = TP/(TP+FN), F1 = 2PR/(P+R). Counts are summed over each cell's repeats.".to_string(),
+        description: "Each run's reported findings matched to the oracle: TP = reports matched as found (plus extras an adjudication calls real), FP = every other report (partial matches and rejected extras), FN = oracle findings not found; precision = TP/(TP+FP), recall = TP/(TP+FN), F1 = 2PR/(P+R). Counts are summed over each cell's repeats.".to_string(),
         rule: Some(spec.oracle_rule.describe()),
         tables: Vec::new(),
         data: serde_json::Value::Null,
