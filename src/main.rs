@@ -3,7 +3,7 @@
 mod cli;
 
 use clap::Parser;
-use cli::{CacheCommand, Cli, Command, ExecArgs, LocationArgs, PlanArgs};
+use cli::{CacheCommand, Cli, Command, DiffArgs, ExecArgs, LocationArgs, PlanArgs};
 use runner::cache::Lookup;
 use runner::error::{Error, Exit};
 use runner::exec::{Emitter, ExecOptions, RunOutcome};
@@ -20,6 +20,7 @@ fn main() -> ExitCode {
         Command::Exec(args) => exec(args),
         Command::Plan(args) => plan(args),
         Command::Validate { files } => validate(&files),
+        Command::Diff(args) => diff(args),
         Command::Cache { command, locations } => cache(command, &locations),
     };
     match result {
@@ -192,6 +193,23 @@ fn validate(files: &[PathBuf]) -> Result<Exit, Error> {
         }
     }
     Ok(if ok { Exit::Ok } else { Exit::Error })
+}
+
+/// `runner diff`: the keep rule as a CI gate.
+fn diff(args: DiffArgs) -> Result<Exit, Error> {
+    use runner::ground_truth::diff;
+    let results_file = |p: &Path| if p.is_dir() { p.join("results.json") } else { p.to_path_buf() };
+    let a_path = results_file(&args.a);
+    let b_path = args.b.as_deref().map(results_file).unwrap_or_else(|| a_path.clone());
+    let a = diff::load_side(&a_path).map_err(|e| Error::Other(e.to_string()))?;
+    let b = if b_path == a_path { a.clone() } else { diff::load_side(&b_path).map_err(|e| Error::Other(e.to_string()))? };
+    let report = diff::compare(&a, &b, args.cell_a.as_deref(), args.cell_b.as_deref()).map_err(|e| Error::Other(e.to_string()))?;
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&report).unwrap_or_default());
+    } else {
+        print!("{}", diff::render_text(&report));
+    }
+    Ok(if report.kept { Exit::Ok } else { Exit::Gate })
 }
 
 fn cache(command: CacheCommand, locations: &LocationArgs) -> Result<Exit, Error> {

@@ -26,15 +26,46 @@ pub fn exact_match(a: &Finding, b: &Finding) -> bool {
     a.file == b.file && a0 <= b1 && b0 <= a1
 }
 
+/// Lines between two inclusive spans: 0 when they overlap.
+pub fn span_gap((a0, a1): (u32, u32), (b0, b1): (u32, u32)) -> u32 {
+    b0.saturating_sub(a1).max(a0.saturating_sub(b1))
+}
+
 /// Same file, spans within `line_tolerance`, and messages at least `similarity` alike.
 pub fn fuzzy_match(a: &Finding, b: &Finding, rule: &MatchRule) -> bool {
-    if a.file != b.file {
-        return false;
+    a.file == b.file && span_gap(a.span(), b.span()) <= rule.line_tolerance && message_similarity(&a.message, &b.message) >= rule.similarity
+}
+
+/// Words too common to say anything about which defect a text names.
+const STOP_WORDS: &[&str] = &[
+    "the", "and", "for", "are", "but", "not", "you", "all", "any", "can", "had", "her", "was", "one", "our", "out", "has", "have", "its",
+    "into", "this", "that", "with", "from", "then", "than", "when", "which", "will", "would", "there", "their", "these", "those", "such",
+    "may", "might", "could", "should", "does", "did", "each", "every", "also", "only", "instead", "here", "where", "what", "while", "being",
+    "been", "them", "they", "line", "code", "change", "changed",
+];
+
+/// Content words are cut to this many letters, a crude stemmer (`injection`, `injects` → `injec`).
+pub const STEM_LETTERS: usize = 5;
+
+/// The distinct content-word stems of a text: normalized words of three letters or more, stop
+/// words dropped, each cut to its first [`STEM_LETTERS`] letters.
+pub fn content_words(text: &str) -> std::collections::BTreeSet<String> {
+    normalize_message(text)
+        .split(' ')
+        .filter(|w| w.chars().count() >= 3 && !STOP_WORDS.contains(w))
+        .map(|w| w.chars().take(STEM_LETTERS).collect())
+        .collect()
+}
+
+/// Dice coefficient of two texts' content-word stem sets, in 0..1: how much vocabulary a short
+/// report shares with a long oracle description, where edit distance says little.
+pub fn token_similarity(a: &str, b: &str) -> f64 {
+    let (wa, wb) = (content_words(a), content_words(b));
+    if wa.is_empty() || wb.is_empty() {
+        return 0.0;
     }
-    let (a0, a1) = a.span();
-    let (b0, b1) = b.span();
-    let gap = if a1 < b0 { b0 - a1 } else { a0.saturating_sub(b1) };
-    gap <= rule.line_tolerance && message_similarity(&a.message, &b.message) >= rule.similarity
+    let shared = wa.intersection(&wb).count();
+    2.0 * shared as f64 / (wa.len() + wb.len()) as f64
 }
 
 /// One-to-one matching: pairs (i in a, j in b), taken greedily in order of best similarity

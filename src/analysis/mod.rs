@@ -1,6 +1,8 @@
 //! Analyses: pure functions from finished runs to tables. One file per kind; each result is
 //! serializable (results.json) and rendered generically (RESULTS.md).
 
+pub mod aggregation;
+pub mod context_level;
 pub mod cost;
 pub mod distribution;
 pub mod id_stability;
@@ -15,10 +17,12 @@ pub(crate) mod test_support;
 
 use crate::cache::RunRecord;
 use crate::finding::Finding;
+use crate::ground_truth::oracle::Oracle;
 use crate::manifest::{AnalysisKind, AnalysisSpec};
 use crate::plan::Cell;
 use serde::ser::SerializeStruct;
 use serde::Serialize;
+use std::collections::BTreeMap;
 
 /// One successful run as analyses see it.
 #[derive(Debug, Clone, Copy)]
@@ -41,6 +45,11 @@ pub struct AnalysisInput<'a> {
     /// Planned runs that produced no result (failed, skipped, missing), by label.
     pub missing: Vec<String>,
     pub repeat: u32,
+    /// The target's oracle: a corpus's `oracle.json`, or an eval set's case findings.
+    pub oracle: Option<&'a Oracle>,
+    /// Changed files and hunk spans per subject, for context-level tagging (A9); subjects whose
+    /// diff could not be read are absent.
+    pub scopes: Option<&'a BTreeMap<String, context_level::DiffScope>>,
 }
 
 /// A table a person reads at a glance.
@@ -145,6 +154,10 @@ pub fn compute(spec: &AnalysisSpec, input: &AnalysisInput<'_>) -> AnalysisResult
         AnalysisKind::Schema => schema::compute(spec, input),
         AnalysisKind::RagAblation => rag_ablation::compute(spec, input),
         AnalysisKind::Cost => cost::compute(spec, input),
+        AnalysisKind::Fixture => crate::ground_truth::fixture::compute(spec, input),
+        AnalysisKind::Aggregation => aggregation::compute(spec, input),
+        AnalysisKind::ContextLevel => context_level::compute(spec, input),
+        AnalysisKind::ReviewEval => crate::ground_truth::review_eval::compute(spec, input),
     }
 }
 

@@ -36,7 +36,7 @@ pub fn with_kind(mut f: Finding, category: Category, severity: Severity) -> Find
 }
 
 pub fn spec(kind: AnalysisKind, axis: Option<&str>) -> AnalysisSpec {
-    AnalysisSpec { kind, title: None, axis: axis.map(str::to_string), matching: MatchRule::default() }
+    AnalysisSpec { kind, title: None, axis: axis.map(str::to_string), matching: MatchRule::default(), oracle_rule: Default::default() }
 }
 
 pub fn s(v: &str) -> AxisValue {
@@ -108,6 +108,8 @@ impl Fixture {
             axis_order: &self.axis_order,
             missing: self.missing.clone(),
             repeat: self.repeat,
+            oracle: None,
+            scopes: None,
         }
     }
 }

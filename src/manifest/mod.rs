@@ -163,6 +163,14 @@ fn read_target(t: &TableReader<'_, '_>, base_dir: &Path) -> Option<TargetSpec> {
     let repo = t.string("repo");
     let corpus = t.string("corpus");
     match (repo, corpus) {
+        (Some(repo), None) if t.has("evals") => {
+            let evals = t.string("evals")?;
+            if let Some(head) = t.string("head") {
+                t.problems().push(head.span(), "`head` does not apply with `evals`: each case's `Range: base..tip` says what is reviewed");
+            }
+            let cases = t.strings("cases").map(|v| v.into_iter().map(Spanned::into_inner).collect());
+            Some(TargetSpec::Evals { repo: base_dir.join(repo.get_ref()), dir: base_dir.join(evals.get_ref()), cases })
+        }
         (Some(repo), None) => {
             let head = t.string("head").map(|h| h.into_inner()).unwrap_or_else(|| "HEAD".to_string());
             Some(TargetSpec::Git { repo: resolve_path(base_dir, repo.get_ref()), head })
@@ -271,6 +279,9 @@ fn check_target_axes(root: &TableReader<'_, '_>, target: &TargetSpec, matrix: &M
         }
         TargetSpec::Corpus { .. } if matrix.axis("ref").is_some() => {
             root.problems().push(root.span(), "the `ref` axis applies to git targets only; a corpus target reviews each case's before..after");
+        }
+        TargetSpec::Evals { .. } if matrix.axis("ref").is_some() => {
+            root.problems().push(root.span(), "the `ref` axis does not apply with `evals`: each eval case's `Range: base..tip` is reviewed");
         }
         _ => {}
     }
@@ -500,7 +511,50 @@ fn read_analysis(t: &TableReader<'_, '_>, axes: &BTreeSet<String>) -> Option<Ana
     if let Some(s) = t.float("similarity", 0.0, 1.0) {
         matching.similarity = *s.get_ref();
     }
-    Some(AnalysisSpec { kind, title, axis, matching })
+    let mut oracle_rule = crate::ground_truth::matching::OracleRule::default();
+    if kind.uses_oracle() {
+        read_oracle_rule(t, &mut matching, &mut oracle_rule);
+    }
+    Some(AnalysisSpec { kind, title, axis, matching, oracle_rule })
+}
+
+/// The oracle-matching keys of `fixture`, `aggregation` and `review-eval`: `line-tolerance`
+/// and `similarity` configure matching to the oracle (the similarity with its own default),
+/// `partial-similarity`, `similarity-measure` and `evidence` refine it, and `aggregation`
+/// deduplicates repeats with `dedup-similarity` (normalized Levenshtein, default 0.6).
+fn read_oracle_rule(t: &TableReader<'_, '_>, matching: &mut MatchRule, rule: &mut crate::ground_truth::matching::OracleRule) {
+    use crate::ground_truth::matching::{Evidence, SimilarityMeasure};
+    let problems = t.problems();
+    rule.line_tolerance = matching.line_tolerance;
+    if t.has("similarity") {
+        rule.similarity = matching.similarity;
+        rule.partial_similarity = matching.similarity / 2.0;
+    }
+    matching.similarity = MatchRule::default().similarity;
+    if let Some(s) = t.float("dedup-similarity", 0.0, 1.0) {
+        matching.similarity = *s.get_ref();
+    }
+    if let Some(s) = t.float("partial-similarity", 0.0, 1.0) {
+        rule.partial_similarity = *s.get_ref();
+        if rule.partial_similarity > rule.similarity {
+            problems.push(s.span(), format!("`partial-similarity` ({}) must not exceed `similarity` ({})", rule.partial_similarity, rule.similarity));
+        }
+    }
+    if let Some(m) = t.string("similarity-measure") {
+        match SimilarityMeasure::parse(m.get_ref()) {
+            Some(measure) => rule.measure = measure,
+            None => problems.push_with_help(m.span(), format!("unknown similarity measure `{}`", m.get_ref()), "measures: tokens, levenshtein"),
+        }
+    }
+    if let Some(e) = t.string("evidence") {
+        match Evidence::parse(e.get_ref()) {
+            Some(evidence) => rule.evidence = evidence,
+            None => {
+                let all: Vec<&str> = Evidence::ALL.iter().map(|e| e.as_str()).collect();
+                problems.push_with_help(e.span(), format!("unknown evidence `{}`", e.get_ref()), format!("evidence: {}", all.join(", ")))
+            }
+        }
+    }
 }
 
 fn read_report(t: &TableReader<'_, '_>, base_dir: &Path) -> Option<ReportSpec> {

@@ -102,6 +102,10 @@ pub fn build_results(manifest: &Manifest, manifest_label: &str, plan: &Plan, out
     let (kind, description) = match &manifest.target {
         TargetSpec::Git { repo, head } => ("git", format!("`{}` reviewed as `ref..{head}`", relative(&manifest.base_dir, repo))),
         TargetSpec::Corpus { dir, .. } => ("corpus", format!("`{}`, each case as a two-commit repository", relative(&manifest.base_dir, dir))),
+        TargetSpec::Evals { repo, dir, .. } => (
+            "evals",
+            format!("`{}` with the eval cases in `{}`, each case's `base..tip` reviewed in a blind clone", relative(&manifest.base_dir, repo), relative(&manifest.base_dir, dir)),
+        ),
     };
     Results {
         schema_version: RESULTS_SCHEMA,
