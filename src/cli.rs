@@ -22,6 +22,9 @@ pub enum Command {
         #[arg(required = true)]
         files: Vec<PathBuf>,
     },
+    /// Compare the review-eval verdicts of two executions (or two cells of one) and apply the
+    /// keep rule: exit 0 to keep the change, 5 when a finding regressed or noise rose.
+    Diff(DiffArgs),
     /// Work with before/after corpora.
     Corpus {
         #[command(subcommand)]
@@ -85,6 +88,23 @@ pub struct PlanArgs {
     pub json: bool,
     #[command(flatten)]
     pub locations: LocationArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct DiffArgs {
+    /// results.json (or its directory) of the execution before the change.
+    pub a: PathBuf,
+    /// results.json (or its directory) after the change; omitted, A again (compare two cells).
+    pub b: Option<PathBuf>,
+    /// The cell of A to compare (also B's, unless `--cell-b` is given).
+    #[arg(long)]
+    pub cell_a: Option<String>,
+    /// The cell of B to compare (also A's, unless `--cell-a` is given).
+    #[arg(long)]
+    pub cell_b: Option<String>,
+    /// Print the comparison as JSON.
+    #[arg(long)]
+    pub json: bool,
 }
 
 #[derive(Debug, Subcommand)]

@@ -1,14 +1,17 @@
 //! One experiment end to end: manifest → targets → plan → execution → analyses → reports.
 
+use crate::analysis::context_level::DiffScope;
 use crate::analysis::{self, AnalysisInput, RunView};
 use crate::cache::CacheStore;
 use crate::error::Error;
 use crate::exec::{self, Emitter, ExecOptions, RunOutcome};
-use crate::manifest::Manifest;
+use crate::ground_truth::{self, oracle::Oracle};
+use crate::manifest::{AnalysisKind, Manifest, TargetSpec};
 use crate::plan::{self, Plan};
 use crate::report::{self, model::Results};
 use crate::reviewer::{self, Reviewer};
-use std::path::PathBuf;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use tokio::sync::watch;
 
@@ -18,6 +21,8 @@ pub struct Prepared {
     pub reviewer: Arc<dyn Reviewer>,
     pub plan: Plan,
     pub cache: CacheStore,
+    /// The target's ground truth, for analyses only: never passed to a reviewer.
+    pub oracle: Option<Oracle>,
 }
 
 /// Where things go; CLI flags override the manifest.
@@ -33,7 +38,28 @@ pub fn prepare(manifest_path: &std::path::Path, locations: &Locations) -> Result
     let subjects = crate::target::resolve(&manifest)?;
     let plan = plan::build(&manifest, subjects, reviewer.as_ref())?;
     let cache = CacheStore::new(locations.cache_dir.clone().unwrap_or_else(|| manifest.cache_dir.clone()));
-    Ok(Prepared { manifest, reviewer, plan, cache })
+    let oracle = load_oracle(&manifest)?;
+    Ok(Prepared { manifest, reviewer, plan, cache, oracle })
+}
+
+/// The oracle of a corpus (`oracle.json`, when present) or of an eval set (its cases' findings).
+pub fn load_oracle(manifest: &Manifest) -> Result<Option<Oracle>, Error> {
+    match &manifest.target {
+        TargetSpec::Corpus { dir, .. } => ground_truth::oracle::load(dir).map_err(|e| Error::Other(e.to_string())),
+        TargetSpec::Evals { dir, .. } => {
+            let cases = ground_truth::evalcase::load_dir(dir).map_err(|e| Error::Other(e.to_string()))?;
+            Ok(Some(ground_truth::evalcase::to_oracle(&cases)))
+        }
+        TargetSpec::Git { .. } => Ok(None),
+    }
+}
+
+/// Changed files and hunk spans of every subject, read from its materialized diff.
+fn subject_scopes(plan: &Plan, work_dir: &Path) -> BTreeMap<String, DiffScope> {
+    plan.subjects
+        .iter()
+        .filter_map(|(id, spec)| crate::target::materialize(spec, work_dir).ok().map(|s| (id.clone(), DiffScope::from_files(&s.files))))
+        .collect()
 }
 
 /// What `exec` produced.
@@ -52,7 +78,7 @@ pub async fn execute(
     cancel: watch::Receiver<bool>,
 ) -> Result<Executed, Error> {
     let outcomes = exec::execute(&prepared.plan, prepared.reviewer.clone(), &prepared.cache, &options, emitter, cancel).await;
-    let results = summarize(prepared, manifest_label, &outcomes);
+    let results = summarize_in(prepared, manifest_label, &outcomes, Some(&options.work_dir));
     let written = if options.frozen && outcomes.iter().any(|o| matches!(o, RunOutcome::Missing)) {
         Vec::new()
     } else {
@@ -63,7 +89,20 @@ pub async fn execute(
 
 /// Runs every analysis over the successful runs and builds the results model.
 pub fn summarize(prepared: &Prepared, manifest_label: &str, outcomes: &[RunOutcome]) -> Results {
+    summarize_in(prepared, manifest_label, outcomes, None)
+}
+
+/// [`summarize`], reusing subjects materialized under `work_dir` (else a temporary directory).
+pub fn summarize_in(prepared: &Prepared, manifest_label: &str, outcomes: &[RunOutcome], work_dir: Option<&Path>) -> Results {
     let plan = &prepared.plan;
+    let scopes = if prepared.manifest.analyses.iter().any(|a| a.kind == AnalysisKind::ContextLevel) {
+        match work_dir {
+            Some(dir) => Some(subject_scopes(plan, dir)),
+            None => tempfile::tempdir().ok().map(|dir| subject_scopes(plan, dir.path())),
+        }
+    } else {
+        None
+    };
     let mut views = Vec::new();
     let mut missing = Vec::new();
     for (run, outcome) in plan.runs.iter().zip(outcomes) {
@@ -72,8 +111,32 @@ pub fn summarize(prepared: &Prepared, manifest_label: &str, outcomes: &[RunOutco
             None => missing.push(run.label()),
         }
     }
-    let input = AnalysisInput { runs: views, cells: &plan.cells, axis_order: &plan.axis_order, missing, repeat: prepared.manifest.matrix.repeat };
+    let input = AnalysisInput {
+        runs: views,
+        cells: &plan.cells,
+        axis_order: &plan.axis_order,
+        missing,
+        repeat: prepared.manifest.matrix.repeat,
+        oracle: prepared.oracle.as_ref(),
+        scopes: scopes.as_ref(),
+    };
     let analyses = prepared.manifest.analyses.iter().map(|spec| analysis::compute(spec, &input)).collect();
-    let config = plan.cells.first().map(|c| prepared.reviewer.fingerprint(c)).unwrap_or_default();
-    report::build_results(&prepared.manifest, manifest_label, plan, outcomes, &config, analyses)
+    report::build_results(&prepared.manifest, manifest_label, plan, outcomes, reviewer_configs(prepared), analyses)
+}
+
+/// Distinct reviewer configurations (as hashed into keys) and the cells that use each.
+fn reviewer_configs(prepared: &Prepared) -> Vec<report::model::ReviewerConfig> {
+    let mut groups: Vec<(String, Vec<String>)> = Vec::new();
+    for cell in &prepared.plan.cells {
+        let config = serde_json::to_string(&prepared.reviewer.fingerprint(cell)).unwrap_or_default();
+        match groups.iter_mut().find(|(c, _)| *c == config) {
+            Some((_, cells)) => cells.push(cell.id.clone()),
+            None => groups.push((config, vec![cell.id.clone()])),
+        }
+    }
+    let single = groups.len() == 1;
+    groups
+        .into_iter()
+        .map(|(config, cells)| report::model::ReviewerConfig { config, cells: if single { "all cells".to_string() } else { cells.join(", ") } })
+        .collect()
 }

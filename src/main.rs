@@ -3,7 +3,7 @@
 mod cli;
 
 use clap::Parser;
-use cli::{AdjudicateCommand, AdjudicateExportArgs, AdjudicateImportArgs, CacheCommand, Cli, Command, CorpusCommand, CorpusValidateArgs, ExecArgs, LocationArgs, PlanArgs, ScoreArgs};
+use cli::{AdjudicateCommand, AdjudicateExportArgs, AdjudicateImportArgs, CacheCommand, Cli, Command, CorpusCommand, CorpusValidateArgs, DiffArgs, ExecArgs, LocationArgs, PlanArgs, ScoreArgs};
 use runner::cache::Lookup;
 use runner::error::{Error, Exit};
 use runner::exec::{Emitter, ExecOptions, RunOutcome};
@@ -22,6 +22,7 @@ fn main() -> ExitCode {
         Command::Exec(args) => exec(args),
         Command::Plan(args) => plan(args),
         Command::Validate { files } => validate(&files),
+        Command::Diff(args) => diff(args),
         Command::Cache { command, locations } => cache(command, &locations),
         Command::Corpus { command: CorpusCommand::Validate(args) } => corpus_validate(&args),
         Command::Score(args) => score(&args),
@@ -82,7 +83,7 @@ fn exec(args: ExecArgs) -> Result<Exit, Error> {
     };
     let log_path = work_dir.join("executions").join(format!("{}-{}.ndjson", prepared.manifest.experiment.name, unix_millis()));
     let log = std::fs::create_dir_all(log_path.parent().unwrap_or(Path::new("."))).ok().and_then(|_| std::fs::File::create(&log_path).ok());
-    let label = args.manifest.display().to_string();
+    let label = manifest::resolve_path(Path::new(""), &args.manifest.display().to_string()).display().to_string();
 
     let rt = runtime()?;
     let (executed, summary) = rt.block_on(async {
@@ -286,6 +287,23 @@ fn adjudicate_import(args: &AdjudicateImportArgs) -> Result<Exit, Error> {
     }
     println!("score it: runner score {} --oracle {}", args.out.display(), imported.oracle.display());
     Ok(Exit::Ok)
+}
+
+/// `runner diff`: the keep rule as a CI gate.
+fn diff(args: DiffArgs) -> Result<Exit, Error> {
+    use runner::ground_truth::diff;
+    let results_file = |p: &Path| if p.is_dir() { p.join("results.json") } else { p.to_path_buf() };
+    let a_path = results_file(&args.a);
+    let b_path = args.b.as_deref().map(results_file).unwrap_or_else(|| a_path.clone());
+    let a = diff::load_side(&a_path).map_err(|e| Error::Other(e.to_string()))?;
+    let b = if b_path == a_path { a.clone() } else { diff::load_side(&b_path).map_err(|e| Error::Other(e.to_string()))? };
+    let report = diff::compare(&a, &b, args.cell_a.as_deref(), args.cell_b.as_deref()).map_err(|e| Error::Other(e.to_string()))?;
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&report).unwrap_or_default());
+    } else {
+        print!("{}", diff::render_text(&report));
+    }
+    Ok(if report.kept { Exit::Ok } else { Exit::Gate })
 }
 
 fn cache(command: CacheCommand, locations: &LocationArgs) -> Result<Exit, Error> {

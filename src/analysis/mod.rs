@@ -1,13 +1,28 @@
 //! Analyses: pure functions from finished runs to tables. One file per kind; each result is
 //! serializable (results.json) and rendered generically (RESULTS.md).
 
+pub mod aggregation;
+pub mod context_level;
+pub mod cost;
+pub mod distribution;
+pub mod id_stability;
+pub mod latency;
 pub mod matching;
+pub mod overlap;
+pub mod rag_ablation;
+pub mod repeatability;
+pub mod schema;
+#[cfg(test)]
+pub(crate) mod test_support;
 
 use crate::cache::RunRecord;
 use crate::finding::Finding;
+use crate::ground_truth::oracle::Oracle;
 use crate::manifest::{AnalysisKind, AnalysisSpec};
 use crate::plan::Cell;
+use serde::ser::SerializeStruct;
 use serde::Serialize;
+use std::collections::BTreeMap;
 
 /// One successful run as analyses see it.
 #[derive(Debug, Clone, Copy)]
@@ -30,14 +45,69 @@ pub struct AnalysisInput<'a> {
     /// Planned runs that produced no result (failed, skipped, missing), by label.
     pub missing: Vec<String>,
     pub repeat: u32,
+    /// The target's oracle: a corpus's `oracle.json`, or an eval set's case findings.
+    pub oracle: Option<&'a Oracle>,
+    /// Changed files and hunk spans per subject, for context-level tagging (A9); subjects whose
+    /// diff could not be read are absent.
+    pub scopes: Option<&'a BTreeMap<String, context_level::DiffScope>>,
 }
 
 /// A table a person reads at a glance.
-#[derive(Debug, Clone, Serialize, PartialEq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Table {
     pub title: String,
     pub columns: Vec<String>,
     pub rows: Vec<Vec<String>>,
+}
+
+impl Table {
+    pub fn new(title: impl Into<String>, columns: &[&str]) -> Self {
+        Self { title: title.into(), columns: columns.iter().map(|c| c.to_string()).collect(), rows: Vec::new() }
+    }
+
+    /// A titled table longer than this many rows is folded in RESULTS.md (a detail table).
+    pub const FOLD_ROWS: usize = 10;
+
+    /// Whether RESULTS.md shows the table folded under its title.
+    pub fn collapsed(&self) -> bool {
+        !self.title.is_empty() && self.rows.len() > Self::FOLD_ROWS
+    }
+
+    /// The Markdown separator cell of each column: right-aligned (`---:`) when every
+    /// non-empty cell of the column reads as a number, `–`, or a `n (p%)` count.
+    pub fn align(&self) -> Vec<&'static str> {
+        (0..self.columns.len())
+            .map(|i| {
+                let mut cells = self.rows.iter().filter_map(|r| r.get(i)).filter(|c| !c.is_empty()).peekable();
+                let numeric = cells.peek().is_some() && cells.all(|c| looks_numeric(c));
+                if numeric {
+                    "---:"
+                } else {
+                    "---"
+                }
+            })
+            .collect()
+    }
+}
+
+fn looks_numeric(cell: &str) -> bool {
+    let head = cell.split(" (").next().unwrap_or(cell).trim_end_matches('%');
+    head == "–" || head.trim_start_matches(['+', '-']).parse::<f64>().is_ok()
+}
+
+/// Serialized with derived fields for templates: `align` separators, `row_count`, and
+/// `collapsed` (see [`Table::collapsed`]), so templates can right-align numbers and fold long tables.
+impl Serialize for Table {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut s = serializer.serialize_struct("Table", 6)?;
+        s.serialize_field("title", &self.title)?;
+        s.serialize_field("columns", &self.columns)?;
+        s.serialize_field("align", &self.align())?;
+        s.serialize_field("rows", &self.rows)?;
+        s.serialize_field("row_count", &self.rows.len())?;
+        s.serialize_field("collapsed", &self.collapsed())?;
+        s.end()
+    }
 }
 
 /// An analysis's result.
@@ -57,22 +127,152 @@ pub struct AnalysisResult {
     pub notes: Vec<String>,
 }
 
+impl AnalysisResult {
+    /// An empty result for `spec`, titled by the manifest's `title` or `default_title`.
+    pub fn new(spec: &AnalysisSpec, test_id: &'static str, default_title: &str, description: impl Into<String>) -> Self {
+        Self {
+            kind: spec.kind,
+            test_id,
+            title: spec.title.clone().unwrap_or_else(|| default_title.to_string()),
+            description: description.into(),
+            rule: None,
+            tables: Vec::new(),
+            data: serde_json::Value::Null,
+            notes: Vec::new(),
+        }
+    }
+}
+
 /// Computes one analysis.
 pub fn compute(spec: &AnalysisSpec, input: &AnalysisInput<'_>) -> AnalysisResult {
-    let _ = input;
-    AnalysisResult {
-        kind: spec.kind,
-        test_id: "",
-        title: spec.title.clone().unwrap_or_else(|| spec.kind.as_str().to_string()),
-        description: String::new(),
-        rule: None,
-        tables: Vec::new(),
-        data: serde_json::Value::Null,
-        notes: Vec::new(),
+    match spec.kind {
+        AnalysisKind::Overlap => overlap::compute(spec, input),
+        AnalysisKind::Latency => latency::compute(spec, input),
+        AnalysisKind::Repeatability => repeatability::compute(spec, input),
+        AnalysisKind::Distribution => distribution::compute(spec, input),
+        AnalysisKind::IdStability => id_stability::compute(spec, input),
+        AnalysisKind::Schema => schema::compute(spec, input),
+        AnalysisKind::RagAblation => rag_ablation::compute(spec, input),
+        AnalysisKind::Cost => cost::compute(spec, input),
+        AnalysisKind::Fixture => crate::ground_truth::fixture::compute(spec, input),
+        AnalysisKind::Aggregation => aggregation::compute(spec, input),
+        AnalysisKind::ContextLevel => context_level::compute(spec, input),
+        AnalysisKind::ReviewEval => crate::ground_truth::review_eval::compute(spec, input),
     }
 }
 
 /// Formats a ratio with a fixed number of decimals, or `–` when undefined.
 pub fn fmt_ratio(value: Option<f64>) -> String {
     value.map(|v| format!("{v:.3}")).unwrap_or_else(|| "–".to_string())
+}
+
+/// Formats a number with `decimals` decimals, or `–` when undefined.
+pub fn fmt_num(value: Option<f64>, decimals: usize) -> String {
+    value.map(|v| format!("{v:.decimals$}")).unwrap_or_else(|| "–".to_string())
+}
+
+/// A count with its share of `total` in parentheses (`5 (41.7%)`), or `0` alone.
+pub fn fmt_share(count: usize, total: usize) -> String {
+    if count == 0 || total == 0 {
+        count.to_string()
+    } else {
+        format!("{count} ({:.1}%)", 100.0 * count as f64 / total as f64)
+    }
+}
+
+/// `numerator / denominator`, undefined when the denominator is zero.
+pub fn ratio(numerator: f64, denominator: f64) -> Option<f64> {
+    (denominator != 0.0).then(|| numerator / denominator)
+}
+
+/// A finite float as JSON, `null` otherwise (JSON has no NaN).
+pub fn json_num(value: Option<f64>) -> serde_json::Value {
+    value.filter(|v| v.is_finite()).map(serde_json::Value::from).unwrap_or(serde_json::Value::Null)
+}
+
+/// The seed's output shape: one object for one group, an array for several.
+pub fn one_or_many(mut items: Vec<serde_json::Value>) -> serde_json::Value {
+    if items.len() == 1 {
+        items.remove(0)
+    } else {
+        serde_json::Value::Array(items)
+    }
+}
+
+/// The successful runs of one cell, in plan order.
+pub fn runs_of<'i, 'a>(input: &'i AnalysisInput<'a>, cell: &'i Cell) -> impl Iterator<Item = &'i RunView<'a>> + 'i {
+    input.runs.iter().filter(move |r| r.cell.id == cell.id)
+}
+
+/// How many planned runs of `cell` produced no result.
+pub fn missing_in(input: &AnalysisInput<'_>, cell: &Cell) -> usize {
+    let prefix = format!("{} #", cell.id);
+    input.missing.iter().filter(|label| label.starts_with(&prefix)).count()
+}
+
+/// The standard note on planned runs that produced no result, when there are any.
+pub fn missing_note(input: &AnalysisInput<'_>) -> Option<String> {
+    if input.missing.is_empty() {
+        return None;
+    }
+    const SHOWN: usize = 5;
+    let mut listed: Vec<String> = input.missing.iter().take(SHOWN).map(|l| format!("`{l}`")).collect();
+    if input.missing.len() > SHOWN {
+        listed.push(format!("and {} more", input.missing.len() - SHOWN));
+    }
+    Some(format!(
+        "{} planned run{} produced no result and {} not counted: {}.",
+        input.missing.len(),
+        if input.missing.len() == 1 { "" } else { "s" },
+        if input.missing.len() == 1 { "is" } else { "are" },
+        listed.join(", ")
+    ))
+}
+
+/// The values of `axis` in matrix order, rendered, without duplicates.
+pub fn axis_values(input: &AnalysisInput<'_>, axis: &str) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for cell in input.cells {
+        if let Some(v) = cell.get(axis) {
+            let text = v.render();
+            if !out.contains(&text) {
+                out.push(text);
+            }
+        }
+    }
+    out
+}
+
+/// The first `max` characters of a text, with `…` when cut.
+pub fn truncate(text: &str, max: usize) -> String {
+    let flat = crate::finding::collapse_whitespace(text);
+    if flat.chars().count() <= max {
+        flat
+    } else {
+        format!("{}…", flat.chars().take(max.saturating_sub(1)).collect::<String>())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn numbers_format_consistently() {
+        assert_eq!(fmt_ratio(Some(1.0 / 3.0)), "0.333");
+        assert_eq!(fmt_ratio(None), "–");
+        assert_eq!(fmt_share(5, 12), "5 (41.7%)");
+        assert_eq!(fmt_share(0, 12), "0");
+        assert_eq!(ratio(1.0, 0.0), None);
+    }
+
+    #[test]
+    fn numeric_columns_align_right() {
+        let mut t = Table::new("", &["Cell", "Count", "Share"]);
+        t.rows.push(vec!["`a`".into(), "3".into(), "–".into()]);
+        t.rows.push(vec!["`b`".into(), "4 (50.0%)".into(), "0.500".into()]);
+        assert_eq!(t.align(), vec!["---", "---:", "---:"]);
+        let json = serde_json::to_value(&t).expect("serializes");
+        assert_eq!(json["align"][1], "---:");
+    }
 }

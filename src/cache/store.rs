@@ -103,7 +103,8 @@ impl CacheStore {
     pub fn put_object(&self, bytes: &[u8]) -> Result<String, CacheError> {
         let hash = blake3::hash(bytes).to_hex().to_string();
         let path = self.object_path(&hash);
-        if !path.exists() {
+        // An existing object is reused only when it is intact: a corrupt one is rewritten.
+        if self.get_object(&hash).is_err() {
             atomic_write(&path, bytes)?;
         }
         Ok(hash)

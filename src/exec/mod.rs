@@ -120,6 +120,15 @@ pub async fn execute(
         return outcomes.into_iter().map(|o| o.unwrap_or(RunOutcome::Missing)).collect();
     }
 
+    if !pending.is_empty() {
+        if let Err(error) = reviewer.preflight().await {
+            for &i in &pending {
+                emitter.emit(Event::RunFailed { run: plan.runs[i].label(), error: error.clone() });
+                outcomes[i] = Some(RunOutcome::Failed(error.clone()));
+            }
+            return outcomes.into_iter().map(|o| o.unwrap_or(RunOutcome::Missing)).collect();
+        }
+    }
     let fresh = run_pending(plan, &pending, reviewer, cache, options, emitter, cancel).await;
     for (i, outcome) in fresh {
         outcomes[i] = Some(outcome);
@@ -138,9 +147,6 @@ async fn run_pending(
     cancel: watch::Receiver<bool>,
 ) -> Vec<(usize, RunOutcome)> {
     let global = Arc::new(Semaphore::new(options.jobs.max(1)));
-    let per_reviewer = Arc::new(Semaphore::new(options.reviewer_limit.unwrap_or(options.jobs).max(1)));
-    let scopes: Arc<StdMutex<HashMap<String, Arc<Mutex<()>>>>> = Arc::default();
-    let unreachable: Arc<StdMutex<Option<String>>> = Arc::default();
 
     // Materialize nodes feeding pending reviews, in plan order, on blocking threads.
     let review_nodes: BTreeMap<usize, petgraph::graph::NodeIndex> = plan
@@ -186,19 +192,47 @@ async fn run_pending(
         subjects.insert(id, result);
     }
 
+    let prepared: BTreeMap<String, Arc<Subject>> = subjects.iter().filter_map(|(k, v)| v.as_ref().ok().map(|s| (k.clone(), s.clone()))).collect();
+    let mut results = Vec::new();
+    let mut reviewable = Vec::new();
+    for &i in pending {
+        let run = &plan.runs[i];
+        match subjects.get(&run.subject_id) {
+            Some(Err(e)) => {
+                let reason = format!("subject `{}` could not be materialized: {e}", run.subject_id);
+                emitter.emit(Event::RunSkipped { run: run.label(), reason: reason.clone() });
+                results.push((i, RunOutcome::Skipped(reason)));
+            }
+            _ => reviewable.push(i),
+        }
+    }
+    results.extend(review_prepared(plan, &reviewable, reviewer, cache, options, emitter, cancel, prepared).await);
+    results
+}
+
+/// Reviews pending runs whose subjects are ready, under every limit.
+#[allow(clippy::too_many_arguments)]
+async fn review_prepared(
+    plan: &Plan,
+    pending: &[usize],
+    reviewer: Arc<dyn Reviewer>,
+    cache: &CacheStore,
+    options: &ExecOptions,
+    emitter: &Emitter,
+    cancel: watch::Receiver<bool>,
+    subjects: BTreeMap<String, Arc<Subject>>,
+) -> Vec<(usize, RunOutcome)> {
+    let global = Arc::new(Semaphore::new(options.jobs.max(1)));
+    let per_reviewer = Arc::new(Semaphore::new(options.reviewer_limit.unwrap_or(options.jobs).max(1)));
+    let scopes: Arc<StdMutex<HashMap<String, Arc<Mutex<()>>>>> = Arc::default();
+    let unreachable: Arc<StdMutex<Option<String>>> = Arc::default();
     let mut tasks = tokio::task::JoinSet::new();
     let mut task_runs: HashMap<tokio::task::Id, usize> = HashMap::new();
     let mut results = Vec::new();
     for &i in pending {
         let run = &plan.runs[i];
         let subject = match subjects.get(&run.subject_id) {
-            Some(Ok(s)) => s.clone(),
-            Some(Err(e)) => {
-                let reason = format!("subject `{}` could not be materialized: {e}", run.subject_id);
-                emitter.emit(Event::RunSkipped { run: run.label(), reason: reason.clone() });
-                results.push((i, RunOutcome::Skipped(reason)));
-                continue;
-            }
+            Some(s) => s.clone(),
             None => {
                 results.push((i, RunOutcome::Skipped(format!("no subject `{}`", run.subject_id))));
                 continue;
@@ -294,8 +328,8 @@ async fn run_one(mut ctx: TaskContext, job: ReviewJob) -> (usize, RunOutcome) {
     };
     drop(guards);
     match result {
-        Ok(output) => match ctx.cache.store_success(&ctx.experiment, &ctx.label, &ctx.slot, &ctx.key, &ctx.inputs, &output) {
-            Ok(record) => {
+        Ok(output) => match store_success(&ctx, output).await {
+            Ok((record, output)) => {
                 ctx.emitter.emit(Event::RunFinished { run: ctx.label.clone(), findings: output.findings.len(), wall_ms: output.cost.wall_ms });
                 (i, RunOutcome::Fresh { record: Box::new(record), findings: output.findings })
             }
@@ -311,11 +345,23 @@ async fn run_one(mut ctx: TaskContext, job: ReviewJob) -> (usize, RunOutcome) {
                 let mut flag = ctx.unreachable.lock().unwrap_or_else(|p| p.into_inner());
                 flag.get_or_insert_with(|| error.to_string());
             }
-            let _ = ctx.cache.store_failure(&ctx.label, &ctx.slot, &ctx.key, &error);
+            let (cache, label, slot, key, e) = (ctx.cache.clone(), ctx.label.clone(), ctx.slot.clone(), ctx.key.clone(), error.clone());
+            let _ = tokio::task::spawn_blocking(move || cache.store_failure(&label, &slot, &key, &e)).await;
             ctx.emitter.emit(Event::RunFailed { run: ctx.label.clone(), error: error.clone() });
             (i, RunOutcome::Failed(error))
         }
     }
+}
+
+/// Stores a result on a blocking thread (files are fsynced) and hands the output back.
+async fn store_success(ctx: &TaskContext, output: crate::reviewer::ReviewOutput) -> Result<(RunRecord, crate::reviewer::ReviewOutput), String> {
+    let (cache, experiment, label, slot, key, inputs) =
+        (ctx.cache.clone(), ctx.experiment.clone(), ctx.label.clone(), ctx.slot.clone(), ctx.key.clone(), ctx.inputs.clone());
+    tokio::task::spawn_blocking(move || {
+        cache.store_success(&experiment, &label, &slot, &key, &inputs, &output).map(|record| (record, output)).map_err(|e| e.to_string())
+    })
+    .await
+    .map_err(|e| e.to_string())?
 }
 
 async fn wait_cancel(rx: &mut watch::Receiver<bool>) {
@@ -329,3 +375,6 @@ async fn wait_cancel(rx: &mut watch::Receiver<bool>) {
         }
     }
 }
+
+#[cfg(test)]
+mod tests;

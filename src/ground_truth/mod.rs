@@ -3,9 +3,14 @@
 
 pub mod adjudication;
 pub mod csv;
+pub mod diff;
+pub mod evalcase;
+pub mod fixture;
 pub mod holdout;
+pub mod matching;
 pub mod oracle;
 pub mod program;
+pub mod review_eval;
 pub mod score;
 pub mod spanned;
 pub mod validate;

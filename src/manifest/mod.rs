@@ -111,7 +111,7 @@ fn read_manifest(root: &TableReader<'_, '_>, path: &Path, base_dir: &Path) -> Op
     });
     let cache_dir = match root.table("cache") {
         Some(t) => {
-            let dir = t.string("dir").map(|d| base_dir.join(d.get_ref()));
+            let dir = t.string("dir").map(|d| resolve_path(base_dir, d.get_ref()));
             t.finish();
             dir
         }
@@ -121,6 +121,9 @@ fn read_manifest(root: &TableReader<'_, '_>, path: &Path, base_dir: &Path) -> Op
 
     if let (Some(target), Some(matrix)) = (&target, &matrix) {
         check_target_axes(root, target, matrix);
+    }
+    if let (Some(reviewer), Some(matrix)) = (&reviewer, &matrix) {
+        check_unused_axes(root, reviewer, matrix);
     }
     Some(Manifest {
         path: path.to_path_buf(),
@@ -160,14 +163,22 @@ fn read_target(t: &TableReader<'_, '_>, base_dir: &Path) -> Option<TargetSpec> {
     let repo = t.string("repo");
     let corpus = t.string("corpus");
     match (repo, corpus) {
+        (Some(repo), None) if t.has("evals") => {
+            let evals = t.string("evals")?;
+            if let Some(head) = t.string("head") {
+                t.problems().push(head.span(), "`head` does not apply with `evals`: each case's `Range: base..tip` says what is reviewed");
+            }
+            let cases = t.strings("cases").map(|v| v.into_iter().map(Spanned::into_inner).collect());
+            Some(TargetSpec::Evals { repo: base_dir.join(repo.get_ref()), dir: base_dir.join(evals.get_ref()), cases })
+        }
         (Some(repo), None) => {
             let head = t.string("head").map(|h| h.into_inner()).unwrap_or_else(|| "HEAD".to_string());
-            Some(TargetSpec::Git { repo: base_dir.join(repo.get_ref()), head })
+            Some(TargetSpec::Git { repo: resolve_path(base_dir, repo.get_ref()), head })
         }
         (None, Some(corpus)) => {
             let cases = t.strings("cases").map(|v| v.into_iter().map(Spanned::into_inner).collect());
             let unseal_holdout = t.boolean("unseal-holdout").unwrap_or(false);
-            Some(TargetSpec::Corpus { dir: base_dir.join(corpus.get_ref()), cases, unseal_holdout })
+            Some(TargetSpec::Corpus { dir: resolve_path(base_dir, corpus.get_ref()), cases, unseal_holdout })
         }
         (Some(repo), Some(_)) => {
             t.problems().push(repo.span(), "[target] takes either `repo` (a git repository) or `corpus` (a case directory), not both");
@@ -235,11 +246,18 @@ fn read_matrix(t: &TableReader<'_, '_>) -> Option<Matrix> {
                 }
             }
         }
+        if let Some(known) = KNOWN_AXES.iter().find(|k| **k != name && strsim::damerau_levenshtein(k, &name) <= 2) {
+            t.problems().push_with_help(key_span.clone(), format!("axis `{name}` looks like a misspelling of `{known}`"), format!("did you mean `{known}`?"));
+            ok = false;
+        }
         check_known_axis(t, &name, &values, value.span());
         axes.push(Axis { name, values });
     }
     ok.then_some(Matrix { axes, repeat })
 }
+
+/// Axes that mean something to runner's reviewers.
+pub const KNOWN_AXES: [&str; 5] = ["model", "ref", "temperature", "rag_symbol_max_definitions", "seed"];
 
 /// Axes with a meaning to runner are checked for plausible values.
 fn check_known_axis(t: &TableReader<'_, '_>, name: &str, values: &[AxisValue], span: std::ops::Range<usize>) {
@@ -262,7 +280,35 @@ fn check_target_axes(root: &TableReader<'_, '_>, target: &TargetSpec, matrix: &M
         TargetSpec::Corpus { .. } if matrix.axis("ref").is_some() => {
             root.problems().push(root.span(), "the `ref` axis applies to git targets only; a corpus target reviews each case's before..after");
         }
+        TargetSpec::Evals { .. } if matrix.axis("ref").is_some() => {
+            root.problems().push(root.span(), "the `ref` axis does not apply with `evals`: each eval case's `Range: base..tip` is reviewed");
+        }
         _ => {}
+    }
+}
+
+/// An axis no template of a command reviewer mentions only multiplies identical runs: almost
+/// always a typo or a forgotten `{{axis}}`. (Built-in reviewers take label axes freely, for
+/// sweeps and benchmarks.)
+fn check_unused_axes(root: &TableReader<'_, '_>, reviewer: &ReviewerSpec, matrix: &Matrix) {
+    let texts: Vec<&str> = match &reviewer.kind {
+        ReviewerKindSpec::Builtin(_) | ReviewerKindSpec::Llm(_) => return,
+        ReviewerKindSpec::Command(c) => std::iter::once(c.program.as_str())
+            .chain(c.args.iter().map(String::as_str))
+            .chain(c.env.values().map(String::as_str))
+            .chain(c.setup.iter().chain(&c.cleanup).flatten().map(String::as_str))
+            .collect(),
+    };
+    let used: BTreeSet<String> = texts.iter().flat_map(|t| template_var_regex().captures_iter(t).map(|c| c[1].to_string())).collect();
+    for axis in &matrix.axes {
+        if axis.name != "ref" && !used.contains(&axis.name) {
+            let span = root.table("matrix").and_then(|m| m.key_span(&axis.name)).unwrap_or(0..0);
+            root.problems().push_with_help(
+                span,
+                format!("axis `{}` is not used by the {} reviewer: no template mentions `{{{{{}}}}}`", axis.name, reviewer.kind.kind_name(), axis.name),
+                "use it in the reviewer's templates or remove it",
+            );
+        }
     }
 }
 
@@ -281,6 +327,30 @@ pub fn check_template(problems: &Problems, text: &Spanned<String>, axes: &BTreeS
             problems.push_with_help(text.span(), format!("unknown template variable `{{{{{name}}}}}`"), format!("known variables: {}", known.join(", ")));
         }
     }
+}
+
+/// Joins a manifest-relative path onto the manifest's directory and removes `.`/`..`
+/// lexically, so `experiments/../results` reads `results`.
+pub fn resolve_path(base_dir: &Path, relative: &str) -> PathBuf {
+    use std::path::Component;
+    let mut out = PathBuf::new();
+    for component in base_dir.join(relative).components() {
+        match component {
+            Component::CurDir => {}
+            Component::ParentDir => match out.components().next_back() {
+                Some(Component::Normal(_)) => {
+                    out.pop();
+                }
+                Some(Component::RootDir) => {}
+                _ => out.push(".."),
+            },
+            other => out.push(other),
+        }
+    }
+    if out.as_os_str().is_empty() {
+        out.push(".");
+    }
+    out
 }
 
 pub fn parse_duration(text: &str) -> Option<Duration> {
@@ -441,12 +511,55 @@ fn read_analysis(t: &TableReader<'_, '_>, axes: &BTreeSet<String>) -> Option<Ana
     if let Some(s) = t.float("similarity", 0.0, 1.0) {
         matching.similarity = *s.get_ref();
     }
-    Some(AnalysisSpec { kind, title, axis, matching })
+    let mut oracle_rule = crate::ground_truth::matching::OracleRule::default();
+    if kind.uses_oracle() {
+        read_oracle_rule(t, &mut matching, &mut oracle_rule);
+    }
+    Some(AnalysisSpec { kind, title, axis, matching, oracle_rule })
+}
+
+/// The oracle-matching keys of `fixture`, `aggregation` and `review-eval`: `line-tolerance`
+/// and `similarity` configure matching to the oracle (the similarity with its own default),
+/// `partial-similarity`, `similarity-measure` and `evidence` refine it, and `aggregation`
+/// deduplicates repeats with `dedup-similarity` (normalized Levenshtein, default 0.6).
+fn read_oracle_rule(t: &TableReader<'_, '_>, matching: &mut MatchRule, rule: &mut crate::ground_truth::matching::OracleRule) {
+    use crate::ground_truth::matching::{Evidence, SimilarityMeasure};
+    let problems = t.problems();
+    rule.line_tolerance = matching.line_tolerance;
+    if t.has("similarity") {
+        rule.similarity = matching.similarity;
+        rule.partial_similarity = matching.similarity / 2.0;
+    }
+    matching.similarity = MatchRule::default().similarity;
+    if let Some(s) = t.float("dedup-similarity", 0.0, 1.0) {
+        matching.similarity = *s.get_ref();
+    }
+    if let Some(s) = t.float("partial-similarity", 0.0, 1.0) {
+        rule.partial_similarity = *s.get_ref();
+        if rule.partial_similarity > rule.similarity {
+            problems.push(s.span(), format!("`partial-similarity` ({}) must not exceed `similarity` ({})", rule.partial_similarity, rule.similarity));
+        }
+    }
+    if let Some(m) = t.string("similarity-measure") {
+        match SimilarityMeasure::parse(m.get_ref()) {
+            Some(measure) => rule.measure = measure,
+            None => problems.push_with_help(m.span(), format!("unknown similarity measure `{}`", m.get_ref()), "measures: tokens, levenshtein"),
+        }
+    }
+    if let Some(e) = t.string("evidence") {
+        match Evidence::parse(e.get_ref()) {
+            Some(evidence) => rule.evidence = evidence,
+            None => {
+                let all: Vec<&str> = Evidence::ALL.iter().map(|e| e.as_str()).collect();
+                problems.push_with_help(e.span(), format!("unknown evidence `{}`", e.get_ref()), format!("evidence: {}", all.join(", ")))
+            }
+        }
+    }
 }
 
 fn read_report(t: &TableReader<'_, '_>, base_dir: &Path) -> Option<ReportSpec> {
     let output = t.required_string("output");
-    let template = t.string("template").map(|p| base_dir.join(p.get_ref()));
+    let template = t.string("template").map(|p| resolve_path(base_dir, p.get_ref()));
     if let Some(path) = &template {
         if !path.is_file() {
             if let Some(span) = t.get("template").map(|v| v.span()) {
@@ -454,9 +567,27 @@ fn read_report(t: &TableReader<'_, '_>, base_dir: &Path) -> Option<ReportSpec> {
             }
         }
     }
-    Some(ReportSpec { output: base_dir.join(output?.get_ref()), template })
+    Some(ReportSpec { output: resolve_path(base_dir, output?.get_ref()), template })
 }
 
-/// Leaves `_` alone so a `DeTable` import stays used when features change.
-#[allow(dead_code)]
-fn _assert_types(_: &DeTable<'_>) {}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn manifest_paths_resolve_lexically() {
+        assert_eq!(resolve_path(Path::new("experiments"), "../corpus/q"), PathBuf::from("corpus/q"));
+        assert_eq!(resolve_path(Path::new(""), "../x"), PathBuf::from("../x"));
+        assert_eq!(resolve_path(Path::new("/a/b"), "../../../c"), PathBuf::from("/c"));
+        assert_eq!(resolve_path(Path::new("experiments"), ".."), PathBuf::from("."));
+    }
+
+    #[test]
+    fn durations() {
+        assert_eq!(parse_duration("90s"), Some(Duration::from_secs(90)));
+        assert_eq!(parse_duration("500ms"), Some(Duration::from_millis(500)));
+        assert_eq!(parse_duration("5m"), Some(Duration::from_secs(300)));
+        assert_eq!(parse_duration("soon"), None);
+    }
+}

@@ -37,6 +37,9 @@ pub enum TargetSpec {
     Git { repo: PathBuf, head: String },
     /// A directory with `cases.public.json` (and optionally `oracle.json`).
     Corpus { dir: PathBuf, cases: Option<Vec<String>>, unseal_holdout: bool },
+    /// A git repository with seed 003's eval cases (`<dir>/<id>/case.md`): each case's
+    /// `Range: base..tip` is a subject, reviewed in a blind clone, and its findings are the oracle.
+    Evals { repo: PathBuf, dir: PathBuf, cases: Option<Vec<String>> },
 }
 
 /// One value of a matrix axis.
@@ -204,6 +207,8 @@ pub struct AnalysisSpec {
     /// The axis compared (overlap, RAG ablation) or grouped by (latency, distribution, …).
     pub axis: Option<String>,
     pub matching: MatchRule,
+    /// How reported findings are matched to an oracle (fixture, aggregation, review-eval).
+    pub oracle_rule: crate::ground_truth::matching::OracleRule,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -225,10 +230,18 @@ pub enum AnalysisKind {
     RagAblation,
     /// Tokens and durations per cell.
     Cost,
+    /// H2: TP, FP, FN, precision, recall and F1 against the oracle.
+    Fixture,
+    /// A8: the union of a cell's repeats against the average single run.
+    Aggregation,
+    /// A9: diff / file / repo context level of each finding.
+    ContextLevel,
+    /// Seed 003: found / partial / missed, recall, noise and cost per run and per case.
+    ReviewEval,
 }
 
 impl AnalysisKind {
-    pub const ALL: [AnalysisKind; 8] = [
+    pub const ALL: [AnalysisKind; 12] = [
         Self::Overlap,
         Self::Latency,
         Self::Repeatability,
@@ -237,6 +250,10 @@ impl AnalysisKind {
         Self::Schema,
         Self::RagAblation,
         Self::Cost,
+        Self::Fixture,
+        Self::Aggregation,
+        Self::ContextLevel,
+        Self::ReviewEval,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -249,11 +266,20 @@ impl AnalysisKind {
             Self::Schema => "schema",
             Self::RagAblation => "rag-ablation",
             Self::Cost => "cost",
+            Self::Fixture => "fixture",
+            Self::Aggregation => "aggregation",
+            Self::ContextLevel => "context-level",
+            Self::ReviewEval => "review-eval",
         }
     }
 
     pub fn parse(text: &str) -> Option<Self> {
         Self::ALL.into_iter().find(|k| k.as_str() == text)
+    }
+
+    /// Kinds that match findings to an oracle and read the oracle-matching keys.
+    pub fn uses_oracle(self) -> bool {
+        matches!(self, Self::Fixture | Self::Aggregation | Self::ReviewEval)
     }
 }
 

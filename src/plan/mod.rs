@@ -74,7 +74,7 @@ pub enum PlanError {
 pub fn build(manifest: &Manifest, subjects: BTreeMap<String, SubjectSpec>, reviewer: &dyn Reviewer) -> Result<Plan, PlanError> {
     let cells = expand(&manifest.matrix);
     let subject_order: Vec<String> = match &manifest.target {
-        TargetSpec::Corpus { .. } => {
+        TargetSpec::Corpus { .. } | TargetSpec::Evals { .. } => {
             let mut ids: Vec<&SubjectSpec> = subjects.values().collect();
             ids.sort_by(|a, b| a.id.cmp(&b.id));
             ids.into_iter().map(|s| s.id.clone()).collect()
@@ -86,7 +86,7 @@ pub fn build(manifest: &Manifest, subjects: BTreeMap<String, SubjectSpec>, revie
         let fingerprint = reviewer.fingerprint(cell);
         let cell_subjects: Vec<String> = match &manifest.target {
             TargetSpec::Git { .. } => vec![cell.get("ref").map(|v| v.render()).unwrap_or_default()],
-            TargetSpec::Corpus { .. } => subject_order.clone(),
+            TargetSpec::Corpus { .. } | TargetSpec::Evals { .. } => subject_order.clone(),
         };
         for repeat in 1..=manifest.matrix.repeat {
             for subject_id in &cell_subjects {

@@ -13,7 +13,7 @@ use model::*;
 use std::collections::BTreeMap;
 
 /// Builds the results model from the plan and its outcomes (cached and fresh alike).
-pub fn build_results(manifest: &Manifest, manifest_label: &str, plan: &Plan, outcomes: &[RunOutcome], reviewer_config: &serde_json::Value, analyses: Vec<AnalysisResult>) -> Results {
+pub fn build_results(manifest: &Manifest, manifest_label: &str, plan: &Plan, outcomes: &[RunOutcome], reviewer_configs: Vec<ReviewerConfig>, analyses: Vec<AnalysisResult>) -> Results {
     let mut cells: Vec<CellRow> = Vec::new();
     let mut runs = Vec::new();
     let mut failures = Vec::new();
@@ -102,6 +102,10 @@ pub fn build_results(manifest: &Manifest, manifest_label: &str, plan: &Plan, out
     let (kind, description) = match &manifest.target {
         TargetSpec::Git { repo, head } => ("git", format!("`{}` reviewed as `ref..{head}`", relative(&manifest.base_dir, repo))),
         TargetSpec::Corpus { dir, .. } => ("corpus", format!("`{}`, each case as a two-commit repository", relative(&manifest.base_dir, dir))),
+        TargetSpec::Evals { repo, dir, .. } => (
+            "evals",
+            format!("`{}` with the eval cases in `{}`, each case's `base..tip` reviewed in a blind clone", relative(&manifest.base_dir, repo), relative(&manifest.base_dir, dir)),
+        ),
     };
     Results {
         schema_version: RESULTS_SCHEMA,
@@ -117,7 +121,7 @@ pub fn build_results(manifest: &Manifest, manifest_label: &str, plan: &Plan, out
             subjects: plan.subjects.len(),
             planned_runs: plan.runs.len(),
         },
-        reviewer: ReviewerInfo { kind: manifest.reviewer.kind.kind_name().to_string(), config: serde_json::to_string(reviewer_config).unwrap_or_default() },
+        reviewer: ReviewerInfo { kind: manifest.reviewer.kind.kind_name().to_string(), configs: reviewer_configs },
         target: TargetInfo {
             kind: kind.into(),
             description,

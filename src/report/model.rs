@@ -50,8 +50,16 @@ pub struct AxisInfo {
 #[derive(Debug, Clone, Serialize)]
 pub struct ReviewerInfo {
     pub kind: String,
-    /// The reviewer's configuration as hashed into cache keys, for one cell.
+    /// The reviewer's configurations as hashed into cache keys, with the cells using each.
+    pub configs: Vec<ReviewerConfig>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct ReviewerConfig {
+    /// Canonical JSON of the configuration.
     pub config: String,
+    /// The cells that use it, or `all cells`.
+    pub cells: String,
 }
 
 #[derive(Debug, Clone, Serialize)]

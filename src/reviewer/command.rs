@@ -190,6 +190,19 @@ impl Reviewer for CommandReviewer {
         })
     }
 
+    fn preflight(&self) -> BoxFuture<'_, Result<(), ReviewError>> {
+        Box::pin(async move {
+            if self.spec.program.contains("{{") || find_program(&self.spec.program).is_some() {
+                return Ok(());
+            }
+            Err(ReviewError::failed(format!(
+                "reviewer program `{}` was not found{}",
+                self.spec.program,
+                if self.spec.program.contains('/') { String::new() } else { " in PATH".to_string() }
+            )))
+        })
+    }
+
     fn exclusive_scope(&self, job: &ReviewJob) -> Option<String> {
         (self.spec.isolation == Isolation::Serialize).then(|| job.subject.repo_dir.display().to_string())
     }
@@ -207,6 +220,17 @@ impl Reviewer for CommandReviewer {
             }
         })
     }
+}
+
+/// Resolves a program name the way `execvp` would: a path as is, a bare name through PATH.
+fn find_program(program: &str) -> Option<PathBuf> {
+    use std::os::unix::fs::PermissionsExt;
+    let executable = |p: &Path| p.is_file() && p.metadata().is_ok_and(|m| m.permissions().mode() & 0o111 != 0);
+    if program.contains('/') {
+        let p = PathBuf::from(program);
+        return executable(&p).then_some(p);
+    }
+    std::env::split_paths(&std::env::var_os("PATH")?).map(|dir| dir.join(program)).find(|p| executable(p))
 }
 
 fn render_all(argv: &[String], vars: &BTreeMap<String, serde_json::Value>) -> Result<Vec<String>, ReviewError> {

@@ -111,6 +111,12 @@ pub trait Reviewer: Send + Sync {
         None
     }
 
+    /// Checks, once before any run starts, that the reviewer can run at all (its program
+    /// exists, its server answers). A failure fails every pending run with that error.
+    fn preflight(&self) -> BoxFuture<'_, Result<(), ReviewError>> {
+        Box::pin(async { Ok(()) })
+    }
+
     /// Reviews one subject for one cell and repeat.
     fn review<'a>(&'a self, job: &'a ReviewJob) -> BoxFuture<'a, Result<ReviewOutput, ReviewError>>;
 }

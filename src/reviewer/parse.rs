@@ -106,7 +106,7 @@ pub fn schema_problems(item: &Value) -> Vec<String> {
         }
     }
     if let Some(m) = obj.get("message") {
-        if !m.as_str().is_some_and(|m| !m.trim().is_empty()) {
+        if m.as_str().is_none_or(|m| m.trim().is_empty()) {
             out.push("message is empty or not a string".into());
         }
     }

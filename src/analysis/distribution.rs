@@ -1,0 +1,133 @@
+//! A5, category and severity distribution: how each value of an axis (or each cell) spreads
+//! its findings over stet's categories and severities.
+
+use super::{axis_values, fmt_num, fmt_share, missing_note, one_or_many, ratio, AnalysisInput, AnalysisResult, Table};
+use crate::finding::{Category, Severity};
+use crate::manifest::AnalysisSpec;
+use serde_json::json;
+use std::collections::BTreeMap;
+
+#[derive(Default)]
+struct Group {
+    runs: usize,
+    findings: usize,
+    by_category: BTreeMap<Category, usize>,
+    by_severity: BTreeMap<Severity, usize>,
+}
+
+pub fn compute(spec: &AnalysisSpec, input: &AnalysisInput<'_>) -> AnalysisResult {
+    let grouping = match spec.axis.as_deref() {
+        Some(axis) => format!("value of `{axis}`"),
+        None => "cell".to_string(),
+    };
+    let mut result = AnalysisResult::new(
+        spec,
+        "A5",
+        "Category and severity distribution",
+        format!("Findings counted by stet category and by severity per {grouping}, over every successful run and subject; the percentage is the share of that row's findings."),
+    );
+
+    // Group labels in matrix order.
+    let labels: Vec<String> = match spec.axis.as_deref() {
+        Some(axis) => axis_values(input, axis),
+        None => input.cells.iter().map(|c| c.id.clone()).collect(),
+    };
+    let mut groups: BTreeMap<&str, Group> = labels.iter().map(|l| (l.as_str(), Group::default())).collect();
+    for run in &input.runs {
+        let label = match spec.axis.as_deref() {
+            Some(axis) => match run.cell.get(axis) {
+                Some(v) => v.render(),
+                None => continue,
+            },
+            None => run.cell.id.clone(),
+        };
+        let Some(group) = groups.get_mut(label.as_str()) else { continue };
+        group.runs += 1;
+        group.findings += run.findings.len();
+        for f in run.findings {
+            *group.by_category.entry(f.category).or_default() += 1;
+            *group.by_severity.entry(f.severity).or_default() += 1;
+        }
+    }
+
+    let categories: Vec<Category> = Category::ALL.into_iter().filter(|c| groups.values().any(|g| g.by_category.contains_key(c))).collect();
+    let severities: Vec<Severity> = Severity::ALL.into_iter().filter(|s| groups.values().any(|g| g.by_severity.contains_key(s))).collect();
+    let head = match spec.axis.as_deref() {
+        Some(axis) => format!("`{axis}`"),
+        None => "Cell".to_string(),
+    };
+
+    let mut cat_columns = vec![head.clone(), "Runs".into(), "Findings".into(), "Per run".into()];
+    cat_columns.extend(categories.iter().map(|c| c.as_str().to_string()));
+    let mut by_category = Table { title: "By category".into(), columns: cat_columns, rows: Vec::new() };
+    let mut sev_columns = vec![head];
+    sev_columns.extend(severities.iter().map(|s| s.as_str().to_string()));
+    let mut by_severity = Table { title: "By severity".into(), columns: sev_columns, rows: Vec::new() };
+    let mut data = Vec::new();
+    for label in &labels {
+        let Some(g) = groups.get(label.as_str()) else { continue };
+        let mut row = vec![format!("`{label}`"), g.runs.to_string(), g.findings.to_string(), fmt_num(ratio(g.findings as f64, g.runs as f64), 2)];
+        row.extend(categories.iter().map(|c| fmt_share(g.by_category.get(c).copied().unwrap_or(0), g.findings)));
+        by_category.rows.push(row);
+        let mut row = vec![format!("`{label}`")];
+        row.extend(severities.iter().map(|s| fmt_share(g.by_severity.get(s).copied().unwrap_or(0), g.findings)));
+        by_severity.rows.push(row);
+        data.push(json!({
+            "source": match spec.axis.as_deref() { Some(axis) => format!("{axis}={label}"), None => label.clone() },
+            "runs": g.runs,
+            "findings": g.findings,
+            "by_category": g.by_category.iter().map(|(c, n)| (c.as_str().to_string(), json!(n))).collect::<serde_json::Map<_, _>>(),
+            "by_severity": g.by_severity.iter().map(|(s, n)| (s.as_str().to_string(), json!(n))).collect::<serde_json::Map<_, _>>(),
+        }));
+    }
+    if categories.is_empty() {
+        result.notes.push("No run produced any finding, so there is nothing to distribute.".into());
+    }
+    result.tables.push(by_category);
+    result.tables.push(by_severity);
+    result.data = one_or_many(data);
+    result.notes.push("Only categories and severities that occur are shown.".into());
+    result.notes.extend(missing_note(input));
+    result
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::analysis::test_support::{finding, s, spec, with_kind, Fixture};
+    use crate::manifest::AnalysisKind;
+
+    fn fixture() -> Fixture {
+        let mut fx = Fixture::new(&[("model", vec![s("a"), s("b")]), ("t", vec![s("0"), s("1")])], 1);
+        let sec = |l| with_kind(finding("f", l, "m"), Category::Security, Severity::Error);
+        let style = |l| with_kind(finding("f", l, "m"), Category::Style, Severity::Nitpick);
+        fx.add("model=a,t=0", 1, "s", vec![sec(1), style(2), style(3)]);
+        fx.add("model=a,t=1", 1, "s", vec![style(4)]);
+        fx.add("model=b,t=0", 1, "s", vec![]);
+        fx
+    }
+
+    #[test]
+    fn counts_per_axis_value_with_shares() {
+        let fx = fixture();
+        let out = compute(&spec(AnalysisKind::Distribution, Some("model")), &fx.input());
+        assert_eq!(out.test_id, "A5");
+        assert_eq!(out.data[0]["source"], "model=a");
+        assert_eq!(out.data[0]["by_category"]["style"], 3);
+        assert_eq!(out.data[0]["by_severity"]["error"], 1);
+        assert_eq!(out.data[1]["findings"], 0);
+        assert_eq!(out.tables[0].columns, vec!["`model`", "Runs", "Findings", "Per run", "security", "style"]);
+        assert_eq!(out.tables[0].rows[0], vec!["`a`", "2", "4", "2.00", "1 (25.0%)", "3 (75.0%)"]);
+        assert_eq!(out.tables[0].rows[1], vec!["`b`", "1", "0", "0.00", "0", "0"]);
+        assert_eq!(out.tables[1].columns, vec!["`model`", "error", "nitpick"]);
+    }
+
+    #[test]
+    fn per_cell_without_axis() {
+        let fx = fixture();
+        let out = compute(&spec(AnalysisKind::Distribution, None), &fx.input());
+        assert_eq!(out.tables[0].rows.len(), 4);
+        assert_eq!(out.tables[0].rows[3], vec!["`model=b,t=1`", "0", "0", "–", "0", "0"]);
+        assert_eq!(out.data[1]["by_category"]["style"], 1);
+    }
+}

@@ -1,0 +1,266 @@
+//! A1, same-diff swap: how far the findings of two values of one axis (two models, two
+//! prompts, …) coincide on the same subject, exactly and fuzzily.
+
+use super::matching::{describe_rule, exact_match, fuzzy_match, match_pairs};
+use super::{axis_values, missing_note, one_or_many, AnalysisInput, AnalysisResult, RunView, Table};
+use crate::finding::Finding;
+use crate::manifest::{AnalysisSpec, MatchRule};
+use serde_json::json;
+use std::collections::BTreeMap;
+
+/// Overlap counts between the findings of side A and side B.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Counts {
+    pub count_a: usize,
+    pub count_b: usize,
+    pub overlap_exact: usize,
+    pub overlap_fuzzy: usize,
+    pub unique_a: usize,
+    pub unique_b: usize,
+}
+
+impl Counts {
+    /// Counts for one pair of finding lists: one-to-one matches; unique = not fuzzily matched.
+    pub fn of(a: &[Finding], b: &[Finding], rule: &MatchRule) -> Self {
+        let exact = match_pairs(a, b, exact_match).len();
+        let fuzzy = match_pairs(a, b, |x, y| fuzzy_match(x, y, rule)).len();
+        Self { count_a: a.len(), count_b: b.len(), overlap_exact: exact, overlap_fuzzy: fuzzy, unique_a: a.len() - fuzzy, unique_b: b.len() - fuzzy }
+    }
+
+    fn add(&mut self, other: Counts) {
+        self.count_a += other.count_a;
+        self.count_b += other.count_b;
+        self.overlap_exact += other.overlap_exact;
+        self.overlap_fuzzy += other.overlap_fuzzy;
+        self.unique_a += other.unique_a;
+        self.unique_b += other.unique_b;
+    }
+
+    fn cells(&self) -> [String; 6] {
+        [self.count_a, self.count_b, self.overlap_exact, self.overlap_fuzzy, self.unique_a, self.unique_b].map(|n| n.to_string())
+    }
+
+    fn json(&self) -> serde_json::Value {
+        json!({
+            "count_a": self.count_a,
+            "count_b": self.count_b,
+            "overlap_exact": self.overlap_exact,
+            "overlap_fuzzy": self.overlap_fuzzy,
+            "unique_a": self.unique_a,
+            "unique_b": self.unique_b,
+        })
+    }
+}
+
+/// One comparison: a pair of axis values within one group of the other axes.
+struct Comparison {
+    a: String,
+    b: String,
+    group: String,
+    total: Counts,
+    runs_compared: usize,
+    per_subject: BTreeMap<String, Counts>,
+}
+
+pub fn compute(spec: &AnalysisSpec, input: &AnalysisInput<'_>) -> AnalysisResult {
+    let mut result = AnalysisResult::new(
+        spec,
+        "A1",
+        "Overlap between values",
+        "Findings of two values of one axis on the same subject and repeat (all other axes equal), matched one to one: \
+         exact overlap needs the same location, fuzzy overlap also tolerates nearby lines but needs similar messages. \
+         A finding is unique to its side when it has no fuzzy match.",
+    );
+    result.rule = Some(describe_rule(&spec.matching));
+    let Some(axis) = spec.axis.as_deref() else {
+        result.notes.push("No `axis` is set, so there is nothing to compare.".into());
+        return result;
+    };
+    let values = axis_values(input, axis);
+    if values.len() < 2 {
+        result.notes.push(format!("Axis `{axis}` has fewer than two values, so there is nothing to compare."));
+        return result;
+    }
+
+    // (other axes, subject, repeat) → axis value → run.
+    let mut slots: BTreeMap<(String, String, u32), BTreeMap<String, &RunView<'_>>> = BTreeMap::new();
+    let mut groups: Vec<String> = Vec::new();
+    for run in &input.runs {
+        let Some(value) = run.cell.get(axis) else { continue };
+        let group = run.cell.id_without(axis, input.axis_order);
+        if !groups.contains(&group) {
+            groups.push(group.clone());
+        }
+        slots.entry((group, run.subject.to_string(), run.repeat)).or_default().insert(value.render(), run);
+    }
+
+    let mut comparisons = Vec::new();
+    let mut unpaired = 0usize;
+    for group in &groups {
+        for (i, a) in values.iter().enumerate() {
+            for b in &values[i + 1..] {
+                let mut cmp = Comparison { a: a.clone(), b: b.clone(), group: group.clone(), total: Counts::default(), runs_compared: 0, per_subject: BTreeMap::new() };
+                for ((g, subject, _), by_value) in &slots {
+                    if g != group {
+                        continue;
+                    }
+                    match (by_value.get(a), by_value.get(b)) {
+                        (Some(ra), Some(rb)) => {
+                            let counts = Counts::of(ra.findings, rb.findings, &spec.matching);
+                            cmp.total.add(counts);
+                            cmp.per_subject.entry(subject.clone()).or_default().add(counts);
+                            cmp.runs_compared += 1;
+                        }
+                        (Some(_), None) | (None, Some(_)) => unpaired += 1,
+                        (None, None) => {}
+                    }
+                }
+                comparisons.push(cmp);
+            }
+        }
+    }
+
+    let show_group = groups.len() > 1 || groups.iter().any(|g| g != "all");
+    let mut columns: Vec<String> = Vec::new();
+    if show_group {
+        columns.push("Other axes".into());
+    }
+    columns.extend([format!("A ({axis})"), format!("B ({axis})"), "Run pairs".into()]);
+    columns.extend(["Findings A", "Findings B", "Exact overlap", "Fuzzy overlap", "Only A", "Only B"].map(String::from));
+    let mut summary = Table { title: String::new(), columns, rows: Vec::new() };
+    for cmp in &comparisons {
+        let mut row = Vec::new();
+        if show_group {
+            row.push(format!("`{}`", cmp.group));
+        }
+        row.extend([format!("`{}`", cmp.a), format!("`{}`", cmp.b), cmp.runs_compared.to_string()]);
+        row.extend(cmp.total.cells());
+        summary.rows.push(row);
+    }
+    result.tables.push(summary);
+
+    let subjects: std::collections::BTreeSet<&String> = comparisons.iter().flat_map(|c| c.per_subject.keys()).collect();
+    if subjects.len() > 1 {
+        let mut columns: Vec<String> = Vec::new();
+        if comparisons.len() > 1 {
+            columns.push("Comparison".into());
+        }
+        columns.extend(["Subject", "Findings A", "Findings B", "Exact overlap", "Fuzzy overlap", "Only A", "Only B"].map(String::from));
+        let mut table = Table { title: "Per subject, summed over repeats".into(), columns, rows: Vec::new() };
+        for cmp in &comparisons {
+            for (subject, counts) in &cmp.per_subject {
+                let mut row = Vec::new();
+                if comparisons.len() > 1 {
+                    let group = if show_group { format!(" ({})", cmp.group) } else { String::new() };
+                    row.push(format!("`{}` vs `{}`{group}", cmp.a, cmp.b));
+                }
+                row.push(subject.clone());
+                row.extend(counts.cells());
+                table.rows.push(row);
+            }
+        }
+        result.tables.push(table);
+    }
+
+    result.data = one_or_many(
+        comparisons
+            .iter()
+            .map(|cmp| {
+                let mut obj = json!({
+                    "axis": axis,
+                    format!("{axis}_a"): cmp.a,
+                    format!("{axis}_b"): cmp.b,
+                    "group": cmp.group,
+                    "runs_compared": cmp.runs_compared,
+                });
+                if let (Some(map), serde_json::Value::Object(counts)) = (obj.as_object_mut(), cmp.total.json()) {
+                    map.extend(counts);
+                    map.insert(
+                        "per_subject".into(),
+                        cmp.per_subject.iter().map(|(s, c)| (s.clone(), c.json())).collect::<serde_json::Map<_, _>>().into(),
+                    );
+                }
+                obj
+            })
+            .collect(),
+    );
+
+    if input.repeat > 1 {
+        result.notes.push(format!("Counts are summed over subjects and {} repeats; repeat i of A is compared with repeat i of B.", input.repeat));
+    }
+    if unpaired > 0 {
+        result.notes.push(format!("{unpaired} run(s) had no counterpart on the other side (its run produced no result) and are not counted."));
+    }
+    result.notes.extend(missing_note(input));
+    result
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::analysis::test_support::{finding, s, spec, Fixture};
+    use crate::manifest::AnalysisKind;
+
+    fn fixture() -> Fixture {
+        let mut fx = Fixture::new(&[("model", vec![s("a"), s("b")])], 1);
+        // Same location, unrelated messages: exact but not fuzzy.
+        // Neighbouring lines, same message: fuzzy but not exact.
+        fx.add(
+            "model=a",
+            1,
+            "s1",
+            vec![finding("x.py", 10, "division by zero when list is empty"), finding("x.py", 20, "unused import os"), finding("x.py", 30, "sql injection in query"), finding("x.py", 40, "missing error handling for io")],
+        );
+        fx.add("model=b", 1, "s1", vec![finding("x.py", 10, "rename this variable"), finding("x.py", 21, "unused import os"), finding("x.py", 40, "typo in comment")]);
+        fx.add("model=a", 1, "s2", vec![]);
+        fx.add("model=b", 1, "s2", vec![finding("y.rs", 1, "panics on empty input")]);
+        fx
+    }
+
+    #[test]
+    fn exact_and_fuzzy_overlap_differ() {
+        let fx = fixture();
+        let r = compute(&spec(AnalysisKind::Overlap, Some("model")), &fx.input());
+        assert_eq!(r.test_id, "A1");
+        assert_eq!(r.data["model_a"], "a");
+        assert_eq!(r.data["count_a"], 4);
+        assert_eq!(r.data["count_b"], 4);
+        assert_eq!(r.data["overlap_exact"], 2);
+        assert_eq!(r.data["overlap_fuzzy"], 1);
+        assert_eq!(r.data["unique_a"], 3);
+        assert_eq!(r.data["unique_b"], 3);
+        assert_eq!(r.data["per_subject"]["s2"]["unique_b"], 1);
+        assert_eq!(r.tables[0].rows[0], vec!["`a`", "`b`", "2", "4", "4", "2", "1", "3", "3"]);
+        assert_eq!(r.tables.len(), 2, "per-subject table for two subjects");
+    }
+
+    #[test]
+    fn three_values_give_three_pairs_and_unpaired_runs_are_noted() {
+        let mut fx = Fixture::new(&[("model", vec![s("a"), s("b"), s("c")])], 1);
+        fx.add("model=a", 1, "s1", vec![finding("f", 1, "m")]);
+        fx.add("model=b", 1, "s1", vec![finding("f", 1, "m")]);
+        fx.missing.push("model=c #1 @s1".into());
+        let r = compute(&spec(AnalysisKind::Overlap, Some("model")), &fx.input());
+        let pairs: Vec<(String, String)> = r.tables[0].rows.iter().map(|row| (row[0].clone(), row[1].clone())).collect();
+        assert_eq!(pairs.len(), 3);
+        assert_eq!(r.data[0]["overlap_exact"], 1);
+        assert_eq!(r.data[1]["runs_compared"], 0);
+        assert!(r.notes.iter().any(|n| n.contains("no counterpart")), "{:?}", r.notes);
+        assert!(r.notes.iter().any(|n| n.contains("`model=c #1 @s1`")), "{:?}", r.notes);
+    }
+
+    #[test]
+    fn other_axes_form_separate_groups() {
+        let mut fx = Fixture::new(&[("model", vec![s("a"), s("b")]), ("t", vec![s("0"), s("1")])], 1);
+        fx.add("model=a,t=0", 1, "s", vec![finding("f", 1, "m")]);
+        fx.add("model=b,t=0", 1, "s", vec![finding("f", 1, "m")]);
+        fx.add("model=a,t=1", 1, "s", vec![finding("f", 1, "m")]);
+        fx.add("model=b,t=1", 1, "s", vec![]);
+        let r = compute(&spec(AnalysisKind::Overlap, Some("model")), &fx.input());
+        assert_eq!(r.data[0]["group"], "t=0");
+        assert_eq!(r.data[0]["overlap_fuzzy"], 1);
+        assert_eq!(r.data[1]["group"], "t=1");
+        assert_eq!(r.data[1]["unique_a"], 1);
+        assert_eq!(r.tables[0].columns[0], "Other axes");
+    }
+}

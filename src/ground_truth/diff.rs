@@ -1,0 +1,352 @@
+//! `runner diff A B`: two executions' review-eval verdicts (results.json), or two cells of
+//! one, compared oracle finding by oracle finding, and seed 003's keep rule applied — keep a
+//! change only if no finding went from `found` to `missed` or `partial` and noise did not rise.
+//!
+//! A cell's verdict on a finding is the most frequent over its repeats (ties to the worse);
+//! noise is the cell's rejected extras over everything it reported. Cells are paired as named
+//! (`--cell-a`/`--cell-b`, one name serving both sides when only one is given), else the only
+//! cell of each side, else the cells with the same id on both sides.
+
+use crate::ground_truth::matching::Verdict;
+use crate::ground_truth::review_eval::{CellEval, ReviewEvalData};
+use serde::Serialize;
+use std::collections::BTreeSet;
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+
+#[derive(Debug, thiserror::Error)]
+pub enum DiffError {
+    #[error("failed to read `{path}`: {source}")]
+    Read { path: PathBuf, source: std::io::Error },
+    #[error("failed to parse `{path}`: {message}")]
+    Parse { path: PathBuf, message: String },
+    #[error("`{0}` has no review-eval analysis; add `[[analysis]] kind = \"review-eval\"` to the experiment and run it again")]
+    NoReviewEval(PathBuf),
+    #[error("`{path}` has no cell `{cell}`; its cells: {known}")]
+    UnknownCell { path: PathBuf, cell: String, known: String },
+    #[error("cannot tell which cells to compare ({reason}); name them with `--cell-a` and `--cell-b`")]
+    Ambiguous { reason: String },
+}
+
+/// One side of a comparison.
+#[derive(Debug, Clone)]
+pub struct Side {
+    pub path: PathBuf,
+    pub data: ReviewEvalData,
+}
+
+/// Reads the first review-eval analysis of a results.json.
+pub fn load_side(path: &Path) -> Result<Side, DiffError> {
+    let text = std::fs::read_to_string(path).map_err(|source| DiffError::Read { path: path.to_path_buf(), source })?;
+    let doc: serde_json::Value = serde_json::from_str(&text).map_err(|e| DiffError::Parse { path: path.to_path_buf(), message: e.to_string() })?;
+    let analysis = doc
+        .get("analyses")
+        .and_then(|a| a.as_array())
+        .and_then(|a| a.iter().find(|x| x.get("kind").and_then(|k| k.as_str()) == Some("review-eval")))
+        .ok_or_else(|| DiffError::NoReviewEval(path.to_path_buf()))?;
+    let data = analysis.get("data").cloned().unwrap_or(serde_json::Value::Null);
+    if data.is_null() {
+        return Err(DiffError::NoReviewEval(path.to_path_buf()));
+    }
+    let data: ReviewEvalData =
+        serde_json::from_value(data).map_err(|e| DiffError::Parse { path: path.to_path_buf(), message: format!("review-eval data: {e}") })?;
+    Ok(Side { path: path.to_path_buf(), data })
+}
+
+/// How a finding's verdict moved.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Movement {
+    /// `found` → `missed` or `partial`: breaks the keep rule.
+    Regression,
+    /// `partial` → `missed`: worse, but outside the keep rule.
+    Worse,
+    /// `missed` → `found`.
+    Improvement,
+    /// `missed` → `partial` or `partial` → `found`.
+    Better,
+}
+
+impl Movement {
+    fn of(before: Verdict, after: Verdict) -> Option<Self> {
+        match (before, after) {
+            (a, b) if a == b => None,
+            (Verdict::Found, _) => Some(Self::Regression),
+            (Verdict::Partial, Verdict::Missed) => Some(Self::Worse),
+            (Verdict::Missed, Verdict::Found) => Some(Self::Improvement),
+            _ => Some(Self::Better),
+        }
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Regression => "regression",
+            Self::Worse => "worse",
+            Self::Improvement => "improvement",
+            Self::Better => "better",
+        }
+    }
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct VerdictChange {
+    pub case: String,
+    pub finding: String,
+    pub before: Verdict,
+    pub after: Verdict,
+    /// `found 2/3` on each side.
+    pub before_detail: String,
+    pub after_detail: String,
+    pub movement: Movement,
+}
+
+/// Noise as counts, so comparisons are exact.
+#[derive(Debug, Clone, Copy, Serialize)]
+pub struct Noise {
+    pub rejected: usize,
+    pub reported: usize,
+    pub noise: Option<f64>,
+}
+
+impl Noise {
+    fn of(cell: &CellEval) -> Self {
+        Noise { rejected: cell.scores.counts.extras_rejected, reported: cell.scores.counts.reported, noise: cell.scores.noise }
+    }
+
+    /// Whether `after` is noisier; nothing reported counts as no noise.
+    fn rose(before: Noise, after: Noise) -> bool {
+        match (before.reported, after.reported) {
+            (_, 0) => false,
+            (0, _) => after.rejected > 0,
+            (rb, ra) => after.rejected * rb > before.rejected * ra,
+        }
+    }
+}
+
+/// One pair of cells compared.
+#[derive(Debug, Clone, Serialize)]
+pub struct CellDiff {
+    pub cell_a: String,
+    pub cell_b: String,
+    /// Oracle findings present on both sides.
+    pub compared: usize,
+    pub changes: Vec<VerdictChange>,
+    /// Findings scored on one side only (`case/finding`), not compared.
+    pub only_a: Vec<String>,
+    pub only_b: Vec<String>,
+    pub noise_a: Noise,
+    pub noise_b: Noise,
+    pub recall_a: Option<f64>,
+    pub recall_b: Option<f64>,
+    pub recall_with_partials_a: Option<f64>,
+    pub recall_with_partials_b: Option<f64>,
+    pub noise_rose: bool,
+    pub kept: bool,
+}
+
+impl CellDiff {
+    pub fn regressions(&self) -> impl Iterator<Item = &VerdictChange> {
+        self.changes.iter().filter(|c| c.movement == Movement::Regression)
+    }
+}
+
+/// The whole comparison.
+#[derive(Debug, Clone, Serialize)]
+pub struct DiffReport {
+    pub a: String,
+    pub b: String,
+    pub method_a: String,
+    pub method_b: String,
+    pub rule: String,
+    pub pairs: Vec<CellDiff>,
+    pub kept: bool,
+}
+
+pub const KEEP_RULE: &str = "keep only if no oracle finding went from found to missed or partial, and noise did not rise";
+
+fn find_cell<'a>(side: &'a Side, id: &str) -> Result<&'a CellEval, DiffError> {
+    side.data.cells.iter().find(|c| c.cell == id).ok_or_else(|| DiffError::UnknownCell {
+        path: side.path.clone(),
+        cell: id.to_string(),
+        known: side.data.cells.iter().map(|c| format!("`{}`", c.cell)).collect::<Vec<_>>().join(", "),
+    })
+}
+
+/// Compares two cells.
+pub fn compare_cells(a: &CellEval, b: &CellEval) -> CellDiff {
+    let keys_a: BTreeSet<&String> = a.findings.keys().collect();
+    let keys_b: BTreeSet<&String> = b.findings.keys().collect();
+    let mut changes = Vec::new();
+    for key in keys_a.intersection(&keys_b) {
+        let (fa, fb) = (&a.findings[*key], &b.findings[*key]);
+        if let Some(movement) = Movement::of(fa.verdict, fb.verdict) {
+            changes.push(VerdictChange {
+                case: fa.case.clone(),
+                finding: fa.finding.clone(),
+                before: fa.verdict,
+                after: fb.verdict,
+                before_detail: fa.describe(),
+                after_detail: fb.describe(),
+                movement,
+            });
+        }
+    }
+    changes.sort_by(|x, y| x.movement.cmp(&y.movement).then(x.case.cmp(&y.case)).then(x.finding.cmp(&y.finding)));
+    let (noise_a, noise_b) = (Noise::of(a), Noise::of(b));
+    let noise_rose = Noise::rose(noise_a, noise_b);
+    let kept = !noise_rose && !changes.iter().any(|c| c.movement == Movement::Regression);
+    CellDiff {
+        cell_a: a.cell.clone(),
+        cell_b: b.cell.clone(),
+        compared: keys_a.intersection(&keys_b).count(),
+        changes,
+        only_a: keys_a.difference(&keys_b).map(|k| k.to_string()).collect(),
+        only_b: keys_b.difference(&keys_a).map(|k| k.to_string()).collect(),
+        noise_a,
+        noise_b,
+        recall_a: a.scores.recall_strict,
+        recall_b: b.scores.recall_strict,
+        recall_with_partials_a: a.scores.recall_with_partials,
+        recall_with_partials_b: b.scores.recall_with_partials,
+        noise_rose,
+        kept,
+    }
+}
+
+/// Compares two sides (the same file twice for two cells of one execution).
+pub fn compare(a: &Side, b: &Side, cell_a: Option<&str>, cell_b: Option<&str>) -> Result<DiffReport, DiffError> {
+    let pairs: Vec<(&CellEval, &CellEval)> = match (cell_a.or(cell_b), cell_b.or(cell_a)) {
+        (Some(x), Some(y)) => vec![(find_cell(a, x)?, find_cell(b, y)?)],
+        _ => match (a.data.cells.as_slice(), b.data.cells.as_slice()) {
+            ([x], [y]) if a.path != b.path => vec![(x, y)],
+            _ if a.path == b.path => return Err(DiffError::Ambiguous { reason: "both sides are the same results file".into() }),
+            _ => {
+                let pairs: Vec<_> = a.data.cells.iter().filter_map(|x| b.data.cells.iter().find(|y| y.cell == x.cell).map(|y| (x, y))).collect();
+                if pairs.is_empty() {
+                    return Err(DiffError::Ambiguous { reason: "the two executions share no cell id".into() });
+                }
+                pairs
+            }
+        },
+    };
+    let pairs: Vec<CellDiff> = pairs.into_iter().map(|(x, y)| compare_cells(x, y)).collect();
+    Ok(DiffReport {
+        a: a.path.display().to_string(),
+        b: b.path.display().to_string(),
+        method_a: a.data.method.describe(),
+        method_b: b.data.method.describe(),
+        rule: KEEP_RULE.to_string(),
+        kept: pairs.iter().all(|p| p.kept),
+        pairs,
+    })
+}
+
+fn ratio(v: Option<f64>) -> String {
+    crate::analysis::fmt_ratio(v)
+}
+
+/// The report as text for a terminal or a CI log.
+pub fn render_text(report: &DiffReport) -> String {
+    let mut out = String::new();
+    let _ = writeln!(out, "A: {}", report.a);
+    let _ = writeln!(out, "B: {}", report.b);
+    if report.method_a == report.method_b {
+        let _ = writeln!(out, "verdicts by {}", report.method_a);
+    } else {
+        let _ = writeln!(out, "warning: the two sides were scored differently\n  A: {}\n  B: {}", report.method_a, report.method_b);
+    }
+    for p in &report.pairs {
+        let _ = writeln!(out);
+        let title = if p.cell_a == p.cell_b { format!("cell `{}`", p.cell_a) } else { format!("cell `{}` → `{}`", p.cell_a, p.cell_b) };
+        let _ = writeln!(out, "{title}: {} of {} oracle findings changed verdict", p.changes.len(), p.compared);
+        for c in &p.changes {
+            let _ = writeln!(out, "  {:<12} {} ({})  {} → {}", c.movement.as_str(), c.finding, c.case, c.before_detail, c.after_detail);
+        }
+        for (label, keys) in [("only in A", &p.only_a), ("only in B", &p.only_b)] {
+            if !keys.is_empty() {
+                let _ = writeln!(out, "  {label}, not compared: {}", keys.join(", "));
+            }
+        }
+        let _ = writeln!(
+            out,
+            "  noise: {} ({}/{} rejected) → {} ({}/{} rejected){}",
+            ratio(p.noise_a.noise),
+            p.noise_a.rejected,
+            p.noise_a.reported,
+            ratio(p.noise_b.noise),
+            p.noise_b.rejected,
+            p.noise_b.reported,
+            if p.noise_rose { "  ROSE" } else { "" }
+        );
+        let _ = writeln!(
+            out,
+            "  recall (strict): {} → {}; with partials: {} → {}",
+            ratio(p.recall_a),
+            ratio(p.recall_b),
+            ratio(p.recall_with_partials_a),
+            ratio(p.recall_with_partials_b)
+        );
+        let mut why: Vec<String> = p.regressions().map(|c| format!("{} ({}) {} → {}", c.finding, c.case, c.before, c.after)).collect();
+        if p.noise_rose {
+            why.push("noise rose".into());
+        }
+        let _ = writeln!(out, "  {}", if p.kept { "kept".to_string() } else { format!("NOT KEPT: {}", why.join("; ")) });
+    }
+    let _ = writeln!(out);
+    let _ = writeln!(out, "keep rule: {}", report.rule);
+    let _ = writeln!(out, "result: {}", if report.kept { "keep" } else { "reject (exit 5)" });
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ground_truth::matching::MatchCounts;
+    use crate::ground_truth::review_eval::{FindingEval, Scores};
+    use std::collections::BTreeMap;
+
+    fn cell(id: &str, verdicts: &[(&str, Verdict)], rejected: usize, reported: usize) -> CellEval {
+        let findings = verdicts
+            .iter()
+            .map(|(f, v)| {
+                let (found, partial, missed) = match v {
+                    Verdict::Found => (1, 0, 0),
+                    Verdict::Partial => (0, 1, 0),
+                    Verdict::Missed => (0, 0, 1),
+                };
+                (format!("c/{f}"), FindingEval { case: "c".into(), finding: f.to_string(), verdict: *v, found, partial, missed })
+            })
+            .collect();
+        let counts = MatchCounts { extras_rejected: rejected, reported, ..MatchCounts::default() };
+        let scores = Scores { counts, noise: (reported > 0).then(|| rejected as f64 / reported as f64), ..Scores::default() };
+        CellEval { cell: id.into(), values: BTreeMap::new(), scores, runs: Vec::new(), findings }
+    }
+
+    #[test]
+    fn a_regression_or_more_noise_rejects() {
+        let a = cell("x", &[("F1", Verdict::Found), ("F2", Verdict::Missed), ("F3", Verdict::Partial)], 1, 4);
+        let b = cell("x", &[("F1", Verdict::Partial), ("F2", Verdict::Found), ("F3", Verdict::Missed)], 1, 4);
+        let d = compare_cells(&a, &b);
+        let moves: Vec<(&str, Movement)> = d.changes.iter().map(|c| (c.finding.as_str(), c.movement)).collect();
+        assert_eq!(moves, vec![("F1", Movement::Regression), ("F3", Movement::Worse), ("F2", Movement::Improvement)]);
+        assert!(!d.kept && !d.noise_rose);
+
+        let better = cell("x", &[("F1", Verdict::Found), ("F2", Verdict::Found), ("F3", Verdict::Partial)], 1, 4);
+        assert!(compare_cells(&a, &better).kept);
+        // 2/5 > 1/4: noise rose although nothing regressed.
+        let noisier = cell("x", &[("F1", Verdict::Found), ("F2", Verdict::Found), ("F3", Verdict::Partial)], 2, 5);
+        let d = compare_cells(&a, &noisier);
+        assert!(d.noise_rose && !d.kept);
+        // 2/8 = 1/4: equal noise did not rise.
+        let same = cell("x", &[("F1", Verdict::Found), ("F2", Verdict::Missed), ("F3", Verdict::Partial)], 2, 8);
+        assert!(compare_cells(&a, &same).kept);
+    }
+
+    #[test]
+    fn noise_from_nothing_reported() {
+        let quiet = Noise { rejected: 0, reported: 0, noise: None };
+        let loud = Noise { rejected: 1, reported: 3, noise: Some(1.0 / 3.0) };
+        assert!(Noise::rose(quiet, loud));
+        assert!(!Noise::rose(loud, quiet));
+    }
+}

@@ -1,0 +1,192 @@
+//! H2, the fixture benchmark: each cell's reports against the oracle as TP, FP and FN, with
+//! precision, recall and F1 per case, per category and overall.
+//!
+//! TP = reports matched as `found` (and extras an adjudication found `real`: H2 adds them to
+//! the ground truth as found); FP = every other report (partial matches and rejected extras);
+//! FN = oracle findings not found. Counts are summed over a cell's repeats (micro-average).
+//! Per category, TP and FN count under the oracle finding's category, FP under the reported
+//! finding's.
+
+use crate::analysis::{fmt_ratio, AnalysisInput, AnalysisResult, Table};
+use crate::ground_truth::matching::{score_runs, ExtraVerdict, Method, Prf, ScoredRun, Verdict};
+use crate::ground_truth::oracle::Oracle;
+use crate::manifest::AnalysisSpec;
+use std::collections::BTreeMap;
+
+pub const TEST_ID: &str = "H2";
+
+/// Per-cell H2 counts.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct CellFixture {
+    pub runs: usize,
+    pub overall: Prf,
+    pub by_category: BTreeMap<String, Prf>,
+    pub by_case: BTreeMap<String, Prf>,
+}
+
+/// Sums one cell's scored runs.
+pub fn cell_fixture(oracle: &Oracle, runs: &[&ScoredRun<'_>]) -> CellFixture {
+    let mut out = CellFixture { runs: runs.len(), ..CellFixture::default() };
+    for run in runs {
+        let prf = run.case.counts().prf();
+        out.overall += prf;
+        *out.by_case.entry(run.view.subject.to_string()).or_default() += prf;
+        let mut matched = vec![false; run.view.findings.len()];
+        for v in &run.case.verdicts {
+            let category = oracle.finding(&v.finding).and_then(|f| f.category).map(|c| c.as_str().to_string()).unwrap_or_else(|| "uncategorized".into());
+            let entry = out.by_category.entry(category).or_default();
+            if v.verdict == Verdict::Found {
+                entry.tp += 1;
+                if let Some(ri) = v.reported {
+                    matched[ri] = true;
+                }
+            } else {
+                entry.fn_ += 1;
+            }
+        }
+        let real: Vec<usize> = run.case.extras.iter().filter(|e| e.verdict == ExtraVerdict::Real).map(|e| e.reported).collect();
+        for (ri, f) in run.view.findings.iter().enumerate().filter(|(ri, _)| !matched[*ri]) {
+            let entry = out.by_category.entry(f.category.as_str().to_string()).or_default();
+            if real.contains(&ri) {
+                entry.tp += 1;
+            } else {
+                entry.fp += 1;
+            }
+        }
+    }
+    out
+}
+
+fn prf_cells(p: &Prf) -> Vec<String> {
+    vec![p.tp.to_string(), p.fp.to_string(), p.fn_.to_string(), fmt_ratio(p.precision()), fmt_ratio(p.recall()), fmt_ratio(p.f1())]
+}
+
+fn base_result(spec: &AnalysisSpec) -> AnalysisResult {
+    AnalysisResult {
+        kind: spec.kind,
+        test_id: TEST_ID,
+        title: spec.title.clone().unwrap_or_else(|| "Fixture benchmark".to_string()),
+        description: "Each run's reported findings matched to the oracle: TP = reports matched as found (plus extras an adjudication calls real), FP = every other report (partial matches and rejected extras), FN = oracle findings not found; precision = TP/(TP+FP), recall = TP/(TP+FN), F1 = 2PR/(P+R). Counts are summed over each cell's repeats.".to_string(),
+        rule: Some(spec.oracle_rule.describe()),
+        tables: Vec::new(),
+        data: serde_json::Value::Null,
+        notes: Vec::new(),
+    }
+}
+
+pub fn compute(spec: &AnalysisSpec, input: &AnalysisInput<'_>) -> AnalysisResult {
+    let mut result = base_result(spec);
+    let Some(oracle) = input.oracle else {
+        result.notes.push("No oracle: the target is neither a corpus with `oracle.json` nor an eval set, so nothing can be scored.".into());
+        result.data = serde_json::json!({ "ground_truth_provided": false });
+        return result;
+    };
+    let method = Method::Automatic { rule: spec.oracle_rule.describe() };
+    let (scored, unknown) = score_runs(&input.runs, oracle, &spec.oracle_rule);
+    let mut overall = Table {
+        title: "Overall".into(),
+        columns: ["Cell", "Runs", "TP", "FP", "FN", "Precision", "Recall", "F1"].map(String::from).to_vec(),
+        rows: Vec::new(),
+    };
+    let mut by_category = Table {
+        title: "Per category".into(),
+        columns: ["Cell", "Category", "TP", "FP", "FN", "Precision", "Recall", "F1"].map(String::from).to_vec(),
+        rows: Vec::new(),
+    };
+    let mut by_case = Table {
+        title: "Per case".into(),
+        columns: ["Cell", "Case", "TP", "FP", "FN", "Precision", "Recall", "F1"].map(String::from).to_vec(),
+        rows: Vec::new(),
+    };
+    let mut cells_json = Vec::new();
+    for cell in input.cells {
+        let runs: Vec<&ScoredRun<'_>> = scored.iter().filter(|r| r.view.cell.id == cell.id).collect();
+        if runs.is_empty() {
+            continue;
+        }
+        let fx = cell_fixture(oracle, &runs);
+        let mut row = vec![format!("`{}`", cell.id), fx.runs.to_string()];
+        row.extend(prf_cells(&fx.overall));
+        overall.rows.push(row);
+        for (category, prf) in &fx.by_category {
+            let mut row = vec![format!("`{}`", cell.id), category.clone()];
+            row.extend(prf_cells(prf));
+            by_category.rows.push(row);
+        }
+        for (case, prf) in &fx.by_case {
+            let mut row = vec![format!("`{}`", cell.id), case.clone()];
+            row.extend(prf_cells(prf));
+            by_case.rows.push(row);
+        }
+        cells_json.push(serde_json::json!({
+            "cell": cell.id,
+            "runs": fx.runs,
+            "overall": fx.overall.to_json(),
+            "by_category": fx.by_category.iter().map(|(k, v)| (k.clone(), v.to_json())).collect::<serde_json::Map<_, _>>(),
+            "by_case": fx.by_case.iter().map(|(k, v)| (k.clone(), v.to_json())).collect::<serde_json::Map<_, _>>(),
+        }));
+    }
+    result.tables = vec![overall, by_category, by_case];
+    result.notes.push("Method: automatic matching by the rule above (no adjudication).".into());
+    result.notes.push("Partial matches count as FN on the oracle side and FP on the report side; the review-eval analysis reports recall with partials.".into());
+    if !unknown.is_empty() {
+        result.notes.push(format!("Subjects not in the oracle, left out: {}.", unknown.join(", ")));
+    }
+    if !input.missing.is_empty() {
+        result.notes.push(format!("{} planned runs have no result and are left out.", input.missing.len()));
+    }
+    result.data = serde_json::json!({ "ground_truth_provided": true, "method": method, "cells": cells_json });
+    result
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::finding::Category;
+    use crate::ground_truth::matching::tests::{oracle as ofinding, reported};
+    use crate::ground_truth::matching::{match_case, OracleRule};
+    use crate::ground_truth::oracle::OracleCase;
+
+    pub fn oracle_of(findings: Vec<(&str, crate::ground_truth::oracle::OracleFinding)>) -> Oracle {
+        let mut cases: BTreeMap<String, Vec<String>> = BTreeMap::new();
+        for (case, f) in &findings {
+            cases.entry(case.to_string()).or_default().push(f.id.clone());
+        }
+        Oracle {
+            version: 1,
+            findings: findings.into_iter().map(|(_, f)| f).collect(),
+            cases: cases
+                .into_iter()
+                .map(|(id, ids)| OracleCase { id, expected_finding_ids: ids, rationale: String::new(), split: None, interpreter: None, ground_truth: String::new() })
+                .collect(),
+        }
+    }
+
+    #[test]
+    fn per_category_counts_by_hand() {
+        let oracle = oracle_of(vec![
+            ("c1", ofinding("F1", "a.py", 10, Category::Security, "path escapes the root")),
+            ("c1", ofinding("F2", "a.py", 40, Category::Bug, "off by one in the page count")),
+        ]);
+        let reports = vec![
+            reported("r1", "a.py", 10, Category::Security, "prefix check"),
+            reported("r2", "a.py", 20, Category::Style, "long line"),
+            reported("r3", "b.py", 1, Category::Style, "naming"),
+        ];
+        let expected = oracle.expected_for("c1");
+        let case = match_case(&reports, &expected, &OracleRule::default());
+        let cell = crate::plan::Cell { id: "x".into(), values: BTreeMap::new() };
+        let record = crate::ground_truth::matching::tests::record(&cell, None);
+        let view = crate::analysis::RunView { cell: &cell, repeat: 1, subject: "c1", record: &record, findings: &reports };
+        let run = ScoredRun { view, case };
+        let fx = cell_fixture(&oracle, &[&run]);
+        assert_eq!(fx.overall, Prf { tp: 1, fp: 2, fn_: 1 });
+        assert_eq!(fx.overall.precision(), Some(1.0 / 3.0));
+        assert_eq!(fx.overall.recall(), Some(0.5));
+        let f1 = fx.overall.f1().expect("defined");
+        assert!((f1 - 0.4).abs() < 1e-12);
+        assert_eq!(fx.by_category["security"], Prf { tp: 1, fp: 0, fn_: 0 });
+        assert_eq!(fx.by_category["bug"], Prf { tp: 0, fp: 0, fn_: 1 });
+        assert_eq!(fx.by_category["style"], Prf { tp: 0, fp: 2, fn_: 0 });
+    }
+}

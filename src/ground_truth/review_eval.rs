@@ -1,0 +1,425 @@
+//! Seed 003's review-eval scores: per run and per case, each oracle finding `found`,
+//! `partial` or `missed` and each extra `real` or `rejected`; recall strict and with partials,
+//! noise, tokens per case and recall per 100k tokens. The machine-readable part
+//! ([`ReviewEvalData`], in results.json) carries every verdict, so `runner diff` can compare
+//! two executions finding by finding.
+//!
+//! A seed-003 "run" is one cell's repeat over all its cases; "per case" sums a cell's repeats.
+//! - recall (strict) = found / oracle findings; with partials = (found + partial) / oracle findings;
+//! - noise = rejected extras / everything reported;
+//! - tokens per case = the run's reported tokens (prompt + completion) / cases that reported
+//!   any; recall per 100k tokens = strict recall / (tokens per case / 100 000).
+//!
+//! A cell's verdict on an oracle finding over its repeats is the most frequent one, a tie going
+//! to the worse verdict.
+
+use crate::analysis::{fmt_ratio, AnalysisInput, AnalysisResult, RunView, Table};
+use crate::ground_truth::matching::{score_runs, ExtraVerdict, MatchCounts, Method, ScoredRun, Verdict};
+use crate::ground_truth::oracle::Oracle;
+use crate::manifest::AnalysisSpec;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+pub const TEST_ID: &str = "seed 003";
+
+/// The scores of a set of cases (one case, a run, or a cell's repeats).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Scores {
+    #[serde(flatten)]
+    pub counts: MatchCounts,
+    /// Cases scored.
+    pub cases: usize,
+    /// Tokens reported over the cases that reported any; `None` when none did.
+    pub tokens: Option<u64>,
+    /// Cases that reported tokens.
+    pub cases_with_tokens: usize,
+    pub recall_strict: Option<f64>,
+    pub recall_with_partials: Option<f64>,
+    pub noise: Option<f64>,
+    pub tokens_per_case: Option<f64>,
+    pub recall_per_100k_tokens: Option<f64>,
+}
+
+impl Scores {
+    fn add_case(&mut self, counts: MatchCounts, tokens: Option<u64>) {
+        self.counts += counts;
+        self.cases += 1;
+        if let Some(t) = tokens {
+            self.tokens = Some(self.tokens.unwrap_or(0) + t);
+            self.cases_with_tokens += 1;
+        }
+    }
+
+    fn merge(&mut self, other: &Scores) {
+        self.counts += other.counts;
+        self.cases += other.cases;
+        if let Some(t) = other.tokens {
+            self.tokens = Some(self.tokens.unwrap_or(0) + t);
+        }
+        self.cases_with_tokens += other.cases_with_tokens;
+    }
+
+    /// Fills in the rates from the counts.
+    fn finish(mut self) -> Self {
+        self.recall_strict = self.counts.recall_strict();
+        self.recall_with_partials = self.counts.recall_with_partials();
+        self.noise = self.counts.noise();
+        self.tokens_per_case = match (self.tokens, self.cases_with_tokens) {
+            (Some(t), n) if n > 0 => Some(t as f64 / n as f64),
+            _ => None,
+        };
+        self.recall_per_100k_tokens = match (self.recall_strict, self.tokens_per_case) {
+            (Some(r), Some(t)) if t > 0.0 => Some(r / (t / 100_000.0)),
+            _ => None,
+        };
+        self
+    }
+}
+
+/// A reported finding, as far as a verdict needs to name it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ReportedRef {
+    pub id: String,
+    pub file: String,
+    pub line: u32,
+    pub message: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct VerdictRow {
+    pub finding: String,
+    pub verdict: Verdict,
+    pub reported: Option<ReportedRef>,
+    pub similarity: Option<f64>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ExtraRow {
+    pub verdict: ExtraVerdict,
+    pub reported: ReportedRef,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CaseEval {
+    pub case: String,
+    pub scores: Scores,
+    pub verdicts: Vec<VerdictRow>,
+    pub extras: Vec<ExtraRow>,
+}
+
+/// One seed-003 run: a cell's repeat over its cases.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunEval {
+    pub repeat: u32,
+    pub scores: Scores,
+    pub cases: Vec<CaseEval>,
+}
+
+/// A cell's verdict on one oracle finding over its repeats.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FindingEval {
+    pub case: String,
+    pub finding: String,
+    pub verdict: Verdict,
+    pub found: usize,
+    pub partial: usize,
+    pub missed: usize,
+}
+
+impl FindingEval {
+    /// `found 2/3` style text.
+    pub fn describe(&self) -> String {
+        let n = self.found + self.partial + self.missed;
+        let k = match self.verdict {
+            Verdict::Found => self.found,
+            Verdict::Partial => self.partial,
+            Verdict::Missed => self.missed,
+        };
+        format!("{} {k}/{n}", self.verdict)
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CellEval {
+    pub cell: String,
+    pub values: BTreeMap<String, String>,
+    /// Over every repeat and case.
+    pub scores: Scores,
+    pub runs: Vec<RunEval>,
+    /// Keyed by `case/finding`.
+    pub findings: BTreeMap<String, FindingEval>,
+}
+
+/// The review-eval analysis's `data` in results.json.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ReviewEvalData {
+    pub method: Method,
+    pub cells: Vec<CellEval>,
+}
+
+/// The key of an oracle finding in [`CellEval::findings`]: `case/finding`, or the finding's id
+/// alone when it already names its case (eval-set ids are `case/F1`).
+pub fn finding_key(case: &str, finding: &str) -> String {
+    match finding.strip_prefix(case) {
+        Some(rest) if rest.starts_with('/') => finding.to_string(),
+        _ => format!("{case}/{finding}"),
+    }
+}
+
+fn reported_ref(view: &RunView<'_>, index: usize) -> Option<ReportedRef> {
+    view.findings.get(index).map(|f| ReportedRef { id: f.id.clone(), file: f.file.clone(), line: f.anchor_line(), message: f.message.clone() })
+}
+
+fn run_tokens(view: &RunView<'_>) -> Option<u64> {
+    let c = &view.record.cost;
+    match (c.prompt_tokens, c.completion_tokens) {
+        (None, None) => None,
+        (p, q) => Some(p.unwrap_or(0) + q.unwrap_or(0)),
+    }
+}
+
+/// The most frequent verdict; a tie goes to the worse one.
+fn consensus(found: usize, partial: usize, missed: usize) -> Verdict {
+    let mut best = (Verdict::Missed, missed);
+    for (v, n) in [(Verdict::Partial, partial), (Verdict::Found, found)] {
+        if n > best.1 {
+            best = (v, n);
+        }
+    }
+    best.0
+}
+
+/// Scores one cell's runs.
+pub fn cell_eval(cell: &crate::plan::Cell, runs: &[&ScoredRun<'_>]) -> CellEval {
+    let mut by_repeat: BTreeMap<u32, Vec<&ScoredRun<'_>>> = BTreeMap::new();
+    for r in runs {
+        by_repeat.entry(r.view.repeat).or_default().push(r);
+    }
+    let mut out_runs = Vec::new();
+    let mut total = Scores::default();
+    let mut tally: BTreeMap<String, (String, String, [usize; 3])> = BTreeMap::new();
+    for (repeat, runs) in by_repeat {
+        let mut scores = Scores::default();
+        let mut cases = Vec::new();
+        for r in runs {
+            let counts = r.case.counts();
+            let tokens = run_tokens(&r.view);
+            scores.add_case(counts, tokens);
+            let mut case_scores = Scores::default();
+            case_scores.add_case(counts, tokens);
+            for v in &r.case.verdicts {
+                let entry = tally.entry(finding_key(r.view.subject, &v.finding)).or_insert_with(|| (r.view.subject.to_string(), v.finding.clone(), [0; 3]));
+                entry.2[v.verdict as usize] += 1;
+            }
+            cases.push(CaseEval {
+                case: r.view.subject.to_string(),
+                scores: case_scores.finish(),
+                verdicts: r
+                    .case
+                    .verdicts
+                    .iter()
+                    .map(|v| VerdictRow { finding: v.finding.clone(), verdict: v.verdict, reported: v.reported.and_then(|i| reported_ref(&r.view, i)), similarity: v.similarity })
+                    .collect(),
+                extras: r.case.extras.iter().filter_map(|e| reported_ref(&r.view, e.reported).map(|reported| ExtraRow { verdict: e.verdict, reported })).collect(),
+            });
+        }
+        total.merge(&scores);
+        out_runs.push(RunEval { repeat, scores: scores.finish(), cases });
+    }
+    let findings = tally
+        .into_iter()
+        .map(|(key, (case, finding, [missed, partial, found]))| (key, FindingEval { case, finding, verdict: consensus(found, partial, missed), found, partial, missed }))
+        .collect();
+    CellEval { cell: cell.id.clone(), values: cell.values.iter().map(|(k, v)| (k.clone(), v.render())).collect(), scores: total.finish(), runs: out_runs, findings }
+}
+
+fn opt_tokens(v: Option<f64>) -> String {
+    v.map(|t| format!("{t:.0}")).unwrap_or_else(|| "–".into())
+}
+
+fn opt_rate(v: Option<f64>) -> String {
+    v.map(|t| format!("{t:.2}")).unwrap_or_else(|| "–".into())
+}
+
+fn base_result(spec: &AnalysisSpec) -> AnalysisResult {
+    AnalysisResult {
+        kind: spec.kind,
+        test_id: TEST_ID,
+        title: spec.title.clone().unwrap_or_else(|| "Review eval: recall and noise".to_string()),
+        description: "Each oracle finding is found, partial or missed in each run (a cell's repeat over its cases); each other report is an extra, real or rejected. Recall (strict) = found / oracle findings; with partials = (found + partial) / oracle findings; noise = rejected extras / everything reported; tokens per case = reported prompt + completion tokens / cases; recall per 100k tokens = strict recall / (tokens per case / 100 000). `–`: undefined (no oracle finding, nothing reported, or no tokens reported).".to_string(),
+        rule: Some(spec.oracle_rule.describe()),
+        tables: Vec::new(),
+        data: serde_json::Value::Null,
+        notes: Vec::new(),
+    }
+}
+
+fn score_cells(s: &Scores) -> Vec<String> {
+    vec![
+        s.counts.oracle.to_string(),
+        s.counts.found.to_string(),
+        s.counts.partial.to_string(),
+        s.counts.missed.to_string(),
+        s.counts.reported.to_string(),
+        format!("{} / {}", s.counts.extras_real, s.counts.extras_rejected),
+        fmt_ratio(s.recall_strict),
+        fmt_ratio(s.recall_with_partials),
+        fmt_ratio(s.noise),
+        opt_tokens(s.tokens_per_case),
+        opt_rate(s.recall_per_100k_tokens),
+    ]
+}
+
+const SCORE_COLUMNS: [&str; 11] =
+    ["Oracle findings", "Found", "Partial", "Missed", "Reported", "Extras real / rejected", "Recall (strict)", "Recall (with partials)", "Noise", "Tokens / case", "Recall / 100k tokens"];
+
+pub fn compute(spec: &AnalysisSpec, input: &AnalysisInput<'_>) -> AnalysisResult {
+    let mut result = base_result(spec);
+    let Some(oracle) = input.oracle else {
+        result.notes.push("No oracle: the target is neither a corpus with `oracle.json` nor an eval set, so nothing can be scored.".into());
+        return result;
+    };
+    let method = Method::Automatic { rule: spec.oracle_rule.describe() };
+    let (scored, unknown) = score_runs(&input.runs, oracle, &spec.oracle_rule);
+    let cells: Vec<CellEval> = input
+        .cells
+        .iter()
+        .filter_map(|cell| {
+            let runs: Vec<&ScoredRun<'_>> = scored.iter().filter(|r| r.view.cell.id == cell.id).collect();
+            (!runs.is_empty()).then(|| cell_eval(cell, &runs))
+        })
+        .collect();
+    result.tables = tables(oracle, &cells);
+    result.notes.push("Method: automatic matching by the rule above (no adjudication); extras are `rejected` unless an adjudication says `real`.".into());
+    if !unknown.is_empty() {
+        result.notes.push(format!("Subjects not in the oracle, left out: {}.", unknown.join(", ")));
+    }
+    if !input.missing.is_empty() {
+        result.notes.push(format!("{} planned runs have no result and are left out.", input.missing.len()));
+    }
+    if cells.iter().all(|c| c.scores.tokens.is_none()) {
+        result.notes.push("No run reported tokens, so tokens per case and recall per 100k tokens are `–`.".into());
+    }
+    result.data = serde_json::to_value(ReviewEvalData { method, cells }).unwrap_or(serde_json::Value::Null);
+    result
+}
+
+fn tables(oracle: &Oracle, cells: &[CellEval]) -> Vec<Table> {
+    let with = |first: &[&str]| first.iter().copied().chain(SCORE_COLUMNS).map(String::from).collect::<Vec<_>>();
+    let mut per_cell = Table { title: "Per cell (all repeats)".into(), columns: with(&["Cell", "Runs"]), rows: Vec::new() };
+    let mut per_run = Table { title: "Per run".into(), columns: with(&["Cell", "Repeat"]), rows: Vec::new() };
+    let mut per_case = Table { title: "Per case (repeats summed)".into(), columns: with(&["Cell", "Case"]), rows: Vec::new() };
+    let mut per_class = Table {
+        title: "Recall by category".into(),
+        columns: ["Cell", "Category", "Oracle findings", "Found", "Partial", "Recall (strict)", "Recall (with partials)"].map(String::from).to_vec(),
+        rows: Vec::new(),
+    };
+    let mut grid = Table {
+        title: "Verdict per oracle finding (most frequent over repeats)".into(),
+        columns: ["Finding", "Case", "Category"].iter().map(|s| s.to_string()).chain(cells.iter().map(|c| format!("`{}`", c.cell))).collect(),
+        rows: Vec::new(),
+    };
+    for c in cells {
+        let mut row = vec![format!("`{}`", c.cell), c.runs.len().to_string()];
+        row.extend(score_cells(&c.scores));
+        per_cell.rows.push(row);
+        let mut by_case: BTreeMap<&str, Scores> = BTreeMap::new();
+        let mut by_class: BTreeMap<String, MatchCounts> = BTreeMap::new();
+        for run in &c.runs {
+            let mut row = vec![format!("`{}`", c.cell), run.repeat.to_string()];
+            row.extend(score_cells(&run.scores));
+            per_run.rows.push(row);
+            for case in &run.cases {
+                by_case.entry(&case.case).or_default().merge(&case.scores);
+                for v in &case.verdicts {
+                    let class = oracle.finding(&v.finding).and_then(|f| f.category).map(|c| c.as_str().to_string()).unwrap_or_else(|| "uncategorized".into());
+                    let e = by_class.entry(class).or_default();
+                    e.oracle += 1;
+                    match v.verdict {
+                        Verdict::Found => e.found += 1,
+                        Verdict::Partial => e.partial += 1,
+                        Verdict::Missed => e.missed += 1,
+                    }
+                }
+            }
+        }
+        for (case, s) in by_case {
+            let mut row = vec![format!("`{}`", c.cell), case.to_string()];
+            row.extend(score_cells(&s.finish()));
+            per_case.rows.push(row);
+        }
+        for (class, m) in by_class {
+            per_class.rows.push(vec![
+                format!("`{}`", c.cell),
+                class,
+                m.oracle.to_string(),
+                m.found.to_string(),
+                m.partial.to_string(),
+                fmt_ratio(m.recall_strict()),
+                fmt_ratio(m.recall_with_partials()),
+            ]);
+        }
+    }
+    let mut keys: Vec<(&str, &str)> = cells.iter().flat_map(|c| c.findings.values().map(|f| (f.case.as_str(), f.finding.as_str()))).collect();
+    keys.sort_unstable();
+    keys.dedup();
+    for (case, finding) in keys {
+        let category = oracle.finding(finding).and_then(|f| f.category).map(|c| c.as_str().to_string()).unwrap_or_else(|| "–".into());
+        let mut row = vec![finding.to_string(), case.to_string(), category];
+        for c in cells {
+            row.push(c.findings.get(&finding_key(case, finding)).map(FindingEval::describe).unwrap_or_else(|| "–".into()));
+        }
+        grid.rows.push(row);
+    }
+    vec![per_cell, per_run, per_case, per_class, grid]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::analysis::RunView;
+    use crate::finding::Category;
+    use crate::ground_truth::matching::tests::{oracle as ofinding, record, reported};
+    use crate::ground_truth::matching::{match_case, OracleRule};
+
+    #[test]
+    fn noise_recall_and_tokens_by_hand() {
+        let f1 = ofinding("F1", "a.rs", 10, Category::Bug, "the cache stores a rejected promise and serves it stale");
+        let f2 = ofinding("F2", "a.rs", 50, Category::Security, "unvalidated direction is interpolated into the sql order clause");
+        let rule = OracleRule::default();
+        let cell = crate::plan::Cell { id: "m=a".into(), values: BTreeMap::new() };
+        // Case c1: F1 found; two rejected extras. Case c2 (clean): one rejected extra.
+        let c1 = vec![
+            reported("r1", "a.rs", 10, Category::Bug, "rejected promise is cached"),
+            reported("r2", "a.rs", 30, Category::Style, "rename this"),
+            reported("r3", "b.rs", 1, Category::Style, "typo"),
+        ];
+        let c2 = vec![reported("r4", "x.rs", 3, Category::Style, "nit")];
+        let rec1 = record(&cell, Some(30_000));
+        let rec2 = record(&cell, Some(10_000));
+        let runs = [
+            ScoredRun { view: RunView { cell: &cell, repeat: 1, subject: "c1", record: &rec1, findings: &c1 }, case: match_case(&c1, &[&f1, &f2], &rule) },
+            ScoredRun { view: RunView { cell: &cell, repeat: 1, subject: "c2", record: &rec2, findings: &c2 }, case: match_case(&c2, &[], &rule) },
+        ];
+        let eval = cell_eval(&cell, &runs.iter().collect::<Vec<_>>());
+        let s = &eval.runs[0].scores;
+        assert_eq!((s.counts.oracle, s.counts.found, s.counts.missed, s.counts.reported, s.counts.extras_rejected), (2, 1, 1, 4, 3));
+        assert_eq!(s.recall_strict, Some(0.5));
+        assert_eq!(s.noise, Some(0.75));
+        assert_eq!(s.tokens_per_case, Some(20_000.0));
+        // 0.5 / (20 000 / 100 000) = 2.5
+        assert_eq!(s.recall_per_100k_tokens, Some(2.5));
+        let clean = &eval.runs[0].cases[1].scores;
+        assert_eq!(clean.recall_strict, None);
+        assert_eq!(clean.noise, Some(1.0));
+        assert_eq!(eval.findings["c1/F1"].verdict, Verdict::Found);
+        assert_eq!(eval.findings["c1/F2"].describe(), "missed 1/1");
+    }
+
+    #[test]
+    fn consensus_ties_go_to_the_worse_verdict() {
+        assert_eq!(consensus(1, 0, 1), Verdict::Missed);
+        assert_eq!(consensus(2, 1, 1), Verdict::Found);
+        assert_eq!(consensus(1, 1, 0), Verdict::Partial);
+    }
+}

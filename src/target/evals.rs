@@ -1,0 +1,91 @@
+//! Seed 003's eval sets as a target: each case's `Range: base..tip` is one subject, reviewed
+//! blind — in a fresh clone that holds the history up to the tip only and not the eval set
+//! (seed 003's strict `--archive` run, kept a git repository so every reviewer works).
+
+use super::corpus::is_safe_relative_path;
+use super::git::git;
+use super::{diff, Subject, SubjectSource, SubjectSpec, TargetError};
+use crate::ground_truth::evalcase;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+/// The eval set's directory relative to the repository, when it lies inside it.
+fn inside(repo: &Path, dir: &Path) -> Option<PathBuf> {
+    let (repo, dir) = (repo.canonicalize().ok()?, dir.canonicalize().ok()?);
+    dir.strip_prefix(&repo).ok().filter(|p| !p.as_os_str().is_empty()).map(Path::to_path_buf)
+}
+
+/// One subject per case (sorted by id), its commits checked to exist.
+pub fn resolve(repo: &Path, dir: &Path, wanted: Option<&[String]>) -> Result<BTreeMap<String, SubjectSpec>, TargetError> {
+    let cases = evalcase::load_dir(dir)?;
+    if let Some(missing) = wanted.and_then(|w| w.iter().find(|w| !cases.iter().any(|c| &c.id == *w))) {
+        return Err(TargetError::UnknownEvalCase(missing.clone()));
+    }
+    let strip = inside(repo, dir);
+    let mut out = BTreeMap::new();
+    for case in cases.into_iter().filter(|c| wanted.is_none_or(|w| w.contains(&c.id))) {
+        let shas = super::git::resolve_commits(repo, &[&case.base, &case.tip]).map_err(|e| TargetError::Resolve {
+            repo: repo.display().to_string(),
+            rev: format!("{}..{} (eval case `{}`)", case.base, case.tip, case.id),
+            message: format!("{e}; keep a tag or branch on the tip so the case can be rerun"),
+        })?;
+        let (base_sha, head_sha) = match shas.as_slice() {
+            [b, t] => (b.clone(), t.clone()),
+            _ => return Err(TargetError::Resolve { repo: repo.display().to_string(), rev: case.tip.clone(), message: "unexpected rev-parse output".into() }),
+        };
+        let identity = blake3::hash(format!("eval\0{base_sha}\0{head_sha}").as_bytes()).to_hex().to_string();
+        out.insert(
+            case.id.clone(),
+            SubjectSpec { id: case.id.clone(), identity, source: SubjectSource::Eval { repo: repo.to_path_buf(), base_sha, head_sha, strip: strip.clone() }, holdout: false },
+        );
+    }
+    Ok(out)
+}
+
+fn sanitize(id: &str) -> String {
+    id.chars().map(|c| if c.is_ascii_alphanumeric() || c == '-' || c == '_' { c } else { '_' }).collect()
+}
+
+/// Clones `base..tip` blind under `work_dir/evals/`, reusing a finished clone.
+pub fn materialize(id: &str, identity: &str, repo: &Path, base: &str, tip: &str, strip: Option<&Path>, work_dir: &Path) -> Result<Subject, TargetError> {
+    let root = work_dir.join("evals");
+    let dir = root.join(format!("{}-{}", sanitize(id), &identity[..16.min(identity.len())]));
+    let fail = |message: String| TargetError::Resolve { repo: repo.display().to_string(), rev: format!("{base}..{tip}"), message };
+    if !dir.join(".git").join("runner-ready").is_file() {
+        std::fs::create_dir_all(&root).map_err(|e| fail(format!("cannot create `{}`: {e}", root.display())))?;
+        let staging = tempfile::Builder::new().prefix(".staging-").tempdir_in(&root).map_err(|e| fail(format!("cannot create a staging directory: {e}")))?;
+        let work = staging.path();
+        let source = repo.canonicalize().map_err(|e| fail(format!("cannot resolve the repository: {e}")))?;
+        git(work, &["init", "--quiet", "--initial-branch=main"])?;
+        git(work, &["config", "user.name", "runner"])?;
+        git(work, &["config", "user.email", "runner@localhost"])?;
+        git(work, &["config", "commit.gpgsign", "false"])?;
+        git(work, &["fetch", "--quiet", "--no-tags", &source.display().to_string(), base, tip])?;
+        git(work, &["-c", "advice.detachedHead=false", "checkout", "--quiet", "--detach", tip])?;
+        if let Some(rel) = strip.filter(|p| is_safe_relative_path(&p.to_string_lossy())) {
+            let evals = work.join(rel);
+            if evals.exists() {
+                std::fs::remove_dir_all(&evals).map_err(|e| fail(format!("cannot remove the eval set from the clone: {e}")))?;
+            }
+        }
+        std::fs::write(work.join(".git").join("runner-ready"), b"").map_err(|e| fail(e.to_string()))?;
+        let staged = staging.keep();
+        if std::fs::rename(&staged, &dir).is_err() {
+            let _ = std::fs::remove_dir_all(&staged);
+            if !dir.join(".git").join("runner-ready").is_file() {
+                return Err(fail(format!("cannot move the clone to `{}`", dir.display())));
+            }
+        }
+    }
+    let text = super::git::diff(&dir, base, tip)?;
+    Ok(Subject {
+        id: id.to_string(),
+        repo_dir: dir,
+        base_sha: base.to_string(),
+        head_sha: tip.to_string(),
+        files: diff::parse_unified_diff(&text),
+        diff: text,
+        review_task: None,
+        spec: None,
+    })
+}
