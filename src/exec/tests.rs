@@ -67,6 +67,7 @@ fn plan(models: &[&str], repeat: u32, subjects: &[&str]) -> Plan {
                     id: s.to_string(),
                     identity: format!("identity-{s}"),
                     source: SubjectSource::Git { repo: PathBuf::from("/nonexistent"), base_sha: "a".into(), head_sha: "b".into() },
+                    holdout: false,
                 },
             )
         })
