@@ -397,7 +397,7 @@ fn check_links(
                     problems.at(Some(id), oracle_file, entry.node.pos_of("caseId"), format!("finding `{fid}` says `caseId: {owner}` but `{id}` expects it"));
                 }
             }
-            let Some(public) = public.get(id) else { continue };
+            let Some(public) = public.get(id).filter(|p| p.path_ok) else { continue };
             if let Some(file) = &f.file {
                 if !is_safe_relative_path(file) {
                     problems.at(Some(id), oracle_file, entry.node.pos_of("file"), format!("finding `{fid}`: file `{file}` must be relative and must not escape"));
@@ -435,6 +435,19 @@ fn check_links(
     }
 }
 
+/// The ids of a file's case objects (`cases` of an object root, or a bare array) and where
+/// each case starts.
+fn case_ids(root: &Spanned) -> BTreeMap<String, Pos> {
+    let cases = root.get("cases").and_then(|m| m.value.as_array()).or_else(|| root.as_array()).unwrap_or(&[]);
+    let mut out = BTreeMap::new();
+    for c in cases {
+        if let Some(id) = node_id(c) {
+            out.entry(id).or_insert(c.pos);
+        }
+    }
+    out
+}
+
 /// One program run to do.
 struct Job<'a> {
     case: &'a OracleCase,
@@ -455,16 +468,18 @@ pub fn validate(dir: &Path, options: &Options) -> Validation {
     let public_label = public_file.as_ref().map(|p| p.label.clone()).unwrap_or_else(|| dir.join(PUBLIC_FILE).display().to_string());
 
     let public_by_id: BTreeMap<&str, &PublicEntry<'_>> = public.iter().map(|e| (e.case.id.as_str(), e)).collect();
-    let oracle_by_id: BTreeMap<&str, &OracleCaseEntry<'_>> = cases.iter().map(|e| (e.case.id.as_str(), e)).collect();
-    if public_file.is_some() && oracle_file.is_some() {
-        for (id, e) in &public_by_id {
-            if !oracle_by_id.contains_key(id) {
-                problems.at(Some(id), &public_label, e.node.pos, format!("case `{id}` is in `{PUBLIC_FILE}` but not in `{ORACLE_FILE}`"));
+    if let (Some(p), Some(o)) = (&public_file, &oracle_file) {
+        // Every case object with an id counts here, even one with other problems.
+        let public_ids = case_ids(&p.root);
+        let oracle_ids = case_ids(&o.root);
+        for (id, pos) in &public_ids {
+            if !oracle_ids.contains_key(id) {
+                problems.at(Some(id), &public_label, *pos, format!("case `{id}` is in `{PUBLIC_FILE}` but not in `{ORACLE_FILE}`"));
             }
         }
-        for (id, e) in &oracle_by_id {
-            if !public_by_id.contains_key(id) {
-                problems.at(Some(id), &oracle_label, e.node.pos, format!("case `{id}` is in `{ORACLE_FILE}` but not in `{PUBLIC_FILE}`"));
+        for (id, pos) in &oracle_ids {
+            if !public_ids.contains_key(id) {
+                problems.at(Some(id), &oracle_label, *pos, format!("case `{id}` is in `{ORACLE_FILE}` but not in `{PUBLIC_FILE}`"));
             }
         }
     }
@@ -637,7 +652,7 @@ impl Validation {
             if interpreters.is_empty() { String::new() } else { format!("; {interpreters}") }
         );
         for (split, ids) in &self.splits {
-            let _ = writeln!(out, "  {split}: {} cases ({})", ids.len(), ids.join(", "));
+            let _ = writeln!(out, "  {split}: {} case{} ({})", ids.len(), if ids.len() == 1 { "" } else { "s" }, ids.join(", "));
         }
         let failed = self.runs.iter().filter(|r| !r.ok).count();
         let slowest = self.runs.iter().max_by_key(|r| r.elapsed_ms);

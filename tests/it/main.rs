@@ -4,6 +4,7 @@
 mod command_reviewer;
 mod exec_corpus;
 mod git_target;
+mod ground_truth;
 mod ground_truth_eval;
 mod manifest_errors;
 mod resume;

@@ -1,0 +1,250 @@
+//! Ground truth through the real CLI: `corpus validate` on the bundled corpus and on broken
+//! copies, `score` on seed 002's documented example, the adjudication round trip, and the
+//! holdout seal.
+
+use super::*;
+use serde_json::{json, Value};
+
+fn have(tool: &str) -> bool {
+    StdCommand::new(tool).arg("--version").output().is_ok_and(|o| o.status.success())
+}
+
+/// Node, Python 3 and rustc: the bundled corpus's interpreters.
+fn have_interpreters() -> bool {
+    let all = have("node") && have("python3") && have("rustc");
+    if !all {
+        eprintln!("skipped: node, python3 and rustc are needed to run ground-truth programs");
+    }
+    all
+}
+
+fn read_json(path: &Path) -> Value {
+    serde_json::from_str(&std::fs::read_to_string(path).expect("read")).expect("json")
+}
+
+fn write_json(path: &Path, value: &Value) {
+    std::fs::write(path, serde_json::to_string_pretty(value).expect("json")).expect("write");
+}
+
+/// A copy of the bundled corpus with only `keep` cases (and their findings).
+fn corpus_subset(dir: &Path, keep: &[&str]) -> PathBuf {
+    let src = project_root().join("corpus/quickstart");
+    let out = dir.join("corpus");
+    std::fs::create_dir_all(&out).expect("mkdir");
+    let mut public = read_json(&src.join("cases.public.json"));
+    let mut oracle = read_json(&src.join("oracle.json"));
+    let kept = |v: &Value| keep.contains(&v["id"].as_str().unwrap_or_default());
+    public["cases"].as_array_mut().expect("cases").retain(kept);
+    oracle["cases"].as_array_mut().expect("cases").retain(kept);
+    let expected: Vec<Value> = oracle["cases"].as_array().expect("cases").iter().flat_map(|c| c["expectedFindingIds"].as_array().cloned().unwrap_or_default()).collect();
+    oracle["findings"].as_array_mut().expect("findings").retain(|f| expected.contains(&f["id"]));
+    write_json(&out.join("cases.public.json"), &public);
+    write_json(&out.join("oracle.json"), &oracle);
+    out
+}
+
+#[test]
+fn corpus_validate_passes_on_the_bundled_corpus() {
+    if !have_interpreters() {
+        return;
+    }
+    let out = runner(&project_root()).args(["corpus", "validate", "corpus/quickstart"]).output().expect("runs");
+    let text = stdout_of(&out);
+    assert!(out.status.success(), "{text}{}", stderr_of(&out));
+    assert!(text.contains("16 cases (12 with findings, 4 clean), 13 findings"), "{text}");
+    assert!(text.contains("32 runs, 32 as expected"), "{text}");
+    assert!(text.trim_end().ends_with("valid"), "{text}");
+
+    let json = runner(&project_root()).args(["corpus", "validate", "corpus/quickstart", "--json"]).output().expect("runs");
+    let v: Value = serde_json::from_slice(&json.stdout).expect("json");
+    assert_eq!(v["valid"], true);
+    assert_eq!(v["interpreters"], json!({"node": 6, "python3": 5, "rust": 5}));
+}
+
+#[test]
+fn corpus_validate_rejects_each_broken_rule_with_a_located_message() {
+    if !have_interpreters() {
+        return;
+    }
+    let dir = tempfile::tempdir().expect("tempdir");
+    let corpus = corpus_subset(dir.path(), &["case-01", "case-02", "case-04", "case-05"]);
+    let mut public = read_json(&corpus.join("cases.public.json"));
+    let mut oracle = read_json(&corpus.join("oracle.json"));
+    // A leaked label key, an escaping path, a program that does not fail on `after`, and a
+    // duplicated finding id.
+    public["cases"][2]["label"] = json!("clean");
+    public["cases"][3]["source"]["path"] = json!("../../etc/pages.py");
+    oracle["cases"][0]["groundTruth"] = json!("import { normalizeLimit } from './src/limits.mjs';\nconsole.log('limit of 50 is', normalizeLimit(50));\n");
+    let dup = oracle["findings"][0].clone();
+    oracle["findings"].as_array_mut().expect("findings").push(dup);
+    write_json(&corpus.join("cases.public.json"), &public);
+    write_json(&corpus.join("oracle.json"), &oracle);
+
+    let out = runner(dir.path()).args(["corpus", "validate"]).arg(&corpus).output().expect("runs");
+    assert_eq!(out.status.code(), Some(1));
+    let text = stdout_of(&out);
+    let public_file = corpus.join("cases.public.json").display().to_string();
+    let oracle_file = corpus.join("oracle.json").display().to_string();
+    let line_of = |file: &str, needle: &str| -> usize {
+        std::fs::read_to_string(file).expect("read").lines().position(|l| l.contains(needle)).expect("needle") + 1
+    };
+    let expect = [
+        format!("error[case-04]: {public_file}:{}:", line_of(&public_file, "\"label\"")),
+        format!("error[case-05]: {public_file}:{}:", line_of(&public_file, "../../etc/pages.py")),
+        format!("error: {oracle_file}:"),
+        format!("error[case-01]: {oracle_file}:"),
+    ];
+    for e in &expect {
+        assert!(text.contains(e.as_str()), "missing {e:?} in:\n{text}");
+    }
+    assert!(text.contains("unknown key `label` in a public case"), "{text}");
+    assert!(text.contains("source path `../../etc/pages.py` must be relative and must not escape"), "{text}");
+    assert!(text.contains("duplicate finding id `F01`"), "{text}");
+    assert!(text.contains("ground truth passes on `after`"), "{text}");
+    assert!(text.contains("limit of 50 is 50"), "the child's stdout is kept: {text}");
+    assert!(text.contains("invalid: 4 problems"), "{text}");
+}
+
+#[test]
+fn score_reports_seed_002_example_as_documented() {
+    let fixtures = project_root().join("tests/fixtures/seed002");
+    let out = runner(&fixtures).args(["score", "captured-results.json", "--oracle", "oracle.json", "--json"]).output().expect("runs");
+    assert!(out.status.success(), "{}", stderr_of(&out));
+    let v: Value = serde_json::from_slice(&out.stdout).expect("json");
+    let s = &v["strategies"][0];
+    assert_eq!(s["name"], "two-reviewers-plus-synthesis");
+    assert_eq!(s["precision"], 1.0);
+    assert_eq!(s["recall"], 0.25);
+    assert_eq!(s["uniqueVerified"], 1);
+    assert_eq!(s["uniqueExpected"], 2);
+    assert_eq!(s["cleanCaseFalsePositiveRate"], Value::Null);
+    assert_eq!(s["coverage"]["omittedCases"], json!(["case-02", "case-06"]));
+    assert_eq!(s["metrics"]["latencyMs"], json!({"observations": 1, "total": 12400.0, "mean": 12400.0}));
+    assert_eq!(v["method"], "adjudicated by a person (seed 002 captured results)");
+
+    let human = runner(&fixtures).args(["score", "captured-results.json", "--oracle", "oracle.json"]).output().expect("runs");
+    let text = stdout_of(&human);
+    let row = text.lines().find(|l| l.starts_with("two-reviewers-plus-synthesis ")).expect("table row");
+    let cells: Vec<&str> = row.split_whitespace().collect();
+    assert_eq!(&cells[1..3], &["1", "0.25"], "{text}");
+}
+
+#[test]
+fn score_rejects_duplicates_and_unknown_keys() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let fixtures = project_root().join("tests/fixtures/seed002");
+    let mut results = read_json(&fixtures.join("captured-results.json"));
+    let run = results["strategies"][0]["runs"][0].clone();
+    results["strategies"][0]["runs"].as_array_mut().expect("runs").push(run);
+    write_json(&dir.path().join("dup.json"), &results);
+    let out = runner(dir.path()).args(["score", "dup.json", "--oracle"]).arg(fixtures.join("oracle.json")).output().expect("runs");
+    assert_eq!(out.status.code(), Some(1));
+    assert!(stderr_of(&out).contains("duplicate result for this case and trial"), "{}", stderr_of(&out));
+
+    results["strategies"][0]["runs"][0]["label"] = json!("x");
+    write_json(&dir.path().join("leak.json"), &results);
+    let out = runner(dir.path()).args(["score", "leak.json", "--oracle"]).arg(fixtures.join("oracle.json")).output().expect("runs");
+    assert_eq!(out.status.code(), Some(1));
+    assert!(stderr_of(&out).contains("unknown field `label`"), "{}", stderr_of(&out));
+}
+
+fn quickstart_manifest(dir: &Path, target_extra: &str) -> PathBuf {
+    write_manifest(
+        dir,
+        "qs.toml",
+        &format!(
+            "version = 1\n[experiment]\nname = \"quickstart\"\n[target]\ncorpus = \"{}\"\n{target_extra}\n[matrix]\nbaseline = [\"dry-run\", \"heuristic\"]\nrepeat = 2\n[reviewer]\nkind = \"builtin\"\nname = \"{{{{baseline}}}}\"\n[report]\noutput = \"out\"\n",
+            project_root().join("corpus/quickstart").display()
+        ),
+    )
+}
+
+#[test]
+fn holdout_cases_are_sealed_until_the_manifest_unseals_them() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let sealed = quickstart_manifest(dir.path(), "");
+    let out = runner(dir.path()).arg("plan").arg(&sealed).output().expect("runs");
+    assert_eq!(out.status.code(), Some(1));
+    let err = stderr_of(&out);
+    assert!(err.contains("holdout cases are sealed: `case-03`, `case-05`, `case-07`, `case-10`, `case-11`, `case-12`, `case-14`, `case-16`"), "{err}");
+    assert!(err.contains("unseal-holdout = true"), "{err}");
+
+    let tuning = quickstart_manifest(dir.path(), "cases = [\"case-01\", \"case-02\", \"case-04\"]");
+    let out = runner(dir.path()).arg("plan").arg(&tuning).output().expect("runs");
+    assert!(out.status.success(), "{}", stderr_of(&out));
+
+    let unsealed = quickstart_manifest(dir.path(), "unseal-holdout = true");
+    let out = runner(dir.path()).args(["exec", "--frozen", "--quiet", "--cache-dir"]).arg(project_root().join("cache")).arg(&unsealed).output().expect("runs");
+    assert!(out.status.success(), "{}", stderr_of(&out));
+    let md = std::fs::read_to_string(dir.path().join("out/RESULTS.md")).expect("RESULTS.md");
+    assert!(md.contains("| Holdout | **unsealed**"), "{md}");
+    let results = read_json(&dir.path().join("out/results.json"));
+    assert_eq!(results["target"]["unsealed_holdout"].as_array().map(Vec::len), Some(8));
+}
+
+#[test]
+fn adjudication_round_trip_from_cached_results_to_a_score() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let manifest = quickstart_manifest(dir.path(), "unseal-holdout = true");
+    let cache = project_root().join("cache");
+    let export = |out: &str, seed: &str| {
+        let o = runner(dir.path()).args(["adjudicate", "export"]).arg(&manifest).args(["--out", out, "--seed", seed, "--cache-dir"]).arg(&cache).output().expect("runs");
+        assert!(o.status.success(), "{}", stderr_of(&o));
+        std::fs::read_to_string(dir.path().join(out).join("sheet.csv")).expect("sheet")
+    };
+    let sheet = export("adj", "7");
+    assert_eq!(export("adj-again", "7"), sheet, "the same seed gives the same sheet");
+    assert_ne!(export("adj-other", "8"), sheet, "another seed shuffles differently");
+    for hidden in ["baseline", "heuristic", "dry-run #", "repeat", "trial"] {
+        assert!(!sheet.contains(hidden), "the sheet must not say `{hidden}`:\n{sheet}");
+    }
+    let header = sheet.lines().next().expect("header");
+    assert_eq!(header, "item,case,file,line,severity,category,message,suggestion,disposition,oracle_id,note");
+    let key = read_json(&dir.path().join("adj/key.json"));
+    assert_eq!(key["cells"], json!(["baseline=dry-run", "baseline=heuristic"]));
+    assert!(std::fs::read_to_string(dir.path().join("adj/cases.md")).expect("cases").contains("`F02`"));
+
+    // A person fills it: the storage prefix check is F02, everything else is noise.
+    let mut filled = String::new();
+    for (i, line) in sheet.lines().enumerate() {
+        if i == 0 {
+            filled.push_str(line);
+        } else {
+            let (row, _) = line.rsplit_once(",,,").expect("three empty columns at the end");
+            let verdict = if row.starts_with_case("case-02") && row.contains("Prefix check") { "verified,F02," } else { "false_positive,," };
+            filled.push_str(&format!("{row},{verdict}"));
+        }
+        filled.push('\n');
+    }
+    std::fs::write(dir.path().join("adj/filled.csv"), filled).expect("write");
+    let out = runner(dir.path()).args(["adjudicate", "import", "adj/filled.csv", "--key", "adj/key.json", "--out", "captured.json"]).output().expect("runs");
+    assert!(out.status.success(), "{}", stderr_of(&out));
+    assert!(stdout_of(&out).contains("2 strategies × 16 cases × 2 trials (64 runs submitted)"), "{}", stdout_of(&out));
+
+    let out = runner(dir.path()).args(["score", "captured.json", "--oracle"]).arg(project_root().join("corpus/quickstart/oracle.json")).arg("--json").output().expect("runs");
+    assert!(out.status.success(), "{}", stderr_of(&out));
+    let v: Value = serde_json::from_slice(&out.stdout).expect("json");
+    assert_eq!(v["method"], "adjudicated by a person: adj/filled.csv");
+    let heuristic = v["strategies"].as_array().expect("strategies").iter().find(|s| s["name"] == "baseline=heuristic").expect("heuristic");
+    assert_eq!(heuristic["findings"]["verified"], 2, "F02 in both repeats");
+    assert_eq!(heuristic["uniqueVerified"], 1);
+    let dry = v["strategies"].as_array().expect("strategies").iter().find(|s| s["name"] == "baseline=dry-run").expect("dry-run");
+    assert_eq!(dry["precision"], 0.0);
+    assert_eq!(dry["cleanCaseFalsePositiveRate"], 1.0);
+
+    // An unfilled sheet is refused, row by row.
+    let out = runner(dir.path()).args(["adjudicate", "import", "adj/sheet.csv", "--key", "adj/key.json", "--out", "x.json"]).output().expect("runs");
+    assert_eq!(out.status.code(), Some(1));
+    assert!(stderr_of(&out).contains("adj/sheet.csv:2: item `A001`: not adjudicated"), "{}", stderr_of(&out));
+}
+
+trait StartsWithCase {
+    fn starts_with_case(&self, case: &str) -> bool;
+}
+
+impl StartsWithCase for str {
+    /// Whether a sheet row (`item,case,…`) belongs to `case`.
+    fn starts_with_case(&self, case: &str) -> bool {
+        self.split(',').nth(1) == Some(case)
+    }
+}
