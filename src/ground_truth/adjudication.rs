@@ -354,6 +354,14 @@ pub struct Imported {
     pub oracle: PathBuf,
 }
 
+/// What one row became: its seed 002 claim, its seed 003 verdict on an oracle finding (for
+/// `found`/`verified` and `partial`), and whether it is a `real` extra.
+struct RowClaim {
+    claim: Claim,
+    verdict: Option<Seed003Verdict>,
+    real: bool,
+}
+
 /// One filled row.
 struct FilledRow {
     line: usize,
@@ -427,7 +435,7 @@ pub fn import(sheet_path: &Path, key_path: &Path, oracle_path: Option<&Path>) ->
 
     // Each row becomes a claim (and a seed 003 verdict).
     let catalog: BTreeSet<&str> = oracle.findings.iter().map(|f| f.id.as_str()).collect();
-    let mut claims: BTreeMap<String, (Claim, Option<Seed003Verdict>, bool)> = BTreeMap::new();
+    let mut claims: BTreeMap<String, RowClaim> = BTreeMap::new();
     let mut auto: BTreeMap<(String, &'static str), usize> = BTreeMap::new();
     let mut taken: BTreeSet<String> = rows.iter().map(|r| r.oracle_id.clone()).filter(|s| !s.is_empty()).collect();
     for row in &rows {
@@ -466,23 +474,30 @@ pub fn import(sheet_path: &Path, key_path: &Path, oracle_path: Option<&Path>) ->
             }
         };
         let claim = match row.disposition.as_str() {
-            "verified" | "found" => need_oracle(&mut problems).then(|| (Claim { id: oracle_id.to_string(), disposition: Disposition::Verified }, Some(Seed003Verdict::Found), false)),
-            "partial" => need_oracle(&mut problems)
-                .then(|| (Claim { id: format!("{case}-partial-{oracle_id}"), disposition: Disposition::Unresolved }, Some(Seed003Verdict::Partial), false)),
+            "verified" | "found" => need_oracle(&mut problems).then(|| RowClaim {
+                claim: Claim { id: oracle_id.to_string(), disposition: Disposition::Verified },
+                verdict: Some(Seed003Verdict::Found),
+                real: false,
+            }),
+            "partial" => need_oracle(&mut problems).then(|| RowClaim {
+                claim: Claim { id: format!("{case}-partial-{oracle_id}"), disposition: Disposition::Unresolved },
+                verdict: Some(Seed003Verdict::Partial),
+                real: false,
+            }),
             "false_positive" | "rejected" => no_oracle(&mut problems).then(|| {
                 if !oracle_id.is_empty() && !oracle_id.starts_with(&format!("{case}-")) {
                     problems.push(format!("{at}: false-positive id `{oracle_id}` must be scoped to its case, like `{case}-fp-01`"));
                 }
                 let id = if oracle_id.is_empty() { fresh("fp") } else { oracle_id.to_string() };
-                (Claim { id, disposition: Disposition::FalsePositive }, None, false)
+                RowClaim { claim: Claim { id, disposition: Disposition::FalsePositive }, verdict: None, real: false }
             }),
             "real" => no_oracle(&mut problems).then(|| {
                 let id = if oracle_id.is_empty() { fresh("real") } else { oracle_id.to_string() };
-                (Claim { id, disposition: Disposition::Unresolved }, None, true)
+                RowClaim { claim: Claim { id, disposition: Disposition::Unresolved }, verdict: None, real: true }
             }),
             "unresolved" => no_oracle(&mut problems).then(|| {
                 let id = if oracle_id.is_empty() { fresh("unresolved") } else { oracle_id.to_string() };
-                (Claim { id, disposition: Disposition::Unresolved }, None, false)
+                RowClaim { claim: Claim { id, disposition: Disposition::Unresolved }, verdict: None, real: false }
             }),
             "" => {
                 problems.push(format!("{at}: not adjudicated (empty `disposition`)"));
@@ -504,7 +519,7 @@ pub fn import(sheet_path: &Path, key_path: &Path, oracle_path: Option<&Path>) ->
     }
 
     // Back from rows to runs.
-    let mut per_run: Vec<Vec<(String, &(Claim, Option<Seed003Verdict>, bool))>> = vec![Vec::new(); key.runs.len()];
+    let mut per_run: Vec<Vec<(String, &RowClaim)>> = vec![Vec::new(); key.runs.len()];
     for (item, k) in &key.items {
         let Some(c) = claims.get(item) else { continue };
         for &(run, _) in &k.occurrences {
@@ -523,24 +538,24 @@ pub fn import(sheet_path: &Path, key_path: &Path, oracle_path: Option<&Path>) ->
         }
         let list = &per_run[index];
         // A verified oracle id wins over a partial claim on it in the same run.
-        let verified: BTreeSet<&str> = list.iter().filter(|(_, c)| c.0.disposition == Disposition::Verified).map(|(_, c)| c.0.id.as_str()).collect();
-        let mut run_claims: Vec<Claim> = list.iter().map(|(_, c)| c.0.clone()).collect();
+        let verified: BTreeSet<&str> = list.iter().filter(|(_, c)| c.claim.disposition == Disposition::Verified).map(|(_, c)| c.claim.id.as_str()).collect();
+        let mut run_claims: Vec<Claim> = list.iter().map(|(_, c)| c.claim.clone()).collect();
         run_claims.sort();
         run_claims.dedup();
         let expected: Vec<String> = oracle.case(&run.case).map(|c| c.expected_finding_ids.clone()).unwrap_or_default();
         let mut verdicts: BTreeMap<String, Seed003Verdict> = expected.iter().map(|id| (id.clone(), Seed003Verdict::Missed)).collect();
         let (mut real, mut rejected) = (0, 0);
         let mut reported = Vec::new();
-        for (item, (claim, verdict, is_real)) in list.iter().map(|(i, c)| (i, *c)) {
-            match verdict {
+        for (item, c) in list {
+            match c.verdict {
                 Some(v) => {
                     let oracle_id = rows_by_item.get(item.as_str()).map(|r| r.oracle_id.clone()).unwrap_or_default();
                     if let Some(slot) = verdicts.get_mut(&oracle_id) {
-                        *slot = (*slot).min(*v);
+                        *slot = (*slot).min(v);
                     }
                 }
-                None if *is_real => real += 1,
-                None if claim.disposition == Disposition::FalsePositive => rejected += 1,
+                None if c.real => real += 1,
+                None if c.claim.disposition == Disposition::FalsePositive => rejected += 1,
                 None => {}
             }
             let occurrences = key.items.get(item).map(|k| k.occurrences.clone()).unwrap_or_default();
@@ -550,7 +565,7 @@ pub fn import(sheet_path: &Path, key_path: &Path, oracle_path: Option<&Path>) ->
                 item: item.clone(),
                 finding,
                 disposition: row.map(|r| r.disposition.clone()).unwrap_or_default(),
-                claim: claim.clone(),
+                claim: c.claim.clone(),
                 note: row.map(|r| r.note.clone()).unwrap_or_default(),
             });
         }
