@@ -331,7 +331,7 @@ fn check_oracle<'a>(p: &'a Parsed, problems: &mut Problems) -> (Vec<FindingEntry
     let mut seen: BTreeMap<&str, Pos> = BTreeMap::new();
     for f in &findings {
         if let Some(first) = seen.insert(&f.finding.id, f.node.pos) {
-            problems.at(None, file, f.node.pos_of("id"), format!("duplicate finding id `{}` (first at line {})", f.finding.id, first.line));
+            problems.at(f.finding.case_id.as_deref(), file, f.node.pos_of("id"), format!("duplicate finding id `{}` (first at line {})", f.finding.id, first.line));
         }
     }
 
