@@ -136,7 +136,8 @@ pub fn walk(dir: &Path) -> Vec<PathBuf> {
             let p = entry.path();
             if p.is_dir() {
                 stack.push(p);
-            } else {
+            } else if !p.file_name().is_some_and(|n| n.to_string_lossy().starts_with(".tmp")) {
+                // Temporary files are writes in flight (or cut short by a kill), not entries.
                 out.push(p);
             }
         }
