@@ -137,7 +137,7 @@ const RULES: &[Rule] = &[
     Rule { pattern: r"\.unwrap\(\)|\.expect\(", severity: Severity::Warning, category: Category::Correctness, message: "This can panic at run time.", suggestion: "Propagate the error with `?` or handle the failure case." },
     Rule { pattern: r"except\s*:|except\s+Exception\s*:\s*(pass)?\s*$|catch\s*(\(\w*\))?\s*\{\s*\}", severity: Severity::Warning, category: Category::Correctness, message: "Errors are caught broadly and may be swallowed.", suggestion: "Catch the specific error and handle or re-raise it." },
     Rule { pattern: r"\b(TODO|FIXME|XXX|HACK)\b", severity: Severity::Info, category: Category::Maintainability, message: "Unfinished work marker left in the change.", suggestion: "Resolve it or track it in an issue." },
-    Rule { pattern: r"console\.log\(|\bprint\(|dbg!\(|println!\(|System\.out\.print", severity: Severity::Nitpick, category: Category::Style, message: "Debug output left in the change.", suggestion: "Remove it or use the project's logger." },
+    Rule { pattern: r"console\.log\(|\bprint\(|dbg[!]\(|println[!]\(|System\.out\.print", severity: Severity::Nitpick, category: Category::Style, message: "Debug output left in the change.", suggestion: "Remove it or use the project's logger." },
     Rule { pattern: r"\bstarts_?[wW]ith\(", severity: Severity::Warning, category: Category::Security, message: "Prefix check on a path or name; `..` segments and sibling prefixes can pass it.", suggestion: "Normalize or canonicalize the path before checking containment." },
 ];
 
