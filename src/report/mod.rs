@@ -19,7 +19,8 @@ pub fn build_results(manifest: &Manifest, manifest_label: &str, plan: &Plan, out
     let mut failures = Vec::new();
     let mut totals = Totals { planned: plan.runs.len(), ..Totals::default() };
     let mut total_ms = 0u64;
-    let mut provenance: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    // Per cell: each provenance key with the distinct values its runs recorded.
+    let mut provenance: Vec<(String, BTreeMap<String, Vec<String>>)> = Vec::new();
 
     for cell in &plan.cells {
         let mut row = CellRow {
@@ -51,8 +52,18 @@ pub fn build_results(manifest: &Manifest, manifest_label: &str, plan: &Plan, out
                         has_tokens = true;
                     }
                     if !record.provenance.is_empty() {
-                        let text = serde_json::to_string(&record.provenance).unwrap_or_default();
-                        provenance.entry(text).or_default().push(cell.id.clone());
+                        if provenance.last().is_none_or(|(id, _)| *id != cell.id) {
+                            provenance.push((cell.id.clone(), BTreeMap::new()));
+                        }
+                        if let Some((_, merged)) = provenance.last_mut() {
+                            for (key, value) in &record.provenance {
+                                let text = value.as_str().map(str::to_string).unwrap_or_else(|| value.to_string());
+                                let values = merged.entry(key.clone()).or_default();
+                                if !values.contains(&text) {
+                                    values.push(text);
+                                }
+                            }
+                        }
                     }
                     runs.push(RunRow {
                         cell: cell.id.clone(),
@@ -128,18 +139,7 @@ pub fn build_results(manifest: &Manifest, manifest_label: &str, plan: &Plan, out
             subjects: plan.subjects.keys().cloned().collect(),
             unsealed_holdout: plan.subjects.values().filter(|s| s.holdout).map(|s| s.id.clone()).collect(),
         },
-        provenance: provenance
-            .into_iter()
-            .map(|(text, cells)| {
-                let map: BTreeMap<String, serde_json::Value> = serde_json::from_str(&text).unwrap_or_default();
-                let mut unique = cells;
-                unique.dedup();
-                ProvenanceRow {
-                    cells: unique.join("; "),
-                    entries: map
-                        .into_iter()
-                        .map(|(key, value)| KeyValue { key, value: value.as_str().map(str::to_string).unwrap_or_else(|| value.to_string()) })
-                        .collect(),
+        provenance: group_provenance(provenance),
                 }
             })
             .collect(),
@@ -149,6 +149,24 @@ pub fn build_results(manifest: &Manifest, manifest_label: &str, plan: &Plan, out
         failures,
         analyses,
     }
+}
+
+/// Cells whose runs recorded the same provenance share one row; a key whose runs differ
+/// (a seed per repeat) lists every value.
+fn group_provenance(per_cell: Vec<(String, BTreeMap<String, Vec<String>>)>) -> Vec<ProvenanceRow> {
+    let mut rows: Vec<(BTreeMap<String, Vec<String>>, Vec<String>)> = Vec::new();
+    for (cell, merged) in per_cell {
+        match rows.iter_mut().find(|(m, _)| *m == merged) {
+            Some((_, cells)) => cells.push(cell),
+            None => rows.push((merged, vec![cell])),
+        }
+    }
+    rows.into_iter()
+        .map(|(merged, cells)| ProvenanceRow {
+            cells: cells.join("; "),
+            entries: merged.into_iter().map(|(key, values)| KeyValue { key, value: values.join(", ") }).collect(),
+        })
+        .collect()
 }
 
 /// A path shown relative to the manifest's directory when possible.
