@@ -140,9 +140,6 @@ pub fn build_results(manifest: &Manifest, manifest_label: &str, plan: &Plan, out
             unsealed_holdout: plan.subjects.values().filter(|s| s.holdout).map(|s| s.id.clone()).collect(),
         },
         provenance: group_provenance(provenance),
-                }
-            })
-            .collect(),
         totals,
         cells,
         runs,
