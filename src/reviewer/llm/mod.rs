@@ -71,6 +71,8 @@ struct Exchange {
     endpoint: String,
     info: ServerInfo,
     requests: u32,
+    /// Time spent waiting for a free endpoint slot (queueing, not the model's latency).
+    waited: std::time::Duration,
 }
 
 fn short_hash(text: &str) -> String {
@@ -94,8 +96,8 @@ impl LlmReviewer {
     pub fn new(spec: LlmSpec) -> Result<Self, ReviewError> {
         let policy = Policy { retries: spec.retries, base_delay: spec.retry_base_delay, max_delay: spec.retry_max_delay, request_timeout: spec.request_timeout };
         let transport = Transport::new(policy, spec.connect_timeout, spec.max_concurrency_per_endpoint)?;
-        let schema_single = prompt::response_schema(&spec, false);
-        let schema_multi = prompt::response_schema(&spec, true);
+        let schema_single = prompt::response_schema(&spec, false, None);
+        let schema_multi = prompt::response_schema(&spec, true, None);
         Ok(Self { spec, transport, schema_single, schema_multi, models_json: OnceLock::new() })
     }
 
@@ -217,9 +219,12 @@ impl LlmReviewer {
     }
 
     /// One request (with retries and endpoint fail-over) for a unit.
-    async fn request(&self, pool: &[Arc<Endpoint>], model: &str, messages: &[Message], schema: Option<&Value>, sampling: &Sampling, api_key: Option<&str>) -> Result<(Completion, u32, String, ServerInfo), ReviewError> {
+    async fn request(&self, pool: &[Arc<Endpoint>], model: &str, messages: &[Message], schema: Option<&Value>, sampling: &Sampling, api_key: Option<&str>, waited: &mut std::time::Duration) -> Result<(Completion, u32, String, ServerInfo), ReviewError> {
         loop {
-            let (endpoint, permit) = self.transport.acquire(pool).await.map_err(|reasons| {
+            let wait_started = Instant::now();
+            let acquired = self.transport.acquire(pool).await;
+            *waited += wait_started.elapsed();
+            let (endpoint, permit) = acquired.map_err(|reasons| {
                 if pool.len() == 1 {
                     unreachable(reasons.split_once(": ").map(|(_, r)| r.to_string()).unwrap_or(reasons))
                 } else {
@@ -274,6 +279,7 @@ impl LlmReviewer {
         let mut answers = Vec::new();
         let mut requests = 0;
         let mut last = (String::new(), ServerInfo::default());
+        let mut waited = std::time::Duration::ZERO;
         for round in 0..rounds {
             let mut messages = base.clone();
             if round > 0 {
@@ -284,7 +290,7 @@ impl LlmReviewer {
             // continuation there goes without `format`; llama.cpp applies the grammar to the
             // partial answer plus its continuation.
             let schema = if round > 0 && self.spec.protocol == Protocol::Ollama { None } else { Some(schema) };
-            let (c, attempts, endpoint, info) = self.request(pool, &p.model, &messages, schema, &sampling, api_key).await?;
+            let (c, attempts, endpoint, info) = self.request(pool, &p.model, &messages, schema, &sampling, api_key, &mut waited).await?;
             requests += attempts;
             if round == 0 || c.text.starts_with(&text) {
                 text = c.text.clone();
@@ -295,7 +301,7 @@ impl LlmReviewer {
             answers.push(c);
             last = (endpoint, info);
             if !truncated {
-                return Ok(Exchange { text, answers, endpoint: last.0, info: last.1, requests });
+                return Ok(Exchange { text, answers, endpoint: last.0, info: last.1, requests, waited });
             }
         }
         let how = match self.spec.on_truncation {
@@ -318,6 +324,7 @@ impl LlmReviewer {
         let mut raw_units = Vec::new();
         let mut seen = BTreeSet::new();
         let mut server_known = false;
+        let mut waited = std::time::Duration::ZERO;
         let pool = if units.is_empty() { Vec::new() } else { self.pool(&p.model)? };
         let api_key = if units.is_empty() { None } else { self.api_key()? };
         let bump = |out: &mut ReviewOutput, key: &str, n: u64| *out.counters.entry(key.to_string()).or_insert(0) += n;
@@ -337,8 +344,10 @@ impl LlmReviewer {
                 Vec::new()
             };
             let prompts = prompt::render(&self.spec, &job.subject, unit, &definitions).map_err(ReviewError::failed)?;
-            let schema = if unit.files.len() > 1 { &self.schema_multi } else { &self.schema_single };
-            let ex = self.exchange(&pool, &p, &prompts, schema, api_key.as_deref(), &unit.label).await?;
+            let lines = self.spec.constrain_lines.then(|| prompt::reviewed_lines(unit));
+            let schema = prompt::response_schema(&self.spec, unit.files.len() > 1, lines.as_deref());
+            let ex = self.exchange(&pool, &p, &prompts, &schema, api_key.as_deref(), &unit.label).await?;
+            waited += ex.waited;
             if !server_known {
                 self.finish_provenance(&mut provenance, &p.model, &ex.info, &ex.endpoint)?;
                 server_known = true;
@@ -356,7 +365,7 @@ impl LlmReviewer {
                 add_f64(&mut cost.model_total_ms, a.total_ms);
                 add_f64(&mut cost.load_ms, a.load_ms);
             }
-            unit_cost.wall_ms = unit_started.elapsed().as_millis() as u64;
+            unit_cost.wall_ms = unit_started.elapsed().saturating_sub(ex.waited).as_millis() as u64;
             add_u64(&mut cost.prompt_tokens, unit_cost.prompt_tokens);
             add_u64(&mut cost.completion_tokens, unit_cost.completion_tokens);
             add_f64(&mut cost.prompt_eval_ms, unit_cost.prompt_eval_ms);
@@ -379,7 +388,9 @@ impl LlmReviewer {
             }));
         }
         bump(&mut out, "units", units.len() as u64);
-        cost.wall_ms = started.elapsed().as_millis() as u64;
+        // Latency is the review's own time: waiting for a busy endpoint is queueing.
+        cost.wall_ms = started.elapsed().saturating_sub(waited).as_millis() as u64;
+        bump(&mut out, "endpoint_wait_ms", waited.as_millis() as u64);
         out.cost = cost;
         out.provenance = provenance;
         out.raw = serde_json::to_string(&json!({ "units": raw_units })).unwrap_or_default();
@@ -413,6 +424,7 @@ impl Reviewer for LlmReviewer {
             "system_prompt": short_hash(&self.spec.system_prompt.text),
             "prompt": short_hash(&self.spec.prompt.text),
             "response_schema": short_hash(&format!("{}{}{}", prompt::SCHEMA_VERSION, self.schema_single, self.schema_multi)),
+            "constrain_lines": self.spec.constrain_lines,
             "rag": rag,
             "on_truncation": self.spec.on_truncation.as_str(),
             "normalize": NORMALIZE_VERSION,

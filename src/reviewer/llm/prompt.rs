@@ -10,7 +10,7 @@ use handlebars::Handlebars;
 use serde_json::{json, Value};
 
 /// Version of the schema builder; the schema itself is hashed into the fingerprint too.
-pub const SCHEMA_VERSION: &str = "findings-schema-1";
+pub const SCHEMA_VERSION: &str = "findings-schema-2";
 
 /// What one request reviews: some hunks of one or more files.
 #[derive(Debug, Clone)]
@@ -107,8 +107,18 @@ pub fn new_side_code(unit: &Unit<'_>) -> Vec<(String, String)> {
         .collect()
 }
 
+/// New-side line numbers of a unit's hunks (context and added lines), sorted.
+pub fn reviewed_lines(unit: &Unit<'_>) -> Vec<u32> {
+    let mut lines: Vec<u32> = unit.spans().into_iter().flat_map(|(_, a, b)| a..=b).collect();
+    lines.sort_unstable();
+    lines.dedup();
+    lines
+}
+
 /// The JSON schema the answer must follow (Ollama `format`, OpenAI `response_format`).
-pub fn response_schema(spec: &LlmSpec, multi_file: bool) -> Value {
+/// With `lines`, `line` must be one of them (the reviewed lines), so a constrained decoder
+/// cannot point outside the change.
+pub fn response_schema(spec: &LlmSpec, multi_file: bool, lines: Option<&[u32]>) -> Value {
     let severities: Vec<&str> = Severity::ALL.iter().map(|s| s.as_str()).collect();
     let categories: Vec<&str> = Category::ALL.iter().map(|c| c.as_str()).collect();
     let mut properties = serde_json::Map::new();
@@ -117,7 +127,10 @@ pub fn response_schema(spec: &LlmSpec, multi_file: bool) -> Value {
         properties.insert("file".into(), json!({ "type": "string" }));
         required.insert(0, "file");
     }
-    properties.insert("line".into(), json!({ "type": "integer", "minimum": 0 }));
+    match lines {
+        Some(lines) if !lines.is_empty() => properties.insert("line".into(), json!({ "type": "integer", "enum": lines })),
+        _ => properties.insert("line".into(), json!({ "type": "integer", "minimum": 0 })),
+    };
     properties.insert("severity".into(), json!({ "type": "string", "enum": severities }));
     properties.insert("category".into(), json!({ "type": "string", "enum": categories }));
     properties.insert("message".into(), json!({ "type": "string", "minLength": 1, "maxLength": spec.message_max_chars }));
@@ -245,6 +258,7 @@ mod tests {
         assert!(p.user.contains("`mean` (function) in `stats.py`, line 3:"));
         assert!(!p.user.contains("b.rs"), "one file per unit");
         assert!(p.system.contains("at most 8 findings"));
+        assert!(p.system.contains("one of error, warning, info, nitpick;"), "{}", p.system);
         assert!(!p.system.contains("\"file\": the path"), "single-file units need no file field");
         let change = &units(&s.files, UnitKind::Change)[0];
         let p = render(&spec, &s, change, &[]).expect("renders");
@@ -265,10 +279,15 @@ mod tests {
     #[test]
     fn schema_bounds_the_answer() {
         let spec = LlmSpec::new(Protocol::OpenAi, "http://x/v1");
-        let schema = response_schema(&spec, false);
+        let schema = response_schema(&spec, false, None);
         assert_eq!(schema["properties"]["findings"]["maxItems"], 8);
         assert_eq!(schema["properties"]["findings"]["items"]["properties"]["message"]["maxLength"], 300);
         assert!(schema["properties"]["findings"]["items"]["properties"].get("file").is_none());
-        assert_eq!(response_schema(&spec, true)["properties"]["findings"]["items"]["required"][0], "file");
+        assert_eq!(response_schema(&spec, true, None)["properties"]["findings"]["items"]["required"][0], "file");
+        let s = subject();
+        let unit = &units(&s.files, UnitKind::File)[0];
+        assert_eq!(reviewed_lines(unit), vec![4, 5, 6, 7, 8, 9, 10, 24, 25]);
+        let constrained = response_schema(&spec, false, Some(&reviewed_lines(unit)));
+        assert_eq!(constrained["properties"]["findings"]["items"]["properties"]["line"]["enum"], json!([4, 5, 6, 7, 8, 9, 10, 24, 25]));
     }
 }

@@ -100,6 +100,8 @@ pub struct LlmSpec {
     pub system_prompt: PromptTemplate,
     pub max_findings: u32,
     pub message_max_chars: u32,
+    /// The schema's `line` must be one of the unit's reviewed lines (an enum).
+    pub constrain_lines: bool,
     /// Used when the matrix has no `rag_symbol_max_definitions` axis.
     pub rag_max_definitions: u32,
     pub rag_max_lines: u32,
@@ -136,6 +138,7 @@ impl LlmSpec {
             system_prompt: PromptTemplate { name: "default".into(), text: DEFAULT_SYSTEM_PROMPT.into() },
             max_findings: 8,
             message_max_chars: 300,
+            constrain_lines: true,
             rag_max_definitions: 10,
             rag_max_lines: 30,
             on_truncation: OnTruncation::Fail,
@@ -290,6 +293,9 @@ pub fn read_spec(t: &TableReader<'_, '_>, kind: &str, axes: &BTreeSet<String>, b
     }
     if let Some(v) = t.integer("message-max-chars", 20, 10_000) {
         spec.message_max_chars = *v.get_ref() as u32;
+    }
+    if let Some(b) = t.boolean("constrain-lines") {
+        spec.constrain_lines = b;
     }
     if let Some(v) = t.integer("rag-symbol-max-definitions", 0, 1000) {
         spec.rag_max_definitions = *v.get_ref() as u32;
