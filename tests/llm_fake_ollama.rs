@@ -588,3 +588,94 @@ async fn ollama_reviewer_pointed_at_an_openai_server_says_so() {
     let err = review(spec(&empty.url, |_| {})).await.expect_err("no models");
     assert!(err.to_string().contains("model `qwen3:8b` is not available") && err.to_string().contains("has: none"), "{err}");
 }
+
+// ---------------------------------------------------------------- the CLI end to end
+
+/// A manifest reviewing two bundled corpus cases with the `ollama` reviewer at `url`.
+fn write_manifest(dir: &Path, url: &str) -> PathBuf {
+    let corpus = Path::new(env!("CARGO_MANIFEST_DIR")).join("corpus/quickstart");
+    let text = format!(
+        r#"version = 1
+[experiment]
+name = "fake-ollama"
+[target]
+corpus = "{}"
+cases = ["case-01", "case-05"]
+[matrix]
+model = ["{MODEL}"]
+rag_symbol_max_definitions = [0, 3]
+repeat = 2
+[reviewer]
+kind = "ollama"
+base-url = "${{RUNNER_TEST_OLLAMA_URL:-{url}}}"
+temperature = 0.5
+seed = 1
+seed-per-repeat = true
+unit = "file"
+retry-base-delay = "50ms"
+[[analysis]]
+kind = "latency"
+[report]
+output = "out"
+"#,
+        corpus.display()
+    );
+    let path = dir.join("fake.toml");
+    std::fs::write(&path, text).expect("write manifest");
+    path
+}
+
+fn runner_cmd(dir: &Path, args: &[&str]) -> std::process::Output {
+    std::process::Command::new(env!("CARGO_BIN_EXE_runner"))
+        .current_dir(dir)
+        .args(args)
+        .args(["--cache-dir", "cache", "--work-dir", "work"])
+        .env_remove("RUNNER_TEST_OLLAMA_URL")
+        .output()
+        .expect("runner runs")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cli_runs_caches_replays_frozen_and_exits_2_when_unreachable() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let root = dir.path().to_path_buf();
+    let server = fake(&[MODEL], always(stream_of(r#"{"findings":[{"line":14,"severity":"warning","category":"correctness","message":"0 falls back to the default instead of being clamped to 1."}]}"#, "stop"))).await;
+    let manifest = write_manifest(&root, &server.url);
+    let m = manifest.display().to_string();
+
+    let r = root.clone();
+    let m2 = m.clone();
+    let first = tokio::task::spawn_blocking(move || runner_cmd(&r, &["exec", &m2, "--quiet"])).await.expect("join");
+    assert_eq!(first.status.code(), Some(0), "stderr: {}", String::from_utf8_lossy(&first.stderr));
+    assert_eq!(server.chats().len(), 8, "2 cells × 2 repeats × 2 cases");
+    let results = std::fs::read_to_string(root.join("out/RESULTS.md")).expect("RESULTS.md");
+    assert!(results.contains("ollama 0.6.2"), "provenance in the report:\n{results}");
+    drop(server);
+
+    // The server is gone: the cache serves everything, byte for byte.
+    let (r, m2) = (root.clone(), m.clone());
+    let frozen = tokio::task::spawn_blocking(move || runner_cmd(&r, &["exec", &m2, "--frozen", "--quiet"])).await.expect("join");
+    assert_eq!(frozen.status.code(), Some(0), "stderr: {}", String::from_utf8_lossy(&frozen.stderr));
+    assert_eq!(std::fs::read_to_string(root.join("out/RESULTS.md")).expect("RESULTS.md"), results);
+
+    // Nothing listens there: exit 2 within seconds, naming the URL.
+    let port = std::net::TcpListener::bind("127.0.0.1:0").expect("bind").local_addr().expect("addr").port();
+    let dead = format!("http://127.0.0.1:{port}");
+    let (r, m2, d) = (root.clone(), m.clone(), dead.clone());
+    let started = Instant::now();
+    let out = tokio::task::spawn_blocking(move || {
+        std::process::Command::new(env!("CARGO_BIN_EXE_runner"))
+            .current_dir(&r)
+            .args(["exec", &m2, "--cache-dir", "empty-cache", "--work-dir", "work"])
+            .env("RUNNER_TEST_OLLAMA_URL", &d)
+            .output()
+            .expect("runner runs")
+    })
+    .await
+    .expect("join");
+    let elapsed = started.elapsed();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "stderr: {stderr}");
+    assert!(elapsed < Duration::from_secs(15), "{elapsed:?}");
+    assert!(stderr.contains(&dead), "names the URL: {stderr}");
+}

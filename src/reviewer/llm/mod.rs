@@ -69,7 +69,6 @@ struct Exchange {
     text: String,
     answers: Vec<Completion>,
     endpoint: String,
-    info: ServerInfo,
     requests: u32,
     /// Time spent waiting for a free endpoint slot (queueing, not the model's latency).
     waited: std::time::Duration,
@@ -218,21 +217,39 @@ impl LlmReviewer {
         Ok(())
     }
 
-    /// One request (with retries and endpoint fail-over) for a unit.
-    async fn request(&self, pool: &[Arc<Endpoint>], model: &str, messages: &[Message], schema: Option<&Value>, sampling: &Sampling, api_key: Option<&str>, waited: &mut std::time::Duration) -> Result<(Completion, u32, String, ServerInfo), ReviewError> {
+    /// Checks, before any review request, that an endpoint of the pool answers and serves the
+    /// model (fail fast), and learns what it serves for the provenance.
+    async fn preflight(&self, pool: &[Arc<Endpoint>], model: &str, api_key: Option<&str>, waited: &mut std::time::Duration) -> Result<(String, ServerInfo), ReviewError> {
         loop {
             let wait_started = Instant::now();
             let acquired = self.transport.acquire(pool).await;
             *waited += wait_started.elapsed();
-            let (endpoint, permit) = acquired.map_err(|reasons| {
-                if pool.len() == 1 {
-                    unreachable(reasons.split_once(": ").map(|(_, r)| r.to_string()).unwrap_or(reasons))
-                } else {
-                    unreachable(format!("no base URL for model `{model}` can be reached: {reasons}"))
-                }
-            })?;
-            let info = match self.transport.check(self.spec.protocol, &endpoint, model, api_key).await {
-                Ok(info) => info,
+            let (endpoint, _permit) = acquired.map_err(|reasons| self.all_down(pool, model, reasons))?;
+            match self.transport.check(self.spec.protocol, &endpoint, model, api_key).await {
+                Ok(info) => return Ok((endpoint.url.clone(), info)),
+                Err(Failure::Down(reason)) => self.transport.mark_down(&endpoint, reason),
+                Err(Failure::Fatal(e)) => return Err(e),
+            }
+        }
+    }
+
+    fn all_down(&self, pool: &[Arc<Endpoint>], model: &str, reasons: String) -> ReviewError {
+        if pool.len() == 1 {
+            unreachable(reasons.split_once(": ").map(|(_, r)| r.to_string()).unwrap_or(reasons))
+        } else {
+            unreachable(format!("no base URL for model `{model}` can be reached: {reasons}"))
+        }
+    }
+
+    /// One request (with retries and endpoint fail-over) for a unit.
+    async fn request(&self, pool: &[Arc<Endpoint>], model: &str, messages: &[Message], schema: Option<&Value>, sampling: &Sampling, api_key: Option<&str>, waited: &mut std::time::Duration) -> Result<(Completion, u32, String), ReviewError> {
+        loop {
+            let wait_started = Instant::now();
+            let acquired = self.transport.acquire(pool).await;
+            *waited += wait_started.elapsed();
+            let (endpoint, permit) = acquired.map_err(|reasons| self.all_down(pool, model, reasons))?;
+            match self.transport.check(self.spec.protocol, &endpoint, model, api_key).await {
+                Ok(_) => {}
                 Err(Failure::Down(reason)) => {
                     self.transport.mark_down(&endpoint, reason);
                     continue;
@@ -242,7 +259,7 @@ impl LlmReviewer {
             let result = self.transport.with_retries(&endpoint.url, model, || self.send(&endpoint.url, model, messages, schema, sampling, api_key)).await;
             drop(permit);
             match result {
-                Ok((completion, attempts)) => return Ok((completion, attempts, endpoint.url.clone(), info)),
+                Ok((completion, attempts)) => return Ok((completion, attempts, endpoint.url.clone())),
                 Err(Failure::Down(reason)) => self.transport.mark_down(&endpoint, reason),
                 Err(Failure::Fatal(e)) => return Err(e),
             }
@@ -278,7 +295,7 @@ impl LlmReviewer {
         let mut text = String::new();
         let mut answers = Vec::new();
         let mut requests = 0;
-        let mut last = (String::new(), ServerInfo::default());
+        let mut last = String::new();
         let mut waited = std::time::Duration::ZERO;
         for round in 0..rounds {
             let mut messages = base.clone();
@@ -290,7 +307,7 @@ impl LlmReviewer {
             // continuation there goes without `format`; llama.cpp applies the grammar to the
             // partial answer plus its continuation.
             let schema = if round > 0 && self.spec.protocol == Protocol::Ollama { None } else { Some(schema) };
-            let (c, attempts, endpoint, info) = self.request(pool, &p.model, &messages, schema, &sampling, api_key, &mut waited).await?;
+            let (c, attempts, endpoint) = self.request(pool, &p.model, &messages, schema, &sampling, api_key, &mut waited).await?;
             requests += attempts;
             if round == 0 || c.text.starts_with(&text) {
                 text = c.text.clone();
@@ -299,18 +316,19 @@ impl LlmReviewer {
             }
             let truncated = c.truncated();
             answers.push(c);
-            last = (endpoint, info);
+            last = endpoint;
             if !truncated {
-                return Ok(Exchange { text, answers, endpoint: last.0, info: last.1, requests, waited });
+                return Ok(Exchange { text, answers, endpoint: last, requests, waited });
             }
         }
         let how = match self.spec.on_truncation {
             OnTruncation::Fail => "; raise `max-tokens` or set `on-truncation = \"continue\"`".to_string(),
             OnTruncation::Continue => format!(" and was still cut after {} continuations; raise `max-tokens`", self.spec.max_continuations),
         };
+        let tail: String = text.chars().rev().take(120).collect::<Vec<_>>().into_iter().rev().collect();
         Err(ReviewError::failed(format!(
-            "model `{}` stopped at the token limit (max-tokens = {}, finish_reason `length`) reviewing `{label}` at `{}`{how}; the answer was not parsed",
-            p.model, self.spec.max_tokens, last.0
+            "model `{}` stopped at the token limit (max-tokens = {}, finish_reason `length`) reviewing `{label}` at `{}`{how}; the answer was not parsed; it ended: {tail:?}",
+            p.model, self.spec.max_tokens, last
         )))
     }
 
@@ -318,15 +336,19 @@ impl LlmReviewer {
         let started = Instant::now();
         let p = self.params(&job.cell, job.repeat)?;
         let units = prompt::units(&job.subject.files, self.spec.unit);
-        let mut provenance = self.base_provenance(&p)?;
         let mut out = ReviewOutput::default();
         let mut cost = Cost { hunks: units.iter().map(prompt::Unit::hunk_count).sum(), ..Cost::default() };
         let mut raw_units = Vec::new();
         let mut seen = BTreeSet::new();
-        let mut server_known = false;
         let mut waited = std::time::Duration::ZERO;
         let pool = if units.is_empty() { Vec::new() } else { self.pool(&p.model)? };
         let api_key = if units.is_empty() { None } else { self.api_key()? };
+        // The server first: an unknown model or a dead server fails before anything else.
+        let served = if units.is_empty() { None } else { Some(self.preflight(&pool, &p.model, api_key.as_deref(), &mut waited).await?) };
+        let mut provenance = self.base_provenance(&p)?;
+        if let Some((endpoint, info)) = &served {
+            self.finish_provenance(&mut provenance, &p.model, info, endpoint)?;
+        }
         let bump = |out: &mut ReviewOutput, key: &str, n: u64| *out.counters.entry(key.to_string()).or_insert(0) += n;
         for unit in &units {
             let unit_started = Instant::now();
@@ -348,10 +370,6 @@ impl LlmReviewer {
             let schema = prompt::response_schema(&self.spec, unit.files.len() > 1, lines.as_deref());
             let ex = self.exchange(&pool, &p, &prompts, &schema, api_key.as_deref(), &unit.label).await?;
             waited += ex.waited;
-            if !server_known {
-                self.finish_provenance(&mut provenance, &p.model, &ex.info, &ex.endpoint)?;
-                server_known = true;
-            }
             let items = extract_model_findings(&ex.text).map_err(|e| {
                 ReviewError::failed(format!("failed to read model `{}`'s answer for `{}`: {e}; it began: {}", p.model, unit.label, ex.text.chars().take(160).collect::<String>()))
             })?;

@@ -134,7 +134,9 @@ pub fn response_schema(spec: &LlmSpec, multi_file: bool, lines: Option<&[u32]>) 
     properties.insert("severity".into(), json!({ "type": "string", "enum": severities }));
     properties.insert("category".into(), json!({ "type": "string", "enum": categories }));
     properties.insert("message".into(), json!({ "type": "string", "minLength": 1, "maxLength": spec.message_max_chars }));
-    properties.insert("suggestion".into(), json!({ "type": "string", "maxLength": spec.message_max_chars }));
+    if spec.suggestion_max_chars > 0 {
+        properties.insert("suggestion".into(), json!({ "type": "string", "maxLength": spec.suggestion_max_chars }));
+    }
     json!({
         "type": "object",
         "additionalProperties": false,
@@ -187,6 +189,7 @@ pub fn render(spec: &LlmSpec, subject: &Subject, unit: &Unit<'_>, definitions: &
         "spec": subject.spec,
         "definitions": definitions,
         "max_findings": spec.max_findings,
+        "ask_suggestion": spec.suggestion_max_chars > 0,
         "severities": Severity::ALL.iter().map(|s| s.as_str()).collect::<Vec<_>>(),
         "categories": Category::ALL.iter().map(|c| c.as_str()).collect::<Vec<_>>(),
     });
@@ -283,6 +286,10 @@ mod tests {
         assert_eq!(schema["properties"]["findings"]["maxItems"], 8);
         assert_eq!(schema["properties"]["findings"]["items"]["properties"]["message"]["maxLength"], 300);
         assert!(schema["properties"]["findings"]["items"]["properties"].get("file").is_none());
+        assert_eq!(schema["properties"]["findings"]["items"]["properties"]["suggestion"]["maxLength"], 300);
+        let mut terse = spec.clone();
+        terse.suggestion_max_chars = 0;
+        assert!(response_schema(&terse, false, None)["properties"]["findings"]["items"]["properties"].get("suggestion").is_none());
         assert_eq!(response_schema(&spec, true, None)["properties"]["findings"]["items"]["required"][0], "file");
         let s = subject();
         let unit = &units(&s.files, UnitKind::File)[0];

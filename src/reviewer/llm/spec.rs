@@ -100,6 +100,8 @@ pub struct LlmSpec {
     pub system_prompt: PromptTemplate,
     pub max_findings: u32,
     pub message_max_chars: u32,
+    /// Longest `suggestion` the schema allows; 0 leaves suggestions out of schema and prompt.
+    pub suggestion_max_chars: u32,
     /// The schema's `line` must be one of the unit's reviewed lines (an enum).
     pub constrain_lines: bool,
     /// Used when the matrix has no `rag_symbol_max_definitions` axis.
@@ -138,6 +140,7 @@ impl LlmSpec {
             system_prompt: PromptTemplate { name: "default".into(), text: DEFAULT_SYSTEM_PROMPT.into() },
             max_findings: 8,
             message_max_chars: 300,
+            suggestion_max_chars: 300,
             constrain_lines: true,
             rag_max_definitions: 10,
             rag_max_lines: 30,
@@ -293,6 +296,9 @@ pub fn read_spec(t: &TableReader<'_, '_>, kind: &str, axes: &BTreeSet<String>, b
     }
     if let Some(v) = t.integer("message-max-chars", 20, 10_000) {
         spec.message_max_chars = *v.get_ref() as u32;
+    }
+    if let Some(v) = t.integer("suggestion-max-chars", 0, 10_000) {
+        spec.suggestion_max_chars = *v.get_ref() as u32;
     }
     if let Some(b) = t.boolean("constrain-lines") {
         spec.constrain_lines = b;
