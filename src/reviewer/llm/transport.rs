@@ -137,7 +137,16 @@ impl Transport {
 
     /// Runs `attempt` until it succeeds, retrying connection errors, 429 and 5xx with backoff.
     /// Returns the value and the number of attempts made.
-    pub async fn with_retries<T, F, Fut>(&self, url: &str, model: &str, mut attempt: F) -> Result<(T, u32), Failure>
+    pub async fn with_retries<T, F, Fut>(&self, url: &str, model: &str, attempt: F) -> Result<(T, u32), Failure>
+    where
+        F: FnMut() -> Fut,
+        Fut: Future<Output = Result<T, AttemptError>>,
+    {
+        self.retrying(attempt).await.map_err(|(e, n)| classify(e, url, model, n))
+    }
+
+    /// The retry loop; on failure, the last attempt's error and the number of attempts.
+    async fn retrying<T, F, Fut>(&self, mut attempt: F) -> Result<(T, u32), (AttemptError, u32)>
     where
         F: FnMut() -> Fut,
         Fut: Future<Output = Result<T, AttemptError>>,
@@ -154,7 +163,7 @@ impl Transport {
                     };
                     tokio::time::sleep(self.policy.delay(n - 1, retry_after)).await;
                 }
-                Err(e) => return Err(classify(e, url, model, n)),
+                Err(e) => return Err((e, n)),
             }
         }
     }
@@ -197,14 +206,14 @@ impl Transport {
 
     async fn check_ollama(&self, base: &str, model: &str, api_key: Option<&str>) -> Result<ServerInfo, Failure> {
         let tags_url = format!("{base}/api/tags");
-        let tags = match self.with_retries(base, model, || self.get_json(&tags_url, api_key)).await {
+        let tags = match self.retrying(|| self.get_json(&tags_url, api_key)).await {
             Ok((v, _)) => v,
-            Err(Failure::Fatal(ReviewError::Unreachable { message, .. })) if message.contains("answered 404") => {
+            Err((AttemptError::Status { status: 404, .. }, _)) => {
                 return Err(Failure::Fatal(unreachable(format!(
                     "`{base}` does not speak Ollama's API (GET /api/tags answered 404) for model `{model}`; for an OpenAI-compatible server use kind = \"openai\" with its `/v1` base URL"
                 ))));
             }
-            Err(e) => return Err(e),
+            Err((e, n)) => return Err(classify(e, base, model, n)),
         };
         let models = tags.get("models").and_then(Value::as_array).cloned().unwrap_or_default();
         let found = models.iter().find(|m| {
@@ -230,7 +239,7 @@ impl Transport {
     async fn check_openai(&self, base: &str, model: &str, api_key: Option<&str>) -> Result<ServerInfo, Failure> {
         let models_url = format!("{base}/models");
         let mut info = ServerInfo::default();
-        match self.with_retries(base, model, || self.get_json(&models_url, api_key)).await {
+        match self.retrying(|| self.get_json(&models_url, api_key)).await {
             Ok((v, _)) => {
                 let data = v.get("data").and_then(Value::as_array).cloned().unwrap_or_default();
                 let mut names: Vec<String> = Vec::new();
@@ -250,8 +259,8 @@ impl Transport {
                 info.quantization = data.first().and_then(|m| m.pointer("/meta/ftype")).and_then(Value::as_str).map(str::to_string);
             }
             // Some servers have no model list; the first request will tell.
-            Err(Failure::Fatal(ReviewError::Unreachable { message, .. })) if message.contains("answered 404") => {}
-            Err(e) => return Err(e),
+            Err((AttemptError::Status { status: 404, .. }, _)) => {}
+            Err((e, n)) => return Err(classify(e, base, model, n)),
         }
         // llama.cpp's server tells which file it loaded.
         let root = base.strip_suffix("/v1").unwrap_or(base);
