@@ -34,6 +34,9 @@ const MAX_GREP_LINES: usize = 50_000;
 /// Most doc-comment lines kept above a definition.
 const MAX_DOC_LINES: usize = 6;
 
+/// Where a definition was seen: (file, line, kind).
+type Candidate = (String, u32, &'static str);
+
 /// One definition found for the prompt.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Definition {
@@ -97,7 +100,7 @@ pub fn resolve(req: &Request<'_>) -> Result<Vec<Definition>, RagError> {
         }
     }
     let reviewed_files: BTreeSet<&str> = req.code.iter().map(|(p, _)| p.as_str()).collect();
-    let mut candidates: BTreeMap<(Language, String), Vec<(String, u32, &'static str)>> = BTreeMap::new();
+    let mut candidates: BTreeMap<(Language, String), Vec<Candidate>> = BTreeMap::new();
     for (lang, ids) in &by_lang {
         if ids.is_empty() {
             continue;

@@ -153,7 +153,7 @@ pub fn from_spec(spec: &crate::manifest::ReviewerSpec) -> Result<Arc<dyn Reviewe
     Ok(match &spec.kind {
         K::Builtin(b) => Arc::new(builtin::BuiltinReviewer::new(b.clone())),
         K::Command(c) => Arc::new(command::CommandReviewer::new(c.clone())),
-        K::Llm(l) => Arc::new(llm::LlmReviewer::new(l.clone())?),
+        K::Llm(l) => Arc::new(llm::LlmReviewer::new(l.as_ref().clone())?),
     })
 }
 

@@ -64,6 +64,13 @@ pub struct LlmReviewer {
     models_json: OnceLock<Result<Value, String>>,
 }
 
+/// What one request asks: the messages, the answer's schema and the sampling settings.
+struct Ask<'a> {
+    messages: &'a [Message],
+    schema: Option<&'a Value>,
+    sampling: &'a Sampling,
+}
+
 /// What one unit's exchange with the model produced.
 struct Exchange {
     text: String,
@@ -242,7 +249,7 @@ impl LlmReviewer {
     }
 
     /// One request (with retries and endpoint fail-over) for a unit.
-    async fn request(&self, pool: &[Arc<Endpoint>], model: &str, messages: &[Message], schema: Option<&Value>, sampling: &Sampling, api_key: Option<&str>, waited: &mut std::time::Duration) -> Result<(Completion, u32, String), ReviewError> {
+    async fn request(&self, pool: &[Arc<Endpoint>], model: &str, ask: &Ask<'_>, api_key: Option<&str>, waited: &mut std::time::Duration) -> Result<(Completion, u32, String), ReviewError> {
         loop {
             let wait_started = Instant::now();
             let acquired = self.transport.acquire(pool).await;
@@ -256,7 +263,7 @@ impl LlmReviewer {
                 }
                 Err(Failure::Fatal(e)) => return Err(e),
             };
-            let result = self.transport.with_retries(&endpoint.url, model, || self.send(&endpoint.url, model, messages, schema, sampling, api_key)).await;
+            let result = self.transport.with_retries(&endpoint.url, model, || self.send(&endpoint.url, model, ask, api_key)).await;
             drop(permit);
             match result {
                 Ok((completion, attempts)) => return Ok((completion, attempts, endpoint.url.clone())),
@@ -266,11 +273,11 @@ impl LlmReviewer {
         }
     }
 
-    async fn send(&self, base: &str, model: &str, messages: &[Message], schema: Option<&Value>, sampling: &Sampling, api_key: Option<&str>) -> Result<Completion, AttemptError> {
+    async fn send(&self, base: &str, model: &str, ask: &Ask<'_>, api_key: Option<&str>) -> Result<Completion, AttemptError> {
         let timeout = self.spec.request_timeout;
         let (url, body) = match self.spec.protocol {
-            Protocol::Ollama => (format!("{base}/api/chat"), wire::ollama_body(model, messages, schema, sampling)),
-            Protocol::OpenAi => (format!("{base}/chat/completions"), wire::openai_body(model, messages, schema, sampling)),
+            Protocol::Ollama => (format!("{base}/api/chat"), wire::ollama_body(model, ask.messages, ask.schema, ask.sampling)),
+            Protocol::OpenAi => (format!("{base}/chat/completions"), wire::openai_body(model, ask.messages, ask.schema, ask.sampling)),
         };
         let mut req = self.transport.http.post(&url).json(&body);
         if let Some(key) = api_key {
@@ -307,7 +314,7 @@ impl LlmReviewer {
             // continuation there goes without `format`; llama.cpp applies the grammar to the
             // partial answer plus its continuation.
             let schema = if round > 0 && self.spec.protocol == Protocol::Ollama { None } else { Some(schema) };
-            let (c, attempts, endpoint) = self.request(pool, &p.model, &messages, schema, &sampling, api_key, &mut waited).await?;
+            let (c, attempts, endpoint) = self.request(pool, &p.model, &Ask { messages: &messages, schema, sampling: &sampling }, api_key, &mut waited).await?;
             requests += attempts;
             if round == 0 || c.text.starts_with(&text) {
                 text = c.text.clone();
@@ -509,7 +516,8 @@ mod tests {
         let text = base.to_string();
         assert!(!text.contains("127.0.0.1"), "URLs stay out of the key: {text}");
         // Output-changing settings change it.
-        let changes: Vec<Box<dyn Fn(&mut LlmSpec)>> = vec![
+        type Change = Box<dyn Fn(&mut LlmSpec)>;
+        let changes: Vec<Change> = vec![
             Box::new(|s| s.prompt.text.push('!')),
             Box::new(|s| s.system_prompt.text.push('!')),
             Box::new(|s| s.max_tokens = 7),

@@ -70,6 +70,9 @@ impl Endpoint {
     }
 }
 
+/// A free place on an endpoint: hold the permit while the request runs.
+type Slot = (Arc<Endpoint>, OwnedSemaphorePermit);
+
 /// How a request sequence ended badly.
 #[derive(Debug)]
 pub enum Failure {
@@ -112,7 +115,7 @@ impl Transport {
 
     /// Waits for a free slot on any endpoint of the pool that is not down, starting the
     /// search at a rotating position so load spreads. `Err` lists why each one is down.
-    pub async fn acquire(&self, pool: &[Arc<Endpoint>]) -> Result<(Arc<Endpoint>, OwnedSemaphorePermit), String> {
+    pub async fn acquire(&self, pool: &[Arc<Endpoint>]) -> Result<Slot, String> {
         let live: Vec<Arc<Endpoint>> = pool.iter().filter(|e| e.down_reason().is_none()).cloned().collect();
         if live.is_empty() {
             let reasons: Vec<String> = pool.iter().map(|e| format!("`{}`: {}", e.url, e.down_reason().unwrap_or_default())).collect();
@@ -120,7 +123,7 @@ impl Transport {
         }
         let start = self.rotate.fetch_add(1, Ordering::Relaxed) % live.len();
         let ordered: Vec<Arc<Endpoint>> = live[start..].iter().chain(&live[..start]).cloned().collect();
-        let waits: Vec<BoxFuture<'static, Option<(Arc<Endpoint>, OwnedSemaphorePermit)>>> = ordered
+        let waits: Vec<BoxFuture<'static, Option<Slot>>> = ordered
             .into_iter()
             .map(|e| {
                 let sem = e.permits.clone();
@@ -375,7 +378,7 @@ mod tests {
         assert_ne!(e1.url, e2.url, "the second request goes to the free endpoint");
         drop((p1, p2));
         t.mark_down(&a, "refused".into());
-        match t.acquire(&[a.clone()]).await {
+        match t.acquire(std::slice::from_ref(&a)).await {
             Ok(_) => panic!("a pool with only a down endpoint has nothing to give"),
             Err(e) => assert!(e.contains("`http://a`: refused"), "{e}"),
         }
