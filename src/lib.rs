@@ -17,6 +17,7 @@ pub mod finding;
 pub mod ground_truth;
 pub mod manifest;
 pub mod plan;
+pub mod rag;
 pub mod report;
 pub mod reviewer;
 pub mod target;

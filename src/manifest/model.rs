@@ -161,7 +161,8 @@ pub struct ReviewerSpec {
 pub enum ReviewerKindSpec {
     Builtin(BuiltinSpec),
     Command(CommandSpec),
-    Llm(crate::reviewer::llm::LlmSpec),
+    /// Boxed: an LLM reviewer's configuration is much larger than the others.
+    Llm(Box<crate::reviewer::llm::LlmSpec>),
 }
 
 impl ReviewerKindSpec {

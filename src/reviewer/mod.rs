@@ -47,6 +47,38 @@ pub struct Cost {
     /// Model-reported prompt processing time.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub prompt_eval_ms: Option<f64>,
+    /// Model-reported time for the whole request (Ollama's `total_duration`), where reported.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model_total_ms: Option<f64>,
+    /// Model-reported load time (Ollama's `load_duration`), where reported.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub load_ms: Option<f64>,
+    /// Cost of each reviewed unit (a hunk, a file or the whole change) for reviewers that
+    /// send one request per unit; empty for the others.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub units: Vec<UnitCost>,
+}
+
+/// What reviewing one unit (a hunk, a file or the whole change) cost.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct UnitCost {
+    /// `file` or `file:start-end` (new-side lines) or `*` for the whole change.
+    pub unit: String,
+    /// Hunks in the unit.
+    pub hunks: u32,
+    /// Requests made for the unit (retries and continuations included).
+    pub requests: u32,
+    pub wall_ms: u64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prompt_tokens: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub completion_tokens: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prompt_eval_ms: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub eval_ms: Option<f64>,
+    /// Findings kept for the unit.
+    pub findings: u32,
 }
 
 /// A successful run's result.
@@ -127,7 +159,7 @@ pub fn from_spec(spec: &crate::manifest::ReviewerSpec) -> Result<Arc<dyn Reviewe
     Ok(match &spec.kind {
         K::Builtin(b) => Arc::new(builtin::BuiltinReviewer::new(b.clone())),
         K::Command(c) => Arc::new(command::CommandReviewer::new(c.clone())),
-        K::Llm(l) => Arc::new(llm::LlmReviewer::new(l.clone())?),
+        K::Llm(l) => Arc::new(llm::LlmReviewer::new(l.as_ref().clone())?),
     })
 }
 

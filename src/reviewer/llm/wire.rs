@@ -1,0 +1,332 @@
+//! The two wire protocols: request bodies and answers for Ollama's `/api/chat` (streamed
+//! NDJSON) and OpenAI-compatible `{base}/chat/completions`.
+
+use serde::Serialize;
+use serde_json::{json, Value};
+use std::time::Duration;
+
+/// One chat message.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct Message {
+    pub role: &'static str,
+    pub content: String,
+}
+
+/// Sampling settings of one request.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Sampling {
+    pub temperature: f64,
+    pub seed: Option<u64>,
+    pub max_tokens: u32,
+    pub num_ctx: Option<u32>,
+}
+
+/// A model's answer to one request.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Completion {
+    pub text: String,
+    /// `stop`, `length`, … as the server said.
+    pub finish_reason: Option<String>,
+    pub prompt_tokens: Option<u64>,
+    pub completion_tokens: Option<u64>,
+    pub prompt_ms: Option<f64>,
+    pub eval_ms: Option<f64>,
+    pub total_ms: Option<f64>,
+    pub load_ms: Option<f64>,
+    /// The model name the server reports in its answer.
+    pub model: Option<String>,
+}
+
+impl Completion {
+    pub fn truncated(&self) -> bool {
+        self.finish_reason.as_deref() == Some("length")
+    }
+}
+
+/// Why one attempt at a request failed.
+#[derive(Debug, Clone, PartialEq)]
+pub enum AttemptError {
+    /// No connection, or it broke before the answer was complete: retried.
+    Connect(String),
+    /// The server answered with an error status; 429 and 5xx are retried.
+    Status { status: u16, retry_after: Option<Duration>, message: String },
+    /// The request took longer than `request-timeout`: not retried.
+    Timeout(Duration),
+    /// The answer could not be read: not retried.
+    Protocol(String),
+    /// The server reported an error inside a successful answer (Ollama's `{"error"}` line).
+    Model(String),
+}
+
+impl AttemptError {
+    pub fn retryable(&self) -> bool {
+        match self {
+            Self::Connect(_) => true,
+            Self::Status { status, .. } => *status == 429 || *status >= 500,
+            _ => false,
+        }
+    }
+
+    /// Classifies a reqwest error.
+    pub fn from_reqwest(e: &reqwest::Error, timeout: Duration) -> Self {
+        if e.is_connect() {
+            Self::Connect(describe(e))
+        } else if e.is_timeout() {
+            Self::Timeout(timeout)
+        } else if e.is_decode() {
+            Self::Protocol(describe(e))
+        } else {
+            // Resets, closed connections, broken bodies.
+            Self::Connect(describe(e))
+        }
+    }
+}
+
+/// A reqwest error with its causes (e.g. `error sending request …: … Connection refused`).
+fn describe(e: &reqwest::Error) -> String {
+    let mut text = e.to_string();
+    let mut source = std::error::Error::source(e);
+    while let Some(s) = source {
+        let s_text = s.to_string();
+        if !text.contains(&s_text) {
+            text.push_str(": ");
+            text.push_str(&s_text);
+        }
+        source = s.source();
+    }
+    text
+}
+
+/// The message of an error body: `{"error":"…"}`, `{"error":{"message":"…"}}`, or the text.
+pub fn error_message(body: &str) -> String {
+    if let Ok(v) = serde_json::from_str::<Value>(body) {
+        match v.get("error") {
+            Some(Value::String(s)) => return s.clone(),
+            Some(Value::Object(o)) => {
+                if let Some(m) = o.get("message").and_then(Value::as_str) {
+                    return m.to_string();
+                }
+            }
+            _ => {}
+        }
+        if let Some(m) = v.get("message").and_then(Value::as_str) {
+            return m.to_string();
+        }
+    }
+    let body = body.trim();
+    if body.is_empty() {
+        "(empty body)".into()
+    } else {
+        crate::reviewer::tail(body, 300)
+    }
+}
+
+/// `Retry-After` as seconds or an HTTP date.
+pub fn retry_after(headers: &reqwest::header::HeaderMap) -> Option<Duration> {
+    let value = headers.get(reqwest::header::RETRY_AFTER)?.to_str().ok()?.trim().to_string();
+    parse_retry_after(&value, std::time::SystemTime::now())
+}
+
+pub fn parse_retry_after(value: &str, now: std::time::SystemTime) -> Option<Duration> {
+    if let Ok(secs) = value.parse::<f64>() {
+        return (secs.is_finite() && secs >= 0.0).then(|| Duration::from_secs_f64(secs));
+    }
+    let when = httpdate::parse_http_date(value).ok()?;
+    Some(when.duration_since(now).unwrap_or(Duration::ZERO))
+}
+
+/// Fails an attempt on a non-success status, reading the error body.
+pub async fn check_status(resp: reqwest::Response) -> Result<reqwest::Response, AttemptError> {
+    let status = resp.status();
+    if status.is_success() {
+        return Ok(resp);
+    }
+    let retry_after = retry_after(resp.headers());
+    let body = resp.text().await.unwrap_or_default();
+    Err(AttemptError::Status { status: status.as_u16(), retry_after, message: error_message(&body) })
+}
+
+fn ns_to_ms(v: Option<&Value>) -> Option<f64> {
+    v.and_then(Value::as_f64).map(|ns| ns / 1e6)
+}
+
+/// Ollama `/api/chat` request body. `format` is the JSON schema (absent on continuations,
+/// where the model must go on from a partial answer).
+pub fn ollama_body(model: &str, messages: &[Message], format: Option<&Value>, s: &Sampling) -> Value {
+    let mut options = json!({ "temperature": s.temperature, "num_predict": s.max_tokens });
+    if let Some(seed) = s.seed {
+        options["seed"] = json!(seed);
+    }
+    if let Some(n) = s.num_ctx {
+        options["num_ctx"] = json!(n);
+    }
+    let mut body = json!({ "model": model, "messages": messages, "stream": true, "options": options });
+    if let Some(f) = format {
+        body["format"] = f.clone();
+    }
+    body
+}
+
+/// Reads Ollama's streamed answer: one JSON object per line with `message.content` pieces,
+/// the last with `done: true`, `done_reason` and the counts and durations (nanoseconds).
+pub async fn ollama_read(mut resp: reqwest::Response, timeout: Duration) -> Result<Completion, AttemptError> {
+    let mut buf: Vec<u8> = Vec::new();
+    let mut out = Completion::default();
+    let mut done = false;
+    loop {
+        let chunk = resp.chunk().await.map_err(|e| AttemptError::from_reqwest(&e, timeout))?;
+        let Some(chunk) = chunk else { break };
+        buf.extend_from_slice(&chunk);
+        while let Some(pos) = buf.iter().position(|b| *b == b'\n') {
+            let line: Vec<u8> = buf.drain(..=pos).collect();
+            done |= ollama_line(&line, &mut out)?;
+        }
+    }
+    if !buf.is_empty() {
+        done |= ollama_line(&buf, &mut out)?;
+    }
+    if !done {
+        return Err(AttemptError::Connect("the stream ended before its final `done` line".into()));
+    }
+    Ok(out)
+}
+
+/// Applies one NDJSON line; true when it was the final one.
+pub fn ollama_line(line: &[u8], out: &mut Completion) -> Result<bool, AttemptError> {
+    let text = String::from_utf8_lossy(line);
+    let text = text.trim();
+    if text.is_empty() {
+        return Ok(false);
+    }
+    let v: Value = serde_json::from_str(text).map_err(|e| AttemptError::Protocol(format!("stream line is not JSON ({e}): {}", crate::reviewer::tail(text, 200))))?;
+    if let Some(err) = v.get("error") {
+        return Err(AttemptError::Model(err.as_str().map(str::to_string).unwrap_or_else(|| err.to_string())));
+    }
+    if let Some(piece) = v.pointer("/message/content").and_then(Value::as_str) {
+        out.text.push_str(piece);
+    }
+    if out.model.is_none() {
+        out.model = v.get("model").and_then(Value::as_str).map(str::to_string);
+    }
+    if v.get("done").and_then(Value::as_bool) != Some(true) {
+        return Ok(false);
+    }
+    out.finish_reason = v.get("done_reason").and_then(Value::as_str).map(str::to_string).or_else(|| Some("stop".into()));
+    // Fields that are zero may be absent.
+    out.prompt_tokens = Some(v.get("prompt_eval_count").and_then(Value::as_u64).unwrap_or(0));
+    out.completion_tokens = Some(v.get("eval_count").and_then(Value::as_u64).unwrap_or(0));
+    out.prompt_ms = ns_to_ms(v.get("prompt_eval_duration")).or(Some(0.0));
+    out.eval_ms = ns_to_ms(v.get("eval_duration")).or(Some(0.0));
+    out.total_ms = ns_to_ms(v.get("total_duration"));
+    out.load_ms = ns_to_ms(v.get("load_duration")).or(Some(0.0));
+    Ok(true)
+}
+
+/// OpenAI-compatible `chat/completions` request body, not streamed.
+pub fn openai_body(model: &str, messages: &[Message], schema: Option<&Value>, s: &Sampling) -> Value {
+    let mut body = json!({
+        "model": model,
+        "messages": messages,
+        "temperature": s.temperature,
+        "max_tokens": s.max_tokens,
+        "stream": false,
+    });
+    if let Some(seed) = s.seed {
+        body["seed"] = json!(seed);
+    }
+    if let Some(schema) = schema {
+        body["response_format"] = json!({ "type": "json_schema", "json_schema": { "name": "findings", "strict": true, "schema": schema } });
+    }
+    body
+}
+
+/// Reads an OpenAI-compatible answer: `choices[0].message.content`, `finish_reason`, `usage`,
+/// and llama.cpp's `timings` where present.
+pub fn openai_parse(v: &Value) -> Result<Completion, AttemptError> {
+    if let Some(err) = v.get("error") {
+        return Err(AttemptError::Model(err.get("message").and_then(Value::as_str).map(str::to_string).unwrap_or_else(|| err.to_string())));
+    }
+    let choice = v.pointer("/choices/0").ok_or_else(|| AttemptError::Protocol("the answer has no `choices[0]`".into()))?;
+    let text = choice.pointer("/message/content").and_then(Value::as_str).unwrap_or_default().to_string();
+    Ok(Completion {
+        text,
+        finish_reason: choice.get("finish_reason").and_then(Value::as_str).map(str::to_string),
+        prompt_tokens: v.pointer("/usage/prompt_tokens").and_then(Value::as_u64),
+        completion_tokens: v.pointer("/usage/completion_tokens").and_then(Value::as_u64),
+        prompt_ms: v.pointer("/timings/prompt_ms").and_then(Value::as_f64),
+        eval_ms: v.pointer("/timings/predicted_ms").and_then(Value::as_f64),
+        total_ms: None,
+        load_ms: None,
+        model: v.get("model").and_then(Value::as_str).map(str::to_string),
+    })
+}
+
+pub async fn openai_read(resp: reqwest::Response, timeout: Duration) -> Result<Completion, AttemptError> {
+    let bytes = resp.bytes().await.map_err(|e| AttemptError::from_reqwest(&e, timeout))?;
+    let v: Value = serde_json::from_slice(&bytes).map_err(|e| AttemptError::Protocol(format!("the answer is not JSON ({e}): {}", crate::reviewer::tail(&String::from_utf8_lossy(&bytes), 200))))?;
+    openai_parse(&v)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ollama_stream_lines_accumulate_to_a_completion() {
+        let mut c = Completion::default();
+        assert!(!ollama_line(br#"{"model":"m","created_at":"t","message":{"role":"assistant","content":"{\"find"},"done":false}"#, &mut c).expect("line"));
+        assert!(!ollama_line(b"\n", &mut c).expect("blank"));
+        assert!(!ollama_line(br#"{"model":"m","message":{"role":"assistant","content":"ings\":[]}"},"done":false}"#, &mut c).expect("line"));
+        let last = br#"{"model":"m","message":{"role":"assistant","content":""},"done":true,"done_reason":"stop","total_duration":5000000000,"load_duration":1000000,"prompt_eval_count":120,"prompt_eval_duration":300000000,"eval_count":7,"eval_duration":70000000}"#;
+        assert!(ollama_line(last, &mut c).expect("final"));
+        assert_eq!(c.text, "{\"findings\":[]}");
+        assert_eq!(c.finish_reason.as_deref(), Some("stop"));
+        assert_eq!((c.prompt_tokens, c.completion_tokens), (Some(120), Some(7)));
+        assert_eq!((c.prompt_ms, c.eval_ms, c.total_ms, c.load_ms), (Some(300.0), Some(70.0), Some(5000.0), Some(1.0)));
+        let mut e = Completion::default();
+        assert_eq!(ollama_line(br#"{"error":"model 'x' not found"}"#, &mut e), Err(AttemptError::Model("model 'x' not found".into())));
+    }
+
+    #[test]
+    fn openai_answers_parse_with_llama_cpp_timings() {
+        let v: Value = serde_json::from_str(r#"{"choices":[{"finish_reason":"length","index":0,"message":{"role":"assistant","content":"{\n  \"findings"}}],"model":"smollm2-135m","usage":{"completion_tokens":8,"prompt_tokens":170,"total_tokens":178},"timings":{"prompt_ms":546.2,"predicted_ms":311.0}}"#).expect("json");
+        let c = openai_parse(&v).expect("parses");
+        assert!(c.truncated());
+        assert_eq!((c.prompt_tokens, c.completion_tokens), (Some(170), Some(8)));
+        assert_eq!((c.prompt_ms, c.eval_ms), (Some(546.2), Some(311.0)));
+        assert_eq!(c.model.as_deref(), Some("smollm2-135m"));
+    }
+
+    #[test]
+    fn bodies_follow_the_documented_shapes() {
+        let msgs = vec![Message { role: "system", content: "s".into() }, Message { role: "user", content: "u".into() }];
+        let s = Sampling { temperature: 0.7, seed: Some(3), max_tokens: 64, num_ctx: Some(4096) };
+        let schema = json!({"type":"object"});
+        let o = ollama_body("m", &msgs, Some(&schema), &s);
+        assert_eq!(o["stream"], true);
+        assert_eq!(o["format"], schema);
+        assert_eq!(o["options"], json!({"temperature":0.7,"seed":3,"num_ctx":4096,"num_predict":64}));
+        let a = openai_body("m", &msgs, Some(&schema), &s);
+        assert_eq!(a["max_tokens"], 64);
+        assert_eq!(a["seed"], 3);
+        assert_eq!(a["response_format"]["type"], "json_schema");
+        assert_eq!(a["response_format"]["json_schema"]["schema"], schema);
+        assert!(a.get("num_ctx").is_none());
+    }
+
+    #[test]
+    fn error_bodies_and_retry_after() {
+        assert_eq!(error_message(r#"{"error":"model \"x\" not found, try pulling it first"}"#), "model \"x\" not found, try pulling it first");
+        assert_eq!(error_message(r#"{"error":{"code":400,"message":"too long","type":"invalid_request_error"}}"#), "too long");
+        assert_eq!(error_message("Bad Gateway"), "Bad Gateway");
+        let now = std::time::SystemTime::UNIX_EPOCH + Duration::from_secs(1_000_000);
+        assert_eq!(parse_retry_after("2", now), Some(Duration::from_secs(2)));
+        let later = httpdate::fmt_http_date(now + Duration::from_secs(7));
+        assert_eq!(parse_retry_after(&later, now), Some(Duration::from_secs(7)));
+        assert_eq!(parse_retry_after("soon", now), None);
+        assert!(AttemptError::Status { status: 503, retry_after: None, message: String::new() }.retryable());
+        assert!(AttemptError::Status { status: 429, retry_after: None, message: String::new() }.retryable());
+        assert!(!AttemptError::Status { status: 400, retry_after: None, message: String::new() }.retryable());
+        assert!(!AttemptError::Timeout(Duration::from_secs(1)).retryable());
+    }
+}
