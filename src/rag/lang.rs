@@ -95,13 +95,14 @@ impl Language {
                     (r"^\s*(?:export\s+)?(?:default\s+)?(?:abstract\s+)?class\s+([A-Za-z_$][A-Za-z0-9_$]*)", "class"),
                     (r"^\s*(?:export\s+)?(?:declare\s+)?(?:interface|enum)\s+([A-Za-z_$][A-Za-z0-9_$]*)", "type"),
                     (r"^\s*(?:export\s+)?(?:declare\s+)?type\s+([A-Za-z_$][A-Za-z0-9_$]*)\s*(?:<[^=]*>)?\s*=", "type"),
-                    (r"^\s*(?:export\s+)?(?:const|let|var)\s+([A-Za-z_$][A-Za-z0-9_$]*)\s*(?::[^=]+)?=", "variable"),
+                    (r"^(?:export\s+)?(?:const|let|var)\s+([A-Za-z_$][A-Za-z0-9_$]*)\s*(?::[^=]+)?=", "variable"),
                     (r"^\s+(?:static\s+|async\s+|get\s+|set\s+|public\s+|private\s+|protected\s+)*([A-Za-z_$][A-Za-z0-9_$]*)\s*\([^)]*\)\s*(?::[^{]+)?\{\s*$", "method"),
                 ])
             }),
             Self::Go => GO.get_or_init(|| {
                 compile(&[
-                    (r"^func\s+(?:\([^)]*\)\s*)?([A-Za-z_][A-Za-z0-9_]*)\s*[\[(]", "function"),
+                    (r"^func\s+\([^)]*\)\s*([A-Za-z_][A-Za-z0-9_]*)\s*[\[(]", "method"),
+                    (r"^func\s+([A-Za-z_][A-Za-z0-9_]*)\s*[\[(]", "function"),
                     (r"^\s*type\s+([A-Za-z_][A-Za-z0-9_]*)\s", "type"),
                     (r"^(?:const|var)\s+([A-Za-z_][A-Za-z0-9_]*)\s", "variable"),
                 ])
@@ -125,6 +126,9 @@ impl Language {
                             Some("enum") => "enum",
                             _ => "type",
                         }
+                    } else if *kind == "function" && matches!(self, Self::Rust | Self::Python) && line.starts_with(char::is_whitespace) {
+                        // Indented: inside an `impl`, a trait or a class.
+                        "method"
                     } else {
                         kind
                     };
@@ -151,28 +155,92 @@ impl Language {
 
     /// Identifiers used in code, in order of first use, without keywords and common builtins.
     pub fn identifiers(self, code: &str) -> Vec<String> {
+        self.usages(code).into_iter().map(|(name, _)| name).collect()
+    }
+
+    /// Identifiers used in code with how they are used, in order of first use.
+    pub fn usages(self, code: &str) -> Vec<(String, Usage)> {
         static IDENT: OnceLock<Option<Regex>> = OnceLock::new();
         let Some(re) = IDENT.get_or_init(|| Regex::new(r"[A-Za-z_$][A-Za-z0-9_$]*").ok()) else { return Vec::new() };
         let keywords: BTreeSet<&str> = self.keywords().iter().copied().collect();
-        let mut seen = BTreeSet::new();
-        let mut out = Vec::new();
+        let mut out: Vec<(String, Usage)> = Vec::new();
         for line in code.lines() {
             let line = strip_line_comment(self, line);
+            let bytes = line.as_bytes();
             for m in re.find_iter(line) {
                 // Skip a name glued to a preceding digit or quote-free number like `1e5`.
-                if m.start() > 0 && line.as_bytes()[m.start() - 1].is_ascii_digit() {
+                if m.start() > 0 && bytes[m.start() - 1].is_ascii_digit() {
                     continue;
                 }
                 let name = m.as_str();
                 if name.len() < 2 || name.starts_with('$') || keywords.contains(name) {
                     continue;
                 }
-                if seen.insert(name.to_string()) {
-                    out.push(name.to_string());
+                let before = line[..m.start()].trim_end();
+                // A name being defined or bound here is not a use.
+                let defining = ["fn", "def", "function", "func", "class", "struct", "enum", "trait", "type", "interface", "let", "var", "const", "static", "mod"]
+                    .iter()
+                    .any(|k| before.strip_suffix(k).is_some_and(|rest| rest.is_empty() || rest.ends_with(|c: char| !c.is_alphanumeric() && c != '_')))
+                    || (before.ends_with("mut") && before[..before.len() - 3].trim_end().ends_with("let"));
+                if defining {
+                    continue;
+                }
+                let after = line[m.end()..].trim_start();
+                let called = after.starts_with('(') || after.starts_with("!(") || after.starts_with("![") || after.starts_with("!{") || after.starts_with("::<");
+                let method = m.start() > 0 && bytes[m.start() - 1] == b'.';
+                let path = before.ends_with("::");
+                let usage = Usage { call: called && !method && !path, path_call: called && path, method_call: called && method, other: !called };
+                match out.iter_mut().find(|(n, _)| n == name) {
+                    Some((_, u)) => u.merge(usage),
+                    None => out.push((name.to_string(), usage)),
                 }
             }
         }
         out
+    }
+}
+
+/// How an identifier is used in the reviewed code.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Usage {
+    /// Called as a free function: `f(`, `m!(`.
+    pub call: bool,
+    /// Called through a path: `Type::f(`, `module::f(`.
+    pub path_call: bool,
+    /// Called as a method: `x.f(` (the receiver's type is unknown here).
+    pub method_call: bool,
+    /// Used otherwise: a type, a constant, a value.
+    pub other: bool,
+}
+
+impl Usage {
+    /// Adds the uses in `other`.
+    pub fn merge_from(&mut self, other: Usage) {
+        self.merge(other);
+    }
+
+    fn merge(&mut self, other: Usage) {
+        self.call |= other.call;
+        self.path_call |= other.path_call;
+        self.method_call |= other.method_call;
+        self.other |= other.other;
+    }
+
+    /// Whether a definition of `kind` fits this use, for a definition outside the reviewed
+    /// files: functions must be called (a local variable of the same name is not the
+    /// function); types, classes and constants fit any use. A call through `.` is a method
+    /// call in Rust, whose receiver's type is unknown here, so it is not guessed; in Go,
+    /// Python and JavaScript `x.f(` is also how a package's or module's function is called,
+    /// so it fits when the name is defined in one file only (`unique`).
+    pub fn fits(&self, kind: &str, lang: Language, unique: bool) -> bool {
+        let dotted = self.method_call && lang != Language::Rust && unique;
+        match kind {
+            "function" => self.call || self.path_call || dotted,
+            "macro" => self.call,
+            // An associated function (`Type::new(`) or a method of a module's object.
+            "method" => self.path_call || dotted,
+            _ => self.call || self.path_call || self.other,
+        }
     }
 }
 
@@ -279,7 +347,7 @@ mod tests {
     #[test]
     fn rust_definitions() {
         assert_eq!(defs(Language::Rust, "pub fn parse(text: &str) -> u32 {"), vec![("parse".into(), "function")]);
-        assert_eq!(defs(Language::Rust, "    pub(crate) async fn run(&self) {"), vec![("run".into(), "function")]);
+        assert_eq!(defs(Language::Rust, "    pub(crate) async fn run(&self) {"), vec![("run".into(), "method")]);
         assert_eq!(defs(Language::Rust, "pub const unsafe fn raw() {}"), vec![("raw".into(), "function")]);
         assert_eq!(defs(Language::Rust, "pub struct Limits {"), vec![("Limits".into(), "type")]);
         assert_eq!(defs(Language::Rust, "enum Mode { A, B }"), vec![("Mode".into(), "enum")]);
@@ -292,7 +360,7 @@ mod tests {
     #[test]
     fn python_definitions() {
         assert_eq!(defs(Language::Python, "def avg(xs):"), vec![("avg".into(), "function")]);
-        assert_eq!(defs(Language::Python, "    async def fetch(self, url):"), vec![("fetch".into(), "function")]);
+        assert_eq!(defs(Language::Python, "    async def fetch(self, url):"), vec![("fetch".into(), "method")]);
         assert_eq!(defs(Language::Python, "class Window(Base):"), vec![("Window".into(), "class")]);
         assert_eq!(defs(Language::Python, "MAX_RETRIES = 3"), vec![("MAX_RETRIES".into(), "variable")]);
         assert!(defs(Language::Python, "    total = 0").is_empty(), "indented assignments are locals");
@@ -315,7 +383,7 @@ mod tests {
     #[test]
     fn go_definitions() {
         assert_eq!(defs(Language::Go, "func Parse(s string) (int, error) {"), vec![("Parse".into(), "function")]);
-        assert_eq!(defs(Language::Go, "func (c *Client) Do(req *Request) error {"), vec![("Do".into(), "function")]);
+        assert_eq!(defs(Language::Go, "func (c *Client) Do(req *Request) error {"), vec![("Do".into(), "method")]);
         assert_eq!(defs(Language::Go, "func Map[T any](xs []T) []T {"), vec![("Map".into(), "function")]);
         assert_eq!(defs(Language::Go, "type Client struct {"), vec![("Client".into(), "type")]);
         assert_eq!(defs(Language::Go, "const MaxLimit = 100"), vec![("MaxLimit".into(), "variable")]);
@@ -349,10 +417,32 @@ mod tests {
     #[test]
     fn identifiers_skip_keywords_comments_and_repeats() {
         let ids = Language::JavaScript.identifiers("  const size = typeof limit === 'string' ? parseLimit(limit) : normalizeLimit(limit); // pageWindow");
-        assert_eq!(ids, vec!["size", "limit", "parseLimit", "normalizeLimit"]);
+        assert_eq!(ids, vec!["limit", "parseLimit", "normalizeLimit"], "`size` is being defined, not used");
         let py = Language::Python.identifiers("    return sum(xs) / len(xs)  # avg of xs");
         assert_eq!(py, vec!["sum", "xs"]);
         let rs = Language::Rust.identifiers("let n: u32 = parse_limit(&raw)?; 1e5");
         assert_eq!(rs, vec!["parse_limit", "raw"]);
+    }
+
+    #[test]
+    fn usages_tell_calls_from_method_calls_and_values() {
+        let u: std::collections::BTreeMap<String, Usage> = Language::Rust.usages("let reviewer = Reviewer::new(spec); reviewer.push(x); check!(y); let t: Limits = clamp (z); fn helper(a: u8) {} drop(reviewer);").into_iter().collect();
+        let none = Usage::default();
+        assert_eq!(u["reviewer"], Usage { other: true, ..none }, "bound by `let`, then used as a value");
+        assert_eq!(u["Reviewer"], Usage { other: true, ..none });
+        assert_eq!(u["new"], Usage { path_call: true, ..none });
+        assert_eq!(u["push"], Usage { method_call: true, ..none });
+        assert_eq!(u["check"], Usage { call: true, ..none });
+        assert_eq!(u["clamp"], Usage { call: true, ..none });
+        assert!(!u.contains_key("helper") && !u.contains_key("t"), "names defined here are not uses");
+        let rust = Language::Rust;
+        assert!(u["Limits"].fits("type", rust, false));
+        assert!(!u["reviewer"].fits("function", rust, true), "a local is not the function");
+        assert!(!u["push"].fits("method", rust, true), "a Rust method call is not guessed");
+        assert!(u["new"].fits("method", rust, false), "`Reviewer::new(` fits an associated fn");
+        assert!(!u["drop"].fits("method", rust, true), "a free call is not a method");
+        let go: std::collections::BTreeMap<String, Usage> = Language::Go.usages("err := api.Parse(s)").into_iter().collect();
+        assert!(go["Parse"].fits("function", Language::Go, true), "a package's function");
+        assert!(!go["Parse"].fits("function", Language::Go, false), "but not when several files define it");
     }
 }

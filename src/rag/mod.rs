@@ -9,9 +9,14 @@
 //! 3. each matching line is checked against the language's definition patterns (functions,
 //!    methods, types, classes, traits, constants); definitions inside the reviewed lines are
 //!    left out (the model already sees them);
-//! 4. one definition per identifier, in identifier order (a definition in the reviewed file
-//!    first, then by path and line), up to the limit; each is cut from the file at the commit
-//!    (`git show`), from its doc comment to the end of its block, capped in lines.
+//! 4. outside the reviewed files a definition must fit how the name is used: a function must
+//!    be called (a local variable named like it is not it), a method called on some receiver
+//!    (`x.push(`) is not guessed, and a name defined in more than two other files is
+//!    ambiguous and skipped; Rust test modules and test files come last;
+//! 5. one definition per identifier, in identifier order (a definition in the reviewed file
+//!    first, then non-test code, then by path and line), up to the limit; each is cut from
+//!    the file at the commit (`git show`), from its doc comment to the end of its block,
+//!    capped in lines.
 //!
 //! Everything is deterministic for a given commit, so prompts (and cache keys) are stable.
 
@@ -25,7 +30,7 @@ use std::path::Path;
 use std::process::Command;
 
 /// Version of the retrieval rules; part of a reviewer's fingerprint.
-pub const RAG_VERSION: &str = "rag-lite-1";
+pub const RAG_VERSION: &str = "rag-lite-2";
 
 /// Most identifiers looked up per request.
 const MAX_IDENTIFIERS: usize = 200;
@@ -33,6 +38,8 @@ const MAX_IDENTIFIERS: usize = 200;
 const MAX_GREP_LINES: usize = 50_000;
 /// Most doc-comment lines kept above a definition.
 const MAX_DOC_LINES: usize = 6;
+/// A name defined in more files than this (outside the reviewed ones) is too ambiguous.
+const MAX_DEFINING_FILES: usize = 2;
 
 /// Where a definition was seen: (file, line, kind).
 type Candidate = (String, u32, &'static str);
@@ -86,13 +93,15 @@ pub fn resolve(req: &Request<'_>) -> Result<Vec<Definition>, RagError> {
     // Identifiers per language, in order of first use across the reviewed files.
     let mut by_lang: BTreeMap<Language, Vec<String>> = BTreeMap::new();
     let mut order: Vec<(Language, String)> = Vec::new();
+    let mut usage: BTreeMap<(Language, String), lang::Usage> = BTreeMap::new();
     for (path, code) in &req.code {
         let Some(lang) = Language::from_path(path) else { continue };
         let ids = by_lang.entry(lang).or_default();
-        for id in lang.identifiers(code) {
+        for (id, u) in lang.usages(code) {
             if ids.len() >= MAX_IDENTIFIERS {
                 break;
             }
+            usage.entry((lang, id.clone())).or_default().merge_from(u);
             if !ids.contains(&id) {
                 ids.push(id.clone());
                 order.push((lang, id));
@@ -126,12 +135,24 @@ pub fn resolve(req: &Request<'_>) -> Result<Vec<Definition>, RagError> {
         if out.len() >= req.max_definitions {
             break;
         }
-        let Some(list) = candidates.get_mut(&(lang, id.clone())) else { continue };
-        // Prefer a definition in a reviewed file, then path and line order.
-        list.sort_by(|a, b| (!reviewed_files.contains(a.0.as_str()), &a.0, a.1).cmp(&(!reviewed_files.contains(b.0.as_str()), &b.0, b.1)));
-        let Some((file, line, kind)) = list.first().cloned() else { continue };
-        let text = files.entry(file.clone()).or_insert_with(|| show(req.repo, req.commit, &file).ok()).clone();
-        let Some(text) = text else { continue };
+        let Some(list) = candidates.get(&(lang, id.clone())) else { continue };
+        let used = usage.get(&(lang, id.clone())).copied().unwrap_or_default();
+        let in_reviewed = |c: &Candidate| reviewed_files.contains(c.0.as_str());
+        let unique = list.iter().filter(|c| !in_reviewed(c)).map(|c| c.0.as_str()).collect::<BTreeSet<_>>().len() == 1;
+        let mut fitting: Vec<(bool, Candidate)> = Vec::new();
+        for c in list.iter().filter(|c| in_reviewed(c) || used.fits(c.2, lang, unique)) {
+            let text = files.entry(c.0.clone()).or_insert_with(|| show(req.repo, req.commit, &c.0).ok());
+            let test = is_test_path(&c.0) || text.as_deref().is_some_and(|t| lang == Language::Rust && in_rust_test_module(t, c.1));
+            fitting.push((test, c.clone()));
+        }
+        let other_files: BTreeSet<&str> = fitting.iter().filter(|(_, c)| !in_reviewed(c)).map(|(_, c)| c.0.as_str()).collect();
+        if !fitting.iter().any(|(_, c)| in_reviewed(c)) && other_files.len() > MAX_DEFINING_FILES {
+            continue;
+        }
+        // A definition in a reviewed file first, then non-test code, then path and line.
+        fitting.sort_by(|(ta, a), (tb, b)| (!in_reviewed(a), *ta, &a.0, a.1).cmp(&(!in_reviewed(b), *tb, &b.0, b.1)));
+        let Some((_, (file, line, kind))) = fitting.first().cloned() else { continue };
+        let Some(text) = files.get(&file).cloned().flatten() else { continue };
         if let Some(def) = cut(&text, lang, &id, kind, &file, line, req.max_lines) {
             out.push(def);
         }
@@ -168,6 +189,17 @@ fn cut(text: &str, lang: Language, symbol: &str, kind: &str, file: &str, line: u
         snippet,
         truncated,
     })
+}
+
+/// Test code by its path: `tests/`, `test_x.py`, `x_test.go`, `x.test.ts`, `x.spec.js`, ….
+fn is_test_path(path: &str) -> bool {
+    let name = path.rsplit('/').next().unwrap_or(path);
+    path.starts_with("tests/") || path.contains("/tests/") || path.starts_with("test/") || path.contains("/test/") || name.starts_with("test_") || name.contains("_test.") || name.contains(".test.") || name.contains(".spec.")
+}
+
+/// Whether 1-based `line` of a Rust file lies after its `#[cfg(test)]`.
+fn in_rust_test_module(text: &str, line: u32) -> bool {
+    text.lines().take(line as usize).any(|l| l.trim_start().starts_with("#[cfg(test)]"))
 }
 
 fn is_doc_line(lang: Language, line: &str) -> bool {
@@ -336,6 +368,27 @@ mod tests {
         assert!(defs[1].truncated);
         assert!(defs[1].snippet.contains("… ("), "{}", defs[1].snippet);
         assert_eq!(defs[1].end_line - defs[1].line + 1, 20);
+    }
+
+    #[test]
+    fn definitions_must_fit_how_names_are_used() {
+        let (_d, path, head) = repo(&[
+            ("src/a.rs", "pub fn reviewer() {}\npub fn push(x: u32) {}\npub fn new() -> u32 { 1 }\npub fn run() {}\n"),
+            ("src/b.rs", "pub fn new() -> u32 { 2 }\n"),
+            ("src/c.rs", "pub fn new() -> u32 { 3 }\n#[cfg(test)]\nmod tests {\n    pub fn helper() {}\n}\n"),
+            ("tests/it.rs", "pub fn run() {}\n"),
+            ("src/z.rs", "pub fn helper() {}\n"),
+        ]);
+        let code = "let reviewer = 1;\nitems.push(reviewer);\nlet x = Thing::new();\nrun();\nhelper();";
+        let defs = resolve(&request(&path, &head, "src/main.rs", code, 10)).expect("resolve");
+        let found: Vec<(&str, &str)> = defs.iter().map(|d| (d.symbol.as_str(), d.file.as_str())).collect();
+        // `reviewer` is a local, `push` a method on an unknown receiver, `new` is defined in
+        // three files; `run` prefers non-test code, `helper` the non-test-module definition.
+        assert_eq!(found, vec![("run", "src/a.rs"), ("helper", "src/z.rs")]);
+        // In the reviewed file itself every definition counts.
+        let mut same = request(&path, &head, "src/a.rs", "let f = reviewer;", 10);
+        same.exclude = vec![("src/a.rs".into(), 4, 4)];
+        assert_eq!(resolve(&same).expect("resolve").iter().map(|d| d.symbol.as_str()).collect::<Vec<_>>(), vec!["reviewer"]);
     }
 
     #[test]
