@@ -79,7 +79,10 @@ pub async fn execute(
 ) -> Result<Executed, Error> {
     let outcomes = exec::execute(&prepared.plan, prepared.reviewer.clone(), &prepared.cache, &options, emitter, cancel).await;
     let results = summarize_in(prepared, manifest_label, &outcomes, Some(&options.work_dir));
-    let written = if options.frozen && outcomes.iter().any(|o| matches!(o, RunOutcome::Missing)) {
+    // Reports are not overwritten by an execution that has nothing to show: a frozen run
+    // with gaps, or one where no run succeeded (a model server down, say).
+    let nothing_succeeded = !outcomes.is_empty() && outcomes.iter().all(|o| o.success().is_none());
+    let written = if nothing_succeeded || options.frozen && outcomes.iter().any(|o| matches!(o, RunOutcome::Missing)) {
         Vec::new()
     } else {
         report::render::write_reports(&results, &prepared.manifest.report.output, prepared.manifest.report.template.as_deref())?

@@ -111,11 +111,19 @@ fn exec(args: ExecArgs) -> Result<Exit, Error> {
     rt.shutdown_background();
 
     let interrupted = executed.outcomes.iter().any(|o| matches!(o, RunOutcome::Skipped(r) if r == "interrupted"));
-    if mode == Mode::Human {
-        eprint!("{}", summary.render());
-        for path in &executed.written {
-            eprintln!("wrote {}", path.display());
+    match mode {
+        Mode::Human => {
+            eprint!("{}", summary.render());
+            for path in &executed.written {
+                eprintln!("wrote {}", path.display());
+            }
+            if executed.written.is_empty() && summary.missing.is_empty() && !executed.outcomes.is_empty() {
+                eprintln!("no run succeeded: the reports were left as they were");
+            }
         }
+        // Quiet still shows errors: what failed and why.
+        Mode::Quiet if summary.failed + summary.skipped > 0 => eprint!("{}", summary.render()),
+        _ => {}
     }
     if !summary.missing.is_empty() {
         eprintln!("error: --frozen: {} runs are not in the cache:", summary.missing.len());

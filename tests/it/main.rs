@@ -4,6 +4,8 @@
 mod command_reviewer;
 mod exec_corpus;
 mod git_target;
+mod llm_fake_ollama;
+mod llm_real_server;
 mod ground_truth;
 mod ground_truth_eval;
 mod manifest_errors;

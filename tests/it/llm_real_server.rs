@@ -6,7 +6,7 @@
 //! ```sh
 //! scripts/model-server/install.sh
 //! scripts/model-server/start.sh smollm2-135m 8091
-//! RUNNER_LLAMA_URL=http://127.0.0.1:8091/v1 cargo test --test llm_real_server -- --test-threads=1
+//! RUNNER_LLAMA_URL=http://127.0.0.1:8091/v1 cargo test --test it llm_real_server
 //! scripts/model-server/stop.sh 8091
 //! ```
 //!
@@ -23,6 +23,9 @@ use runner::target::Subject;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
+
+/// One llama.cpp server with one slot: these tests take turns (the rest of the binary runs on).
+static ONE_AT_A_TIME: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 
 fn server() -> Option<(String, String)> {
     match std::env::var("RUNNER_LLAMA_URL") {
@@ -100,6 +103,7 @@ fn job(model: &str, subject: Arc<Subject>, repeat: u32) -> ReviewJob {
 
 #[tokio::test]
 async fn real_structured_output_usage_and_provenance() {
+    let _turn = ONE_AT_A_TIME.lock().await;
     let Some((url, model)) = server() else { return };
     let dir = tempfile::tempdir().expect("tempdir");
     let subject = subject(dir.path());
@@ -134,6 +138,7 @@ async fn real_structured_output_usage_and_provenance() {
 
 #[tokio::test]
 async fn real_seed_determinism() {
+    let _turn = ONE_AT_A_TIME.lock().await;
     let Some((url, model)) = server() else { return };
     let dir = tempfile::tempdir().expect("tempdir");
     let subject = subject(dir.path());
@@ -151,6 +156,7 @@ async fn real_seed_determinism() {
 
 #[tokio::test]
 async fn real_truncation_fails_clearly_or_is_continued() {
+    let _turn = ONE_AT_A_TIME.lock().await;
     let Some((url, model)) = server() else { return };
     let dir = tempfile::tempdir().expect("tempdir");
     let subject = subject(dir.path());
@@ -179,6 +185,7 @@ async fn real_truncation_fails_clearly_or_is_continued() {
 
 #[tokio::test]
 async fn real_wrong_model_name_fails_fast() {
+    let _turn = ONE_AT_A_TIME.lock().await;
     let Some((url, model)) = server() else { return };
     let dir = tempfile::tempdir().expect("tempdir");
     let reviewer = LlmReviewer::new(spec(&url, |_| {})).expect("reviewer");
@@ -191,13 +198,14 @@ async fn real_wrong_model_name_fails_fast() {
 
 #[test]
 fn real_experiment_is_served_from_the_cache_without_a_server() {
+    let _turn = ONE_AT_A_TIME.blocking_lock();
     let Some((url, model)) = server() else { return };
     let dir = tempfile::tempdir().expect("tempdir");
     let root = dir.path();
     let corpus = Path::new(env!("CARGO_MANIFEST_DIR")).join("corpus/quickstart");
     let models_json = models_json().map(|p| format!("models-json = \"{}\"\n", p.display())).unwrap_or_default();
     let manifest = format!(
-        "version = 1\n[experiment]\nname = \"real-llama\"\n[target]\ncorpus = \"{}\"\ncases = [\"case-05\"]\n[matrix]\nmodel = [\"{model}\"]\nrag_symbol_max_definitions = [0, 5]\n[reviewer]\nkind = \"openai\"\nbase-url = \"${{RUNNER_REAL_URL:-{url}}}\"\ntemperature = 0.7\nseed = 5\nunit = \"file\"\nmax-tokens = 1024\nmax-findings = 3\nmessage-max-chars = 160\nsuggestion-max-chars = 80\n{models_json}[[analysis]]\nkind = \"latency\"\n[report]\noutput = \"out\"\n",
+        "version = 1\n[experiment]\nname = \"real-llama\"\n[target]\ncorpus = \"{}\"\ncases = [\"case-05\"]\nunseal-holdout = true\n[matrix]\nmodel = [\"{model}\"]\nrag_symbol_max_definitions = [0, 5]\n[reviewer]\nkind = \"openai\"\nbase-url = \"${{RUNNER_REAL_URL:-{url}}}\"\ntemperature = 0.7\nseed = 5\nunit = \"file\"\nmax-tokens = 1024\nmax-findings = 3\nmessage-max-chars = 160\nsuggestion-max-chars = 80\n{models_json}[[analysis]]\nkind = \"latency\"\n[report]\noutput = \"out\"\n",
         corpus.display()
     );
     std::fs::write(root.join("real.toml"), manifest).expect("manifest");

@@ -601,6 +601,7 @@ name = "fake-ollama"
 [target]
 corpus = "{}"
 cases = ["case-01", "case-05"]
+unseal-holdout = true
 [matrix]
 model = ["{MODEL}"]
 rag_symbol_max_definitions = [0, 3]
