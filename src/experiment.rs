@@ -23,6 +23,8 @@ pub struct Prepared {
     pub cache: CacheStore,
     /// The target's ground truth, for analyses only: never passed to a reviewer.
     pub oracle: Option<Oracle>,
+    /// Adjudication records named by analyses, by resolved path.
+    pub adjudications: BTreeMap<PathBuf, ground_truth::adjudication::Adjudication>,
 }
 
 /// Where things go; CLI flags override the manifest.
@@ -39,7 +41,23 @@ pub fn prepare(manifest_path: &std::path::Path, locations: &Locations) -> Result
     let plan = plan::build(&manifest, subjects, reviewer.as_ref())?;
     let cache = CacheStore::new(locations.cache_dir.clone().unwrap_or_else(|| manifest.cache_dir.clone()));
     let oracle = load_oracle(&manifest)?;
-    Ok(Prepared { manifest, reviewer, plan, cache, oracle })
+    let adjudications = load_adjudications(&manifest)?;
+    Ok(Prepared { manifest, reviewer, plan, cache, oracle, adjudications })
+}
+
+/// The adjudication records the analyses name; a missing or unparsable one is an error naming
+/// its path and the analysis.
+pub fn load_adjudications(manifest: &Manifest) -> Result<BTreeMap<PathBuf, ground_truth::adjudication::Adjudication>, Error> {
+    let mut out = BTreeMap::new();
+    for spec in &manifest.analyses {
+        let Some(path) = &spec.adjudication else { continue };
+        if out.contains_key(path) {
+            continue;
+        }
+        let record = ground_truth::adjudication::load(path).map_err(|e| Error::Other(format!("analysis `{}`: `adjudication`: {e}", spec.kind.as_str())))?;
+        out.insert(path.clone(), record);
+    }
+    Ok(out)
 }
 
 /// The oracle of a corpus (`oracle.json`, when present) or of an eval set (its cases' findings).
@@ -122,6 +140,7 @@ pub fn summarize_in(prepared: &Prepared, manifest_label: &str, outcomes: &[RunOu
         repeat: prepared.manifest.matrix.repeat,
         oracle: prepared.oracle.as_ref(),
         scopes: scopes.as_ref(),
+        adjudications: &prepared.adjudications,
     };
     let analyses = prepared.manifest.analyses.iter().map(|spec| analysis::compute(spec, &input)).collect();
     report::build_results(&prepared.manifest, manifest_label, plan, outcomes, reviewer_configs(prepared), analyses)

@@ -194,7 +194,7 @@ mod tests {
     use crate::manifest::AnalysisKind;
 
     fn spec() -> AnalysisSpec {
-        AnalysisSpec { kind: AnalysisKind::Aggregation, title: None, axis: None, matching: MatchRule::default(), oracle_rule: OracleRule::default() }
+        AnalysisSpec { kind: AnalysisKind::Aggregation, title: None, axis: None, matching: MatchRule::default(), oracle_rule: OracleRule::default(), adjudication: None }
     }
 
     #[test]

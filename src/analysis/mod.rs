@@ -50,6 +50,18 @@ pub struct AnalysisInput<'a> {
     /// Changed files and hunk spans per subject, for context-level tagging (A9); subjects whose
     /// diff could not be read are absent.
     pub scopes: Option<&'a BTreeMap<String, context_level::DiffScope>>,
+    /// Adjudication records named by analyses' `adjudication` keys, by resolved path.
+    pub adjudications: &'a BTreeMap<std::path::PathBuf, crate::ground_truth::adjudication::Adjudication>,
+}
+
+/// No adjudications, for inputs that have none.
+pub static NO_ADJUDICATIONS: BTreeMap<std::path::PathBuf, crate::ground_truth::adjudication::Adjudication> = BTreeMap::new();
+
+impl AnalysisInput<'_> {
+    /// The adjudication `spec` names, when it names one that was loaded.
+    pub fn adjudication(&self, spec: &AnalysisSpec) -> Option<&crate::ground_truth::adjudication::Adjudication> {
+        spec.adjudication.as_ref().and_then(|p| self.adjudications.get(p))
+    }
 }
 
 /// A table a person reads at a glance.

@@ -36,7 +36,7 @@ pub fn with_kind(mut f: Finding, category: Category, severity: Severity) -> Find
 }
 
 pub fn spec(kind: AnalysisKind, axis: Option<&str>) -> AnalysisSpec {
-    AnalysisSpec { kind, title: None, axis: axis.map(str::to_string), matching: MatchRule::default(), oracle_rule: Default::default() }
+    AnalysisSpec { kind, title: None, axis: axis.map(str::to_string), matching: MatchRule::default(), oracle_rule: Default::default(), adjudication: None }
 }
 
 pub fn s(v: &str) -> AxisValue {
@@ -110,6 +110,7 @@ impl Fixture {
             repeat: self.repeat,
             oracle: None,
             scopes: None,
+            adjudications: &crate::analysis::NO_ADJUDICATIONS,
         }
     }
 }

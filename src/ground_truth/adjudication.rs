@@ -133,6 +133,61 @@ pub enum Seed003Verdict {
     Missed,
 }
 
+impl From<Seed003Verdict> for super::matching::Verdict {
+    fn from(v: Seed003Verdict) -> Self {
+        match v {
+            Seed003Verdict::Found => Self::Found,
+            Seed003Verdict::Partial => Self::Partial,
+            Seed003Verdict::Missed => Self::Missed,
+        }
+    }
+}
+
+impl AdjudicatedRun {
+    /// The person's decisions as the matcher applies them: every oracle verdict with the report
+    /// matched to it, and the extras named by the reviewer's finding id (`real` is real; `rejected` and
+    /// `false_positive` are rejected; other dispositions leave the automatic verdict).
+    pub fn to_adjudicated(&self) -> super::matching::Adjudicated {
+        use super::matching::ExtraVerdict;
+        let findings = self.oracle.iter().map(|(id, v)| (id.clone(), (*v).into())).collect();
+        let extras = self
+            .reported
+            .iter()
+            .filter(|f| !f.finding.is_empty())
+            .filter_map(|f| match f.disposition.trim() {
+                "real" => Some((f.finding.clone(), ExtraVerdict::Real)),
+                "rejected" | "false_positive" => Some((f.finding.clone(), ExtraVerdict::Rejected)),
+                _ => None,
+            })
+            .collect();
+        let partial = format!("{}-partial-", self.case);
+        let matches = self
+            .reported
+            .iter()
+            .filter(|f| !f.finding.is_empty())
+            .filter_map(|f| match f.disposition.trim() {
+                "found" | "verified" => Some((f.claim.id.clone(), f.finding.clone())),
+                "partial" => f.claim.id.strip_prefix(&partial).map(|o| (o.to_string(), f.finding.clone())),
+                _ => None,
+            })
+            .collect();
+        super::matching::Adjudicated { findings, extras, matches }
+    }
+}
+
+impl Adjudication {
+    /// The run adjudicated for `cell`'s `repeat` on `case`, if any.
+    pub fn run(&self, cell: &str, repeat: u32, case: &str) -> Option<&AdjudicatedRun> {
+        self.runs.iter().find(|r| r.cell == cell && r.repeat == repeat && r.case == case)
+    }
+}
+
+/// Reads an adjudication record (`captured.adjudication.json`, as `import` writes it).
+pub fn load(path: &Path) -> Result<Adjudication, AdjudicationError> {
+    let text = std::fs::read_to_string(path).map_err(|source| AdjudicationError::Read { path: path.to_path_buf(), source })?;
+    serde_json::from_str(&text).map_err(|e| AdjudicationError::Parse { path: path.to_path_buf(), message: e.to_string() })
+}
+
 #[derive(Debug, thiserror::Error)]
 pub enum AdjudicationError {
     #[error("failed to read `{path}`: {source}")]

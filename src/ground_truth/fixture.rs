@@ -8,7 +8,7 @@
 //! finding's.
 
 use crate::analysis::{fmt_ratio, AnalysisInput, AnalysisResult, Table};
-use crate::ground_truth::matching::{score_runs, ExtraVerdict, Method, Prf, ScoredRun, Verdict};
+use crate::ground_truth::matching::{adjudicate, score_runs, ExtraVerdict, Prf, ScoredRun, Verdict};
 use crate::ground_truth::oracle::Oracle;
 use crate::manifest::AnalysisSpec;
 use std::collections::BTreeMap;
@@ -81,8 +81,9 @@ pub fn compute(spec: &AnalysisSpec, input: &AnalysisInput<'_>) -> AnalysisResult
         result.data = serde_json::json!({ "ground_truth_provided": false });
         return result;
     };
-    let method = Method::Automatic { rule: spec.oracle_rule.describe() };
-    let (scored, unknown) = score_runs(&input.runs, oracle, &spec.oracle_rule);
+    let (mut scored, unknown) = score_runs(&input.runs, oracle, &spec.oracle_rule);
+    let (method, method_notes) = adjudicate(&mut scored, input.adjudication(spec), &spec.oracle_rule);
+    result.rule = Some(method.describe());
     let mut overall = Table {
         title: "Overall".into(),
         columns: ["Cell", "Runs", "TP", "FP", "FN", "Precision", "Recall", "F1"].map(String::from).to_vec(),
@@ -127,7 +128,11 @@ pub fn compute(spec: &AnalysisSpec, input: &AnalysisInput<'_>) -> AnalysisResult
         }));
     }
     result.tables = vec![overall, by_category, by_case];
-    result.notes.push("Method: automatic matching by the rule above (no adjudication).".into());
+    if method_notes.is_empty() {
+        result.notes.push("Method: automatic matching by the rule above (no adjudication).".into());
+    } else {
+        result.notes.extend(method_notes);
+    }
     result.notes.push("Partial matches count as FN on the oracle side and FP on the report side; the review-eval analysis reports recall with partials.".into());
     if !unknown.is_empty() {
         result.notes.push(format!("Subjects not in the oracle, left out: {}.", unknown.join(", ")));

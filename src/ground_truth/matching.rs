@@ -485,14 +485,27 @@ impl Method {
 pub struct Adjudicated {
     pub findings: BTreeMap<String, Verdict>,
     pub extras: BTreeMap<String, ExtraVerdict>,
+    /// Oracle finding id → the id of the report a person matched to it (`found`/`partial`).
+    pub matches: BTreeMap<String, String>,
 }
 
 impl Adjudicated {
     /// Applies the decisions: an oracle finding's verdict is replaced (a report it had taken
-    /// is released as an extra when the new verdict is `missed`); an extra's verdict is set.
+    /// is released as an extra when the new verdict is `missed`, or when the person matched it
+    /// to another report, which then stops being an extra); an extra's verdict is set.
     pub fn apply(&self, case: &mut CaseMatch, reported: &[Finding]) {
         for v in &mut case.verdicts {
             if let Some(&decided) = self.findings.get(&v.finding) {
+                let chosen = self.matches.get(&v.finding).and_then(|id| reported.iter().position(|f| &f.id == id));
+                if let (true, Some(ri)) = (decided != Verdict::Missed, chosen) {
+                    if let Some(at) = case.extras.iter().position(|e| e.reported == ri) {
+                        case.extras.remove(at);
+                        if let Some(old) = v.reported.replace(ri) {
+                            case.extras.push(Extra { reported: old, verdict: ExtraVerdict::Rejected });
+                        }
+                        v.similarity = None;
+                    }
+                }
                 if decided == Verdict::Missed {
                     if let Some(ri) = v.reported.take() {
                         case.extras.push(Extra { reported: ri, verdict: ExtraVerdict::Rejected });
@@ -509,6 +522,32 @@ impl Adjudicated {
             }
         }
     }
+}
+
+/// Applies a person's adjudication, where it covers a run, over automatic matching; returns the
+/// method and notes naming the runs a person decided and those left to automatic matching.
+/// Without an adjudication the method is automatic and there are no notes.
+pub fn adjudicate(scored: &mut [ScoredRun<'_>], adjudication: Option<&super::adjudication::Adjudication>, rule: &OracleRule) -> (Method, Vec<String>) {
+    let rule = rule.describe();
+    let Some(adjudication) = adjudication else { return (Method::Automatic { rule }, Vec::new()) };
+    let label = |r: &ScoredRun<'_>| format!("`{}` repeat {} on `{}`", r.view.cell.id, r.view.repeat, r.view.subject);
+    let (mut decided, mut automatic) = (Vec::new(), Vec::new());
+    for run in scored.iter_mut() {
+        match adjudication.run(&run.view.cell.id, run.view.repeat, run.view.subject) {
+            Some(a) => {
+                a.to_adjudicated().apply(&mut run.case, run.view.findings);
+                decided.push(label(run));
+            }
+            None => automatic.push(label(run)),
+        }
+    }
+    let sheet = &adjudication.sheet;
+    let list = |runs: &[String]| if runs.is_empty() { "none".to_string() } else { runs.join(", ") };
+    let notes = vec![
+        format!("Adjudicated by a person (sheet `{sheet}`): {} of {} runs — {}.", decided.len(), scored.len(), list(&decided)),
+        format!("Automatic matching by the rule (no adjudication for them): {} runs — {}.", automatic.len(), list(&automatic)),
+    ];
+    (Method::Adjudication { source: sheet.clone(), rule }, notes)
 }
 
 #[cfg(test)]
@@ -637,7 +676,7 @@ pub(crate) mod tests {
         let reports = vec![reported("r1", "a.rs", 10, Category::Bug, "off by one"), reported("r2", "b.rs", 1, Category::Bug, "real leak")];
         let mut m = match_case(&reports, &[&o], &OracleRule::default());
         assert_eq!(m.counts().found, 1);
-        let adj = Adjudicated { findings: [("F1".to_string(), Verdict::Missed)].into(), extras: [("r2".to_string(), ExtraVerdict::Real)].into() };
+        let adj = Adjudicated { findings: [("F1".to_string(), Verdict::Missed)].into(), extras: [("r2".to_string(), ExtraVerdict::Real)].into(), ..Adjudicated::default() };
         adj.apply(&mut m, &reports);
         let c = m.counts();
         assert_eq!((c.found, c.missed, c.extras_real, c.extras_rejected), (0, 1, 1, 1));

@@ -14,7 +14,7 @@
 //! to the worse verdict.
 
 use crate::analysis::{fmt_ratio, AnalysisInput, AnalysisResult, RunView, Table};
-use crate::ground_truth::matching::{score_runs, ExtraVerdict, MatchCounts, Method, ScoredRun, Verdict};
+use crate::ground_truth::matching::{adjudicate, score_runs, ExtraVerdict, MatchCounts, Method, ScoredRun, Verdict};
 use crate::ground_truth::oracle::Oracle;
 use crate::manifest::AnalysisSpec;
 use serde::{Deserialize, Serialize};
@@ -279,8 +279,9 @@ pub fn compute(spec: &AnalysisSpec, input: &AnalysisInput<'_>) -> AnalysisResult
         result.notes.push("No oracle: the target is neither a corpus with `oracle.json` nor an eval set, so nothing can be scored.".into());
         return result;
     };
-    let method = Method::Automatic { rule: spec.oracle_rule.describe() };
-    let (scored, unknown) = score_runs(&input.runs, oracle, &spec.oracle_rule);
+    let (mut scored, unknown) = score_runs(&input.runs, oracle, &spec.oracle_rule);
+    let (method, method_notes) = adjudicate(&mut scored, input.adjudication(spec), &spec.oracle_rule);
+    result.rule = Some(method.describe());
     let cells: Vec<CellEval> = input
         .cells
         .iter()
@@ -290,7 +291,11 @@ pub fn compute(spec: &AnalysisSpec, input: &AnalysisInput<'_>) -> AnalysisResult
         })
         .collect();
     result.tables = tables(oracle, &cells);
-    result.notes.push("Method: automatic matching by the rule above (no adjudication); extras are `rejected` unless an adjudication says `real`.".into());
+    if method_notes.is_empty() {
+        result.notes.push("Method: automatic matching by the rule above (no adjudication); extras are `rejected` unless an adjudication says `real`.".into());
+    } else {
+        result.notes.extend(method_notes);
+    }
     if !unknown.is_empty() {
         result.notes.push(format!("Subjects not in the oracle, left out: {}.", unknown.join(", ")));
     }
@@ -414,6 +419,65 @@ mod tests {
         assert_eq!(clean.noise, Some(1.0));
         assert_eq!(eval.findings["c1/F1"].verdict, Verdict::Found);
         assert_eq!(eval.findings["c1/F2"].describe(), "missed 1/1");
+    }
+
+    #[test]
+    fn an_adjudication_file_flips_verdicts_and_noise() {
+        use crate::ground_truth::adjudication::{AdjudicatedFinding, AdjudicatedRun, Adjudication, Seed003Verdict};
+        use crate::ground_truth::matching::adjudicate;
+        use crate::ground_truth::score::{Claim, Disposition};
+        let f1 = ofinding("F1", "a.rs", 10, Category::Bug, "the cache stores a rejected promise and serves it stale");
+        let rule = OracleRule::default();
+        let cell = crate::plan::Cell { id: "m=a".into(), values: BTreeMap::new() };
+        // Automatic: the report is 40 lines away, so F1 is missed and both reports are rejected extras.
+        let c1 = vec![reported("r1", "a.rs", 50, Category::Style, "promise cached after failure"), reported("r2", "b.rs", 1, Category::Bug, "leaks a file handle")];
+        let rec = record(&cell, None);
+        let view = RunView { cell: &cell, repeat: 1, subject: "c1", record: &rec, findings: &c1 };
+        let automatic = cell_eval(&cell, &[&ScoredRun { view, case: match_case(&c1, &[&f1], &rule) }]);
+        let s = &automatic.scores;
+        assert_eq!((s.counts.found, s.counts.missed, s.counts.extras_real, s.counts.extras_rejected), (0, 1, 0, 2));
+        assert_eq!(s.noise, Some(1.0));
+        let finding = |item: &str, id: &str, disposition: &str, d: Disposition| AdjudicatedFinding {
+            item: item.into(),
+            finding: id.into(),
+            disposition: disposition.into(),
+            claim: Claim { id: if disposition == "found" { "F1".into() } else { format!("c1-{id}") }, disposition: d },
+            note: String::new(),
+        };
+        let adjudication = Adjudication {
+            version: 1,
+            method: "adjudicated by a person: sheet.csv".into(),
+            sheet: "sheet.csv".into(),
+            key: "key.json".into(),
+            experiment: "x".into(),
+            runs: vec![AdjudicatedRun {
+                cell: "m=a".into(),
+                repeat: 1,
+                case: "c1".into(),
+                reported: vec![finding("i1", "r1", "found", Disposition::Verified), finding("i2", "r2", "real", Disposition::Unresolved)],
+                oracle: [("F1".to_string(), Seed003Verdict::Found)].into(),
+                real_extras: 1,
+                rejected_extras: 0,
+            }],
+        };
+        let other = crate::plan::Cell { id: "m=b".into(), values: BTreeMap::new() };
+        let other_view = RunView { cell: &other, repeat: 1, subject: "c1", record: &rec, findings: &c1 };
+        let mut scored = vec![ScoredRun { view, case: match_case(&c1, &[&f1], &rule) }, ScoredRun { view: other_view, case: match_case(&c1, &[&f1], &rule) }];
+        let (method, notes) = adjudicate(&mut scored, Some(&adjudication), &rule);
+        assert!(method.describe().starts_with("adjudication `sheet.csv`"), "{}", method.describe());
+        assert!(notes[0].contains("sheet `sheet.csv`") && notes[0].contains("1 of 2 runs") && notes[0].contains("`m=a` repeat 1 on `c1`"), "{notes:?}");
+        assert!(notes[1].contains("1 runs") && notes[1].contains("`m=b` repeat 1 on `c1`"), "{notes:?}");
+        let adjudicated = cell_eval(&cell, &[&scored[0]]);
+        let s = &adjudicated.scores;
+        // F1 found by a person through r1, which is no longer an extra; r2 is a real extra: no noise.
+        assert_eq!((s.counts.found, s.counts.missed, s.counts.extras_real, s.counts.extras_rejected), (1, 0, 1, 0));
+        assert_eq!(s.recall_strict, Some(1.0));
+        assert_eq!(s.noise, Some(0.0));
+        assert_eq!(adjudicated.runs[0].cases[0].verdicts[0].reported.as_ref().map(|r| r.id.as_str()), Some("r1"));
+        // The run without an adjudication keeps its automatic verdicts.
+        assert_eq!(scored[1].case, match_case(&c1, &[&f1], &rule));
+        let (method, notes) = adjudicate(&mut scored, None, &rule);
+        assert!(matches!(method, Method::Automatic { .. }) && notes.is_empty());
     }
 
     #[test]

@@ -99,7 +99,7 @@ fn read_manifest(root: &TableReader<'_, '_>, path: &Path, base_dir: &Path) -> Op
         .tables("analysis")
         .into_iter()
         .map(|t| {
-            let a = read_analysis(&t, &axes);
+            let a = read_analysis(&t, &axes, base_dir);
             t.finish();
             a
         })
@@ -479,7 +479,7 @@ fn read_command(t: &TableReader<'_, '_>, axes: &BTreeSet<String>) -> Option<Comm
     })
 }
 
-fn read_analysis(t: &TableReader<'_, '_>, axes: &BTreeSet<String>) -> Option<AnalysisSpec> {
+fn read_analysis(t: &TableReader<'_, '_>, axes: &BTreeSet<String>, base_dir: &Path) -> Option<AnalysisSpec> {
     let problems = t.problems();
     let kind_text = t.required_string("kind")?;
     let Some(kind) = AnalysisKind::parse(kind_text.get_ref()) else {
@@ -515,7 +515,18 @@ fn read_analysis(t: &TableReader<'_, '_>, axes: &BTreeSet<String>) -> Option<Ana
     if kind.uses_oracle() {
         read_oracle_rule(t, &mut matching, &mut oracle_rule);
     }
-    Some(AnalysisSpec { kind, title, axis, matching, oracle_rule })
+    let adjudication = t.string("adjudication").and_then(|a| {
+        if matches!(kind, AnalysisKind::Fixture | AnalysisKind::ReviewEval) {
+            Some(resolve_path(base_dir, a.get_ref()))
+        } else {
+            problems.push(
+                a.span(),
+                format!("analysis `{}` does not take `adjudication`: only `fixture` and `review-eval` score runs one by one, as an adjudication decides them", kind.as_str()),
+            );
+            None
+        }
+    });
+    Some(AnalysisSpec { kind, title, axis, matching, oracle_rule, adjudication })
 }
 
 /// The oracle-matching keys of `fixture`, `aggregation` and `review-eval`: `line-tolerance`

@@ -210,6 +210,11 @@ pub struct AnalysisSpec {
     pub matching: MatchRule,
     /// How reported findings are matched to an oracle (fixture, aggregation, review-eval).
     pub oracle_rule: crate::ground_truth::matching::OracleRule,
+    /// A person's adjudication record (`captured.adjudication.json`, from `runner adjudicate
+    /// import`), resolved against the manifest's directory: applied over automatic matching
+    /// for the runs it covers (fixture, review-eval).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub adjudication: Option<std::path::PathBuf>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]

@@ -232,6 +232,48 @@ fn adjudication_round_trip_from_cached_results_to_a_score() {
     assert_eq!(dry["precision"], 0.0);
     assert_eq!(dry["cleanCaseFalsePositiveRate"], 1.0);
 
+    // The adjudication record, named by a review-eval analysis, replaces automatic matching.
+    let base = std::fs::read_to_string(&manifest).expect("manifest");
+    let with_analyses = |out: &str, extra: &str| {
+        let text = base.replace("output = \"out\"", &format!("output = \"{out}\""));
+        format!("{text}[[analysis]]\nkind = \"review-eval\"\n{extra}[[analysis]]\nkind = \"fixture\"\n{extra}")
+    };
+    let eval_of = |name: &str, out: &str, extra: &str| {
+        let path = dir.path().join(name);
+        std::fs::write(&path, with_analyses(out, extra)).expect("manifest");
+        let o = runner(dir.path()).args(["exec", "--frozen", "--quiet", "--cache-dir"]).arg(&cache).arg(&path).output().expect("runs");
+        assert!(o.status.success(), "{}", stderr_of(&o));
+        let md = std::fs::read_to_string(dir.path().join(out).join("RESULTS.md")).expect("RESULTS.md");
+        (read_json(&dir.path().join(out).join("results.json")), md)
+    };
+    let (automatic, automatic_md) = eval_of("qs-auto.toml", "out-auto", "");
+    let (adjudicated, md) = eval_of("qs-adj.toml", "out-adj", "adjudication = \"captured.adjudication.json\"\n");
+    let analysis = |v: &Value, kind: &str| v["analyses"].as_array().expect("analyses").iter().find(|a| a["kind"] == kind).cloned().expect("analysis");
+    let heuristic_scores = |v: &Value| {
+        let cells = analysis(v, "review-eval")["data"]["cells"].clone();
+        cells.as_array().expect("cells").iter().find(|c| c["cell"] == "baseline=heuristic").expect("heuristic")["scores"].clone()
+    };
+    assert_eq!(analysis(&automatic, "review-eval")["data"]["method"]["kind"], "automatic");
+    assert!(automatic_md.contains("automatic matching"), "{automatic_md}");
+    let eval = analysis(&adjudicated, "review-eval");
+    assert_eq!(eval["data"]["method"], json!({ "kind": "adjudication", "source": "adj/filled.csv", "rule": analysis(&automatic, "review-eval")["rule"] }));
+    assert!(md.contains("adjudication `adj/filled.csv`"), "{md}");
+    assert!(md.contains("Adjudicated by a person (sheet `adj/filled.csv`): 64 of 64 runs"), "{md}");
+    assert!(md.contains("Automatic matching by the rule (no adjudication for them): 0 runs — none."), "{md}");
+    assert_eq!(analysis(&adjudicated, "fixture")["data"]["method"]["kind"], "adjudication");
+    let (before, after) = (heuristic_scores(&automatic), heuristic_scores(&adjudicated));
+    // Automatic matching credits the heuristic with 6 oracle findings; the person, only F02
+    // (twice), and calls every other report noise.
+    assert_eq!((before["found"].clone(), before["extras_rejected"].clone(), before["noise"].clone()), (json!(6), json!(4), json!(0.4)));
+    assert_eq!((after["found"].clone(), after["extras_rejected"].clone(), after["noise"].clone()), (json!(2), json!(8), json!(0.8)));
+
+    // A missing adjudication record is an error naming its path.
+    let path = dir.path().join("qs-missing.toml");
+    std::fs::write(&path, with_analyses("out-missing", "adjudication = \"nowhere.json\"\n")).expect("manifest");
+    let o = runner(dir.path()).args(["exec", "--frozen", "--quiet", "--cache-dir"]).arg(&cache).arg(&path).output().expect("runs");
+    assert_eq!(o.status.code(), Some(1));
+    assert!(stderr_of(&o).contains("nowhere.json"), "{}", stderr_of(&o));
+
     // An unfilled sheet is refused, row by row.
     let out = runner(dir.path()).args(["adjudicate", "import", "adj/sheet.csv", "--key", "adj/key.json", "--out", "x.json"]).output().expect("runs");
     assert_eq!(out.status.code(), Some(1));
