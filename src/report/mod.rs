@@ -20,7 +20,7 @@ pub fn build_results(manifest: &Manifest, manifest_label: &str, plan: &Plan, out
     let mut totals = Totals { planned: plan.runs.len(), ..Totals::default() };
     let mut total_ms = 0u64;
     // Per cell: each provenance key with the distinct values its runs recorded.
-    let mut provenance: Vec<(String, BTreeMap<String, Vec<String>>)> = Vec::new();
+    let mut provenance: Vec<(String, MergedProvenance)> = Vec::new();
 
     for cell in &plan.cells {
         let mut row = CellRow {
@@ -148,10 +148,13 @@ pub fn build_results(manifest: &Manifest, manifest_label: &str, plan: &Plan, out
     }
 }
 
+/// Each provenance key with the distinct values a cell's runs recorded.
+type MergedProvenance = BTreeMap<String, Vec<String>>;
+
 /// Cells whose runs recorded the same provenance share one row; a key whose runs differ
 /// (a seed per repeat) lists every value.
-fn group_provenance(per_cell: Vec<(String, BTreeMap<String, Vec<String>>)>) -> Vec<ProvenanceRow> {
-    let mut rows: Vec<(BTreeMap<String, Vec<String>>, Vec<String>)> = Vec::new();
+fn group_provenance(per_cell: Vec<(String, MergedProvenance)>) -> Vec<ProvenanceRow> {
+    let mut rows: Vec<(MergedProvenance, Vec<String>)> = Vec::new();
     for (cell, merged) in per_cell {
         match rows.iter_mut().find(|(m, _)| *m == merged) {
             Some((_, cells)) => cells.push(cell),
