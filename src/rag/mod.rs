@@ -213,15 +213,7 @@ fn is_doc_line(lang: Language, line: &str) -> bool {
 }
 
 fn git_command(repo: &Path) -> Command {
-    let mut cmd = Command::new("git");
-    cmd.arg("-C").arg(repo);
-    cmd.env("GIT_CONFIG_NOSYSTEM", "1")
-        .env("GIT_TERMINAL_PROMPT", "0")
-        .env("LC_ALL", "C")
-        .env_remove("GIT_DIR")
-        .env_remove("GIT_WORK_TREE")
-        .env_remove("GIT_INDEX_FILE");
-    cmd
+    crate::target::git::command(repo)
 }
 
 /// Lines of the commit's files (selected by `pathspecs`) that mention any identifier as a

@@ -16,15 +16,23 @@ pub fn git(dir: &Path, args: &[&str]) -> Result<String, GitError> {
     git_with_env(dir, args, &[])
 }
 
-pub fn git_with_env(dir: &Path, args: &[&str], env: &[(&str, &str)]) -> Result<String, GitError> {
+/// A `git -C dir` command with a hermetic environment: no system config, no prompts, the C
+/// locale, and no inherited `GIT_DIR`/`GIT_WORK_TREE`/`GIT_INDEX_FILE`.
+pub fn command(dir: &Path) -> Command {
     let mut cmd = Command::new("git");
-    cmd.arg("-C").arg(dir).args(args);
+    cmd.arg("-C").arg(dir);
     cmd.env("GIT_CONFIG_NOSYSTEM", "1")
         .env("GIT_TERMINAL_PROMPT", "0")
         .env("LC_ALL", "C")
         .env_remove("GIT_DIR")
         .env_remove("GIT_WORK_TREE")
         .env_remove("GIT_INDEX_FILE");
+    cmd
+}
+
+pub fn git_with_env(dir: &Path, args: &[&str], env: &[(&str, &str)]) -> Result<String, GitError> {
+    let mut cmd = command(dir);
+    cmd.args(args);
     for (k, v) in env {
         cmd.env(k, v);
     }
