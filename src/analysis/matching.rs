@@ -2,6 +2,7 @@
 //! fuzzy (same file, lines within a tolerance, similar normalized messages).
 
 use crate::finding::Finding;
+use serde::{Deserialize, Serialize};
 use crate::manifest::MatchRule;
 
 /// Lowercased words of a message, punctuation dropped, for similarity.
@@ -19,6 +20,49 @@ pub fn message_similarity(a: &str, b: &str) -> f64 {
     strsim::normalized_levenshtein(&normalize_message(a), &normalize_message(b))
 }
 
+/// How two texts are compared: findings between runs, or a finding with an oracle description.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum SimilarityMeasure {
+    /// Dice coefficient over content-word stems (stop words and words under three letters
+    /// dropped, the rest cut to five letters).
+    Tokens,
+    /// Normalized Levenshtein over the normalized texts (as A1/A4 use between runs).
+    Levenshtein,
+}
+
+impl SimilarityMeasure {
+    pub fn parse(text: &str) -> Option<Self> {
+        match text {
+            "tokens" => Some(Self::Tokens),
+            "levenshtein" => Some(Self::Levenshtein),
+            _ => None,
+        }
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Tokens => "tokens",
+            Self::Levenshtein => "levenshtein",
+        }
+    }
+
+    /// The measure in words, for printed rules.
+    pub fn describe(self) -> &'static str {
+        match self {
+            Self::Tokens => "content-word Dice similarity",
+            Self::Levenshtein => "normalized-Levenshtein similarity",
+        }
+    }
+
+    pub fn similarity(self, a: &str, b: &str) -> f64 {
+        match self {
+            Self::Tokens => token_similarity(a, b),
+            Self::Levenshtein => message_similarity(a, b),
+        }
+    }
+}
+
 /// Same file, and the same line or overlapping ranges.
 pub fn exact_match(a: &Finding, b: &Finding) -> bool {
     let (a0, a1) = a.span();
@@ -31,9 +75,10 @@ pub fn span_gap((a0, a1): (u32, u32), (b0, b1): (u32, u32)) -> u32 {
     b0.saturating_sub(a1).max(a0.saturating_sub(b1))
 }
 
-/// Same file, spans within `line_tolerance`, and messages at least `similarity` alike.
+/// Same file, spans within `line_tolerance`, and messages at least `similarity` alike by the
+/// rule's measure.
 pub fn fuzzy_match(a: &Finding, b: &Finding, rule: &MatchRule) -> bool {
-    a.file == b.file && span_gap(a.span(), b.span()) <= rule.line_tolerance && message_similarity(&a.message, &b.message) >= rule.similarity
+    a.file == b.file && span_gap(a.span(), b.span()) <= rule.line_tolerance && rule.measure.similarity(&a.message, &b.message) >= rule.similarity
 }
 
 /// Words too common to say anything about which defect a text names.
@@ -123,16 +168,20 @@ fn augment(i: usize, edges: &[Vec<usize>], seen: &mut [bool], partner_of_a: &mut
 /// A short text stating the rule, printed beside results.
 pub fn describe_rule(rule: &MatchRule) -> String {
     format!(
-        "exact: same file and same line or overlapping range; fuzzy: same file, lines within {} and normalized-Levenshtein message similarity ≥ {:.2}",
-        rule.line_tolerance, rule.similarity
+        "exact: same file and same line or overlapping range; fuzzy: same file, lines within {} and {} of messages ≥ {:.2}",
+        rule.line_tolerance,
+        rule.measure.describe(),
+        rule.similarity
     )
 }
 
 /// The fuzzy half of [`describe_rule`], for analyses that match fuzzily only.
 pub fn describe_fuzzy_rule(rule: &MatchRule) -> String {
     format!(
-        "fuzzy: same file, lines within {} and normalized-Levenshtein message similarity ≥ {:.2}, matched one to one",
-        rule.line_tolerance, rule.similarity
+        "fuzzy: same file, lines within {} and {} of messages ≥ {:.2}, matched one to one",
+        rule.line_tolerance,
+        rule.measure.describe(),
+        rule.similarity
     )
 }
 

@@ -19,7 +19,7 @@
 //! needs an adjudication: [`Adjudicated`] is the hook through which a person's decisions
 //! replace the automatic ones, and [`Method`] records which produced each score.
 
-use crate::analysis::matching::{message_similarity, span_gap, token_similarity};
+use crate::analysis::matching::span_gap;
 use crate::analysis::RunView;
 use crate::finding::Finding;
 use crate::ground_truth::oracle::{Oracle, OracleFinding};
@@ -27,48 +27,7 @@ use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::fmt;
 
-/// How message text is compared with an oracle description.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum SimilarityMeasure {
-    /// Dice coefficient over content-word stems (stop words and words under three letters
-    /// dropped, the rest cut to five letters).
-    Tokens,
-    /// Normalized Levenshtein over the normalized texts (as A1/A4 use between runs).
-    Levenshtein,
-}
-
-impl SimilarityMeasure {
-    pub fn parse(text: &str) -> Option<Self> {
-        match text {
-            "tokens" => Some(Self::Tokens),
-            "levenshtein" => Some(Self::Levenshtein),
-            _ => None,
-        }
-    }
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::Tokens => "tokens",
-            Self::Levenshtein => "levenshtein",
-        }
-    }
-
-    /// The measure in words, for printed rules.
-    pub fn describe(self) -> &'static str {
-        match self {
-            Self::Tokens => "content-word Dice similarity",
-            Self::Levenshtein => "normalized-Levenshtein similarity",
-        }
-    }
-
-    pub fn similarity(self, a: &str, b: &str) -> f64 {
-        match self {
-            Self::Tokens => token_similarity(a, b),
-            Self::Levenshtein => message_similarity(a, b),
-        }
-    }
-}
+pub use crate::analysis::matching::SimilarityMeasure;
 
 /// What a located report needs besides its place to count as `found`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

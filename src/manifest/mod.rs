@@ -514,6 +514,11 @@ fn read_analysis(t: &TableReader<'_, '_>, axes: &BTreeSet<String>, base_dir: &Pa
     let mut oracle_rule = crate::ground_truth::matching::OracleRule::default();
     if kind.uses_oracle() {
         read_oracle_rule(t, &mut matching, &mut oracle_rule);
+    } else if let Some(m) = t.string("similarity-measure") {
+        match crate::analysis::matching::SimilarityMeasure::parse(m.get_ref()) {
+            Some(measure) => matching.measure = measure,
+            None => problems.push_with_help(m.span(), format!("unknown similarity measure `{}`", m.get_ref()), "measures: levenshtein (default between runs), tokens"),
+        }
     }
     let adjudication = t.string("adjudication").and_then(|a| {
         if matches!(kind, AnalysisKind::Fixture | AnalysisKind::ReviewEval) {

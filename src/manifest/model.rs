@@ -294,13 +294,15 @@ impl AnalysisKind {
 pub struct MatchRule {
     /// Lines may differ by at most this much.
     pub line_tolerance: u32,
-    /// Normalized message similarity (0..1) must reach this.
+    /// Message similarity (0..1) must reach this.
     pub similarity: f64,
+    /// How messages are compared (normalized Levenshtein unless the manifest says otherwise).
+    pub measure: crate::analysis::matching::SimilarityMeasure,
 }
 
 impl Default for MatchRule {
     fn default() -> Self {
-        Self { line_tolerance: 1, similarity: 0.6 }
+        Self { line_tolerance: 1, similarity: 0.6, measure: crate::analysis::matching::SimilarityMeasure::Levenshtein }
     }
 }
 
