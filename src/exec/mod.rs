@@ -13,7 +13,7 @@ use crate::plan::{Node, Plan};
 use crate::reviewer::{ReviewError, ReviewJob, Reviewer};
 use crate::target::{self, Subject};
 use petgraph::Direction;
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex as StdMutex};
 use std::time::Duration;
@@ -129,149 +129,141 @@ pub async fn execute(
             return outcomes.into_iter().map(|o| o.unwrap_or(RunOutcome::Missing)).collect();
         }
     }
-    let fresh = run_pending(plan, &pending, reviewer, cache, options, emitter, cancel).await;
-    for (i, outcome) in fresh {
-        outcomes[i] = Some(outcome);
-    }
-    outcomes.into_iter().map(|o| o.unwrap_or_else(|| RunOutcome::Skipped("interrupted".into()))).collect()
-}
-
-/// Materializes the subjects the pending runs need (graph predecessors), then reviews.
-async fn run_pending(
-    plan: &Plan,
-    pending: &[usize],
-    reviewer: Arc<dyn Reviewer>,
-    cache: &CacheStore,
-    options: &ExecOptions,
-    emitter: &Emitter,
-    cancel: watch::Receiver<bool>,
-) -> Vec<(usize, RunOutcome)> {
-    let global = Arc::new(Semaphore::new(options.jobs.max(1)));
-
-    // Materialize nodes feeding pending reviews, in plan order, on blocking threads.
-    let review_nodes: BTreeMap<usize, petgraph::graph::NodeIndex> = plan
-        .graph
-        .node_indices()
-        .filter_map(|n| match plan.graph[n] {
-            Node::Review { run } => Some((run, n)),
-            _ => None,
-        })
-        .collect();
-    let mut needed: BTreeMap<String, Vec<usize>> = BTreeMap::new();
-    for &i in pending {
-        let Some(&node) = review_nodes.get(&i) else { continue };
-        for pred in plan.graph.neighbors_directed(node, Direction::Incoming) {
-            if let Node::Materialize { subject } = &plan.graph[pred] {
-                needed.entry(subject.clone()).or_default().push(i);
-            }
-        }
-    }
-    let mut subjects: BTreeMap<String, Result<Arc<Subject>, String>> = BTreeMap::new();
-    let mut handles = Vec::new();
-    for subject_id in needed.keys() {
-        let Some(spec) = plan.subjects.get(subject_id).cloned() else { continue };
-        let work_dir = options.work_dir.clone();
-        let permit = global.clone();
-        handles.push((
-            subject_id.clone(),
-            tokio::spawn(async move {
-                let _p = permit.acquire_owned().await;
-                tokio::task::spawn_blocking(move || target::materialize(&spec, &work_dir)).await
-            }),
-        ));
-    }
-    for (id, handle) in handles {
-        let result = match handle.await {
-            Ok(Ok(Ok(subject))) => Ok(Arc::new(subject)),
-            Ok(Ok(Err(e))) => Err(e.to_string()),
-            Ok(Err(e)) | Err(e) => Err(format!("materialization task failed: {e}")),
-        };
-        if let Err(e) = &result {
-            emitter.emit(Event::MaterializeFailed { subject: id.clone(), error: e.clone() });
-        }
-        subjects.insert(id, result);
-    }
-
-    let prepared: BTreeMap<String, Arc<Subject>> = subjects.iter().filter_map(|(k, v)| v.as_ref().ok().map(|s| (k.clone(), s.clone()))).collect();
-    let mut results = Vec::new();
+    let engine = Engine { plan, reviewer, cache, options, emitter };
+    let subjects = engine.materialize(&pending).await;
+    let mut ready = BTreeMap::new();
     let mut reviewable = Vec::new();
-    for &i in pending {
+    for &i in &pending {
         let run = &plan.runs[i];
         match subjects.get(&run.subject_id) {
             Some(Err(e)) => {
                 let reason = format!("subject `{}` could not be materialized: {e}", run.subject_id);
                 emitter.emit(Event::RunSkipped { run: run.label(), reason: reason.clone() });
-                results.push((i, RunOutcome::Skipped(reason)));
+                outcomes[i] = Some(RunOutcome::Skipped(reason));
             }
-            _ => reviewable.push(i),
+            Some(Ok(subject)) => {
+                ready.insert(run.subject_id.clone(), subject.clone());
+                reviewable.push(i);
+            }
+            None => outcomes[i] = Some(RunOutcome::Skipped(format!("no subject `{}`", run.subject_id))),
         }
     }
-    results.extend(review_prepared(plan, &reviewable, reviewer, cache, options, emitter, cancel, prepared).await);
-    results
+    for (i, outcome) in engine.review(&reviewable, ready, cancel).await {
+        outcomes[i] = Some(outcome);
+    }
+    outcomes.into_iter().map(|o| o.unwrap_or_else(|| RunOutcome::Skipped("interrupted".into()))).collect()
 }
 
-/// Reviews pending runs whose subjects are ready, under every limit.
-#[allow(clippy::too_many_arguments)]
-async fn review_prepared(
-    plan: &Plan,
-    pending: &[usize],
+/// What every stage of one execution shares.
+struct Engine<'a> {
+    plan: &'a Plan,
     reviewer: Arc<dyn Reviewer>,
-    cache: &CacheStore,
-    options: &ExecOptions,
-    emitter: &Emitter,
-    cancel: watch::Receiver<bool>,
-    subjects: BTreeMap<String, Arc<Subject>>,
-) -> Vec<(usize, RunOutcome)> {
-    let global = Arc::new(Semaphore::new(options.jobs.max(1)));
-    let per_reviewer = Arc::new(Semaphore::new(options.reviewer_limit.unwrap_or(options.jobs).max(1)));
-    let scopes: Arc<StdMutex<HashMap<String, Arc<Mutex<()>>>>> = Arc::default();
-    let unreachable: Arc<StdMutex<Option<String>>> = Arc::default();
-    let mut tasks = tokio::task::JoinSet::new();
-    let mut task_runs: HashMap<tokio::task::Id, usize> = HashMap::new();
-    let mut results = Vec::new();
-    for &i in pending {
-        let run = &plan.runs[i];
-        let subject = match subjects.get(&run.subject_id) {
-            Some(s) => s.clone(),
-            None => {
-                results.push((i, RunOutcome::Skipped(format!("no subject `{}`", run.subject_id))));
-                continue;
-            }
-        };
-        let job = ReviewJob { cell: run.cell.clone(), repeat: run.repeat, subject, timeout: options.timeout };
-        let ctx = TaskContext {
-            index: i,
-            label: run.label(),
-            slot: run.slot(&options.experiment),
-            key: run.key.clone(),
-            inputs: run.inputs.clone(),
-            experiment: options.experiment.clone(),
-            reviewer: reviewer.clone(),
-            cache: cache.clone(),
-            emitter: emitter.clone(),
-            global: global.clone(),
-            per_reviewer: per_reviewer.clone(),
-            scopes: scopes.clone(),
-            unreachable: unreachable.clone(),
-            cancel: cancel.clone(),
-        };
-        let handle = tasks.spawn(run_one(ctx, job));
-        task_runs.insert(handle.id(), i);
-    }
-    while let Some(joined) = tasks.join_next_with_id().await {
-        match joined {
-            Ok((_, pair)) => results.push(pair),
-            // A panicking reviewer fails its own run only.
-            Err(e) => {
-                if let Some(&i) = task_runs.get(&e.id()) {
-                    let error = ReviewError::failed(format!("the reviewer crashed: {e}"));
-                    emitter.emit(Event::RunFailed { run: plan.runs[i].label(), error: error.clone() });
-                    results.push((i, RunOutcome::Failed(error)));
+    cache: &'a CacheStore,
+    options: &'a ExecOptions,
+    emitter: &'a Emitter,
+}
+
+impl Engine<'_> {
+    /// Materializes the subjects the pending runs need (their graph predecessors), on
+    /// blocking threads, at most `--jobs` at once.
+    async fn materialize(&self, pending: &[usize]) -> BTreeMap<String, Result<Arc<Subject>, String>> {
+        let plan = self.plan;
+        let review_nodes: BTreeMap<usize, petgraph::graph::NodeIndex> = plan
+            .graph
+            .node_indices()
+            .filter_map(|n| match plan.graph[n] {
+                Node::Review { run } => Some((run, n)),
+                _ => None,
+            })
+            .collect();
+        let mut needed: BTreeSet<&str> = BTreeSet::new();
+        for node in pending.iter().filter_map(|i| review_nodes.get(i)) {
+            for pred in plan.graph.neighbors_directed(*node, Direction::Incoming) {
+                if let Node::Materialize { subject } = &plan.graph[pred] {
+                    needed.insert(subject);
                 }
             }
         }
+        let limit = Arc::new(Semaphore::new(self.options.jobs.max(1)));
+        let mut handles = Vec::new();
+        for subject_id in needed {
+            let Some(spec) = plan.subjects.get(subject_id).cloned() else { continue };
+            let work_dir = self.options.work_dir.clone();
+            let permit = limit.clone();
+            handles.push((
+                subject_id.to_string(),
+                tokio::spawn(async move {
+                    let _p = permit.acquire_owned().await;
+                    tokio::task::spawn_blocking(move || target::materialize(&spec, &work_dir)).await
+                }),
+            ));
+        }
+        let mut subjects = BTreeMap::new();
+        for (id, handle) in handles {
+            let result = match handle.await {
+                Ok(Ok(Ok(subject))) => Ok(Arc::new(subject)),
+                Ok(Ok(Err(e))) => Err(e.to_string()),
+                Ok(Err(e)) | Err(e) => Err(format!("materialization task failed: {e}")),
+            };
+            if let Err(e) = &result {
+                self.emitter.emit(Event::MaterializeFailed { subject: id.clone(), error: e.clone() });
+            }
+            subjects.insert(id, result);
+        }
+        subjects
     }
-    results
+
+    /// Reviews pending runs whose subjects are ready, under every limit.
+    async fn review(&self, pending: &[usize], subjects: BTreeMap<String, Arc<Subject>>, cancel: watch::Receiver<bool>) -> Vec<(usize, RunOutcome)> {
+        let (plan, options) = (self.plan, self.options);
+        let global = Arc::new(Semaphore::new(options.jobs.max(1)));
+        let per_reviewer = Arc::new(Semaphore::new(options.reviewer_limit.unwrap_or(options.jobs).max(1)));
+        let scopes: Arc<StdMutex<HashMap<String, Arc<Mutex<()>>>>> = Arc::default();
+        let unreachable: Arc<StdMutex<Option<String>>> = Arc::default();
+        let mut tasks = tokio::task::JoinSet::new();
+        let mut task_runs: HashMap<tokio::task::Id, usize> = HashMap::new();
+        let mut results = Vec::new();
+        for &i in pending {
+            let run = &plan.runs[i];
+            let Some(subject) = subjects.get(&run.subject_id).cloned() else {
+                results.push((i, RunOutcome::Skipped(format!("no subject `{}`", run.subject_id))));
+                continue;
+            };
+            let job = ReviewJob { cell: run.cell.clone(), repeat: run.repeat, subject, timeout: options.timeout };
+            let ctx = TaskContext {
+                index: i,
+                label: run.label(),
+                slot: run.slot(&options.experiment),
+                key: run.key.clone(),
+                inputs: run.inputs.clone(),
+                experiment: options.experiment.clone(),
+                reviewer: self.reviewer.clone(),
+                cache: self.cache.clone(),
+                emitter: self.emitter.clone(),
+                global: global.clone(),
+                per_reviewer: per_reviewer.clone(),
+                scopes: scopes.clone(),
+                unreachable: unreachable.clone(),
+                cancel: cancel.clone(),
+            };
+            let handle = tasks.spawn(run_one(ctx, job));
+            task_runs.insert(handle.id(), i);
+        }
+        while let Some(joined) = tasks.join_next_with_id().await {
+            match joined {
+                Ok((_, pair)) => results.push(pair),
+                // A panicking reviewer fails its own run only.
+                Err(e) => {
+                    if let Some(&i) = task_runs.get(&e.id()) {
+                        let error = ReviewError::failed(format!("the reviewer crashed: {e}"));
+                        self.emitter.emit(Event::RunFailed { run: plan.runs[i].label(), error: error.clone() });
+                        results.push((i, RunOutcome::Failed(error)));
+                    }
+                }
+            }
+        }
+        results
+    }
 }
 
 struct TaskContext {

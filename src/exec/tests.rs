@@ -114,7 +114,9 @@ async fn run_with(plan: &Plan, reviewer: Arc<FakeReviewer>, cache: &CacheStore, 
             *o = Some(RunOutcome::Cached { record, findings });
         }
     }
-    for (i, o) in review_prepared(plan, &pending, reviewer, cache, opts, &Emitter::silent(), rx, prepared).await {
+    let emitter = Emitter::silent();
+    let engine = Engine { plan, reviewer, cache, options: opts, emitter: &emitter };
+    for (i, o) in engine.review(&pending, prepared, rx).await {
         out[i] = Some(o);
     }
     out.into_iter().map(|o| o.unwrap_or(RunOutcome::Missing)).collect()
@@ -203,7 +205,9 @@ async fn cancellation_keeps_finished_runs_and_resume_does_only_the_rest() {
         tokio::time::sleep(Duration::from_millis(100)).await;
         let _ = tx.send(true);
     });
-    let outcomes = review_prepared(&plan, &pending, slow, &cache, &options(2, None), &Emitter::silent(), rx, prepared).await;
+    let (opts, emitter) = (options(2, None), Emitter::silent());
+    let engine = Engine { plan: &plan, reviewer: slow, cache: &cache, options: &opts, emitter: &emitter };
+    let outcomes = engine.review(&pending, prepared, rx).await;
     canceller.await.expect("canceller");
     let done = outcomes.iter().filter(|(_, o)| o.success().is_some()).count();
     assert!((2..12).contains(&done), "some but not all runs finished before the interruption: {done}");
