@@ -78,7 +78,11 @@ fn read_manifest(root: &TableReader<'_, '_>, path: &Path, base_dir: &Path) -> Op
         None if !root.has("version") => root.missing("version"),
         None => {}
     }
-    let experiment = section(root, "experiment").and_then(|t| read_experiment(&t).map(|e| (e, t.finish())).map(|(e, _)| e));
+    let experiment = section(root, "experiment").and_then(|t| {
+        let e = read_experiment(&t);
+        t.finish();
+        e
+    });
     let target = section(root, "target").and_then(|t| {
         let target = read_target(&t, base_dir);
         t.finish();

@@ -108,3 +108,18 @@ fn plan_output_is_stable_with_hashes_redacted() {
         insta::assert_snapshot!(stdout_of(&out));
     });
 }
+
+#[test]
+fn unknown_keys_are_reported_even_when_a_required_key_is_missing() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let manifest = write_manifest(
+        dir.path(),
+        "bad.toml",
+        "version = 1\n[experiment]\nnmae = \"x\"\n[target]\ncorpus = \"c\"\n[matrix]\n[reviewer]\nkind = \"builtin\"\nname = \"dry-run\"\n[report]\noutput = \"o\"\n",
+    );
+    let out = runner(dir.path()).arg("validate").arg(&manifest).output().expect("runs");
+    assert_eq!(out.status.code(), Some(1));
+    let err = stderr_of(&out);
+    assert!(err.contains("missing key `name` in [experiment]"), "{err}");
+    assert!(err.contains("unknown key `nmae` in [experiment]"), "{err}");
+}
