@@ -1,5 +1,6 @@
 //! The top-level error type and the one place exit codes are decided.
 
+use crate::exec::RunOutcome;
 use std::process::ExitCode;
 
 /// Exit codes, as documented in the README. stet's are kept: 0 ok, 1 error, 2 model server
@@ -45,15 +46,92 @@ pub enum Error {
     Score(#[from] crate::ground_truth::score::ScoreError),
     #[error(transparent)]
     Adjudication(#[from] crate::ground_truth::adjudication::AdjudicationError),
-    #[error("{0}")]
-    Other(String),
+    /// An analysis's `adjudication` file could not be loaded.
+    #[error("analysis `{analysis}`: `adjudication`: {source}")]
+    AnalysisAdjudication { analysis: String, source: crate::ground_truth::adjudication::AdjudicationError },
+    #[error(transparent)]
+    EvalCase(#[from] crate::ground_truth::evalcase::EvalCaseError),
+    #[error(transparent)]
+    Diff(#[from] crate::ground_truth::diff::DiffError),
+    #[error(transparent)]
+    Results(#[from] crate::report::model::ResultsError),
+    /// A command-line value that clap's types cannot check.
+    #[error("`{flag}` must be {expected}, not `{value}`")]
+    InvalidFlag { flag: String, value: String, expected: &'static str },
+    #[error("failed to start the async runtime: {0}")]
+    Runtime(std::io::Error),
 }
 
 impl Error {
+    /// The exit code of a command that stopped with this error.
     pub fn exit(&self) -> Exit {
         match self {
             Error::Reviewer(e) if e.is_unreachable() => Exit::Unreachable,
             _ => Exit::Error,
         }
+    }
+}
+
+/// How an execution ended, as far as its exit code goes: the README's table, decided here
+/// from the runs' outcomes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Ending {
+    /// Every planned run has a result.
+    Complete,
+    /// `--frozen`, and the cache lacks some runs.
+    Missing,
+    /// Interrupted: what finished is cached; running again completes the rest.
+    Interrupted,
+    /// A reviewer's model server could not be reached.
+    Unreachable,
+    /// Some runs failed or were skipped; the rest completed.
+    RunsFailed,
+}
+
+impl Ending {
+    /// The ending of an execution with these outcomes; the first that applies of missing,
+    /// interrupted, unreachable, failed.
+    pub fn of(outcomes: &[RunOutcome]) -> Self {
+        if outcomes.iter().any(|o| matches!(o, RunOutcome::Missing)) {
+            Self::Missing
+        } else if outcomes.iter().any(RunOutcome::is_interrupted) {
+            Self::Interrupted
+        } else if outcomes.iter().any(|o| matches!(o, RunOutcome::Failed(e) if e.is_unreachable())) {
+            Self::Unreachable
+        } else if outcomes.iter().any(|o| o.success().is_none()) {
+            Self::RunsFailed
+        } else {
+            Self::Complete
+        }
+    }
+
+    pub fn exit(self) -> Exit {
+        match self {
+            Self::Complete => Exit::Ok,
+            Self::Missing => Exit::Missing,
+            Self::Interrupted => Exit::Error,
+            Self::Unreachable => Exit::Unreachable,
+            Self::RunsFailed => Exit::RunsFailed,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::exec::SkipReason;
+    use crate::reviewer::ReviewError;
+
+    #[test]
+    fn endings_follow_the_exit_code_table() {
+        let unreachable = ReviewError::Unreachable { message: "connection refused".into(), stderr_tail: String::new() };
+        let failed = ReviewError::failed("boom");
+        let ending = |outcomes: Vec<RunOutcome>| Ending::of(&outcomes).exit() as u8;
+        assert_eq!(ending(vec![]), 0);
+        assert_eq!(ending(vec![RunOutcome::Failed(failed.clone())]), 3);
+        assert_eq!(ending(vec![RunOutcome::Skipped(SkipReason::NoSubject { subject: "s".into() })]), 3);
+        assert_eq!(ending(vec![RunOutcome::Failed(failed.clone()), RunOutcome::Failed(unreachable.clone())]), 2);
+        assert_eq!(ending(vec![RunOutcome::Failed(unreachable), RunOutcome::Skipped(SkipReason::Interrupted)]), 1);
+        assert_eq!(ending(vec![RunOutcome::Skipped(SkipReason::Interrupted), RunOutcome::Missing]), 4);
     }
 }

@@ -54,7 +54,7 @@ pub fn load_adjudications(manifest: &Manifest) -> Result<BTreeMap<PathBuf, groun
         if out.contains_key(path) {
             continue;
         }
-        let record = ground_truth::adjudication::load(path).map_err(|e| Error::Other(format!("analysis `{}`: `adjudication`: {e}", spec.kind.as_str())))?;
+        let record = ground_truth::adjudication::load(path).map_err(|source| Error::AnalysisAdjudication { analysis: spec.kind.as_str().to_string(), source })?;
         out.insert(path.clone(), record);
     }
     Ok(out)
@@ -63,9 +63,9 @@ pub fn load_adjudications(manifest: &Manifest) -> Result<BTreeMap<PathBuf, groun
 /// The oracle of a corpus (`oracle.json`, when present) or of an eval set (its cases' findings).
 pub fn load_oracle(manifest: &Manifest) -> Result<Option<Oracle>, Error> {
     match &manifest.target {
-        TargetSpec::Corpus { dir, .. } => ground_truth::oracle::load(dir).map_err(|e| Error::Other(e.to_string())),
+        TargetSpec::Corpus { dir, .. } => Ok(ground_truth::oracle::load(dir)?),
         TargetSpec::Evals { dir, .. } => {
-            let cases = ground_truth::evalcase::load_dir(dir).map_err(|e| Error::Other(e.to_string()))?;
+            let cases = ground_truth::evalcase::load_dir(dir)?;
             Ok(Some(ground_truth::evalcase::to_oracle(&cases)))
         }
         TargetSpec::Git { .. } => Ok(None),

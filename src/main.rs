@@ -5,8 +5,8 @@ mod cli;
 use clap::Parser;
 use cli::{AdjudicateCommand, AdjudicateExportArgs, AdjudicateImportArgs, CacheCommand, Cli, Command, CorpusCommand, CorpusValidateArgs, DiffArgs, ExecArgs, LocationArgs, PlanArgs, ScoreArgs};
 use runner::cache::Lookup;
-use runner::error::{Error, Exit};
-use runner::exec::{Emitter, ExecOptions, RunOutcome};
+use runner::error::{Ending, Error, Exit};
+use runner::exec::{Emitter, ExecOptions};
 use runner::experiment::{self, Locations};
 use runner::ground_truth::adjudication::AdjudicationError;
 use runner::ground_truth::score::ScoreError;
@@ -64,7 +64,7 @@ fn locations(args: &LocationArgs) -> Locations {
 }
 
 fn runtime() -> Result<tokio::runtime::Runtime, Error> {
-    tokio::runtime::Builder::new_multi_thread().enable_all().build().map_err(|e| Error::Other(format!("failed to start the async runtime: {e}")))
+    tokio::runtime::Builder::new_multi_thread().enable_all().build().map_err(Error::Runtime)
 }
 
 fn exec(args: ExecArgs) -> Result<Exit, Error> {
@@ -110,7 +110,7 @@ fn exec(args: ExecArgs) -> Result<Exit, Error> {
     // Force an exit now: a cancelled child's pipes must not keep the runtime waiting.
     rt.shutdown_background();
 
-    let interrupted = executed.outcomes.iter().any(|o| matches!(o, RunOutcome::Skipped(r) if r == "interrupted"));
+    let ending = Ending::of(&executed.outcomes);
     match mode {
         Mode::Human => {
             eprint!("{}", summary.render());
@@ -125,26 +125,16 @@ fn exec(args: ExecArgs) -> Result<Exit, Error> {
         Mode::Quiet if summary.failed + summary.skipped > 0 => eprint!("{}", summary.render()),
         _ => {}
     }
-    if !summary.missing.is_empty() {
+    if ending == Ending::Missing {
         eprintln!("error: --frozen: {} runs are not in the cache:", summary.missing.len());
         for run in &summary.missing {
             eprintln!("  {run}");
         }
-        return Ok(Exit::Missing);
     }
-    if interrupted {
+    if ending == Ending::Interrupted {
         eprintln!("interrupted: finished runs are cached; run the same command again to complete the rest");
-        return Ok(Exit::Error);
     }
-    let unreachable = executed.outcomes.iter().any(|o| matches!(o, RunOutcome::Failed(e) if e.is_unreachable()));
-    let failed = executed.outcomes.iter().any(|o| o.success().is_none());
-    Ok(if unreachable {
-        Exit::Unreachable
-    } else if failed {
-        Exit::RunsFailed
-    } else {
-        Exit::Ok
-    })
+    Ok(ending.exit())
 }
 
 fn unix_millis() -> u128 {
@@ -227,7 +217,7 @@ fn seconds(value: f64, flag: &str) -> Result<std::time::Duration, Error> {
     std::time::Duration::try_from_secs_f64(value)
         .ok()
         .filter(|d| !d.is_zero())
-        .ok_or_else(|| Error::Other(format!("`{flag}` must be a positive number of seconds, not `{value}`")))
+        .ok_or_else(|| Error::InvalidFlag { flag: flag.to_string(), value: value.to_string(), expected: "a positive number of seconds" })
 }
 
 fn corpus_validate(args: &CorpusValidateArgs) -> Result<Exit, Error> {
@@ -308,9 +298,9 @@ fn diff(args: DiffArgs) -> Result<Exit, Error> {
     let results_file = |p: &Path| if p.is_dir() { p.join("results.json") } else { p.to_path_buf() };
     let a_path = results_file(&args.a);
     let b_path = args.b.as_deref().map(results_file).unwrap_or_else(|| a_path.clone());
-    let a = diff::load_side(&a_path).map_err(|e| Error::Other(e.to_string()))?;
-    let b = if b_path == a_path { a.clone() } else { diff::load_side(&b_path).map_err(|e| Error::Other(e.to_string()))? };
-    let report = diff::compare(&a, &b, args.cell_a.as_deref(), args.cell_b.as_deref()).map_err(|e| Error::Other(e.to_string()))?;
+    let a = diff::load_side(&a_path)?;
+    let b = if b_path == a_path { a.clone() } else { diff::load_side(&b_path)? };
+    let report = diff::compare(&a, &b, args.cell_a.as_deref(), args.cell_b.as_deref())?;
     if args.json {
         println!("{}", serde_json::to_string_pretty(&report).unwrap_or_default());
     } else {

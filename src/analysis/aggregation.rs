@@ -9,7 +9,7 @@
 //! counts summed over the subjects).
 
 use super::matching::fuzzy_match;
-use super::{fmt_ratio, AnalysisInput, AnalysisResult, RunView, Table};
+use super::{fmt_num, fmt_ratio, AnalysisInput, AnalysisResult, RunView, Table};
 use crate::finding::Finding;
 use crate::ground_truth::matching::{match_case, Prf};
 use crate::manifest::{AnalysisSpec, MatchRule};
@@ -127,10 +127,10 @@ pub fn compute(spec: &AnalysisSpec, input: &AnalysisInput<'_>) -> AnalysisResult
         let a = aggregate(&runs, oracle, spec);
         let union = a.union.as_ref();
         table.rows.push(vec![
-            format!("`{}`", cell.id),
-            a.runs.to_string(),
-            a.merged_count.to_string(),
-            format!("{:.2}", a.single_run_avg_count),
+            format!("`{}`", cell.id).into(),
+            a.runs.into(),
+            a.merged_count.into(),
+            fmt_num(Some(a.single_run_avg_count), 2),
             fmt_ratio(union.and_then(Prf::precision)),
             fmt_ratio(union.and_then(Prf::recall)),
             fmt_ratio(union.and_then(Prf::f1)),
@@ -174,7 +174,7 @@ pub fn compute(spec: &AnalysisSpec, input: &AnalysisInput<'_>) -> AnalysisResult
     }
     AnalysisResult {
         kind: spec.kind,
-        test_id: TEST_ID,
+        test_id: TEST_ID.into(),
         title: spec.title.clone().unwrap_or_else(|| "Multi-run aggregation".to_string()),
         description: "Per cell, the union of its repeats' findings on each subject against the average single run: does merging N runs raise recall, and what does it cost in precision? Single-run figures are the mean over repeats.".to_string(),
         rule: Some(rule),

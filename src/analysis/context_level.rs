@@ -89,13 +89,13 @@ pub fn compute(spec: &AnalysisSpec, input: &AnalysisInput<'_>) -> AnalysisResult
             }
         }
         let n: usize = counts.values().sum();
-        let share = |l: Level| if n == 0 { "–".to_string() } else { format!("{:.3}", counts[&l] as f64 / n as f64) };
+        let share = |l: Level| crate::analysis::fmt_ratio((n > 0).then(|| counts[&l] as f64 / n as f64));
         table.rows.push(vec![
-            format!("`{}`", cell.id),
-            n.to_string(),
-            counts[&Level::Diff].to_string(),
-            counts[&Level::File].to_string(),
-            counts[&Level::Repo].to_string(),
+            format!("`{}`", cell.id).into(),
+            n.into(),
+            counts[&Level::Diff].into(),
+            counts[&Level::File].into(),
+            counts[&Level::Repo].into(),
             share(Level::Diff),
             share(Level::File),
             share(Level::Repo),
@@ -117,7 +117,7 @@ pub fn compute(spec: &AnalysisSpec, input: &AnalysisInput<'_>) -> AnalysisResult
     }
     AnalysisResult {
         kind: spec.kind,
-        test_id: TEST_ID,
+        test_id: TEST_ID.into(),
         title: spec.title.clone().unwrap_or_else(|| "Context level".to_string()),
         description: "Each finding tagged with the context it needed: `diff` inside a hunk the reviewer was shown (context lines included), `file` in a changed file outside every hunk (or without a line), `repo` in a file the change did not touch. Counts over all runs of each cell.".to_string(),
         rule: None,

@@ -1,7 +1,7 @@
 //! Cost: tokens, model time and requests per cell, from what each reviewer reported, set
 //! against the findings and hunks they bought.
 
-use super::{fmt_num, json_num, missing_note, one_or_many, ratio, runs_of, AnalysisInput, AnalysisResult, Table};
+use super::{fmt_num, json_num, missing_note, one_or_many, ratio, runs_of, AnalysisInput, AnalysisResult, Table, TableCell};
 use crate::manifest::AnalysisSpec;
 use serde_json::json;
 
@@ -62,17 +62,17 @@ pub fn compute(spec: &AnalysisSpec, input: &AnalysisInput<'_>) -> AnalysisResult
         let per_finding = total.and_then(|n| ratio(n as f64, t.findings as f64));
         let per_hunk = total.and_then(|n| ratio(n as f64, t.hunks as f64));
         let eval_s = t.eval_ms.map(|ms| ms / 1000.0);
-        let opt = |v: Option<u64>| v.map(|n| n.to_string()).unwrap_or_else(|| "–".into());
+        let opt = |v: Option<u64>| v.map(TableCell::from).unwrap_or_else(|| "–".into());
         table.rows.push(vec![
-            format!("`{}`", cell.id),
-            t.runs.to_string(),
+            format!("`{}`", cell.id).into(),
+            t.runs.into(),
             opt(t.prompt),
             opt(t.completion),
             opt(total),
             fmt_num(per_finding, 1),
             fmt_num(per_hunk, 1),
             fmt_num(eval_s, 3),
-            if t.requests > 0 { t.requests.to_string() } else { "–".into() },
+            if t.requests > 0 { t.requests.into() } else { "–".into() },
         ]);
         data.push(json!({
             "cell": cell.id,

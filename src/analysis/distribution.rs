@@ -1,7 +1,7 @@
 //! A5, category and severity distribution: how each value of an axis (or each cell) spreads
 //! its findings over stet's categories and severities.
 
-use super::{axis_values, fmt_num, fmt_share, missing_note, one_or_many, ratio, AnalysisInput, AnalysisResult, Table};
+use super::{axis_values, fmt_num, fmt_share, missing_note, one_or_many, ratio, AnalysisInput, AnalysisResult, Table, TableCell};
 use crate::finding::{Category, Severity};
 use crate::manifest::AnalysisSpec;
 use serde_json::json;
@@ -66,10 +66,10 @@ pub fn compute(spec: &AnalysisSpec, input: &AnalysisInput<'_>) -> AnalysisResult
     let mut data = Vec::new();
     for label in &labels {
         let Some(g) = groups.get(label.as_str()) else { continue };
-        let mut row = vec![format!("`{label}`"), g.runs.to_string(), g.findings.to_string(), fmt_num(ratio(g.findings as f64, g.runs as f64), 2)];
+        let mut row = vec![format!("`{label}`").into(), g.runs.into(), g.findings.into(), fmt_num(ratio(g.findings as f64, g.runs as f64), 2)];
         row.extend(categories.iter().map(|c| fmt_share(g.by_category.get(c).copied().unwrap_or(0), g.findings)));
         by_category.rows.push(row);
-        let mut row = vec![format!("`{label}`")];
+        let mut row = vec![TableCell::from(format!("`{label}`"))];
         row.extend(severities.iter().map(|s| fmt_share(g.by_severity.get(s).copied().unwrap_or(0), g.findings)));
         by_severity.rows.push(row);
         data.push(json!({

@@ -80,11 +80,11 @@ pub fn compute(spec: &AnalysisSpec, input: &AnalysisInput<'_>) -> AnalysisResult
         }
         let stable = (subjects_compared > 0).then_some(mismatches.is_empty());
         table.rows.push(vec![
-            format!("`{}`", cell.id),
-            subjects_compared.to_string(),
-            if per_repeat.is_empty() { "–".into() } else { per_repeat.values().map(usize::to_string).collect::<Vec<_>>().join(", ") },
-            compared.to_string(),
-            mismatches.len().to_string(),
+            format!("`{}`", cell.id).into(),
+            subjects_compared.into(),
+            if per_repeat.is_empty() { "–".into() } else { per_repeat.values().map(usize::to_string).collect::<Vec<_>>().join(", ").into() },
+            compared.into(),
+            mismatches.len().into(),
             match stable {
                 Some(true) => "yes".into(),
                 Some(false) => "**no**".into(),
@@ -113,15 +113,16 @@ pub fn compute(spec: &AnalysisSpec, input: &AnalysisInput<'_>) -> AnalysisResult
         );
         for m in all_mismatches.iter().take(SHOWN) {
             listed.rows.push(vec![
-                format!("`{}`", m.cell),
-                m.subject.clone(),
-                format!("`{}:{}`", m.file, m.line),
-                truncate(&m.message, 60),
+                format!("`{}`", m.cell).into(),
+                m.subject.clone().into(),
+                format!("`{}:{}`", m.file, m.line).into(),
+                truncate(&m.message, 60).into(),
                 m.ids
                     .iter()
                     .map(|(r, ids)| format!("#{r}: {}", ids.iter().map(|id| format!("`{}`", id.chars().take(12).collect::<String>())).collect::<Vec<_>>().join(" ")))
                     .collect::<Vec<_>>()
-                    .join("; "),
+                    .join("; ")
+                    .into(),
             ]);
         }
         result.tables.push(listed);

@@ -58,10 +58,13 @@ pub fn compute(spec: &AnalysisSpec, input: &AnalysisInput<'_>) -> AnalysisResult
         let prompt_s = secs(row.prompt_eval_ms);
         partial_model_times |= (row.eval_ms.1 > 0 && row.eval_ms.1 < row.runs) || (row.prompt_eval_ms.1 > 0 && row.prompt_eval_ms.1 < row.runs);
         let mut cells = vec![
-            format!("`{}`", cell.id),
-            format!("{}{}", row.runs, match missing_in(input, cell) { 0 => String::new(), m => format!(" of {}", row.runs + m) }),
-            if row.runs > 0 { format!("{total_s:.3}") } else { "–".into() },
-            row.hunks.to_string(),
+            format!("`{}`", cell.id).into(),
+            match missing_in(input, cell) {
+                0 => row.runs.into(),
+                m => format!("{} of {}", row.runs, row.runs + m).into(),
+            },
+            fmt_num((row.runs > 0).then_some(total_s), 3),
+            row.hunks.into(),
             fmt_num(per_hunk, 3),
             fmt_num(per_run, 3),
         ];

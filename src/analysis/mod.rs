@@ -21,7 +21,7 @@ use crate::ground_truth::oracle::Oracle;
 use crate::manifest::{AnalysisKind, AnalysisSpec};
 use crate::plan::Cell;
 use serde::ser::SerializeStruct;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
 /// One successful run as analyses see it.
@@ -64,12 +64,116 @@ impl AnalysisInput<'_> {
     }
 }
 
+/// One cell of a table: Markdown text, or a number that the template formats (results.json
+/// keeps the number; RESULTS.md shows it through the `cell` helper, see [`TableCell::render`]).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum TableCell {
+    /// A count, shown as is.
+    Int(i64),
+    /// Markdown text (escaped for the table when rendered).
+    Text(String),
+    /// A measured quantity shown with `digits` decimals; undefined (`null`) shows as `–`.
+    Num { num: Option<f64>, digits: u8 },
+    /// A count with its share of a total: `5 (41.7%)`, or `0` alone.
+    Share { count: u64, of: u64 },
+}
+
+impl TableCell {
+    /// The text RESULTS.md shows (before Markdown escaping).
+    pub fn render(&self) -> String {
+        match self {
+            Self::Int(n) => n.to_string(),
+            Self::Text(t) => t.clone(),
+            Self::Num { num, digits } => format_number(*num, Some(*digits)),
+            Self::Share { count, of } => format_share(*count, *of),
+        }
+    }
+}
+
+impl std::fmt::Display for TableCell {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.render())
+    }
+}
+
+impl From<String> for TableCell {
+    fn from(text: String) -> Self {
+        Self::Text(text)
+    }
+}
+
+impl From<&str> for TableCell {
+    fn from(text: &str) -> Self {
+        Self::Text(text.to_string())
+    }
+}
+
+macro_rules! int_cells {
+    ($($t:ty),*) => {$(
+        impl From<$t> for TableCell {
+            fn from(n: $t) -> Self {
+                Self::Int(i64::try_from(n).unwrap_or(i64::MAX))
+            }
+        }
+    )*};
+}
+int_cells!(usize, u64, u32, i64);
+
+/// Cells compare with the text they render, so tests read like the table.
+impl PartialEq<&str> for TableCell {
+    fn eq(&self, other: &&str) -> bool {
+        self.render() == *other
+    }
+}
+
+impl PartialEq<str> for TableCell {
+    fn eq(&self, other: &str) -> bool {
+        self.render() == other
+    }
+}
+
+/// A number with `digits` decimals (integers as they are when `digits` is `None`), or `–`
+/// when undefined or not finite. The one number format of tables and templates.
+pub fn format_number(value: Option<f64>, digits: Option<u8>) -> String {
+    match (value.filter(|v| v.is_finite()), digits) {
+        (None, _) => "–".to_string(),
+        (Some(v), Some(d)) => format!("{v:.prec$}", prec = d as usize),
+        (Some(v), None) => v.to_string(),
+    }
+}
+
+/// A count with its share of `total` in parentheses (`5 (41.7%)`), or the count alone when
+/// either is zero.
+pub fn format_share(count: u64, total: u64) -> String {
+    if count == 0 || total == 0 {
+        count.to_string()
+    } else {
+        format!("{count} ({:.1}%)", 100.0 * count as f64 / total as f64)
+    }
+}
+
 /// A table a person reads at a glance.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(from = "TableData")]
 pub struct Table {
     pub title: String,
     pub columns: Vec<String>,
-    pub rows: Vec<Vec<String>>,
+    pub rows: Vec<Vec<TableCell>>,
+}
+
+/// A table as results.json stores it; the derived fields are recomputed when read.
+#[derive(Deserialize)]
+struct TableData {
+    title: String,
+    columns: Vec<String>,
+    rows: Vec<Vec<TableCell>>,
+}
+
+impl From<TableData> for Table {
+    fn from(t: TableData) -> Self {
+        Self { title: t.title, columns: t.columns, rows: t.rows }
+    }
 }
 
 impl Table {
@@ -90,8 +194,8 @@ impl Table {
     pub fn align(&self) -> Vec<&'static str> {
         (0..self.columns.len())
             .map(|i| {
-                let mut cells = self.rows.iter().filter_map(|r| r.get(i)).filter(|c| !c.is_empty()).peekable();
-                let numeric = cells.peek().is_some() && cells.all(|c| looks_numeric(c));
+                let mut cells = self.rows.iter().filter_map(|r| r.get(i)).map(TableCell::render).filter(|c| !c.is_empty()).peekable();
+                let numeric = cells.peek().is_some() && cells.all(|c| looks_numeric(&c));
                 if numeric {
                     "---:"
                 } else {
@@ -123,11 +227,11 @@ impl Serialize for Table {
 }
 
 /// An analysis's result.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct AnalysisResult {
     pub kind: AnalysisKind,
     /// The seed test it implements, e.g. `A1`.
-    pub test_id: &'static str,
+    pub test_id: String,
     pub title: String,
     /// One or two sentences on what is measured and how.
     pub description: String,
@@ -141,10 +245,10 @@ pub struct AnalysisResult {
 
 impl AnalysisResult {
     /// An empty result for `spec`, titled by the manifest's `title` or `default_title`.
-    pub fn new(spec: &AnalysisSpec, test_id: &'static str, default_title: &str, description: impl Into<String>) -> Self {
+    pub fn new(spec: &AnalysisSpec, test_id: &str, default_title: &str, description: impl Into<String>) -> Self {
         Self {
             kind: spec.kind,
-            test_id,
+            test_id: test_id.to_string(),
             title: spec.title.clone().unwrap_or_else(|| default_title.to_string()),
             description: description.into(),
             rule: None,
@@ -152,6 +256,13 @@ impl AnalysisResult {
             data: serde_json::Value::Null,
             notes: Vec::new(),
         }
+    }
+}
+
+impl AnalysisResult {
+    /// The machine-readable result read as the analysis's own type.
+    pub fn data_as<T: serde::de::DeserializeOwned>(&self) -> Result<T, serde_json::Error> {
+        T::deserialize(&self.data)
     }
 }
 
@@ -173,23 +284,19 @@ pub fn compute(spec: &AnalysisSpec, input: &AnalysisInput<'_>) -> AnalysisResult
     }
 }
 
-/// Formats a ratio with a fixed number of decimals, or `–` when undefined.
-pub fn fmt_ratio(value: Option<f64>) -> String {
-    value.map(|v| format!("{v:.3}")).unwrap_or_else(|| "–".to_string())
+/// A ratio cell: three decimals, or `–` when undefined.
+pub fn fmt_ratio(value: Option<f64>) -> TableCell {
+    fmt_num(value, 3)
 }
 
-/// Formats a number with `decimals` decimals, or `–` when undefined.
-pub fn fmt_num(value: Option<f64>, decimals: usize) -> String {
-    value.map(|v| format!("{v:.decimals$}")).unwrap_or_else(|| "–".to_string())
+/// A number cell with `decimals` decimals, or `–` when undefined.
+pub fn fmt_num(value: Option<f64>, decimals: u8) -> TableCell {
+    TableCell::Num { num: value, digits: decimals }
 }
 
-/// A count with its share of `total` in parentheses (`5 (41.7%)`), or `0` alone.
-pub fn fmt_share(count: usize, total: usize) -> String {
-    if count == 0 || total == 0 {
-        count.to_string()
-    } else {
-        format!("{count} ({:.1}%)", 100.0 * count as f64 / total as f64)
-    }
+/// A count cell with its share of `total` (`5 (41.7%)`), or the count alone.
+pub fn fmt_share(count: usize, total: usize) -> TableCell {
+    TableCell::Share { count: count as u64, of: total as u64 }
 }
 
 /// `numerator / denominator`, undefined when the denominator is zero.
@@ -281,8 +388,8 @@ mod tests {
     #[test]
     fn numeric_columns_align_right() {
         let mut t = Table::new("", &["Cell", "Count", "Share"]);
-        t.rows.push(vec!["`a`".into(), "3".into(), "–".into()]);
-        t.rows.push(vec!["`b`".into(), "4 (50.0%)".into(), "0.500".into()]);
+        t.rows.push(vec!["`a`".into(), 3usize.into(), fmt_ratio(None)]);
+        t.rows.push(vec!["`b`".into(), fmt_share(4, 8), fmt_ratio(Some(0.5))]);
         assert_eq!(t.align(), vec!["---", "---:", "---:"]);
         let json = serde_json::to_value(&t).expect("serializes");
         assert_eq!(json["align"][1], "---:");

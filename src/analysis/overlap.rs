@@ -2,7 +2,7 @@
 //! prompts, …) coincide on the same subject, exactly and fuzzily.
 
 use super::matching::{describe_rule, exact_match, fuzzy_match, match_pairs};
-use super::{axis_values, missing_note, one_or_many, AnalysisInput, AnalysisResult, RunView, Table};
+use super::{axis_values, missing_note, one_or_many, AnalysisInput, AnalysisResult, RunView, Table, TableCell};
 use crate::finding::Finding;
 use crate::manifest::{AnalysisSpec, MatchRule};
 use serde_json::json;
@@ -36,8 +36,8 @@ impl Counts {
         self.unique_b += other.unique_b;
     }
 
-    fn cells(&self) -> [String; 6] {
-        [self.count_a, self.count_b, self.overlap_exact, self.overlap_fuzzy, self.unique_a, self.unique_b].map(|n| n.to_string())
+    fn cells(&self) -> [TableCell; 6] {
+        [self.count_a, self.count_b, self.overlap_exact, self.overlap_fuzzy, self.unique_a, self.unique_b].map(TableCell::from)
     }
 
     fn json(&self) -> serde_json::Value {
@@ -129,11 +129,11 @@ pub fn compute(spec: &AnalysisSpec, input: &AnalysisInput<'_>) -> AnalysisResult
     columns.extend(["Findings A", "Findings B", "Exact overlap", "Fuzzy overlap", "Only A", "Only B"].map(String::from));
     let mut summary = Table { title: String::new(), columns, rows: Vec::new() };
     for cmp in &comparisons {
-        let mut row = Vec::new();
+        let mut row: Vec<TableCell> = Vec::new();
         if show_group {
-            row.push(format!("`{}`", cmp.group));
+            row.push(format!("`{}`", cmp.group).into());
         }
-        row.extend([format!("`{}`", cmp.a), format!("`{}`", cmp.b), cmp.runs_compared.to_string()]);
+        row.extend([format!("`{}`", cmp.a).into(), format!("`{}`", cmp.b).into(), cmp.runs_compared.into()]);
         row.extend(cmp.total.cells());
         summary.rows.push(row);
     }
@@ -149,12 +149,12 @@ pub fn compute(spec: &AnalysisSpec, input: &AnalysisInput<'_>) -> AnalysisResult
         let mut table = Table { title: "Per subject, summed over repeats".into(), columns, rows: Vec::new() };
         for cmp in &comparisons {
             for (subject, counts) in &cmp.per_subject {
-                let mut row = Vec::new();
+                let mut row: Vec<TableCell> = Vec::new();
                 if comparisons.len() > 1 {
                     let group = if show_group { format!(" ({})", cmp.group) } else { String::new() };
-                    row.push(format!("`{}` vs `{}`{group}", cmp.a, cmp.b));
+                    row.push(format!("`{}` vs `{}`{group}", cmp.a, cmp.b).into());
                 }
-                row.push(subject.clone());
+                row.push(subject.clone().into());
                 row.extend(counts.cells());
                 table.rows.push(row);
             }

@@ -3,7 +3,7 @@
 
 use super::matching::describe_fuzzy_rule;
 use super::overlap::Counts;
-use super::{axis_values, missing_note, one_or_many, AnalysisInput, AnalysisResult, RunView, Table};
+use super::{axis_values, missing_note, one_or_many, AnalysisInput, AnalysisResult, RunView, Table, TableCell, fmt_num};
 use crate::finding::Category;
 use crate::manifest::AnalysisSpec;
 use serde_json::json;
@@ -89,10 +89,10 @@ pub fn compute(spec: &AnalysisSpec, input: &AnalysisInput<'_>) -> AnalysisResult
             means_used |= !equal_runs;
             // Totals when both sides have as many runs, per-run means otherwise.
             let scale = |n: usize, runs: usize| if equal_runs { n as f64 } else { n as f64 / runs.max(1) as f64 };
-            let show = |v: f64| if equal_runs { format!("{v:.0}") } else { format!("{v:.2}") };
+            let show = |v: f64| fmt_num(Some(v), if equal_runs { 0 } else { 2 });
             let shown_delta = |a: f64, b: f64| {
                 let d = b - a;
-                if equal_runs { format!("{d:+.0}") } else { format!("{d:+.2}") }
+                TableCell::from(if equal_runs { format!("{d:+.0}") } else { format!("{d:+.2}") })
             };
             let (without, with) = (scale(off.findings, off.runs.len()), scale(on.findings, on.runs.len()));
 
@@ -108,20 +108,20 @@ pub fn compute(spec: &AnalysisSpec, input: &AnalysisInput<'_>) -> AnalysisResult
                 }
             }
 
-            let mut prefix = Vec::new();
+            let mut prefix: Vec<TableCell> = Vec::new();
             if show_group {
-                prefix.push(format!("`{group}`"));
+                prefix.push(format!("`{group}`").into());
             }
-            prefix.push(format!("`{value}`"));
+            prefix.push(format!("`{value}`").into());
             let mut row = prefix.clone();
             row.extend([
-                format!("{} / {}", off.runs.len(), on.runs.len()),
+                format!("{} / {}", off.runs.len(), on.runs.len()).into(),
                 show(without),
                 show(with),
                 shown_delta(without, with),
-                shared.overlap_fuzzy.to_string(),
-                shared.unique_a.to_string(),
-                shared.unique_b.to_string(),
+                shared.overlap_fuzzy.into(),
+                shared.unique_a.into(),
+                shared.unique_b.into(),
             ]);
             summary.rows.push(row);
 
@@ -133,7 +133,7 @@ pub fn compute(spec: &AnalysisSpec, input: &AnalysisInput<'_>) -> AnalysisResult
                 }
                 let (a, b) = (scale(a, off.runs.len()), scale(b, on.runs.len()));
                 let mut row = prefix.clone();
-                row.extend([c.as_str().to_string(), show(a), show(b), shown_delta(a, b)]);
+                row.extend([c.as_str().into(), show(a), show(b), shown_delta(a, b)]);
                 categories.rows.push(row);
                 category_diff.insert(c.as_str().to_string(), json!({"without": a, "with": b}));
             }

@@ -103,9 +103,9 @@ pub fn compute(spec: &AnalysisSpec, input: &AnalysisInput<'_>) -> AnalysisResult
             let local_min = local.iter().copied().fold(1.0, f64::min);
             if local_min < 1.0 {
                 differing.rows.push(vec![
-                    format!("`{}`", cell.id),
-                    subject.to_string(),
-                    sets.iter().map(|s| s.len().to_string()).collect::<Vec<_>>().join(", "),
+                    format!("`{}`", cell.id).into(),
+                    subject.into(),
+                    sets.iter().map(|s| s.len().to_string()).collect::<Vec<_>>().join(", ").into(),
                     fmt_ratio(Some(local.iter().sum::<f64>() / local.len() as f64)),
                     fmt_ratio(Some(local_min)),
                 ]);
@@ -114,12 +114,12 @@ pub fn compute(spec: &AnalysisSpec, input: &AnalysisInput<'_>) -> AnalysisResult
         }
         let counted = stats.subjects > 0;
         table.rows.push(vec![
-            format!("`{}`", cell.id),
-            stats.subjects.to_string(),
+            format!("`{}`", cell.id).into(),
+            stats.subjects.into(),
             fmt_ratio(stats.mean()),
             fmt_ratio(stats.min()),
-            if counted { stats.in_all.to_string() } else { "–".into() },
-            if counted { stats.in_some.to_string() } else { "–".into() },
+            if counted { stats.in_all.into() } else { "–".into() },
+            if counted { stats.in_some.into() } else { "–".into() },
         ]);
         data.push(json!({
             "cell": cell.id,

@@ -87,11 +87,11 @@ pub fn compute(spec: &AnalysisSpec, input: &AnalysisInput<'_>) -> AnalysisResult
             "pass"
         };
         table.rows.push(vec![
-            format!("`{}`", cell.id),
-            if missing > 0 { format!("{runs} of {}", runs + missing) } else { runs.to_string() },
-            findings.to_string(),
-            problems.len().to_string(),
-            verdict.to_string(),
+            format!("`{}`", cell.id).into(),
+            if missing > 0 { format!("{runs} of {}", runs + missing).into() } else { runs.into() },
+            findings.into(),
+            problems.len().into(),
+            verdict.into(),
         ]);
         data.push(json!({
             "cell": cell.id,
@@ -110,7 +110,7 @@ pub fn compute(spec: &AnalysisSpec, input: &AnalysisInput<'_>) -> AnalysisResult
         let title = if listed.len() > SHOWN { format!("First {SHOWN} of {} problems", listed.len()) } else { "Problems".to_string() };
         let mut problems = Table::new(title, &["Run", "Problem"]);
         for (run, p) in listed.iter().take(SHOWN) {
-            problems.rows.push(vec![format!("`{run}`"), truncate(p, 120)]);
+            problems.rows.push(vec![format!("`{run}`").into(), truncate(p, 120).into()]);
         }
         result.tables.push(problems);
         result.notes.push(format!("**Fail**: {total_problems} schema problem(s)."));

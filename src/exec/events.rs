@@ -15,8 +15,33 @@ pub enum Event {
     RunStarted { run: String },
     RunFinished { run: String, findings: usize, wall_ms: u64 },
     RunFailed { run: String, error: ReviewError },
-    RunSkipped { run: String, reason: String },
+    RunSkipped { run: String, reason: SkipReason },
     /// Frozen mode: this run is not in the cache.
     RunMissing { run: String },
     Interrupted,
+}
+
+/// Why a planned run was not attempted, or was abandoned.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum SkipReason {
+    /// The execution was interrupted before the run finished; running it again completes it.
+    Interrupted,
+    /// The run's subject could not be materialized.
+    SubjectFailed { subject: String, error: String },
+    /// The plan names a subject that was not prepared.
+    NoSubject { subject: String },
+    /// An earlier run found the reviewer's model server unreachable, so this one was not started.
+    ServerUnreachable { error: String },
+}
+
+impl std::fmt::Display for SkipReason {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Interrupted => f.write_str("interrupted"),
+            Self::SubjectFailed { subject, error } => write!(f, "subject `{subject}` could not be materialized: {error}"),
+            Self::NoSubject { subject } => write!(f, "no subject `{subject}`"),
+            Self::ServerUnreachable { error } => write!(f, "not started: {error}"),
+        }
+    }
 }

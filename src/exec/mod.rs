@@ -5,7 +5,7 @@
 
 pub mod events;
 
-pub use events::Event;
+pub use events::{Event, SkipReason};
 
 use crate::cache::{CacheStore, Lookup, RunRecord};
 use crate::finding::Finding;
@@ -41,7 +41,7 @@ pub enum RunOutcome {
     Cached { record: Box<RunRecord>, findings: Vec<Finding> },
     Fresh { record: Box<RunRecord>, findings: Vec<Finding> },
     Failed(ReviewError),
-    Skipped(String),
+    Skipped(SkipReason),
     /// Frozen mode and not cached.
     Missing,
 }
@@ -52,6 +52,11 @@ impl RunOutcome {
             Self::Cached { record, findings } | Self::Fresh { record, findings } => Some((record, findings)),
             _ => None,
         }
+    }
+
+    /// Whether the run was abandoned because the execution was interrupted.
+    pub fn is_interrupted(&self) -> bool {
+        matches!(self, Self::Skipped(SkipReason::Interrupted))
     }
 }
 
@@ -137,7 +142,7 @@ pub async fn execute(
         let run = &plan.runs[i];
         match subjects.get(&run.subject_id) {
             Some(Err(e)) => {
-                let reason = format!("subject `{}` could not be materialized: {e}", run.subject_id);
+                let reason = SkipReason::SubjectFailed { subject: run.subject_id.clone(), error: e.to_string() };
                 emitter.emit(Event::RunSkipped { run: run.label(), reason: reason.clone() });
                 outcomes[i] = Some(RunOutcome::Skipped(reason));
             }
@@ -145,13 +150,13 @@ pub async fn execute(
                 ready.insert(run.subject_id.clone(), subject.clone());
                 reviewable.push(i);
             }
-            None => outcomes[i] = Some(RunOutcome::Skipped(format!("no subject `{}`", run.subject_id))),
+            None => outcomes[i] = Some(RunOutcome::Skipped(SkipReason::NoSubject { subject: run.subject_id.clone() })),
         }
     }
     for (i, outcome) in engine.review(&reviewable, ready, cancel).await {
         outcomes[i] = Some(outcome);
     }
-    outcomes.into_iter().map(|o| o.unwrap_or_else(|| RunOutcome::Skipped("interrupted".into()))).collect()
+    outcomes.into_iter().map(|o| o.unwrap_or_else(|| RunOutcome::Skipped(SkipReason::Interrupted))).collect()
 }
 
 /// What every stage of one execution shares.
@@ -226,7 +231,7 @@ impl Engine<'_> {
         for &i in pending {
             let run = &plan.runs[i];
             let Some(subject) = subjects.get(&run.subject_id).cloned() else {
-                results.push((i, RunOutcome::Skipped(format!("no subject `{}`", run.subject_id))));
+                results.push((i, RunOutcome::Skipped(SkipReason::NoSubject { subject: run.subject_id.clone() })));
                 continue;
             };
             let job = ReviewJob { cell: run.cell.clone(), repeat: run.repeat, subject, timeout: options.timeout };
@@ -301,10 +306,10 @@ async fn run_one(mut ctx: TaskContext, job: ReviewJob) -> (usize, RunOutcome) {
     };
     let guards = tokio::select! {
         g = acquire => g,
-        _ = wait_cancel(&mut ctx.cancel) => return (i, RunOutcome::Skipped("interrupted".into())),
+        _ = wait_cancel(&mut ctx.cancel) => return (i, RunOutcome::Skipped(SkipReason::Interrupted)),
     };
     if let Some(reason) = ctx.unreachable.lock().unwrap_or_else(|p| p.into_inner()).clone() {
-        let reason = format!("not started: {reason}");
+        let reason = SkipReason::ServerUnreachable { error: reason };
         ctx.emitter.emit(Event::RunSkipped { run: ctx.label.clone(), reason: reason.clone() });
         return (i, RunOutcome::Skipped(reason));
     }
@@ -331,7 +336,7 @@ async fn run_one(mut ctx: TaskContext, job: ReviewJob) -> (usize, RunOutcome) {
                 (i, RunOutcome::Failed(error))
             }
         },
-        Err(ReviewError::Cancelled) => (i, RunOutcome::Skipped("interrupted".into())),
+        Err(ReviewError::Cancelled) => (i, RunOutcome::Skipped(SkipReason::Interrupted)),
         Err(error) => {
             if error.is_unreachable() {
                 let mut flag = ctx.unreachable.lock().unwrap_or_else(|p| p.into_inner());

@@ -8,6 +8,7 @@
 //! cell of each side, else the cells with the same id on both sides.
 
 use crate::ground_truth::matching::Verdict;
+use crate::manifest::AnalysisKind;
 use crate::ground_truth::review_eval::{CellEval, ReviewEvalData};
 use serde::Serialize;
 use std::collections::BTreeSet;
@@ -16,8 +17,8 @@ use std::path::{Path, PathBuf};
 
 #[derive(Debug, thiserror::Error)]
 pub enum DiffError {
-    #[error("failed to read `{path}`: {source}")]
-    Read { path: PathBuf, source: std::io::Error },
+    #[error(transparent)]
+    Results(#[from] crate::report::model::ResultsError),
     #[error("failed to parse `{path}`: {message}")]
     Parse { path: PathBuf, message: String },
     #[error("`{0}` has no review-eval analysis; add `[[analysis]] kind = \"review-eval\"` to the experiment and run it again")]
@@ -35,21 +36,17 @@ pub struct Side {
     pub data: ReviewEvalData,
 }
 
-/// Reads the first review-eval analysis of a results.json.
+/// Reads the first review-eval analysis of a results.json, through the typed results model
+/// (its schema version checked).
 pub fn load_side(path: &Path) -> Result<Side, DiffError> {
-    let text = std::fs::read_to_string(path).map_err(|source| DiffError::Read { path: path.to_path_buf(), source })?;
-    let doc: serde_json::Value = serde_json::from_str(&text).map_err(|e| DiffError::Parse { path: path.to_path_buf(), message: e.to_string() })?;
-    let analysis = doc
-        .get("analyses")
-        .and_then(|a| a.as_array())
-        .and_then(|a| a.iter().find(|x| x.get("kind").and_then(|k| k.as_str()) == Some("review-eval")))
+    let results = crate::report::model::Results::read(path)?;
+    let analysis = results
+        .analyses
+        .iter()
+        .find(|a| a.kind == AnalysisKind::ReviewEval && !a.data.is_null())
         .ok_or_else(|| DiffError::NoReviewEval(path.to_path_buf()))?;
-    let data = analysis.get("data").cloned().unwrap_or(serde_json::Value::Null);
-    if data.is_null() {
-        return Err(DiffError::NoReviewEval(path.to_path_buf()));
-    }
     let data: ReviewEvalData =
-        serde_json::from_value(data).map_err(|e| DiffError::Parse { path: path.to_path_buf(), message: format!("review-eval data: {e}") })?;
+        analysis.data_as().map_err(|e| DiffError::Parse { path: path.to_path_buf(), message: format!("review-eval data: {e}") })?;
     Ok(Side { path: path.to_path_buf(), data })
 }
 
@@ -242,7 +239,7 @@ pub fn compare(a: &Side, b: &Side, cell_a: Option<&str>, cell_b: Option<&str>) -
 }
 
 fn ratio(v: Option<f64>) -> String {
-    crate::analysis::fmt_ratio(v)
+    crate::analysis::format_number(v, Some(3))
 }
 
 /// The report as text for a terminal or a CI log.

@@ -7,7 +7,7 @@
 //! Per category, TP and FN count under the oracle finding's category, FP under the reported
 //! finding's.
 
-use crate::analysis::{fmt_ratio, AnalysisInput, AnalysisResult, Table};
+use crate::analysis::{fmt_ratio, AnalysisInput, AnalysisResult, Table, TableCell};
 use crate::ground_truth::matching::{adjudicate, score_runs, ExtraVerdict, Prf, ScoredRun, Verdict};
 use crate::ground_truth::oracle::Oracle;
 use crate::manifest::AnalysisSpec;
@@ -57,14 +57,14 @@ pub fn cell_fixture(oracle: &Oracle, runs: &[&ScoredRun<'_>]) -> CellFixture {
     out
 }
 
-fn prf_cells(p: &Prf) -> Vec<String> {
-    vec![p.tp.to_string(), p.fp.to_string(), p.fn_.to_string(), fmt_ratio(p.precision()), fmt_ratio(p.recall()), fmt_ratio(p.f1())]
+fn prf_cells(p: &Prf) -> Vec<TableCell> {
+    vec![p.tp.into(), p.fp.into(), p.fn_.into(), fmt_ratio(p.precision()), fmt_ratio(p.recall()), fmt_ratio(p.f1())]
 }
 
 fn base_result(spec: &AnalysisSpec) -> AnalysisResult {
     AnalysisResult {
         kind: spec.kind,
-        test_id: TEST_ID,
+        test_id: TEST_ID.into(),
         title: spec.title.clone().unwrap_or_else(|| "Fixture benchmark".to_string()),
         description: "Each run's reported findings matched to the oracle: TP = reports matched as found (plus extras an adjudication calls real), FP = every other report (partial matches and rejected extras), FN = oracle findings not found; precision = TP/(TP+FP), recall = TP/(TP+FN), F1 = 2PR/(P+R). Counts are summed over each cell's repeats.".to_string(),
         rule: Some(spec.oracle_rule.describe()),
@@ -106,16 +106,16 @@ pub fn compute(spec: &AnalysisSpec, input: &AnalysisInput<'_>) -> AnalysisResult
             continue;
         }
         let fx = cell_fixture(oracle, &runs);
-        let mut row = vec![format!("`{}`", cell.id), fx.runs.to_string()];
+        let mut row: Vec<TableCell> = vec![format!("`{}`", cell.id).into(), fx.runs.into()];
         row.extend(prf_cells(&fx.overall));
         overall.rows.push(row);
         for (category, prf) in &fx.by_category {
-            let mut row = vec![format!("`{}`", cell.id), category.clone()];
+            let mut row: Vec<TableCell> = vec![format!("`{}`", cell.id).into(), category.clone().into()];
             row.extend(prf_cells(prf));
             by_category.rows.push(row);
         }
         for (case, prf) in &fx.by_case {
-            let mut row = vec![format!("`{}`", cell.id), case.clone()];
+            let mut row: Vec<TableCell> = vec![format!("`{}`", cell.id).into(), case.clone().into()];
             row.extend(prf_cells(prf));
             by_case.rows.push(row);
         }

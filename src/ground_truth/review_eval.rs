@@ -13,7 +13,7 @@
 //! A cell's verdict on an oracle finding over its repeats is the most frequent one, a tie going
 //! to the worse verdict.
 
-use crate::analysis::{fmt_ratio, AnalysisInput, AnalysisResult, RunView, Table};
+use crate::analysis::{fmt_num, fmt_ratio, AnalysisInput, AnalysisResult, RunView, Table, TableCell};
 use crate::ground_truth::matching::{adjudicate, score_runs, ExtraVerdict, MatchCounts, Method, ScoredRun, Verdict};
 use crate::ground_truth::oracle::Oracle;
 use crate::manifest::AnalysisSpec;
@@ -233,18 +233,18 @@ pub fn cell_eval(cell: &crate::plan::Cell, runs: &[&ScoredRun<'_>]) -> CellEval 
     CellEval { cell: cell.id.clone(), values: cell.values.iter().map(|(k, v)| (k.clone(), v.render())).collect(), scores: total.finish(), runs: out_runs, findings }
 }
 
-fn opt_tokens(v: Option<f64>) -> String {
-    v.map(|t| format!("{t:.0}")).unwrap_or_else(|| "–".into())
+fn opt_tokens(v: Option<f64>) -> TableCell {
+    fmt_num(v, 0)
 }
 
-fn opt_rate(v: Option<f64>) -> String {
-    v.map(|t| format!("{t:.2}")).unwrap_or_else(|| "–".into())
+fn opt_rate(v: Option<f64>) -> TableCell {
+    fmt_num(v, 2)
 }
 
 fn base_result(spec: &AnalysisSpec) -> AnalysisResult {
     AnalysisResult {
         kind: spec.kind,
-        test_id: TEST_ID,
+        test_id: TEST_ID.into(),
         title: spec.title.clone().unwrap_or_else(|| "Review eval: recall and noise".to_string()),
         description: "Each oracle finding is found, partial or missed in each run (a cell's repeat over its cases); each other report is an extra, real or rejected. Recall (strict) = found / oracle findings; with partials = (found + partial) / oracle findings; noise = rejected extras / everything reported; tokens per case = reported prompt + completion tokens / cases; recall per 100k tokens = strict recall / (tokens per case / 100 000). `–`: undefined (no oracle finding, nothing reported, or no tokens reported).".to_string(),
         rule: Some(spec.oracle_rule.describe()),
@@ -254,14 +254,14 @@ fn base_result(spec: &AnalysisSpec) -> AnalysisResult {
     }
 }
 
-fn score_cells(s: &Scores) -> Vec<String> {
+fn score_cells(s: &Scores) -> Vec<TableCell> {
     vec![
-        s.counts.oracle.to_string(),
-        s.counts.found.to_string(),
-        s.counts.partial.to_string(),
-        s.counts.missed.to_string(),
-        s.counts.reported.to_string(),
-        format!("{} / {}", s.counts.extras_real, s.counts.extras_rejected),
+        s.counts.oracle.into(),
+        s.counts.found.into(),
+        s.counts.partial.into(),
+        s.counts.missed.into(),
+        s.counts.reported.into(),
+        format!("{} / {}", s.counts.extras_real, s.counts.extras_rejected).into(),
         fmt_ratio(s.recall_strict),
         fmt_ratio(s.recall_with_partials),
         fmt_ratio(s.noise),
@@ -325,13 +325,13 @@ fn tables(oracle: &Oracle, cells: &[CellEval]) -> Vec<Table> {
         rows: Vec::new(),
     };
     for c in cells {
-        let mut row = vec![format!("`{}`", c.cell), c.runs.len().to_string()];
+        let mut row: Vec<TableCell> = vec![format!("`{}`", c.cell).into(), c.runs.len().into()];
         row.extend(score_cells(&c.scores));
         per_cell.rows.push(row);
         let mut by_case: BTreeMap<&str, Scores> = BTreeMap::new();
         let mut by_class: BTreeMap<String, MatchCounts> = BTreeMap::new();
         for run in &c.runs {
-            let mut row = vec![format!("`{}`", c.cell), run.repeat.to_string()];
+            let mut row: Vec<TableCell> = vec![format!("`{}`", c.cell).into(), run.repeat.into()];
             row.extend(score_cells(&run.scores));
             per_run.rows.push(row);
             for case in &run.cases {
@@ -349,17 +349,17 @@ fn tables(oracle: &Oracle, cells: &[CellEval]) -> Vec<Table> {
             }
         }
         for (case, s) in by_case {
-            let mut row = vec![format!("`{}`", c.cell), case.to_string()];
+            let mut row: Vec<TableCell> = vec![format!("`{}`", c.cell).into(), case.into()];
             row.extend(score_cells(&s.finish()));
             per_case.rows.push(row);
         }
         for (class, m) in by_class {
             per_class.rows.push(vec![
-                format!("`{}`", c.cell),
-                class,
-                m.oracle.to_string(),
-                m.found.to_string(),
-                m.partial.to_string(),
+                format!("`{}`", c.cell).into(),
+                class.into(),
+                m.oracle.into(),
+                m.found.into(),
+                m.partial.into(),
                 fmt_ratio(m.recall_strict()),
                 fmt_ratio(m.recall_with_partials()),
             ]);
@@ -370,9 +370,9 @@ fn tables(oracle: &Oracle, cells: &[CellEval]) -> Vec<Table> {
     keys.dedup();
     for (case, finding) in keys {
         let category = oracle.finding(finding).and_then(|f| f.category).map(|c| c.as_str().to_string()).unwrap_or_else(|| "–".into());
-        let mut row = vec![finding.to_string(), case.to_string(), category];
+        let mut row: Vec<TableCell> = vec![finding.into(), case.into(), category.into()];
         for c in cells {
-            row.push(c.findings.get(&finding_key(case, finding)).map(FindingEval::describe).unwrap_or_else(|| "–".into()));
+            row.push(c.findings.get(&finding_key(case, finding)).map(FindingEval::describe).unwrap_or_else(|| "–".into()).into());
         }
         grid.rows.push(row);
     }

@@ -217,7 +217,7 @@ pub struct AnalysisSpec {
     pub adjudication: Option<std::path::PathBuf>,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum AnalysisKind {
     /// A1: overlap between the values of one axis.

@@ -29,10 +29,10 @@ pub fn build_results(manifest: &Manifest, manifest_label: &str, plan: &Plan, out
             runs: 0,
             planned: 0,
             findings: 0,
-            findings_per_run: String::new(),
-            seconds: String::new(),
-            prompt_tokens: String::new(),
-            completion_tokens: String::new(),
+            findings_per_run: None,
+            seconds: 0.0,
+            prompt_tokens: None,
+            completion_tokens: None,
         };
         let (mut ms, mut pt, mut ct, mut has_tokens) = (0u64, 0u64, 0u64, false);
         for (run, outcome) in plan.runs.iter().zip(outcomes).filter(|(r, _)| r.cell.id == cell.id) {
@@ -69,37 +69,37 @@ pub fn build_results(manifest: &Manifest, manifest_label: &str, plan: &Plan, out
                         cell: cell.id.clone(),
                         repeat: run.repeat,
                         subject: run.subject_id.clone(),
-                        status: "ok".into(),
+                        status: RunStatus::Ok,
                         findings: findings.len(),
                         hunks: record.cost.hunks,
-                        seconds: format!("{:.2}", record.cost.wall_ms as f64 / 1000.0),
+                        seconds: Some(seconds(record.cost.wall_ms)),
                         key,
                     });
                 }
                 None => {
                     let (status, error) = match outcome {
-                        RunOutcome::Failed(e) => ("failed", e.to_string()),
-                        RunOutcome::Skipped(reason) => ("skipped", reason.clone()),
-                        _ => ("missing", "not in the cache (frozen)".to_string()),
+                        RunOutcome::Failed(e) => (RunStatus::Failed, e.to_string()),
+                        RunOutcome::Skipped(reason) => (RunStatus::Skipped, reason.to_string()),
+                        _ => (RunStatus::Missing, "not in the cache (frozen)".to_string()),
                     };
                     failures.push(FailureRow { run: run.label(), error });
                     runs.push(RunRow {
                         cell: cell.id.clone(),
                         repeat: run.repeat,
                         subject: run.subject_id.clone(),
-                        status: status.into(),
+                        status,
                         findings: 0,
                         hunks: 0,
-                        seconds: "–".into(),
+                        seconds: None,
                         key,
                     });
                 }
             }
         }
-        row.findings_per_run = if row.runs > 0 { format!("{:.2}", row.findings as f64 / row.runs as f64) } else { "–".into() };
-        row.seconds = format!("{:.2}", ms as f64 / 1000.0);
-        row.prompt_tokens = if has_tokens { pt.to_string() } else { "–".into() };
-        row.completion_tokens = if has_tokens { ct.to_string() } else { "–".into() };
+        row.findings_per_run = (row.runs > 0).then(|| row.findings as f64 / row.runs as f64);
+        row.seconds = seconds(ms);
+        row.prompt_tokens = has_tokens.then_some(pt);
+        row.completion_tokens = has_tokens.then_some(ct);
         totals.succeeded += row.runs;
         totals.findings += row.findings;
         totals.prompt_tokens += pt;
@@ -108,13 +108,13 @@ pub fn build_results(manifest: &Manifest, manifest_label: &str, plan: &Plan, out
         cells.push(row);
     }
     totals.failed = totals.planned - totals.succeeded;
-    totals.review_seconds = format!("{:.2}", total_ms as f64 / 1000.0);
+    totals.review_seconds = seconds(total_ms);
 
     let (kind, description) = match &manifest.target {
-        TargetSpec::Git { repo, head } => ("git", format!("`{}` reviewed as `ref..{head}`", relative(&manifest.base_dir, repo))),
-        TargetSpec::Corpus { dir, .. } => ("corpus", format!("`{}`, each case as a two-commit repository", relative(&manifest.base_dir, dir))),
+        TargetSpec::Git { repo, head } => (TargetKind::Git, format!("`{}` reviewed as `ref..{head}`", relative(&manifest.base_dir, repo))),
+        TargetSpec::Corpus { dir, .. } => (TargetKind::Corpus, format!("`{}`, each case as a two-commit repository", relative(&manifest.base_dir, dir))),
         TargetSpec::Evals { repo, dir, .. } => (
-            "evals",
+            TargetKind::Evals,
             format!("`{}` with the eval cases in `{}`, each case's `base..tip` reviewed in a blind clone", relative(&manifest.base_dir, repo), relative(&manifest.base_dir, dir)),
         ),
     };
@@ -134,7 +134,7 @@ pub fn build_results(manifest: &Manifest, manifest_label: &str, plan: &Plan, out
         },
         reviewer: ReviewerInfo { kind: manifest.reviewer.kind.kind_name().to_string(), configs: reviewer_configs },
         target: TargetInfo {
-            kind: kind.into(),
+            kind,
             description,
             subjects: plan.subjects.keys().cloned().collect(),
             unsealed_holdout: plan.subjects.values().filter(|s| s.holdout).map(|s| s.id.clone()).collect(),
@@ -146,6 +146,11 @@ pub fn build_results(manifest: &Manifest, manifest_label: &str, plan: &Plan, out
         failures,
         analyses,
     }
+}
+
+/// Milliseconds as seconds.
+fn seconds(ms: u64) -> f64 {
+    ms as f64 / 1000.0
 }
 
 /// Each provenance key with the distinct values a cell's runs recorded.

@@ -1,14 +1,55 @@
 //! The versioned results model behind results.json and RESULTS.md. It depends only on the
 //! manifest and the cached results, so a re-run from the cache reproduces it exactly.
+//! Numbers are stored as numbers (`null` when undefined); the templates format them.
+//! [`Results::read`] reads a results.json back, checking its schema version first.
 
 use crate::analysis::AnalysisResult;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
 
-/// Bumped when results.json changes shape.
-pub const RESULTS_SCHEMA: u32 = 1;
+/// Bumped when results.json changes shape. 2: numbers as numbers, typed table cells, run status.
+pub const RESULTS_SCHEMA: u32 = 2;
 
-#[derive(Debug, Clone, Serialize)]
+/// Why a results.json could not be read back.
+#[derive(Debug, thiserror::Error)]
+pub enum ResultsError {
+    #[error("failed to read `{path}`: {source}")]
+    Read { path: PathBuf, source: std::io::Error },
+    #[error("`{path}` is not a runner results.json: {message}")]
+    Parse { path: PathBuf, message: String },
+    #[error(
+        "`{path}` has results schema {found}, and this runner reads schema {expected}: {}",
+        if found > expected { "it was written by a newer runner; use that version" } else { "it was written by an older runner; run its experiment again (`runner exec MANIFEST --frozen` rewrites it from the cache)" }
+    )]
+    Schema { path: PathBuf, found: u32, expected: u32 },
+}
+
+/// The one field every results.json version has.
+#[derive(Deserialize)]
+struct SchemaProbe {
+    schema_version: u32,
+}
+
+impl Results {
+    /// Reads a results.json written by this runner's schema.
+    pub fn read(path: &Path) -> Result<Self, ResultsError> {
+        let text = std::fs::read_to_string(path).map_err(|source| ResultsError::Read { path: path.to_path_buf(), source })?;
+        Self::parse(&text, path)
+    }
+
+    /// Parses results.json text; `path` names it in errors.
+    pub fn parse(text: &str, path: &Path) -> Result<Self, ResultsError> {
+        let parse_error = |e: serde_json::Error| ResultsError::Parse { path: path.to_path_buf(), message: e.to_string() };
+        let probe: SchemaProbe = serde_json::from_str(text).map_err(parse_error)?;
+        if probe.schema_version != RESULTS_SCHEMA {
+            return Err(ResultsError::Schema { path: path.to_path_buf(), found: probe.schema_version, expected: RESULTS_SCHEMA });
+        }
+        serde_json::from_str(text).map_err(parse_error)
+    }
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Results {
     pub schema_version: u32,
     pub experiment: ExperimentInfo,
@@ -24,7 +65,7 @@ pub struct Results {
     pub analyses: Vec<AnalysisResult>,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct ExperimentInfo {
     pub name: String,
     pub description: String,
@@ -32,7 +73,7 @@ pub struct ExperimentInfo {
     pub manifest: String,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct MatrixInfo {
     pub axes: Vec<AxisInfo>,
     pub repeat: u32,
@@ -41,20 +82,20 @@ pub struct MatrixInfo {
     pub planned_runs: usize,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct AxisInfo {
     pub name: String,
     pub values: Vec<String>,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct ReviewerInfo {
     pub kind: String,
     /// The reviewer's configurations as hashed into cache keys, with the cells using each.
     pub configs: Vec<ReviewerConfig>,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct ReviewerConfig {
     /// Canonical JSON of the configuration.
     pub config: String,
@@ -62,66 +103,90 @@ pub struct ReviewerConfig {
     pub cells: String,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct TargetInfo {
-    pub kind: String,
+    pub kind: TargetKind,
     pub description: String,
     pub subjects: Vec<String>,
     /// Holdout cases this experiment ran because its manifest unsealed them.
     pub unsealed_holdout: Vec<String>,
 }
 
-#[derive(Debug, Clone, Serialize)]
+/// What kind of subjects the experiment reviewed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum TargetKind {
+    Git,
+    Corpus,
+    Evals,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct ProvenanceRow {
     pub cells: String,
     pub entries: Vec<KeyValue>,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct KeyValue {
     pub key: String,
     pub value: String,
 }
 
-#[derive(Debug, Clone, Serialize, Default)]
+#[derive(Debug, Clone, Serialize, Deserialize, Default)]
 pub struct Totals {
     pub planned: usize,
     pub succeeded: usize,
     pub failed: usize,
     pub findings: usize,
-    pub review_seconds: String,
+    /// Summed wall time of the successful runs.
+    pub review_seconds: f64,
     pub prompt_tokens: u64,
     pub completion_tokens: u64,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct CellRow {
     pub cell: String,
     pub values: BTreeMap<String, String>,
     pub runs: usize,
     pub planned: usize,
     pub findings: usize,
-    pub findings_per_run: String,
-    pub seconds: String,
-    pub prompt_tokens: String,
-    pub completion_tokens: String,
+    /// `null` when no run succeeded.
+    pub findings_per_run: Option<f64>,
+    pub seconds: f64,
+    /// `null` when no run reported token counts.
+    pub prompt_tokens: Option<u64>,
+    pub completion_tokens: Option<u64>,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct RunRow {
     pub cell: String,
     pub repeat: u32,
     pub subject: String,
-    pub status: String,
+    pub status: RunStatus,
     pub findings: usize,
     pub hunks: u32,
-    pub seconds: String,
+    /// `null` for a run without a result.
+    pub seconds: Option<f64>,
     /// Short cache key, for `runner cache` lookups.
     pub key: String,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct FailureRow {
     pub run: String,
     pub error: String,
+}
+
+/// What became of one planned run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum RunStatus {
+    Ok,
+    Failed,
+    Skipped,
+    /// Frozen mode, and the cache lacks it.
+    Missing,
 }

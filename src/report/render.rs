@@ -1,7 +1,11 @@
 //! Rendering results through handlebars templates (strict: a missing field is an error).
+//! The model holds numbers; the templates format them with the helpers registered here:
+//! `{{fmt value digits=N}}`, `{{show cell}}` (a table cell) and `{{share count total}}`.
 
 use super::model::Results;
-use handlebars::Handlebars;
+use crate::analysis::{format_number, format_share, TableCell};
+use handlebars::{handlebars_helper, Handlebars};
+use serde::Deserialize;
 use std::path::Path;
 
 /// The built-in RESULTS.md template (`templates/results.md.hbs`).
@@ -21,7 +25,33 @@ fn engine() -> Handlebars<'static> {
     let mut hb = Handlebars::new();
     hb.set_strict_mode(true);
     hb.register_escape_fn(escape_markdown_cell);
+    hb.register_helper("fmt", Box::new(fmt));
+    hb.register_helper("show", Box::new(show));
+    hb.register_helper("share", Box::new(share));
     hb
+}
+
+// `{{fmt value digits=2}}`: a number with that many decimals (integers as they are when
+// `digits` is not given); `null` shows as `–`. Anything else is shown as is.
+handlebars_helper!(fmt: |value: Json, {digits: i64 = -1}| format_json_number(value, u8::try_from(digits).ok()));
+
+// `{{show cell}}`: a table cell (text, count, number or share) as RESULTS.md shows it.
+handlebars_helper!(show: |cell: Json| match TableCell::deserialize(cell) {
+    Ok(cell) => cell.render(),
+    Err(_) => format_json_number(cell, None),
+});
+
+// `{{share count total}}`: `5 (41.7%)`, or the count alone when either is zero.
+handlebars_helper!(share: |count: u64, total: u64| format_share(count, total));
+
+fn format_json_number(value: &serde_json::Value, digits: Option<u8>) -> String {
+    match value {
+        serde_json::Value::Null => format_number(None, digits),
+        serde_json::Value::Number(n) if digits.is_none() && (n.is_u64() || n.is_i64()) => n.to_string(),
+        serde_json::Value::Number(n) => format_number(n.as_f64(), digits),
+        serde_json::Value::String(s) => s.clone(),
+        other => other.to_string(),
+    }
 }
 
 /// Table cells must not break the Markdown table: escape pipes and flatten newlines.
