@@ -175,7 +175,7 @@ mod tests {
         assert_eq!(out.data[0]["mismatches"].as_array().map(Vec::len), Some(1));
         assert_eq!(out.data[1]["stable"], true);
         assert_eq!(out.tables[0].rows[0], vec!["`model=a`", "1", "2, 3", "2", "1", "**no**"]);
-        assert!(out.tables[1].rows[0][4].contains("#2: `ffffffffffff`"), "{:?}", out.tables[1].rows[0]);
+        assert!(out.tables[1].rows[0][4].render().contains("#2: `ffffffffffff`"), "{:?}", out.tables[1].rows[0]);
         assert!(out.notes[0].contains("Fail"));
     }
 

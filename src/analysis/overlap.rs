@@ -241,7 +241,7 @@ mod tests {
         fx.add("model=b", 1, "s1", vec![finding("f", 1, "m")]);
         fx.missing.push("model=c #1 @s1".into());
         let r = compute(&spec(AnalysisKind::Overlap, Some("model")), &fx.input());
-        let pairs: Vec<(String, String)> = r.tables[0].rows.iter().map(|row| (row[0].clone(), row[1].clone())).collect();
+        let pairs: Vec<(String, String)> = r.tables[0].rows.iter().map(|row| (row[0].render(), row[1].render())).collect();
         assert_eq!(pairs.len(), 3);
         assert_eq!(r.data[0]["overlap_exact"], 1);
         assert_eq!(r.data[1]["runs_compared"], 0);

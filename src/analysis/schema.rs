@@ -154,8 +154,8 @@ mod tests {
         assert_eq!(out.data[1]["pass"], true);
         assert_eq!(out.tables[0].rows[0], vec!["`model=a`", "1", "2", "4", "**fail**"]);
         assert_eq!(out.tables[0].rows[1][4], "pass");
-        assert!(out.tables[1].rows.iter().any(|r| r[1].starts_with("output: findings[0]: severity")));
-        assert!(out.tables[1].rows.iter().any(|r| r[1].contains("confidence 1.5")));
+        assert!(out.tables[1].rows.iter().any(|r| r[1].render().starts_with("output: findings[0]: severity")));
+        assert!(out.tables[1].rows.iter().any(|r| r[1].render().contains("confidence 1.5")));
     }
 
     #[test]

@@ -190,3 +190,49 @@ pub enum RunStatus {
     /// Frozen mode, and the cache lacks it.
     Missing,
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::report::render::{render_markdown, DEFAULT_TEMPLATE};
+
+    /// The committed results of the bundled experiments.
+    fn committed() -> Vec<PathBuf> {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("results");
+        let mut dirs: Vec<PathBuf> = std::fs::read_dir(&root).expect("results/").map(|e| e.expect("entry").path()).filter(|p| p.join("results.json").is_file()).collect();
+        dirs.sort();
+        dirs
+    }
+
+    #[test]
+    fn every_committed_results_json_reads_back_and_renders_its_results_md() {
+        let dirs = committed();
+        assert!(dirs.len() >= 3, "{dirs:?}");
+        for dir in dirs {
+            let path = dir.join("results.json");
+            let results = Results::read(&path).unwrap_or_else(|e| panic!("{e}"));
+            assert_eq!(results.schema_version, RESULTS_SCHEMA);
+            assert_eq!(results.runs.len(), results.matrix.planned_runs, "{}", path.display());
+            // Written back, the typed model is the same document.
+            let text = std::fs::read_to_string(&path).expect("read");
+            let again: serde_json::Value = serde_json::to_value(&results).expect("serializes");
+            let stored: serde_json::Value = serde_json::from_str(&text).expect("json");
+            assert_eq!(again, stored, "{}", path.display());
+            // And the numbers it holds render the committed RESULTS.md.
+            let md = std::fs::read_to_string(dir.join("RESULTS.md")).expect("RESULTS.md");
+            assert_eq!(render_markdown(&results, DEFAULT_TEMPLATE, "default").expect("renders"), md, "{}", dir.display());
+        }
+    }
+
+    #[test]
+    fn another_schema_version_is_refused_with_what_to_do() {
+        let path = Path::new("old/results.json");
+        let older = Results::parse(r#"{"schema_version": 1, "totals": {"review_seconds": "0.00"}}"#, path).expect_err("older");
+        assert!(matches!(older, ResultsError::Schema { found: 1, expected: RESULTS_SCHEMA, .. }));
+        assert!(older.to_string().contains("older runner") && older.to_string().contains("--frozen"), "{older}");
+        let newer = Results::parse(&format!(r#"{{"schema_version": {}}}"#, RESULTS_SCHEMA + 1), path).expect_err("newer");
+        assert!(newer.to_string().contains("newer runner"), "{newer}");
+        let junk = Results::parse("[1, 2]", path).expect_err("not results");
+        assert!(matches!(junk, ResultsError::Parse { .. }), "{junk}");
+    }
+}

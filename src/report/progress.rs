@@ -1,5 +1,6 @@
 //! Reporters over engine events: indicatif progress on a terminal, NDJSON for machines, and
-//! the execution summary (wall time, cache hits, failures with stderr tails).
+//! the execution summary (wall time, cache hits, failures with stderr tails). Each writes to
+//! an injected writer, so each is tested against a buffer.
 
 use crate::exec::Event;
 use indicatif::{ProgressBar, ProgressStyle};
@@ -41,91 +42,202 @@ pub struct FailureLine {
     pub stderr_tail: String,
 }
 
-/// Consumes events until the channel closes; returns the summary.
-pub async fn consume(mut rx: mpsc::UnboundedReceiver<Event>, mode: Mode, log: Option<std::fs::File>) -> ExecutionSummary {
-    let started = Instant::now();
-    let mut summary = ExecutionSummary::default();
-    let mut log = log;
-    let bar = (mode == Mode::Human && std::io::IsTerminal::is_terminal(&std::io::stderr())).then(|| {
-        let bar = ProgressBar::new(0);
-        bar.set_style(
-            ProgressStyle::with_template("{spinner} [{elapsed_precise}] {bar:30} {pos}/{len} runs {msg}")
-                .unwrap_or_else(|_| ProgressStyle::default_bar()),
-        );
-        bar
-    });
-    while let Some(event) = rx.recv().await {
-        if let Some(file) = log.as_mut() {
-            if let Ok(line) = serde_json::to_string(&event) {
-                let _ = writeln!(file, "{line}");
+/// A writer the reporters own: stdout, stderr, a log file, or a test's buffer.
+pub type Sink = Box<dyn Write + Send>;
+
+/// NDJSON: one JSON object per event, one event per line (stdout with `--json`, and the
+/// execution log). A write error stops nothing: the execution goes on.
+pub struct NdjsonReporter {
+    out: Sink,
+}
+
+impl NdjsonReporter {
+    pub fn new(out: Sink) -> Self {
+        Self { out }
+    }
+
+    pub fn event(&mut self, event: &Event) {
+        if let Ok(line) = serde_json::to_string(event) {
+            let _ = writeln!(self.out, "{line}");
+        }
+    }
+
+    pub fn finish(&mut self) {
+        let _ = self.out.flush();
+    }
+}
+
+/// Progress for a person: an indicatif bar when stderr is a terminal (it draws on the
+/// terminal; lines are printed above it), and otherwise only the lines that need attention
+/// now — corrupt cache entries and subjects that could not be materialized — written plainly
+/// to the injected writer. Run failures wait for the summary.
+pub struct ProgressReporter {
+    out: Sink,
+    bar: Option<ProgressBar>,
+}
+
+impl ProgressReporter {
+    /// `terminal`: whether `out` is a terminal, so a bar may be drawn.
+    pub fn new(out: Sink, terminal: bool) -> Self {
+        let bar = terminal.then(|| {
+            let bar = ProgressBar::new(0);
+            bar.set_style(
+                ProgressStyle::with_template("{spinner} [{elapsed_precise}] {bar:30} {pos}/{len} runs {msg}")
+                    .unwrap_or_else(|_| ProgressStyle::default_bar()),
+            );
+            bar
+        });
+        Self { out, bar }
+    }
+
+    fn line(&mut self, text: String) {
+        match &self.bar {
+            Some(b) => b.println(text),
+            None => {
+                let _ = writeln!(self.out, "{text}");
             }
         }
-        if mode == Mode::Json {
-            if let Ok(line) = serde_json::to_string(&event) {
-                let mut out = std::io::stdout().lock();
-                let _ = writeln!(out, "{line}");
-            }
-        }
-        match &event {
-            Event::Planned { experiment, runs, cached, .. } => {
-                summary.experiment = experiment.clone();
-                summary.planned = *runs;
-                summary.cached = *cached;
-                if let Some(b) = &bar {
+    }
+
+    pub fn event(&mut self, event: &Event) {
+        match event {
+            Event::Planned { runs, cached, .. } => {
+                if let Some(b) = &self.bar {
                     b.set_length(*runs as u64);
                     b.set_position(*cached as u64);
                 }
             }
             Event::RunStarted { run } => {
-                if let Some(b) = &bar {
+                if let Some(b) = &self.bar {
                     b.set_message(run.clone());
                 }
             }
-            Event::RunFinished { .. } => {
-                summary.ran += 1;
-                if let Some(b) = &bar {
+            Event::RunFinished { .. } | Event::RunSkipped { .. } => {
+                if let Some(b) = &self.bar {
                     b.inc(1);
                 }
             }
             Event::RunFailed { run, error } => {
-                summary.failed += 1;
-                summary.failures.push(FailureLine { run: run.clone(), error: error.to_string(), stderr_tail: error.stderr_tail().to_string() });
-                if let Some(b) = &bar {
+                if let Some(b) = &self.bar {
                     b.inc(1);
                     b.println(format!("failed: {run}: {error}"));
                 }
             }
+            Event::CacheCorrupt { run, detail } => self.line(format!("warning: corrupt cache entry for {run}: {detail}; recomputing")),
+            Event::MaterializeFailed { subject, error } => self.line(format!("error: could not materialize {subject}: {error}")),
+            Event::RunCached { .. } | Event::RunMissing { .. } | Event::Interrupted => {}
+        }
+    }
+
+    pub fn finish(&mut self) {
+        if let Some(b) = self.bar.take() {
+            b.finish_and_clear();
+        }
+        let _ = self.out.flush();
+    }
+}
+
+/// Collects the execution summary from events.
+pub struct SummaryReporter {
+    started: Instant,
+    summary: ExecutionSummary,
+}
+
+impl Default for SummaryReporter {
+    fn default() -> Self {
+        Self { started: Instant::now(), summary: ExecutionSummary::default() }
+    }
+}
+
+impl SummaryReporter {
+    pub fn event(&mut self, event: &Event) {
+        let summary = &mut self.summary;
+        match event {
+            Event::Planned { experiment, runs, cached, .. } => {
+                summary.experiment = experiment.clone();
+                summary.planned = *runs;
+                summary.cached = *cached;
+            }
+            Event::RunFinished { .. } => summary.ran += 1,
+            Event::RunFailed { run, error } => {
+                summary.failed += 1;
+                summary.failures.push(FailureLine { run: run.clone(), error: error.to_string(), stderr_tail: error.stderr_tail().to_string() });
+            }
             Event::RunSkipped { run, reason } => {
                 summary.skipped += 1;
                 summary.failures.push(FailureLine { run: run.clone(), error: format!("skipped: {reason}"), stderr_tail: String::new() });
-                if let Some(b) = &bar {
-                    b.inc(1);
-                }
             }
             Event::RunMissing { run } => summary.missing.push(run.clone()),
-            Event::CacheCorrupt { run, detail } => {
-                summary.corrupt.push(format!("{run}: {detail}"));
-                if mode == Mode::Human {
-                    let msg = format!("warning: corrupt cache entry for {run}: {detail}; recomputing");
-                    match &bar {
-                        Some(b) => b.println(msg),
-                        None => eprintln!("{msg}"),
-                    }
-                }
-            }
-            Event::MaterializeFailed { subject, error } => {
-                if mode == Mode::Human {
-                    eprintln!("error: could not materialize {subject}: {error}");
-                }
-            }
-            Event::RunCached { .. } | Event::Interrupted => {}
+            Event::CacheCorrupt { run, detail } => summary.corrupt.push(format!("{run}: {detail}")),
+            Event::RunStarted { .. } | Event::MaterializeFailed { .. } | Event::RunCached { .. } | Event::Interrupted => {}
         }
     }
-    if let Some(b) = bar {
-        b.finish_and_clear();
+
+    /// The summary, with the wall time since the reporter was made.
+    pub fn finish(self) -> ExecutionSummary {
+        ExecutionSummary { wall_seconds: self.started.elapsed().as_secs_f64(), ..self.summary }
     }
-    summary.wall_seconds = started.elapsed().as_secs_f64();
-    summary
+}
+
+/// Every reporter of one execution, fed the same events.
+pub struct Reporters {
+    ndjson: Vec<NdjsonReporter>,
+    progress: Option<ProgressReporter>,
+    summary: SummaryReporter,
+}
+
+impl Reporters {
+    /// The reporters of `mode` on the process's stdout and stderr, plus the execution log.
+    pub fn standard(mode: Mode, log: Option<Sink>) -> Self {
+        let terminal = std::io::IsTerminal::is_terminal(&std::io::stderr());
+        Self::new(mode, Box::new(std::io::stdout()), Box::new(std::io::stderr()), terminal, log)
+    }
+
+    /// The reporters of `mode` on injected writers: NDJSON on `stdout` (`--json`), progress on
+    /// `stderr` (human mode; a bar only when `stderr_is_terminal`), and NDJSON on `log`.
+    pub fn new(mode: Mode, stdout: Sink, stderr: Sink, stderr_is_terminal: bool, log: Option<Sink>) -> Self {
+        let mut ndjson: Vec<NdjsonReporter> = log.into_iter().map(NdjsonReporter::new).collect();
+        let mut progress = None;
+        match mode {
+            Mode::Json => ndjson.push(NdjsonReporter::new(stdout)),
+            Mode::Human => progress = Some(ProgressReporter::new(stderr, stderr_is_terminal)),
+            Mode::Quiet => {}
+        }
+        Self { ndjson, progress, summary: SummaryReporter::default() }
+    }
+
+    pub fn event(&mut self, event: &Event) {
+        for r in &mut self.ndjson {
+            r.event(event);
+        }
+        if let Some(p) = &mut self.progress {
+            p.event(event);
+        }
+        self.summary.event(event);
+    }
+
+    pub fn finish(mut self) -> ExecutionSummary {
+        for r in &mut self.ndjson {
+            r.finish();
+        }
+        if let Some(p) = &mut self.progress {
+            p.finish();
+        }
+        self.summary.finish()
+    }
+}
+
+/// Consumes events until the channel closes; returns the summary.
+pub async fn consume(rx: mpsc::UnboundedReceiver<Event>, mode: Mode, log: Option<std::fs::File>) -> ExecutionSummary {
+    consume_into(rx, Reporters::standard(mode, log.map(|f| Box::new(f) as Sink))).await
+}
+
+/// Feeds every event to `reporters` until the channel closes; returns the summary.
+pub async fn consume_into(mut rx: mpsc::UnboundedReceiver<Event>, mut reporters: Reporters) -> ExecutionSummary {
+    while let Some(event) = rx.recv().await {
+        reporters.event(&event);
+    }
+    reporters.finish()
 }
 
 impl ExecutionSummary {
@@ -145,5 +257,120 @@ impl ExecutionSummary {
             }
         }
         out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::exec::SkipReason;
+    use crate::reviewer::ReviewError;
+    use std::sync::{Arc, Mutex};
+
+    /// A writer whose bytes the test can read afterwards.
+    #[derive(Clone, Default)]
+    struct Buffer(Arc<Mutex<Vec<u8>>>);
+
+    impl Write for Buffer {
+        fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+            self.0.lock().expect("buffer").extend_from_slice(bytes);
+            Ok(bytes.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    impl Buffer {
+        fn text(&self) -> String {
+            String::from_utf8(self.0.lock().expect("buffer").clone()).expect("utf-8")
+        }
+    }
+
+    fn events() -> Vec<Event> {
+        vec![
+            Event::Planned { experiment: "demo".into(), runs: 4, cached: 1, to_run: 3 },
+            Event::RunCached { run: "a #1 @s1".into(), findings: 2 },
+            Event::CacheCorrupt { run: "b #1 @s1".into(), detail: "hash mismatch".into() },
+            Event::RunStarted { run: "b #1 @s1".into() },
+            Event::RunFinished { run: "b #1 @s1".into(), findings: 3, wall_ms: 1200 },
+            Event::RunStarted { run: "c #1 @s1".into() },
+            Event::RunFailed {
+                run: "c #1 @s1".into(),
+                error: ReviewError::Failed { message: "`stet` exited with exit code 1".into(), stderr_tail: "line 1\nline 2\npanic: boom".into() },
+            },
+            Event::RunSkipped { run: "d #1 @s2".into(), reason: SkipReason::SubjectFailed { subject: "s2".into(), error: "git failed".into() } },
+        ]
+    }
+
+    #[test]
+    fn ndjson_writes_one_object_per_event_per_line() {
+        let out = Buffer::default();
+        let mut reporter = NdjsonReporter::new(Box::new(out.clone()));
+        for e in events() {
+            reporter.event(&e);
+        }
+        reporter.finish();
+        let text = out.text();
+        assert!(text.ends_with('\n'));
+        let lines: Vec<serde_json::Value> = text.lines().map(|l| serde_json::from_str(l).expect("one JSON object per line")).collect();
+        assert_eq!(lines.len(), events().len());
+        assert_eq!(lines[0], serde_json::json!({"event": "planned", "experiment": "demo", "runs": 4, "cached": 1, "to_run": 3}));
+        assert_eq!(lines[4], serde_json::json!({"event": "run_finished", "run": "b #1 @s1", "findings": 3, "wall_ms": 1200}));
+        assert_eq!(lines[6]["event"], "run_failed");
+        assert_eq!(lines[6]["run"], "c #1 @s1");
+        assert_eq!(lines[7], serde_json::json!({"event": "run_skipped", "run": "d #1 @s2", "reason": {"kind": "subject_failed", "subject": "s2", "error": "git failed"}}));
+    }
+
+    #[test]
+    fn summary_counts_runs_and_lists_failures_with_their_stderr_tail() {
+        let mut reporter = SummaryReporter::default();
+        for e in events() {
+            reporter.event(&e);
+        }
+        reporter.event(&Event::RunMissing { run: "e #1 @s1".into() });
+        let summary = reporter.finish();
+        assert_eq!((summary.planned, summary.cached, summary.ran, summary.failed, summary.skipped), (4, 1, 1, 1, 1));
+        assert_eq!(summary.missing, vec!["e #1 @s1"]);
+        assert_eq!(summary.corrupt, vec!["b #1 @s1: hash mismatch"]);
+        let text = ExecutionSummary { wall_seconds: 0.5, ..summary }.render();
+        assert_eq!(
+            text,
+            "demo: 4 runs: 1 from cache, 1 ran, 1 failed, 1 skipped in 0.50s\n\
+             \x20 corrupt cache entry (recomputed): b #1 @s1: hash mismatch\n\
+             \x20 ✗ c #1 @s1: `stet` exited with exit code 1\n\
+             \x20     | line 1\n\
+             \x20     | line 2\n\
+             \x20     | panic: boom\n\
+             \x20 ✗ d #1 @s2: skipped: subject `s2` could not be materialized: git failed\n"
+        );
+    }
+
+    #[test]
+    fn progress_off_a_terminal_writes_only_plain_lines_that_need_attention() {
+        let out = Buffer::default();
+        let mut reporter = ProgressReporter::new(Box::new(out.clone()), false);
+        for e in events() {
+            reporter.event(&e);
+        }
+        reporter.event(&Event::MaterializeFailed { subject: "s2".into(), error: "git failed".into() });
+        reporter.finish();
+        assert_eq!(out.text(), "warning: corrupt cache entry for b #1 @s1: hash mismatch; recomputing\nerror: could not materialize s2: git failed\n");
+    }
+
+    #[test]
+    fn reporters_route_by_mode() {
+        let (stdout, stderr, log) = (Buffer::default(), Buffer::default(), Buffer::default());
+        let mut json = Reporters::new(Mode::Json, Box::new(stdout.clone()), Box::new(stderr.clone()), false, Some(Box::new(log.clone())));
+        let mut quiet = Reporters::new(Mode::Quiet, Box::new(stdout.clone()), Box::new(stderr.clone()), false, None);
+        for e in events() {
+            json.event(&e);
+            quiet.event(&e);
+        }
+        assert_eq!(json.finish().failed, 1);
+        assert_eq!(quiet.finish().failed, 1);
+        assert_eq!(stdout.text().lines().count(), events().len());
+        assert_eq!(stdout.text(), log.text());
+        assert_eq!(stderr.text(), "", "neither JSON nor quiet mode draws progress");
     }
 }

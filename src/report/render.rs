@@ -87,3 +87,37 @@ pub fn write_reports(results: &Results, dir: &Path, template_override: Option<&P
     }
     Ok(vec![md_path, json_path])
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn render(template: &str, data: serde_json::Value) -> String {
+        engine().render_template(template, &data).expect("renders")
+    }
+
+    #[test]
+    fn numbers_are_formatted_by_the_templates() {
+        let data = serde_json::json!({"s": 1.23456, "n": 1500, "none": null, "zero": 0.0});
+        assert_eq!(render("{{fmt s digits=2}} {{fmt s digits=0}} {{fmt n}} {{fmt none digits=3}} {{fmt zero digits=2}}", data), "1.23 1 1500 – 0.00");
+        assert_eq!(render("{{share 5 12}} {{share 0 12}}", serde_json::json!({})), "5 (41.7%) 0");
+    }
+
+    #[test]
+    fn table_cells_render_by_kind_and_text_is_escaped() {
+        let cells = vec![
+            TableCell::Int(3),
+            TableCell::Text("a | b\nc".into()),
+            TableCell::Num { num: Some(0.5), digits: 3 },
+            TableCell::Num { num: None, digits: 3 },
+            TableCell::Share { count: 4, of: 8 },
+        ];
+        let data = serde_json::json!({ "cells": cells });
+        assert_eq!(render("{{#each cells}}[{{show this}}]{{/each}}", data), "[3][a \\| b c][0.500][–][4 (50.0%)]");
+    }
+
+    #[test]
+    fn a_missing_field_is_an_error() {
+        assert!(engine().render_template("{{fmt nothing digits=2}}", &serde_json::json!({})).is_err());
+    }
+}
