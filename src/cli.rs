@@ -76,6 +76,10 @@ pub struct ExecArgs {
     /// Print only errors.
     #[arg(short, long)]
     pub quiet: bool,
+    /// Write RESULTS.md and results.json into this directory instead of the manifest's
+    /// `[report] output`.
+    #[arg(long, value_name = "DIR")]
+    pub output: Option<PathBuf>,
     #[command(flatten)]
     pub locations: LocationArgs,
 }

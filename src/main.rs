@@ -68,7 +68,10 @@ fn runtime() -> Result<tokio::runtime::Runtime, Error> {
 }
 
 fn exec(args: ExecArgs) -> Result<Exit, Error> {
-    let prepared = experiment::prepare(&args.manifest, &locations(&args.locations))?;
+    let mut prepared = experiment::prepare(&args.manifest, &locations(&args.locations))?;
+    if let Some(dir) = &args.output {
+        prepared.manifest.report.output = dir.clone();
+    }
     let mode = if args.json {
         Mode::Json
     } else if args.quiet {

@@ -1,6 +1,7 @@
 //! The integration test binary: drives the real `runner` CLI on real git repositories
 //! created in temporary directories, with real child processes as reviewers.
 
+mod bundled;
 mod command_reviewer;
 mod exec_corpus;
 mod git_target;
