@@ -129,7 +129,7 @@ pub fn summarize_in(prepared: &Prepared, manifest_label: &str, outcomes: &[RunOu
     for (run, outcome) in plan.runs.iter().zip(outcomes) {
         match outcome.success() {
             Some((record, findings)) => views.push(RunView { cell: &run.cell, repeat: run.repeat, subject: &run.subject_id, record, findings }),
-            None => missing.push(run.label()),
+            None => missing.push(run.id()),
         }
     }
     let input = AnalysisInput {

@@ -42,8 +42,8 @@ pub struct AnalysisInput<'a> {
     pub cells: &'a [Cell],
     /// Axis names in manifest order.
     pub axis_order: &'a [String],
-    /// Planned runs that produced no result (failed, skipped, missing), by label.
-    pub missing: Vec<String>,
+    /// Planned runs that produced no result (failed, skipped, missing).
+    pub missing: Vec<crate::exec::RunId>,
     pub repeat: u32,
     /// The target's oracle: a corpus's `oracle.json`, or an eval set's case findings.
     pub oracle: Option<&'a Oracle>,
@@ -325,8 +325,7 @@ pub fn runs_of<'i, 'a>(input: &'i AnalysisInput<'a>, cell: &'i Cell) -> impl Ite
 
 /// How many planned runs of `cell` produced no result.
 pub fn missing_in(input: &AnalysisInput<'_>, cell: &Cell) -> usize {
-    let prefix = format!("{} #", cell.id);
-    input.missing.iter().filter(|label| label.starts_with(&prefix)).count()
+    input.missing.iter().filter(|run| run.cell == cell.id).count()
 }
 
 /// The standard note on planned runs that produced no result, when there are any.

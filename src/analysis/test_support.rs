@@ -56,7 +56,7 @@ pub struct Fixture {
     axis_order: Vec<String>,
     cells: Vec<Cell>,
     runs: Vec<Stored>,
-    pub missing: Vec<String>,
+    pub missing: Vec<crate::exec::RunId>,
     pub repeat: u32,
     /// The reviewer fingerprint stored in every record added from now on.
     pub fingerprint: serde_json::Value,

@@ -1,7 +1,7 @@
 //! Events the engine emits; reporters (progress bars, NDJSON, the summary) consume them.
 
 use crate::reviewer::ReviewError;
-use serde::Serialize;
+use serde::{Serialize, Serializer};
 
 #[derive(Debug, Clone, Serialize)]
 #[serde(tag = "event", rename_all = "snake_case")]
@@ -9,15 +9,15 @@ pub enum Event {
     /// The plan is known: how many runs, and how many the cache already has.
     Planned { experiment: String, runs: usize, cached: usize, to_run: usize },
     /// A cache entry failed verification and will be recomputed.
-    CacheCorrupt { run: String, detail: String },
+    CacheCorrupt { run: RunId, detail: String },
     MaterializeFailed { subject: String, error: String },
-    RunCached { run: String, findings: usize },
-    RunStarted { run: String },
-    RunFinished { run: String, findings: usize, wall_ms: u64 },
-    RunFailed { run: String, error: ReviewError },
-    RunSkipped { run: String, reason: SkipReason },
+    RunCached { run: RunId, findings: usize },
+    RunStarted { run: RunId },
+    RunFinished { run: RunId, findings: usize, wall_ms: u64 },
+    RunFailed { run: RunId, error: ReviewError },
+    RunSkipped { run: RunId, reason: SkipReason },
     /// Frozen mode: this run is not in the cache.
-    RunMissing { run: String },
+    RunMissing { run: RunId },
     Interrupted,
 }
 
@@ -43,5 +43,32 @@ impl std::fmt::Display for SkipReason {
             Self::NoSubject { subject } => write!(f, "no subject `{subject}`"),
             Self::ServerUnreachable { error } => write!(f, "not started: {error}"),
         }
+    }
+}
+
+/// A planned run's identity within its plan: its cell, repeat and subject. Shown (and
+/// serialized) as its label, `cell #repeat @subject`.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct RunId {
+    pub cell: String,
+    pub repeat: u32,
+    pub subject: String,
+}
+
+impl RunId {
+    pub fn new(cell: impl Into<String>, repeat: u32, subject: impl Into<String>) -> Self {
+        Self { cell: cell.into(), repeat, subject: subject.into() }
+    }
+}
+
+impl std::fmt::Display for RunId {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} #{} @{}", self.cell, self.repeat, self.subject)
+    }
+}
+
+impl Serialize for RunId {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_str(self)
     }
 }

@@ -5,7 +5,7 @@
 
 pub mod events;
 
-pub use events::{Event, SkipReason};
+pub use events::{Event, RunId, SkipReason};
 
 use crate::cache::{CacheStore, Lookup, RunRecord};
 use crate::finding::Finding;
@@ -101,7 +101,7 @@ pub async fn execute(
             Lookup::Hit { record, findings } => outcomes[i] = Some(RunOutcome::Cached { record, findings }),
             Lookup::Miss => pending.push(i),
             Lookup::Corrupt(detail) => {
-                emitter.emit(Event::CacheCorrupt { run: run.label(), detail });
+                emitter.emit(Event::CacheCorrupt { run: run.id(), detail });
                 pending.push(i);
             }
         }
@@ -114,12 +114,12 @@ pub async fn execute(
     });
     for (i, outcome) in outcomes.iter().enumerate() {
         if let Some(RunOutcome::Cached { findings, .. }) = outcome {
-            emitter.emit(Event::RunCached { run: plan.runs[i].label(), findings: findings.len() });
+            emitter.emit(Event::RunCached { run: plan.runs[i].id(), findings: findings.len() });
         }
     }
     if options.frozen {
         for &i in &pending {
-            emitter.emit(Event::RunMissing { run: plan.runs[i].label() });
+            emitter.emit(Event::RunMissing { run: plan.runs[i].id() });
             outcomes[i] = Some(RunOutcome::Missing);
         }
         return outcomes.into_iter().map(|o| o.unwrap_or(RunOutcome::Missing)).collect();
@@ -128,7 +128,7 @@ pub async fn execute(
     if !pending.is_empty() {
         if let Err(error) = reviewer.preflight().await {
             for &i in &pending {
-                emitter.emit(Event::RunFailed { run: plan.runs[i].label(), error: error.clone() });
+                emitter.emit(Event::RunFailed { run: plan.runs[i].id(), error: error.clone() });
                 outcomes[i] = Some(RunOutcome::Failed(error.clone()));
             }
             return outcomes.into_iter().map(|o| o.unwrap_or(RunOutcome::Missing)).collect();
@@ -143,7 +143,7 @@ pub async fn execute(
         match subjects.get(&run.subject_id) {
             Some(Err(e)) => {
                 let reason = SkipReason::SubjectFailed { subject: run.subject_id.clone(), error: e.to_string() };
-                emitter.emit(Event::RunSkipped { run: run.label(), reason: reason.clone() });
+                emitter.emit(Event::RunSkipped { run: run.id(), reason: reason.clone() });
                 outcomes[i] = Some(RunOutcome::Skipped(reason));
             }
             Some(Ok(subject)) => {
@@ -237,7 +237,7 @@ impl Engine<'_> {
             let job = ReviewJob { cell: run.cell.clone(), repeat: run.repeat, subject, timeout: options.timeout };
             let ctx = TaskContext {
                 index: i,
-                label: run.label(),
+                label: run.id(),
                 slot: run.slot(&options.experiment),
                 key: run.key.clone(),
                 inputs: run.inputs.clone(),
@@ -261,7 +261,7 @@ impl Engine<'_> {
                 Err(e) => {
                     if let Some(&i) = task_runs.get(&e.id()) {
                         let error = ReviewError::failed(format!("the reviewer crashed: {e}"));
-                        self.emitter.emit(Event::RunFailed { run: plan.runs[i].label(), error: error.clone() });
+                        self.emitter.emit(Event::RunFailed { run: plan.runs[i].id(), error: error.clone() });
                         results.push((i, RunOutcome::Failed(error)));
                     }
                 }
@@ -273,7 +273,7 @@ impl Engine<'_> {
 
 struct TaskContext {
     index: usize,
-    label: String,
+    label: RunId,
     slot: String,
     key: crate::cache::CacheKey,
     inputs: crate::cache::KeyInputs,
@@ -342,7 +342,7 @@ async fn run_one(mut ctx: TaskContext, job: ReviewJob) -> (usize, RunOutcome) {
                 let mut flag = ctx.unreachable.lock().unwrap_or_else(|p| p.into_inner());
                 flag.get_or_insert_with(|| error.to_string());
             }
-            let (cache, label, slot, key, e) = (ctx.cache.clone(), ctx.label.clone(), ctx.slot.clone(), ctx.key.clone(), error.clone());
+            let (cache, label, slot, key, e) = (ctx.cache.clone(), ctx.label.to_string(), ctx.slot.clone(), ctx.key.clone(), error.clone());
             let _ = tokio::task::spawn_blocking(move || cache.store_failure(&label, &slot, &key, &e)).await;
             ctx.emitter.emit(Event::RunFailed { run: ctx.label.clone(), error: error.clone() });
             (i, RunOutcome::Failed(error))
@@ -353,7 +353,7 @@ async fn run_one(mut ctx: TaskContext, job: ReviewJob) -> (usize, RunOutcome) {
 /// Stores a result on a blocking thread (files are fsynced) and hands the output back.
 async fn store_success(ctx: &TaskContext, output: crate::reviewer::ReviewOutput) -> Result<(RunRecord, crate::reviewer::ReviewOutput), String> {
     let (cache, experiment, label, slot, key, inputs) =
-        (ctx.cache.clone(), ctx.experiment.clone(), ctx.label.clone(), ctx.slot.clone(), ctx.key.clone(), ctx.inputs.clone());
+        (ctx.cache.clone(), ctx.experiment.clone(), ctx.label.to_string(), ctx.slot.clone(), ctx.key.clone(), ctx.inputs.clone());
     tokio::task::spawn_blocking(move || {
         cache.store_success(&experiment, &label, &slot, &key, &inputs, &output).map(|record| (record, output)).map_err(|e| e.to_string())
     })

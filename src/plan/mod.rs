@@ -26,9 +26,14 @@ pub struct PlannedRun {
 }
 
 impl PlannedRun {
+    /// The run's identity, unique within a plan.
+    pub fn id(&self) -> crate::exec::RunId {
+        crate::exec::RunId::new(self.cell.id.clone(), self.repeat, self.subject_id.clone())
+    }
+
     /// Human-readable and unique within a plan: `cell #repeat @subject`.
     pub fn label(&self) -> String {
-        format!("{} #{} @{}", self.cell.id, self.repeat, self.subject_id)
+        self.id().to_string()
     }
 
     /// Identity of the run's slot in the experiment, independent of its inputs' content:

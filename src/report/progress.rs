@@ -109,7 +109,7 @@ impl ProgressReporter {
             }
             Event::RunStarted { run } => {
                 if let Some(b) = &self.bar {
-                    b.set_message(run.clone());
+                    b.set_message(run.to_string());
                 }
             }
             Event::RunFinished { .. } | Event::RunSkipped { .. } => {
@@ -161,13 +161,13 @@ impl SummaryReporter {
             Event::RunFinished { .. } => summary.ran += 1,
             Event::RunFailed { run, error } => {
                 summary.failed += 1;
-                summary.failures.push(FailureLine { run: run.clone(), error: error.to_string(), stderr_tail: error.stderr_tail().to_string() });
+                summary.failures.push(FailureLine { run: run.to_string(), error: error.to_string(), stderr_tail: error.stderr_tail().to_string() });
             }
             Event::RunSkipped { run, reason } => {
                 summary.skipped += 1;
-                summary.failures.push(FailureLine { run: run.clone(), error: format!("skipped: {reason}"), stderr_tail: String::new() });
+                summary.failures.push(FailureLine { run: run.to_string(), error: format!("skipped: {reason}"), stderr_tail: String::new() });
             }
-            Event::RunMissing { run } => summary.missing.push(run.clone()),
+            Event::RunMissing { run } => summary.missing.push(run.to_string()),
             Event::CacheCorrupt { run, detail } => summary.corrupt.push(format!("{run}: {detail}")),
             Event::RunStarted { .. } | Event::MaterializeFailed { .. } | Event::RunCached { .. } | Event::Interrupted => {}
         }
@@ -263,7 +263,7 @@ impl ExecutionSummary {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::exec::SkipReason;
+    use crate::exec::{RunId, SkipReason};
     use crate::reviewer::ReviewError;
     use std::sync::{Arc, Mutex};
 
@@ -290,16 +290,16 @@ mod tests {
     fn events() -> Vec<Event> {
         vec![
             Event::Planned { experiment: "demo".into(), runs: 4, cached: 1, to_run: 3 },
-            Event::RunCached { run: "a #1 @s1".into(), findings: 2 },
-            Event::CacheCorrupt { run: "b #1 @s1".into(), detail: "hash mismatch".into() },
-            Event::RunStarted { run: "b #1 @s1".into() },
-            Event::RunFinished { run: "b #1 @s1".into(), findings: 3, wall_ms: 1200 },
-            Event::RunStarted { run: "c #1 @s1".into() },
+            Event::RunCached { run: RunId::new("a", 1, "s1"), findings: 2 },
+            Event::CacheCorrupt { run: RunId::new("b", 1, "s1"), detail: "hash mismatch".into() },
+            Event::RunStarted { run: RunId::new("b", 1, "s1") },
+            Event::RunFinished { run: RunId::new("b", 1, "s1"), findings: 3, wall_ms: 1200 },
+            Event::RunStarted { run: RunId::new("c", 1, "s1") },
             Event::RunFailed {
-                run: "c #1 @s1".into(),
+                run: RunId::new("c", 1, "s1"),
                 error: ReviewError::Failed { message: "`stet` exited with exit code 1".into(), stderr_tail: "line 1\nline 2\npanic: boom".into() },
             },
-            Event::RunSkipped { run: "d #1 @s2".into(), reason: SkipReason::SubjectFailed { subject: "s2".into(), error: "git failed".into() } },
+            Event::RunSkipped { run: RunId::new("d", 1, "s2"), reason: SkipReason::SubjectFailed { subject: "s2".into(), error: "git failed".into() } },
         ]
     }
 
@@ -328,7 +328,7 @@ mod tests {
         for e in events() {
             reporter.event(&e);
         }
-        reporter.event(&Event::RunMissing { run: "e #1 @s1".into() });
+        reporter.event(&Event::RunMissing { run: RunId::new("e", 1, "s1") });
         let summary = reporter.finish();
         assert_eq!((summary.planned, summary.cached, summary.ran, summary.failed, summary.skipped), (4, 1, 1, 1, 1));
         assert_eq!(summary.missing, vec!["e #1 @s1"]);
