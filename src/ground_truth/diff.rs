@@ -340,6 +340,23 @@ mod tests {
     }
 
     #[test]
+    fn sides_are_read_through_the_typed_results_model() {
+        let scored = Path::new(env!("CARGO_MANIFEST_DIR")).join("results/scored/results.json");
+        let side = load_side(&scored).expect("the committed scored results have a review-eval analysis");
+        assert!(!side.data.cells.is_empty());
+        let cell = side.data.cells[0].cell.clone();
+        let report = compare(&side, &side, Some(&cell), Some(&cell)).expect("compares a cell with itself");
+        assert!(report.kept && report.pairs[0].changes.is_empty());
+
+        let dir = tempfile::tempdir().expect("tempdir");
+        let old = dir.path().join("results.json");
+        std::fs::write(&old, r#"{"schema_version": 1, "analyses": []}"#).expect("write");
+        let err = load_side(&old).expect_err("schema 1 is refused");
+        assert!(matches!(err, DiffError::Results(crate::report::model::ResultsError::Schema { found: 1, .. })), "{err}");
+        assert!(err.to_string().contains("older runner"), "{err}");
+    }
+
+    #[test]
     fn noise_from_nothing_reported() {
         let quiet = Noise { rejected: 0, reported: 0, noise: None };
         let loud = Noise { rejected: 1, reported: 3, noise: Some(1.0 / 3.0) };
