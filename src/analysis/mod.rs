@@ -74,9 +74,25 @@ pub enum TableCell {
     /// Markdown text (escaped for the table when rendered).
     Text(String),
     /// A measured quantity shown with `digits` decimals; undefined (`null`) shows as `–`.
-    Num { num: Option<f64>, digits: u8 },
+    Num {
+        #[serde(deserialize_with = "present_option")]
+        num: Option<f64>,
+        digits: u8,
+    },
     /// A count with its share of a total: `5 (41.7%)`, or `0` alone.
     Share { count: u64, of: u64 },
+    /// A difference, always signed (`+1`, `-0.50`); undefined shows as `–`.
+    Delta {
+        #[serde(deserialize_with = "present_option")]
+        delta: Option<f64>,
+        digits: u8,
+    },
+}
+
+/// An `Option` field that must be present (`null` for `None`), so the untagged cell kinds
+/// cannot be mistaken for one another.
+fn present_option<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<Option<f64>, D::Error> {
+    Option::<f64>::deserialize(deserializer)
 }
 
 impl TableCell {
@@ -87,6 +103,10 @@ impl TableCell {
             Self::Text(t) => t.clone(),
             Self::Num { num, digits } => format_number(*num, Some(*digits)),
             Self::Share { count, of } => format_share(*count, *of),
+            Self::Delta { delta, digits } => match delta.filter(|d| d.is_finite()) {
+                Some(d) => format!("{d:+.prec$}", prec = *digits as usize),
+                None => "–".to_string(),
+            },
         }
     }
 }

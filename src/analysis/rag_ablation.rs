@@ -92,7 +92,7 @@ pub fn compute(spec: &AnalysisSpec, input: &AnalysisInput<'_>) -> AnalysisResult
             let show = |v: f64| fmt_num(Some(v), if equal_runs { 0 } else { 2 });
             let shown_delta = |a: f64, b: f64| {
                 let d = b - a;
-                TableCell::from(if equal_runs { format!("{d:+.0}") } else { format!("{d:+.2}") })
+                TableCell::Delta { delta: Some(d), digits: if equal_runs { 0 } else { 2 } }
             };
             let (without, with) = (scale(off.findings, off.runs.len()), scale(on.findings, on.runs.len()));
 

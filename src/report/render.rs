@@ -111,9 +111,13 @@ mod tests {
             TableCell::Num { num: Some(0.5), digits: 3 },
             TableCell::Num { num: None, digits: 3 },
             TableCell::Share { count: 4, of: 8 },
+            TableCell::Delta { delta: Some(1.0), digits: 0 },
+            TableCell::Delta { delta: Some(-0.5), digits: 2 },
         ];
         let data = serde_json::json!({ "cells": cells });
-        assert_eq!(render("{{#each cells}}[{{show this}}]{{/each}}", data), "[3][a \\| b c][0.500][–][4 (50.0%)]");
+        let back: Vec<TableCell> = serde_json::from_value(data["cells"].clone()).expect("reads back");
+        assert_eq!(back, cells, "each kind reads back as itself");
+        assert_eq!(render("{{#each cells}}[{{show this}}]{{/each}}", data), "[3][a \\| b c][0.500][–][4 (50.0%)][+1][-0.50]");
     }
 
     #[test]
