@@ -33,6 +33,9 @@ pub trait Conclusions: Sync {
     fn render(&self, view: &WalkView<'_, Self::Analysis, Self::Report>, analyses: &[&Self::Analysis]) -> Result<Self::Report, String>;
 }
 
+/// A spawned node's result.
+type Finished<A, R> = (NodeIndex, State<A, R>);
+
 /// The state of a node during and after the walk.
 enum State<A, R> {
     Pending,
@@ -234,7 +237,7 @@ pub async fn execute<C: Conclusions>(
         unreachable: Arc::new(StdMutex::new(HashMap::new())),
         cancel: cancel.clone(),
     };
-    let mut tasks: tokio::task::JoinSet<(NodeIndex, State<C::Analysis, C::Report>)> = tokio::task::JoinSet::new();
+    let mut tasks: tokio::task::JoinSet<Finished<C::Analysis, C::Report>> = tokio::task::JoinSet::new();
     let mut task_nodes: HashMap<tokio::task::Id, NodeIndex> = HashMap::new();
     loop {
         while let Some(node) = walk.ready.pop_front() {
