@@ -60,6 +60,9 @@ pub enum Error {
     InvalidFlag { flag: String, value: String, expected: &'static str },
     #[error("failed to start the async runtime: {0}")]
     Runtime(std::io::Error),
+    /// The execution ended before its render node ran (it cannot be skipped: a bug if seen).
+    #[error("the execution ended before its reports were rendered")]
+    NotRendered,
 }
 
 impl Error {

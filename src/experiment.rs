@@ -1,24 +1,25 @@
 //! One experiment end to end: manifest → targets → plan → execution → analyses → reports.
 
 use crate::analysis::context_level::DiffScope;
-use crate::analysis::{self, AnalysisInput, RunView};
+use crate::analysis::{self, AnalysisInput, AnalysisResult, RunView};
 use crate::cache::CacheStore;
 use crate::error::Error;
-use crate::exec::{self, Emitter, ExecOptions, RunOutcome};
+use crate::exec::{self, Emitter, ExecOptions, ReviewerLimits, RunOutcome, WalkView};
 use crate::ground_truth::{self, oracle::Oracle};
 use crate::manifest::{AnalysisKind, Manifest, TargetSpec};
-use crate::plan::{self, Plan};
+use crate::plan::{self, Plan, ReviewerSet};
 use crate::report::{self, model::Results};
-use crate::reviewer::{self, Reviewer};
+use crate::reviewer;
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::Arc;
 use tokio::sync::watch;
 
-/// A manifest with its reviewer, subjects and plan, ready to execute or show.
+/// A manifest with its reviewers, subjects and plan, ready to execute or show.
 pub struct Prepared {
     pub manifest: Manifest,
-    pub reviewer: Arc<dyn Reviewer>,
+    /// The reviewers by name (one, `reviewer`, for a manifest with a single `[reviewer]`).
+    pub reviewers: ReviewerSet,
     pub plan: Plan,
     pub cache: CacheStore,
     /// The target's ground truth, for analyses only: never passed to a reviewer.
@@ -36,15 +37,29 @@ pub struct Locations {
 
 pub fn prepare(manifest_path: &std::path::Path, locations: &Locations) -> Result<Prepared, Error> {
     let manifest = crate::manifest::load(manifest_path)?;
-    let reviewer = reviewer::from_spec(&manifest.reviewer)?;
+    let mut reviewers = ReviewerSet::new();
+    for named in &manifest.reviewers.entries {
+        reviewers.insert(named.name.clone(), reviewer::from_spec(&named.spec)?);
+    }
     let subjects = crate::target::resolve(&manifest)?;
-    let plan = plan::build(&manifest, subjects, reviewer.as_ref())?;
+    let plan = plan::build(&manifest, subjects, &reviewers)?;
     let cache = CacheStore::new(locations.cache_dir.clone().unwrap_or_else(|| manifest.cache_dir.clone()));
     let oracle = load_oracle(&manifest)?;
     let adjudications = load_adjudications(&manifest)?;
-    Ok(Prepared { manifest, reviewer, plan, cache, oracle, adjudications })
+    Ok(Prepared { manifest, reviewers, plan, cache, oracle, adjudications })
 }
 
+impl Prepared {
+    /// Each reviewer's limits, as the engine applies them.
+    pub fn reviewer_limits(&self) -> BTreeMap<String, ReviewerLimits> {
+        self.manifest
+            .reviewers
+            .entries
+            .iter()
+            .map(|named| (named.name.clone(), ReviewerLimits { max_concurrency: named.spec.max_concurrency, timeout: named.spec.timeout }))
+            .collect()
+    }
+}
 /// The adjudication records the analyses name; a missing or unparsable one is an error naming
 /// its path and the analysis.
 pub fn load_adjudications(manifest: &Manifest) -> Result<BTreeMap<PathBuf, ground_truth::adjudication::Adjudication>, Error> {
@@ -72,14 +87,6 @@ pub fn load_oracle(manifest: &Manifest) -> Result<Option<Oracle>, Error> {
     }
 }
 
-/// Changed files and hunk spans of every subject, read from its materialized diff.
-fn subject_scopes(plan: &Plan, work_dir: &Path) -> BTreeMap<String, DiffScope> {
-    plan.subjects
-        .iter()
-        .filter_map(|(id, spec)| crate::target::materialize(spec, work_dir).ok().map(|s| (id.clone(), DiffScope::from_files(&s.files))))
-        .collect()
-}
-
 /// What `exec` produced.
 pub struct Executed {
     pub outcomes: Vec<RunOutcome>,
@@ -87,7 +94,8 @@ pub struct Executed {
     pub written: Vec<PathBuf>,
 }
 
-/// Executes a prepared experiment and writes its reports.
+/// Executes a prepared experiment: walks its plan, whose analyze and render nodes compute
+/// the analyses and write the reports.
 pub async fn execute(
     prepared: &Prepared,
     manifest_label: &str,
@@ -95,35 +103,61 @@ pub async fn execute(
     emitter: &Emitter,
     cancel: watch::Receiver<bool>,
 ) -> Result<Executed, Error> {
-    let outcomes = exec::execute(&prepared.plan, prepared.reviewer.clone(), &prepared.cache, &options, emitter, cancel).await;
-    let results = summarize_in(prepared, manifest_label, &outcomes, Some(&options.work_dir));
-    // Reports are not overwritten by an execution that has nothing to show: a frozen run
-    // with gaps, or one where no run succeeded (a model server down, say).
-    let nothing_succeeded = !outcomes.is_empty() && outcomes.iter().all(|o| o.success().is_none());
-    let written = if nothing_succeeded || options.frozen && outcomes.iter().any(|o| matches!(o, RunOutcome::Missing)) {
-        Vec::new()
-    } else {
-        report::render::write_reports(&results, &prepared.manifest.report.output, prepared.manifest.report.template.as_deref())?
-    };
-    Ok(Executed { outcomes, results, written })
+    let conclusions = ExperimentConclusions { prepared, manifest_label, frozen: options.frozen };
+    let materializer: exec::Materializer = Arc::new(|spec, work_dir| crate::target::materialize(spec, work_dir).map_err(|e| e.to_string()));
+    let execution = exec::execute(&prepared.plan, &prepared.reviewers, materializer, &prepared.cache, &options, &conclusions, emitter, cancel).await;
+    let rendered = execution.report.ok_or(Error::NotRendered)??;
+    Ok(Executed { outcomes: execution.outcomes, results: rendered.results, written: rendered.written })
 }
 
-/// Runs every analysis over the successful runs and builds the results model.
-pub fn summarize(prepared: &Prepared, manifest_label: &str, outcomes: &[RunOutcome]) -> Results {
-    summarize_in(prepared, manifest_label, outcomes, None)
+/// The meaning of the plan's analyze and render nodes for one experiment.
+struct ExperimentConclusions<'a> {
+    prepared: &'a Prepared,
+    manifest_label: &'a str,
+    frozen: bool,
 }
 
-/// [`summarize`], reusing subjects materialized under `work_dir` (else a temporary directory).
-pub fn summarize_in(prepared: &Prepared, manifest_label: &str, outcomes: &[RunOutcome], work_dir: Option<&Path>) -> Results {
+/// What the render node produced.
+struct Rendered {
+    results: Results,
+    /// The files written; empty when the reports were left as they were.
+    written: Vec<PathBuf>,
+}
+
+impl exec::Conclusions for ExperimentConclusions<'_> {
+    type Analysis = AnalysisResult;
+    type Report = Rendered;
+    type Error = report::render::RenderError;
+
+    fn analyze(&self, index: usize, view: &WalkView<'_, AnalysisResult, Rendered>) -> AnalysisResult {
+        let prepared = self.prepared;
+        let spec = &prepared.manifest.analyses[index];
+        let scopes: Option<BTreeMap<String, DiffScope>> = (spec.kind == AnalysisKind::ContextLevel)
+            .then(|| view.subjects().into_iter().map(|(id, s)| (id.to_string(), DiffScope::from_files(&s.files))).collect());
+        let outcomes = view.runs();
+        analyze(prepared, index, &outcomes, scopes.as_ref())
+    }
+
+    fn render(&self, view: &WalkView<'_, AnalysisResult, Rendered>, analyses: &[&AnalysisResult]) -> Result<Rendered, report::render::RenderError> {
+        let prepared = self.prepared;
+        let outcomes = view.runs();
+        let results = build_results(prepared, self.manifest_label, &outcomes, analyses.iter().map(|a| (*a).clone()).collect());
+        // Reports are not overwritten by an execution that has nothing to show: a frozen run
+        // with gaps, or one where no run succeeded (a model server down, say).
+        let nothing_succeeded = !outcomes.is_empty() && outcomes.iter().all(|o| o.success().is_none());
+        let gaps = self.frozen && outcomes.iter().any(|o| matches!(o, RunOutcome::Missing));
+        let written = if nothing_succeeded || gaps {
+            Vec::new()
+        } else {
+            report::render::write_reports(&results, &prepared.manifest.report.output, prepared.manifest.report.template.as_deref())?
+        };
+        Ok(Rendered { results, written })
+    }
+}
+
+/// Analysis number `index` over the runs' outcomes (plan order).
+fn analyze(prepared: &Prepared, index: usize, outcomes: &[&RunOutcome], scopes: Option<&BTreeMap<String, DiffScope>>) -> AnalysisResult {
     let plan = &prepared.plan;
-    let scopes = if prepared.manifest.analyses.iter().any(|a| a.kind == AnalysisKind::ContextLevel) {
-        match work_dir {
-            Some(dir) => Some(subject_scopes(plan, dir)),
-            None => tempfile::tempdir().ok().map(|dir| subject_scopes(plan, dir.path())),
-        }
-    } else {
-        None
-    };
     let mut views = Vec::new();
     let mut missing = Vec::new();
     for (run, outcome) in plan.runs.iter().zip(outcomes) {
@@ -139,18 +173,24 @@ pub fn summarize_in(prepared: &Prepared, manifest_label: &str, outcomes: &[RunOu
         missing,
         repeat: prepared.manifest.matrix.repeat,
         oracle: prepared.oracle.as_ref(),
-        scopes: scopes.as_ref(),
+        scopes,
         adjudications: &prepared.adjudications,
     };
-    let analyses = prepared.manifest.analyses.iter().map(|spec| analysis::compute(spec, &input)).collect();
-    report::build_results(&prepared.manifest, manifest_label, plan, outcomes, reviewer_configs(prepared), analyses)
+    analysis::compute(&prepared.manifest.analyses[index], &input)
+}
+
+/// The results model of an execution.
+fn build_results(prepared: &Prepared, manifest_label: &str, outcomes: &[&RunOutcome], analyses: Vec<AnalysisResult>) -> Results {
+    report::build_results(&prepared.manifest, manifest_label, &prepared.plan, outcomes, reviewer_configs(prepared), analyses)
 }
 
 /// Distinct reviewer configurations (as hashed into keys) and the cells that use each.
 fn reviewer_configs(prepared: &Prepared) -> Vec<report::model::ReviewerConfig> {
     let mut groups: Vec<(String, Vec<String>)> = Vec::new();
+    let reviewer_of: BTreeMap<&str, &str> = prepared.plan.runs.iter().map(|r| (r.cell.id.as_str(), r.reviewer.as_str())).collect();
     for cell in &prepared.plan.cells {
-        let config = serde_json::to_string(&prepared.reviewer.fingerprint(cell)).unwrap_or_default();
+        let Some(reviewer) = reviewer_of.get(cell.id.as_str()).and_then(|name| prepared.reviewers.get(*name)) else { continue };
+        let config = serde_json::to_string(&reviewer.fingerprint(cell)).unwrap_or_default();
         match groups.iter_mut().find(|(c, _)| *c == config) {
             Some((_, cells)) => cells.push(cell.id.clone()),
             None => groups.push((config, vec![cell.id.clone()])),

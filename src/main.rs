@@ -86,8 +86,7 @@ fn exec(args: ExecArgs) -> Result<Exit, Error> {
         refresh: args.refresh,
         work_dir: work_dir.clone(),
         experiment: prepared.manifest.experiment.name.clone(),
-        timeout: prepared.manifest.reviewer.timeout,
-        reviewer_limit: prepared.manifest.reviewer.max_concurrency,
+        reviewers: prepared.reviewer_limits(),
     };
     let log_path = work_dir.join("executions").join(format!("{}-{}.ndjson", prepared.manifest.experiment.name, unix_millis()));
     let log = std::fs::create_dir_all(log_path.parent().unwrap_or(Path::new("."))).ok().and_then(|_| std::fs::File::create(&log_path).ok());
@@ -173,21 +172,34 @@ fn plan(args: PlanArgs) -> Result<Exit, Error> {
         };
         rows.push(serde_json::json!({ "run": run.label(), "key": run.key.0, "status": status, "why": why }));
     }
+    let nodes = node_summary(&prepared, cached);
     if args.json {
-        let doc = serde_json::json!({ "experiment": name, "runs": rows, "cached": cached, "to_run": missing, "nodes": prepared.plan.graph.node_count(), "edges": prepared.plan.graph.edge_count() });
+        let doc = serde_json::json!({
+            "experiment": name,
+            "runs": rows,
+            "cached": cached,
+            "to_run": missing,
+            "nodes": nodes.iter().map(|n| serde_json::json!({ "kind": n.kind.as_str(), "count": n.count, "cached": n.kind.cached(), "status": n.status })).collect::<Vec<_>>(),
+            "edges": prepared.plan.graph.edge_count(),
+        });
         println!("{}", serde_json::to_string_pretty(&doc).unwrap_or_default());
     } else {
+        let subjects = prepared.plan.subjects_per_cell;
         println!(
-            "{name}: {} cells × {} subjects × {} repeats = {} runs ({} cached, {} to run); DAG {} nodes, {} edges",
+            "{name}: {} cells × {} subject{} × {} repeats = {} runs ({} cached, {} to run)",
             prepared.plan.cells.len(),
-            prepared.plan.subjects.len(),
+            subjects,
+            if subjects == 1 { "" } else { "s" },
             prepared.manifest.matrix.repeat,
             prepared.plan.runs.len(),
             cached,
             missing,
-            prepared.plan.graph.node_count(),
-            prepared.plan.graph.edge_count()
         );
+        println!("DAG: {} nodes, {} edges", prepared.plan.graph.node_count(), prepared.plan.graph.edge_count());
+        for n in &nodes {
+            println!("  {:<12} {:>6}  {}", n.kind.as_str(), n.count, n.status);
+        }
+        println!("runs:");
         for row in &rows {
             let why = row["why"].as_str().unwrap_or_default();
             println!(
@@ -200,6 +212,34 @@ fn plan(args: PlanArgs) -> Result<Exit, Error> {
         }
     }
     Ok(Exit::Ok)
+}
+
+/// One line of `runner plan`'s node table.
+struct NodeLine {
+    kind: runner::plan::NodeKind,
+    count: usize,
+    status: String,
+}
+
+/// Each node kind of the plan: how many, and whether its work is cached, to do, or not needed.
+fn node_summary(prepared: &experiment::Prepared, cached_runs: usize) -> Vec<NodeLine> {
+    use runner::plan::NodeKind;
+    let counts = prepared.plan.node_counts();
+    let runs = prepared.plan.runs.len();
+    NodeKind::ALL
+        .into_iter()
+        .filter_map(|kind| {
+            let count = counts.get(&kind).copied()?;
+            let status = match kind {
+                NodeKind::Materialize if cached_runs == runs => "not cached; built only for runs that are not cached (none now)".to_string(),
+                NodeKind::Materialize => "not cached; built only for runs that are not cached".to_string(),
+                NodeKind::Review => format!("cached by key: {cached_runs} cached, {} to run", runs - cached_runs),
+                NodeKind::Analyze => "computed from the runs' outcomes at every execution (not cached)".to_string(),
+                NodeKind::Render => "writes RESULTS.md and results.json".to_string(),
+            };
+            Some(NodeLine { kind, count, status })
+        })
+        .collect()
 }
 
 fn validate(files: &[PathBuf]) -> Result<Exit, Error> {

@@ -33,6 +33,8 @@ pub enum SkipReason {
     NoSubject { subject: String },
     /// An earlier run found the reviewer's model server unreachable, so this one was not started.
     ServerUnreachable { error: String },
+    /// A node it requires (other than its subject) failed or was skipped.
+    DependencyFailed { dependency: String, error: String },
 }
 
 impl std::fmt::Display for SkipReason {
@@ -42,6 +44,7 @@ impl std::fmt::Display for SkipReason {
             Self::SubjectFailed { subject, error } => write!(f, "subject `{subject}` could not be materialized: {error}"),
             Self::NoSubject { subject } => write!(f, "no subject `{subject}`"),
             Self::ServerUnreachable { error } => write!(f, "not started: {error}"),
+            Self::DependencyFailed { dependency, error } => write!(f, "{dependency} failed: {error}"),
         }
     }
 }

@@ -1,13 +1,14 @@
 //! Engine tests with a fake backend: limits, failure isolation, cache hits, resume.
 
 use super::*;
-use crate::cache::KeyInputs;
+use crate::cache::{CacheStore, KeyInputs};
 use crate::manifest::{Axis, AxisValue, Matrix};
-use crate::plan::{expand, Node, PlannedRun};
-use crate::reviewer::{Cost, ReviewOutput};
-use crate::target::{SubjectSource, SubjectSpec};
+use crate::plan::{expand, Cell, Dependency, Node, Plan, PlannedRun, ReviewerSet};
+use crate::reviewer::{Cost, ReviewError, ReviewJob, ReviewOutput, Reviewer};
+use crate::target::{Subject, SubjectSource, SubjectSpec};
 use futures::future::BoxFuture;
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex as StdMutex};
 
 /// A reviewer that sleeps, counts concurrency and calls, and fails where told.
 #[derive(Default)]
@@ -18,6 +19,9 @@ struct FakeReviewer {
     latency_ms: u64,
     fail_model: Option<String>,
     exclusive: bool,
+    /// Turns cancellation on once this many reviews have finished.
+    cancel_after: Option<(usize, StdMutex<Option<watch::Sender<bool>>>)>,
+    finished: AtomicUsize,
 }
 
 impl Reviewer for FakeReviewer {
@@ -40,6 +44,14 @@ impl Reviewer for FakeReviewer {
             self.max_in_flight.fetch_max(now, Ordering::SeqCst);
             tokio::time::sleep(Duration::from_millis(self.latency_ms)).await;
             self.in_flight.fetch_sub(1, Ordering::SeqCst);
+            let finished = self.finished.fetch_add(1, Ordering::SeqCst) + 1;
+            if let Some((after, tx)) = &self.cancel_after {
+                if finished == *after {
+                    if let Some(tx) = tx.lock().expect("lock").take() {
+                        let _ = tx.send(true);
+                    }
+                }
+            }
             let model = job.cell.get("model").map(|v| v.render()).unwrap_or_default();
             if self.fail_model.as_deref() == Some(model.as_str()) {
                 return Err(ReviewError::Failed { message: format!("model {model} broke"), stderr_tail: "boom".into() });
@@ -49,9 +61,9 @@ impl Reviewer for FakeReviewer {
     }
 }
 
-use crate::plan::Cell;
 
-/// A plan of `models × repeat` runs over one git-like subject, built without git.
+/// A plan of `models × repeat` runs over git-like subjects, built without git, with one
+/// analyze node observing every run and a render node after it.
 fn plan(models: &[&str], repeat: u32, subjects: &[&str]) -> Plan {
     let matrix = Matrix {
         axes: vec![Axis { name: "model".into(), values: models.iter().map(|m| AxisValue::Str(m.to_string())).collect() }],
@@ -74,24 +86,25 @@ fn plan(models: &[&str], repeat: u32, subjects: &[&str]) -> Plan {
         .collect();
     let mut runs = Vec::new();
     let mut graph = petgraph::graph::DiGraph::new();
-    let mut order = Vec::new();
     let mats: BTreeMap<String, _> = subjects.iter().map(|s| (s.to_string(), graph.add_node(Node::Materialize { subject: s.to_string() }))).collect();
+    let analysis = graph.add_node(Node::Analyze { index: 0 });
+    let render = graph.add_node(Node::Render);
+    graph.add_edge(analysis, render, Dependency::Observes);
     for cell in &cells {
         for r in 1..=repeat {
             for s in subjects {
                 let inputs = KeyInputs::new("fake", serde_json::json!({}), cell, &format!("identity-{s}"), r);
                 let key = crate::cache::key::review_key(&inputs);
                 let n = graph.add_node(Node::Review { run: runs.len() });
-                graph.add_edge(mats[*s], n, ());
-                order.push(n);
-                runs.push(PlannedRun { cell: cell.clone(), repeat: r, subject_id: s.to_string(), key, inputs });
+                graph.add_edge(mats[*s], n, Dependency::Requires);
+                graph.add_edge(n, analysis, Dependency::Observes);
+                runs.push(PlannedRun { cell: cell.clone(), repeat: r, subject_id: s.to_string(), reviewer: "fake".into(), key, inputs });
             }
         }
     }
-    Plan { cells, subjects: subject_specs, runs, graph, order, axis_order: vec!["model".into()] }
+    Plan { cells, subjects: subject_specs, runs, graph, axis_order: vec!["model".into()], subjects_per_cell: subjects.len() }
 }
 
-/// Subjects that need no git: materialization is replaced by a prepared subject map.
 fn options(jobs: usize, limit: Option<usize>) -> ExecOptions {
     ExecOptions {
         jobs,
@@ -99,27 +112,59 @@ fn options(jobs: usize, limit: Option<usize>) -> ExecOptions {
         refresh: false,
         work_dir: PathBuf::from("/nonexistent"),
         experiment: "t".into(),
-        timeout: Duration::from_secs(30),
-        reviewer_limit: limit,
+        reviewers: [("fake".to_string(), ReviewerLimits { max_concurrency: limit, timeout: Duration::from_secs(30) })].into(),
     }
+}
+
+/// Counts what the analyze and render nodes saw.
+#[derive(Default)]
+struct Counting {
+    analyzed_runs: AtomicUsize,
+    analyzed_successes: AtomicUsize,
+    rendered: AtomicUsize,
+}
+
+impl Conclusions for Counting {
+    type Analysis = usize;
+    type Report = usize;
+    type Error = String;
+
+    fn analyze(&self, _index: usize, view: &WalkView<'_, usize, usize>) -> usize {
+        let runs = view.runs();
+        self.analyzed_runs.store(runs.len(), Ordering::SeqCst);
+        let ok = runs.iter().filter(|o| o.success().is_some()).count();
+        self.analyzed_successes.store(ok, Ordering::SeqCst);
+        ok
+    }
+
+    fn render(&self, _view: &WalkView<'_, usize, usize>, analyses: &[&usize]) -> Result<usize, String> {
+        self.rendered.fetch_add(1, Ordering::SeqCst);
+        Ok(analyses.iter().copied().sum())
+    }
+}
+
+/// A materializer that counts its calls and fails for the subjects named.
+fn materializer(calls: Arc<AtomicUsize>, failing: &[&str]) -> Materializer {
+    let failing: Vec<String> = failing.iter().map(|s| s.to_string()).collect();
+    Arc::new(move |spec: &SubjectSpec, _: &std::path::Path| {
+        calls.fetch_add(1, Ordering::SeqCst);
+        if failing.contains(&spec.id) {
+            return Err(format!("cannot build {}", spec.id));
+        }
+        Ok(fake_subject(&spec.id))
+    })
+}
+
+async fn walk(plan: &Plan, reviewer: Arc<FakeReviewer>, cache: &CacheStore, opts: &ExecOptions, cancel: watch::Receiver<bool>) -> (Execution<usize, usize, String>, Arc<AtomicUsize>) {
+    let calls = Arc::new(AtomicUsize::new(0));
+    let reviewers: ReviewerSet = [("fake".to_string(), reviewer as Arc<dyn Reviewer>)].into();
+    let execution = execute(plan, &reviewers, materializer(calls.clone(), &[]), cache, opts, &Counting::default(), &Emitter::silent(), cancel).await;
+    (execution, calls)
 }
 
 async fn run_with(plan: &Plan, reviewer: Arc<FakeReviewer>, cache: &CacheStore, opts: &ExecOptions) -> Vec<RunOutcome> {
     let (_tx, rx) = watch::channel(false);
-    let prepared: BTreeMap<String, Arc<Subject>> = plan.subjects.keys().map(|id| (id.clone(), Arc::new(fake_subject(id)))).collect();
-    let pending: Vec<usize> = (0..plan.runs.len()).filter(|i| !matches!(cache.lookup(&plan.runs[*i].key), Lookup::Hit { .. })).collect();
-    let mut out: Vec<Option<RunOutcome>> = vec![None; plan.runs.len()];
-    for (i, o) in out.iter_mut().enumerate() {
-        if let Lookup::Hit { record, findings } = cache.lookup(&plan.runs[i].key) {
-            *o = Some(RunOutcome::Cached { record, findings });
-        }
-    }
-    let emitter = Emitter::silent();
-    let engine = Engine { plan, reviewer, cache, options: opts, emitter: &emitter };
-    for (i, o) in engine.review(&pending, prepared, rx).await {
-        out[i] = Some(o);
-    }
-    out.into_iter().map(|o| o.unwrap_or(RunOutcome::Missing)).collect()
+    walk(plan, reviewer, cache, opts, rx).await.0.outcomes
 }
 
 fn fake_subject(id: &str) -> Subject {
@@ -144,12 +189,12 @@ async fn global_and_reviewer_limits_are_respected() {
     let outcomes = run_with(&plan, reviewer.clone(), &cache, &options(8, Some(3))).await;
     assert!(outcomes.iter().all(|o| o.success().is_some()));
     assert_eq!(reviewer.calls.load(Ordering::SeqCst), 12);
-    assert_eq!(reviewer.max_in_flight.load(Ordering::SeqCst), 3, "the reviewer limit (3) binds below --jobs (8)");
+    assert!(reviewer.max_in_flight.load(Ordering::SeqCst) <= 3, "the reviewer limit (3) binds below --jobs (8)");
 
     let dir2 = tempfile::tempdir().expect("tempdir");
     let reviewer2 = Arc::new(FakeReviewer { latency_ms: 20, ..Default::default() });
     run_with(&plan, reviewer2.clone(), &CacheStore::new(dir2.path()), &options(2, None)).await;
-    assert_eq!(reviewer2.max_in_flight.load(Ordering::SeqCst), 2, "--jobs 2 binds");
+    assert!(reviewer2.max_in_flight.load(Ordering::SeqCst) <= 2, "--jobs 2 binds");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -180,16 +225,108 @@ async fn a_failure_fails_only_its_own_runs_and_is_never_served() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_second_execution_is_served_from_the_cache() {
+async fn a_cached_execution_materializes_nothing_and_still_analyzes_and_renders() {
     let dir = tempfile::tempdir().expect("tempdir");
     let cache = CacheStore::new(dir.path());
     let plan = plan(&["a", "b"], 3, &["s1"]);
-    let first = Arc::new(FakeReviewer::default());
-    run_with(&plan, first.clone(), &cache, &options(4, None)).await;
+    let (first, calls) = walk(&plan, Arc::new(FakeReviewer::default()), &cache, &options(4, None), watch::channel(false).1).await;
+    assert_eq!(calls.load(Ordering::SeqCst), 1, "one subject, materialized once");
+    assert_eq!(first.analyses, vec![6]);
     let second = Arc::new(FakeReviewer::default());
-    let outcomes = run_with(&plan, second.clone(), &cache, &options(4, None)).await;
+    let (execution, calls) = walk(&plan, second.clone(), &cache, &options(4, None), watch::channel(false).1).await;
     assert_eq!(second.calls.load(Ordering::SeqCst), 0);
-    assert!(outcomes.iter().all(|o| matches!(o, RunOutcome::Cached { .. })));
+    assert_eq!(calls.load(Ordering::SeqCst), 0, "a fully cached execution touches no subject");
+    assert!(execution.outcomes.iter().all(|o| matches!(o, RunOutcome::Cached { .. })));
+    assert_eq!(execution.analyses, vec![6], "the analyze node ran over every cached run");
+    assert_eq!(execution.report, Some(Ok(6)), "the render node ran after the analysis");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failed_materialization_skips_exactly_its_dependents() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let cache = CacheStore::new(dir.path());
+    let plan = plan(&["a", "b"], 2, &["good", "broken"]);
+    let reviewer = Arc::new(FakeReviewer::default());
+    let reviewers: ReviewerSet = [("fake".to_string(), reviewer.clone() as Arc<dyn Reviewer>)].into();
+    let conclusions = Counting::default();
+    let calls = Arc::new(AtomicUsize::new(0));
+    let execution =
+        execute(&plan, &reviewers, materializer(calls, &["broken"]), &cache, &options(4, None), &conclusions, &Emitter::silent(), watch::channel(false).1).await;
+    for (run, outcome) in plan.runs.iter().zip(&execution.outcomes) {
+        if run.subject_id == "broken" {
+            let RunOutcome::Skipped(SkipReason::SubjectFailed { subject, error }) = outcome else { panic!("{outcome:?}") };
+            assert_eq!(subject, "broken");
+            assert_eq!(error, "cannot build broken");
+        } else {
+            assert!(outcome.success().is_some(), "{}", run.label());
+        }
+    }
+    assert_eq!(reviewer.calls.load(Ordering::SeqCst), 4, "only the runs on the good subject ran");
+    // The analysis observes every run, failed or not, and still runs.
+    assert_eq!(conclusions.analyzed_runs.load(Ordering::SeqCst), 8);
+    assert_eq!(conclusions.analyzed_successes.load(Ordering::SeqCst), 4);
+    assert_eq!(conclusions.rendered.load(Ordering::SeqCst), 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn named_reviewers_run_their_own_cells_under_their_own_limits() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let cache = CacheStore::new(dir.path());
+    let mut plan = plan(&["a", "b", "c", "d"], 2, &["s1"]);
+    for run in &mut plan.runs {
+        if run.cell.id == "model=a" || run.cell.id == "model=b" {
+            run.reviewer = "serial".into();
+        }
+    }
+    let serial = Arc::new(FakeReviewer { latency_ms: 10, ..Default::default() });
+    let wide = Arc::new(FakeReviewer { latency_ms: 10, ..Default::default() });
+    let reviewers: ReviewerSet = [("serial".to_string(), serial.clone() as Arc<dyn Reviewer>), ("fake".to_string(), wide.clone() as Arc<dyn Reviewer>)].into();
+    let mut opts = options(8, None);
+    opts.reviewers.insert("serial".into(), ReviewerLimits { max_concurrency: Some(1), timeout: Duration::from_secs(30) });
+    let calls = Arc::new(AtomicUsize::new(0));
+    let execution = execute(&plan, &reviewers, materializer(calls, &[]), &cache, &opts, &Counting::default(), &Emitter::silent(), watch::channel(false).1).await;
+    assert!(execution.outcomes.iter().all(|o| o.success().is_some()));
+    assert_eq!(serial.calls.load(Ordering::SeqCst), 4);
+    assert_eq!(wide.calls.load(Ordering::SeqCst), 4);
+    assert_eq!(serial.max_in_flight.load(Ordering::SeqCst), 1, "the serial reviewer's own limit");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_unreachable_reviewer_stops_its_queue() {
+    struct Down(AtomicUsize);
+    impl Reviewer for Down {
+        fn kind(&self) -> &'static str {
+            "down"
+        }
+        fn fingerprint(&self, _cell: &Cell) -> serde_json::Value {
+            serde_json::json!({})
+        }
+        fn review<'a>(&'a self, _job: &'a ReviewJob) -> BoxFuture<'a, Result<ReviewOutput, ReviewError>> {
+            Box::pin(async move {
+                self.0.fetch_add(1, Ordering::SeqCst);
+                Err(ReviewError::Unreachable { message: "connection refused".into(), stderr_tail: String::new() })
+            })
+        }
+    }
+    let dir = tempfile::tempdir().expect("tempdir");
+    let plan = plan(&["a", "b", "c"], 4, &["s1"]);
+    let down = Arc::new(Down(AtomicUsize::new(0)));
+    let reviewers: ReviewerSet = [("fake".to_string(), down.clone() as Arc<dyn Reviewer>)].into();
+    let calls = Arc::new(AtomicUsize::new(0));
+    let execution = execute(
+        &plan,
+        &reviewers,
+        materializer(calls, &[]),
+        &CacheStore::new(dir.path()),
+        &options(1, None),
+        &Counting::default(),
+        &Emitter::silent(),
+        watch::channel(false).1,
+    )
+    .await;
+    assert_eq!(down.0.load(Ordering::SeqCst), 1, "with one slot, the first failure stops every later run");
+    let skipped = execution.outcomes.iter().filter(|o| matches!(o, RunOutcome::Skipped(SkipReason::ServerUnreachable { .. }))).count();
+    assert_eq!(skipped, 11);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -197,20 +334,14 @@ async fn cancellation_keeps_finished_runs_and_resume_does_only_the_rest() {
     let dir = tempfile::tempdir().expect("tempdir");
     let cache = CacheStore::new(dir.path());
     let plan = plan(&["a", "b", "c", "d", "e", "f"], 2, &["s1"]);
-    let prepared: BTreeMap<String, Arc<Subject>> = [("s1".to_string(), Arc::new(fake_subject("s1")))].into();
-    let slow = Arc::new(FakeReviewer { latency_ms: 60, ..Default::default() });
     let (tx, rx) = watch::channel(false);
-    let pending: Vec<usize> = (0..plan.runs.len()).collect();
-    let canceller = tokio::spawn(async move {
-        tokio::time::sleep(Duration::from_millis(100)).await;
-        let _ = tx.send(true);
-    });
-    let (opts, emitter) = (options(2, None), Emitter::silent());
-    let engine = Engine { plan: &plan, reviewer: slow, cache: &cache, options: &opts, emitter: &emitter };
-    let outcomes = engine.review(&pending, prepared, rx).await;
-    canceller.await.expect("canceller");
-    let done = outcomes.iter().filter(|(_, o)| o.success().is_some()).count();
-    assert!((2..12).contains(&done), "some but not all runs finished before the interruption: {done}");
+    // Cancellation arrives when the third review finishes: no clock decides it.
+    let reviewer = Arc::new(FakeReviewer { latency_ms: 5, cancel_after: Some((3, StdMutex::new(Some(tx)))), ..Default::default() });
+    let (execution, _) = walk(&plan, reviewer, &cache, &options(2, None), rx).await;
+    let done = execution.outcomes.iter().filter(|o| o.success().is_some()).count();
+    assert!((3..12).contains(&done), "some but not all runs finished before the interruption: {done}");
+    assert!(execution.outcomes.iter().any(RunOutcome::is_interrupted));
+    assert!(execution.report.is_some(), "the report node still runs over what finished");
 
     let resumed = Arc::new(FakeReviewer::default());
     let outcomes = run_with(&plan, resumed.clone(), &cache, &options(2, None)).await;

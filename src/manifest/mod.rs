@@ -94,11 +94,7 @@ fn read_manifest(root: &TableReader<'_, '_>, path: &Path, base_dir: &Path) -> Op
         m
     });
     let axes: BTreeSet<String> = matrix.as_ref().map(|m| m.axes.iter().map(|a| a.name.clone()).collect()).unwrap_or_default();
-    let reviewer = section(root, "reviewer").and_then(|t| {
-        let r = read_reviewer(&t, &axes, base_dir);
-        t.finish();
-        r
-    });
+    let reviewers = read_reviewers(root, &axes, matrix.as_ref(), base_dir);
     let analyses: Vec<Option<AnalysisSpec>> = root
         .tables("analysis")
         .into_iter()
@@ -126,8 +122,10 @@ fn read_manifest(root: &TableReader<'_, '_>, path: &Path, base_dir: &Path) -> Op
     if let (Some(target), Some(matrix)) = (&target, &matrix) {
         check_target_axes(root, target, matrix);
     }
-    if let (Some(reviewer), Some(matrix)) = (&reviewer, &matrix) {
-        check_unused_axes(root, reviewer, matrix);
+    if let (Some(reviewers), Some(matrix)) = (&reviewers, &matrix) {
+        for named in &reviewers.entries {
+            check_unused_axes(root, &named.spec, matrix, reviewers.by_axis);
+        }
     }
     Some(Manifest {
         path: path.to_path_buf(),
@@ -135,7 +133,7 @@ fn read_manifest(root: &TableReader<'_, '_>, path: &Path, base_dir: &Path) -> Op
         experiment: experiment?,
         target: target?,
         matrix: matrix?,
-        reviewer: reviewer?,
+        reviewers: reviewers?,
         analyses: analyses.into_iter().collect::<Option<Vec<_>>>()?,
         report: report?,
         cache_dir,
@@ -294,7 +292,7 @@ fn check_target_axes(root: &TableReader<'_, '_>, target: &TargetSpec, matrix: &M
 /// An axis no template of a command reviewer mentions only multiplies identical runs: almost
 /// always a typo or a forgotten `{{axis}}`. (Built-in reviewers take label axes freely, for
 /// sweeps and benchmarks.)
-fn check_unused_axes(root: &TableReader<'_, '_>, reviewer: &ReviewerSpec, matrix: &Matrix) {
+fn check_unused_axes(root: &TableReader<'_, '_>, reviewer: &ReviewerSpec, matrix: &Matrix, by_axis: bool) {
     let texts: Vec<&str> = match &reviewer.kind {
         ReviewerKindSpec::Builtin(_) | ReviewerKindSpec::Llm(_) => return,
         ReviewerKindSpec::Command(c) => std::iter::once(c.program.as_str())
@@ -305,7 +303,7 @@ fn check_unused_axes(root: &TableReader<'_, '_>, reviewer: &ReviewerSpec, matrix
     };
     let used: BTreeSet<String> = texts.iter().flat_map(|t| template_var_regex().captures_iter(t).map(|c| c[1].to_string())).collect();
     for axis in &matrix.axes {
-        if axis.name != "ref" && !used.contains(&axis.name) {
+        if axis.name != "ref" && !(by_axis && axis.name == REVIEWER_AXIS) && !used.contains(&axis.name) {
             let span = root.table("matrix").and_then(|m| m.key_span(&axis.name)).unwrap_or(0..0);
             root.problems().push_with_help(
                 span,
@@ -369,6 +367,106 @@ pub fn parse_duration(text: &str) -> Option<Duration> {
         _ => return None,
     };
     (secs.is_finite() && secs > 0.0).then(|| Duration::from_secs_f64(secs))
+}
+
+/// The reviewers: one `[reviewer]` table, or named `[reviewers.NAME]` tables chosen per cell
+/// by the matrix's `reviewer` axis.
+fn read_reviewers(root: &TableReader<'_, '_>, axes: &BTreeSet<String>, matrix: Option<&Matrix>, base_dir: &Path) -> Option<Reviewers> {
+    let problems = root.problems();
+    match (root.has("reviewer"), root.has("reviewers")) {
+        (true, true) => {
+            root.allow("reviewers");
+            problems.push_with_help(
+                root.key_span("reviewers").unwrap_or(0..0),
+                "both [reviewer] and [reviewers.NAME] are given",
+                "use one [reviewer], or name every reviewer as [reviewers.NAME] and add a `reviewer` axis",
+            );
+            let t = root.table("reviewer")?;
+            t.finish();
+            None
+        }
+        (false, false) => {
+            root.allow("reviewer");
+            problems.push_with_help(root.span(), "missing section [reviewer]", "declare one [reviewer], or named [reviewers.NAME] tables");
+            None
+        }
+        (true, false) => {
+            if matrix.is_some_and(|m| m.axis(REVIEWER_AXIS).is_some()) {
+                let span = root.table("matrix").and_then(|m| m.key_span(REVIEWER_AXIS)).unwrap_or(0..0);
+                problems.push_with_help(span, "the `reviewer` axis chooses among named reviewers, but this manifest has one [reviewer]", "name the reviewers as [reviewers.NAME] tables, or rename the axis");
+            }
+            let t = root.table("reviewer")?;
+            let spec = read_reviewer(&t, axes, base_dir);
+            t.finish();
+            Some(Reviewers { entries: vec![NamedReviewer { name: SINGLE_REVIEWER.to_string(), spec: spec? }], by_axis: false })
+        }
+        (false, true) => {
+            let table = root.table("reviewers")?;
+            let mut entries = Vec::new();
+            let mut complete = true;
+            let names = table.keys();
+            for (name, span) in &names {
+                if !name.chars().all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c)) || name.is_empty() {
+                    problems.push(span.clone(), format!("reviewer name `{name}` must use only letters, digits, `-`, `_` and `.`"));
+                }
+                match table.table(name) {
+                    Some(t) => {
+                        let spec = read_reviewer(&t, axes, base_dir);
+                        t.finish();
+                        match spec {
+                            Some(spec) => entries.push(NamedReviewer { name: name.clone(), spec }),
+                            None => complete = false,
+                        }
+                    }
+                    None => complete = false,
+                }
+            }
+            let table_span = table.span();
+            table.finish();
+            if names.is_empty() {
+                problems.push(table_span, "[reviewers] names no reviewer: add [reviewers.NAME] tables");
+                return None;
+            }
+            let declared: Vec<&str> = names.iter().map(|(n, _)| n.as_str()).collect();
+            let axis = matrix.and_then(|m| m.axis(REVIEWER_AXIS));
+            match axis {
+                Some(axis) => {
+                    let span = root.table("matrix").and_then(|m| m.key_span(REVIEWER_AXIS)).unwrap_or(0..0);
+                    for value in &axis.values {
+                        let AxisValue::Str(v) = value else {
+                            problems.push(span.clone(), format!("`reviewer` axis values name reviewers: `{value}` is not a name"));
+                            continue;
+                        };
+                        if !declared.contains(&v.as_str()) {
+                            let help = match did_you_mean(v, declared.iter().copied()) {
+                                Some(best) => format!("did you mean `{best}`? declared: {}", declared.join(", ")),
+                                None => format!("declared: {}", declared.join(", ")),
+                            };
+                            problems.push_with_help(span.clone(), format!("`reviewer` axis names `{v}`, which is not declared as [reviewers.{v}]"), help);
+                        }
+                    }
+                }
+                None if names.len() > 1 => {
+                    problems.push_with_help(
+                        root.table("matrix").map(|m| m.span()).unwrap_or(0..0),
+                        format!("{} reviewers are declared but the matrix has no `reviewer` axis to choose among them", names.len()),
+                        format!("add `reviewer = [{}]` to [matrix]", declared.iter().map(|n| format!("\"{n}\"")).collect::<Vec<_>>().join(", ")),
+                    );
+                }
+                None => {}
+            }
+            complete.then_some(Reviewers { entries, by_axis: axis.is_some() })
+        }
+    }
+}
+
+/// The closest of `candidates` to `text`, when it is close enough to be a likely typo.
+fn did_you_mean<'a>(text: &str, candidates: impl Iterator<Item = &'a str>) -> Option<&'a str> {
+    candidates
+        .map(|c| (strsim::jaro_winkler(text, c), c))
+        .filter(|(score, _)| *score > 0.8)
+        .max_by(|a, b| a.0.total_cmp(&b.0))
+        .map(|(_, c)| c)
 }
 
 fn read_reviewer(t: &TableReader<'_, '_>, axes: &BTreeSet<String>, base_dir: &Path) -> Option<ReviewerSpec> {

@@ -18,7 +18,8 @@ pub struct Manifest {
     pub experiment: Experiment,
     pub target: TargetSpec,
     pub matrix: Matrix,
-    pub reviewer: ReviewerSpec,
+    /// The reviewers, and how each cell picks one.
+    pub reviewers: Reviewers,
     pub analyses: Vec<AnalysisSpec>,
     pub report: ReportSpec,
     pub cache_dir: PathBuf,
@@ -147,7 +148,45 @@ pub enum OutputFormat {
     Stream,
 }
 
-/// The reviewer every cell runs, with its scheduling limits.
+/// The matrix axis that picks a named reviewer per cell.
+pub const REVIEWER_AXIS: &str = "reviewer";
+
+/// The name a manifest's single `[reviewer]` table goes by.
+pub const SINGLE_REVIEWER: &str = "reviewer";
+
+/// An experiment's reviewers: one `[reviewer]`, or `[reviewers.NAME]` tables picked by the
+/// matrix's `reviewer` axis.
+#[derive(Debug, Clone)]
+pub struct Reviewers {
+    /// In manifest order (for `[reviewers.NAME]`, the order the tables are written).
+    pub entries: Vec<NamedReviewer>,
+    /// Whether the `reviewer` axis picks the reviewer of each cell (else there is exactly one).
+    pub by_axis: bool,
+}
+
+impl Reviewers {
+    /// The name of the reviewer that runs `cell`'s values.
+    pub fn name_for<'a>(&'a self, reviewer_axis_value: Option<&'a str>) -> Option<&'a str> {
+        match (self.by_axis, reviewer_axis_value) {
+            (true, Some(name)) => self.entries.iter().find(|e| e.name == name).map(|e| e.name.as_str()),
+            (true, None) => None,
+            (false, _) => self.entries.first().map(|e| e.name.as_str()),
+        }
+    }
+
+    pub fn get(&self, name: &str) -> Option<&ReviewerSpec> {
+        self.entries.iter().find(|e| e.name == name).map(|e| &e.spec)
+    }
+}
+
+/// One reviewer and the name cells and reports know it by.
+#[derive(Debug, Clone)]
+pub struct NamedReviewer {
+    pub name: String,
+    pub spec: ReviewerSpec,
+}
+
+/// A reviewer with its scheduling limits.
 #[derive(Debug, Clone)]
 pub struct ReviewerSpec {
     pub kind: ReviewerKindSpec,

@@ -1,17 +1,20 @@
-//! Planning: pure and synchronous. Matrix expansion, cache keys, and the petgraph DAG
-//! (materialize → review → analysis → report), checked acyclic once.
+//! Planning: pure and synchronous. Matrix expansion, cache keys, and the execution graph — a
+//! petgraph DAG of typed [`Node`]s that the engine (`exec`) walks.
+//!
+//! The graph is acyclic by construction: every edge runs from an earlier stage to a later one
+//! (materialize → review → analyze → render).
 
 pub mod matrix;
 
 pub use matrix::{expand, Cell};
 
 use crate::cache::key::{review_key, CacheKey, KeyInputs};
-use crate::manifest::{Manifest, TargetSpec};
+use crate::manifest::{AnalysisKind, Manifest, TargetSpec, REVIEWER_AXIS};
 use crate::reviewer::Reviewer;
 use crate::target::SubjectSpec;
-use petgraph::algo::toposort;
 use petgraph::graph::{DiGraph, NodeIndex};
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 /// One review to run (or take from the cache).
 #[derive(Debug, Clone)]
@@ -20,6 +23,9 @@ pub struct PlannedRun {
     /// 1-based repeat index.
     pub repeat: u32,
     pub subject_id: String,
+    /// The name of the reviewer that runs it (`[reviewers.NAME]`, or `reviewer` for a single
+    /// `[reviewer]` table).
+    pub reviewer: String,
     pub key: CacheKey,
     /// What the key was computed from, kept to explain a cache miss.
     pub inputs: KeyInputs,
@@ -43,13 +49,70 @@ impl PlannedRun {
     }
 }
 
-/// A node of the execution graph.
+/// A unit of work the engine schedules. New kinds (judges, embeddings, pseudo-reference
+/// claims, static-analysis smells) are new variants with their executor in `exec/`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Node {
+    /// Build a subject's repository (a corpus case's two commits) or resolve its diff. Not
+    /// cached itself: it runs only when a dependent's result is not in the cache.
     Materialize { subject: String },
+    /// One review run, `Plan::runs[run]`; cached under its key.
     Review { run: usize },
-    Analysis { index: usize },
-    Report,
+    /// The manifest's `[[analysis]]` number `index`, over every run's outcome.
+    Analyze { index: usize },
+    /// RESULTS.md and results.json from the analyses.
+    Render,
+}
+
+impl Node {
+    /// The node's kind, as `runner plan` lists it.
+    pub fn kind(&self) -> NodeKind {
+        match self {
+            Self::Materialize { .. } => NodeKind::Materialize,
+            Self::Review { .. } => NodeKind::Review,
+            Self::Analyze { .. } => NodeKind::Analyze,
+            Self::Render => NodeKind::Render,
+        }
+    }
+}
+
+/// The kinds of [`Node`], in stage order.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum NodeKind {
+    Materialize,
+    Review,
+    Analyze,
+    Render,
+}
+
+impl NodeKind {
+    pub const ALL: [NodeKind; 4] = [Self::Materialize, Self::Review, Self::Analyze, Self::Render];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Materialize => "materialize",
+            Self::Review => "review",
+            Self::Analyze => "analyze",
+            Self::Render => "render",
+        }
+    }
+
+    /// Whether nodes of this kind keep their results in the cache.
+    pub fn cached(self) -> bool {
+        matches!(self, Self::Review)
+    }
+}
+
+/// What an edge means to its dependent.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Dependency {
+    /// The dependent needs the dependency's output: if the dependency fails or is skipped, the
+    /// dependent is skipped.
+    Requires,
+    /// The dependent reads whatever the dependency produced, success or not (an analysis
+    /// reports failed runs beside the others).
+    Observes,
 }
 
 /// Everything an execution needs, built and checked before anything runs.
@@ -57,26 +120,51 @@ pub struct Plan {
     pub cells: Vec<Cell>,
     pub subjects: BTreeMap<String, SubjectSpec>,
     pub runs: Vec<PlannedRun>,
-    pub graph: DiGraph<Node, ()>,
-    /// Nodes in a valid execution order.
-    pub order: Vec<NodeIndex>,
+    pub graph: DiGraph<Node, Dependency>,
     /// Axis names in manifest order.
     pub axis_order: Vec<String>,
+    /// Subjects per cell (1 for a git target, where each cell's `ref` is its subject).
+    pub subjects_per_cell: usize,
+}
+
+impl Plan {
+    /// The graph's node of each run, by run index.
+    pub fn review_nodes(&self) -> Vec<NodeIndex> {
+        let mut out = vec![NodeIndex::end(); self.runs.len()];
+        for n in self.graph.node_indices() {
+            if let Node::Review { run } = self.graph[n] {
+                out[run] = n;
+            }
+        }
+        out
+    }
+
+    /// How many nodes of each kind the graph has.
+    pub fn node_counts(&self) -> BTreeMap<NodeKind, usize> {
+        let mut counts = BTreeMap::new();
+        for n in self.graph.node_weights() {
+            *counts.entry(n.kind()).or_insert(0) += 1;
+        }
+        counts
+    }
 }
 
 #[derive(Debug, thiserror::Error)]
 pub enum PlanError {
-    #[error("the plan has a cycle through node {0:?}")]
-    Cycle(Node),
     #[error("no subject for ref `{0}`")]
     MissingSubject(String),
+    #[error("no reviewer for cell `{0}`")]
+    MissingReviewer(String),
 }
+
+/// The reviewers of an experiment by name, as the plan and the engine use them.
+pub type ReviewerSet = BTreeMap<String, Arc<dyn Reviewer>>;
 
 /// Expands the matrix over the subjects and builds the DAG.
 ///
 /// Run order: cells in matrix order; within a cell, repeats 1..=N; within a repeat, subjects
 /// (the cell's `ref` for a git target, every case in corpus order for a corpus).
-pub fn build(manifest: &Manifest, subjects: BTreeMap<String, SubjectSpec>, reviewer: &dyn Reviewer) -> Result<Plan, PlanError> {
+pub fn build(manifest: &Manifest, subjects: BTreeMap<String, SubjectSpec>, reviewers: &ReviewerSet) -> Result<Plan, PlanError> {
     let cells = expand(&manifest.matrix);
     let subject_order: Vec<String> = match &manifest.target {
         TargetSpec::Corpus { .. } | TargetSpec::Evals { .. } => {
@@ -88,6 +176,9 @@ pub fn build(manifest: &Manifest, subjects: BTreeMap<String, SubjectSpec>, revie
     };
     let mut runs = Vec::new();
     for cell in &cells {
+        let axis_value = cell.get(REVIEWER_AXIS).map(|v| v.render());
+        let name = manifest.reviewers.name_for(axis_value.as_deref()).ok_or_else(|| PlanError::MissingReviewer(cell.id.clone()))?;
+        let reviewer = reviewers.get(name).ok_or_else(|| PlanError::MissingReviewer(cell.id.clone()))?;
         let fingerprint = reviewer.fingerprint(cell);
         let cell_subjects: Vec<String> = match &manifest.target {
             TargetSpec::Git { .. } => vec![cell.get("ref").map(|v| v.render()).unwrap_or_default()],
@@ -96,41 +187,130 @@ pub fn build(manifest: &Manifest, subjects: BTreeMap<String, SubjectSpec>, revie
         for repeat in 1..=manifest.matrix.repeat {
             for subject_id in &cell_subjects {
                 let subject = subjects.get(subject_id).ok_or_else(|| PlanError::MissingSubject(subject_id.clone()))?;
+                // The review stage's key: its own inputs and the key of the subject it depends
+                // on (the subject's content identity). See `cache::key`.
                 let inputs = KeyInputs::new(reviewer.kind(), fingerprint.clone(), cell, &subject.identity, repeat);
-                runs.push(PlannedRun { cell: cell.clone(), repeat, subject_id: subject_id.clone(), key: review_key(&inputs), inputs });
+                runs.push(PlannedRun {
+                    cell: cell.clone(),
+                    repeat,
+                    subject_id: subject_id.clone(),
+                    reviewer: name.to_string(),
+                    key: review_key(&inputs),
+                    inputs,
+                });
             }
         }
     }
+    let subjects_per_cell = match &manifest.target {
+        TargetSpec::Git { .. } => 1,
+        TargetSpec::Corpus { .. } | TargetSpec::Evals { .. } => subject_order.len(),
+    };
 
     let mut graph = DiGraph::new();
     let mut materialize: BTreeMap<&str, NodeIndex> = BTreeMap::new();
     for id in subjects.keys() {
         materialize.insert(id, graph.add_node(Node::Materialize { subject: id.clone() }));
     }
-    let report = graph.add_node(Node::Report);
-    let analyses: Vec<NodeIndex> = (0..manifest.analyses.len()).map(|index| graph.add_node(Node::Analysis { index })).collect();
-    for &a in &analyses {
-        graph.add_edge(a, report, ());
+    let reviews: Vec<NodeIndex> = runs
+        .iter()
+        .enumerate()
+        .map(|(i, run)| {
+            let node = graph.add_node(Node::Review { run: i });
+            if let Some(&m) = materialize.get(run.subject_id.as_str()) {
+                graph.add_edge(m, node, Dependency::Requires);
+            }
+            node
+        })
+        .collect();
+    let render = graph.add_node(Node::Render);
+    for (index, spec) in manifest.analyses.iter().enumerate() {
+        let node = graph.add_node(Node::Analyze { index });
+        for &review in &reviews {
+            graph.add_edge(review, node, Dependency::Observes);
+        }
+        // The context-level analysis reads each subject's diff.
+        if spec.kind == AnalysisKind::ContextLevel {
+            for &m in materialize.values() {
+                graph.add_edge(m, node, Dependency::Observes);
+            }
+        }
+        graph.add_edge(node, render, Dependency::Observes);
     }
-    for (i, run) in runs.iter().enumerate() {
-        let node = graph.add_node(Node::Review { run: i });
-        if let Some(&m) = materialize.get(run.subject_id.as_str()) {
-            graph.add_edge(m, node, ());
-        }
-        for &a in &analyses {
-            graph.add_edge(node, a, ());
-        }
-        if analyses.is_empty() {
-            graph.add_edge(node, report, ());
+    if manifest.analyses.is_empty() {
+        for &review in &reviews {
+            graph.add_edge(review, render, Dependency::Observes);
         }
     }
-    let order = toposort(&graph, None).map_err(|cycle| PlanError::Cycle(graph[cycle.node_id()].clone()))?;
     Ok(Plan {
         cells,
         subjects,
         runs,
         graph,
-        order,
         axis_order: manifest.matrix.axes.iter().map(|a| a.name.clone()).collect(),
+        subjects_per_cell,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_edge_runs_from_an_earlier_stage_to_a_later_one() {
+        let manifest = crate::manifest::parse(
+            std::path::Path::new("m.toml"),
+            r#"version = 1
+[experiment]
+name = "x"
+[target]
+repo = "."
+[matrix]
+ref = ["HEAD~1", "HEAD~2"]
+baseline = ["dry-run", "heuristic"]
+repeat = 2
+[reviewer]
+kind = "builtin"
+name = "{{baseline}}"
+[[analysis]]
+kind = "overlap"
+axis = "baseline"
+[[analysis]]
+kind = "context-level"
+[report]
+output = "out"
+"#,
+        )
+        .expect("manifest");
+        let subjects: BTreeMap<String, SubjectSpec> = ["HEAD~1", "HEAD~2"]
+            .iter()
+            .map(|r| {
+                let spec = SubjectSpec {
+                    id: r.to_string(),
+                    identity: format!("id-{r}"),
+                    source: crate::target::SubjectSource::Git { repo: ".".into(), base_sha: "a".into(), head_sha: "b".into() },
+                    holdout: false,
+                };
+                (r.to_string(), spec)
+            })
+            .collect();
+        let reviewers: ReviewerSet = manifest
+            .reviewers
+            .entries
+            .iter()
+            .map(|e| (e.name.clone(), crate::reviewer::from_spec(&e.spec).expect("reviewer")))
+            .collect();
+        let plan = build(&manifest, subjects, &reviewers).expect("plan");
+        assert_eq!(plan.runs.len(), 2 * 2 * 2);
+        assert_eq!(plan.subjects_per_cell, 1);
+        for edge in plan.graph.edge_indices() {
+            let (a, b) = plan.graph.edge_endpoints(edge).expect("endpoints");
+            assert!(plan.graph[a].kind() < plan.graph[b].kind(), "{:?} → {:?}", plan.graph[a], plan.graph[b]);
+        }
+        let counts = plan.node_counts();
+        assert_eq!(counts[&NodeKind::Materialize], 2);
+        assert_eq!(counts[&NodeKind::Review], 8);
+        assert_eq!(counts[&NodeKind::Analyze], 2);
+        assert_eq!(counts[&NodeKind::Render], 1);
+        assert!(petgraph::algo::toposort(&plan.graph, None).is_ok());
+    }
 }

@@ -13,7 +13,7 @@ use model::*;
 use std::collections::BTreeMap;
 
 /// Builds the results model from the plan and its outcomes (cached and fresh alike).
-pub fn build_results(manifest: &Manifest, manifest_label: &str, plan: &Plan, outcomes: &[RunOutcome], reviewer_configs: Vec<ReviewerConfig>, analyses: Vec<AnalysisResult>) -> Results {
+pub fn build_results(manifest: &Manifest, manifest_label: &str, plan: &Plan, outcomes: &[&RunOutcome], reviewer_configs: Vec<ReviewerConfig>, analyses: Vec<AnalysisResult>) -> Results {
     let mut cells: Vec<CellRow> = Vec::new();
     let mut runs = Vec::new();
     let mut failures = Vec::new();
@@ -22,6 +22,11 @@ pub fn build_results(manifest: &Manifest, manifest_label: &str, plan: &Plan, out
     // Per cell: each provenance key with the distinct values its runs recorded.
     let mut provenance: Vec<(String, MergedProvenance)> = Vec::new();
 
+    // Runs grouped by cell once, so building the rows stays linear in runs and cells.
+    let mut runs_by_cell: std::collections::HashMap<&str, Vec<(&crate::plan::PlannedRun, &&RunOutcome)>> = std::collections::HashMap::new();
+    for (run, outcome) in plan.runs.iter().zip(outcomes) {
+        runs_by_cell.entry(run.cell.id.as_str()).or_default().push((run, outcome));
+    }
     for cell in &plan.cells {
         let mut row = CellRow {
             cell: cell.id.clone(),
@@ -35,7 +40,7 @@ pub fn build_results(manifest: &Manifest, manifest_label: &str, plan: &Plan, out
             completion_tokens: None,
         };
         let (mut ms, mut pt, mut ct, mut has_tokens) = (0u64, 0u64, 0u64, false);
-        for (run, outcome) in plan.runs.iter().zip(outcomes).filter(|(r, _)| r.cell.id == cell.id) {
+        for (run, &outcome) in runs_by_cell.remove(cell.id.as_str()).unwrap_or_default() {
             row.planned += 1;
             let key = run.key.short().to_string();
             match outcome.success() {
@@ -132,7 +137,7 @@ pub fn build_results(manifest: &Manifest, manifest_label: &str, plan: &Plan, out
             subjects: plan.subjects.len(),
             planned_runs: plan.runs.len(),
         },
-        reviewer: ReviewerInfo { kind: manifest.reviewer.kind.kind_name().to_string(), configs: reviewer_configs },
+        reviewer: ReviewerInfo { kind: reviewer_kinds(manifest), configs: reviewer_configs },
         target: TargetInfo {
             kind,
             description,
@@ -151,6 +156,18 @@ pub fn build_results(manifest: &Manifest, manifest_label: &str, plan: &Plan, out
 /// Milliseconds as seconds.
 fn seconds(ms: u64) -> f64 {
     ms as f64 / 1000.0
+}
+
+/// The reviewers' kinds: `builtin`, or `builtin, command` for named reviewers of several kinds.
+fn reviewer_kinds(manifest: &Manifest) -> String {
+    let mut kinds: Vec<&str> = Vec::new();
+    for named in &manifest.reviewers.entries {
+        let kind = named.spec.kind.kind_name();
+        if !kinds.contains(&kind) {
+            kinds.push(kind);
+        }
+    }
+    kinds.join(", ")
 }
 
 /// Each provenance key with the distinct values a cell's runs recorded.

@@ -10,6 +10,7 @@ mod llm_real_server;
 mod ground_truth;
 mod ground_truth_eval;
 mod manifest_errors;
+mod named_reviewers;
 mod resume;
 
 use assert_cmd::Command;

@@ -1,0 +1,110 @@
+//! The review node: one run of a reviewer on a subject, under its scope lock, its reviewer's
+//! limit and the global limit, stored in the cache the moment it finishes.
+
+use super::{wait_cancel, Emitter, Event, RunId, RunOutcome, SkipReason};
+use crate::cache::{CacheKey, CacheStore, KeyInputs, RunRecord};
+use crate::reviewer::{ReviewError, ReviewJob, ReviewOutput, Reviewer};
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex as StdMutex};
+use std::time::Duration;
+use tokio::sync::{watch, Mutex, Semaphore};
+
+/// Shared by every review of one execution.
+#[derive(Clone)]
+pub(super) struct ReviewShared {
+    pub cache: CacheStore,
+    pub emitter: Emitter,
+    pub experiment: String,
+    pub global: Arc<Semaphore>,
+    /// Repository (or other) scopes whose runs must not overlap.
+    pub scopes: Arc<StdMutex<HashMap<String, Arc<Mutex<()>>>>>,
+    /// Reviewers found unreachable, by reviewer name, with the reason.
+    pub unreachable: Arc<StdMutex<HashMap<String, String>>>,
+    pub cancel: watch::Receiver<bool>,
+}
+
+/// One review to do.
+pub(super) struct ReviewTask {
+    pub label: RunId,
+    pub slot: String,
+    pub key: CacheKey,
+    pub inputs: KeyInputs,
+    pub reviewer_name: String,
+    pub reviewer: Arc<dyn Reviewer>,
+    pub per_reviewer: Arc<Semaphore>,
+    pub job: ReviewJob,
+}
+
+pub(super) async fn run(mut shared: ReviewShared, task: ReviewTask) -> RunOutcome {
+    let job = &task.job;
+    // Scope lock first (held without a slot), then the reviewer's and the global limits.
+    let scope_lock = task.reviewer.exclusive_scope(job).map(|scope| {
+        let mut map = shared.scopes.lock().unwrap_or_else(|p| p.into_inner());
+        map.entry(scope).or_default().clone()
+    });
+    let acquire = async {
+        let scope_guard = match &scope_lock {
+            Some(m) => Some(m.clone().lock_owned().await),
+            None => None,
+        };
+        let r = task.per_reviewer.clone().acquire_owned().await;
+        let g = shared.global.clone().acquire_owned().await;
+        (scope_guard, r, g)
+    };
+    let guards = tokio::select! {
+        g = acquire => g,
+        _ = wait_cancel(&mut shared.cancel) => return RunOutcome::Skipped(SkipReason::Interrupted),
+    };
+    let down = shared.unreachable.lock().unwrap_or_else(|p| p.into_inner()).get(&task.reviewer_name).cloned();
+    if let Some(reason) = down {
+        let reason = SkipReason::ServerUnreachable { error: reason };
+        shared.emitter.emit(Event::RunSkipped { run: task.label.clone(), reason: reason.clone() });
+        return RunOutcome::Skipped(reason);
+    }
+    shared.emitter.emit(Event::RunStarted { run: task.label.clone() });
+    // A backstop above the reviewer's own timeout, for backends that cannot enforce one.
+    let limit = job.timeout + Duration::from_secs(5);
+    let result = tokio::select! {
+        r = tokio::time::timeout(limit, task.reviewer.review(job)) => match r {
+            Ok(r) => r,
+            Err(_) => Err(ReviewError::Timeout { seconds: job.timeout.as_secs_f64() }),
+        },
+        _ = wait_cancel(&mut shared.cancel) => Err(ReviewError::Cancelled),
+    };
+    drop(guards);
+    match result {
+        Ok(output) => match store_success(&shared, &task, output).await {
+            Ok((record, output)) => {
+                shared.emitter.emit(Event::RunFinished { run: task.label.clone(), findings: output.findings.len(), wall_ms: output.cost.wall_ms });
+                RunOutcome::Fresh { record: Box::new(record), findings: output.findings }
+            }
+            Err(e) => {
+                let error = ReviewError::failed(format!("the review finished but could not be cached: {e}"));
+                shared.emitter.emit(Event::RunFailed { run: task.label.clone(), error: error.clone() });
+                RunOutcome::Failed(error)
+            }
+        },
+        Err(ReviewError::Cancelled) => RunOutcome::Skipped(SkipReason::Interrupted),
+        Err(error) => {
+            if error.is_unreachable() {
+                let mut down = shared.unreachable.lock().unwrap_or_else(|p| p.into_inner());
+                down.entry(task.reviewer_name.clone()).or_insert_with(|| error.to_string());
+            }
+            let (cache, label, slot, key, e) = (shared.cache.clone(), task.label.to_string(), task.slot.clone(), task.key.clone(), error.clone());
+            let _ = tokio::task::spawn_blocking(move || cache.store_failure(&label, &slot, &key, &e)).await;
+            shared.emitter.emit(Event::RunFailed { run: task.label.clone(), error: error.clone() });
+            RunOutcome::Failed(error)
+        }
+    }
+}
+
+/// Stores a result on a blocking thread (files are fsynced) and hands the output back.
+async fn store_success(shared: &ReviewShared, task: &ReviewTask, output: ReviewOutput) -> Result<(RunRecord, ReviewOutput), String> {
+    let (cache, experiment, label, slot, key, inputs) =
+        (shared.cache.clone(), shared.experiment.clone(), task.label.to_string(), task.slot.clone(), task.key.clone(), task.inputs.clone());
+    tokio::task::spawn_blocking(move || {
+        cache.store_success(&experiment, &label, &slot, &key, &inputs, &output).map(|record| (record, output)).map_err(|e| e.to_string())
+    })
+    .await
+    .map_err(|e| e.to_string())?
+}

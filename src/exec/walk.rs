@@ -1,0 +1,442 @@
+//! The walk: every node of the plan's DAG runs once its dependencies are done. Cached review
+//! nodes are done before the walk starts, and a subject is materialized only when a node that
+//! still has to run needs it, so a fully cached execution touches no git. A node whose
+//! `Requires` dependency failed is skipped, and so, transitively, are exactly its dependents.
+
+use super::review::{self, ReviewShared, ReviewTask};
+use super::{Emitter, Event, ExecOptions, RunOutcome, SkipReason};
+use crate::cache::{CacheStore, Lookup};
+use crate::plan::{Dependency, Node, Plan, ReviewerSet};
+use crate::reviewer::{ReviewError, ReviewJob};
+use crate::target::{Subject, SubjectSpec};
+use petgraph::graph::NodeIndex;
+use petgraph::visit::EdgeRef;
+use petgraph::Direction;
+use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::path::Path;
+use std::sync::{Arc, Mutex as StdMutex};
+use tokio::sync::{watch, Semaphore};
+
+/// Builds a subject's repository and diff (on a blocking thread).
+pub type Materializer = Arc<dyn Fn(&SubjectSpec, &Path) -> Result<Subject, String> + Send + Sync>;
+
+/// What analyze and render nodes compute: the experiment supplies their meaning (the
+/// manifest's analyses, its report), the engine decides when they run.
+pub trait Conclusions: Sync {
+    /// An analysis's result.
+    type Analysis: Send + 'static;
+    /// What rendering produced.
+    type Report: Send + 'static;
+    /// Why rendering failed.
+    type Error: Send + std::fmt::Display + 'static;
+    /// Analysis number `index`, once every run it observes is done.
+    fn analyze(&self, index: usize, view: &WalkView<'_, Self::Analysis, Self::Report>) -> Self::Analysis;
+    /// The reports, once every analysis is done. `analyses` is in manifest order.
+    fn render(&self, view: &WalkView<'_, Self::Analysis, Self::Report>, analyses: &[&Self::Analysis]) -> Result<Self::Report, Self::Error>;
+}
+
+/// A spawned node's result.
+type Finished<A, R> = (NodeIndex, State<A, R>);
+
+/// The state of a node during and after the walk.
+enum State<A, R> {
+    Pending,
+    /// Materialization was not needed: every dependent was served from the cache.
+    NotNeeded,
+    Subject(Arc<Subject>),
+    Run(RunOutcome),
+    Analysis(Box<A>),
+    Report(Box<R>),
+    Failed(String),
+    Skipped(SkipReason),
+}
+
+impl<A, R> State<A, R> {
+    fn succeeded(&self) -> bool {
+        match self {
+            Self::Subject(_) | Self::Analysis(_) | Self::Report(_) | Self::NotNeeded => true,
+            Self::Run(outcome) => outcome.success().is_some(),
+            Self::Pending | Self::Failed(_) | Self::Skipped(_) => false,
+        }
+    }
+
+    fn error(&self) -> String {
+        match self {
+            Self::Failed(e) => e.clone(),
+            Self::Skipped(reason) => reason.to_string(),
+            Self::Run(RunOutcome::Failed(e)) => e.to_string(),
+            Self::Run(RunOutcome::Skipped(reason)) => reason.to_string(),
+            Self::Run(RunOutcome::Missing) => "not in the cache".to_string(),
+            _ => String::new(),
+        }
+    }
+}
+
+/// Read access to what the walk has produced so far, for analyze and render nodes.
+pub struct WalkView<'a, A, R> {
+    plan: &'a Plan,
+    states: &'a [State<A, R>],
+    review_nodes: &'a [NodeIndex],
+    materialize_nodes: &'a BTreeMap<String, NodeIndex>,
+}
+
+impl<A, R> WalkView<'_, A, R> {
+    /// The outcome of run `i` (plan order), once its node is done.
+    pub fn run(&self, i: usize) -> Option<&RunOutcome> {
+        match self.review_nodes.get(i).map(|n| &self.states[n.index()]) {
+            Some(State::Run(outcome)) => Some(outcome),
+            _ => None,
+        }
+    }
+
+    /// Every run's outcome in plan order; a run not done reads as interrupted.
+    pub fn runs(&self) -> Vec<&RunOutcome> {
+        const INTERRUPTED: &RunOutcome = &RunOutcome::Skipped(SkipReason::Interrupted);
+        (0..self.plan.runs.len()).map(|i| self.run(i).unwrap_or(INTERRUPTED)).collect()
+    }
+
+    /// The materialized subjects.
+    pub fn subjects(&self) -> BTreeMap<&str, &Subject> {
+        self.materialize_nodes
+            .iter()
+            .filter_map(|(id, n)| match &self.states[n.index()] {
+                State::Subject(s) => Some((id.as_str(), s.as_ref())),
+                _ => None,
+            })
+            .collect()
+    }
+}
+
+/// What an execution produced, node by node.
+pub struct Execution<A, R, E> {
+    /// Each run's outcome, in plan order.
+    pub outcomes: Vec<RunOutcome>,
+    /// Each analysis's result, in manifest order.
+    pub analyses: Vec<A>,
+    /// The render node's result; `None` if it did not run.
+    pub report: Option<Result<R, E>>,
+}
+
+/// Walks the plan. `cancel` turning true stops new materializations and reviews and abandons
+/// running reviews (their process groups are killed); what finished is already stored, and
+/// the analyses and reports still run over it.
+#[allow(clippy::too_many_arguments)]
+pub async fn execute<C: Conclusions>(
+    plan: &Plan,
+    reviewers: &ReviewerSet,
+    materializer: Materializer,
+    cache: &CacheStore,
+    options: &ExecOptions,
+    conclusions: &C,
+    emitter: &Emitter,
+    cancel: watch::Receiver<bool>,
+) -> Execution<C::Analysis, C::Report, C::Error> {
+    let graph = &plan.graph;
+    let mut states: Vec<State<C::Analysis, C::Report>> = graph.node_indices().map(|_| State::Pending).collect();
+    let review_nodes = plan.review_nodes();
+    let materialize_nodes: BTreeMap<String, NodeIndex> = graph
+        .node_indices()
+        .filter_map(|n| match &graph[n] {
+            Node::Materialize { subject } => Some((subject.clone(), n)),
+            _ => None,
+        })
+        .collect();
+
+    // Reviews the cache already has are done before the walk starts.
+    let mut pending_runs = 0usize;
+    for (i, run) in plan.runs.iter().enumerate() {
+        let lookup = if options.refresh { Lookup::Miss } else { cache.lookup(&run.key) };
+        match lookup {
+            Lookup::Hit { record, findings } => states[review_nodes[i].index()] = State::Run(RunOutcome::Cached { record, findings }),
+            Lookup::Miss => pending_runs += 1,
+            Lookup::Corrupt(detail) => {
+                emitter.emit(Event::CacheCorrupt { run: run.id(), detail });
+                pending_runs += 1;
+            }
+        }
+    }
+    emitter.emit(Event::Planned {
+        experiment: options.experiment.clone(),
+        runs: plan.runs.len(),
+        cached: plan.runs.len() - pending_runs,
+        to_run: if options.frozen { 0 } else { pending_runs },
+    });
+    for (i, run) in plan.runs.iter().enumerate() {
+        if let State::Run(RunOutcome::Cached { findings, .. }) = &states[review_nodes[i].index()] {
+            emitter.emit(Event::RunCached { run: run.id(), findings: findings.len() });
+        }
+    }
+    if options.frozen {
+        for (i, run) in plan.runs.iter().enumerate() {
+            let state = &mut states[review_nodes[i].index()];
+            if matches!(state, State::Pending) {
+                emitter.emit(Event::RunMissing { run: run.id() });
+                *state = State::Run(RunOutcome::Missing);
+            }
+        }
+    }
+
+    // Each reviewer that still has runs to do is checked once before any starts.
+    let mut preflighted: BTreeMap<&str, Result<(), ReviewError>> = BTreeMap::new();
+    for (i, run) in plan.runs.iter().enumerate() {
+        if !matches!(states[review_nodes[i].index()], State::Pending) || preflighted.contains_key(run.reviewer.as_str()) {
+            continue;
+        }
+        let result = match reviewers.get(&run.reviewer) {
+            Some(reviewer) => reviewer.preflight().await,
+            None => Err(ReviewError::failed(format!("no reviewer named `{}`", run.reviewer))),
+        };
+        preflighted.insert(run.reviewer.as_str(), result);
+    }
+    for (i, run) in plan.runs.iter().enumerate() {
+        if let Some(Err(error)) = preflighted.get(run.reviewer.as_str()) {
+            let state = &mut states[review_nodes[i].index()];
+            if matches!(state, State::Pending) {
+                emitter.emit(Event::RunFailed { run: run.id(), error: error.clone() });
+                *state = State::Run(RunOutcome::Failed(error.clone()));
+            }
+        }
+    }
+
+    // A subject is materialized only for a dependent that still has to run.
+    for n in materialize_nodes.values() {
+        let needed = graph.edges_directed(*n, Direction::Outgoing).any(|e| matches!(states[e.target().index()], State::Pending));
+        if !needed {
+            states[n.index()] = State::NotNeeded;
+        }
+    }
+
+    let mut walk = Walk {
+        plan,
+        states,
+        remaining: vec![0; graph.node_count()],
+        ready: VecDeque::new(),
+        emitter,
+    };
+    for n in graph.node_indices() {
+        if matches!(walk.states[n.index()], State::Pending) {
+            walk.remaining[n.index()] = graph.edges_directed(n, Direction::Incoming).filter(|e| matches!(walk.states[e.source().index()], State::Pending)).count();
+            if walk.remaining[n.index()] == 0 {
+                walk.ready.push_back(n);
+            }
+        }
+    }
+
+    let global = Arc::new(Semaphore::new(options.jobs.max(1)));
+    let per_reviewer: HashMap<&str, Arc<Semaphore>> = reviewers
+        .keys()
+        .map(|name| {
+            let limit = options.reviewers.get(name).and_then(|l| l.max_concurrency).unwrap_or(options.jobs);
+            (name.as_str(), Arc::new(Semaphore::new(limit.max(1))))
+        })
+        .collect();
+    let shared = ReviewShared {
+        cache: cache.clone(),
+        emitter: emitter.clone(),
+        experiment: options.experiment.clone(),
+        global: global.clone(),
+        scopes: Arc::default(),
+        unreachable: Arc::new(StdMutex::new(HashMap::new())),
+        cancel: cancel.clone(),
+    };
+    let mut tasks: tokio::task::JoinSet<Finished<C::Analysis, C::Report>> = tokio::task::JoinSet::new();
+    let mut task_nodes: HashMap<tokio::task::Id, NodeIndex> = HashMap::new();
+    let mut render_error: Option<C::Error> = None;
+    loop {
+        while let Some(node) = walk.ready.pop_front() {
+            let interrupted = *cancel.borrow();
+            match &graph[node] {
+                Node::Materialize { .. } | Node::Review { .. } if interrupted => walk.finish(node, State::Skipped(SkipReason::Interrupted)),
+                Node::Materialize { subject } => {
+                    let Some(spec) = plan.subjects.get(subject).cloned() else {
+                        walk.finish(node, State::Failed(format!("no subject `{subject}`")));
+                        continue;
+                    };
+                    let (materializer, work_dir, permit) = (materializer.clone(), options.work_dir.clone(), global.clone());
+                    let handle = tasks.spawn(async move {
+                        let _permit = permit.acquire_owned().await;
+                        let result = tokio::task::spawn_blocking(move || materializer(&spec, &work_dir)).await;
+                        let state = match result {
+                            Ok(Ok(subject)) => State::Subject(Arc::new(subject)),
+                            Ok(Err(e)) => State::Failed(e),
+                            Err(e) => State::Failed(format!("materialization task failed: {e}")),
+                        };
+                        (node, state)
+                    });
+                    task_nodes.insert(handle.id(), node);
+                }
+                Node::Review { run } => {
+                    let run_index = *run;
+                    let planned = &plan.runs[run_index];
+                    let subject = materialize_nodes.get(&planned.subject_id).and_then(|m| match &walk.states[m.index()] {
+                        State::Subject(s) => Some(s.clone()),
+                        _ => None,
+                    });
+                    let (Some(subject), Some(reviewer)) = (subject, reviewers.get(&planned.reviewer)) else {
+                        walk.finish(node, State::Run(RunOutcome::Failed(ReviewError::failed(format!("no subject or reviewer for {}", planned.label())))));
+                        continue;
+                    };
+                    let limits = options.reviewers.get(&planned.reviewer).copied().unwrap_or_default();
+                    let task = ReviewTask {
+                        label: planned.id(),
+                        slot: planned.slot(&options.experiment),
+                        key: planned.key.clone(),
+                        inputs: planned.inputs.clone(),
+                        reviewer_name: planned.reviewer.clone(),
+                        reviewer: reviewer.clone(),
+                        per_reviewer: per_reviewer.get(planned.reviewer.as_str()).cloned().unwrap_or_else(|| global.clone()),
+                        job: ReviewJob { cell: planned.cell.clone(), repeat: planned.repeat, subject, timeout: limits.timeout },
+                    };
+                    let shared = shared.clone();
+                    let handle = tasks.spawn(async move { (node, State::Run(review::run(shared, task).await)) });
+                    task_nodes.insert(handle.id(), node);
+                }
+                // Analyses and rendering are cheap: they run inline, in the walk.
+                Node::Analyze { index } => {
+                    let result = conclusions.analyze(*index, &walk.view(&review_nodes, &materialize_nodes));
+                    walk.finish(node, State::Analysis(Box::new(result)));
+                }
+                Node::Render => {
+                    let analyses: Vec<&C::Analysis> = analysis_order(plan)
+                        .iter()
+                        .filter_map(|n| match &walk.states[n.index()] {
+                            State::Analysis(a) => Some(a.as_ref()),
+                            _ => None,
+                        })
+                        .collect();
+                    let state = match conclusions.render(&walk.view(&review_nodes, &materialize_nodes), &analyses) {
+                        Ok(report) => State::Report(Box::new(report)),
+                        Err(e) => {
+                            let state = State::Failed(e.to_string());
+                            render_error = Some(e);
+                            state
+                        }
+                    };
+                    walk.finish(node, state);
+                }
+            }
+        }
+        let Some(joined) = tasks.join_next_with_id().await else { break };
+        match joined {
+            Ok((_, (node, state))) => walk.finish(node, state),
+            // A panicking reviewer fails its own run only.
+            Err(e) => {
+                if let Some(&node) = task_nodes.get(&e.id()) {
+                    let state = match &graph[node] {
+                        Node::Review { run } => {
+                            let error = ReviewError::failed(format!("the reviewer crashed: {e}"));
+                            emitter.emit(Event::RunFailed { run: plan.runs[*run].id(), error: error.clone() });
+                            State::Run(RunOutcome::Failed(error))
+                        }
+                        _ => State::Failed(format!("the task crashed: {e}")),
+                    };
+                    walk.finish(node, state);
+                }
+            }
+        }
+    }
+
+    let mut states = walk.states;
+    let mut outcomes = Vec::with_capacity(plan.runs.len());
+    for n in &review_nodes {
+        outcomes.push(match std::mem::replace(&mut states[n.index()], State::Pending) {
+            State::Run(outcome) => outcome,
+            _ => RunOutcome::Skipped(SkipReason::Interrupted),
+        });
+    }
+    let mut analyses = Vec::new();
+    for n in analysis_order(plan) {
+        if let State::Analysis(a) = std::mem::replace(&mut states[n.index()], State::Pending) {
+            analyses.push(*a);
+        }
+    }
+    let report = graph.node_indices().find(|n| graph[*n] == Node::Render).and_then(|n| match std::mem::replace(&mut states[n.index()], State::Pending) {
+        State::Report(r) => Some(Ok(*r)),
+        _ => None,
+    });
+    let report = report.or_else(|| render_error.map(Err));
+    Execution { outcomes, analyses, report }
+}
+
+/// The analyze nodes in manifest order.
+fn analysis_order(plan: &Plan) -> Vec<NodeIndex> {
+    let mut nodes: Vec<(usize, NodeIndex)> = plan
+        .graph
+        .node_indices()
+        .filter_map(|n| match plan.graph[n] {
+            Node::Analyze { index } => Some((index, n)),
+            _ => None,
+        })
+        .collect();
+    nodes.sort_unstable();
+    nodes.into_iter().map(|(_, n)| n).collect()
+}
+
+/// The walk's bookkeeping: node states, unmet dependencies, the ready queue.
+struct Walk<'a, A, R> {
+    plan: &'a Plan,
+    states: Vec<State<A, R>>,
+    /// Dependencies of each pending node not yet done.
+    remaining: Vec<usize>,
+    ready: VecDeque<NodeIndex>,
+    emitter: &'a Emitter,
+}
+
+impl<A, R> Walk<'_, A, R> {
+    fn view<'v>(&'v self, review_nodes: &'v [NodeIndex], materialize_nodes: &'v BTreeMap<String, NodeIndex>) -> WalkView<'v, A, R> {
+        WalkView { plan: self.plan, states: &self.states, review_nodes, materialize_nodes }
+    }
+
+    /// Records a node's result and releases its dependents: a dependent that requires a
+    /// failed node is skipped (and so, in turn, are its own dependents).
+    fn finish(&mut self, node: NodeIndex, state: State<A, R>) {
+        let graph = &self.plan.graph;
+        let mut stack = vec![(node, state)];
+        while let Some((node, state)) = stack.pop() {
+            if let (Node::Materialize { subject }, State::Failed(error)) = (&graph[node], &state) {
+                self.emitter.emit(Event::MaterializeFailed { subject: subject.clone(), error: error.clone() });
+            }
+            let ok = state.succeeded();
+            let error = if ok { String::new() } else { state.error() };
+            self.states[node.index()] = state;
+            for edge in graph.edges_directed(node, Direction::Outgoing) {
+                let next = edge.target();
+                if !matches!(self.states[next.index()], State::Pending) {
+                    continue;
+                }
+                if !ok && *edge.weight() == Dependency::Requires {
+                    let reason = match &graph[node] {
+                        Node::Materialize { subject } => SkipReason::SubjectFailed { subject: subject.clone(), error: error.clone() },
+                        other => SkipReason::DependencyFailed { dependency: describe(other), error: error.clone() },
+                    };
+                    let skipped = match &graph[next] {
+                        Node::Review { run } => {
+                            self.emitter.emit(Event::RunSkipped { run: self.plan.runs[*run].id(), reason: reason.clone() });
+                            State::Run(RunOutcome::Skipped(reason))
+                        }
+                        _ => State::Skipped(reason),
+                    };
+                    // Mark it now so later dependencies finishing see it is no longer pending.
+                    self.states[next.index()] = State::Skipped(SkipReason::Interrupted);
+                    stack.push((next, skipped));
+                    continue;
+                }
+                let left = &mut self.remaining[next.index()];
+                *left = left.saturating_sub(1);
+                if *left == 0 {
+                    self.ready.push_back(next);
+                }
+            }
+        }
+    }
+}
+
+/// A node as messages name it.
+fn describe(node: &Node) -> String {
+    match node {
+        Node::Materialize { subject } => format!("subject `{subject}`"),
+        Node::Review { run } => format!("run {run}"),
+        Node::Analyze { index } => format!("analysis {}", index + 1),
+        Node::Render => "the report".to_string(),
+    }
+}

@@ -1,0 +1,108 @@
+//! Several named reviewers in one experiment: a `builtin` and a `command` reviewer (a real
+//! child process) over the same subjects, picked per cell by the `reviewer` axis.
+
+use super::*;
+
+fn mixed_manifest(dir: &Path, repo: &Path) -> PathBuf {
+    write_manifest(
+        dir,
+        "mixed.toml",
+        &format!(
+            r#"version = 1
+[experiment]
+name = "mixed"
+[target]
+repo = "{repo}"
+[matrix]
+reviewer = ["dry", "stet"]
+ref = ["HEAD~1", "HEAD~2"]
+
+[reviewers.dry]
+kind = "builtin"
+name = "dry-run"
+
+[reviewers.stet]
+kind = "command"
+program = "{stet}"
+args = ["start", "{{{{base}}}}", "--dry-run", "--json"]
+env = {{ FAKE_STET_SKIP_SERVER_CHECK = "1", STET_SUPPRESSION_ENABLED = "0" }}
+cleanup = [["-{stet}", "finish"]]
+ignore = [".review/"]
+max-concurrency = 1
+
+[[analysis]]
+kind = "overlap"
+axis = "reviewer"
+[report]
+output = "out"
+"#,
+            repo = repo.display(),
+            stet = fake_stet().display(),
+        ),
+    )
+}
+
+#[test]
+fn a_builtin_and_a_command_reviewer_are_compared_on_the_same_subjects() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let repo = calc_repo(dir.path());
+    let manifest = mixed_manifest(dir.path(), &repo);
+    let out = runner(dir.path()).args(["exec", "--json"]).arg(&manifest).env("FAKE_STET_SKIP_SERVER_CHECK", "1").output().expect("runs");
+    assert!(out.status.success(), "{}", stderr_of(&out));
+    assert_eq!(count_events(&events(&out), "run_finished"), 4, "2 reviewers × 2 refs");
+
+    let results: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(dir.path().join("out/results.json")).expect("results.json")).expect("json");
+    assert_eq!(results["reviewer"]["kind"], "builtin, command");
+    let overlap = &results["analyses"][0];
+    assert_eq!(overlap["kind"], "overlap");
+    let table = &overlap["tables"][0];
+    assert_eq!(table["columns"][1], "A (reviewer)", "{table}");
+    let rows = table["rows"].as_array().expect("rows");
+    assert_eq!(rows.len(), 2, "one comparison per ref: {table}");
+    for row in rows {
+        assert_eq!(row[1], "`dry`");
+        assert_eq!(row[2], "`stet`");
+        // stet's own dry-run and runner's built-in one agree finding for finding.
+        assert_eq!(row[4], row[5], "{row}");
+        assert_eq!(row[6], row[4], "exact overlap is total: {row}");
+    }
+
+    // Each run is cached under its own reviewer: a re-run calls neither.
+    let again = runner(dir.path()).args(["exec", "--json"]).arg(&manifest).output().expect("runs");
+    assert!(again.status.success(), "{}", stderr_of(&again));
+    let events = events(&again);
+    assert_eq!(count_events(&events, "run_cached"), 4);
+    assert_eq!(count_events(&events, "run_started"), 0);
+
+    let plan = runner(dir.path()).args(["plan", "--json"]).arg(&manifest).output().expect("plan");
+    let plan: serde_json::Value = serde_json::from_slice(&plan.stdout).expect("plan json");
+    let kinds: Vec<&str> = plan["nodes"].as_array().expect("nodes").iter().filter_map(|n| n["kind"].as_str()).collect();
+    assert_eq!(kinds, ["materialize", "review", "analyze", "render"]);
+    assert_eq!(plan["cached"], 4);
+}
+
+#[test]
+fn the_reviewer_axis_must_name_declared_reviewers() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let repo = calc_repo(dir.path());
+    let text = std::fs::read_to_string(mixed_manifest(dir.path(), &repo)).expect("read").replace(r#"reviewer = ["dry", "stet"]"#, r#"reviewer = ["dry", "stte"]"#);
+    let manifest = write_manifest(dir.path(), "bad.toml", &text);
+    let out = runner(dir.path()).arg("validate").arg(&manifest).output().expect("validate");
+    assert!(!out.status.success());
+    let err = stderr_of(&out);
+    assert!(err.contains("`reviewer` axis names `stte`, which is not declared as [reviewers.stte]"), "{err}");
+    assert!(err.contains("did you mean `stet`?"), "{err}");
+}
+
+#[test]
+fn several_reviewers_without_a_reviewer_axis_are_refused() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let repo = calc_repo(dir.path());
+    let text = std::fs::read_to_string(mixed_manifest(dir.path(), &repo)).expect("read").replace("reviewer = [\"dry\", \"stet\"]\n", "");
+    let manifest = write_manifest(dir.path(), "noaxis.toml", &text);
+    let out = runner(dir.path()).arg("validate").arg(&manifest).output().expect("validate");
+    assert!(!out.status.success());
+    let err = stderr_of(&out);
+    assert!(err.contains("2 reviewers are declared but the matrix has no `reviewer` axis"), "{err}");
+    assert!(err.contains(r#"add `reviewer = ["dry", "stet"]` to [matrix]"#), "{err}");
+}
