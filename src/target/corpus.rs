@@ -43,7 +43,7 @@ pub enum CorpusError {
     Read { path: PathBuf, source: std::io::Error },
     #[error("failed to parse `{path}`: {message}")]
     Parse { path: PathBuf, message: String },
-    #[error("case `{id}`: source path `{path}` must be relative and must not contain `..`")]
+    #[error("case `{id}`: source path `{path}` must be relative, must stay inside the case directory and must not name `.git`")]
     UnsafePath { id: String, path: String },
     #[error("case `{0}` is listed in the manifest but not in the corpus")]
     UnknownCase(String),
@@ -66,20 +66,47 @@ pub fn load_public_cases(dir: &Path) -> Result<Vec<PublicCase>, CorpusError> {
     let cases = match file {
         PublicFile::Versioned { cases, .. } | PublicFile::Bare(cases) => cases,
     };
-    for case in &cases {
-        if !is_safe_relative_path(&case.source.path) {
-            return Err(CorpusError::UnsafePath { id: case.id.clone(), path: case.source.path.clone() });
+    let mut cases = cases;
+    for case in &mut cases {
+        match normalize_relative_path(&case.source.path) {
+            Some(normal) => case.source.path = normal,
+            None => return Err(CorpusError::UnsafePath { id: case.id.clone(), path: case.source.path.clone() }),
         }
     }
     Ok(cases)
 }
 
-/// A relative path that stays inside the directory it is joined to.
+/// The path inside the tree that a relative path names, with `.` segments dropped and `..`
+/// resolved (`./a` and `src/../a` are `a`); `None` when it is empty, absolute, uses `\`,
+/// escapes the directory it is joined to, or names `.git` or anything in it, in any case
+/// folding (`.GIT/config`, `sub/.git/x`; also `.git.` and `git~1`): a file written there
+/// could set `core.fsmonitor` and run commands.
+pub fn normalize_relative_path(path: &str) -> Option<String> {
+    if path.is_empty() || path.starts_with('/') || path.contains('\\') || path.contains('\0') {
+        return None;
+    }
+    let mut parts: Vec<&str> = Vec::new();
+    for part in path.split('/') {
+        match part {
+            "" | "." => {}
+            ".." => {
+                parts.pop()?;
+            }
+            _ => {
+                let bare = part.trim_end_matches(['.', ' ']);
+                if bare.eq_ignore_ascii_case(".git") || part.eq_ignore_ascii_case("git~1") {
+                    return None;
+                }
+                parts.push(part);
+            }
+        }
+    }
+    (!parts.is_empty()).then(|| parts.join("/"))
+}
+
+/// A relative path that stays inside the directory it is joined to and out of `.git`.
 pub fn is_safe_relative_path(path: &str) -> bool {
-    let p = Path::new(path);
-    !path.is_empty()
-        && !path.contains('\\')
-        && p.components().all(|c| matches!(c, std::path::Component::Normal(_)))
+    normalize_relative_path(path).is_some()
 }
 
 /// blake3 over the case's public content: what a review of it can depend on.
@@ -118,7 +145,10 @@ pub fn materialize(case: &PublicCase, root: &Path) -> Result<PathBuf, CorpusErro
     git(work, &["config", "user.name", "runner"])?;
     git(work, &["config", "user.email", "runner@localhost"])?;
     git(work, &["config", "commit.gpgsign", "false"])?;
-    let file = work.join(&case.source.path);
+    let Some(relative) = normalize_relative_path(&case.source.path) else {
+        return Err(CorpusError::UnsafePath { id: case.id.clone(), path: case.source.path.clone() });
+    };
+    let file = work.join(relative);
     if let Some(parent) = file.parent() {
         std::fs::create_dir_all(parent).map_err(|e| fail(e.to_string()))?;
     }
@@ -155,6 +185,14 @@ mod tests {
         assert!(!is_safe_relative_path("/etc/passwd"));
         assert!(!is_safe_relative_path("src/../../a"));
         assert!(!is_safe_relative_path(""));
+        assert_eq!(normalize_relative_path("./a.py").as_deref(), Some("a.py"));
+        assert_eq!(normalize_relative_path("src/../a.py").as_deref(), Some("a.py"));
+        assert_eq!(normalize_relative_path("src//./b/a.py").as_deref(), Some("src/b/a.py"));
+        for bad in [".", "src/..", ".git", ".git/config", ".GIT/config", ".Git/hooks/pre-commit", "sub/.git/x", "sub/.git", ".git./config", "GIT~1/config", "a\\b", "/a"] {
+            assert_eq!(normalize_relative_path(bad), None, "{bad}");
+        }
+        assert!(is_safe_relative_path(".github/workflows/ci.yml"));
+        assert!(is_safe_relative_path(".gitignore"));
     }
 
     #[test]
