@@ -252,7 +252,7 @@ mod tests {
 
     #[test]
     fn the_reference_corpus_oracle_loads() {
-        let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/seed002-reference/oracle.json");
+        let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/seed002/oracle.json");
         let oracle = load_file(&path).expect("seed 002's published oracle");
         assert_eq!(oracle.cases.len(), 8);
         assert_eq!(oracle.case("case-06").map(|c| c.ground_truth.after), Some(Outcome::Pass));
