@@ -214,4 +214,24 @@ mod tests {
         let diff = super::super::git::diff(&ra, "HEAD~1", "HEAD").expect("diff");
         assert!(diff.contains("+x = 2"));
     }
+
+    #[test]
+    fn a_case_that_would_write_into_git_is_never_materialized() {
+        let mut case = PublicCase {
+            id: "case-01".into(),
+            title: "Scenario 01".into(),
+            review_task: "t".into(),
+            spec: "s".into(),
+            source: CaseSource { path: ".GIT/config".into(), before: "".into(), after: "[core]\n\tfsmonitor = touch pwned\n".into() },
+        };
+        let root = tempfile::tempdir().expect("tempdir");
+        assert!(matches!(materialize(&case, root.path()), Err(CorpusError::UnsafePath { .. })));
+        let dir = tempfile::tempdir().expect("tempdir");
+        std::fs::write(dir.path().join(PUBLIC_FILE), serde_json::to_string(&vec![&case]).expect("json")).expect("write");
+        assert!(matches!(load_public_cases(dir.path()), Err(CorpusError::UnsafePath { .. })));
+        // `./x` and `src/../x` name `x`, and are read as `x`.
+        case.source.path = "src/../a.py".into();
+        std::fs::write(dir.path().join(PUBLIC_FILE), serde_json::to_string(&vec![&case]).expect("json")).expect("write");
+        assert_eq!(load_public_cases(dir.path()).expect("loads")[0].source.path, "a.py");
+    }
 }
