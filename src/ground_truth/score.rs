@@ -195,6 +195,19 @@ pub fn check(captured: &CapturedResults, oracle: &Oracle) -> Vec<String> {
     if captured.version != 1 {
         problems.push(format!("`version` must be 1, not {}", captured.version));
     }
+    // The oracle, as seed 002's scorer indexes it: unique case ids, and no finding id expected twice.
+    let mut cases = BTreeSet::new();
+    let mut expected_by: BTreeMap<&str, &str> = BTreeMap::new();
+    for c in &oracle.cases {
+        if !cases.insert(c.id.as_str()) {
+            problems.push(format!("the oracle lists case `{}` twice", c.id));
+        }
+        for id in &c.expected_finding_ids {
+            if let Some(other) = expected_by.insert(id, &c.id) {
+                problems.push(format!("the oracle expects finding `{id}` twice (in `{other}` and `{}`); oracle finding ids are unique", c.id));
+            }
+        }
+    }
     let plan = &captured.plan;
     if plan.case_ids.is_empty() {
         problems.push("`plan.caseIds` is empty".into());

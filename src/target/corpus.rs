@@ -30,11 +30,22 @@ pub struct CaseSource {
 #[serde(untagged)]
 enum PublicFile {
     Versioned {
+        /// The number 1 (`1.0` is the same number, as in seed 002's JavaScript).
         #[allow(dead_code)]
+        #[serde(deserialize_with = "version_one")]
         version: u32,
         cases: Vec<PublicCase>,
     },
     Bare(Vec<PublicCase>),
+}
+
+fn version_one<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<u32, D::Error> {
+    let value = f64::deserialize(deserializer)?;
+    if value == 1.0 {
+        Ok(1)
+    } else {
+        Err(serde::de::Error::custom(format!("`version` must be 1, not {value}")))
+    }
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -233,5 +244,7 @@ mod tests {
         case.source.path = "src/../a.py".into();
         std::fs::write(dir.path().join(PUBLIC_FILE), serde_json::to_string(&vec![&case]).expect("json")).expect("write");
         assert_eq!(load_public_cases(dir.path()).expect("loads")[0].source.path, "a.py");
+        std::fs::write(dir.path().join(PUBLIC_FILE), format!(r#"{{"version": 1.0, "cases": {}}}"#, serde_json::to_string(&vec![&case]).expect("json"))).expect("write");
+        assert_eq!(load_public_cases(dir.path()).expect("version 1.0 is 1").len(), 1);
     }
 }

@@ -247,3 +247,14 @@ fn rates_print_for_people() {
     assert_eq!(fmt_rate(Some(0.0)), "0");
     assert_eq!(fmt_rate(None), "–");
 }
+
+#[test]
+fn an_oracle_that_expects_a_finding_twice_is_refused() {
+    let mut o = oracle();
+    o.cases[2].expected_finding_ids = vec!["F01".into()];
+    o.cases.push(o.cases[0].clone());
+    let c = captured(json!({"version": 1, "plan": {"caseIds": ["case-01", "case-02"], "trialIds": ["t"]}, "strategies": []}));
+    let p = check(&c, &o);
+    one(&p, "the oracle lists case `case-01` twice");
+    assert!(p.iter().any(|x| x.contains("expects finding `F01` twice")), "{p:#?}");
+}
