@@ -400,7 +400,8 @@ fn check_oracle<'a>(p: &'a Parsed, problems: &mut Problems) -> (Vec<FindingEntry
 }
 
 /// `groundTruth`: exactly `{before, after, program}`, `before`/`after` `"pass"` or `"fail"`,
-/// `program` a string. Returns whether it is well formed.
+/// `program` a string. Returns whether the case can still be decoded (a legacy bare string
+/// is reported but can: the rest of the case is checked and its program run as usual).
 fn check_ground_truth(node: &Spanned, file: &str, case: Option<&str>, problems: &mut Problems) -> bool {
     if node.as_str().is_some() {
         problems.at(
@@ -410,7 +411,7 @@ fn check_ground_truth(node: &Spanned, file: &str, case: Option<&str>, problems: 
             "`groundTruth` must be an object `{\"before\": \"pass\", \"after\": \"fail\" (\"pass\" for a clean case), \"program\": \"…\"}` (seed 002's format); \
              a bare program string is the form of earlier runner versions, still read by `exec` and `score` but not a valid corpus: move the string into `program`",
         );
-        return false;
+        return true;
     }
     if !check_keys(node, file, "`groundTruth`", case, &GROUND_TRUTH_KEYS, &[], false, problems) {
         return false;

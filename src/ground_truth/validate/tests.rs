@@ -409,3 +409,20 @@ fn declared_outcomes_decide_what_a_run_must_do() {
     assert_eq!(e.case.as_deref(), Some("case-01"));
     assert!(e.output.as_ref().is_some_and(|out| out.stdout.contains("limit 5")), "{}", v.render());
 }
+
+#[test]
+fn a_legacy_string_ground_truth_is_one_problem_and_the_rest_is_still_checked() {
+    let mut o = oracle();
+    for c in o["cases"].as_array_mut().expect("cases") {
+        c["groundTruth"] = c["groundTruth"]["program"].clone();
+    }
+    let v = structure(&public(), &o);
+    assert_eq!(v.problems.len(), 2, "one per case, nothing else: {}", v.render());
+    assert!(v.problems.iter().all(|p| p.message.contains("move the string into `program`")), "{}", v.render());
+    assert_eq!((v.finding_cases, v.clean_cases), (1, 1));
+    if have("node") {
+        let v = full(&public(), &o);
+        assert_eq!(v.runs.len(), 4);
+        assert!(v.runs.iter().all(|r| r.ok), "{}", v.render());
+    }
+}
