@@ -205,7 +205,7 @@ mod tests {
                 ofinding("F1", "a.py", 10, Category::Bug, "off by one in the page count"),
                 ofinding("F2", "a.py", 30, Category::Security, "path escapes the root"),
             ],
-            cases: vec![OracleCase { id: "c1".into(), expected_finding_ids: vec!["F1".into(), "F2".into()], rationale: String::new(), split: None, interpreter: None, ground_truth: String::new() }],
+            cases: vec![OracleCase { id: "c1".into(), expected_finding_ids: vec!["F1".into(), "F2".into()], rationale: String::new(), split: None, interpreter: None, ground_truth: Default::default() }],
         };
         let cell = crate::plan::Cell { id: "m=a".into(), values: BTreeMap::new() };
         let rec = record(&cell, None);

@@ -284,9 +284,9 @@ pub fn export(prepared: &Prepared, manifest_label: &str, out: &Path, seed: u64) 
             };
             run.metrics = Some(Metrics {
                 latency_ms: Some(cost.wall_ms as f64),
-                input_tokens: cost.prompt_tokens,
-                output_tokens: cost.completion_tokens,
-                total_tokens: total,
+                input_tokens: cost.prompt_tokens.map(|v| v as f64),
+                output_tokens: cost.completion_tokens.map(|v| v as f64),
+                total_tokens: total.map(|v| v as f64),
             });
             for (i, f) in findings.iter().enumerate() {
                 run.findings.push(f.id.clone());

@@ -203,7 +203,7 @@ pub fn to_oracle(cases: &[EvalCase]) -> Oracle {
         if !c.groups.is_empty() {
             rationale.push_str(&format!("; groups: {}", c.groups.join(" ")));
         }
-        oracle_cases.push(OracleCase { id: c.id.clone(), expected_finding_ids: ids, rationale, split: None, interpreter: None, ground_truth: String::new() });
+        oracle_cases.push(OracleCase { id: c.id.clone(), expected_finding_ids: ids, rationale, split: None, interpreter: None, ground_truth: Default::default() });
     }
     Oracle { version: 1, findings, cases: oracle_cases }
 }

@@ -162,7 +162,7 @@ mod tests {
             findings: findings.into_iter().map(|(_, f)| f).collect(),
             cases: cases
                 .into_iter()
-                .map(|(id, ids)| OracleCase { id, expected_finding_ids: ids, rationale: String::new(), split: None, interpreter: None, ground_truth: String::new() })
+                .map(|(id, ids)| OracleCase { id, expected_finding_ids: ids, rationale: String::new(), split: None, interpreter: None, ground_truth: Default::default() })
                 .collect(),
         }
     }

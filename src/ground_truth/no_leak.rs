@@ -44,8 +44,8 @@ fn repository_text(dir: &Path) -> String {
 /// expected ids that its public case does not itself contain.
 fn oracle_only_text(oracle: &Oracle, case_id: &str, public_text: &str) -> Vec<String> {
     let case = oracle.case(case_id).expect("oracle case");
-    let mut secrets = vec![case.rationale.clone(), case.ground_truth.clone()];
-    secrets.extend(case.ground_truth.lines().map(str::trim).filter(|l| l.len() >= 24).map(str::to_string));
+    let mut secrets = vec![case.rationale.clone(), case.ground_truth.program.clone()];
+    secrets.extend(case.ground_truth.program.lines().map(str::trim).filter(|l| l.len() >= 24).map(str::to_string));
     for f in oracle.expected_for(case_id) {
         secrets.push(f.description.clone());
         secrets.push(f.id.clone());

@@ -4,7 +4,10 @@
 //! per case and its interpreter.
 //!
 //! The format is seed 002's, extended; a corpus in seed 002's exact format (no
-//! interpreter, no location fields) is accepted as it is.
+//! interpreter, no location fields) is accepted as it is: `groundTruth` is an object
+//! `{before, after, program}` with `before`/`after` `"pass"` or `"fail"`. The bare-string
+//! `groundTruth` of earlier runner versions is still read (as `before: pass` and `after: fail`
+//! for a finding case, `pass` for a clean one), but `corpus validate` rejects it.
 
 use crate::finding::{Category, LineRange, Severity};
 use serde::{Deserialize, Serialize};
@@ -15,6 +18,7 @@ pub const ORACLE_FILE: &str = "oracle.json";
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Oracle {
+    #[serde(deserialize_with = "version_one")]
     pub version: u32,
     pub findings: Vec<OracleFinding>,
     pub cases: Vec<OracleCase>,
@@ -62,8 +66,36 @@ pub enum Interpreter {
     Rust,
 }
 
+/// What a ground-truth program does on one source version.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum Outcome {
+    #[default]
+    Pass,
+    /// Fails with an assertion failure of its interpreter.
+    Fail,
+}
+
+impl Outcome {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Pass => "pass",
+            Self::Fail => "fail",
+        }
+    }
+}
+
+/// Seed 002's `groundTruth`: the program and what it must do on each version.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+pub struct GroundTruth {
+    pub before: Outcome,
+    pub after: Outcome,
+    pub program: String,
+}
+
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields, rename_all = "camelCase")]
+#[serde(rename_all = "camelCase", from = "RawOracleCase")]
 pub struct OracleCase {
     pub id: String,
     pub expected_finding_ids: Vec<String>,
@@ -73,7 +105,64 @@ pub struct OracleCase {
     /// Absent in seed 002's exact format, which runs every program as a Node ES module.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub interpreter: Option<Interpreter>,
-    pub ground_truth: String,
+    pub ground_truth: GroundTruth,
+}
+
+/// An oracle case as written: `groundTruth` an object, or the legacy bare program string.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+struct RawOracleCase {
+    id: String,
+    expected_finding_ids: Vec<String>,
+    rationale: String,
+    #[serde(default)]
+    split: Option<Split>,
+    #[serde(default)]
+    interpreter: Option<Interpreter>,
+    ground_truth: RawGroundTruth,
+}
+
+enum RawGroundTruth {
+    Object(GroundTruth),
+    Legacy(String),
+}
+
+impl<'de> Deserialize<'de> for RawGroundTruth {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        use serde::de::Error;
+        match serde_json::Value::deserialize(deserializer)? {
+            serde_json::Value::String(program) => Ok(Self::Legacy(program)),
+            value @ serde_json::Value::Object(_) => serde_json::from_value(value)
+                .map(Self::Object)
+                .map_err(|e| D::Error::custom(format!("invalid `groundTruth`: {e} (expected {{\"before\": \"pass\"|\"fail\", \"after\": \"pass\"|\"fail\", \"program\": \"...\"}})"))),
+            _ => Err(D::Error::custom("`groundTruth` must be an object {\"before\", \"after\", \"program\"}")),
+        }
+    }
+}
+
+impl From<RawOracleCase> for OracleCase {
+    fn from(raw: RawOracleCase) -> Self {
+        let ground_truth = match raw.ground_truth {
+            RawGroundTruth::Object(g) => g,
+            RawGroundTruth::Legacy(program) => GroundTruth {
+                before: Outcome::Pass,
+                after: if raw.expected_finding_ids.is_empty() { Outcome::Pass } else { Outcome::Fail },
+                program,
+            },
+        };
+        Self { id: raw.id, expected_finding_ids: raw.expected_finding_ids, rationale: raw.rationale, split: raw.split, interpreter: raw.interpreter, ground_truth }
+    }
+}
+
+/// A `version` that must be the number 1; `1.0` is the same number (as in seed 002's
+/// JavaScript, where `1.0 === 1`).
+pub fn version_one<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<u32, D::Error> {
+    use serde::de::Error;
+    let value = serde_json::Value::deserialize(deserializer)?;
+    match value.as_f64() {
+        Some(v) if v == 1.0 => Ok(1),
+        _ => Err(D::Error::custom(format!("`version` must be 1, not {value}"))),
+    }
 }
 
 impl Interpreter {
@@ -153,9 +242,41 @@ mod tests {
 
     #[test]
     fn seed_002_exact_format_is_accepted() {
-        let text = r#"{"version":1,"findings":[{"id":"F01","description":"d"}],"cases":[{"id":"case-01","expectedFindingIds":["F01"],"rationale":"r","groundTruth":"import assert from 'node:assert';"}]}"#;
+        let text = r#"{"version":1,"findings":[{"id":"F01","caseId":"case-01","description":"d"}],"cases":[{"id":"case-01","expectedFindingIds":["F01"],"groundTruth":{"before":"pass","after":"fail","program":"import assert from 'node:assert';"},"rationale":"r"}]}"#;
         let oracle: Oracle = serde_json::from_str(text).expect("parses");
         assert_eq!(oracle.cases[0].interpreter(), Interpreter::Node);
+        assert_eq!(oracle.cases[0].ground_truth, GroundTruth { before: Outcome::Pass, after: Outcome::Fail, program: "import assert from 'node:assert';".into() });
+        let again: Oracle = serde_json::from_value(serde_json::to_value(&oracle).expect("json")).expect("round trip");
+        assert_eq!(again, oracle);
+    }
+
+    #[test]
+    fn the_reference_corpus_oracle_loads() {
+        let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/seed002/oracle.json");
+        let oracle = load_file(&path).expect("seed 002's published oracle");
+        assert_eq!(oracle.cases.len(), 8);
+        assert_eq!(oracle.case("case-06").map(|c| c.ground_truth.after), Some(Outcome::Pass));
+        assert_eq!(oracle.case("case-01").map(|c| c.ground_truth.after), Some(Outcome::Fail));
+    }
+
+    #[test]
+    fn the_legacy_string_form_is_still_read() {
+        let text = r#"{"version":1.0,"findings":[{"id":"F01","description":"d"}],"cases":[
+            {"id":"case-01","expectedFindingIds":["F01"],"rationale":"r","groundTruth":"p1"},
+            {"id":"case-02","expectedFindingIds":[],"rationale":"r","groundTruth":"p2"}]}"#;
+        let oracle: Oracle = serde_json::from_str(text).expect("parses");
+        assert_eq!(oracle.cases[0].ground_truth, GroundTruth { before: Outcome::Pass, after: Outcome::Fail, program: "p1".into() });
+        assert_eq!(oracle.cases[1].ground_truth, GroundTruth { before: Outcome::Pass, after: Outcome::Pass, program: "p2".into() });
+    }
+
+    #[test]
+    fn malformed_ground_truth_and_versions_are_rejected() {
+        let case = |gt: &str| format!(r#"{{"version":1,"findings":[],"cases":[{{"id":"case-01","expectedFindingIds":[],"rationale":"r","groundTruth":{gt}}}]}}"#);
+        for bad in [r#"{"before":"pass","after":"maybe","program":"p"}"#, r#"{"before":"pass","after":"pass"}"#, r#"{"before":"pass","after":"pass","program":"p","x":1}"#, "null", "[]"] {
+            assert!(serde_json::from_str::<Oracle>(&case(bad)).is_err(), "{bad}");
+        }
+        let e = serde_json::from_str::<Oracle>(r#"{"version":2,"findings":[],"cases":[]}"#).expect_err("version 2");
+        assert!(e.to_string().contains("`version` must be 1"), "{e}");
     }
 
     #[test]

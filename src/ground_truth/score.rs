@@ -1,7 +1,10 @@
 //! Seed 002's scorer, exactly (METRICS.md, "Seed 002: the scorer's exact formulas"): human
 //! adjudicated captured results in that document's format, scored per strategy against an
 //! oracle — precision, recall over planned opportunities, unique verified and expected,
-//! completeness, clean-case false-positive rate, coverage and metric summaries.
+//! completeness, clean-case false-positive rate, coverage and metric summaries. `--json`
+//! prints the reference scorer's output exactly: `{version, strategies: [{strategy, runs,
+//! coverage, findings, precision, recall, completeness, observedCompleteness,
+//! cleanCaseFalsePositiveRate, metrics}]}`, with numbers as JavaScript prints them.
 
 use super::oracle::Oracle;
 use serde::{Deserialize, Serialize};
@@ -13,6 +16,7 @@ use std::path::{Path, PathBuf};
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct CapturedResults {
+    #[serde(deserialize_with = "super::oracle::version_one")]
     pub version: u32,
     pub plan: CapturePlan,
     pub strategies: Vec<Strategy>,
@@ -40,8 +44,8 @@ pub struct CapturedRun {
     /// The reviewer output met its reporting/evidence contract (not a verdict).
     pub complete: bool,
     pub findings: Vec<Claim>,
-    /// Only provider-reported values; omitted when none were supplied.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    /// Only provider-reported values; omitted when none were supplied (never `null`).
+    #[serde(default, skip_serializing_if = "Option::is_none", deserialize_with = "present_metrics")]
     pub metrics: Option<Metrics>,
 }
 
@@ -80,30 +84,90 @@ impl Disposition {
     }
 }
 
-/// Provider-reported telemetry; a missing value stays missing.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields, rename_all = "camelCase")]
+/// Provider-reported telemetry; a missing value stays missing. Any non-negative finite
+/// number is accepted (token counts need not be integers, as in seed 002's scorer); `null`,
+/// arrays and unknown names are errors.
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct Metrics {
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub latency_ms: Option<f64>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub input_tokens: Option<u64>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub output_tokens: Option<u64>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub total_tokens: Option<u64>,
+    pub input_tokens: Option<f64>,
+    pub output_tokens: Option<f64>,
+    pub total_tokens: Option<f64>,
 }
 
 impl Metrics {
-    /// The supplied values by their seed 002 name.
+    /// The supplied values by their seed 002 name, in seed 002's order.
     fn values(&self) -> [(&'static str, Option<f64>); 4] {
-        [
-            ("latencyMs", self.latency_ms),
-            ("inputTokens", self.input_tokens.map(|v| v as f64)),
-            ("outputTokens", self.output_tokens.map(|v| v as f64)),
-            ("totalTokens", self.total_tokens.map(|v| v as f64)),
-        ]
+        [("latencyMs", self.latency_ms), ("inputTokens", self.input_tokens), ("outputTokens", self.output_tokens), ("totalTokens", self.total_tokens)]
     }
+}
+
+impl Serialize for Metrics {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let present: Vec<(&str, f64)> = self.values().into_iter().filter_map(|(k, v)| v.map(|v| (k, v))).collect();
+        let mut map = serializer.serialize_map(Some(present.len()))?;
+        for (k, v) in present {
+            map.serialize_entry(k, &JsNumber(v))?;
+        }
+        map.end()
+    }
+}
+
+impl<'de> Deserialize<'de> for Metrics {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        use serde::de::Error;
+        let value = serde_json::Value::deserialize(deserializer)?;
+        let serde_json::Value::Object(map) = value else {
+            let kind = match value {
+                serde_json::Value::Null => "null",
+                serde_json::Value::Array(_) => "an array",
+                _ => "not an object",
+            };
+            return Err(D::Error::custom(format!(
+                "`metrics` must be an object such as {{\"latencyMs\": 1200, \"totalTokens\": 900}} (omit it when the provider reported nothing), not {kind}"
+            )));
+        };
+        let mut m = Metrics::default();
+        for (name, v) in map {
+            let slot = match name.as_str() {
+                "latencyMs" => &mut m.latency_ms,
+                "inputTokens" => &mut m.input_tokens,
+                "outputTokens" => &mut m.output_tokens,
+                "totalTokens" => &mut m.total_tokens,
+                _ => return Err(D::Error::custom(format!("unsupported metric `{name}`; the metrics are {}", METRIC_NAMES.join(", ")))),
+            };
+            match v.as_f64().filter(|n| v.is_number() && n.is_finite() && *n >= 0.0) {
+                Some(n) => *slot = Some(n),
+                None => return Err(D::Error::custom(format!("`metrics.{name}` must be a non-negative number, not {v} (omit a value the provider did not report)"))),
+            }
+        }
+        Ok(m)
+    }
+}
+
+/// `metrics` when the key is present: `null` is an error, not "absent".
+fn present_metrics<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<Option<Metrics>, D::Error> {
+    Metrics::deserialize(deserializer).map(Some)
+}
+
+/// A number as JavaScript's `JSON.stringify` writes it: integral values without a fraction.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct JsNumber(pub f64);
+
+impl Serialize for JsNumber {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let v = self.0;
+        if v.fract() == 0.0 && v.abs() < 9_007_199_254_740_992.0 {
+            serializer.serialize_i64(v as i64)
+        } else {
+            serializer.serialize_f64(v)
+        }
+    }
+}
+
+fn js_opt<S: serde::Serializer>(value: &Option<f64>, serializer: S) -> Result<S::Ok, S::Error> {
+    value.map(JsNumber).serialize(serializer)
 }
 
 pub const METRIC_NAMES: [&str; 4] = ["latencyMs", "inputTokens", "outputTokens", "totalTokens"];
@@ -131,6 +195,19 @@ pub fn check(captured: &CapturedResults, oracle: &Oracle) -> Vec<String> {
     if captured.version != 1 {
         problems.push(format!("`version` must be 1, not {}", captured.version));
     }
+    // The oracle, as seed 002's scorer indexes it: unique case ids, and no finding id expected twice.
+    let mut cases = BTreeSet::new();
+    let mut expected_by: BTreeMap<&str, &str> = BTreeMap::new();
+    for c in &oracle.cases {
+        if !cases.insert(c.id.as_str()) {
+            problems.push(format!("the oracle lists case `{}` twice", c.id));
+        }
+        for id in &c.expected_finding_ids {
+            if let Some(other) = expected_by.insert(id, &c.id) {
+                problems.push(format!("the oracle expects finding `{id}` twice (in `{other}` and `{}`); oracle finding ids are unique", c.id));
+            }
+        }
+    }
     let plan = &captured.plan;
     if plan.case_ids.is_empty() {
         problems.push("`plan.caseIds` is empty".into());
@@ -149,9 +226,6 @@ pub fn check(captured: &CapturedResults, oracle: &Oracle) -> Vec<String> {
     }
     let mut seen = BTreeSet::new();
     for id in &plan.trial_ids {
-        if id.is_empty() {
-            problems.push("`plan.trialIds` has an empty id".into());
-        }
         if !seen.insert(id) {
             problems.push(format!("trial `{id}` is listed twice in `plan.trialIds`"));
         }
@@ -165,16 +239,11 @@ pub fn check(captured: &CapturedResults, oracle: &Oracle) -> Vec<String> {
             problems.push("`plan.caseIds` needs at least one finding case".into());
         }
     }
-    if captured.strategies.is_empty() {
-        problems.push("`strategies` is empty".into());
-    }
-    let catalog: BTreeSet<&str> = oracle.findings.iter().map(|f| f.id.as_str()).collect();
+    // As in seed 002's scorer: no strategy at all, an empty name or an empty trial id is fine.
     let mut names = BTreeSet::new();
     for strategy in &captured.strategies {
         let s = &strategy.name;
-        if s.is_empty() {
-            problems.push("a strategy has an empty `name`".into());
-        } else if !names.insert(s) {
+        if !names.insert(s) {
             problems.push(format!("strategy `{s}` is listed twice"));
         }
         let mut pairs = BTreeSet::new();
@@ -190,19 +259,15 @@ pub fn check(captured: &CapturedResults, oracle: &Oracle) -> Vec<String> {
                 problems.push(format!("{at}: duplicate result for this case and trial"));
             }
             if let Some(m) = &run.metrics {
-                if let Some(l) = m.latency_ms {
-                    if !(l.is_finite() && l >= 0.0) {
-                        problems.push(format!("{at}: `metrics.latencyMs` must be a non-negative number, not {l}"));
+                for (name, value) in m.values() {
+                    if value.is_some_and(|v| !(v.is_finite() && v >= 0.0)) {
+                        problems.push(format!("{at}: `metrics.{name}` must be a non-negative number"));
                     }
                 }
             }
             let expected: BTreeSet<&str> = oracle.case(&run.case_id).map(|c| c.expected_finding_ids.iter().map(String::as_str).collect()).unwrap_or_default();
             let mut dispositions: BTreeMap<&str, Disposition> = BTreeMap::new();
             for claim in &run.findings {
-                if claim.id.trim().is_empty() {
-                    problems.push(format!("{at}: a finding has an empty `id`"));
-                    continue;
-                }
                 if let Some(previous) = dispositions.insert(&claim.id, claim.disposition) {
                     if previous != claim.disposition {
                         problems.push(format!(
@@ -219,10 +284,7 @@ pub fn check(captured: &CapturedResults, oracle: &Oracle) -> Vec<String> {
                         claim.id,
                         if expected.is_empty() { "none: a clean case".to_string() } else { expected.iter().map(|e| format!("`{e}`")).collect::<Vec<_>>().join(", ") }
                     )),
-                    Disposition::FalsePositive if catalog.contains(claim.id.as_str()) => problems.push(format!(
-                        "{at}: oracle finding `{}` cannot be a false positive; give each false positive a case-scoped id such as `{}-fp-01`",
-                        claim.id, run.case_id
-                    )),
+                    // A `false_positive` or `unresolved` claim may use any id, an oracle id too.
                     _ => {}
                 }
             }
@@ -235,11 +297,9 @@ pub fn check(captured: &CapturedResults, oracle: &Oracle) -> Vec<String> {
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ClassCoverage {
-    pub cases: usize,
     pub expected_runs: usize,
     pub submitted_runs: usize,
     pub omitted_runs: usize,
-    pub omitted_cases: Vec<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize)]
@@ -250,71 +310,125 @@ pub struct CaseTrial {
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct Coverage {
-    pub expected_runs: usize,
-    pub submitted_runs: usize,
-    pub omitted_runs: usize,
-    /// Planned cases with no submitted run at all.
-    pub omitted_cases: Vec<String>,
-    /// Planned (case, trial) pairs without a submitted run.
-    pub omitted_pairs: Vec<CaseTrial>,
+pub struct Classes {
     pub clean: ClassCoverage,
     pub finding: ClassCoverage,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
-pub struct FindingCounts {
-    pub verified: usize,
-    pub false_positive: usize,
-    pub unresolved: usize,
+pub struct Coverage {
+    pub expected_runs: usize,
+    pub submitted_runs: usize,
+    /// Planned cases with at least one omitted trial, in plan order.
+    pub omitted_cases: Vec<String>,
+    /// Planned (case, trial) pairs without a submitted run, in plan order.
+    pub omitted_case_trials: Vec<CaseTrial>,
+    pub classes: Classes,
 }
 
-/// Observations, total and mean over supplied values only; `null` when none were supplied.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct FindingCounts {
+    pub verified: usize,
+    pub false_positives: usize,
+    pub unresolved: usize,
+    pub unique_verified: usize,
+    pub unique_expected: usize,
+}
+
+/// Observations over supplied values only; `total` and `mean` are absent (not null) when
+/// none were supplied. `runs` is the number of submitted runs.
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct MetricSummary {
     pub observations: usize,
+    pub runs: usize,
+    #[serde(skip_serializing_if = "Option::is_none", serialize_with = "js_opt")]
     pub total: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none", serialize_with = "js_opt")]
     pub mean: Option<f64>,
 }
 
+/// The four metric summaries, in seed 002's order.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct MetricSummaries(pub Vec<(String, MetricSummary)>);
+
+impl MetricSummaries {
+    pub fn get(&self, name: &str) -> Option<&MetricSummary> {
+        self.0.iter().find(|(n, _)| n == name).map(|(_, m)| m)
+    }
+}
+
+impl std::ops::Index<&str> for MetricSummaries {
+    type Output = MetricSummary;
+    fn index(&self, name: &str) -> &MetricSummary {
+        static NONE: MetricSummary = MetricSummary { observations: 0, runs: 0, total: None, mean: None };
+        self.get(name).unwrap_or(&NONE)
+    }
+}
+
+impl Serialize for MetricSummaries {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let mut map = serializer.serialize_map(Some(self.0.len()))?;
+        for (k, v) in &self.0 {
+            map.serialize_entry(k, v)?;
+        }
+        map.end()
+    }
+}
+
+/// One strategy's score, field for field the reference scorer's.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct StrategyScore {
-    pub name: String,
+    pub strategy: String,
+    /// Submitted runs.
+    pub runs: usize,
+    pub coverage: Coverage,
     pub findings: FindingCounts,
     /// verified / (verified + false_positive); `null` on 0/0.
+    #[serde(serialize_with = "js_opt")]
     pub precision: Option<f64>,
     /// verified / (Σ planned cases |expected ids| × |trialIds|): omitted runs count as misses.
+    #[serde(serialize_with = "js_opt")]
     pub recall: Option<f64>,
-    pub unique_verified: usize,
-    pub unique_expected: usize,
     /// Runs with `complete: true` / planned runs.
+    #[serde(serialize_with = "js_opt")]
     pub completeness: Option<f64>,
     /// Runs with `complete: true` / submitted runs.
+    #[serde(serialize_with = "js_opt")]
     pub observed_completeness: Option<f64>,
     /// Submitted clean-case runs with ≥ 1 false positive / submitted clean-case runs.
+    #[serde(serialize_with = "js_opt")]
     pub clean_case_false_positive_rate: Option<f64>,
-    pub coverage: Coverage,
-    pub metrics: BTreeMap<String, MetricSummary>,
+    pub metrics: MetricSummaries,
 }
 
-/// The whole score document.
+/// The whole score document. It serializes as the reference scorer prints it
+/// (`{version, strategies}`); the rest is for the human rendering.
 #[derive(Debug, Clone, PartialEq, Serialize)]
-#[serde(rename_all = "camelCase")]
 pub struct Score {
+    pub version: u32,
+    pub strategies: Vec<StrategyScore>,
     /// Which method produced the dispositions, e.g. "adjudicated by a person: sheet.csv".
+    #[serde(skip)]
     pub method: String,
+    #[serde(skip)]
     pub results: String,
+    #[serde(skip)]
     pub oracle: String,
+    #[serde(skip)]
     pub case_ids: Vec<String>,
+    #[serde(skip)]
     pub trial_ids: Vec<String>,
+    #[serde(skip)]
     pub clean_cases: Vec<String>,
+    #[serde(skip)]
     pub finding_cases: Vec<String>,
     /// Σ over planned cases of |expected ids| × |trialIds|.
+    #[serde(skip)]
     pub finding_opportunities: usize,
-    pub strategies: Vec<StrategyScore>,
 }
 
 fn ratio(num: usize, den: usize) -> Option<f64> {
@@ -341,7 +455,7 @@ pub fn score(captured: &CapturedResults, oracle: &Oracle, method: &str, results:
             let mut complete = 0;
             let (mut clean_runs, mut clean_runs_with_fp) = (0, 0);
             let mut submitted: BTreeSet<(&str, &str)> = BTreeSet::new();
-            let mut metric_values: BTreeMap<&str, Vec<f64>> = METRIC_NAMES.iter().map(|n| (*n, Vec::new())).collect();
+            let mut metric_values: Vec<(&str, Vec<f64>)> = METRIC_NAMES.iter().map(|n| (*n, Vec::new())).collect();
             for run in &strategy.runs {
                 submitted.insert((&run.case_id, &run.trial_id));
                 // A repeated (id, disposition) within a run counts once.
@@ -354,7 +468,7 @@ pub fn score(captured: &CapturedResults, oracle: &Oracle, method: &str, results:
                             unique_verified.insert((&run.case_id, id));
                         }
                         Disposition::FalsePositive => {
-                            counts.false_positive += 1;
+                            counts.false_positives += 1;
                             fp += 1;
                         }
                         Disposition::Unresolved => counts.unresolved += 1,
@@ -371,7 +485,7 @@ pub fn score(captured: &CapturedResults, oracle: &Oracle, method: &str, results:
                 }
                 if let Some(m) = &run.metrics {
                     for (name, value) in m.values() {
-                        if let (Some(v), Some(list)) = (value, metric_values.get_mut(name)) {
+                        if let (Some(v), Some((_, list))) = (value, metric_values.iter_mut().find(|(n, _)| *n == name)) {
                             list.push(v);
                         }
                     }
@@ -380,50 +494,47 @@ pub fn score(captured: &CapturedResults, oracle: &Oracle, method: &str, results:
             let class = |cases: &[String]| {
                 let sub = submitted.iter().filter(|(c, _)| cases.iter().any(|x| x == c)).count();
                 let expected_runs = cases.len() * trials;
-                ClassCoverage {
-                    cases: cases.len(),
-                    expected_runs,
-                    submitted_runs: sub,
-                    omitted_runs: expected_runs - sub,
-                    omitted_cases: cases.iter().filter(|c| !submitted.iter().any(|(s, _)| s == c)).cloned().collect(),
-                }
+                ClassCoverage { expected_runs, submitted_runs: sub, omitted_runs: expected_runs - sub }
             };
             let expected_runs = plan.case_ids.len() * trials;
+            let omitted_case_trials: Vec<CaseTrial> = plan
+                .case_ids
+                .iter()
+                .flat_map(|c| plan.trial_ids.iter().map(move |t| (c, t)))
+                .filter(|(c, t)| !submitted.contains(&(c.as_str(), t.as_str())))
+                .map(|(c, t)| CaseTrial { case_id: c.clone(), trial_id: t.clone() })
+                .collect();
             let coverage = Coverage {
                 expected_runs,
                 submitted_runs: submitted.len(),
-                omitted_runs: expected_runs - submitted.len(),
-                omitted_cases: plan.case_ids.iter().filter(|c| !submitted.iter().any(|(s, _)| s == c)).cloned().collect(),
-                omitted_pairs: plan
-                    .case_ids
-                    .iter()
-                    .flat_map(|c| plan.trial_ids.iter().map(move |t| (c, t)))
-                    .filter(|(c, t)| !submitted.contains(&(c.as_str(), t.as_str())))
-                    .map(|(c, t)| CaseTrial { case_id: c.clone(), trial_id: t.clone() })
-                    .collect(),
-                clean: class(&clean_cases),
-                finding: class(&finding_cases),
+                omitted_cases: plan.case_ids.iter().filter(|c| omitted_case_trials.iter().any(|p| p.case_id == **c)).cloned().collect(),
+                omitted_case_trials,
+                classes: Classes { clean: class(&clean_cases), finding: class(&finding_cases) },
             };
-            let metrics = metric_values
-                .into_iter()
-                .map(|(name, values)| {
-                    let total: f64 = values.iter().sum();
-                    let summary = if values.is_empty() {
-                        MetricSummary::default()
-                    } else {
-                        MetricSummary { observations: values.len(), total: Some(total), mean: Some(total / values.len() as f64) }
-                    };
-                    (name.to_string(), summary)
-                })
-                .collect();
+            let runs = submitted.len();
+            let metrics = MetricSummaries(
+                metric_values
+                    .into_iter()
+                    .map(|(name, values)| {
+                        let total: f64 = values.iter().sum();
+                        let summary = if values.is_empty() {
+                            MetricSummary { observations: 0, runs, total: None, mean: None }
+                        } else {
+                            MetricSummary { observations: values.len(), runs, total: Some(total), mean: Some(total / values.len() as f64) }
+                        };
+                        (name.to_string(), summary)
+                    })
+                    .collect(),
+            );
+            counts.unique_verified = unique_verified.len();
+            counts.unique_expected = unique_expected.len();
             StrategyScore {
-                name: strategy.name.clone(),
-                precision: ratio(counts.verified, counts.verified + counts.false_positive),
+                strategy: strategy.name.clone(),
+                runs,
+                precision: ratio(counts.verified, counts.verified + counts.false_positives),
                 recall: ratio(counts.verified, opportunities),
-                unique_verified: unique_verified.len(),
-                unique_expected: unique_expected.len(),
                 completeness: ratio(complete, expected_runs),
-                observed_completeness: ratio(complete, submitted.len()),
+                observed_completeness: ratio(complete, runs),
                 clean_case_false_positive_rate: ratio(clean_runs_with_fp, clean_runs),
                 findings: counts,
                 coverage,
@@ -432,6 +543,7 @@ pub fn score(captured: &CapturedResults, oracle: &Oracle, method: &str, results:
         })
         .collect();
     Score {
+        version: 1,
         method: method.to_string(),
         results: results.to_string(),
         oracle: oracle_label.to_string(),
@@ -497,7 +609,12 @@ impl Score {
             self.trial_ids.len(),
             self.finding_opportunities
         );
-        let width = self.strategies.iter().map(|s| s.name.chars().count()).max().unwrap_or(8).max(8);
+        if self.strategies.is_empty() {
+            let _ = writeln!(out, "no strategies");
+            return out;
+        }
+        let shown = |s: &StrategyScore| if s.strategy.is_empty() { "\"\"".to_string() } else { s.strategy.clone() };
+        let width = self.strategies.iter().map(|s| shown(s).chars().count()).max().unwrap_or(8).max(8);
         let _ = writeln!(out);
         let _ = writeln!(
             out,
@@ -508,13 +625,13 @@ impl Score {
             let _ = writeln!(
                 out,
                 "{:<width$}  {:>9}  {:>6}  {:>8}  {:>3}  {:>5}  {:>7}  {:>8}  {:>8}  {:>8}  {:>5}",
-                s.name,
+                shown(s),
                 fmt_rate(s.precision),
                 fmt_rate(s.recall),
                 s.findings.verified,
-                s.findings.false_positive,
+                s.findings.false_positives,
                 s.findings.unresolved,
-                format!("{}/{}", s.unique_verified, s.unique_expected),
+                format!("{}/{}", s.findings.unique_verified, s.findings.unique_expected),
                 fmt_rate(s.completeness),
                 fmt_rate(s.observed_completeness),
                 fmt_rate(s.clean_case_false_positive_rate),
@@ -524,17 +641,22 @@ impl Score {
         for s in &self.strategies {
             let c = &s.coverage;
             let _ = writeln!(out);
-            let _ = writeln!(out, "{}:", s.name);
+            let _ = writeln!(out, "{}:", shown(s));
             let _ = writeln!(
                 out,
                 "  coverage: {}/{} runs submitted (clean {}/{}, finding {}/{})",
-                c.submitted_runs, c.expected_runs, c.clean.submitted_runs, c.clean.expected_runs, c.finding.submitted_runs, c.finding.expected_runs
+                c.submitted_runs,
+                c.expected_runs,
+                c.classes.clean.submitted_runs,
+                c.classes.clean.expected_runs,
+                c.classes.finding.submitted_runs,
+                c.classes.finding.expected_runs
             );
             if !c.omitted_cases.is_empty() {
-                let _ = writeln!(out, "  omitted cases: {}", c.omitted_cases.join(", "));
+                let _ = writeln!(out, "  cases with an omitted trial: {}", c.omitted_cases.join(", "));
             }
-            if !c.omitted_pairs.is_empty() {
-                let pairs: Vec<String> = c.omitted_pairs.iter().map(|p| format!("{}/{}", p.case_id, p.trial_id)).collect();
+            if !c.omitted_case_trials.is_empty() {
+                let pairs: Vec<String> = c.omitted_case_trials.iter().map(|p| format!("{}/{}", p.case_id, p.trial_id)).collect();
                 let _ = writeln!(out, "  omitted runs (count as misses): {}", pairs.join(", "));
             }
             if s.clean_case_false_positive_rate.is_none() {

@@ -3,17 +3,19 @@
 //! `file:line:column`, and each case's ground-truth program run on both source versions.
 //!
 //! Structure: exact key sets in both files (a leaked `expectedFindingIds` or `label` in the
-//! public file is an error), id formats (`case-NN`, `FNN`), relative source paths that cannot
-//! escape, equal public and oracle case sets, unique finding ids that every case's expected
-//! ids resolve to, at least one clean and one finding case. Programs: a finding case passes on
-//! `before` and fails on `after` with an assertion failure; a clean case passes on both;
-//! anything else (syntax errors, other exceptions, signals, timeouts, spawn errors) is a
-//! rejection that keeps the child's output.
+//! public file is an error; `groundTruth` is the object `{before, after, program}`), case ids
+//! `case-NN` titled `Scenario NN`, relative source paths that stay inside the case directory
+//! once normalized and out of `.git`, equal public and oracle case sets, unique finding ids
+//! (any non-empty string) that every case's expected ids resolve to, at least one clean and
+//! one finding case (runner's rule, stricter than seed 002's validator on the clean case).
+//! Programs: a finding case declares and does pass on `before` and fail on `after` with an
+//! assertion failure; a clean case passes on both; anything else (syntax errors, other
+//! exceptions, signals, timeouts, spawn errors) is a rejection that keeps the child's output.
 
-use super::oracle::{Interpreter, OracleCase, OracleFinding, Split, ORACLE_FILE};
+use super::oracle::{Interpreter, OracleCase, OracleFinding, Outcome, Split, ORACLE_FILE};
 use super::program::{self, ChildOutput, Limits, Verdict};
 use super::spanned::{self, Pos, Spanned};
-use crate::target::corpus::{is_safe_relative_path, PublicCase, PUBLIC_FILE};
+use crate::target::corpus::{normalize_relative_path, PublicCase, PUBLIC_FILE};
 use serde::Serialize;
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
@@ -27,10 +29,12 @@ pub const PUBLIC_TOP_KEYS: [&str; 2] = ["version", "cases"];
 pub const PUBLIC_CASE_KEYS: [&str; 5] = ["id", "title", "reviewTask", "spec", "source"];
 pub const PUBLIC_SOURCE_KEYS: [&str; 3] = ["path", "before", "after"];
 pub const ORACLE_TOP_KEYS: [&str; 3] = ["version", "findings", "cases"];
-pub const ORACLE_FINDING_REQUIRED: [&str; 2] = ["id", "description"];
-pub const ORACLE_FINDING_OPTIONAL: [&str; 7] = ["caseId", "file", "line", "range", "category", "severity", "blocking"];
-pub const ORACLE_CASE_REQUIRED: [&str; 4] = ["id", "expectedFindingIds", "rationale", "groundTruth"];
+/// Seed 002's keys; the optional ones are runner's additions.
+pub const ORACLE_FINDING_REQUIRED: [&str; 3] = ["id", "caseId", "description"];
+pub const ORACLE_FINDING_OPTIONAL: [&str; 6] = ["file", "line", "range", "category", "severity", "blocking"];
+pub const ORACLE_CASE_REQUIRED: [&str; 4] = ["id", "expectedFindingIds", "groundTruth", "rationale"];
 pub const ORACLE_CASE_OPTIONAL: [&str; 2] = ["split", "interpreter"];
+pub const GROUND_TRUTH_KEYS: [&str; 3] = ["before", "after", "program"];
 pub const RANGE_KEYS: [&str; 2] = ["start", "end"];
 
 /// Keys that name private oracle content: in the public file they are a leak, not a typo.
@@ -196,7 +200,8 @@ fn check_keys(
 
 fn check_version(root: &Spanned, file: &str, problems: &mut Problems) {
     if let Some(m) = root.get("version") {
-        if m.value.to_value() != serde_json::json!(1) {
+        // `1.0` is the number 1, as in seed 002's JavaScript.
+        if m.value.to_value().as_f64() != Some(1.0) {
             problems.at(None, file, m.value.pos, "`version` must be 1");
         }
     }
@@ -220,8 +225,9 @@ fn case_id_ok(id: &str) -> bool {
     id.strip_prefix("case-").is_some_and(|n| n.len() >= 2 && n.bytes().all(|b| b.is_ascii_digit()))
 }
 
-fn finding_id_ok(id: &str) -> bool {
-    id.strip_prefix('F').is_some_and(|n| n.len() >= 2 && n.bytes().all(|b| b.is_ascii_digit()))
+/// The title seed 002 requires of case `case-NN`: `Scenario NN`.
+fn expected_title(id: &str) -> Option<String> {
+    id.strip_prefix("case-").filter(|_| case_id_ok(id)).map(|n| format!("Scenario {n}"))
 }
 
 /// The id of a case object, for messages about it, when it has a string one.
@@ -232,7 +238,8 @@ fn node_id(node: &Spanned) -> Option<String> {
 struct PublicEntry<'a> {
     node: &'a Spanned,
     case: PublicCase,
-    path_ok: bool,
+    /// `source.path` normalized inside the case directory; `None` when it is unsafe.
+    path: Option<String>,
 }
 
 struct OracleCaseEntry<'a> {
@@ -280,18 +287,15 @@ fn check_public<'a>(p: &'a Parsed, problems: &mut Problems) -> Vec<PublicEntry<'
         };
         if !case_id_ok(&decoded.id) {
             problems.at(case, file, node.pos_of("id"), format!("case id `{}` must look like `case-NN`", decoded.id));
+        } else if let Some(title) = expected_title(&decoded.id).filter(|t| *t != decoded.title) {
+            problems.at(case, file, node.pos_of("title"), format!("case `{}` must be titled `{title}`, not `{}` (titles are neutral: `Scenario NN`)", decoded.id, decoded.title));
         }
         let source_node = node.get("source").map(|m| &m.value).unwrap_or(node);
-        let path_ok = is_safe_relative_path(&decoded.source.path);
-        if !path_ok {
-            problems.at(
-                case,
-                file,
-                source_node.pos_of("path"),
-                format!("source path `{}` must be relative and must not escape the case directory (no `..`, no leading `/`)", decoded.source.path),
-            );
+        let path = normalize_relative_path(&decoded.source.path);
+        if path.is_none() {
+            problems.at(case, file, source_node.pos_of("path"), unsafe_path_message("source path", &decoded.source.path));
         }
-        out.push(PublicEntry { node, case: decoded, path_ok });
+        out.push(PublicEntry { node, case: decoded, path });
     }
     let mut seen: BTreeMap<&str, Pos> = BTreeMap::new();
     for e in &out {
@@ -300,6 +304,15 @@ fn check_public<'a>(p: &'a Parsed, problems: &mut Problems) -> Vec<PublicEntry<'
         }
     }
     out
+}
+
+fn unsafe_path_message(what: &str, path: &str) -> String {
+    let inside_git = path.split('/').any(|p| p.trim_end_matches(['.', ' ']).eq_ignore_ascii_case(".git") || p.eq_ignore_ascii_case("git~1"));
+    if inside_git {
+        format!("{what} `{path}` names `.git` or a file inside it: a case may never write into the repository's git directory")
+    } else {
+        format!("{what} `{path}` must be relative and must not escape the case directory (`./a` and `src/../a` are fine; no leading `/`, no `..` above the top, no `\\`) nor name `.git`")
+    }
 }
 
 fn check_oracle<'a>(p: &'a Parsed, problems: &mut Problems) -> (Vec<FindingEntry<'a>>, Vec<OracleCaseEntry<'a>>) {
@@ -320,8 +333,8 @@ fn check_oracle<'a>(p: &'a Parsed, problems: &mut Problems) -> (Vec<FindingEntry
         }
         match spanned::decode::<OracleFinding>(&p.text, node) {
             Ok(finding) => {
-                if !finding_id_ok(&finding.id) {
-                    problems.at(None, file, node.pos_of("id"), format!("finding id `{}` must look like `FNN`", finding.id));
+                if finding.id.trim().is_empty() {
+                    problems.at(finding.case_id.as_deref(), file, node.pos_of("id"), "a finding id must not be empty (any unique id will do: `F01`, `C01`, …)");
                 }
                 findings.push(FindingEntry { node, finding });
             }
@@ -339,7 +352,11 @@ fn check_oracle<'a>(p: &'a Parsed, problems: &mut Problems) -> (Vec<FindingEntry
     for node in array_at(&p.root, "cases", file, problems) {
         let id = node_id(node);
         let case = id.as_deref();
-        if !check_keys(node, file, "an oracle case", case, &ORACLE_CASE_REQUIRED, &ORACLE_CASE_OPTIONAL, false, problems) {
+        let mut ok = check_keys(node, file, "an oracle case", case, &ORACLE_CASE_REQUIRED, &ORACLE_CASE_OPTIONAL, false, problems);
+        if let Some(gt) = node.get("groundTruth").map(|m| &m.value) {
+            ok &= check_ground_truth(gt, file, case, problems);
+        }
+        if !ok {
             continue;
         }
         match spanned::decode::<OracleCase>(&p.text, node) {
@@ -347,8 +364,26 @@ fn check_oracle<'a>(p: &'a Parsed, problems: &mut Problems) -> (Vec<FindingEntry
                 if !case_id_ok(&c.id) {
                     problems.at(case, file, node.pos_of("id"), format!("case id `{}` must look like `case-NN`", c.id));
                 }
-                if c.ground_truth.trim().is_empty() {
-                    problems.at(case, file, node.pos_of("groundTruth"), "`groundTruth` is empty");
+                let gt_node = node.get("groundTruth").map(|m| &m.value).unwrap_or(node);
+                if c.ground_truth.program.trim().is_empty() {
+                    problems.at(case, file, gt_node.pos_of("program"), "`groundTruth.program` is empty");
+                }
+                let g = &c.ground_truth;
+                let (want_before, want_after) = if c.is_clean() { (Outcome::Pass, Outcome::Pass) } else { (Outcome::Pass, Outcome::Fail) };
+                if (g.before, g.after) != (want_before, want_after) {
+                    let kind = if c.is_clean() { "a clean case (no expected findings)" } else { "a finding case" };
+                    problems.at(
+                        case,
+                        file,
+                        gt_node.pos,
+                        format!(
+                            "`groundTruth` of {kind} must say `\"before\": \"{}\", \"after\": \"{}\"`, not `\"before\": \"{}\", \"after\": \"{}\"`",
+                            want_before.as_str(),
+                            want_after.as_str(),
+                            g.before.as_str(),
+                            g.after.as_str()
+                        ),
+                    );
                 }
                 cases.push(OracleCaseEntry { node, case: c });
             }
@@ -362,6 +397,39 @@ fn check_oracle<'a>(p: &'a Parsed, problems: &mut Problems) -> (Vec<FindingEntry
         }
     }
     (findings, cases)
+}
+
+/// `groundTruth`: exactly `{before, after, program}`, `before`/`after` `"pass"` or `"fail"`,
+/// `program` a string. Returns whether the case can still be decoded (a legacy bare string
+/// is reported but can: the rest of the case is checked and its program run as usual).
+fn check_ground_truth(node: &Spanned, file: &str, case: Option<&str>, problems: &mut Problems) -> bool {
+    if node.as_str().is_some() {
+        problems.at(
+            case,
+            file,
+            node.pos,
+            "`groundTruth` must be an object `{\"before\": \"pass\", \"after\": \"fail\" (\"pass\" for a clean case), \"program\": \"…\"}` (seed 002's format); \
+             a bare program string is the form of earlier runner versions, still read by `exec` and `score` but not a valid corpus: move the string into `program`",
+        );
+        return true;
+    }
+    if !check_keys(node, file, "`groundTruth`", case, &GROUND_TRUTH_KEYS, &[], false, problems) {
+        return false;
+    }
+    let mut ok = true;
+    for key in ["before", "after"] {
+        let Some(m) = node.get(key) else { continue };
+        if !matches!(m.value.as_str(), Some("pass" | "fail")) {
+            let shown = m.value.as_str().map(|s| format!("`\"{s}\"`")).unwrap_or_else(|| m.value.kind().to_string());
+            problems.at(case, file, m.value.pos, format!("`groundTruth.{key}` must be \"pass\" or \"fail\", not {shown}"));
+            ok = false;
+        }
+    }
+    if let Some(m) = node.get("program").filter(|m| m.value.as_str().is_none()) {
+        problems.at(case, file, m.value.pos, format!("`groundTruth.program` must be a string (an ES-module Node program by default), not {}", m.value.kind()));
+        ok = false;
+    }
+    ok
 }
 
 /// Expected ids against the catalog, and each finding's location against its case's source.
@@ -397,11 +465,12 @@ fn check_links(
                     problems.at(Some(id), oracle_file, entry.node.pos_of("caseId"), format!("finding `{fid}` says `caseId: {owner}` but `{id}` expects it"));
                 }
             }
-            let Some(public) = public.get(id).filter(|p| p.path_ok) else { continue };
+            let Some((public, source_path)) = public.get(id).and_then(|p| p.path.as_deref().map(|s| (p, s))) else { continue };
             if let Some(file) = &f.file {
-                if !is_safe_relative_path(file) {
-                    problems.at(Some(id), oracle_file, entry.node.pos_of("file"), format!("finding `{fid}`: file `{file}` must be relative and must not escape"));
-                } else if *file != public.case.source.path {
+                let normal = normalize_relative_path(file);
+                if normal.is_none() {
+                    problems.at(Some(id), oracle_file, entry.node.pos_of("file"), format!("finding `{fid}`: {}", unsafe_path_message("file", file)));
+                } else if normal.as_deref() != Some(source_path) {
                     problems.at(
                         Some(id),
                         oracle_file,
@@ -453,6 +522,8 @@ struct Job<'a> {
     case: &'a OracleCase,
     node: &'a Spanned,
     public: &'a PublicCase,
+    /// The normalized source path.
+    path: &'a str,
     version: &'static str,
 }
 
@@ -486,7 +557,11 @@ pub fn validate(dir: &Path, options: &Options) -> Validation {
     check_links(&oracle_label, &findings, &cases, &public_by_id, &mut problems);
     if oracle_file.is_some() {
         if !cases.iter().any(|c| c.case.is_clean()) {
-            problems.global(Some(&oracle_label), "the corpus needs at least one clean case (no expected findings)");
+            problems.global(
+                Some(&oracle_label),
+                "the corpus needs at least one clean case (no expected findings): runner's rule, deliberately stricter than seed 002's validator, \
+                 because a clean case is what measures false positives (seed 002's scorer requires one in every plan)",
+            );
         }
         if !cases.iter().any(|c| !c.case.is_clean()) {
             problems.global(Some(&oracle_label), "the corpus needs at least one finding case");
@@ -497,31 +572,36 @@ pub fn validate(dir: &Path, options: &Options) -> Validation {
     if !options.structure_only {
         for c in &cases {
             let Some(p) = public_by_id.get(c.case.id.as_str()) else { continue };
-            if !p.path_ok || c.case.ground_truth.trim().is_empty() {
+            let Some(path) = p.path.as_deref() else { continue };
+            if c.case.ground_truth.program.trim().is_empty() {
                 continue;
             }
             for version in ["before", "after"] {
-                jobs.push(Job { case: &c.case, node: c.node, public: &p.case, version });
+                jobs.push(Job { case: &c.case, node: c.node, public: &p.case, path, version });
             }
         }
     }
     let results = run_jobs(&jobs, options);
     let mut runs = Vec::new();
     for (job, result) in jobs.iter().zip(results) {
-        let expected = if job.case.is_clean() || job.version == "before" { "pass" } else { "assertion failure" };
+        let declared = if job.version == "before" { job.case.ground_truth.before } else { job.case.ground_truth.after };
+        let expected = match declared {
+            Outcome::Pass => "pass",
+            Outcome::Fail => "assertion failure",
+        };
         let ok = match expected {
             "pass" => result.verdict == Verdict::Pass,
             _ => result.verdict == Verdict::AssertionFailure,
         };
         if !ok {
             let id = job.case.id.as_str();
-            let message = match (&result.verdict, job.case.is_clean(), job.version) {
-                (Verdict::Pass, false, _) => {
-                    "ground truth passes on `after`; a finding case must fail on `after` with an assertion failure".to_string()
+            let message = match (&result.verdict, declared, job.case.is_clean(), job.version) {
+                (Verdict::Pass, Outcome::Fail, _, version) => {
+                    format!("ground truth passes on `{version}`; a finding case must fail on `{version}` with an assertion failure")
                 }
-                (v, true, version) => format!("ground truth must pass on `{version}` (a clean case), but it {v}"),
-                (v, false, "before") => format!("ground truth must pass on `before`, but it {v}"),
-                (v, false, _) => format!("ground truth must fail on `after` with an assertion failure, but it {}", rejected_text(v)),
+                (v, Outcome::Pass, true, version) => format!("ground truth must pass on `{version}` (a clean case), but it {v}"),
+                (v, Outcome::Pass, false, version) => format!("ground truth must pass on `{version}`, but it {v}"),
+                (v, Outcome::Fail, _, version) => format!("ground truth must fail on `{version}` with an assertion failure, but it {}", rejected_text(v)),
             };
             let message = format!("{message} [{}]", job.case.interpreter().name());
             problems.list.push(Problem {
@@ -595,7 +675,7 @@ fn run_jobs(jobs: &[Job<'_>], options: &Options) -> Vec<program::ProgramRun> {
                 let i = next.fetch_add(1, Ordering::SeqCst);
                 let Some(job) = jobs.get(i) else { break };
                 let text = if job.version == "before" { &job.public.source.before } else { &job.public.source.after };
-                let run = program::run(job.case.interpreter(), &job.public.source.path, text, &job.case.ground_truth, options.limits);
+                let run = program::run(job.case.interpreter(), job.path, text, &job.case.ground_truth.program, options.limits);
                 if let Ok(mut slot) = slots[i].lock() {
                     *slot = Some(run);
                 }

@@ -30,11 +30,22 @@ pub struct CaseSource {
 #[serde(untagged)]
 enum PublicFile {
     Versioned {
+        /// The number 1 (`1.0` is the same number, as in seed 002's JavaScript).
         #[allow(dead_code)]
+        #[serde(deserialize_with = "version_one")]
         version: u32,
         cases: Vec<PublicCase>,
     },
     Bare(Vec<PublicCase>),
+}
+
+fn version_one<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<u32, D::Error> {
+    let value = f64::deserialize(deserializer)?;
+    if value == 1.0 {
+        Ok(1)
+    } else {
+        Err(serde::de::Error::custom(format!("`version` must be 1, not {value}")))
+    }
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -43,7 +54,7 @@ pub enum CorpusError {
     Read { path: PathBuf, source: std::io::Error },
     #[error("failed to parse `{path}`: {message}")]
     Parse { path: PathBuf, message: String },
-    #[error("case `{id}`: source path `{path}` must be relative and must not contain `..`")]
+    #[error("case `{id}`: source path `{path}` must be relative, must stay inside the case directory and must not name `.git`")]
     UnsafePath { id: String, path: String },
     #[error("case `{0}` is listed in the manifest but not in the corpus")]
     UnknownCase(String),
@@ -66,20 +77,47 @@ pub fn load_public_cases(dir: &Path) -> Result<Vec<PublicCase>, CorpusError> {
     let cases = match file {
         PublicFile::Versioned { cases, .. } | PublicFile::Bare(cases) => cases,
     };
-    for case in &cases {
-        if !is_safe_relative_path(&case.source.path) {
-            return Err(CorpusError::UnsafePath { id: case.id.clone(), path: case.source.path.clone() });
+    let mut cases = cases;
+    for case in &mut cases {
+        match normalize_relative_path(&case.source.path) {
+            Some(normal) => case.source.path = normal,
+            None => return Err(CorpusError::UnsafePath { id: case.id.clone(), path: case.source.path.clone() }),
         }
     }
     Ok(cases)
 }
 
-/// A relative path that stays inside the directory it is joined to.
+/// The path inside the tree that a relative path names, with `.` segments dropped and `..`
+/// resolved (`./a` and `src/../a` are `a`); `None` when it is empty, absolute, uses `\`,
+/// escapes the directory it is joined to, or names `.git` or anything in it, in any case
+/// folding (`.GIT/config`, `sub/.git/x`; also `.git.` and `git~1`): a file written there
+/// could set `core.fsmonitor` and run commands.
+pub fn normalize_relative_path(path: &str) -> Option<String> {
+    if path.is_empty() || path.starts_with('/') || path.contains('\\') || path.contains('\0') {
+        return None;
+    }
+    let mut parts: Vec<&str> = Vec::new();
+    for part in path.split('/') {
+        match part {
+            "" | "." => {}
+            ".." => {
+                parts.pop()?;
+            }
+            _ => {
+                let bare = part.trim_end_matches(['.', ' ']);
+                if bare.eq_ignore_ascii_case(".git") || part.eq_ignore_ascii_case("git~1") {
+                    return None;
+                }
+                parts.push(part);
+            }
+        }
+    }
+    (!parts.is_empty()).then(|| parts.join("/"))
+}
+
+/// A relative path that stays inside the directory it is joined to and out of `.git`.
 pub fn is_safe_relative_path(path: &str) -> bool {
-    let p = Path::new(path);
-    !path.is_empty()
-        && !path.contains('\\')
-        && p.components().all(|c| matches!(c, std::path::Component::Normal(_)))
+    normalize_relative_path(path).is_some()
 }
 
 /// blake3 over the case's public content: what a review of it can depend on.
@@ -118,7 +156,10 @@ pub fn materialize(case: &PublicCase, root: &Path) -> Result<PathBuf, CorpusErro
     git(work, &["config", "user.name", "runner"])?;
     git(work, &["config", "user.email", "runner@localhost"])?;
     git(work, &["config", "commit.gpgsign", "false"])?;
-    let file = work.join(&case.source.path);
+    let Some(relative) = normalize_relative_path(&case.source.path) else {
+        return Err(CorpusError::UnsafePath { id: case.id.clone(), path: case.source.path.clone() });
+    };
+    let file = work.join(relative);
     if let Some(parent) = file.parent() {
         std::fs::create_dir_all(parent).map_err(|e| fail(e.to_string()))?;
     }
@@ -155,6 +196,14 @@ mod tests {
         assert!(!is_safe_relative_path("/etc/passwd"));
         assert!(!is_safe_relative_path("src/../../a"));
         assert!(!is_safe_relative_path(""));
+        assert_eq!(normalize_relative_path("./a.py").as_deref(), Some("a.py"));
+        assert_eq!(normalize_relative_path("src/../a.py").as_deref(), Some("a.py"));
+        assert_eq!(normalize_relative_path("src//./b/a.py").as_deref(), Some("src/b/a.py"));
+        for bad in [".", "src/..", ".git", ".git/config", ".GIT/config", ".Git/hooks/pre-commit", "sub/.git/x", "sub/.git", ".git./config", "GIT~1/config", "a\\b", "/a"] {
+            assert_eq!(normalize_relative_path(bad), None, "{bad}");
+        }
+        assert!(is_safe_relative_path(".github/workflows/ci.yml"));
+        assert!(is_safe_relative_path(".gitignore"));
     }
 
     #[test]
@@ -175,5 +224,27 @@ mod tests {
         assert_eq!(materialize(&case, a.path()).expect("reuse"), ra);
         let diff = super::super::git::diff(&ra, "HEAD~1", "HEAD").expect("diff");
         assert!(diff.contains("+x = 2"));
+    }
+
+    #[test]
+    fn a_case_that_would_write_into_git_is_never_materialized() {
+        let mut case = PublicCase {
+            id: "case-01".into(),
+            title: "Scenario 01".into(),
+            review_task: "t".into(),
+            spec: "s".into(),
+            source: CaseSource { path: ".GIT/config".into(), before: "".into(), after: "[core]\n\tfsmonitor = touch pwned\n".into() },
+        };
+        let root = tempfile::tempdir().expect("tempdir");
+        assert!(matches!(materialize(&case, root.path()), Err(CorpusError::UnsafePath { .. })));
+        let dir = tempfile::tempdir().expect("tempdir");
+        std::fs::write(dir.path().join(PUBLIC_FILE), serde_json::to_string(&vec![&case]).expect("json")).expect("write");
+        assert!(matches!(load_public_cases(dir.path()), Err(CorpusError::UnsafePath { .. })));
+        // `./x` and `src/../x` name `x`, and are read as `x`.
+        case.source.path = "src/../a.py".into();
+        std::fs::write(dir.path().join(PUBLIC_FILE), serde_json::to_string(&vec![&case]).expect("json")).expect("write");
+        assert_eq!(load_public_cases(dir.path()).expect("loads")[0].source.path, "a.py");
+        std::fs::write(dir.path().join(PUBLIC_FILE), format!(r#"{{"version": 1.0, "cases": {}}}"#, serde_json::to_string(&vec![&case]).expect("json"))).expect("write");
+        assert_eq!(load_public_cases(dir.path()).expect("version 1.0 is 1").len(), 1);
     }
 }

@@ -1,6 +1,6 @@
-//! Ground truth through the real CLI: `corpus validate` on the bundled corpus and on broken
-//! copies, `score` on seed 002's documented example, the adjudication round trip, and the
-//! holdout seal.
+//! Ground truth through the real CLI: `corpus validate` on the bundled corpus, on seed 002's
+//! published corpus and on broken copies, `score` on seed 002's documented example (compared
+//! with the reference scorer's own output), the adjudication round trip, and the holdout seal.
 
 use super::*;
 use serde_json::{json, Value};
@@ -48,14 +48,15 @@ fn corpus_validate_passes_on_the_bundled_corpus() {
     if !have_interpreters() {
         return;
     }
-    let out = runner(&project_root()).args(["corpus", "validate", "corpus/quickstart"]).output().expect("runs");
+    // Bounds far above what the programs need: this test is about verdicts, not speed.
+    let out = runner(&project_root()).args(["corpus", "validate", "corpus/quickstart", "--run-timeout", "120"]).output().expect("runs");
     let text = stdout_of(&out);
     assert!(out.status.success(), "{text}{}", stderr_of(&out));
     assert!(text.contains("16 cases (12 with findings, 4 clean), 13 findings"), "{text}");
     assert!(text.contains("32 runs, 32 as expected"), "{text}");
     assert!(text.trim_end().ends_with("valid"), "{text}");
 
-    let json = runner(&project_root()).args(["corpus", "validate", "corpus/quickstart", "--json"]).output().expect("runs");
+    let json = runner(&project_root()).args(["corpus", "validate", "corpus/quickstart", "--json", "--run-timeout", "120"]).output().expect("runs");
     let v: Value = serde_json::from_slice(&json.stdout).expect("json");
     assert_eq!(v["valid"], true);
     assert_eq!(v["interpreters"], json!({"node": 6, "python3": 5, "rust": 5}));
@@ -74,13 +75,13 @@ fn corpus_validate_rejects_each_broken_rule_with_a_located_message() {
     // duplicated finding id.
     public["cases"][2]["label"] = json!("clean");
     public["cases"][3]["source"]["path"] = json!("../../etc/pages.py");
-    oracle["cases"][0]["groundTruth"] = json!("import { normalizeLimit } from './src/limits.mjs';\nconsole.log('limit of 50 is', normalizeLimit(50));\n");
+    oracle["cases"][0]["groundTruth"]["program"] = json!("import { normalizeLimit } from './src/limits.mjs';\nconsole.log('limit of 50 is', normalizeLimit(50));\n");
     let dup = oracle["findings"][0].clone();
     oracle["findings"].as_array_mut().expect("findings").push(dup);
     write_json(&corpus.join("cases.public.json"), &public);
     write_json(&corpus.join("oracle.json"), &oracle);
 
-    let out = runner(dir.path()).args(["corpus", "validate"]).arg(&corpus).output().expect("runs");
+    let out = runner(dir.path()).args(["corpus", "validate", "--run-timeout", "120"]).arg(&corpus).output().expect("runs");
     assert_eq!(out.status.code(), Some(1));
     let text = stdout_of(&out);
     let public_file = corpus.join("cases.public.json").display().to_string();
@@ -105,25 +106,51 @@ fn corpus_validate_rejects_each_broken_rule_with_a_located_message() {
     assert!(text.contains("invalid: 4 problems"), "{text}");
 }
 
-#[test]
-fn score_reports_seed_002_example_as_documented() {
-    let fixtures = project_root().join("tests/fixtures/seed002");
-    let out = runner(&fixtures).args(["score", "captured-results.json", "--oracle", "oracle.json", "--json"]).output().expect("runs");
-    assert!(out.status.success(), "{}", stderr_of(&out));
-    let v: Value = serde_json::from_slice(&out.stdout).expect("json");
-    let s = &v["strategies"][0];
-    assert_eq!(s["name"], "two-reviewers-plus-synthesis");
-    assert_eq!(s["precision"], 1.0);
-    assert_eq!(s["recall"], 0.25);
-    assert_eq!(s["uniqueVerified"], 1);
-    assert_eq!(s["uniqueExpected"], 2);
-    assert_eq!(s["cleanCaseFalsePositiveRate"], Value::Null);
-    assert_eq!(s["coverage"]["omittedCases"], json!(["case-02", "case-06"]));
-    assert_eq!(s["metrics"]["latencyMs"], json!({"observations": 1, "total": 12400.0, "mean": 12400.0}));
-    assert_eq!(v["method"], "adjudicated by a person (seed 002 captured results)");
+/// Seed 002's published corpus and documented example, copied unchanged (see its README).
+fn seed002() -> PathBuf {
+    project_root().join("tests/fixtures/seed002")
+}
 
-    let human = runner(&fixtures).args(["score", "captured-results.json", "--oracle", "oracle.json"]).output().expect("runs");
+#[test]
+fn corpus_validate_accepts_seed_002s_published_corpus_as_it_is() {
+    if !have("node") {
+        eprintln!("skipped: node runs seed 002's ground-truth programs");
+        return;
+    }
+    let out = runner(&project_root()).args(["corpus", "validate", "--run-timeout", "120"]).arg(seed002()).output().expect("runs");
+    let text = stdout_of(&out);
+    assert!(out.status.success(), "{text}{}", stderr_of(&out));
+    assert!(text.contains("8 cases (6 with findings, 2 clean), 6 findings; node 8"), "{text}");
+    assert!(text.contains("16 runs, 16 as expected"), "{text}");
+
+    // A case that would write into `.git` is refused before anything runs.
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut public = read_json(&seed002().join("cases.public.json"));
+    public["cases"][0]["source"]["path"] = json!(".GIT/config");
+    write_json(&dir.path().join("cases.public.json"), &public);
+    std::fs::copy(seed002().join("oracle.json"), dir.path().join("oracle.json")).expect("copy");
+    let out = runner(dir.path()).args(["corpus", "validate", "."]).output().expect("runs");
+    assert_eq!(out.status.code(), Some(1));
+    assert!(stdout_of(&out).contains("source path `.GIT/config` names `.git`"), "{}", stdout_of(&out));
+}
+
+#[test]
+fn score_prints_the_reference_scorers_output_for_the_documented_example() {
+    let out = runner(&seed002()).args(["score", "docs-example.captured.json", "--oracle", "oracle.json", "--json"]).output().expect("runs");
+    assert!(out.status.success(), "{}", stderr_of(&out));
+    let reference = std::fs::read_to_string(seed002().join("docs-example.score.json")).expect("reference score");
+    let ours: Value = serde_json::from_slice(&out.stdout).expect("json");
+    // The README scores the example against an oracle where case-01 and case-02 each expect
+    // one finding and case-06 is clean: the published oracle is such an oracle.
+    let oracle = read_json(&seed002().join("oracle.json"));
+    let expects = |id: &str| oracle["cases"].as_array().expect("cases").iter().find(|c| c["id"] == id).expect("case")["expectedFindingIds"].as_array().map(Vec::len);
+    assert_eq!((expects("case-01"), expects("case-02"), expects("case-06")), (Some(1), Some(1), Some(0)));
+    assert_eq!(ours, serde_json::from_str::<Value>(&reference).expect("json"));
+    assert_eq!(stdout_of(&out), reference, "byte for byte, as the reference prints it");
+
+    let human = runner(&seed002()).args(["score", "docs-example.captured.json", "--oracle", "oracle.json"]).output().expect("runs");
     let text = stdout_of(&human);
+    assert!(text.contains("method: adjudicated by a person (seed 002 captured results)"), "{text}");
     let row = text.lines().find(|l| l.starts_with("two-reviewers-plus-synthesis ")).expect("table row");
     let cells: Vec<&str> = row.split_whitespace().collect();
     assert_eq!(&cells[1..3], &["1", "0.25"], "{text}");
@@ -132,20 +159,44 @@ fn score_reports_seed_002_example_as_documented() {
 #[test]
 fn score_rejects_duplicates_and_unknown_keys() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let fixtures = project_root().join("tests/fixtures/seed002");
-    let mut results = read_json(&fixtures.join("captured-results.json"));
+    let oracle = seed002().join("oracle.json");
+    let mut results = read_json(&seed002().join("docs-example.captured.json"));
     let run = results["strategies"][0]["runs"][0].clone();
     results["strategies"][0]["runs"].as_array_mut().expect("runs").push(run);
     write_json(&dir.path().join("dup.json"), &results);
-    let out = runner(dir.path()).args(["score", "dup.json", "--oracle"]).arg(fixtures.join("oracle.json")).output().expect("runs");
+    let out = runner(dir.path()).args(["score", "dup.json", "--oracle"]).arg(&oracle).output().expect("runs");
     assert_eq!(out.status.code(), Some(1));
     assert!(stderr_of(&out).contains("duplicate result for this case and trial"), "{}", stderr_of(&out));
 
     results["strategies"][0]["runs"][0]["label"] = json!("x");
     write_json(&dir.path().join("leak.json"), &results);
-    let out = runner(dir.path()).args(["score", "leak.json", "--oracle"]).arg(fixtures.join("oracle.json")).output().expect("runs");
+    let out = runner(dir.path()).args(["score", "leak.json", "--oracle"]).arg(&oracle).output().expect("runs");
     assert_eq!(out.status.code(), Some(1));
     assert!(stderr_of(&out).contains("unknown field `label`"), "{}", stderr_of(&out));
+
+    let mut results = read_json(&seed002().join("docs-example.captured.json"));
+    results["strategies"][0]["runs"][0]["metrics"] = json!([12400, 950, 260, 1210]);
+    write_json(&dir.path().join("array.json"), &results);
+    let out = runner(dir.path()).args(["score", "array.json", "--oracle"]).arg(&oracle).output().expect("runs");
+    assert_eq!(out.status.code(), Some(1));
+    assert!(stderr_of(&out).contains("`metrics` must be an object"), "{}", stderr_of(&out));
+}
+
+#[test]
+fn exec_reviews_seed_002s_published_corpus() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let manifest = write_manifest(
+        dir.path(),
+        "ref.toml",
+        &format!(
+            "version = 1\n[experiment]\nname = \"reference\"\n[target]\ncorpus = \"{}\"\n[matrix]\nbaseline = [\"dry-run\"]\n[reviewer]\nkind = \"builtin\"\nname = \"{{{{baseline}}}}\"\n[[analysis]]\nkind = \"fixture\"\n[report]\noutput = \"out\"\n",
+            seed002().display()
+        ),
+    );
+    let out = runner(dir.path()).args(["exec", "--quiet"]).arg(&manifest).output().expect("runs");
+    assert!(out.status.success(), "{}", stderr_of(&out));
+    let results = read_json(&dir.path().join("out/results.json"));
+    assert_eq!(results["analyses"][0]["kind"], "fixture");
 }
 
 fn quickstart_manifest(dir: &Path, target_extra: &str) -> PathBuf {
@@ -224,11 +275,12 @@ fn adjudication_round_trip_from_cached_results_to_a_score() {
     let out = runner(dir.path()).args(["score", "captured.json", "--oracle"]).arg(project_root().join("corpus/quickstart/oracle.json")).arg("--json").output().expect("runs");
     assert!(out.status.success(), "{}", stderr_of(&out));
     let v: Value = serde_json::from_slice(&out.stdout).expect("json");
-    assert_eq!(v["method"], "adjudicated by a person: adj/filled.csv");
-    let heuristic = v["strategies"].as_array().expect("strategies").iter().find(|s| s["name"] == "baseline=heuristic").expect("heuristic");
+    let human = runner(dir.path()).args(["score", "captured.json", "--oracle"]).arg(project_root().join("corpus/quickstart/oracle.json")).output().expect("runs");
+    assert!(stdout_of(&human).contains("method: adjudicated by a person: adj/filled.csv"), "{}", stdout_of(&human));
+    let heuristic = v["strategies"].as_array().expect("strategies").iter().find(|s| s["strategy"] == "baseline=heuristic").expect("heuristic");
     assert_eq!(heuristic["findings"]["verified"], 2, "F02 in both repeats");
-    assert_eq!(heuristic["uniqueVerified"], 1);
-    let dry = v["strategies"].as_array().expect("strategies").iter().find(|s| s["name"] == "baseline=dry-run").expect("dry-run");
+    assert_eq!(heuristic["findings"]["uniqueVerified"], 1);
+    let dry = v["strategies"].as_array().expect("strategies").iter().find(|s| s["strategy"] == "baseline=dry-run").expect("dry-run");
     assert_eq!(dry["precision"], 0.0);
     assert_eq!(dry["cleanCaseFalsePositiveRate"], 1.0);
 

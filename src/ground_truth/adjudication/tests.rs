@@ -102,7 +102,7 @@ fn a_filled_sheet_becomes_seed_002_captured_results() {
     // b: F02 verified once, F01 partial (unresolved) → precision 1, recall 0.25.
     assert_eq!(s.strategies[1].precision, Some(1.0));
     assert_eq!(s.strategies[1].recall, Some(0.25));
-    assert_eq!(s.strategies[1].coverage.omitted_pairs.len(), 1);
+    assert_eq!(s.strategies[1].coverage.omitted_case_trials.len(), 1);
     assert!(s.method.starts_with("adjudicated by a person: "), "{}", s.method);
 
     // Seed 003: per run, oracle findings found / partial / missed, extras real / rejected.

@@ -5,11 +5,11 @@ use serde_json::json;
 
 fn oracle() -> Oracle {
     serde_json::from_value(json!({"version": 1,
-        "findings": [{"id": "F01", "description": "a"}, {"id": "F02", "description": "b"}, {"id": "F03", "description": "c"}],
+        "findings": [{"id": "F01", "caseId": "case-01", "description": "a"}, {"id": "F02", "caseId": "case-01", "description": "b"}, {"id": "F03", "caseId": "case-02", "description": "c"}],
         "cases": [
-            {"id": "case-01", "expectedFindingIds": ["F01", "F02"], "rationale": "r", "groundTruth": "g"},
-            {"id": "case-02", "expectedFindingIds": ["F03"], "rationale": "r", "groundTruth": "g"},
-            {"id": "case-06", "expectedFindingIds": [], "rationale": "r", "groundTruth": "g"}
+            {"id": "case-01", "expectedFindingIds": ["F01", "F02"], "groundTruth": {"before": "pass", "after": "fail", "program": "g"}, "rationale": "r"},
+            {"id": "case-02", "expectedFindingIds": ["F03"], "groundTruth": {"before": "pass", "after": "fail", "program": "g"}, "rationale": "r"},
+            {"id": "case-06", "expectedFindingIds": [], "groundTruth": {"before": "pass", "after": "pass", "program": "g"}, "rationale": "r"}
         ]}))
     .expect("oracle")
 }
@@ -57,21 +57,27 @@ fn formulas_on_a_hand_computed_input() {
     assert_eq!(s.finding_opportunities, 6);
     let a = &s.strategies[0];
     // verified: F01 (once), F02, F03; false positives: 1 + 2; one unresolved.
-    assert_eq!(a.findings, FindingCounts { verified: 3, false_positive: 3, unresolved: 1 });
+    assert_eq!(a.findings, FindingCounts { verified: 3, false_positives: 3, unresolved: 1, unique_verified: 3, unique_expected: 3 });
+    assert_eq!(a.runs, 5);
     assert_eq!(a.precision, Some(0.5));
     assert_eq!(a.recall, Some(0.5));
-    assert_eq!((a.unique_verified, a.unique_expected), (3, 3));
     assert_eq!(a.completeness, Some(4.0 / 6.0));
     assert_eq!(a.observed_completeness, Some(0.8));
     assert_eq!(a.clean_case_false_positive_rate, Some(0.5));
-    assert_eq!((a.coverage.expected_runs, a.coverage.submitted_runs, a.coverage.omitted_runs), (6, 5, 1));
-    assert!(a.coverage.omitted_cases.is_empty());
-    assert_eq!(a.coverage.omitted_pairs, vec![CaseTrial { case_id: "case-02".into(), trial_id: "trial-01".into() }]);
-    assert_eq!((a.coverage.clean.submitted_runs, a.coverage.clean.expected_runs), (2, 2));
-    assert_eq!((a.coverage.finding.submitted_runs, a.coverage.finding.expected_runs, a.coverage.finding.omitted_runs), (3, 4, 1));
-    assert_eq!(a.metrics["latencyMs"], MetricSummary { observations: 2, total: Some(400.0), mean: Some(200.0) });
-    assert_eq!(a.metrics["inputTokens"], MetricSummary { observations: 1, total: Some(10.0), mean: Some(10.0) });
-    assert_eq!(a.metrics["outputTokens"], MetricSummary { observations: 0, total: None, mean: None });
+    assert_eq!((a.coverage.expected_runs, a.coverage.submitted_runs), (6, 5));
+    // case-02 has trial-02 but not trial-01: a case with one omitted trial is an omitted case.
+    assert_eq!(a.coverage.omitted_cases, vec!["case-02"]);
+    assert_eq!(a.coverage.omitted_case_trials, vec![CaseTrial { case_id: "case-02".into(), trial_id: "trial-01".into() }]);
+    assert_eq!(a.coverage.classes.clean, ClassCoverage { expected_runs: 2, submitted_runs: 2, omitted_runs: 0 });
+    assert_eq!(a.coverage.classes.finding, ClassCoverage { expected_runs: 4, submitted_runs: 3, omitted_runs: 1 });
+    assert_eq!(a.metrics["latencyMs"], MetricSummary { observations: 2, runs: 5, total: Some(400.0), mean: Some(200.0) });
+    assert_eq!(a.metrics["inputTokens"], MetricSummary { observations: 1, runs: 5, total: Some(10.0), mean: Some(10.0) });
+    assert_eq!(a.metrics["outputTokens"], MetricSummary { observations: 0, runs: 5, total: None, mean: None });
+    let order: Vec<&str> = a.metrics.0.iter().map(|(n, _)| n.as_str()).collect();
+    assert_eq!(order, METRIC_NAMES);
+    let json = serde_json::to_value(a).expect("json");
+    assert_eq!(json["metrics"]["outputTokens"], json!({"observations": 0, "runs": 5}), "total and mean are absent, not null");
+    assert_eq!(json["metrics"]["latencyMs"], json!({"observations": 2, "runs": 5, "total": 400, "mean": 200}));
 
     let b = &s.strategies[1];
     assert_eq!(b.precision, None);
@@ -80,7 +86,8 @@ fn formulas_on_a_hand_computed_input() {
     assert_eq!(b.observed_completeness, None);
     assert_eq!(b.clean_case_false_positive_rate, None);
     assert_eq!(b.coverage.omitted_cases, vec!["case-01", "case-02", "case-06"]);
-    assert_eq!(b.coverage.clean.omitted_cases, vec!["case-06"]);
+    assert_eq!(b.coverage.classes.clean.omitted_runs, 2);
+    assert_eq!(b.runs, 0);
 }
 
 #[test]
@@ -95,12 +102,17 @@ fn false_positives_in_finding_cases_lower_precision_only() {
 #[test]
 fn the_seed_002_documented_example() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/seed002");
-    let c = load_captured(&root.join("captured-results.json")).expect("the documented example parses as it is");
+    let c = load_captured(&root.join("docs-example.captured.json")).expect("the documented example parses as it is");
     let o = crate::ground_truth::oracle::load_file(&root.join("oracle.json")).expect("oracle");
     assert!(check(&c, &o).is_empty());
     let s = score(&c, &o, DEFAULT_METHOD, "", "");
     assert_eq!(s.strategies[0].precision, Some(1.0));
     assert_eq!(s.strategies[0].recall, Some(0.25));
+    // The reference scorer's output, as a JSON value and as text.
+    let reference = std::fs::read_to_string(root.join("docs-example.score.json")).expect("reference score");
+    let expected: serde_json::Value = serde_json::from_str(&reference).expect("json");
+    assert_eq!(serde_json::to_value(&s).expect("json"), expected);
+    assert_eq!(format!("{}\n", serde_json::to_string_pretty(&s).expect("json")), reference);
     let text = s.render();
     assert!(text.contains("two-reviewers-plus-synthesis"), "{text}");
     assert!(text.contains("0.25"), "{text}");
@@ -122,13 +134,14 @@ fn rejections() {
         run("case-01", "t1", true, json!([])),
         run("case-02", "t2", true, json!([])),
         run("case-06", "t1", true, json!([fp("F02")]))
-    ]}]}));
+    ]}, {"name": "a", "runs": []}]}));
     one(&p, "duplicate result for this case and trial");
     one(&p, "finding `F01` is both `verified` and `false_positive`");
     one(&p, "verified finding `F03` is not one of the case's expected ids");
     one(&p, "case `case-02` is not in `plan.caseIds`");
     one(&p, "trial `t2` is not in `plan.trialIds`");
-    one(&p, "oracle finding `F02` cannot be a false positive");
+    one(&p, "strategy `a` is listed twice");
+    assert!(!p.iter().any(|x| x.contains("case-06")), "a false positive may use an oracle id, as in seed 002: {p:#?}");
 
     let p = problems_of(json!({"version": 1, "plan": {"caseIds": ["case-01", "case-02"], "trialIds": ["t1"]}, "strategies": [{"name": "a", "runs": []}]}));
     one(&p, "at least one clean case");
@@ -136,7 +149,61 @@ fn rejections() {
     one(&p, "at least one finding case");
     one(&p, "`case-99` is not in the oracle");
     one(&p, "trial `t1` is listed twice");
-    one(&p, "`strategies` is empty");
+    assert_eq!(p.len(), 3, "an empty `strategies` list is fine: {p:#?}");
+}
+
+#[test]
+fn what_the_reference_scorer_accepts() {
+    // No strategy at all; an empty strategy name; an empty trial id; a false positive under
+    // an oracle id; non-integer token counts; `version: 1.0`.
+    let mut r = run("case-01", "", true, json!([fp("F01"), fp("F02")]));
+    r["metrics"] = json!({"inputTokens": 12.5, "outputTokens": 0.25, "latencyMs": 3.75});
+    let c: CapturedResults = serde_json::from_str(
+        &json!({"version": 1.0, "plan": {"caseIds": ["case-01", "case-06"], "trialIds": [""]}, "strategies": [{"name": "", "runs": [r]}]}).to_string(),
+    )
+    .expect("parses");
+    assert_eq!(c.version, 1);
+    assert!(check(&c, &oracle()).is_empty(), "{:?}", check(&c, &oracle()));
+    let s = score(&c, &oracle(), DEFAULT_METHOD, "", "");
+    let a = &s.strategies[0];
+    assert_eq!(a.strategy, "");
+    assert_eq!(a.findings.false_positives, 2);
+    assert_eq!(a.metrics["inputTokens"].total, Some(12.5));
+    let json = serde_json::to_value(&s).expect("json");
+    assert_eq!(json["strategies"][0]["metrics"]["outputTokens"]["mean"], 0.25);
+    assert!(s.render().contains("\"\""), "an empty name is shown: {}", s.render());
+
+    let none = captured(json!({"version": 1, "plan": {"caseIds": ["case-01", "case-06"], "trialIds": ["t"]}, "strategies": []}));
+    assert!(check(&none, &oracle()).is_empty());
+    let s = score(&none, &oracle(), DEFAULT_METHOD, "", "");
+    assert_eq!(serde_json::to_value(&s).expect("json"), json!({"version": 1, "strategies": []}));
+    let text: CapturedResults = serde_json::from_str(r#"{"version": 1.0, "plan": {"caseIds": ["case-01", "case-06"], "trialIds": ["t"]}, "strategies": []}"#).expect("1.0 is 1");
+    assert_eq!(text.version, 1);
+}
+
+#[test]
+fn what_the_reference_scorer_rejects_in_metrics() {
+    for (metrics, needle) in [
+        (json!([]), "must be an object"),
+        (json!([10]), "must be an object"),
+        (json!([10, 20, 30, 40]), "must be an object"),
+        (json!(null), "must be an object"),
+        (json!({"latencyMs": null}), "`metrics.latencyMs` must be a non-negative number"),
+        (json!({"totalTokens": null}), "`metrics.totalTokens` must be a non-negative number"),
+        (json!({"inputTokens": "12"}), "`metrics.inputTokens` must be a non-negative number"),
+        (json!({"outputTokens": -1}), "`metrics.outputTokens` must be a non-negative number"),
+        (json!({"costUsd": 1}), "unsupported metric `costUsd`"),
+    ] {
+        let mut r = run("case-01", "t", true, json!([]));
+        r["metrics"] = metrics.clone();
+        let value = json!({"version": 1, "plan": {"caseIds": ["case-01", "case-06"], "trialIds": ["t"]}, "strategies": [{"name": "a", "runs": [r]}]});
+        let e = serde_json::from_str::<CapturedResults>(&value.to_string()).expect_err(&metrics.to_string());
+        assert!(e.to_string().contains(needle), "{metrics}: {e}");
+    }
+    for version in ["2", "1.5", "\"1\"", "null"] {
+        let text = format!(r#"{{"version": {version}, "plan": {{"caseIds": [], "trialIds": []}}, "strategies": []}}"#);
+        assert!(serde_json::from_str::<CapturedResults>(&text).is_err(), "version {version}");
+    }
 }
 
 #[test]
@@ -167,8 +234,9 @@ fn unknown_keys_and_bad_metrics_are_parse_errors() {
 fn negative_latency_is_rejected() {
     let mut r = run("case-01", "t1", true, json!([]));
     r["metrics"] = json!({"latencyMs": -1});
-    let p = problems_of(json!({"version": 1, "plan": {"caseIds": ["case-01", "case-06"], "trialIds": ["t1"]}, "strategies": [{"name": "a", "runs": [r]}]}));
-    one(&p, "latencyMs");
+    let value = json!({"version": 1, "plan": {"caseIds": ["case-01", "case-06"], "trialIds": ["t1"]}, "strategies": [{"name": "a", "runs": [r]}]});
+    let e = serde_json::from_value::<CapturedResults>(value).expect_err("negative");
+    assert!(e.to_string().contains("`metrics.latencyMs` must be a non-negative number"), "{e}");
 }
 
 #[test]
@@ -178,4 +246,15 @@ fn rates_print_for_people() {
     assert_eq!(fmt_rate(Some(2.0 / 3.0)), "0.6667");
     assert_eq!(fmt_rate(Some(0.0)), "0");
     assert_eq!(fmt_rate(None), "–");
+}
+
+#[test]
+fn an_oracle_that_expects_a_finding_twice_is_refused() {
+    let mut o = oracle();
+    o.cases[2].expected_finding_ids = vec!["F01".into()];
+    o.cases.push(o.cases[0].clone());
+    let c = captured(json!({"version": 1, "plan": {"caseIds": ["case-01", "case-02"], "trialIds": ["t"]}, "strategies": []}));
+    let p = check(&c, &o);
+    one(&p, "the oracle lists case `case-01` twice");
+    assert!(p.iter().any(|x| x.contains("expects finding `F01` twice")), "{p:#?}");
 }
