@@ -123,3 +123,22 @@ fn unknown_keys_are_reported_even_when_a_required_key_is_missing() {
     assert!(err.contains("missing key `name` in [experiment]"), "{err}");
     assert!(err.contains("unknown key `nmae` in [experiment]"), "{err}");
 }
+
+#[test]
+fn garbage_shows_fifty_problems_then_counts_the_rest() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let garbage = "[[[[ = = \"\n".repeat(6000);
+    let manifest = write_manifest(dir.path(), "garbage.toml", &garbage);
+    let out = runner(dir.path()).arg("validate").arg(&manifest).output().expect("runs");
+    assert_eq!(out.status.code(), Some(1));
+    let err = stderr_of(&out);
+    let shown = err.matches("error: invalid TOML").count();
+    assert_eq!(shown, 50, "{}", &err[..err.len().min(2000)]);
+    let total: usize = err
+        .lines()
+        .find_map(|l| l.strip_suffix(&format!(" problems in `{}`", manifest.display())).and_then(|n| n.parse().ok()))
+        .expect("a totals line");
+    assert!(total >= 6000, "every line is a problem: {total}");
+    assert!(err.contains(&format!("… and {} more problems", total - 50)), "{}", &err[err.len().saturating_sub(500)..]);
+    assert!(err.len() < 20_000, "output stays small: {} bytes", err.len());
+}
