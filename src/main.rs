@@ -26,7 +26,7 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Exec(args) => exec(args),
         Command::Plan(args) => plan(args),
-        Command::Validate { files } => validate(&files),
+        Command::Validate { files, max_runs } => validate(&files, max_runs),
         Command::Diff(args) => diff(args),
         Command::Cache { command, locations } => cache(command, &locations),
         Command::Corpus { command: CorpusCommand::Validate(args) } => corpus_validate(&args),
@@ -68,7 +68,7 @@ fn runtime() -> Result<tokio::runtime::Runtime, Error> {
 }
 
 fn exec(args: ExecArgs) -> Result<Exit, Error> {
-    let prepared = experiment::prepare(&args.manifest, &locations(&args.locations))?;
+    let prepared = experiment::prepare_with(&args.manifest, &locations(&args.locations), &experiment::PrepareOptions { max_runs: args.max_runs })?;
     let mode = if args.json {
         Mode::Json
     } else if args.quiet {
@@ -152,7 +152,7 @@ fn unix_millis() -> u128 {
 }
 
 fn plan(args: PlanArgs) -> Result<Exit, Error> {
-    let prepared = experiment::prepare(&args.manifest, &locations(&args.locations))?;
+    let prepared = experiment::prepare_with(&args.manifest, &locations(&args.locations), &experiment::PrepareOptions { max_runs: args.max_runs })?;
     let name = &prepared.manifest.experiment.name;
     let mut rows = Vec::new();
     let (mut cached, mut missing) = (0, 0);
@@ -169,7 +169,7 @@ fn plan(args: PlanArgs) -> Result<Exit, Error> {
             Lookup::Miss => {
                 missing += 1;
                 let why = match prepared.cache.previous_inputs(&run.slot(name), &run.key) {
-                    Some(previous) => format!("changed since last cached: {}", run.inputs.changed_fields(&previous).join(", ")),
+                    Some(previous) => format!("changed since last cached: {}", run.inputs.changes(&previous).iter().map(ToString::to_string).collect::<Vec<_>>().join("; ")),
                     None => match prepared.cache.failure(&run.key) {
                         Some(f) => format!("last attempt failed: {}", f.error),
                         None => "never run".to_string(),
@@ -185,11 +185,8 @@ fn plan(args: PlanArgs) -> Result<Exit, Error> {
         println!("{}", serde_json::to_string_pretty(&doc).unwrap_or_default());
     } else {
         println!(
-            "{name}: {} cells × {} subjects × {} repeats = {} runs ({} cached, {} to run); DAG {} nodes, {} edges",
-            prepared.plan.cells.len(),
-            prepared.plan.subjects.len(),
-            prepared.manifest.matrix.repeat,
-            prepared.plan.runs.len(),
+            "{name}: {} ({} cached, {} to run); DAG {} nodes, {} edges",
+            prepared.plan.size(),
             cached,
             missing,
             prepared.plan.graph.node_count(),
@@ -209,11 +206,22 @@ fn plan(args: PlanArgs) -> Result<Exit, Error> {
     Ok(Exit::Ok)
 }
 
-fn validate(files: &[PathBuf]) -> Result<Exit, Error> {
+fn validate(files: &[PathBuf], max_runs: u64) -> Result<Exit, Error> {
     let mut ok = true;
     for file in files {
         match manifest::load(file) {
-            Ok(m) => println!("{}: ok ({} axes, {} analyses)", file.display(), m.matrix.axes.len(), m.analyses.len()),
+            Ok(m) => {
+                let (axes, analyses) = (m.matrix.axes.len(), m.analyses.len());
+                match experiment::check(m, &experiment::PrepareOptions { max_runs }) {
+                    Ok(size) => println!("{}: ok ({axes} axes, {analyses} analyses; {size})", file.display()),
+                    Err(problems) => {
+                        ok = false;
+                        for p in &problems {
+                            eprintln!("error: {}: {p}", file.display());
+                        }
+                    }
+                }
+            }
             Err(e) => {
                 ok = false;
                 report_error(&Error::Manifest(e));

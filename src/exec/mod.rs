@@ -93,7 +93,11 @@ pub async fn execute(
             continue;
         }
         match cache.lookup(&run.key) {
-            Lookup::Hit { record, findings } => outcomes[i] = Some(RunOutcome::Cached { record, findings }),
+            Lookup::Hit { record, findings } => {
+                // Best effort: a read-only cache still serves hits.
+                let _ = cache.remember_slot(&run.slot(&options.experiment), &run.key);
+                outcomes[i] = Some(RunOutcome::Cached { record, findings });
+            }
             Lookup::Miss => pending.push(i),
             Lookup::Corrupt(detail) => {
                 emitter.emit(Event::CacheCorrupt { run: run.label(), detail });

@@ -59,12 +59,98 @@ pub struct Plan {
     pub axis_order: Vec<String>,
 }
 
+impl Plan {
+    /// Cells × subjects per cell × repeats, counted from the planned runs themselves.
+    pub fn size(&self) -> PlanSize {
+        let first = self.runs.first();
+        let subjects_per_cell = first.map_or(0, |f| self.runs.iter().filter(|r| r.cell.id == f.cell.id && r.repeat == f.repeat).count());
+        let repeat = self.runs.iter().map(|r| r.repeat).max().unwrap_or(0);
+        PlanSize {
+            cells: Some(self.cells.len() as u64),
+            subjects_per_cell: subjects_per_cell as u64,
+            repeat: u64::from(repeat),
+            runs: Some(self.runs.len() as u64),
+        }
+    }
+}
+
 #[derive(Debug, thiserror::Error)]
 pub enum PlanError {
     #[error("the plan has a cycle through node {0:?}")]
     Cycle(Node),
     #[error("no subject for ref `{0}`")]
     MissingSubject(String),
+    #[error("the matrix plans {size}, more than the limit of {limit} runs: shrink the matrix or `repeat`, or pass `--max-runs {runs}` to allow it", size = .0, limit = thousands(*.1), runs = .0.runs.unwrap_or(u64::MAX))]
+    TooLarge(PlanSize, u64),
+}
+
+/// Runs a plan may hold unless `--max-runs` allows more: expanding is linear in the runs,
+/// and a typo such as `repeat = 10000` over a large matrix would otherwise exhaust memory.
+pub const DEFAULT_MAX_RUNS: u64 = 1_000_000;
+
+/// How many runs a manifest plans, computed from the axes before anything is expanded.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PlanSize {
+    /// `None` when the product overflows 64 bits.
+    pub cells: Option<u64>,
+    /// Subjects each cell is reviewed on: 1 for a git target (the cell's `ref`), every
+    /// selected case for a corpus or an eval set.
+    pub subjects_per_cell: u64,
+    pub repeat: u64,
+    /// `None` when the product overflows 64 bits.
+    pub runs: Option<u64>,
+}
+
+impl PlanSize {
+    pub fn new(manifest: &Manifest, subjects: &BTreeMap<String, SubjectSpec>) -> Self {
+        let cells = manifest.matrix.axes.iter().try_fold(1u64, |n, axis| n.checked_mul(axis.values.len() as u64));
+        let subjects_per_cell = match &manifest.target {
+            TargetSpec::Git { .. } => 1,
+            TargetSpec::Corpus { .. } | TargetSpec::Evals { .. } => subjects.len() as u64,
+        };
+        let repeat = u64::from(manifest.matrix.repeat);
+        let runs = cells.and_then(|c| c.checked_mul(subjects_per_cell)).and_then(|n| n.checked_mul(repeat));
+        Self { cells, subjects_per_cell, repeat, runs }
+    }
+
+    /// Refuses a plan over `max_runs` runs (or one whose count overflows).
+    pub fn check(&self, max_runs: u64) -> Result<u64, PlanError> {
+        match self.runs {
+            Some(runs) if runs <= max_runs => Ok(runs),
+            _ => Err(PlanError::TooLarge(*self, max_runs)),
+        }
+    }
+}
+
+impl std::fmt::Display for PlanSize {
+    /// `4 cells × 1 subject × 2 repeats = 8 runs`.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let count = |n: Option<u64>, one: &str, many: &str| match n {
+            Some(n) => format!("{} {}", thousands(n), if n == 1 { one } else { many }),
+            None => format!("more than {} {many}", thousands(u64::MAX)),
+        };
+        write!(
+            f,
+            "{} × {} × {} = {}",
+            count(self.cells, "cell", "cells"),
+            count(Some(self.subjects_per_cell), "subject", "subjects"),
+            count(Some(self.repeat), "repeat", "repeats"),
+            count(self.runs, "run", "runs")
+        )
+    }
+}
+
+/// `1280000000` → `1,280,000,000`.
+pub fn thousands(n: u64) -> String {
+    let digits = n.to_string();
+    let mut out = String::new();
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
 }
 
 /// Expands the matrix over the subjects and builds the DAG.
@@ -72,6 +158,12 @@ pub enum PlanError {
 /// Run order: cells in matrix order; within a cell, repeats 1..=N; within a repeat, subjects
 /// (the cell's `ref` for a git target, every case in corpus order for a corpus).
 pub fn build(manifest: &Manifest, subjects: BTreeMap<String, SubjectSpec>, reviewer: &dyn Reviewer) -> Result<Plan, PlanError> {
+    build_limited(manifest, subjects, reviewer, DEFAULT_MAX_RUNS)
+}
+
+/// [`build`], refusing before any expansion a plan of more than `max_runs` runs.
+pub fn build_limited(manifest: &Manifest, subjects: BTreeMap<String, SubjectSpec>, reviewer: &dyn Reviewer, max_runs: u64) -> Result<Plan, PlanError> {
+    PlanSize::new(manifest, &subjects).check(max_runs)?;
     let cells = expand(&manifest.matrix);
     let subject_order: Vec<String> = match &manifest.target {
         TargetSpec::Corpus { .. } | TargetSpec::Evals { .. } => {
