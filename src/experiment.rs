@@ -71,8 +71,7 @@ fn prepare_manifest(manifest: Manifest, locations: &Locations, options: &Prepare
 /// on it later: the reviewer can be built, the target resolves (refs, cases), the plan's
 /// size is within `max_runs`, the corpus's oracle is readable and names a ground-truth
 /// program for every case, and the report template compiles and renders (strictly) an
-/// execution with no results yet. Runs no reviewer and writes nothing outside a temporary
-/// directory.
+/// execution with no results yet. Reads only: runs no reviewer, materializes nothing.
 pub fn check(manifest: Manifest, options: &PrepareOptions) -> Result<plan::PlanSize, Vec<String>> {
     let template = manifest.report.template.clone();
     let prepared = prepare_manifest(manifest, &Locations::default(), options).map_err(|e| vec![e.to_string()])?;
@@ -89,7 +88,8 @@ pub fn check(manifest: Manifest, options: &PrepareOptions) -> Result<plan::PlanS
         }
     }
     let outcomes: Vec<RunOutcome> = prepared.plan.runs.iter().map(|_| RunOutcome::Missing).collect();
-    let results = summarize(&prepared, &prepared.manifest.path.display().to_string(), &outcomes);
+    // No run has results, so no diff scope is needed: nothing is materialized.
+    let results = summarize_scoped(&prepared, &prepared.manifest.path.display().to_string(), &outcomes, None);
     if let Err(e) = report::render::check_template(&results, template.as_deref()) {
         problems.push(e.to_string());
     }
@@ -179,6 +179,11 @@ pub fn summarize_in(prepared: &Prepared, manifest_label: &str, outcomes: &[RunOu
     } else {
         None
     };
+    summarize_scoped(prepared, manifest_label, outcomes, scopes.as_ref())
+}
+
+fn summarize_scoped(prepared: &Prepared, manifest_label: &str, outcomes: &[RunOutcome], scopes: Option<&BTreeMap<String, DiffScope>>) -> Results {
+    let plan = &prepared.plan;
     let mut views = Vec::new();
     let mut missing = Vec::new();
     for (run, outcome) in plan.runs.iter().zip(outcomes) {
@@ -194,7 +199,7 @@ pub fn summarize_in(prepared: &Prepared, manifest_label: &str, outcomes: &[RunOu
         missing,
         repeat: prepared.manifest.matrix.repeat,
         oracle: prepared.oracle.as_ref(),
-        scopes: scopes.as_ref(),
+        scopes,
         adjudications: &prepared.adjudications,
     };
     let analyses = prepared.manifest.analyses.iter().map(|spec| analysis::compute(spec, &input)).collect();

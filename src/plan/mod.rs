@@ -80,7 +80,7 @@ pub enum PlanError {
     Cycle(Node),
     #[error("no subject for ref `{0}`")]
     MissingSubject(String),
-    #[error("the matrix plans {size}, more than the limit of {limit} runs: shrink the matrix or `repeat`, or pass `--max-runs {runs}` to allow it", size = .0, limit = thousands(*.1), runs = .0.runs.unwrap_or(u64::MAX))]
+    #[error("{}", too_large(.0, *.1))]
     TooLarge(PlanSize, u64),
 }
 
@@ -137,6 +137,16 @@ impl std::fmt::Display for PlanSize {
             count(Some(self.repeat), "repeat", "repeats"),
             count(self.runs, "run", "runs")
         )
+    }
+}
+
+fn too_large(size: &PlanSize, limit: u64) -> String {
+    match size.runs {
+        Some(runs) => format!(
+            "the matrix plans {size}, more than the limit of {} runs: shrink the matrix or `repeat`, or pass `--max-runs {runs}` to allow it",
+            thousands(limit)
+        ),
+        None => format!("the matrix plans {size}: the count does not fit in 64 bits; shrink the matrix or `repeat`"),
     }
 }
 
@@ -220,4 +230,34 @@ pub fn build_limited(manifest: &Manifest, subjects: BTreeMap<String, SubjectSpec
         order,
         axis_order: manifest.matrix.axes.iter().map(|a| a.name.clone()).collect(),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::manifest::{Axis, AxisValue, Matrix};
+
+    fn size(axes: &[usize], subjects: u64, repeat: u32) -> PlanSize {
+        let matrix = Matrix {
+            axes: axes.iter().enumerate().map(|(i, n)| Axis { name: format!("a{i}"), values: (0..*n as i64).map(AxisValue::Int).collect() }).collect(),
+            repeat,
+        };
+        let cells = matrix.axes.iter().try_fold(1u64, |n, a| n.checked_mul(a.values.len() as u64));
+        let runs = cells.and_then(|c| c.checked_mul(subjects)).and_then(|n| n.checked_mul(u64::from(repeat)));
+        PlanSize { cells, subjects_per_cell: subjects, repeat: u64::from(repeat), runs }
+    }
+
+    #[test]
+    fn sizes_read_as_arithmetic_and_overflow_is_refused() {
+        assert_eq!(size(&[2, 2], 1, 2).to_string(), "4 cells × 1 subject × 2 repeats = 8 runs");
+        assert_eq!(size(&[], 16, 1).to_string(), "1 cell × 16 subjects × 1 repeat = 16 runs");
+        assert_eq!(size(&[2, 2], 1, 2).check(8).expect("within"), 8);
+        let too_many = size(&[2, 2], 1, 2).check(7).expect_err("over").to_string();
+        assert!(too_many.contains("= 8 runs, more than the limit of 7 runs") && too_many.contains("--max-runs 8"), "{too_many}");
+        let overflow = size(&[1 << 16; 5], 1, 1);
+        assert_eq!(overflow.cells, None);
+        let message = overflow.check(u64::MAX).expect_err("overflow").to_string();
+        assert!(message.contains("does not fit in 64 bits") && !message.contains("--max-runs"), "{message}");
+        assert_eq!(thousands(12_800_000_000_000), "12,800,000,000,000");
+    }
 }
