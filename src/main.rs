@@ -213,7 +213,12 @@ fn validate(files: &[PathBuf], max_runs: u64) -> Result<Exit, Error> {
             Ok(m) => {
                 let (axes, analyses) = (m.matrix.axes.len(), m.analyses.len());
                 match experiment::check(m, &experiment::PrepareOptions { max_runs }) {
-                    Ok(size) => println!("{}: ok ({axes} axes, {analyses} analyses; {size})", file.display()),
+                    Ok(size) => println!(
+                        "{}: ok ({axes} ax{}, {analyses} analys{}; {size})",
+                        file.display(),
+                        if axes == 1 { "is" } else { "es" },
+                        if analyses == 1 { "is" } else { "es" }
+                    ),
                     Err(problems) => {
                         ok = false;
                         for p in &problems {
