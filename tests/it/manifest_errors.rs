@@ -180,7 +180,7 @@ fn a_huge_matrix_is_refused_before_it_is_expanded_and_max_runs_allows_more() {
 #[test]
 fn validate_locates_a_missing_corpus_a_misspelled_builtin_and_analysis_kind_and_a_bad_url() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let manifest = write_manifest(
+    write_manifest(
         dir.path(),
         "bad.toml",
         "version = 1\n[experiment]\nname = \"x\"\n[target]\ncorpus = \"nowhere\"\n[matrix]\nrepeat = 1\n[reviewer]\nkind = \"builtin\"\nname = \"dry-rn\"\n[[analysis]]\nkind = \"overlpa\"\naxis = \"x\"\n[report]\noutput = \"o\"\n",
