@@ -21,6 +21,9 @@ pub enum Command {
         /// Manifest files.
         #[arg(required = true)]
         files: Vec<PathBuf>,
+        /// Refuse a plan of more runs than this.
+        #[arg(long, value_name = "N", default_value_t = runner::plan::DEFAULT_MAX_RUNS)]
+        max_runs: u64,
     },
     /// Compare the review-eval verdicts of two executions (or two cells of one) and apply the
     /// keep rule: exit 0 to keep the change, 5 when a finding regressed or noise rose.
@@ -80,6 +83,9 @@ pub struct ExecArgs {
     /// `[report] output`.
     #[arg(long, value_name = "DIR")]
     pub output: Option<PathBuf>,
+    /// Refuse a plan of more runs than this.
+    #[arg(long, value_name = "N", default_value_t = runner::plan::DEFAULT_MAX_RUNS)]
+    pub max_runs: u64,
     #[command(flatten)]
     pub locations: LocationArgs,
 }
@@ -90,6 +96,9 @@ pub struct PlanArgs {
     /// Print the plan as JSON.
     #[arg(long)]
     pub json: bool,
+    /// Refuse a plan of more runs than this.
+    #[arg(long, value_name = "N", default_value_t = runner::plan::DEFAULT_MAX_RUNS)]
+    pub max_runs: u64,
     #[command(flatten)]
     pub locations: LocationArgs,
 }

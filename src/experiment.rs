@@ -35,14 +35,36 @@ pub struct Locations {
     pub work_dir: Option<PathBuf>,
 }
 
+/// Limits on what a plan may hold; CLI flags set them.
+#[derive(Debug, Clone, Copy)]
+pub struct PrepareOptions {
+    /// Refuse a plan of more runs (`--max-runs`).
+    pub max_runs: u64,
+}
+
+impl Default for PrepareOptions {
+    fn default() -> Self {
+        Self { max_runs: plan::DEFAULT_MAX_RUNS }
+    }
+}
+
 pub fn prepare(manifest_path: &std::path::Path, locations: &Locations) -> Result<Prepared, Error> {
+    prepare_with(manifest_path, locations, &PrepareOptions::default())
+}
+
+/// [`prepare`] under explicit limits.
+pub fn prepare_with(manifest_path: &std::path::Path, locations: &Locations, options: &PrepareOptions) -> Result<Prepared, Error> {
     let manifest = crate::manifest::load(manifest_path)?;
+    prepare_manifest(manifest, locations, options)
+}
+
+fn prepare_manifest(manifest: Manifest, locations: &Locations, options: &PrepareOptions) -> Result<Prepared, Error> {
     let mut reviewers = ReviewerSet::new();
     for named in &manifest.reviewers.entries {
         reviewers.insert(named.name.clone(), reviewer::from_spec(&named.spec)?);
     }
     let subjects = crate::target::resolve(&manifest)?;
-    let plan = plan::build(&manifest, subjects, &reviewers)?;
+    let plan = plan::build_limited(&manifest, subjects, &reviewers, options.max_runs)?;
     let cache = CacheStore::new(locations.cache_dir.clone().unwrap_or_else(|| manifest.cache_dir.clone()));
     let oracle = load_oracle(&manifest)?;
     let adjudications = load_adjudications(&manifest)?;
@@ -60,6 +82,42 @@ impl Prepared {
             .collect()
     }
 }
+
+/// What `runner validate` checks beyond the manifest's text, so that `exec` does not fail
+/// on it later: the reviewer can be built, the target resolves (refs, cases), the plan's
+/// size is within `max_runs`, the corpus's oracle is readable and names a ground-truth
+/// program for every case, and the report template compiles and renders (strictly) an
+/// execution with no results yet. Reads only: runs no reviewer, materializes nothing.
+pub fn check(manifest: Manifest, options: &PrepareOptions) -> Result<plan::PlanSize, Vec<String>> {
+    let template = manifest.report.template.clone();
+    let prepared = prepare_manifest(manifest, &Locations::default(), options).map_err(|e| vec![e.to_string()])?;
+    let mut problems = Vec::new();
+    if let Some(oracle) = &prepared.oracle {
+        let oracle_path = match &prepared.manifest.target {
+            TargetSpec::Corpus { dir, .. } => dir.join(ground_truth::oracle::ORACLE_FILE).display().to_string(),
+            _ => "the oracle".to_string(),
+        };
+        for case in &oracle.cases {
+            if prepared.plan.subjects.contains_key(&case.id) && matches!(prepared.manifest.target, TargetSpec::Corpus { .. }) && case.ground_truth.program.trim().is_empty() {
+                problems.push(format!("case `{}` in `{oracle_path}` has an empty ground-truth program (`groundTruth`): write the program that shows its defect", case.id));
+            }
+        }
+    }
+    let missing = RunOutcome::Missing;
+    let outcomes: Vec<&RunOutcome> = prepared.plan.runs.iter().map(|_| &missing).collect();
+    // No run has results, so no diff scope is needed: nothing is materialized.
+    let analyses = (0..prepared.manifest.analyses.len()).map(|i| analyze(&prepared, i, &outcomes, None)).collect();
+    let results = build_results(&prepared, &prepared.manifest.path.display().to_string(), &outcomes, analyses);
+    if let Err(e) = report::render::check_template(&results, template.as_deref()) {
+        problems.push(e.to_string());
+    }
+    if problems.is_empty() {
+        Ok(prepared.plan.size())
+    } else {
+        Err(problems)
+    }
+}
+
 /// The adjudication records the analyses name; a missing or unparsable one is an error naming
 /// its path and the analysis.
 pub fn load_adjudications(manifest: &Manifest) -> Result<BTreeMap<PathBuf, ground_truth::adjudication::Adjudication>, Error> {

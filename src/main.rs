@@ -26,7 +26,7 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Exec(args) => exec(args),
         Command::Plan(args) => plan(args),
-        Command::Validate { files } => validate(&files),
+        Command::Validate { files, max_runs } => validate(&files, max_runs),
         Command::Diff(args) => diff(args),
         Command::Cache { command, locations } => cache(command, &locations),
         Command::Corpus { command: CorpusCommand::Validate(args) } => corpus_validate(&args),
@@ -68,7 +68,7 @@ fn runtime() -> Result<tokio::runtime::Runtime, Error> {
 }
 
 fn exec(args: ExecArgs) -> Result<Exit, Error> {
-    let mut prepared = experiment::prepare(&args.manifest, &locations(&args.locations))?;
+    let mut prepared = experiment::prepare_with(&args.manifest, &locations(&args.locations), &experiment::PrepareOptions { max_runs: args.max_runs })?;
     if let Some(dir) = &args.output {
         prepared.manifest.report.output = dir.clone();
     }
@@ -144,7 +144,7 @@ fn unix_millis() -> u128 {
 }
 
 fn plan(args: PlanArgs) -> Result<Exit, Error> {
-    let prepared = experiment::prepare(&args.manifest, &locations(&args.locations))?;
+    let prepared = experiment::prepare_with(&args.manifest, &locations(&args.locations), &experiment::PrepareOptions { max_runs: args.max_runs })?;
     let name = &prepared.manifest.experiment.name;
     let mut rows = Vec::new();
     let (mut cached, mut missing) = (0, 0);
@@ -161,7 +161,7 @@ fn plan(args: PlanArgs) -> Result<Exit, Error> {
             Lookup::Miss => {
                 missing += 1;
                 let why = match prepared.cache.previous_inputs(&run.slot(name), &run.key) {
-                    Some(previous) => format!("changed since last cached: {}", run.inputs.changed_fields(&previous).join(", ")),
+                    Some(previous) => format!("changed since last cached: {}", run.inputs.changes(&previous).iter().map(ToString::to_string).collect::<Vec<_>>().join("; ")),
                     None => match prepared.cache.failure(&run.key) {
                         Some(f) => format!("last attempt failed: {}", f.error),
                         None => "never run".to_string(),
@@ -184,14 +184,9 @@ fn plan(args: PlanArgs) -> Result<Exit, Error> {
         });
         println!("{}", serde_json::to_string_pretty(&doc).unwrap_or_default());
     } else {
-        let subjects = prepared.plan.subjects_per_cell;
         println!(
-            "{name}: {} cells × {} subject{} × {} repeats = {} runs ({} cached, {} to run)",
-            prepared.plan.cells.len(),
-            subjects,
-            if subjects == 1 { "" } else { "s" },
-            prepared.manifest.matrix.repeat,
-            prepared.plan.runs.len(),
+            "{name}: {} ({} cached, {} to run)",
+            prepared.plan.size(),
             cached,
             missing,
         );
@@ -242,11 +237,27 @@ fn node_summary(prepared: &experiment::Prepared, cached_runs: usize) -> Vec<Node
         .collect()
 }
 
-fn validate(files: &[PathBuf]) -> Result<Exit, Error> {
+fn validate(files: &[PathBuf], max_runs: u64) -> Result<Exit, Error> {
     let mut ok = true;
     for file in files {
         match manifest::load(file) {
-            Ok(m) => println!("{}: ok ({} axes, {} analyses)", file.display(), m.matrix.axes.len(), m.analyses.len()),
+            Ok(m) => {
+                let (axes, analyses) = (m.matrix.axes.len(), m.analyses.len());
+                match experiment::check(m, &experiment::PrepareOptions { max_runs }) {
+                    Ok(size) => println!(
+                        "{}: ok ({axes} ax{}, {analyses} analys{}; {size})",
+                        file.display(),
+                        if axes == 1 { "is" } else { "es" },
+                        if analyses == 1 { "is" } else { "es" }
+                    ),
+                    Err(problems) => {
+                        ok = false;
+                        for p in &problems {
+                            eprintln!("error: {}: {p}", file.display());
+                        }
+                    }
+                }
+            }
             Err(e) => {
                 ok = false;
                 report_error(&Error::Manifest(e));

@@ -60,33 +60,74 @@ impl KeyInputs {
 
     /// Paths (`reviewer.args[2]`, `cell.model`, …) whose values differ between two inputs.
     pub fn changed_fields(&self, previous: &KeyInputs) -> Vec<String> {
+        self.changes(previous).into_iter().map(|c| c.path).collect()
+    }
+
+    /// Each field whose value differs from `previous`, with both values.
+    pub fn changes(&self, previous: &KeyInputs) -> Vec<FieldChange> {
         let a = serde_json::to_value(previous).unwrap_or_default();
         let b = serde_json::to_value(self).unwrap_or_default();
         let mut out = Vec::new();
-        diff_values("", &a, &b, &mut out);
+        diff_values("", Some(&a), Some(&b), &mut out);
         out
     }
 }
 
-fn diff_values(path: &str, a: &serde_json::Value, b: &serde_json::Value, out: &mut Vec<String>) {
+/// One input of a key that changed: its path and its old and new values (`None`: absent).
+#[derive(Debug, Clone, PartialEq)]
+pub struct FieldChange {
+    pub path: String,
+    pub old: Option<serde_json::Value>,
+    pub new: Option<serde_json::Value>,
+}
+
+/// Values longer than this are cut in the middle when shown.
+const SHOWN_VALUE_CHARS: usize = 40;
+
+impl fmt::Display for FieldChange {
+    /// `cell.model: smollm2 → gemma3`; hashes shortened, long values cut, absence `(none)`.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}: {} → {}", self.path, show_value(self.old.as_ref()), show_value(self.new.as_ref()))
+    }
+}
+
+fn show_value(value: Option<&serde_json::Value>) -> String {
+    let text = match value {
+        None => return "(none)".to_string(),
+        Some(serde_json::Value::String(s)) if s.len() == 64 && s.bytes().all(|b| b.is_ascii_hexdigit()) => return s[..12].to_string(),
+        Some(serde_json::Value::String(s)) => serde_json::to_string(s).unwrap_or_default(),
+        Some(other) => other.to_string(),
+    };
+    let chars: Vec<char> = text.chars().collect();
+    if chars.len() <= SHOWN_VALUE_CHARS {
+        return text;
+    }
+    let half = (SHOWN_VALUE_CHARS - 1) / 2;
+    let head: String = chars[..half].iter().collect();
+    let tail: String = chars[chars.len() - half..].iter().collect();
+    format!("{head}…{tail}")
+}
+
+fn diff_values(path: &str, a: Option<&serde_json::Value>, b: Option<&serde_json::Value>, out: &mut Vec<FieldChange>) {
     use serde_json::Value;
     let join = |k: &str| if path.is_empty() { k.to_string() } else { format!("{path}.{k}") };
     match (a, b) {
-        (Value::Object(x), Value::Object(y)) => {
+        (Some(Value::Object(x)), Some(Value::Object(y))) => {
             let keys: std::collections::BTreeSet<&String> = x.keys().chain(y.keys()).collect();
             for k in keys {
-                match (x.get(k), y.get(k)) {
-                    (Some(va), Some(vb)) => diff_values(&join(k), va, vb, out),
-                    _ => out.push(join(k)),
-                }
+                diff_values(&join(k), x.get(k), y.get(k), out);
             }
         }
-        (Value::Array(x), Value::Array(y)) if x.len() == y.len() => {
+        (Some(Value::Array(x)), Some(Value::Array(y))) if x.len() == y.len() => {
             for (i, (va, vb)) in x.iter().zip(y).enumerate() {
-                diff_values(&format!("{path}[{i}]"), va, vb, out);
+                diff_values(&format!("{path}[{i}]"), Some(va), Some(vb), out);
             }
         }
-        _ if a != b => out.push(if path.is_empty() { "(everything)".into() } else { path.to_string() }),
+        _ if a != b => out.push(FieldChange {
+            path: if path.is_empty() { "(everything)".into() } else { path.to_string() },
+            old: a.cloned(),
+            new: b.cloned(),
+        }),
         _ => {}
     }
 }
@@ -123,5 +164,22 @@ mod tests {
         let a = KeyInputs::new("x", serde_json::json!({"b": 1, "a": 2}), &cell("a"), "s", 1);
         let text = String::from_utf8(a.canonical_bytes()).expect("utf8");
         assert!(text.find("\"a\":2").expect("a") < text.find("\"b\":1").expect("b"));
+    }
+
+    #[test]
+    fn changes_show_old_and_new_values_shortened() {
+        let base = KeyInputs::new("builtin", serde_json::json!({"name": "dry-run", "prompt": "x".repeat(100)}), &cell("a"), &"0".repeat(64), 1);
+        let next = KeyInputs::new("builtin", serde_json::json!({"name": "heuristic", "prompt": "y".repeat(100), "extra": 3}), &cell("b"), &"f".repeat(64), 1);
+        let shown: Vec<String> = next.changes(&base).iter().map(ToString::to_string).collect();
+        assert_eq!(
+            shown,
+            vec![
+                "cell.model: \"a\" → \"b\"".to_string(),
+                "reviewer.extra: (none) → 3".to_string(),
+                "reviewer.name: \"dry-run\" → \"heuristic\"".to_string(),
+                format!("reviewer.prompt: \"{}…{}\" → \"{}…{}\"", "x".repeat(18), "x".repeat(18), "y".repeat(18), "y".repeat(18)),
+                format!("subject: {} → {}", "0".repeat(12), "f".repeat(12)),
+            ]
+        );
     }
 }

@@ -201,7 +201,10 @@ impl CacheStore {
         serde_json::from_slice(&bytes).ok()
     }
 
-    fn remember_slot(&self, slot: &str, key: &CacheKey) -> Result<(), CacheError> {
+    /// Records `key` as the slot's last executed key (written only when it changes): stores
+    /// do it, and so does an execution served from the cache, so `plan` explains a later
+    /// miss against what actually ran last.
+    pub fn remember_slot(&self, slot: &str, key: &CacheKey) -> Result<(), CacheError> {
         let path = self.slot_path(slot);
         if std::fs::read_to_string(&path).is_ok_and(|k| k.trim() == key.0) {
             return Ok(());

@@ -102,7 +102,7 @@ fn plan(models: &[&str], repeat: u32, subjects: &[&str]) -> Plan {
             }
         }
     }
-    Plan { cells, subjects: subject_specs, runs, graph, axis_order: vec!["model".into()], subjects_per_cell: subjects.len() }
+    Plan { cells, subjects: subject_specs, runs, graph, axis_order: vec!["model".into()] }
 }
 
 fn options(jobs: usize, limit: Option<usize>) -> ExecOptions {

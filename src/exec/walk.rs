@@ -147,7 +147,12 @@ pub async fn execute<C: Conclusions>(
     for (i, run) in plan.runs.iter().enumerate() {
         let lookup = if options.refresh { Lookup::Miss } else { cache.lookup(&run.key) };
         match lookup {
-            Lookup::Hit { record, findings } => states[review_nodes[i].index()] = State::Run(RunOutcome::Cached { record, findings }),
+            Lookup::Hit { record, findings } => {
+                // The slot remembers the key last used, so `plan` explains a later miss against
+                // it. Best effort: a read-only cache still serves hits.
+                let _ = cache.remember_slot(&run.slot(&options.experiment), &run.key);
+                states[review_nodes[i].index()] = State::Run(RunOutcome::Cached { record, findings });
+            }
             Lookup::Miss => pending_runs += 1,
             Lookup::Corrupt(detail) => {
                 emitter.emit(Event::CacheCorrupt { run: run.id(), detail });

@@ -19,22 +19,40 @@ pub struct ManifestErrors {
     pub diagnostics: Vec<Diagnostic>,
 }
 
+/// At most this many problems are shown; the rest are counted ("… and N more").
+pub const MAX_SHOWN: usize = 50;
+
 impl ManifestErrors {
     /// 1-based (line, column) of a byte offset; columns count characters.
     pub fn line_col(&self, offset: usize) -> (usize, usize) {
         line_col(&self.source, offset)
     }
 
+    /// The problems shown (the first [`MAX_SHOWN`] in source order) and how many are not.
+    fn shown(&self) -> (&[Diagnostic], usize) {
+        let n = self.diagnostics.len().min(MAX_SHOWN);
+        (&self.diagnostics[..n], self.diagnostics.len() - n)
+    }
+
+    fn more_line(&self, hidden: usize) -> String {
+        format!("… and {hidden} more problem{} in `{}` (fix the ones above first)\n", if hidden == 1 { "" } else { "s" }, self.path.display())
+    }
+
     /// Plain one-line-per-problem text: `path:line:col: message`.
     pub fn to_plain(&self) -> String {
+        let index = LineIndex::new(&self.source);
+        let (shown, hidden) = self.shown();
         let mut out = String::new();
-        for d in &self.diagnostics {
-            let (line, col) = self.line_col(d.span.start);
+        for d in shown {
+            let (line, col) = index.line_col(&self.source, d.span.start);
             out.push_str(&format!("{}:{line}:{col}: {}", self.path.display(), d.message));
             if let Some(help) = &d.help {
                 out.push_str(&format!(" ({help})"));
             }
             out.push('\n');
+        }
+        if hidden > 0 {
+            out.push_str(&self.more_line(hidden));
         }
         out
     }
@@ -45,11 +63,15 @@ impl ManifestErrors {
         use codespan_reporting::files::SimpleFile;
         use codespan_reporting::term::{self, termcolor::Buffer};
 
+        // One pass over the source for line starts (here and inside `SimpleFile`); each
+        // problem is then located by binary search, so time stays linear in the input.
+        let index = LineIndex::new(&self.source);
         let file = SimpleFile::new(self.path.display().to_string(), &self.source);
         let mut buffer = if color { Buffer::ansi() } else { Buffer::no_color() };
         let config = term::Config::default();
-        for d in &self.diagnostics {
-            let (line, col) = self.line_col(d.span.start);
+        let (shown, hidden) = self.shown();
+        for d in shown {
+            let (line, col) = index.line_col(&self.source, d.span.start);
             let mut diag = CsDiagnostic::error()
                 .with_message(format!("{} ({}:{line}:{col})", d.message, self.path.display()))
                 .with_labels(vec![Label::primary((), d.span.clone())]);
@@ -61,12 +83,35 @@ impl ManifestErrors {
         }
         let n = self.diagnostics.len();
         let mut text = String::from_utf8_lossy(buffer.as_slice()).into_owned();
+        if hidden > 0 {
+            text.push_str(&self.more_line(hidden));
+        }
         text.push_str(&format!(
             "{n} problem{} in `{}`\n",
             if n == 1 { "" } else { "s" },
             self.path.display()
         ));
         text
+    }
+}
+
+/// Byte offsets of line starts, computed once per source.
+struct LineIndex {
+    starts: Vec<usize>,
+}
+
+impl LineIndex {
+    fn new(source: &str) -> Self {
+        let starts = std::iter::once(0).chain(source.match_indices('\n').map(|(i, _)| i + 1)).collect();
+        Self { starts }
+    }
+
+    /// 1-based (line, column) of a byte offset; columns count characters within the line.
+    fn line_col(&self, source: &str, offset: usize) -> (usize, usize) {
+        let offset = floor_char_boundary(source, offset.min(source.len()));
+        let line = self.starts.partition_point(|&s| s <= offset).max(1);
+        let start = self.starts[line - 1];
+        (line, source[start..offset].chars().count() + 1)
     }
 }
 
@@ -79,11 +124,7 @@ impl std::fmt::Display for ManifestErrors {
 impl std::error::Error for ManifestErrors {}
 
 pub fn line_col(source: &str, offset: usize) -> (usize, usize) {
-    let offset = offset.min(source.len());
-    let before = &source[..floor_char_boundary(source, offset)];
-    let line = before.matches('\n').count() + 1;
-    let col = before.rsplit('\n').next().map(|s| s.chars().count()).unwrap_or(0) + 1;
-    (line, col)
+    LineIndex::new(source).line_col(source, offset)
 }
 
 fn floor_char_boundary(s: &str, mut i: usize) -> usize {
@@ -111,5 +152,31 @@ mod tests {
         assert_eq!(line_col(src, 0), (1, 1));
         assert_eq!(line_col(src, 6), (2, 1));
         assert_eq!(line_col(src, 9), (2, 3));
+    }
+
+    #[test]
+    fn lines_are_located_by_index_as_by_scanning() {
+        let src = "a = 1\nbé = 2\n\nlast";
+        let index = LineIndex::new(src);
+        for offset in 0..=src.len() + 2 {
+            let o = floor_char_boundary(src, offset.min(src.len()));
+            let before = &src[..o];
+            let expected = (before.matches('\n').count() + 1, before.rsplit('\n').next().map(|s| s.chars().count()).unwrap_or(0) + 1);
+            assert_eq!(index.line_col(src, offset), expected, "offset {offset}");
+        }
+    }
+
+    #[test]
+    fn at_most_fifty_problems_are_shown() {
+        let source = "x\n".repeat(200);
+        let diagnostics = (0..200).map(|i| Diagnostic { span: i * 2..i * 2 + 1, message: format!("problem {i}"), help: None }).collect();
+        let errors = ManifestErrors { path: PathBuf::from("m.toml"), source, diagnostics };
+        let plain = errors.to_plain();
+        assert_eq!(plain.lines().filter(|l| l.starts_with("m.toml:")).count(), MAX_SHOWN);
+        assert!(plain.contains("m.toml:50:1: problem 49"), "{plain}");
+        assert!(plain.contains("… and 150 more problems"), "{plain}");
+        let rendered = errors.render(false);
+        assert_eq!(rendered.matches("error: problem").count(), MAX_SHOWN);
+        assert!(rendered.ends_with("… and 150 more problems in `m.toml` (fix the ones above first)\n200 problems in `m.toml`\n"), "{rendered}");
     }
 }

@@ -32,13 +32,20 @@ pub enum LoadError {
 }
 
 /// Reads and validates a manifest file.
+///
+/// Besides the text, this checks that the directories the target names exist.
 pub fn load(path: &Path) -> Result<Manifest, LoadError> {
     let source = std::fs::read_to_string(path).map_err(|source| LoadError::Read { path: path.to_path_buf(), source })?;
-    parse(path, &source).map_err(LoadError::Invalid)
+    parse_checked(path, &source, true).map_err(LoadError::Invalid)
 }
 
 /// Validates manifest text; `path` names the file in messages and anchors relative paths.
 pub fn parse(path: &Path, source: &str) -> Result<Manifest, ManifestErrors> {
+    parse_checked(path, source, false)
+}
+
+/// [`parse`]; with `check_paths`, also reports target directories that do not exist.
+fn parse_checked(path: &Path, source: &str, check_paths: bool) -> Result<Manifest, ManifestErrors> {
     let fail = |diagnostics: Vec<Diagnostic>| ManifestErrors {
         path: path.to_path_buf(),
         source: source.to_string(),
@@ -60,7 +67,7 @@ pub fn parse(path: &Path, source: &str) -> Result<Manifest, ManifestErrors> {
     let problems = Problems::default();
     let base_dir = path.parent().map(Path::to_path_buf).unwrap_or_default();
     let root = TableReader::new(&problems, document.get_ref(), 0..source.len().min(1), "the manifest");
-    let manifest = read_manifest(&root, path, &base_dir);
+    let manifest = read_manifest(&root, path, &base_dir, check_paths);
     root.finish();
     if problems.is_empty() {
         if let Some(manifest) = manifest {
@@ -70,7 +77,7 @@ pub fn parse(path: &Path, source: &str) -> Result<Manifest, ManifestErrors> {
     Err(fail(problems.into_sorted()))
 }
 
-fn read_manifest(root: &TableReader<'_, '_>, path: &Path, base_dir: &Path) -> Option<Manifest> {
+fn read_manifest(root: &TableReader<'_, '_>, path: &Path, base_dir: &Path, check_paths: bool) -> Option<Manifest> {
     let problems = root.problems();
     match root.integer("version", i64::MIN, i64::MAX) {
         Some(v) if *v.get_ref() == MANIFEST_VERSION => {}
@@ -84,16 +91,23 @@ fn read_manifest(root: &TableReader<'_, '_>, path: &Path, base_dir: &Path) -> Op
         e
     });
     let target = section(root, "target").and_then(|t| {
-        let target = read_target(&t, base_dir);
+        let target = read_target(&t, base_dir, check_paths);
         t.finish();
         target
     });
+    // Axis names as written, even when an axis is invalid, plus the known axes that one is a
+    // misspelling of: the matrix reports the problem once, and templates or analyses that
+    // name the axis (either spelling) do not repeat it.
+    let mut axes: BTreeSet<String> = BTreeSet::new();
     let matrix = section(root, "matrix").and_then(|t| {
+        for (name, _) in t.keys().into_iter().filter(|(n, _)| n != "repeat") {
+            axes.extend(misspelled_known_axis(&name).map(str::to_string));
+            axes.insert(name);
+        }
         let m = read_matrix(&t);
         t.finish();
         m
     });
-    let axes: BTreeSet<String> = matrix.as_ref().map(|m| m.axes.iter().map(|a| a.name.clone()).collect()).unwrap_or_default();
     let reviewers = read_reviewers(root, &axes, matrix.as_ref(), base_dir);
     let analyses: Vec<Option<AnalysisSpec>> = root
         .tables("analysis")
@@ -125,6 +139,12 @@ fn read_manifest(root: &TableReader<'_, '_>, path: &Path, base_dir: &Path) -> Op
     if let (Some(reviewers), Some(matrix)) = (&reviewers, &matrix) {
         for named in &reviewers.entries {
             check_unused_axes(root, &named.spec, matrix, reviewers.by_axis);
+            let name_span = if reviewers.by_axis || root.has("reviewers") {
+                root.table("reviewers").and_then(|r| r.table(&named.name)).and_then(|t| t.get("name").map(|v| v.span()))
+            } else {
+                root.table("reviewer").and_then(|r| r.get("name").map(|v| v.span()))
+            };
+            check_builtin_names(root, &named.spec, matrix, name_span.unwrap_or(0..0));
         }
     }
     Some(Manifest {
@@ -161,9 +181,24 @@ fn read_experiment(t: &TableReader<'_, '_>) -> Option<Experiment> {
     Some(Experiment { name: name?.into_inner(), description })
 }
 
-fn read_target(t: &TableReader<'_, '_>, base_dir: &Path) -> Option<TargetSpec> {
+fn read_target(t: &TableReader<'_, '_>, base_dir: &Path, check_paths: bool) -> Option<TargetSpec> {
     let repo = t.string("repo");
     let corpus = t.string("corpus");
+    if check_paths {
+        let evals = t.get("evals").and_then(|v| v.get_ref().as_str().map(|s| Spanned::new(v.span(), s.to_string())));
+        for (key, dir) in [("repo", &repo), ("corpus", &corpus), ("evals", &evals)] {
+            if let Some(dir) = dir {
+                let resolved = resolve_path(base_dir, dir.get_ref());
+                if !resolved.is_dir() {
+                    t.problems().push_with_help(
+                        dir.span(),
+                        format!("{key} directory `{}` does not exist", resolved.display()),
+                        "paths in a manifest are relative to the manifest's directory",
+                    );
+                }
+            }
+        }
+    }
     match (repo, corpus) {
         (Some(repo), None) if t.has("evals") => {
             let evals = t.string("evals")?;
@@ -248,7 +283,7 @@ fn read_matrix(t: &TableReader<'_, '_>) -> Option<Matrix> {
                 }
             }
         }
-        if let Some(known) = KNOWN_AXES.iter().find(|k| **k != name && strsim::damerau_levenshtein(k, &name) <= 2) {
+        if let Some(known) = misspelled_known_axis(&name) {
             t.problems().push_with_help(key_span.clone(), format!("axis `{name}` looks like a misspelling of `{known}`"), format!("did you mean `{known}`?"));
             ok = false;
         }
@@ -260,6 +295,53 @@ fn read_matrix(t: &TableReader<'_, '_>) -> Option<Matrix> {
 
 /// Axes that mean something to runner's reviewers.
 pub const KNOWN_AXES: [&str; 5] = ["model", "ref", "temperature", "rag_symbol_max_definitions", "seed"];
+
+/// The known axis `name` is a misspelling of (at most two edits away, not equal).
+fn misspelled_known_axis(name: &str) -> Option<&'static str> {
+    KNOWN_AXES.iter().copied().find(|k| *k != name && strsim::damerau_levenshtein(k, name) <= 2)
+}
+
+/// The candidate closest to `text`, when close enough to be a likely typo.
+pub fn did_you_mean<'a>(text: &str, candidates: impl IntoIterator<Item = &'a str>) -> Option<&'a str> {
+    candidates
+        .into_iter()
+        .map(|c| (strsim::jaro_winkler(c, text), c))
+        .filter(|(score, _)| *score > 0.8)
+        .max_by(|a, b| a.0.total_cmp(&b.0))
+        .map(|(_, c)| c)
+}
+
+/// Combinations of a template's axes tried when checking a built-in reviewer's name.
+const MAX_NAME_RENDERINGS: usize = 10_000;
+
+/// A built-in reviewer's `name` templated over the matrix (`"{{baseline}}"`) must render a
+/// known baseline for every cell: each value combination of the axes it uses is rendered.
+fn check_builtin_names(root: &TableReader<'_, '_>, reviewer: &ReviewerSpec, matrix: &Matrix, span: std::ops::Range<usize>) {
+    let ReviewerKindSpec::Builtin(spec) = &reviewer.kind else { return };
+    if !spec.name.contains("{{") {
+        return;
+    }
+    let used: BTreeSet<String> = template_var_regex().captures_iter(&spec.name).map(|c| c[1].to_string()).collect();
+    let axes: Vec<&Axis> = matrix.axes.iter().filter(|a| used.contains(&a.name)).collect();
+    let combinations = axes.iter().try_fold(1usize, |n, a| n.checked_mul(a.values.len()));
+    if axes.is_empty() || combinations.is_none_or(|n| n > MAX_NAME_RENDERINGS) {
+        return;
+    }
+    let sub = Matrix { axes: axes.into_iter().cloned().collect(), repeat: 1 };
+    let mut reported = BTreeSet::new();
+    for cell in crate::plan::expand(&sub) {
+        let vars = crate::reviewer::template::variables(&cell, 0, None);
+        let Ok(name) = crate::reviewer::template::render(&spec.name, &vars) else { continue };
+        if crate::reviewer::builtin::Baseline::parse(&name).is_some() || !reported.insert(name.clone()) {
+            continue;
+        }
+        let message = format!("builtin reviewer name `{}` renders `{name}` for {}: not a builtin reviewer", spec.name, cell.id);
+        match did_you_mean(&name, crate::reviewer::builtin::Baseline::NAMES) {
+            Some(best) => root.problems().push_with_help(span.clone(), message, format!("did you mean `{best}`? ({})", crate::reviewer::builtin::Baseline::help())),
+            None => root.problems().push_with_help(span.clone(), message, crate::reviewer::builtin::Baseline::help()),
+        }
+    }
+}
 
 /// Axes with a meaning to runner are checked for plausible values.
 fn check_known_axis(t: &TableReader<'_, '_>, name: &str, values: &[AxisValue], span: std::ops::Range<usize>) {
@@ -460,15 +542,6 @@ fn read_reviewers(root: &TableReader<'_, '_>, axes: &BTreeSet<String>, matrix: O
     }
 }
 
-/// The closest of `candidates` to `text`, when it is close enough to be a likely typo.
-fn did_you_mean<'a>(text: &str, candidates: impl Iterator<Item = &'a str>) -> Option<&'a str> {
-    candidates
-        .map(|c| (strsim::jaro_winkler(text, c), c))
-        .filter(|(score, _)| *score > 0.8)
-        .max_by(|a, b| a.0.total_cmp(&b.0))
-        .map(|(_, c)| c)
-}
-
 fn read_reviewer(t: &TableReader<'_, '_>, axes: &BTreeSet<String>, base_dir: &Path) -> Option<ReviewerSpec> {
     let problems = t.problems();
     let max_concurrency = t.integer("max-concurrency", 1, 4096).map(|n| *n.get_ref() as usize);
@@ -488,7 +561,12 @@ fn read_reviewer(t: &TableReader<'_, '_>, axes: &BTreeSet<String>, base_dir: &Pa
         "command" => read_command(t, axes).map(ReviewerKindSpec::Command),
         "ollama" | "openai" => crate::reviewer::llm::read_spec(t, kind.get_ref(), axes, base_dir).map(|s| ReviewerKindSpec::Llm(Box::new(s))),
         other => {
-            problems.push_with_help(kind.span(), format!("unknown reviewer kind `{other}`"), "kinds: builtin, command, ollama, openai");
+            let kinds = ["builtin", "command", "ollama", "openai"];
+            let help = match did_you_mean(other, kinds) {
+                Some(best) => format!("did you mean `{best}`? (kinds: {})", kinds.join(", ")),
+                None => format!("kinds: {}", kinds.join(", ")),
+            };
+            problems.push_with_help(kind.span(), format!("unknown reviewer kind `{other}`"), help);
             None
         }
     };
@@ -499,7 +577,11 @@ fn read_builtin(t: &TableReader<'_, '_>, axes: &BTreeSet<String>) -> Option<Buil
     let name = t.required_string("name")?;
     check_template(t.problems(), &name, axes, &[]);
     if !name.get_ref().contains("{{") && crate::reviewer::builtin::Baseline::parse(name.get_ref()).is_none() {
-        t.problems().push_with_help(name.span(), format!("unknown builtin reviewer `{}`", name.get_ref()), crate::reviewer::builtin::Baseline::help());
+        let help = match did_you_mean(name.get_ref(), crate::reviewer::builtin::Baseline::NAMES) {
+            Some(best) => format!("did you mean `{best}`? ({})", crate::reviewer::builtin::Baseline::help()),
+            None => crate::reviewer::builtin::Baseline::help().to_string(),
+        };
+        t.problems().push_with_help(name.span(), format!("unknown builtin reviewer `{}`", name.get_ref()), help);
     }
     let latency_ms = t.integer("latency-ms", 0, 3_600_000).map(|n| *n.get_ref() as u64).unwrap_or(0);
     Some(BuiltinSpec { name: name.into_inner(), latency_ms })
@@ -586,14 +668,26 @@ fn read_analysis(t: &TableReader<'_, '_>, axes: &BTreeSet<String>, base_dir: &Pa
     let kind_text = t.required_string("kind")?;
     let Some(kind) = AnalysisKind::parse(kind_text.get_ref()) else {
         let kinds: Vec<&str> = AnalysisKind::ALL.iter().map(|k| k.as_str()).collect();
-        problems.push_with_help(kind_text.span(), format!("unknown analysis kind `{}`", kind_text.get_ref()), format!("kinds: {}", kinds.join(", ")));
+        let help = match did_you_mean(kind_text.get_ref(), kinds.iter().copied()) {
+            Some(best) => format!("did you mean `{best}`? (kinds: {})", kinds.join(", ")),
+            None => format!("kinds: {}", kinds.join(", ")),
+        };
+        // The analysis's other keys are still read, so they are not reported as unknown.
+        for key in ["title", "axis", "line-tolerance", "similarity", "similarity-measure", "dedup-similarity", "partial-similarity", "evidence", "adjudication"] {
+            t.allow(key);
+        }
+        problems.push_with_help(kind_text.span(), format!("unknown analysis kind `{}`", kind_text.get_ref()), help);
         return None;
     };
     let title = t.string("title").map(Spanned::into_inner);
     let axis = t.string("axis");
     if let Some(a) = &axis {
         if !axes.contains(a.get_ref()) {
-            problems.push(a.span(), format!("analysis axis `{}` is not a matrix axis", a.get_ref()));
+            let message = format!("analysis axis `{}` is not a matrix axis", a.get_ref());
+            match did_you_mean(a.get_ref(), axes.iter().map(String::as_str)) {
+                Some(best) => problems.push_with_help(a.span(), message, format!("did you mean `{best}`?")),
+                None => problems.push_with_help(a.span(), message, format!("axes: {}", axes.iter().map(String::as_str).collect::<Vec<_>>().join(", "))),
+            }
         }
     }
     let needs_axis = matches!(kind, AnalysisKind::Overlap);

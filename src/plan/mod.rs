@@ -123,8 +123,6 @@ pub struct Plan {
     pub graph: DiGraph<Node, Dependency>,
     /// Axis names in manifest order.
     pub axis_order: Vec<String>,
-    /// Subjects per cell (1 for a git target, where each cell's `ref` is its subject).
-    pub subjects_per_cell: usize,
 }
 
 impl Plan {
@@ -149,12 +147,108 @@ impl Plan {
     }
 }
 
+impl Plan {
+    /// Cells × subjects per cell × repeats, counted from the planned runs themselves.
+    pub fn size(&self) -> PlanSize {
+        let first = self.runs.first();
+        let subjects_per_cell = first.map_or(0, |f| self.runs.iter().filter(|r| r.cell.id == f.cell.id && r.repeat == f.repeat).count());
+        let repeat = self.runs.iter().map(|r| r.repeat).max().unwrap_or(0);
+        PlanSize {
+            cells: Some(self.cells.len() as u64),
+            subjects_per_cell: subjects_per_cell as u64,
+            repeat: u64::from(repeat),
+            runs: Some(self.runs.len() as u64),
+        }
+    }
+}
+
 #[derive(Debug, thiserror::Error)]
 pub enum PlanError {
     #[error("no subject for ref `{0}`")]
     MissingSubject(String),
     #[error("no reviewer for cell `{0}`")]
     MissingReviewer(String),
+    #[error("{}", too_large(.0, *.1))]
+    TooLarge(PlanSize, u64),
+}
+
+/// Runs a plan may hold unless `--max-runs` allows more: expanding is linear in the runs,
+/// and a typo such as `repeat = 10000` over a large matrix would otherwise exhaust memory.
+pub const DEFAULT_MAX_RUNS: u64 = 1_000_000;
+
+/// How many runs a manifest plans, computed from the axes before anything is expanded.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PlanSize {
+    /// `None` when the product overflows 64 bits.
+    pub cells: Option<u64>,
+    /// Subjects each cell is reviewed on: 1 for a git target (the cell's `ref`), every
+    /// selected case for a corpus or an eval set.
+    pub subjects_per_cell: u64,
+    pub repeat: u64,
+    /// `None` when the product overflows 64 bits.
+    pub runs: Option<u64>,
+}
+
+impl PlanSize {
+    pub fn new(manifest: &Manifest, subjects: &BTreeMap<String, SubjectSpec>) -> Self {
+        let cells = manifest.matrix.axes.iter().try_fold(1u64, |n, axis| n.checked_mul(axis.values.len() as u64));
+        let subjects_per_cell = match &manifest.target {
+            TargetSpec::Git { .. } => 1,
+            TargetSpec::Corpus { .. } | TargetSpec::Evals { .. } => subjects.len() as u64,
+        };
+        let repeat = u64::from(manifest.matrix.repeat);
+        let runs = cells.and_then(|c| c.checked_mul(subjects_per_cell)).and_then(|n| n.checked_mul(repeat));
+        Self { cells, subjects_per_cell, repeat, runs }
+    }
+
+    /// Refuses a plan over `max_runs` runs (or one whose count overflows).
+    pub fn check(&self, max_runs: u64) -> Result<u64, PlanError> {
+        match self.runs {
+            Some(runs) if runs <= max_runs => Ok(runs),
+            _ => Err(PlanError::TooLarge(*self, max_runs)),
+        }
+    }
+}
+
+impl std::fmt::Display for PlanSize {
+    /// `4 cells × 1 subject × 2 repeats = 8 runs`.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let count = |n: Option<u64>, one: &str, many: &str| match n {
+            Some(n) => format!("{} {}", thousands(n), if n == 1 { one } else { many }),
+            None => format!("more than {} {many}", thousands(u64::MAX)),
+        };
+        write!(
+            f,
+            "{} × {} × {} = {}",
+            count(self.cells, "cell", "cells"),
+            count(Some(self.subjects_per_cell), "subject", "subjects"),
+            count(Some(self.repeat), "repeat", "repeats"),
+            count(self.runs, "run", "runs")
+        )
+    }
+}
+
+fn too_large(size: &PlanSize, limit: u64) -> String {
+    match size.runs {
+        Some(runs) => format!(
+            "the matrix plans {size}, more than the limit of {} runs: shrink the matrix or `repeat`, or pass `--max-runs {runs}` to allow it",
+            thousands(limit)
+        ),
+        None => format!("the matrix plans {size}: the count does not fit in 64 bits; shrink the matrix or `repeat`"),
+    }
+}
+
+/// `1280000000` → `1,280,000,000`.
+pub fn thousands(n: u64) -> String {
+    let digits = n.to_string();
+    let mut out = String::new();
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
 }
 
 /// The reviewers of an experiment by name, as the plan and the engine use them.
@@ -165,6 +259,12 @@ pub type ReviewerSet = BTreeMap<String, Arc<dyn Reviewer>>;
 /// Run order: cells in matrix order; within a cell, repeats 1..=N; within a repeat, subjects
 /// (the cell's `ref` for a git target, every case in corpus order for a corpus).
 pub fn build(manifest: &Manifest, subjects: BTreeMap<String, SubjectSpec>, reviewers: &ReviewerSet) -> Result<Plan, PlanError> {
+    build_limited(manifest, subjects, reviewers, DEFAULT_MAX_RUNS)
+}
+
+/// [`build`], refusing before any expansion a plan of more than `max_runs` runs.
+pub fn build_limited(manifest: &Manifest, subjects: BTreeMap<String, SubjectSpec>, reviewers: &ReviewerSet, max_runs: u64) -> Result<Plan, PlanError> {
+    PlanSize::new(manifest, &subjects).check(max_runs)?;
     let cells = expand(&manifest.matrix);
     let subject_order: Vec<String> = match &manifest.target {
         TargetSpec::Corpus { .. } | TargetSpec::Evals { .. } => {
@@ -201,10 +301,6 @@ pub fn build(manifest: &Manifest, subjects: BTreeMap<String, SubjectSpec>, revie
             }
         }
     }
-    let subjects_per_cell = match &manifest.target {
-        TargetSpec::Git { .. } => 1,
-        TargetSpec::Corpus { .. } | TargetSpec::Evals { .. } => subject_order.len(),
-    };
 
     let mut graph = DiGraph::new();
     let mut materialize: BTreeMap<&str, NodeIndex> = BTreeMap::new();
@@ -247,7 +343,6 @@ pub fn build(manifest: &Manifest, subjects: BTreeMap<String, SubjectSpec>, revie
         runs,
         graph,
         axis_order: manifest.matrix.axes.iter().map(|a| a.name.clone()).collect(),
-        subjects_per_cell,
     })
 }
 
@@ -301,7 +396,7 @@ output = "out"
             .collect();
         let plan = build(&manifest, subjects, &reviewers).expect("plan");
         assert_eq!(plan.runs.len(), 2 * 2 * 2);
-        assert_eq!(plan.subjects_per_cell, 1);
+        assert_eq!(plan.size().subjects_per_cell, 1);
         for edge in plan.graph.edge_indices() {
             let (a, b) = plan.graph.edge_endpoints(edge).expect("endpoints");
             assert!(plan.graph[a].kind() < plan.graph[b].kind(), "{:?} → {:?}", plan.graph[a], plan.graph[b]);
@@ -312,5 +407,31 @@ output = "out"
         assert_eq!(counts[&NodeKind::Analyze], 2);
         assert_eq!(counts[&NodeKind::Render], 1);
         assert!(petgraph::algo::toposort(&plan.graph, None).is_ok());
+    }
+
+    use crate::manifest::{Axis, AxisValue, Matrix};
+
+    fn size(axes: &[usize], subjects: u64, repeat: u32) -> PlanSize {
+        let matrix = Matrix {
+            axes: axes.iter().enumerate().map(|(i, n)| Axis { name: format!("a{i}"), values: (0..*n as i64).map(AxisValue::Int).collect() }).collect(),
+            repeat,
+        };
+        let cells = matrix.axes.iter().try_fold(1u64, |n, a| n.checked_mul(a.values.len() as u64));
+        let runs = cells.and_then(|c| c.checked_mul(subjects)).and_then(|n| n.checked_mul(u64::from(repeat)));
+        PlanSize { cells, subjects_per_cell: subjects, repeat: u64::from(repeat), runs }
+    }
+
+    #[test]
+    fn sizes_read_as_arithmetic_and_overflow_is_refused() {
+        assert_eq!(size(&[2, 2], 1, 2).to_string(), "4 cells × 1 subject × 2 repeats = 8 runs");
+        assert_eq!(size(&[], 16, 1).to_string(), "1 cell × 16 subjects × 1 repeat = 16 runs");
+        assert_eq!(size(&[2, 2], 1, 2).check(8).expect("within"), 8);
+        let too_many = size(&[2, 2], 1, 2).check(7).expect_err("over").to_string();
+        assert!(too_many.contains("= 8 runs, more than the limit of 7 runs") && too_many.contains("--max-runs 8"), "{too_many}");
+        let overflow = size(&[1 << 16; 5], 1, 1);
+        assert_eq!(overflow.cells, None);
+        let message = overflow.check(u64::MAX).expect_err("overflow").to_string();
+        assert!(message.contains("does not fit in 64 bits") && !message.contains("--max-runs"), "{message}");
+        assert_eq!(thousands(12_800_000_000_000), "12,800,000,000,000");
     }
 }

@@ -134,7 +134,7 @@ pub fn build_results(manifest: &Manifest, manifest_label: &str, plan: &Plan, out
             axes: manifest.matrix.axes.iter().map(|a| AxisInfo { name: a.name.clone(), values: a.values.iter().map(|v| v.render()).collect() }).collect(),
             repeat: manifest.matrix.repeat,
             cells: plan.cells.len(),
-            subjects: plan.subjects.len(),
+            subjects: plan.size().subjects_per_cell as usize,
             planned_runs: plan.runs.len(),
         },
         reviewer: ReviewerInfo { kind: reviewer_kinds(manifest), configs: reviewer_configs },

@@ -78,6 +78,8 @@ pub struct MatrixInfo {
     pub axes: Vec<AxisInfo>,
     pub repeat: u32,
     pub cells: usize,
+    /// Subjects each cell is reviewed on: 1 for a git target (the cell's `ref`), every
+    /// selected case for a corpus; `target.subjects` lists them all.
     pub subjects: usize,
     pub planned_runs: usize,
 }

@@ -66,6 +66,23 @@ pub fn render_markdown(results: &Results, template: &str, template_name: &str) -
         .map_err(|e| RenderError::Render { template: template_name.to_string(), message: e.to_string() })
 }
 
+/// Compiles the report template (the built-in one, or `template_override`) and renders it
+/// strictly against `results`, so that a syntax error or an unknown variable is reported
+/// with the template's file, line and column before anything runs.
+pub fn check_template(results: &Results, template_override: Option<&Path>) -> Result<(), RenderError> {
+    let (template, name) = match template_override {
+        Some(path) => (
+            std::fs::read_to_string(path).map_err(|source| RenderError::Read { path: path.display().to_string(), source })?,
+            path.display().to_string(),
+        ),
+        None => (DEFAULT_TEMPLATE.to_string(), "templates/results.md.hbs".to_string()),
+    };
+    let mut hb = engine();
+    let fail = |message: String| RenderError::Render { template: name.clone(), message };
+    hb.register_template_string(&name, &template).map_err(|e| fail(e.to_string()))?;
+    hb.render(&name, results).map(|_| ()).map_err(|e| fail(e.to_string()))
+}
+
 /// Writes RESULTS.md and results.json into `dir`; returns their paths.
 pub fn write_reports(results: &Results, dir: &Path, template_override: Option<&Path>) -> Result<Vec<std::path::PathBuf>, RenderError> {
     let (template, name) = match template_override {

@@ -26,6 +26,9 @@ pub enum Baseline {
 }
 
 impl Baseline {
+    /// Every baseline's name, as `parse` reads it.
+    pub const NAMES: [&'static str; 3] = ["dry-run", "heuristic", "sleep"];
+
     pub fn parse(name: &str) -> Option<Self> {
         match name {
             "dry-run" => Some(Self::DryRun),

@@ -25,6 +25,7 @@ repeat = "three"
 output = "out"
 "#,
     );
+    std::fs::create_dir_all(dir.path().join("corpus")).expect("mkdir");
     let out = runner(dir.path()).arg("validate").arg(&manifest).output().expect("runs");
     assert_eq!(out.status.code(), Some(1));
     let err = stderr_of(&out);
@@ -122,4 +123,211 @@ fn unknown_keys_are_reported_even_when_a_required_key_is_missing() {
     let err = stderr_of(&out);
     assert!(err.contains("missing key `name` in [experiment]"), "{err}");
     assert!(err.contains("unknown key `nmae` in [experiment]"), "{err}");
+}
+
+#[test]
+fn garbage_shows_fifty_problems_then_counts_the_rest() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let garbage = "[[[[ = = \"\n".repeat(6000);
+    let manifest = write_manifest(dir.path(), "garbage.toml", &garbage);
+    let out = runner(dir.path()).arg("validate").arg(&manifest).output().expect("runs");
+    assert_eq!(out.status.code(), Some(1));
+    let err = stderr_of(&out);
+    let shown = err.matches("error: invalid TOML").count();
+    assert_eq!(shown, 50, "{}", &err[..err.len().min(2000)]);
+    let total: usize = err
+        .lines()
+        .find_map(|l| l.strip_suffix(&format!(" problems in `{}`", manifest.display())).and_then(|n| n.parse().ok()))
+        .expect("a totals line");
+    assert!(total >= 6000, "every line is a problem: {total}");
+    assert!(err.contains(&format!("… and {} more problems", total - 50)), "{}", &err[err.len().saturating_sub(500)..]);
+    assert!(err.len() < 20_000, "output stays small: {} bytes", err.len());
+}
+
+fn git_manifest(repo: &Path, matrix: &str, reviewer: &str) -> String {
+    format!(
+        "version = 1\n[experiment]\nname = \"p\"\n[target]\nrepo = \"{}\"\n[matrix]\n{matrix}\n[reviewer]\n{reviewer}\n[[analysis]]\nkind = \"latency\"\n[report]\noutput = \"out\"\n",
+        repo.display()
+    )
+}
+
+#[test]
+fn a_huge_matrix_is_refused_before_it_is_expanded_and_max_runs_allows_more() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let repo = calc_repo(dir.path());
+    let values: Vec<String> = (0..20).map(|i| format!("\"v{i}\"")).collect();
+    let axes: String = (0..7).map(|a| format!("axis{a} = [{}]\n", values.join(", "))).collect();
+    let huge = write_manifest(dir.path(), "huge.toml", &git_manifest(&repo, &format!("ref = [\"HEAD~1\"]\n{axes}repeat = 10000"), "kind = \"builtin\"\nname = \"dry-run\""));
+    for command in ["validate", "plan", "exec"] {
+        let out = runner(dir.path()).arg(command).arg(&huge).output().expect("runs");
+        assert_eq!(out.status.code(), Some(1), "{command}");
+        let err = stderr_of(&out);
+        assert!(
+            err.contains("the matrix plans 1,280,000,000 cells × 1 subject × 10,000 repeats = 12,800,000,000,000 runs, more than the limit of 1,000,000 runs"),
+            "{command}: {err}"
+        );
+        assert!(err.contains("--max-runs 12800000000000"), "{command}: {err}");
+    }
+    let small = write_manifest(dir.path(), "small.toml", &git_manifest(&repo, "ref = [\"HEAD~1\", \"HEAD~2\"]\nrepeat = 3", "kind = \"builtin\"\nname = \"dry-run\""));
+    let out = runner(dir.path()).args(["plan", "--max-runs", "5"]).arg(&small).output().expect("runs");
+    assert_eq!(out.status.code(), Some(1));
+    assert!(stderr_of(&out).contains("2 cells × 1 subject × 3 repeats = 6 runs, more than the limit of 5 runs"), "{}", stderr_of(&out));
+    let out = runner(dir.path()).args(["validate", "--max-runs", "6"]).arg(&small).output().expect("runs");
+    assert!(out.status.success(), "{}", stderr_of(&out));
+    assert!(stdout_of(&out).contains("2 cells × 1 subject × 3 repeats = 6 runs"), "{}", stdout_of(&out));
+}
+
+#[test]
+fn validate_locates_a_missing_corpus_a_misspelled_builtin_and_analysis_kind_and_a_bad_url() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    write_manifest(
+        dir.path(),
+        "bad.toml",
+        "version = 1\n[experiment]\nname = \"x\"\n[target]\ncorpus = \"nowhere\"\n[matrix]\nrepeat = 1\n[reviewer]\nkind = \"builtin\"\nname = \"dry-rn\"\n[[analysis]]\nkind = \"overlpa\"\naxis = \"x\"\n[report]\noutput = \"o\"\n",
+    );
+    let out = runner(dir.path()).arg("validate").arg("bad.toml").output().expect("runs");
+    assert_eq!(out.status.code(), Some(1));
+    let err = stderr_of(&out);
+    assert!(err.contains("corpus directory ") && err.contains("nowhere` does not exist (bad.toml:5:10)"), "{err}");
+    assert!(err.contains("unknown builtin reviewer `dry-rn` (bad.toml:10:8)"), "{err}");
+    assert!(err.contains("did you mean `dry-run`?"), "{err}");
+    assert!(err.contains("unknown analysis kind `overlpa`"), "{err}");
+    assert!(err.contains("did you mean `overlap`?"), "{err}");
+    assert!(err.contains("3 problems in"), "no follow-on errors from the unknown kind's keys: {err}");
+
+    std::fs::create_dir_all(dir.path().join("c")).expect("mkdir");
+    let url = write_manifest(
+        dir.path(),
+        "url.toml",
+        "version = 1\n[experiment]\nname = \"x\"\n[target]\ncorpus = \"c\"\n[matrix]\nmodel = [\"m\"]\n[reviewer]\nkind = \"openai\"\nbase-urls = [\"${LLM_URL:-http://127.0.0.1:1/v1\"]\n[report]\noutput = \"o\"\n",
+    );
+    let out = runner(dir.path()).arg("validate").arg(&url).output().expect("runs");
+    assert_eq!(out.status.code(), Some(1));
+    let err = stderr_of(&out);
+    assert!(err.contains("unclosed `${`"), "{err}");
+    assert!(err.contains("url.toml:10:14"), "{err}");
+}
+
+#[test]
+fn a_templated_builtin_name_is_checked_for_every_value_of_its_axis() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let repo = calc_repo(dir.path());
+    let manifest = write_manifest(
+        dir.path(),
+        "m.toml",
+        &git_manifest(&repo, "ref = [\"HEAD~1\"]\nbaseline = [\"dry-run\", \"heuristc\"]", "kind = \"builtin\"\nname = \"{{baseline}}\""),
+    );
+    let out = runner(dir.path()).arg("validate").arg(&manifest).output().expect("runs");
+    assert_eq!(out.status.code(), Some(1));
+    let err = stderr_of(&out);
+    assert!(err.contains("builtin reviewer name `{{baseline}}` renders `heuristc` for baseline=heuristc: not a builtin reviewer"), "{err}");
+    assert!(err.contains("did you mean `heuristic`?"), "{err}");
+    assert!(err.contains("1 problem in"), "{err}");
+}
+
+#[test]
+fn a_misspelled_axis_is_one_error_not_a_cascade() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let manifest = write_manifest(
+        dir.path(),
+        "bad.toml",
+        "version = 1\n[experiment]\nname = \"x\"\n[target]\ncorpus = \"c\"\n[matrix]\nbaseline = [\"dry-run\"]\ntemprature = [0.2]\n[reviewer]\nkind = \"builtin\"\nname = \"{{baseline}}\"\n[[analysis]]\nkind = \"overlap\"\naxis = \"temperature\"\n[[analysis]]\nkind = \"distribution\"\naxis = \"baselin\"\n[report]\noutput = \"o\"\n",
+    );
+    std::fs::create_dir_all(dir.path().join("c")).expect("mkdir");
+    let out = runner(dir.path()).arg("validate").arg(&manifest).output().expect("runs");
+    assert_eq!(out.status.code(), Some(1));
+    let err = stderr_of(&out);
+    assert!(err.contains("axis `temprature` looks like a misspelling of `temperature`"), "{err}");
+    assert!(err.contains("analysis axis `baselin` is not a matrix axis"), "{err}");
+    assert!(err.contains("did you mean `baseline`?"), "{err}");
+    assert!(!err.contains("unknown template variable"), "{err}");
+    assert!(err.contains("2 problems in"), "{err}");
+}
+
+/// The bundled corpus, copied so a test may break it.
+fn corpus_copy(dir: &Path) -> PathBuf {
+    let corpus = dir.join("corpus");
+    std::fs::create_dir_all(&corpus).expect("mkdir");
+    for file in ["cases.public.json", "oracle.json"] {
+        std::fs::copy(project_root().join("corpus/quickstart").join(file), corpus.join(file)).expect("copy");
+    }
+    corpus
+}
+
+fn corpus_manifest(dir: &Path, report: &str) -> PathBuf {
+    write_manifest(
+        dir,
+        "m.toml",
+        &format!("version = 1\n[experiment]\nname = \"x\"\n[target]\ncorpus = \"corpus\"\nunseal-holdout = true\n[matrix]\nbaseline = [\"dry-run\"]\n[reviewer]\nkind = \"builtin\"\nname = \"{{{{baseline}}}}\"\n[[analysis]]\nkind = \"schema\"\n[report]\noutput = \"o\"\n{report}"),
+    )
+}
+
+#[test]
+fn validate_compiles_the_report_template_and_checks_its_variables() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    corpus_copy(dir.path());
+    let manifest = corpus_manifest(dir.path(), "template = \"t.hbs\"\n");
+    std::fs::write(dir.path().join("t.hbs"), "# {{experiment.name}}\n\n{{#each cells}}\n{{id}}\n").expect("write");
+    let out = runner(dir.path()).arg("validate").arg(&manifest).output().expect("runs");
+    assert_eq!(out.status.code(), Some(1));
+    let err = stderr_of(&out);
+    assert!(err.contains("Template error in \"") && err.contains("t.hbs\":5:1"), "the unclosed block, located in the template: {err}");
+
+    std::fs::write(dir.path().join("t.hbs"), "# {{experiment.name}}\n\n{{totals.planed}}\n").expect("write");
+    let out = runner(dir.path()).arg("validate").arg(&manifest).output().expect("runs");
+    assert_eq!(out.status.code(), Some(1));
+    let err = stderr_of(&out);
+    assert!(err.contains("totals.planed") && err.contains("t.hbs"), "{err}");
+    assert!(err.contains("line 3"), "{err}");
+
+    std::fs::write(dir.path().join("t.hbs"), "# {{experiment.name}}: {{totals.planned}} runs\n").expect("write");
+    let out = runner(dir.path()).arg("validate").arg(&manifest).output().expect("runs");
+    assert!(out.status.success(), "{}", stderr_of(&out));
+    assert!(stdout_of(&out).contains("1 cell × 16 subjects × 1 repeat = 16 runs"), "{}", stdout_of(&out));
+}
+
+#[test]
+fn validate_reports_an_empty_ground_truth_program() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let corpus = corpus_copy(dir.path());
+    let path = corpus.join("oracle.json");
+    let mut oracle: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&path).expect("read")).expect("json");
+    let id = oracle["cases"][0]["id"].as_str().expect("id").to_string();
+    oracle["cases"][0]["groundTruth"] = serde_json::json!("  ");
+    std::fs::write(&path, serde_json::to_string_pretty(&oracle).expect("json")).expect("write");
+    let manifest = corpus_manifest(dir.path(), "");
+    let out = runner(dir.path()).arg("validate").arg(&manifest).output().expect("runs");
+    assert_eq!(out.status.code(), Some(1));
+    let err = stderr_of(&out);
+    assert!(err.contains(&format!("case `{id}` in `")) && err.contains("oracle.json` has an empty ground-truth program"), "{err}");
+}
+
+#[test]
+fn plan_explains_a_miss_with_old_and_new_values_against_the_last_executed_key() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let repo = calc_repo(dir.path());
+    let manifest_for = |name: &str| git_manifest(&repo, "ref = [\"HEAD~1\"]", &format!("kind = \"builtin\"\nname = \"{name}\""));
+    let path = dir.path().join("m.toml");
+    for name in ["dry-run", "heuristic", "dry-run"] {
+        std::fs::write(&path, manifest_for(name)).expect("write");
+        let out = runner(dir.path()).args(["exec", "--quiet"]).arg(&path).output().expect("runs");
+        assert!(out.status.success(), "{}", stderr_of(&out));
+    }
+    let report = std::fs::read_to_string(dir.path().join("out/RESULTS.md")).expect("RESULTS.md");
+    assert!(report.contains("1 of 1 succeeded (1 cell × 1 subject × 1 repeat)"), "{report}");
+    // The last execution was served from the cache: its key is what the slot remembers.
+    std::fs::write(repo.join("calc.py"), "def add(a, b):\n    return a - b\n").expect("write");
+    git(&repo, &["commit", "--quiet", "-am", "v3"]);
+    let out = runner(dir.path()).arg("plan").arg(&path).output().expect("runs");
+    assert!(out.status.success(), "{}", stderr_of(&out));
+    let text = stdout_of(&out);
+    assert!(text.contains("p: 1 cell × 1 subject × 1 repeat = 1 run (0 cached, 1 to run)"), "{text}");
+    let why = text.lines().find(|l| l.contains("changed since last cached")).expect("a why");
+    assert!(why.contains("subject: ") && why.contains(" → "), "{why}");
+    assert!(!why.contains("reviewer.baseline"), "compared with the last executed key, not an older one: {why}");
+
+    std::fs::write(&path, manifest_for("heuristic")).expect("write");
+    let out = runner(dir.path()).arg("plan").arg(&path).output().expect("runs");
+    let text = stdout_of(&out);
+    assert!(text.contains("reviewer.baseline: \"stet-dry-run-1\" → \"heuristic-1\""), "{text}");
 }

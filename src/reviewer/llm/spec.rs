@@ -375,11 +375,32 @@ pub fn read_spec(t: &TableReader<'_, '_>, kind: &str, axes: &BTreeSet<String>, b
 /// A URL must be http(s); one holding `${VAR}` is checked after expansion, when used.
 fn check_url(t: &TableReader<'_, '_>, url: &Spanned<String>) -> bool {
     let u = url.get_ref();
+    if let Some(problem) = env_reference_problem(u) {
+        t.problems().push_with_help(url.span(), format!("`{u}`: {problem}"), "write `${VAR}` or `${VAR:-default}`");
+        return false;
+    }
     if u.contains("${") || u.starts_with("http://") || u.starts_with("https://") {
         return true;
     }
     t.problems().push_with_help(url.span(), format!("`{u}` is not an http(s) URL"), "e.g. `http://127.0.0.1:8080/v1` (openai) or `http://localhost:11434` (ollama); `${VAR:-default}` reads the environment");
     false
+}
+
+/// What is wrong with the `${…}` references of a text (unclosed, or not a variable name),
+/// checked at validation so that expansion cannot fail on it when the reviewer starts.
+fn env_reference_problem(text: &str) -> Option<String> {
+    let mut rest = text;
+    while let Some(start) = rest.find("${") {
+        let after = &rest[start + 2..];
+        let Some(end) = after.find('}') else { return Some("unclosed `${`".to_string()) };
+        let name = after[..end].split_once(":-").map_or(&after[..end], |(n, _)| n);
+        let valid = name.chars().next().is_some_and(|c| c.is_ascii_alphabetic() || c == '_') && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
+        if !valid {
+            return Some(format!("`${{{}}}` does not name an environment variable", &after[..end]));
+        }
+        rest = &after[end + 1..];
+    }
+    None
 }
 
 /// Expands `${VAR}` and `${VAR:-default}` from the environment.
