@@ -504,23 +504,25 @@ impl Child {
         let deadline = Instant::now() + bounds.wall;
         let mut pause = Duration::from_millis(2);
         let mut timed_out = false;
-        let ended = loop {
-            match reap(pid, !timed_out) {
-                Reaped::Ended(status, cpu_used) => break Ok((status, cpu_used)),
-                Reaped::Error(e) => break Err(e),
-                Reaped::Running if Instant::now() >= deadline => {
+        loop {
+            match has_ended(pid) {
+                Ok(true) => break,
+                Ok(false) if Instant::now() >= deadline => {
                     // Output may still be flooding: the backstop holds all the same.
-                    kill_run(pid, &sandbox.marker);
                     timed_out = true;
+                    break;
                 }
-                Reaped::Running => {
+                Ok(false) => {
                     std::thread::sleep(pause);
                     pause = (pause * 2).min(Duration::from_millis(25));
                 }
+                Err(_) => break,
             }
-        };
-        // Whatever the program left behind goes too: its session and its marked strays.
+        }
+        // Whatever the program left behind goes too: its session and its marked strays. The
+        // child is not reaped yet, so its pid (the session's id) cannot have been reused.
         kill_run(pid, &sandbox.marker);
+        let ended = reap(pid);
         drop(child);
         let [stdout, stderr] = streams.map(|s| match s {
             Some((tail, finished)) => {
@@ -569,32 +571,40 @@ fn limit(resource: libc::__rlimit_resource_t, soft: u64, hard: u64) -> std::io::
     Ok(())
 }
 
-enum Reaped {
-    Running,
-    /// The raw wait status and the CPU time (user + system) the child and the descendants
-    /// it waited for used.
-    Ended(libc::c_int, Duration),
-    Error(std::io::Error),
+/// Whether the child has ended, leaving it unreaped (`WNOWAIT`).
+fn has_ended(pid: libc::pid_t) -> std::io::Result<bool> {
+    loop {
+        // SAFETY: an all-zero siginfo is a valid value of that plain C struct.
+        let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
+        // SAFETY: `info` is valid to write into; `pid` is our own child.
+        let r = unsafe { libc::waitid(libc::P_PID, pid as libc::id_t, &mut info, libc::WEXITED | libc::WNOHANG | libc::WNOWAIT) };
+        if r == 0 {
+            // SAFETY: waitid filled `info` (or left it zeroed when nothing has ended).
+            return Ok(unsafe { info.si_pid() } == pid);
+        }
+        let e = std::io::Error::last_os_error();
+        if e.kind() != std::io::ErrorKind::Interrupted {
+            return Err(e);
+        }
+    }
 }
 
-/// Reaps the child if it has ended (`nohang`) or when it ends.
-fn reap(pid: libc::pid_t, nohang: bool) -> Reaped {
+/// Reaps the child (it has ended or been killed): its raw wait status and the CPU time
+/// (user + system) it and the descendants it waited for used.
+fn reap(pid: libc::pid_t) -> std::io::Result<(libc::c_int, Duration)> {
     loop {
         let mut status: libc::c_int = 0;
         // SAFETY: an all-zero rusage is a valid value of that plain C struct.
         let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
         // SAFETY: `status` and `usage` are valid to write into; `pid` is our own child.
-        let r = unsafe { libc::wait4(pid, &mut status, if nohang { libc::WNOHANG } else { 0 }, &mut usage) };
+        let r = unsafe { libc::wait4(pid, &mut status, 0, &mut usage) };
         if r == pid {
             let time = |t: libc::timeval| Duration::from_secs(t.tv_sec.max(0) as u64) + Duration::from_micros(t.tv_usec.max(0) as u64);
-            return Reaped::Ended(status, time(usage.ru_utime) + time(usage.ru_stime));
-        }
-        if r == 0 {
-            return Reaped::Running;
+            return Ok((status, time(usage.ru_utime) + time(usage.ru_stime)));
         }
         let e = std::io::Error::last_os_error();
         if e.kind() != std::io::ErrorKind::Interrupted {
-            return Reaped::Error(e);
+            return Err(e);
         }
     }
 }
