@@ -208,12 +208,16 @@ pub struct CorpusValidateArgs {
     /// Ground-truth programs run at once (default: twice the number of CPUs).
     #[arg(short, long)]
     pub jobs: Option<usize>,
-    /// Seconds each program run may take.
+    /// CPU seconds each program run may use (rounded up to whole seconds).
     #[arg(long, default_value_t = 3.0)]
     pub run_timeout: f64,
-    /// Seconds each compile step (Rust) may take.
+    /// CPU seconds each compile step (Rust) may use.
     #[arg(long, default_value_t = 60.0)]
     pub compile_timeout: f64,
+    /// Wall-clock seconds after which a run that sleeps or waits is stopped; it is run once
+    /// more, alone, before it is rejected.
+    #[arg(long, default_value_t = 60.0)]
+    pub wall_timeout: f64,
     /// Check the files only; run no program.
     #[arg(long)]
     pub structure_only: bool,

@@ -279,7 +279,12 @@ fn corpus_validate(args: &CorpusValidateArgs) -> Result<Exit, Error> {
     let defaults = validate::Options::default();
     let options = validate::Options {
         jobs: args.jobs.unwrap_or(defaults.jobs).max(1),
-        limits: Limits { run: seconds(args.run_timeout, "--run-timeout")?, compile: seconds(args.compile_timeout, "--compile-timeout")? },
+        limits: Limits {
+            run: seconds(args.run_timeout, "--run-timeout")?,
+            compile: seconds(args.compile_timeout, "--compile-timeout")?,
+            wall: seconds(args.wall_timeout, "--wall-timeout")?,
+            compile_wall: Limits::default().compile_wall.max(seconds(args.wall_timeout, "--wall-timeout")?),
+        },
         structure_only: args.structure_only,
     };
     let validation = validate::validate(&args.dir, &options);

@@ -7,6 +7,10 @@
 use serde::Serialize;
 use std::fmt;
 
+/// The deepest nesting of arrays and objects read, as `serde_json`'s own limit: the reader
+/// is recursive, and a deeper file (50,000 `[`) would overflow the stack.
+pub const MAX_DEPTH: usize = 128;
+
 /// A 1-based line and column (in characters).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
 pub struct Pos {
@@ -134,7 +138,7 @@ pub fn parse(text: &str) -> Result<Spanned, SyntaxError> {
         let message = message.rsplit_once(" at line ").map(|(m, _)| m.to_string()).unwrap_or(message);
         return Err(SyntaxError { pos: Pos { line: e.line(), column: e.column() }, message });
     }
-    let mut reader = Reader { text, bytes: text.as_bytes(), at: 0, lines: line_starts(text) };
+    let mut reader = Reader { text, bytes: text.as_bytes(), at: 0, lines: line_starts(text), depth: 0 };
     let value = reader.value()?;
     reader.skip_ws();
     if reader.at != reader.bytes.len() {
@@ -152,6 +156,8 @@ struct Reader<'a> {
     bytes: &'a [u8],
     at: usize,
     lines: Vec<usize>,
+    /// Arrays and objects open around the value being read.
+    depth: usize,
 }
 
 impl Reader<'_> {
@@ -191,8 +197,21 @@ impl Reader<'_> {
         let start = self.at;
         let pos = self.pos(start);
         let node = match self.peek() {
-            Some(b'{') => self.object()?,
-            Some(b'[') => self.array()?,
+            Some(b'{' | b'[') if self.depth >= MAX_DEPTH => {
+                return Err(self.error(&format!("nesting deeper than {MAX_DEPTH} levels of arrays and objects")))
+            }
+            Some(b'{') => {
+                self.depth += 1;
+                let node = self.object();
+                self.depth -= 1;
+                node?
+            }
+            Some(b'[') => {
+                self.depth += 1;
+                let node = self.array();
+                self.depth -= 1;
+                node?
+            }
             Some(b'"') => Node::String(self.string()?),
             Some(b't') => self.literal("true", Node::Bool(true))?,
             Some(b'f') => self.literal("false", Node::Bool(false))?,
@@ -322,6 +341,18 @@ mod tests {
         let a = v.get("a").expect("a");
         let e = decode::<A>(text, &a.value).expect_err("a string is not a number");
         assert_eq!(e.pos.line, 3, "{e}");
+    }
+
+    #[test]
+    fn nesting_is_bounded_without_overflowing_the_stack() {
+        let deep = format!("{}{}", "[".repeat(50_000), "]".repeat(50_000));
+        let e = parse(&deep).expect_err("too deep");
+        assert!(e.message.contains("nesting deeper than 128"), "{e}");
+        assert_eq!(e.pos, Pos { line: 1, column: 129 });
+        let objects = format!("{}1{}", "{\"a\":".repeat(50_000), "}".repeat(50_000));
+        assert!(parse(&objects).expect_err("too deep").message.contains("nesting deeper"));
+        let ok = format!("{}{}", "[".repeat(MAX_DEPTH), "]".repeat(MAX_DEPTH));
+        assert!(parse(&ok).is_ok());
     }
 
     #[test]

@@ -138,7 +138,7 @@ struct Parsed {
 fn read(dir: &Path, name: &str, problems: &mut Problems) -> Option<Parsed> {
     let path = dir.join(name);
     let label = path.display().to_string();
-    let text = match std::fs::read_to_string(&path) {
+    let text = match crate::target::files::read_text(&path) {
         Ok(t) => t,
         Err(e) => {
             problems.global(Some(&label), format!("cannot read `{label}`: {e}"));

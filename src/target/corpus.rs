@@ -69,7 +69,7 @@ pub const PUBLIC_FILE: &str = "cases.public.json";
 /// Reads a corpus's public cases, in file order.
 pub fn load_public_cases(dir: &Path) -> Result<Vec<PublicCase>, CorpusError> {
     let path = dir.join(PUBLIC_FILE);
-    let text = std::fs::read_to_string(&path).map_err(|source| CorpusError::Read { path: path.clone(), source })?;
+    let text = super::files::read_text(&path).map_err(|source| CorpusError::Read { path: path.clone(), source })?;
     let file: PublicFile = serde_json::from_str(&text).map_err(|e| CorpusError::Parse {
         path: path.clone(),
         message: format!("{e} (each case has exactly id, title, reviewTask, spec, source{{path, before, after}})"),

@@ -4,6 +4,7 @@
 pub mod corpus;
 pub mod diff;
 pub mod evals;
+pub mod files;
 pub mod git;
 
 use crate::manifest::{Manifest, TargetSpec};

