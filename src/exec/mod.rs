@@ -10,6 +10,7 @@ pub use events::Event;
 use crate::cache::{CacheStore, Lookup, RunRecord};
 use crate::finding::Finding;
 use crate::plan::{Node, Plan};
+use crate::reviewer::redact::Redactor;
 use crate::reviewer::{ReviewError, ReviewJob, Reviewer};
 use crate::target::{self, Subject};
 use petgraph::Direction;
@@ -120,8 +121,10 @@ pub async fn execute(
         return outcomes.into_iter().map(|o| o.unwrap_or(RunOutcome::Missing)).collect();
     }
 
+    // Every outcome is redacted as it enters the engine, before any writer sees it.
+    let redactor = Arc::new(Redactor::new(reviewer.secrets()));
     if !pending.is_empty() {
-        if let Err(error) = reviewer.preflight().await {
+        if let Err(error) = reviewer.preflight().await.map_err(|e| redactor.error(e)) {
             for &i in &pending {
                 emitter.emit(Event::RunFailed { run: plan.runs[i].label(), error: error.clone() });
                 outcomes[i] = Some(RunOutcome::Failed(error.clone()));
@@ -129,7 +132,7 @@ pub async fn execute(
             return outcomes.into_iter().map(|o| o.unwrap_or(RunOutcome::Missing)).collect();
         }
     }
-    let engine = Engine { plan, reviewer, cache, options, emitter };
+    let engine = Engine { plan, reviewer, cache, options, emitter, redactor };
     let subjects = engine.materialize(&pending).await;
     let mut ready = BTreeMap::new();
     let mut reviewable = Vec::new();
@@ -161,6 +164,7 @@ struct Engine<'a> {
     cache: &'a CacheStore,
     options: &'a ExecOptions,
     emitter: &'a Emitter,
+    redactor: Arc<Redactor>,
 }
 
 impl Engine<'_> {
@@ -219,7 +223,7 @@ impl Engine<'_> {
         let global = Arc::new(Semaphore::new(options.jobs.max(1)));
         let per_reviewer = Arc::new(Semaphore::new(options.reviewer_limit.unwrap_or(options.jobs).max(1)));
         let scopes: Arc<StdMutex<HashMap<String, Arc<Mutex<()>>>>> = Arc::default();
-        let unreachable: Arc<StdMutex<Option<String>>> = Arc::default();
+        let unreachable: Arc<StdMutex<Unreachable>> = Arc::default();
         let mut tasks = tokio::task::JoinSet::new();
         let mut task_runs: HashMap<tokio::task::Id, usize> = HashMap::new();
         let mut results = Vec::new();
@@ -244,6 +248,7 @@ impl Engine<'_> {
                 per_reviewer: per_reviewer.clone(),
                 scopes: scopes.clone(),
                 unreachable: unreachable.clone(),
+                redactor: self.redactor.clone(),
                 cancel: cancel.clone(),
             };
             let handle = tasks.spawn(run_one(ctx, job));
@@ -279,9 +284,14 @@ struct TaskContext {
     global: Arc<Semaphore>,
     per_reviewer: Arc<Semaphore>,
     scopes: Arc<StdMutex<HashMap<String, Arc<Mutex<()>>>>>,
-    unreachable: Arc<StdMutex<Option<String>>>,
+    unreachable: Arc<StdMutex<Unreachable>>,
+    redactor: Arc<Redactor>,
     cancel: watch::Receiver<bool>,
 }
+
+/// Model servers found unreachable, by endpoint (`None`: a reviewer that does not say which
+/// server a run uses; then every later run stops), with the first error's text.
+type Unreachable = BTreeMap<Option<String>, String>;
 
 async fn run_one(mut ctx: TaskContext, job: ReviewJob) -> (usize, RunOutcome) {
     let i = ctx.index;
@@ -303,7 +313,12 @@ async fn run_one(mut ctx: TaskContext, job: ReviewJob) -> (usize, RunOutcome) {
         g = acquire => g,
         _ = wait_cancel(&mut ctx.cancel) => return (i, RunOutcome::Skipped("interrupted".into())),
     };
-    if let Some(reason) = ctx.unreachable.lock().unwrap_or_else(|p| p.into_inner()).clone() {
+    let endpoint = ctx.reviewer.endpoint(&job);
+    let down = {
+        let map = ctx.unreachable.lock().unwrap_or_else(|p| p.into_inner());
+        map.get(&None).or_else(|| endpoint.as_ref().and_then(|_| map.get(&endpoint))).cloned()
+    };
+    if let Some(reason) = down {
         let reason = format!("not started: {reason}");
         ctx.emitter.emit(Event::RunSkipped { run: ctx.label.clone(), reason: reason.clone() });
         return (i, RunOutcome::Skipped(reason));
@@ -319,6 +334,7 @@ async fn run_one(mut ctx: TaskContext, job: ReviewJob) -> (usize, RunOutcome) {
         _ = wait_cancel(&mut ctx.cancel) => Err(ReviewError::Cancelled),
     };
     drop(guards);
+    let result = result.map(|o| ctx.redactor.output(o)).map_err(|e| ctx.redactor.error(e));
     match result {
         Ok(output) => match store_success(&ctx, output).await {
             Ok((record, output)) => {
@@ -334,8 +350,8 @@ async fn run_one(mut ctx: TaskContext, job: ReviewJob) -> (usize, RunOutcome) {
         Err(ReviewError::Cancelled) => (i, RunOutcome::Skipped("interrupted".into())),
         Err(error) => {
             if error.is_unreachable() {
-                let mut flag = ctx.unreachable.lock().unwrap_or_else(|p| p.into_inner());
-                flag.get_or_insert_with(|| error.to_string());
+                let mut map = ctx.unreachable.lock().unwrap_or_else(|p| p.into_inner());
+                map.entry(endpoint).or_insert_with(|| error.to_string());
             }
             let (cache, label, slot, key, e) = (ctx.cache.clone(), ctx.label.clone(), ctx.slot.clone(), ctx.key.clone(), error.clone());
             let _ = tokio::task::spawn_blocking(move || cache.store_failure(&label, &slot, &key, &e)).await;

@@ -325,6 +325,10 @@ fn template_var_regex() -> &'static Regex {
 pub fn check_template(problems: &Problems, text: &Spanned<String>, axes: &BTreeSet<String>, extra: &[&str]) {
     for cap in template_var_regex().captures_iter(text.get_ref()) {
         let name = &cap[1];
+        // `{{else}}` and `{{this}}` are handlebars keywords, not variables.
+        if matches!(name, "else" | "this") {
+            continue;
+        }
         if !axes.contains(name) && !BUILTIN_TEMPLATE_VARS.contains(&name) && !extra.contains(&name) {
             let mut known: Vec<&str> = axes.iter().map(String::as_str).chain(BUILTIN_TEMPLATE_VARS).chain(extra.iter().copied()).collect();
             known.sort_unstable();
@@ -387,7 +391,7 @@ fn read_reviewer(t: &TableReader<'_, '_>, axes: &BTreeSet<String>, base_dir: &Pa
     let kind = t.required_string("kind")?;
     let spec = match kind.get_ref().as_str() {
         "builtin" => read_builtin(t, axes).map(ReviewerKindSpec::Builtin),
-        "command" => read_command(t, axes).map(ReviewerKindSpec::Command),
+        "command" => read_command(t, axes, base_dir).map(ReviewerKindSpec::Command),
         "ollama" | "openai" => crate::reviewer::llm::read_spec(t, kind.get_ref(), axes, base_dir).map(|s| ReviewerKindSpec::Llm(Box::new(s))),
         other => {
             problems.push_with_help(kind.span(), format!("unknown reviewer kind `{other}`"), "kinds: builtin, command, ollama, openai");
@@ -407,9 +411,15 @@ fn read_builtin(t: &TableReader<'_, '_>, axes: &BTreeSet<String>) -> Option<Buil
     Some(BuiltinSpec { name: name.into_inner(), latency_ms })
 }
 
-fn read_command(t: &TableReader<'_, '_>, axes: &BTreeSet<String>) -> Option<CommandSpec> {
+fn read_command(t: &TableReader<'_, '_>, axes: &BTreeSet<String>, base_dir: &Path) -> Option<CommandSpec> {
     let problems = t.problems();
     let program = t.required_string("program");
+    // Files whose content is hashed into every run's key (scripts the program reads, prompts).
+    let inputs: Vec<String> = t.strings("inputs").unwrap_or_default().into_iter().map(Spanned::into_inner).collect();
+    let endpoint = t.string("endpoint");
+    if let Some(e) = &endpoint {
+        check_template(problems, e, axes, &[]);
+    }
     let args = t.strings("args").unwrap_or_default();
     let env = t.string_map("env").unwrap_or_default();
     for text in args.iter().chain(env.iter().map(|(_, v)| v)) {
@@ -480,6 +490,9 @@ fn read_command(t: &TableReader<'_, '_>, axes: &BTreeSet<String>) -> Option<Comm
         output,
         isolation,
         ignore,
+        inputs,
+        endpoint: endpoint.map(Spanned::into_inner),
+        base_dir: base_dir.to_path_buf(),
     })
 }
 

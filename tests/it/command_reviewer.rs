@@ -3,6 +3,9 @@
 
 use super::*;
 
+/// The fake's test hooks reach it only through `pass-env`: children get a cleared environment.
+const PASS_ENV: &str = r#"pass-env = ["FAKE_STET_SKIP_SERVER_CHECK", "FAKE_STET_LOG", "FAKE_STET_SLEEP"]"#;
+
 fn stet_manifest(dir: &Path, repo: &Path, models: &[&str], extra_reviewer: &str, matrix_extra: &str) -> PathBuf {
     let models: Vec<String> = models.iter().map(|m| format!("\"{m}\"")).collect();
     write_manifest(
@@ -25,6 +28,7 @@ args = ["start", "{{{{base}}}}", "--json", "--stream"]
 env = {{ STET_MODEL = "{{{{model}}}}", STET_OLLAMA_BASE_URL = "http://127.0.0.1:1", STET_SUPPRESSION_ENABLED = "0" }}
 cleanup = [["-{stet}", "finish"]]
 ignore = [".review/"]
+{PASS_ENV}
 {extra_reviewer}
 [[analysis]]
 kind = "overlap"
@@ -125,18 +129,19 @@ fn a_failing_run_fails_only_itself_with_its_stderr_tail() {
 fn a_timeout_kills_the_whole_process_group() {
     let dir = tempfile::tempdir().expect("tempdir");
     let repo = calc_repo(dir.path());
-    let manifest = stet_manifest(dir.path(), &repo, &["m"], "timeout = \"1s\"", "");
+    // The fake must reach its sleep before the timeout: a generous bound for a busy machine.
+    let manifest = stet_manifest(dir.path(), &repo, &["m"], "timeout = \"8s\"", "");
     let log = dir.path().join("stet.log");
     let out = runner(dir.path())
         .args(["exec"])
         .arg(&manifest)
         .env("FAKE_STET_SKIP_SERVER_CHECK", "1")
-        .env("FAKE_STET_SLEEP", "31.5")
+        .env("FAKE_STET_SLEEP", "600")
         .env("FAKE_STET_LOG", &log)
         .output()
         .expect("runs");
     assert_eq!(out.status.code(), Some(3), "{}", stderr_of(&out));
-    assert!(stderr_of(&out).contains("timed out after 1.0s"), "{}", stderr_of(&out));
+    assert!(stderr_of(&out).contains("timed out after 8.0s"), "{}", stderr_of(&out));
     let child = log_lines(&log).into_iter().find(|l| l["phase"] == "sleep").and_then(|l| l["child_pid"].as_i64()).expect("sleep child logged");
     // The grandchild `sleep` was killed with its group (it may linger briefly as a zombie).
     let alive = std::fs::read_to_string(format!("/proc/{child}/stat")).map(|s| !s.contains(") Z")).unwrap_or(false);
@@ -147,7 +152,9 @@ fn a_timeout_kills_the_whole_process_group() {
 fn secrets_from_the_environment_reach_neither_cache_nor_reports() {
     let dir = tempfile::tempdir().expect("tempdir");
     let repo = calc_repo(dir.path());
-    let manifest = stet_manifest(dir.path(), &repo, &["m"], "pass-env = [\"MY_API_TOKEN\"]", "");
+    let manifest = stet_manifest(dir.path(), &repo, &["m"], "", "");
+    let text = std::fs::read_to_string(&manifest).expect("read").replace("\"FAKE_STET_SLEEP\"]", "\"FAKE_STET_SLEEP\", \"MY_API_TOKEN\"]");
+    std::fs::write(&manifest, text).expect("write");
     let log = dir.path().join("stet.log");
     let out = runner(dir.path())
         .args(["exec"])
