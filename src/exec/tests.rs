@@ -115,7 +115,7 @@ async fn run_with(plan: &Plan, reviewer: Arc<FakeReviewer>, cache: &CacheStore, 
         }
     }
     let emitter = Emitter::silent();
-    let engine = Engine { plan, reviewer, cache, options: opts, emitter: &emitter };
+    let engine = Engine { plan, reviewer, cache, options: opts, emitter: &emitter, redactor: Default::default() };
     for (i, o) in engine.review(&pending, prepared, rx).await {
         out[i] = Some(o);
     }
@@ -206,7 +206,7 @@ async fn cancellation_keeps_finished_runs_and_resume_does_only_the_rest() {
         let _ = tx.send(true);
     });
     let (opts, emitter) = (options(2, None), Emitter::silent());
-    let engine = Engine { plan: &plan, reviewer: slow, cache: &cache, options: &opts, emitter: &emitter };
+    let engine = Engine { plan: &plan, reviewer: slow, cache: &cache, options: &opts, emitter: &emitter, redactor: Default::default() };
     let outcomes = engine.review(&pending, prepared, rx).await;
     canceller.await.expect("canceller");
     let done = outcomes.iter().filter(|(_, o)| o.success().is_some()).count();

@@ -301,6 +301,7 @@ fn check_unused_axes(root: &TableReader<'_, '_>, reviewer: &ReviewerSpec, matrix
             .chain(c.args.iter().map(String::as_str))
             .chain(c.env.values().map(String::as_str))
             .chain(c.setup.iter().chain(&c.cleanup).flatten().map(String::as_str))
+            .chain(c.endpoint.as_deref())
             .collect(),
     };
     let used: BTreeSet<String> = texts.iter().flat_map(|t| template_var_regex().captures_iter(t).map(|c| c[1].to_string())).collect();
@@ -622,5 +623,16 @@ mod tests {
         assert_eq!(parse_duration("500ms"), Some(Duration::from_millis(500)));
         assert_eq!(parse_duration("5m"), Some(Duration::from_secs(300)));
         assert_eq!(parse_duration("soon"), None);
+    }
+
+    #[test]
+    fn handlebars_else_is_not_a_template_variable() {
+        let text = "version = 1\n[experiment]\nname = \"e\"\n[target]\nrepo = \".\"\n[matrix]\nref = [\"HEAD~1\"]\nmodel = [\"a\", \"b\"]\n[reviewer]\nkind = \"command\"\nprogram = \"tool\"\nargs = [\"{{#if (eq model \\\"a\\\")}}--fast{{else}}--slow{{/if}}\", \"{{#each [1]}}{{this}}{{/each}}\"]\nendpoint = \"http://{{model}}:1\"\ninputs = [\"x.txt\"]\n[report]\noutput = \"out\"\n";
+        let manifest = parse(Path::new("e.toml"), text).map_err(|e| format!("{:?}", e.diagnostics)).expect("valid");
+        let ReviewerKindSpec::Command(c) = &manifest.reviewer.kind else { panic!("command") };
+        assert_eq!(c.inputs, vec!["x.txt".to_string()]);
+        assert_eq!(c.endpoint.as_deref(), Some("http://{{model}}:1"));
+        let err = parse(Path::new("e.toml"), &text.replace("{{else}}", "{{elze}}")).expect_err("unknown variable");
+        assert!(format!("{:?}", err.diagnostics).contains("elze"));
     }
 }
