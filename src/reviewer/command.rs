@@ -641,3 +641,77 @@ impl Drop for Worktree {
         let _ = git(&self.repo, &["worktree", "remove", "--force", &self.path.display().to_string()]);
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::manifest::OutputFormat;
+
+    fn spec(program: &str, env: &[(&str, &str)]) -> CommandSpec {
+        CommandSpec {
+            program: program.into(),
+            args: vec![],
+            env: env.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect(),
+            pass_env: vec![],
+            setup: vec![],
+            cleanup: vec![],
+            output: OutputFormat::Auto,
+            isolation: Isolation::Serialize,
+            ignore: vec![],
+            inputs: vec![],
+            endpoint: None,
+            base_dir: PathBuf::from("/m"),
+        }
+    }
+
+    fn endpoint(s: &CommandSpec) -> Option<String> {
+        CommandReviewer::new(s.clone()).endpoint_in(&s.env, &BTreeMap::new())
+    }
+
+    #[test]
+    fn the_endpoint_follows_stets_variables_and_defaults() {
+        assert_eq!(endpoint(&spec("stet", &[])).as_deref(), Some("http://localhost:11434"));
+        assert_eq!(endpoint(&spec("/opt/bin/stet", &[("STET_OLLAMA_BASE_URL", "http://h:1")])).as_deref(), Some("http://h:1"));
+        assert_eq!(endpoint(&spec("stet", &[("STET_PROVIDER", "OpenAI"), ("STET_OPENAI_BASE_URL", "http://o:2/v1")])).as_deref(), Some("http://o:2/v1"));
+        assert_eq!(endpoint(&spec("./review.py", &[])), None, "unknown for another tool");
+        let mut s = spec("./review.py", &[]);
+        s.endpoint = Some("http://e:3".into());
+        assert_eq!(endpoint(&s).as_deref(), Some("http://e:3"));
+    }
+
+    #[test]
+    fn programs_given_as_paths_resolve_against_the_manifest_and_are_hashed() {
+        let r = CommandReviewer::new(spec("./x.py", &[]));
+        assert_eq!(r.resolve("./x.py"), "/m/x.py");
+        assert_eq!(r.resolve("stet"), "stet");
+        assert_eq!(r.files.get("program").map(String::as_str), Some("missing"));
+        let cell = Cell { id: "c".into(), values: BTreeMap::new() };
+        assert!(CommandReviewer::new(spec("stet", &[])).fingerprint(&cell).get("files").is_none(), "a PATH program keeps its old key");
+    }
+
+    #[test]
+    fn cursor_uris_are_rebased_onto_the_subject_repository() {
+        let (dir, repo) = (Path::new("/tmp/runner-run-x/repo"), Path::new("/w/.runner/cases/c1"));
+        assert_eq!(rebase_uri("file:///tmp/runner-run-x/repo/a.py#L3", dir, repo), "file:///w/.runner/cases/c1/a.py#L3");
+        assert_eq!(rebase_uri("file:///tmp/runner-run-x/repo2/a.py#L3", dir, repo), "file:///tmp/runner-run-x/repo2/a.py#L3");
+        assert_eq!(rebase_uri("file:///elsewhere/a.py", dir, repo), "file:///elsewhere/a.py");
+    }
+
+    #[test]
+    fn openai_temperature_zero_is_noted() {
+        let env = |p: &str, t: &str| [("STET_PROVIDER".to_string(), p.to_string()), ("STET_TEMPERATURE".to_string(), t.to_string())].into_iter().collect::<BTreeMap<_, _>>();
+        assert!(openai_temperature_note(&env("openai", "0")).is_some());
+        assert!(openai_temperature_note(&env("openai", "0.0")).is_some());
+        assert!(openai_temperature_note(&env("openai", "0.2")).is_none());
+        assert!(openai_temperature_note(&env("ollama", "0")).is_none());
+    }
+
+    #[tokio::test]
+    async fn probing_tells_a_listening_endpoint_from_a_closed_one() {
+        let live = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+        assert!(probe(&format!("http://{}/v1", live.local_addr().expect("addr"))).await);
+        let port = std::net::TcpListener::bind("127.0.0.1:0").expect("bind").local_addr().expect("addr").port();
+        assert!(!probe(&format!("http://127.0.0.1:{port}")).await);
+        assert!(!probe("not a url").await);
+    }
+}
