@@ -392,7 +392,7 @@ fn read_reviewer(t: &TableReader<'_, '_>, axes: &BTreeSet<String>, base_dir: &Pa
     let kind = t.required_string("kind")?;
     let spec = match kind.get_ref().as_str() {
         "builtin" => read_builtin(t, axes).map(ReviewerKindSpec::Builtin),
-        "command" => read_command(t, axes, base_dir).map(ReviewerKindSpec::Command),
+        "command" => read_command(t, axes, base_dir).map(|c| ReviewerKindSpec::Command(Box::new(c))),
         "ollama" | "openai" => crate::reviewer::llm::read_spec(t, kind.get_ref(), axes, base_dir).map(|s| ReviewerKindSpec::Llm(Box::new(s))),
         other => {
             problems.push_with_help(kind.span(), format!("unknown reviewer kind `{other}`"), "kinds: builtin, command, ollama, openai");

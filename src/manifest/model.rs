@@ -160,7 +160,7 @@ pub struct ReviewerSpec {
 #[derive(Debug, Clone)]
 pub enum ReviewerKindSpec {
     Builtin(BuiltinSpec),
-    Command(CommandSpec),
+    Command(Box<CommandSpec>),
     /// Boxed: an LLM reviewer's configuration is much larger than the others.
     Llm(Box<crate::reviewer::llm::LlmSpec>),
 }

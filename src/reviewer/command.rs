@@ -603,7 +603,7 @@ fn copy_tree(from: &Path, to: &Path, rel: &Path, skip: &[PathBuf]) -> std::io::R
         let entry = entry?;
         let name = entry.file_name();
         let rel = rel.join(&name);
-        if skip.iter().any(|s| *s == rel) {
+        if skip.contains(&rel) {
             continue;
         }
         let (src, dst) = (entry.path(), to.join(&name));

@@ -174,7 +174,7 @@ pub fn from_spec(spec: &crate::manifest::ReviewerSpec) -> Result<Arc<dyn Reviewe
     use crate::manifest::ReviewerKindSpec as K;
     Ok(match &spec.kind {
         K::Builtin(b) => Arc::new(builtin::BuiltinReviewer::new(b.clone())),
-        K::Command(c) => Arc::new(command::CommandReviewer::new(c.clone())),
+        K::Command(c) => Arc::new(command::CommandReviewer::new(c.as_ref().clone())),
         K::Llm(l) => Arc::new(llm::LlmReviewer::new(l.as_ref().clone())?),
     })
 }
