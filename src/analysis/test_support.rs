@@ -92,6 +92,7 @@ impl Fixture {
             provenance: BTreeMap::new(),
             schema_problems: Vec::new(),
             counters: BTreeMap::new(),
+            attachments: BTreeMap::new(),
         };
         self.runs.push(Stored { cell: index, repeat, subject: subject.into(), record, findings });
         &mut self.runs.last_mut().expect("just pushed").record

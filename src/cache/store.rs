@@ -31,6 +31,9 @@ pub struct RunRecord {
     pub schema_problems: Vec<String>,
     #[serde(default)]
     pub counters: BTreeMap<String, u64>,
+    /// Files a reviewer left (stet's `history.jsonl`), by name: object hashes.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub attachments: BTreeMap<String, String>,
 }
 
 /// A failed run as stored, for `plan` and the summary; never served as a result.
@@ -166,6 +169,10 @@ impl CacheStore {
         let findings_bytes = serde_json::to_vec_pretty(&output.findings).map_err(|e| CacheError::Encode(e.to_string()))?;
         let findings = self.put_object(&findings_bytes)?;
         let raw = self.put_object(output.raw.as_bytes())?;
+        let mut attachments = BTreeMap::new();
+        for (name, text) in &output.attachments {
+            attachments.insert(name.clone(), self.put_object(text.as_bytes())?);
+        }
         let record = RunRecord {
             schema: RECORD_SCHEMA,
             key: key.clone(),
@@ -179,6 +186,7 @@ impl CacheStore {
             provenance: output.provenance.clone(),
             schema_problems: output.schema_problems.clone(),
             counters: output.counters.clone(),
+            attachments,
         };
         let record_bytes = serde_json::to_vec_pretty(&record).map_err(|e| CacheError::Encode(e.to_string()))?;
         let pointer = self.put_object(&record_bytes)?;
@@ -275,6 +283,7 @@ impl CacheStore {
                     if let Ok(record) = serde_json::from_slice::<RunRecord>(&bytes) {
                         live.insert(record.findings);
                         live.insert(record.raw);
+                        live.extend(record.attachments.into_values());
                     }
                 }
                 live.insert(pointer);

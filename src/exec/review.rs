@@ -3,6 +3,7 @@
 
 use super::{wait_cancel, Emitter, Event, RunId, RunOutcome, SkipReason};
 use crate::cache::{CacheKey, CacheStore, KeyInputs, RunRecord};
+use crate::reviewer::redact::Redactor;
 use crate::reviewer::{ReviewError, ReviewJob, ReviewOutput, Reviewer};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex as StdMutex};
@@ -18,8 +19,8 @@ pub(super) struct ReviewShared {
     pub global: Arc<Semaphore>,
     /// Repository (or other) scopes whose runs must not overlap.
     pub scopes: Arc<StdMutex<HashMap<String, Arc<Mutex<()>>>>>,
-    /// Reviewers found unreachable, by reviewer name, with the reason.
-    pub unreachable: Arc<StdMutex<HashMap<String, String>>>,
+    /// Model servers found unreachable, with the first error's text.
+    pub unreachable: Arc<StdMutex<HashMap<Down, String>>>,
     pub cancel: watch::Receiver<bool>,
 }
 
@@ -32,7 +33,17 @@ pub(super) struct ReviewTask {
     pub reviewer_name: String,
     pub reviewer: Arc<dyn Reviewer>,
     pub per_reviewer: Arc<Semaphore>,
+    /// Removes the reviewer's secrets from everything its run produced.
+    pub redactor: Arc<Redactor>,
     pub job: ReviewJob,
+}
+
+/// What an unreachable server stops: the runs against its endpoint, or, for a reviewer that
+/// does not say which server a run uses, every later run of that reviewer.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub(super) enum Down {
+    Endpoint(String),
+    Reviewer(String),
 }
 
 pub(super) async fn run(mut shared: ReviewShared, task: ReviewTask) -> RunOutcome {
@@ -55,7 +66,11 @@ pub(super) async fn run(mut shared: ReviewShared, task: ReviewTask) -> RunOutcom
         g = acquire => g,
         _ = wait_cancel(&mut shared.cancel) => return RunOutcome::Skipped(SkipReason::Interrupted),
     };
-    let down = shared.unreachable.lock().unwrap_or_else(|p| p.into_inner()).get(&task.reviewer_name).cloned();
+    let endpoint = task.reviewer.endpoint(job);
+    let down = {
+        let map = shared.unreachable.lock().unwrap_or_else(|p| p.into_inner());
+        map.get(&Down::Reviewer(task.reviewer_name.clone())).or_else(|| endpoint.clone().and_then(|e| map.get(&Down::Endpoint(e)))).cloned()
+    };
     if let Some(reason) = down {
         let reason = SkipReason::ServerUnreachable { error: reason };
         shared.emitter.emit(Event::RunSkipped { run: task.label.clone(), reason: reason.clone() });
@@ -72,6 +87,8 @@ pub(super) async fn run(mut shared: ReviewShared, task: ReviewTask) -> RunOutcom
         _ = wait_cancel(&mut shared.cancel) => Err(ReviewError::Cancelled),
     };
     drop(guards);
+    // Every outcome is redacted as it enters the engine, before any writer sees it.
+    let result = result.map(|o| task.redactor.output(o)).map_err(|e| task.redactor.error(e));
     match result {
         Ok(output) => match store_success(&shared, &task, output).await {
             Ok((record, output)) => {
@@ -87,8 +104,9 @@ pub(super) async fn run(mut shared: ReviewShared, task: ReviewTask) -> RunOutcom
         Err(ReviewError::Cancelled) => RunOutcome::Skipped(SkipReason::Interrupted),
         Err(error) => {
             if error.is_unreachable() {
+                let key = endpoint.map_or_else(|| Down::Reviewer(task.reviewer_name.clone()), Down::Endpoint);
                 let mut down = shared.unreachable.lock().unwrap_or_else(|p| p.into_inner());
-                down.entry(task.reviewer_name.clone()).or_insert_with(|| error.to_string());
+                down.entry(key).or_insert_with(|| error.to_string());
             }
             let (cache, label, slot, key, e) = (shared.cache.clone(), task.label.to_string(), task.slot.clone(), task.key.clone(), error.clone());
             let _ = tokio::task::spawn_blocking(move || cache.store_failure(&label, &slot, &key, &e)).await;

@@ -7,6 +7,7 @@ use super::review::{self, ReviewShared, ReviewTask};
 use super::{Emitter, Event, ExecOptions, RunOutcome, SkipReason};
 use crate::cache::{CacheStore, Lookup};
 use crate::plan::{Dependency, Node, Plan, ReviewerSet};
+use crate::reviewer::redact::Redactor;
 use crate::reviewer::{ReviewError, ReviewJob};
 use crate::target::{Subject, SubjectSpec};
 use petgraph::graph::NodeIndex;
@@ -188,7 +189,7 @@ pub async fn execute<C: Conclusions>(
             continue;
         }
         let result = match reviewers.get(&run.reviewer) {
-            Some(reviewer) => reviewer.preflight().await,
+            Some(reviewer) => reviewer.preflight().await.map_err(|e| Redactor::new(reviewer.secrets()).error(e)),
             None => Err(ReviewError::failed(format!("no reviewer named `{}`", run.reviewer))),
         };
         preflighted.insert(run.reviewer.as_str(), result);
@@ -235,6 +236,7 @@ pub async fn execute<C: Conclusions>(
             (name.as_str(), Arc::new(Semaphore::new(limit.max(1))))
         })
         .collect();
+    let redactors: HashMap<&str, Arc<Redactor>> = reviewers.iter().map(|(name, r)| (name.as_str(), Arc::new(Redactor::new(r.secrets())))).collect();
     let shared = ReviewShared {
         cache: cache.clone(),
         emitter: emitter.clone(),
@@ -290,6 +292,7 @@ pub async fn execute<C: Conclusions>(
                         reviewer_name: planned.reviewer.clone(),
                         reviewer: reviewer.clone(),
                         per_reviewer: per_reviewer.get(planned.reviewer.as_str()).cloned().unwrap_or_else(|| global.clone()),
+                        redactor: redactors.get(planned.reviewer.as_str()).cloned().unwrap_or_default(),
                         job: ReviewJob { cell: planned.cell.clone(), repeat: planned.repeat, subject, timeout: limits.timeout },
                     };
                     let shared = shared.clone();

@@ -545,6 +545,7 @@ pub(crate) mod tests {
             provenance: BTreeMap::new(),
             schema_problems: Vec::new(),
             counters: BTreeMap::new(),
+            attachments: BTreeMap::new(),
         }
     }
 

@@ -381,6 +381,7 @@ fn check_unused_axes(root: &TableReader<'_, '_>, reviewer: &ReviewerSpec, matrix
             .chain(c.args.iter().map(String::as_str))
             .chain(c.env.values().map(String::as_str))
             .chain(c.setup.iter().chain(&c.cleanup).flatten().map(String::as_str))
+            .chain(c.endpoint.as_deref())
             .collect(),
     };
     let used: BTreeSet<String> = texts.iter().flat_map(|t| template_var_regex().captures_iter(t).map(|c| c[1].to_string())).collect();
@@ -405,6 +406,10 @@ fn template_var_regex() -> &'static Regex {
 pub fn check_template(problems: &Problems, text: &Spanned<String>, axes: &BTreeSet<String>, extra: &[&str]) {
     for cap in template_var_regex().captures_iter(text.get_ref()) {
         let name = &cap[1];
+        // `{{else}}` and `{{this}}` are handlebars keywords, not variables.
+        if matches!(name, "else" | "this") {
+            continue;
+        }
         if !axes.contains(name) && !BUILTIN_TEMPLATE_VARS.contains(&name) && !extra.contains(&name) {
             let mut known: Vec<&str> = axes.iter().map(String::as_str).chain(BUILTIN_TEMPLATE_VARS).chain(extra.iter().copied()).collect();
             known.sort_unstable();
@@ -558,7 +563,7 @@ fn read_reviewer(t: &TableReader<'_, '_>, axes: &BTreeSet<String>, base_dir: &Pa
     let kind = t.required_string("kind")?;
     let spec = match kind.get_ref().as_str() {
         "builtin" => read_builtin(t, axes).map(ReviewerKindSpec::Builtin),
-        "command" => read_command(t, axes).map(ReviewerKindSpec::Command),
+        "command" => read_command(t, axes, base_dir).map(|c| ReviewerKindSpec::Command(Box::new(c))),
         "ollama" | "openai" => crate::reviewer::llm::read_spec(t, kind.get_ref(), axes, base_dir).map(|s| ReviewerKindSpec::Llm(Box::new(s))),
         other => {
             let kinds = ["builtin", "command", "ollama", "openai"];
@@ -587,9 +592,15 @@ fn read_builtin(t: &TableReader<'_, '_>, axes: &BTreeSet<String>) -> Option<Buil
     Some(BuiltinSpec { name: name.into_inner(), latency_ms })
 }
 
-fn read_command(t: &TableReader<'_, '_>, axes: &BTreeSet<String>) -> Option<CommandSpec> {
+fn read_command(t: &TableReader<'_, '_>, axes: &BTreeSet<String>, base_dir: &Path) -> Option<CommandSpec> {
     let problems = t.problems();
     let program = t.required_string("program");
+    // Files whose content is hashed into every run's key (scripts the program reads, prompts).
+    let inputs: Vec<String> = t.strings("inputs").unwrap_or_default().into_iter().map(Spanned::into_inner).collect();
+    let endpoint = t.string("endpoint");
+    if let Some(e) = &endpoint {
+        check_template(problems, e, axes, &[]);
+    }
     let args = t.strings("args").unwrap_or_default();
     let env = t.string_map("env").unwrap_or_default();
     for text in args.iter().chain(env.iter().map(|(_, v)| v)) {
@@ -660,6 +671,9 @@ fn read_command(t: &TableReader<'_, '_>, axes: &BTreeSet<String>) -> Option<Comm
         output,
         isolation,
         ignore,
+        inputs,
+        endpoint: endpoint.map(Spanned::into_inner),
+        base_dir: base_dir.to_path_buf(),
     })
 }
 
@@ -801,5 +815,16 @@ mod tests {
         assert_eq!(parse_duration("500ms"), Some(Duration::from_millis(500)));
         assert_eq!(parse_duration("5m"), Some(Duration::from_secs(300)));
         assert_eq!(parse_duration("soon"), None);
+    }
+
+    #[test]
+    fn handlebars_else_is_not_a_template_variable() {
+        let text = "version = 1\n[experiment]\nname = \"e\"\n[target]\nrepo = \".\"\n[matrix]\nref = [\"HEAD~1\"]\nmodel = [\"a\", \"b\"]\n[reviewer]\nkind = \"command\"\nprogram = \"tool\"\nargs = [\"{{#if (eq model \\\"a\\\")}}--fast{{else}}--slow{{/if}}\", \"{{#each [1]}}{{this}}{{/each}}\"]\nendpoint = \"http://{{model}}:1\"\ninputs = [\"x.txt\"]\n[report]\noutput = \"out\"\n";
+        let manifest = parse(Path::new("e.toml"), text).map_err(|e| format!("{:?}", e.diagnostics)).expect("valid");
+        let ReviewerKindSpec::Command(c) = &manifest.reviewers.entries[0].spec.kind else { panic!("command") };
+        assert_eq!(c.inputs, vec!["x.txt".to_string()]);
+        assert_eq!(c.endpoint.as_deref(), Some("http://{{model}}:1"));
+        let err = parse(Path::new("e.toml"), &text.replace("{{else}}", "{{elze}}")).expect_err("unknown variable");
+        assert!(format!("{:?}", err.diagnostics).contains("elze"));
     }
 }

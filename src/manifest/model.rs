@@ -199,7 +199,7 @@ pub struct ReviewerSpec {
 #[derive(Debug, Clone)]
 pub enum ReviewerKindSpec {
     Builtin(BuiltinSpec),
-    Command(CommandSpec),
+    Command(Box<CommandSpec>),
     /// Boxed: an LLM reviewer's configuration is much larger than the others.
     Llm(Box<crate::reviewer::llm::LlmSpec>),
 }
@@ -236,6 +236,14 @@ pub struct CommandSpec {
     pub isolation: Isolation,
     /// Names of files that the reviewer writes into the repository and git must ignore.
     pub ignore: Vec<String>,
+    /// Files (relative to the manifest) whose content is hashed into every run's key.
+    pub inputs: Vec<String>,
+    /// The model server the reviewer talks to (templated); by default read from stet's
+    /// `STET_PROVIDER`/`STET_*_BASE_URL` in the child's environment.
+    pub endpoint: Option<String>,
+    /// The manifest's directory: relative program paths and `inputs` resolve against it.
+    #[serde(skip)]
+    pub base_dir: PathBuf,
 }
 
 /// One analysis the report shows.

@@ -2,13 +2,25 @@
 //! process with argv and environment templated from the cell — never through a shell.
 //!
 //! The child runs in its own process group so a timeout kills everything it started. Its
-//! stdout is read as stet's `{"findings":[…]}` or NDJSON stream; exit code 2 means its model
-//! server was unreachable (stet's convention). Optional setup and cleanup commands run around
-//! it (stet needs `stet finish`); `isolation` serializes runs per repository or gives each
-//! run its own worktree.
+//! stdout is read as stet's `{"findings":[…]}` or NDJSON stream. Optional setup and cleanup
+//! commands run around it (stet needs `stet finish`); `isolation` serializes runs per
+//! repository or gives each run its own worktree.
+//!
+//! Every child (reviewer, setup, cleanup) starts with a cleared environment: `PATH`, the
+//! locale (`LANG`, `LC_*`), a `HOME` that is a fresh empty directory per run outside the
+//! experiment, what the manifest's `env` sets and the `pass-env` variables — nothing else of
+//! runner's environment. A repository runner materialized (a corpus case, an eval clone) is
+//! reviewed in a private copy in a temporary directory, so the child's working directory
+//! is outside the experiment tree and each run starts from a clean state.
+//!
+//! Exit code 2 (stet: the model server is unreachable, timed out or answered 4xx): runner
+//! then probes the run's endpoint itself. If it accepts connections the run failed (a 4xx,
+//! e.g. a hunk larger than the context) and the others go on; if not, the endpoint is
+//! unreachable and only the runs against that endpoint stop.
 
 use super::parse::parse_stet_output;
-use super::{tail, template, Cost, ReviewError, ReviewJob, ReviewOutput, Reviewer};
+use super::redact::secret_parts_of_url_value;
+use super::{template, Cost, ReviewError, ReviewJob, ReviewOutput, Reviewer};
 use crate::manifest::{CommandSpec, Isolation};
 use crate::plan::Cell;
 use crate::target::git::git;
@@ -16,14 +28,26 @@ use futures::future::BoxFuture;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime};
 use tokio::io::AsyncReadExt;
 use tokio::process::Command;
 
 const STDERR_TAIL: usize = 2000;
 
+/// stet's default Ollama address (CONTRACTS: `STET_OLLAMA_BASE_URL`).
+const STET_DEFAULT_OLLAMA_URL: &str = "http://localhost:11434";
+
+/// How long runner waits for a TCP connection when it probes an endpoint after exit code 2.
+const PROBE_TIMEOUT: Duration = Duration::from_secs(3);
+
+/// The name under which stet's history of a private run directory is kept.
+pub const HISTORY_ATTACHMENT: &str = "history.jsonl";
+
 pub struct CommandReviewer {
     spec: CommandSpec,
+    /// Content hashes of the program (when it is a path) and of the declared `inputs`, for
+    /// programs that are not templates; templated programs are hashed per cell.
+    files: BTreeMap<String, String>,
 }
 
 /// What one child process did.
@@ -35,7 +59,16 @@ struct Finished {
 
 impl CommandReviewer {
     pub fn new(spec: CommandSpec) -> Self {
-        Self { spec }
+        let mut files = BTreeMap::new();
+        for input in &spec.inputs {
+            files.insert(format!("input:{input}"), hash_file(&absolute(&crate::manifest::resolve_path(&spec.base_dir, input))));
+        }
+        if !spec.program.contains("{{") {
+            if let Some(path) = program_path(&spec.base_dir, &spec.program) {
+                files.insert("program".into(), hash_file(&path));
+            }
+        }
+        Self { spec, files }
     }
 
     /// Values from runner's environment the child receives; kept out of keys and records.
@@ -43,19 +76,37 @@ impl CommandReviewer {
         self.spec.pass_env.iter().filter_map(|k| std::env::var(k).ok().map(|v| (k.clone(), v))).collect()
     }
 
-    fn redact(&self, text: &str) -> String {
-        let mut out = text.to_string();
-        for (_, value) in self.passed_env() {
-            if value.len() >= 4 {
-                out = out.replace(&value, "<redacted>");
-            }
+    /// The program as the child is started: a path (`./x.py`, `bin/tool`) resolves against the
+    /// manifest's directory, as documented; a bare name is looked up through `PATH`.
+    fn resolve(&self, program: &str) -> String {
+        program_path(&self.spec.base_dir, program).map(|p| p.display().to_string()).unwrap_or_else(|| program.to_string())
+    }
+
+    /// The environment every child of a run gets: nothing of runner's own but `PATH`, the
+    /// locale, the run's `HOME`, the manifest's `env` and `pass-env`.
+    fn child_env(&self, vars: &BTreeMap<String, serde_json::Value>, home: &Path) -> Result<BTreeMap<String, String>, ReviewError> {
+        let mut env = base_env(home);
+        for (k, v) in &self.spec.env {
+            env.insert(k.clone(), template::render(v, vars).map_err(ReviewError::failed)?);
         }
-        for (key, value) in &self.spec.env {
-            if is_secret_name(key) && value.len() >= 4 && !value.contains("{{") {
-                out = out.replace(value, "<redacted>");
-            }
+        env.extend(self.passed_env());
+        Ok(env)
+    }
+
+    /// The model server a run talks to: `endpoint` when the manifest sets it, else stet's
+    /// `STET_OPENAI_BASE_URL` (with `STET_PROVIDER=openai`) or `STET_OLLAMA_BASE_URL` (default
+    /// `http://localhost:11434`) when the program is stet or the environment configures one.
+    fn endpoint_in(&self, env: &BTreeMap<String, String>, vars: &BTreeMap<String, serde_json::Value>) -> Option<String> {
+        if let Some(t) = &self.spec.endpoint {
+            return template::render(t, vars).ok().filter(|e| !e.trim().is_empty());
         }
-        out
+        let get = |k: &str| env.get(k).map(|v| v.trim().to_string()).filter(|v| !v.is_empty());
+        let provider = get("STET_PROVIDER").map(|p| p.to_ascii_lowercase());
+        if provider.as_deref() == Some("openai") {
+            return get("STET_OPENAI_BASE_URL");
+        }
+        let is_stet = Path::new(&self.spec.program).file_name().is_some_and(|n| n == "stet");
+        get("STET_OLLAMA_BASE_URL").or_else(|| (is_stet || provider.is_some()).then(|| STET_DEFAULT_OLLAMA_URL.to_string()))
     }
 
     async fn spawn(&self, argv: &[String], env: &BTreeMap<String, String>, dir: &Path, timeout: Duration) -> Result<Finished, ReviewError> {
@@ -63,8 +114,8 @@ impl CommandReviewer {
         let mut cmd = Command::new(program);
         cmd.args(args)
             .current_dir(dir)
+            .env_clear()
             .envs(env)
-            .envs(self.passed_env())
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
@@ -112,63 +163,111 @@ impl CommandReviewer {
             if tolerate {
                 argv[0] = argv[0][1..].to_string();
             }
+            argv[0] = self.resolve(&argv[0]);
             let done = self.spawn(&argv, env, dir, timeout).await?;
             if done.code != Some(0) && !tolerate {
                 return Err(ReviewError::Failed {
                     message: format!("{phase} command `{}` exited with {}", argv.join(" "), code_text(done.code)),
-                    stderr_tail: self.redact(&tail(&done.stderr, STDERR_TAIL)),
+                    stderr_tail: super::tail(&done.stderr, STDERR_TAIL),
                 });
             }
         }
         Ok(())
     }
 
-    async fn review_in(&self, job: &ReviewJob, dir: &Path) -> Result<ReviewOutput, ReviewError> {
+    /// Runs one review in `dir`. `private`: `dir` is this run's own copy or worktree of the
+    /// subject's repository, removed afterwards.
+    async fn review_in(&self, job: &ReviewJob, dir: &Path, private: bool) -> Result<ReviewOutput, ReviewError> {
+        let home = tempfile::Builder::new().prefix("runner-home-").tempdir().map_err(|e| ReviewError::failed(format!("cannot create the run's HOME: {e}")))?;
         let vars = template::variables(&job.cell, job.repeat, Some((&job.subject, &dir.display().to_string())));
-        let argv = render_all(&std::iter::once(self.spec.program.clone()).chain(self.spec.args.iter().cloned()).collect::<Vec<_>>(), &vars)?;
-        let env = self
-            .spec
-            .env
-            .iter()
-            .map(|(k, v)| template::render(v, &vars).map(|v| (k.clone(), v)).map_err(ReviewError::failed))
-            .collect::<Result<BTreeMap<_, _>, _>>()?;
+        let mut argv = render_all(&std::iter::once(self.spec.program.clone()).chain(self.spec.args.iter().cloned()).collect::<Vec<_>>(), &vars)?;
+        argv[0] = self.resolve(&argv[0]);
+        let env = self.child_env(&vars, home.path())?;
         ignore_paths(dir, &self.spec.ignore)?;
         self.run_hooks(&self.spec.setup, &vars, &env, dir, job.timeout, "setup").await?;
+        let state = state_dir(dir, &env);
+        let session_before = file_state(&state.join("session.json"));
         let started = Instant::now();
         let result = self.spawn(&argv, &env, dir, job.timeout).await;
         let wall_ms = started.elapsed().as_millis() as u64;
+        // Usage first: stet's `finish` (the usual cleanup) deletes `session.json`.
+        let hunks = crate::target::diff::hunks(&job.subject.files).count() as u32;
+        let mut cost = Cost { wall_ms, hunks, ..Cost::default() };
+        read_stet_usage(&state, session_before.as_ref(), &mut cost);
         let cleanup = self.run_hooks(&self.spec.cleanup, &vars, &env, dir, job.timeout, "cleanup").await;
+        let mut attachments = BTreeMap::new();
+        if private && state.starts_with(dir) {
+            if let Ok(history) = std::fs::read_to_string(state.join("history.jsonl")) {
+                attachments.insert(HISTORY_ATTACHMENT.to_string(), history);
+            }
+        }
         let done = result?;
         match done.code {
             Some(0) => {}
-            Some(2) => {
-                return Err(ReviewError::Unreachable {
-                    message: format!("`{}` exited with 2 (its model server is unreachable, timed out, or refused the request)", argv[0]),
-                    stderr_tail: self.redact(&tail(&done.stderr, STDERR_TAIL)),
-                })
-            }
+            Some(2) => return Err(self.exit_2(&argv[0], self.endpoint_in(&env, &vars), &done).await),
             code => {
                 return Err(ReviewError::Failed {
                     message: format!("`{}` exited with {}", argv.join(" "), code_text(code)),
-                    stderr_tail: self.redact(&tail(&done.stderr, STDERR_TAIL)),
+                    stderr_tail: super::tail(&done.stderr, STDERR_TAIL),
                 })
             }
         }
         cleanup?;
-        let parsed = parse_stet_output(&done.stdout).map_err(|e| ReviewError::Failed {
+        let mut parsed = parse_stet_output(&done.stdout).map_err(|e| ReviewError::Failed {
             message: format!("could not read `{}` output: {e}", argv[0]),
-            stderr_tail: self.redact(&tail(&done.stderr, STDERR_TAIL)),
+            stderr_tail: super::tail(&done.stderr, STDERR_TAIL),
         })?;
-        let hunks = crate::target::diff::hunks(&job.subject.files).count() as u32;
-        let mut cost = Cost { wall_ms, hunks, ..Cost::default() };
-        read_stet_usage(dir, &env, &mut cost);
-        Ok(ReviewOutput {
-            findings: parsed.findings,
-            raw: self.redact(&done.stdout),
-            cost,
-            schema_problems: parsed.schema_problems,
-            ..ReviewOutput::default()
-        })
+        let mut raw = done.stdout;
+        if private {
+            // `cursor_uri`s point at the subject's repository, not at the removed run directory.
+            let subject_repo = absolute(&job.subject.repo_dir);
+            for f in &mut parsed.findings {
+                if let Some(uri) = f.cursor_uri.as_mut() {
+                    *uri = rebase_uri(uri, dir, &subject_repo);
+                }
+            }
+            raw = rebase_text(&raw, dir, &subject_repo);
+            for a in attachments.values_mut() {
+                *a = rebase_text(a, dir, &subject_repo);
+            }
+        }
+        let mut provenance = BTreeMap::new();
+        if let Some(note) = openai_temperature_note(&env) {
+            provenance.insert("stet_temperature".to_string(), serde_json::Value::String(note));
+        }
+        Ok(ReviewOutput { findings: parsed.findings, raw, cost, provenance, schema_problems: parsed.schema_problems, attachments, ..ReviewOutput::default() })
+    }
+
+    /// Exit code 2: unreachable, timed out, or a 4xx. Runner probes the endpoint to tell.
+    async fn exit_2(&self, program: &str, endpoint: Option<String>, done: &Finished) -> ReviewError {
+        let stderr_tail = super::tail(&done.stderr, STDERR_TAIL);
+        let Some(url) = endpoint else {
+            return ReviewError::Unreachable {
+                message: format!("`{program}` exited with 2 (its model server is unreachable, timed out, or refused the request; set `endpoint` so runner can tell which)"),
+                stderr_tail,
+            };
+        };
+        if probe(&url).await {
+            ReviewError::Failed {
+                message: format!("`{program}` exited with 2, but its model server at {url} accepts connections: the server refused the request (an HTTP 4xx, e.g. a hunk larger than the context or an unknown model)"),
+                stderr_tail,
+            }
+        } else {
+            ReviewError::Unreachable { message: format!("`{program}` exited with 2 and its model server at {url} does not accept connections"), stderr_tail }
+        }
+    }
+
+    /// Content hashes for the key: the program file (when a path) and the declared inputs.
+    fn file_hashes(&self, cell: &Cell) -> BTreeMap<String, String> {
+        let mut files = self.files.clone();
+        if self.spec.program.contains("{{") {
+            if let Ok(program) = template::render(&self.spec.program, &template::variables(cell, 0, None)) {
+                if let Some(path) = program_path(&self.spec.base_dir, &program) {
+                    files.insert("program".into(), hash_file(&path));
+                }
+            }
+        }
+        files
     }
 }
 
@@ -177,49 +276,217 @@ impl Reviewer for CommandReviewer {
         "command"
     }
 
-    fn fingerprint(&self, _cell: &Cell) -> serde_json::Value {
+    fn fingerprint(&self, cell: &Cell) -> serde_json::Value {
         // Templates, not rendered values: the cell's values are hashed beside them, and
         // rendering would bring in paths. Secret-looking variables are left out.
         let env: BTreeMap<&String, &String> = self.spec.env.iter().filter(|(k, _)| !is_secret_name(k)).collect();
-        serde_json::json!({
+        let mut value = serde_json::json!({
             "program": self.spec.program,
             "args": self.spec.args,
             "env": env,
             "setup": self.spec.setup,
             "output": self.spec.output,
-        })
+        });
+        // The content of a program given as a path and of declared inputs (only when there
+        // are such files, so a program found through PATH keeps the keys it had).
+        let files = self.file_hashes(cell);
+        if !files.is_empty() {
+            value["files"] = serde_json::json!(files);
+        }
+        value
+    }
+
+    fn secrets(&self) -> Vec<String> {
+        let mut out: Vec<String> = self.passed_env().into_iter().flat_map(|(_, v)| secret_parts_of_url_value(&v)).collect();
+        for (key, value) in &self.spec.env {
+            if is_secret_name(key) && !value.contains("{{") {
+                out.push(value.clone());
+            }
+        }
+        out
+    }
+
+    fn endpoint(&self, job: &ReviewJob) -> Option<String> {
+        let vars = template::variables(&job.cell, job.repeat, Some((&job.subject, &job.subject.repo_dir.display().to_string())));
+        let mut env: BTreeMap<String, String> = BTreeMap::new();
+        for (k, v) in &self.spec.env {
+            env.insert(k.clone(), template::render(v, &vars).ok()?);
+        }
+        env.extend(self.passed_env());
+        self.endpoint_in(&env, &vars)
     }
 
     fn preflight(&self) -> BoxFuture<'_, Result<(), ReviewError>> {
         Box::pin(async move {
-            if self.spec.program.contains("{{") || find_program(&self.spec.program).is_some() {
+            if self.spec.program.contains("{{") || find_program(&self.resolve(&self.spec.program)).is_some() {
                 return Ok(());
             }
             Err(ReviewError::failed(format!(
                 "reviewer program `{}` was not found{}",
                 self.spec.program,
-                if self.spec.program.contains('/') { String::new() } else { " in PATH".to_string() }
+                if self.spec.program.contains('/') {
+                    format!(" (paths are relative to the manifest's directory: `{}`)", self.resolve(&self.spec.program))
+                } else {
+                    " in PATH".to_string()
+                }
             )))
         })
     }
 
     fn exclusive_scope(&self, job: &ReviewJob) -> Option<String> {
-        (self.spec.isolation == Isolation::Serialize).then(|| job.subject.repo_dir.display().to_string())
+        // A runner-materialized repository is reviewed in a private copy per run.
+        (self.spec.isolation == Isolation::Serialize && !is_materialized(&job.subject.repo_dir)).then(|| job.subject.repo_dir.display().to_string())
     }
 
     fn review<'a>(&'a self, job: &'a ReviewJob) -> BoxFuture<'a, Result<ReviewOutput, ReviewError>> {
         Box::pin(async move {
+            let repo = absolute(&job.subject.repo_dir);
+            if is_materialized(&repo) {
+                let copy = PrivateCopy::new(&repo, &self.spec.ignore)?;
+                let result = self.review_in(job, &copy.path, true).await;
+                drop(copy);
+                return result;
+            }
             match self.spec.isolation {
                 Isolation::Worktree => {
-                    let worktree = Worktree::add(&job.subject.repo_dir, &job.subject.head_sha)?;
-                    let result = self.review_in(job, &worktree.path).await;
+                    let worktree = Worktree::add(&repo, &job.subject.head_sha)?;
+                    let result = self.review_in(job, &worktree.path, true).await;
                     drop(worktree);
                     result
                 }
-                Isolation::None | Isolation::Serialize => self.review_in(job, &job.subject.repo_dir).await,
+                Isolation::None | Isolation::Serialize => {
+                    check_head(&repo, &job.subject.head_sha)?;
+                    self.review_in(job, &repo, false).await
+                }
             }
         })
     }
+}
+
+/// A command reviewer reviews the checked-out commit: refuse when it is not `[target] head`.
+fn check_head(repo: &Path, head_sha: &str) -> Result<(), ReviewError> {
+    let checked_out = git(repo, &["rev-parse", "HEAD"]).map_err(|e| ReviewError::failed(e.to_string()))?;
+    let checked_out = checked_out.trim();
+    if checked_out == head_sha {
+        return Ok(());
+    }
+    Err(ReviewError::failed(format!(
+        "`{}` has {checked_out} checked out, but this run reviews `[target] head` = {head_sha}: a command reviewer reviews the checked-out commit. \
+         Set `isolation = \"worktree\"` in [reviewer] to review {head_sha} in a worktree of its own, or check it out first",
+        repo.display()
+    )))
+}
+
+/// A directory runner built itself (a corpus case, an eval clone): it carries a marker.
+fn is_materialized(repo: &Path) -> bool {
+    repo.join(".git").join("runner-ready").is_file()
+}
+
+/// The environment a child starts from: `PATH`, the locale and `HOME`.
+fn base_env(home: &Path) -> BTreeMap<String, String> {
+    let mut env: BTreeMap<String, String> = std::env::vars().filter(|(k, _)| k == "LANG" || k == "LC_ALL" || k.starts_with("LC_")).collect();
+    env.insert("PATH".into(), std::env::var("PATH").unwrap_or_else(|_| "/usr/local/bin:/usr/bin:/bin".into()));
+    env.insert("HOME".into(), home.display().to_string());
+    env
+}
+
+/// An absolute path, without resolving symlinks.
+fn absolute(path: &Path) -> PathBuf {
+    std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf())
+}
+
+/// A program written as a path, resolved against the manifest's directory; `None` for a bare
+/// name (looked up through `PATH`).
+fn program_path(base_dir: &Path, program: &str) -> Option<PathBuf> {
+    if !program.contains('/') {
+        return None;
+    }
+    let path = Path::new(program);
+    Some(if path.is_absolute() { path.to_path_buf() } else { absolute(&crate::manifest::resolve_path(base_dir, program)) })
+}
+
+fn hash_file(path: &Path) -> String {
+    match std::fs::read(path) {
+        Ok(bytes) => format!("blake3:{}", blake3::hash(&bytes).to_hex()),
+        Err(_) => "missing".to_string(),
+    }
+}
+
+/// Where stet keeps its state for this run: `STET_STATE_DIR` (relative to the run's
+/// directory) or `<dir>/.review`.
+fn state_dir(dir: &Path, env: &BTreeMap<String, String>) -> PathBuf {
+    match env.get("STET_STATE_DIR").filter(|s| !s.is_empty()) {
+        Some(s) => dir.join(s),
+        None => dir.join(".review"),
+    }
+}
+
+/// A file's modification time and content, to tell whether a run wrote it.
+fn file_state(path: &Path) -> Option<(Option<SystemTime>, Vec<u8>)> {
+    let bytes = std::fs::read(path).ok()?;
+    Some((std::fs::metadata(path).ok().and_then(|m| m.modified().ok()), bytes))
+}
+
+/// Probes an http(s) URL's host and port with a TCP connection.
+async fn probe(url: &str) -> bool {
+    let Some((scheme, rest)) = url.trim().split_once("://") else { return false };
+    let authority = rest.split(['/', '?', '#']).next().unwrap_or_default();
+    let hostport = authority.rsplit_once('@').map_or(authority, |(_, h)| h);
+    let default_port = if scheme.eq_ignore_ascii_case("https") { 443 } else { 80 };
+    let (host, port) = if let Some(v6) = hostport.strip_prefix('[') {
+        let (h, p) = v6.split_once(']').unwrap_or((v6, ""));
+        (h.to_string(), p.strip_prefix(':').and_then(|p| p.parse().ok()).unwrap_or(default_port))
+    } else {
+        match hostport.rsplit_once(':') {
+            Some((h, p)) => (h.to_string(), p.parse().unwrap_or(default_port)),
+            None => (hostport.to_string(), default_port),
+        }
+    };
+    if host.is_empty() {
+        return false;
+    }
+    matches!(tokio::time::timeout(PROBE_TIMEOUT, tokio::net::TcpStream::connect((host.as_str(), port))).await, Ok(Ok(_)))
+}
+
+/// stet's openai provider drops `temperature: 0` (Go's `omitempty`): say so in provenance.
+fn openai_temperature_note(env: &BTreeMap<String, String>) -> Option<String> {
+    let provider = env.get("STET_PROVIDER")?.trim().to_ascii_lowercase();
+    let temperature: f64 = env.get("STET_TEMPERATURE")?.trim().parse().ok()?;
+    (provider == "openai" && temperature == 0.0)
+        .then(|| "STET_TEMPERATURE=0 was not sent: stet's openai provider omits a zero temperature, so the server's default applied".to_string())
+}
+
+/// `file://<dir>/x#L1` → `file://<repo>/x#L1` (also for `dir`'s canonical spelling).
+fn rebase_uri(uri: &str, dir: &Path, repo: &Path) -> String {
+    for from in dir_spellings(dir) {
+        if let Some(rest) = uri.strip_prefix(&format!("file://{from}")) {
+            if rest.is_empty() || rest.starts_with('/') || rest.starts_with('#') {
+                return format!("file://{}{rest}", repo.display());
+            }
+        }
+    }
+    uri.to_string()
+}
+
+fn rebase_text(text: &str, dir: &Path, repo: &Path) -> String {
+    let mut out = text.to_string();
+    for from in dir_spellings(dir) {
+        out = out.replace(&from, &repo.display().to_string());
+    }
+    out
+}
+
+fn dir_spellings(dir: &Path) -> Vec<String> {
+    let mut out = vec![dir.display().to_string()];
+    if let Ok(c) = dir.canonicalize() {
+        let c = c.display().to_string();
+        if !out.contains(&c) {
+            // The longer spelling first, so it is not half-replaced by the shorter one.
+            out.push(c);
+            out.sort_by_key(|s| std::cmp::Reverse(s.len()));
+        }
+    }
+    out
 }
 
 /// Resolves a program name the way `execvp` would: a path as is, a bare name through PATH.
@@ -273,11 +540,15 @@ fn ignore_paths(dir: &Path, paths: &[String]) -> Result<(), ReviewError> {
     std::fs::write(&exclude, text).map_err(|e| ReviewError::failed(format!("failed to update `{}`: {e}", exclude.display())))
 }
 
-/// stet keeps token counts in `.review/session.json`; read them when the tool left them.
-fn read_stet_usage(dir: &Path, env: &BTreeMap<String, String>, cost: &mut Cost) {
-    let state = env.get("STET_STATE_DIR").map(PathBuf::from).unwrap_or_else(|| dir.join(".review"));
-    let Ok(text) = std::fs::read_to_string(state.join("session.json")) else { return };
-    let Ok(session) = serde_json::from_str::<serde_json::Value>(&text) else { return };
+/// stet keeps token counts in `.review/session.json`; read them only when this run wrote the
+/// file (it differs from what was there before the run), so a stale session left in a shared
+/// repository never lends its counts to another run.
+fn read_stet_usage(state: &Path, before: Option<&(Option<SystemTime>, Vec<u8>)>, cost: &mut Cost) {
+    let Some(now) = file_state(&state.join("session.json")) else { return };
+    if before.is_some_and(|b| *b == now) {
+        return;
+    }
+    let Ok(session) = serde_json::from_slice::<serde_json::Value>(&now.1) else { return };
     cost.prompt_tokens = session.get("last_run_prompt_tokens").and_then(|v| v.as_u64()).or(cost.prompt_tokens);
     cost.completion_tokens = session.get("last_run_completion_tokens").and_then(|v| v.as_u64()).or(cost.completion_tokens);
     cost.eval_ms = session.get("last_run_eval_duration_ns").and_then(|v| v.as_f64()).map(|ns| ns / 1e6).or(cost.eval_ms);
@@ -303,6 +574,51 @@ impl Drop for ProcessGroup {
     }
 }
 
+/// A private copy of a runner-materialized repository in a temporary directory, removed when
+/// dropped. Git's records of where the repository came from (`FETCH_HEAD`, reflogs) and the
+/// paths the reviewer writes (`ignore`, e.g. a stale `.review/`) are not copied.
+struct PrivateCopy {
+    path: PathBuf,
+    _dir: tempfile::TempDir,
+}
+
+impl PrivateCopy {
+    fn new(repo: &Path, ignore: &[String]) -> Result<Self, ReviewError> {
+        let dir = tempfile::Builder::new().prefix("runner-run-").tempdir().map_err(|e| ReviewError::failed(format!("cannot create a run directory: {e}")))?;
+        let path = dir.path().join("repo");
+        let skip: Vec<PathBuf> = ignore
+            .iter()
+            .map(|p| PathBuf::from(p.trim_end_matches('/')))
+            .chain([".git/FETCH_HEAD", ".git/logs", ".git/runner-ready"].map(PathBuf::from))
+            .collect();
+        copy_tree(repo, &path, Path::new(""), &skip).map_err(|e| ReviewError::failed(format!("cannot copy `{}` into a run directory: {e}", repo.display())))?;
+        Ok(Self { path, _dir: dir })
+    }
+}
+
+/// Copies a tree without following symlinks, skipping the relative paths in `skip`.
+fn copy_tree(from: &Path, to: &Path, rel: &Path, skip: &[PathBuf]) -> std::io::Result<()> {
+    std::fs::create_dir_all(to)?;
+    for entry in std::fs::read_dir(from)? {
+        let entry = entry?;
+        let name = entry.file_name();
+        let rel = rel.join(&name);
+        if skip.contains(&rel) {
+            continue;
+        }
+        let (src, dst) = (entry.path(), to.join(&name));
+        let kind = entry.file_type()?;
+        if kind.is_dir() {
+            copy_tree(&src, &dst, &rel, skip)?;
+        } else if kind.is_symlink() {
+            std::os::unix::fs::symlink(std::fs::read_link(&src)?, &dst)?;
+        } else if kind.is_file() {
+            std::fs::copy(&src, &dst)?;
+        }
+    }
+    Ok(())
+}
+
 /// A detached worktree at a commit, removed when dropped.
 struct Worktree {
     repo: PathBuf,
@@ -323,5 +639,79 @@ impl Worktree {
 impl Drop for Worktree {
     fn drop(&mut self) {
         let _ = git(&self.repo, &["worktree", "remove", "--force", &self.path.display().to_string()]);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::manifest::OutputFormat;
+
+    fn spec(program: &str, env: &[(&str, &str)]) -> CommandSpec {
+        CommandSpec {
+            program: program.into(),
+            args: vec![],
+            env: env.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect(),
+            pass_env: vec![],
+            setup: vec![],
+            cleanup: vec![],
+            output: OutputFormat::Auto,
+            isolation: Isolation::Serialize,
+            ignore: vec![],
+            inputs: vec![],
+            endpoint: None,
+            base_dir: PathBuf::from("/m"),
+        }
+    }
+
+    fn endpoint(s: &CommandSpec) -> Option<String> {
+        CommandReviewer::new(s.clone()).endpoint_in(&s.env, &BTreeMap::new())
+    }
+
+    #[test]
+    fn the_endpoint_follows_stets_variables_and_defaults() {
+        assert_eq!(endpoint(&spec("stet", &[])).as_deref(), Some("http://localhost:11434"));
+        assert_eq!(endpoint(&spec("/opt/bin/stet", &[("STET_OLLAMA_BASE_URL", "http://h:1")])).as_deref(), Some("http://h:1"));
+        assert_eq!(endpoint(&spec("stet", &[("STET_PROVIDER", "OpenAI"), ("STET_OPENAI_BASE_URL", "http://o:2/v1")])).as_deref(), Some("http://o:2/v1"));
+        assert_eq!(endpoint(&spec("./review.py", &[])), None, "unknown for another tool");
+        let mut s = spec("./review.py", &[]);
+        s.endpoint = Some("http://e:3".into());
+        assert_eq!(endpoint(&s).as_deref(), Some("http://e:3"));
+    }
+
+    #[test]
+    fn programs_given_as_paths_resolve_against_the_manifest_and_are_hashed() {
+        let r = CommandReviewer::new(spec("./x.py", &[]));
+        assert_eq!(r.resolve("./x.py"), "/m/x.py");
+        assert_eq!(r.resolve("stet"), "stet");
+        assert_eq!(r.files.get("program").map(String::as_str), Some("missing"));
+        let cell = Cell { id: "c".into(), values: BTreeMap::new() };
+        assert!(CommandReviewer::new(spec("stet", &[])).fingerprint(&cell).get("files").is_none(), "a PATH program keeps its old key");
+    }
+
+    #[test]
+    fn cursor_uris_are_rebased_onto_the_subject_repository() {
+        let (dir, repo) = (Path::new("/tmp/runner-run-x/repo"), Path::new("/w/.runner/cases/c1"));
+        assert_eq!(rebase_uri("file:///tmp/runner-run-x/repo/a.py#L3", dir, repo), "file:///w/.runner/cases/c1/a.py#L3");
+        assert_eq!(rebase_uri("file:///tmp/runner-run-x/repo2/a.py#L3", dir, repo), "file:///tmp/runner-run-x/repo2/a.py#L3");
+        assert_eq!(rebase_uri("file:///elsewhere/a.py", dir, repo), "file:///elsewhere/a.py");
+    }
+
+    #[test]
+    fn openai_temperature_zero_is_noted() {
+        let env = |p: &str, t: &str| [("STET_PROVIDER".to_string(), p.to_string()), ("STET_TEMPERATURE".to_string(), t.to_string())].into_iter().collect::<BTreeMap<_, _>>();
+        assert!(openai_temperature_note(&env("openai", "0")).is_some());
+        assert!(openai_temperature_note(&env("openai", "0.0")).is_some());
+        assert!(openai_temperature_note(&env("openai", "0.2")).is_none());
+        assert!(openai_temperature_note(&env("ollama", "0")).is_none());
+    }
+
+    #[tokio::test]
+    async fn probing_tells_a_listening_endpoint_from_a_closed_one() {
+        let live = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+        assert!(probe(&format!("http://{}/v1", live.local_addr().expect("addr"))).await);
+        let port = std::net::TcpListener::bind("127.0.0.1:0").expect("bind").local_addr().expect("addr").port();
+        assert!(!probe(&format!("http://127.0.0.1:{port}")).await);
+        assert!(!probe("not a url").await);
     }
 }

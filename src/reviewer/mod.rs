@@ -7,6 +7,7 @@ pub mod builtin;
 pub mod command;
 pub mod llm;
 pub mod parse;
+pub mod redact;
 pub mod template;
 
 use crate::finding::Finding;
@@ -94,6 +95,9 @@ pub struct ReviewOutput {
     pub schema_problems: Vec<String>,
     /// Counters worth reporting, e.g. findings dropped for pointing outside the reviewed lines.
     pub counters: BTreeMap<String, u64>,
+    /// Files the reviewer left that would otherwise be lost (stet's `history.jsonl` from a
+    /// private run directory), by name; stored as cache objects named in the run record.
+    pub attachments: BTreeMap<String, String>,
 }
 
 /// Why a run failed.
@@ -143,6 +147,18 @@ pub trait Reviewer: Send + Sync {
         None
     }
 
+    /// The secret values this reviewer uses (keys, passed-through variables), which the engine
+    /// redacts from everything a run leaves behind.
+    fn secrets(&self) -> Vec<String> {
+        Vec::new()
+    }
+
+    /// The model server `job` talks to, where the reviewer knows it. When a run finds it
+    /// unreachable, only the runs against the same endpoint stop; `None` (unknown) stops all.
+    fn endpoint(&self, _job: &ReviewJob) -> Option<String> {
+        None
+    }
+
     /// Checks, once before any run starts, that the reviewer can run at all (its program
     /// exists, its server answers). A failure fails every pending run with that error.
     fn preflight(&self) -> BoxFuture<'_, Result<(), ReviewError>> {
@@ -158,7 +174,7 @@ pub fn from_spec(spec: &crate::manifest::ReviewerSpec) -> Result<Arc<dyn Reviewe
     use crate::manifest::ReviewerKindSpec as K;
     Ok(match &spec.kind {
         K::Builtin(b) => Arc::new(builtin::BuiltinReviewer::new(b.clone())),
-        K::Command(c) => Arc::new(command::CommandReviewer::new(c.clone())),
+        K::Command(c) => Arc::new(command::CommandReviewer::new(c.as_ref().clone())),
         K::Llm(l) => Arc::new(llm::LlmReviewer::new(l.as_ref().clone())?),
     })
 }

@@ -3,6 +3,9 @@
 
 use super::*;
 
+/// The fake's test hooks reach it only through `pass-env`: children get a cleared environment.
+const PASS_ENV: &str = r#"pass-env = ["FAKE_STET_SKIP_SERVER_CHECK", "FAKE_STET_LOG", "FAKE_STET_SLEEP"]"#;
+
 fn stet_manifest(dir: &Path, repo: &Path, models: &[&str], extra_reviewer: &str, matrix_extra: &str) -> PathBuf {
     let models: Vec<String> = models.iter().map(|m| format!("\"{m}\"")).collect();
     write_manifest(
@@ -25,6 +28,7 @@ args = ["start", "{{{{base}}}}", "--json", "--stream"]
 env = {{ STET_MODEL = "{{{{model}}}}", STET_OLLAMA_BASE_URL = "http://127.0.0.1:1", STET_SUPPRESSION_ENABLED = "0" }}
 cleanup = [["-{stet}", "finish"]]
 ignore = [".review/"]
+{PASS_ENV}
 {extra_reviewer}
 [[analysis]]
 kind = "overlap"
@@ -125,18 +129,19 @@ fn a_failing_run_fails_only_itself_with_its_stderr_tail() {
 fn a_timeout_kills_the_whole_process_group() {
     let dir = tempfile::tempdir().expect("tempdir");
     let repo = calc_repo(dir.path());
-    let manifest = stet_manifest(dir.path(), &repo, &["m"], "timeout = \"1s\"", "");
+    // The fake must reach its sleep before the timeout: a generous bound for a busy machine.
+    let manifest = stet_manifest(dir.path(), &repo, &["m"], "timeout = \"8s\"", "");
     let log = dir.path().join("stet.log");
     let out = runner(dir.path())
         .args(["exec"])
         .arg(&manifest)
         .env("FAKE_STET_SKIP_SERVER_CHECK", "1")
-        .env("FAKE_STET_SLEEP", "31.5")
+        .env("FAKE_STET_SLEEP", "600")
         .env("FAKE_STET_LOG", &log)
         .output()
         .expect("runs");
     assert_eq!(out.status.code(), Some(3), "{}", stderr_of(&out));
-    assert!(stderr_of(&out).contains("timed out after 1.0s"), "{}", stderr_of(&out));
+    assert!(stderr_of(&out).contains("timed out after 8.0s"), "{}", stderr_of(&out));
     let child = log_lines(&log).into_iter().find(|l| l["phase"] == "sleep").and_then(|l| l["child_pid"].as_i64()).expect("sleep child logged");
     // The grandchild `sleep` was killed with its group (it may linger briefly as a zombie).
     let alive = std::fs::read_to_string(format!("/proc/{child}/stat")).map(|s| !s.contains(") Z")).unwrap_or(false);
@@ -147,7 +152,9 @@ fn a_timeout_kills_the_whole_process_group() {
 fn secrets_from_the_environment_reach_neither_cache_nor_reports() {
     let dir = tempfile::tempdir().expect("tempdir");
     let repo = calc_repo(dir.path());
-    let manifest = stet_manifest(dir.path(), &repo, &["m"], "pass-env = [\"MY_API_TOKEN\"]", "");
+    let manifest = stet_manifest(dir.path(), &repo, &["m"], "", "");
+    let text = std::fs::read_to_string(&manifest).expect("read").replace("\"FAKE_STET_SLEEP\"]", "\"FAKE_STET_SLEEP\", \"MY_API_TOKEN\"]");
+    std::fs::write(&manifest, text).expect("write");
     let log = dir.path().join("stet.log");
     let out = runner(dir.path())
         .args(["exec"])
@@ -196,4 +203,250 @@ fn the_dry_run_output_of_stet_matches_the_builtin_baseline() {
         .collect();
     assert_eq!(objects.len(), 1, "{objects:?}");
     assert!(objects[0].contains("\"confidence\": 1,"), "integer confidence as stet prints it: {}", objects[0]);
+}
+
+/// Every run record in a cache (objects holding `cost` and `inputs`).
+fn run_records(cache: &Path) -> Vec<serde_json::Value> {
+    super::exec_corpus::walk(&cache.join("objects"))
+        .into_iter()
+        .filter_map(|p| serde_json::from_slice::<serde_json::Value>(&std::fs::read(p).ok()?).ok())
+        .filter(|v| v.get("cost").is_some() && v.get("inputs").is_some())
+        .collect()
+}
+
+/// Writes an executable script into `dir`.
+fn script(dir: &Path, name: &str, text: &str) -> PathBuf {
+    use std::os::unix::fs::PermissionsExt;
+    let path = dir.join(name);
+    std::fs::write(&path, text).expect("write script");
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    path
+}
+
+/// A manifest in `dir` running `program` (as written) over `HEAD~2..HEAD` of `repo`.
+fn script_manifest(dir: &Path, repo: &Path, program: &str, extra: &str) -> PathBuf {
+    write_manifest(
+        dir,
+        "script.toml",
+        &format!(
+            "version = 1\n[experiment]\nname = \"script\"\n[target]\nrepo = \"{}\"\n[matrix]\nref = [\"HEAD~2\"]\n[reviewer]\nkind = \"command\"\nprogram = \"{program}\"\n{extra}\n[report]\noutput = \"out\"\n",
+            repo.display()
+        ),
+    )
+}
+
+#[test]
+fn usage_is_read_before_the_cleanup_finishes_the_session() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let repo = calc_repo(dir.path());
+    let manifest = stet_manifest(dir.path(), &repo, &["m"], "", "");
+    let out = runner(dir.path()).args(["exec"]).arg(&manifest).env("FAKE_STET_SKIP_SERVER_CHECK", "1").output().expect("runs");
+    assert!(out.status.success(), "{}", stderr_of(&out));
+    let records = run_records(&dir.path().join("cache"));
+    assert_eq!(records.len(), 1);
+    // The fake's counts for this diff: 350 + bytes/4 per hunk, completions per finding.
+    assert!(records[0]["cost"]["prompt_tokens"].as_u64().is_some_and(|n| n > 350), "{}", records[0]["cost"]);
+    assert!(records[0]["cost"]["completion_tokens"].as_u64().is_some_and(|n| n > 0), "{}", records[0]["cost"]);
+    assert!(!repo.join(".review/session.json").exists(), "the cleanup still finished the session");
+}
+
+#[test]
+fn a_stale_session_file_lends_its_tokens_to_no_run() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let repo = calc_repo(dir.path());
+    std::fs::create_dir_all(repo.join(".review")).expect("mkdir");
+    std::fs::write(repo.join(".review/session.json"), r#"{"last_run_prompt_tokens":999,"last_run_completion_tokens":77}"#).expect("write");
+    script(dir.path(), "review.py", "#!/usr/bin/env python3\nprint('{\"findings\":[]}')\n");
+    // `./review.py` is relative to the manifest, not to the repository the child runs in.
+    let manifest = script_manifest(dir.path(), &repo, "./review.py", "ignore = [\".review/\"]");
+    let out = runner(dir.path()).args(["exec"]).arg(&manifest).output().expect("runs");
+    assert!(out.status.success(), "{}", stderr_of(&out));
+    let records = run_records(&dir.path().join("cache"));
+    assert_eq!(records.len(), 1);
+    assert!(records[0]["cost"].get("prompt_tokens").is_none(), "tokens of a session this run did not write: {}", records[0]["cost"]);
+}
+
+#[test]
+fn children_get_a_cleared_environment_a_fresh_home_and_absolute_paths() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let repo = calc_repo(dir.path());
+    let log = dir.path().join("stet.log");
+    let manifest = stet_manifest(dir.path(), &repo, &["m"], "", "");
+    let text = std::fs::read_to_string(&manifest).expect("read").replace("STET_SUPPRESSION_ENABLED = \"0\"", "STET_SUPPRESSION_ENABLED = \"0\", STET_X_REPO = \"{{repo}}\"");
+    std::fs::write(&manifest, text).expect("write");
+    let out = runner(dir.path())
+        .args(["exec", "--work-dir", "work"])
+        .arg(&manifest)
+        .env("FAKE_STET_SKIP_SERVER_CHECK", "1")
+        .env("FAKE_STET_LOG", &log)
+        .env("OPENAI_API_KEY", "sk-from-the-shell")
+        .env("STET_STRICTNESS", "lenient")
+        .env("STET_STATE_DIR", "/nonexistent")
+        .output()
+        .expect("runs");
+    assert!(out.status.success(), "{}", stderr_of(&out));
+    let begins: Vec<serde_json::Value> = log_lines(&log).into_iter().filter(|l| l["phase"] == "begin").collect();
+    assert!(!begins.is_empty());
+    for line in &begins {
+        let keys: Vec<&str> = line["env_keys"].as_array().expect("keys").iter().filter_map(|k| k.as_str()).collect();
+        assert!(!keys.contains(&"OPENAI_API_KEY") && !keys.contains(&"STET_STRICTNESS") && !keys.contains(&"STET_STATE_DIR"), "runner's environment leaked: {keys:?}");
+        assert!(keys.contains(&"PATH") && keys.contains(&"HOME"), "{keys:?}");
+        let home = PathBuf::from(line["home"].as_str().expect("home"));
+        assert!(home.is_absolute() && !home.starts_with(dir.path()) && !home.starts_with(project_root()), "HOME {} inside the experiment", home.display());
+        assert!(!home.exists(), "the run's HOME is removed afterwards");
+        // `{{repo}}` renders the absolute path of the directory the child runs in.
+        assert_eq!(line["env"]["STET_X_REPO"].as_str(), line["cwd"].as_str(), "{line}");
+        assert!(Path::new(line["cwd"].as_str().expect("cwd")).is_absolute());
+    }
+}
+
+#[test]
+fn a_corpus_case_is_reviewed_in_a_private_copy_outside_the_experiment_tree() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let corpus = project_root().join("corpus/quickstart");
+    let log = dir.path().join("stet.log");
+    let manifest = write_manifest(
+        dir.path(),
+        "corpus.toml",
+        &format!(
+            "version = 1\n[experiment]\nname = \"c\"\n[target]\ncorpus = \"{}\"\ncases = [\"case-01\"]\nunseal-holdout = true\n[matrix]\nrepeat = 1\n[reviewer]\nkind = \"command\"\nprogram = \"{}\"\nargs = [\"start\", \"{{{{base}}}}\", \"--json\", \"--dry-run\"]\nenv = {{ REPO = \"{{{{repo}}}}\" }}\ncleanup = [[\"-{}\", \"finish\"]]\nignore = [\".review/\"]\npass-env = [\"FAKE_STET_LOG\"]\n[report]\noutput = \"out\"\n",
+            corpus.display(),
+            fake_stet().display(),
+            fake_stet().display()
+        ),
+    );
+    let out = runner(dir.path()).args(["exec", "--work-dir", "work"]).arg(&manifest).env("FAKE_STET_LOG", &log).output().expect("runs");
+    assert!(out.status.success(), "{}", stderr_of(&out));
+    let start = log_lines(&log).into_iter().find(|l| l["phase"] == "begin" && l["command"] == "start").expect("start logged");
+    let cwd = PathBuf::from(start["cwd"].as_str().expect("cwd"));
+    assert!(cwd.is_absolute() && !cwd.starts_with(dir.path()) && !cwd.starts_with(project_root()), "cwd {} inside the experiment tree", cwd.display());
+    // Findings point at the case's repository, not at the removed run directory.
+    let objects: Vec<String> = super::exec_corpus::walk(&dir.path().join("cache/objects")).into_iter().filter_map(|p| std::fs::read_to_string(p).ok()).collect();
+    let findings = objects.iter().find(|t| t.contains("Dry-run placeholder (CI)") && t.trim_start().starts_with('[')).expect("findings");
+    let work = std::path::absolute(dir.path().join("work/cases")).expect("abs");
+    assert!(findings.contains(&format!("file://{}", work.display())), "{findings}");
+    assert!(!findings.contains(&cwd.display().to_string()), "{findings}");
+    // The run's history (stet's finish record) is kept as an attachment of the run.
+    let records = run_records(&dir.path().join("cache"));
+    let history = records[0]["attachments"]["history.jsonl"].as_str().expect("history attached");
+    assert!(objects.iter().any(|o| o.contains("\"review_output\"")), "history object stored ({history})");
+}
+
+#[test]
+fn head_is_reviewed_as_declared_or_refused_under_serialize() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let repo = calc_repo(dir.path());
+    let tip = git(&repo, &["rev-parse", "HEAD"]).trim().to_string();
+    git(&repo, &["checkout", "--quiet", "--detach", "HEAD~1"]);
+    let manifest = stet_manifest(dir.path(), &repo, &["m"], "", "");
+    let text = std::fs::read_to_string(&manifest).expect("read").replace("[matrix]", &format!("head = \"{tip}\"\n[matrix]")).replace("\"HEAD~2\"", &format!("\"{tip}~2\""));
+    std::fs::write(&manifest, &text).expect("write");
+    let out = runner(dir.path()).args(["exec"]).arg(&manifest).env("FAKE_STET_SKIP_SERVER_CHECK", "1").output().expect("runs");
+    assert_eq!(out.status.code(), Some(3), "{}", stderr_of(&out));
+    let err = stderr_of(&out);
+    assert!(err.contains("[target] head") && err.contains("isolation = \"worktree\""), "{err}");
+
+    // In a worktree of its own the run reviews the declared head (its `eval(` line included),
+    // and its findings point at the repository, not at the removed worktree.
+    std::fs::write(&manifest, text.replace("ignore = [\".review/\"]", "ignore = [\".review/\"]\nisolation = \"worktree\"")).expect("write");
+    let out = runner(dir.path()).args(["exec"]).arg(&manifest).env("FAKE_STET_SKIP_SERVER_CHECK", "1").output().expect("runs");
+    assert!(out.status.success(), "{}", stderr_of(&out));
+    let objects: Vec<String> = super::exec_corpus::walk(&dir.path().join("cache/objects")).into_iter().filter_map(|p| std::fs::read_to_string(p).ok()).collect();
+    let findings = objects.iter().find(|t| t.contains("eval()")).expect("the head's eval( line was reviewed");
+    assert!(findings.contains(&format!("file://{}/calc.py", repo.display())), "{findings}");
+    assert!(!findings.contains("runner-worktree-"), "{findings}");
+    let records = run_records(&dir.path().join("cache"));
+    assert!(records.iter().any(|r| r["attachments"]["history.jsonl"].is_string()), "the worktree's history is kept");
+}
+
+#[test]
+fn exit_2_with_a_reachable_server_fails_only_that_run() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let repo = calc_repo(dir.path());
+    let live = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let url = format!("http://{}", live.local_addr().expect("addr"));
+    let manifest = stet_manifest(dir.path(), &repo, &["m1", "m2"], "", "");
+    let text = std::fs::read_to_string(&manifest).expect("read").replace("http://127.0.0.1:1", &url).replace("STET_SUPPRESSION_ENABLED = \"0\"", "STET_SUPPRESSION_ENABLED = \"0\", FAKE_STET_EXIT = \"2\"");
+    std::fs::write(&manifest, text).expect("write");
+    let out = runner(dir.path()).args(["exec"]).arg(&manifest).output().expect("runs");
+    let err = stderr_of(&out);
+    assert_eq!(out.status.code(), Some(3), "a 4xx is a failed run, not an unreachable server: {err}");
+    assert!(err.contains("accepts connections") && err.contains(&url), "{err}");
+    assert!(!err.contains("not started"), "the other run went on: {err}");
+}
+
+#[test]
+fn an_unreachable_endpoint_stops_only_the_runs_against_it() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let repo = calc_repo(dir.path());
+    let live = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let url = format!("http://{}", live.local_addr().expect("addr"));
+    let manifest = stet_manifest(dir.path(), &repo, &["m"], "", &format!("server = [\"http://127.0.0.1:1\", \"{url}\"]\nrepeat = 3"));
+    let text = std::fs::read_to_string(&manifest).expect("read").replace("STET_OLLAMA_BASE_URL = \"http://127.0.0.1:1\"", "STET_OLLAMA_BASE_URL = \"{{server}}\"");
+    std::fs::write(&manifest, text).expect("write");
+    let out = runner(dir.path()).args(["exec", "--json"]).arg(&manifest).output().expect("runs");
+    let log = stdout_of(&out);
+    assert_eq!(out.status.code(), Some(2), "{log}");
+    assert!(log.contains("at http://127.0.0.1:1 does not accept connections") && log.contains(r#""kind":"server_unreachable""#), "{log}");
+    assert_eq!(count_events(&events(&out), "run_finished"), 3, "every run against the live server finished: {log}");
+}
+
+#[test]
+fn stets_openai_provider_and_temperature_0_are_noted_in_provenance() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let repo = calc_repo(dir.path());
+    let manifest = stet_manifest(dir.path(), &repo, &["m"], "", "");
+    let text = std::fs::read_to_string(&manifest).expect("read").replace("STET_SUPPRESSION_ENABLED = \"0\"", "STET_SUPPRESSION_ENABLED = \"0\", STET_PROVIDER = \"openai\", STET_TEMPERATURE = \"0\"");
+    std::fs::write(&manifest, text).expect("write");
+    let out = runner(dir.path()).args(["exec"]).arg(&manifest).env("FAKE_STET_SKIP_SERVER_CHECK", "1").output().expect("runs");
+    assert!(out.status.success(), "{}", stderr_of(&out));
+    let md = std::fs::read_to_string(dir.path().join("out/RESULTS.md")).expect("RESULTS.md");
+    assert!(md.contains("omits a zero temperature"), "{md}");
+}
+
+#[test]
+fn editing_the_program_or_a_declared_input_misses_the_cache() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let repo = calc_repo(dir.path());
+    let finding = |msg: &str| format!("#!/usr/bin/env python3\nprint('{{\"findings\":[{{\"file\":\"calc.py\",\"line\":1,\"severity\":\"info\",\"category\":\"style\",\"confidence\":0.5,\"message\":\"{msg}\"}}]}}')\n");
+    script(dir.path(), "review.py", &finding("first"));
+    std::fs::write(dir.path().join("rules.txt"), "v1").expect("write");
+    let manifest = script_manifest(dir.path(), &repo, "./review.py", "inputs = [\"rules.txt\"]");
+    let exec = || runner(dir.path()).args(["exec", "--json"]).arg(&manifest).output().expect("runs");
+    let out = exec();
+    assert!(out.status.success(), "{}", stderr_of(&out));
+    assert_eq!(count_events(&events(&exec()), "run_cached"), 1);
+
+    script(dir.path(), "review.py", &finding("second"));
+    let plan = runner(dir.path()).args(["plan"]).arg(&manifest).output().expect("plan");
+    assert!(stdout_of(&plan).contains("files"), "plan names the program's content: {}", stdout_of(&plan));
+    assert_eq!(count_events(&events(&exec()), "run_finished"), 1, "the edited script ran");
+
+    std::fs::write(dir.path().join("rules.txt"), "v2").expect("write");
+    assert_eq!(count_events(&events(&exec()), "run_finished"), 1, "the edited input ran");
+}
+
+#[test]
+fn secrets_printed_by_a_reviewer_are_stored_nowhere() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let repo = calc_repo(dir.path());
+    let secret = "tok-5ecret-value-9000";
+    script(
+        dir.path(),
+        "leaky.py",
+        "#!/usr/bin/env python3\nimport os, sys\nk = os.environ['LEAKY_TOKEN']\nsys.stderr.write('using key ' + k + '\\n')\nif os.environ.get('FAIL') == '1':\n    sys.exit(1)\nprint('{\"findings\":[{\"file\":\"calc.py\",\"line\":1,\"severity\":\"info\",\"category\":\"style\",\"confidence\":0.5,\"message\":\"key ' + k + '\",\"suggestion\":\"' + k + '\"}]}')\n",
+    );
+    let manifest = script_manifest(dir.path(), &repo, "./leaky.py", "env = { FAIL = \"{{fail}}\" }\npass-env = [\"LEAKY_TOKEN\"]");
+    let text = std::fs::read_to_string(&manifest).expect("read").replace("ref = [\"HEAD~2\"]", "ref = [\"HEAD~2\"]\nfail = [\"0\", \"1\"]");
+    std::fs::write(&manifest, text).expect("write");
+    let out = runner(dir.path()).args(["exec", "--work-dir", "work"]).arg(&manifest).env("LEAKY_TOKEN", secret).output().expect("runs");
+    assert_eq!(out.status.code(), Some(3), "{}", stderr_of(&out));
+    assert!(!stderr_of(&out).contains(secret), "{}", stderr_of(&out));
+    assert!(stderr_of(&out).contains("<redacted>"), "{}", stderr_of(&out));
+    let files: Vec<PathBuf> = ["cache", "out", "work"].iter().flat_map(|d| super::exec_corpus::walk(&dir.path().join(d))).collect();
+    assert!(files.iter().any(|p| p.to_string_lossy().contains("failures")), "a failure record was written");
+    for path in files {
+        let bytes = std::fs::read(&path).expect("read");
+        assert!(!String::from_utf8_lossy(&bytes).contains(secret), "secret stored in {}", path.display());
+    }
 }

@@ -680,3 +680,39 @@ async fn cli_runs_caches_replays_frozen_and_exits_2_when_unreachable() {
     assert!(elapsed < Duration::from_secs(15), "{elapsed:?}");
     assert!(stderr.contains(&dead), "names the URL: {stderr}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_key_echoed_in_an_error_body_or_expanded_into_a_url_is_stored_nowhere() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let root = dir.path().to_path_buf();
+    const KEY: &str = "sk-echoed-secret-4242";
+    let server = fake(&[MODEL], Arc::new(|_, _| Reply::Status(400, json!({"error": format!("invalid api key {KEY} for this model")}), vec![]))).await;
+    // The base URL carries a credential through `${VAR}`; the key comes from `api-key-env`.
+    let with_userinfo = server.url.replacen("http://", "http://user:url-pass-7777@", 1);
+    let manifest = write_manifest(&root, &server.url);
+    let text = std::fs::read_to_string(&manifest).expect("read").replace("temperature = 0.5", "temperature = 0.5\napi-key-env = \"RUNNER_TEST_ECHO_KEY\"");
+    std::fs::write(&manifest, text).expect("write");
+    let m = manifest.display().to_string();
+    let r = root.clone();
+    let out = tokio::task::spawn_blocking(move || {
+        std::process::Command::new(env!("CARGO_BIN_EXE_runner"))
+            .current_dir(&r)
+            .args(["exec", &m, "--cache-dir", "cache", "--work-dir", "work"])
+            .env("RUNNER_TEST_ECHO_KEY", KEY)
+            .env("RUNNER_TEST_OLLAMA_URL", &with_userinfo)
+            .output()
+            .expect("runner runs")
+    })
+    .await
+    .expect("join");
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(!out.status.success(), "{stderr}");
+    assert!(stderr.contains("<redacted>"), "the echoed key is shown redacted: {stderr}");
+    for secret in [KEY, "url-pass-7777"] {
+        assert!(!stderr.contains(secret), "{secret} on stderr: {stderr}");
+        for path in ["cache", "out", "work"].iter().flat_map(|d| super::exec_corpus::walk(&root.join(d))) {
+            let bytes = std::fs::read(&path).expect("read");
+            assert!(!String::from_utf8_lossy(&bytes).contains(secret), "{secret} stored in {}", path.display());
+        }
+    }
+}

@@ -50,7 +50,7 @@ fn structure(public: &Value, oracle: &Value) -> Validation {
 /// Programs run with bounds far above what they need, so a busy machine cannot make a sound
 /// program look timed out: these tests are about verdicts, not speed.
 fn patient() -> Options {
-    Options { jobs: 2, limits: program::Limits { run: std::time::Duration::from_secs(120), compile: std::time::Duration::from_secs(600) }, structure_only: false }
+    Options { jobs: 2, limits: program::Limits { run: std::time::Duration::from_secs(120), compile: std::time::Duration::from_secs(600), ..program::Limits::default() }, structure_only: false }
 }
 
 fn full(public: &Value, oracle: &Value) -> Validation {

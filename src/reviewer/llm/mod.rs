@@ -428,6 +428,18 @@ impl Reviewer for LlmReviewer {
         self.spec.protocol.as_str()
     }
 
+    /// The API key and what `${VAR}` brings into base URLs (see `redact`'s URL rule).
+    fn secrets(&self) -> Vec<String> {
+        let mut out: Vec<String> = self.spec.api_key_env.iter().filter_map(|v| std::env::var(v).ok()).collect();
+        let urls = self.spec.base_urls.iter().chain(self.spec.endpoints.values().flatten());
+        for name in urls.flat_map(|u| crate::reviewer::redact::env_references(u)) {
+            if let Ok(value) = std::env::var(&name) {
+                out.extend(crate::reviewer::redact::secret_parts_of_url_value(&value));
+            }
+        }
+        out
+    }
+
     fn fingerprint(&self, cell: &Cell) -> Value {
         let p = match self.params(cell, 1) {
             Ok(p) => p,
