@@ -10,6 +10,7 @@ mod ground_truth;
 mod ground_truth_eval;
 mod manifest_errors;
 mod resume;
+mod stet_hunks;
 
 use assert_cmd::Command;
 use std::path::{Path, PathBuf};
