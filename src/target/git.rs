@@ -67,9 +67,36 @@ pub fn git_with_env(dir: &Path, args: &[&str], env: &[(&str, &str)]) -> Result<S
     git_bytes(dir, args, env).map(|out| String::from_utf8_lossy(&out).into_owned())
 }
 
+/// Subcommands that read or write work-tree files, where git runs the clean, smudge and
+/// process filters a repository's config names for its `.gitattributes`.
+const WORK_TREE_COMMANDS: &[&str] = &["add", "checkout", "commit", "diff", "reset", "restore", "stash", "status", "switch", "worktree"];
+
+/// `-c` overrides that turn off every filter driver the repository's own config defines
+/// (`filter.<name>.clean`, `.smudge`, `.process`; `.required` off so git does not refuse).
+fn filter_overrides(dir: &Path) -> Vec<String> {
+    let Ok(out) = command(dir).args(["config", "--null", "--name-only", "--get-regexp", r"^filter\..*\.(clean|smudge|process|required)$"]).output() else {
+        return Vec::new();
+    };
+    let mut names: Vec<String> = String::from_utf8_lossy(&out.stdout)
+        .split('\0')
+        .filter_map(|key| key.strip_prefix("filter.").and_then(|k| k.rsplit_once('.')).map(|(name, _)| name.to_string()))
+        .collect();
+    names.sort();
+    names.dedup();
+    names
+        .iter()
+        .flat_map(|n| [format!("filter.{n}.clean="), format!("filter.{n}.smudge="), format!("filter.{n}.process="), format!("filter.{n}.required=false")])
+        .collect()
+}
+
 /// Like [`git_with_env`], but stdout as the bytes git wrote.
 pub fn git_bytes(dir: &Path, args: &[&str], env: &[(&str, &str)]) -> Result<Vec<u8>, GitError> {
     let mut cmd = command(dir);
+    if args.first().is_some_and(|a| WORK_TREE_COMMANDS.contains(a)) {
+        for setting in filter_overrides(dir) {
+            cmd.arg("-c").arg(setting);
+        }
+    }
     cmd.args(args);
     for (k, v) in env {
         cmd.env(k, v);
@@ -131,7 +158,11 @@ mod tests {
         git(&repo, &["config", "core.fsmonitor", &script.display().to_string()]).expect("config");
         git(&repo, &["config", "core.pager", &script.display().to_string()]).expect("config");
         git(&repo, &["config", "diff.evil.textconv", &script.display().to_string()]).expect("config");
-        std::fs::write(repo.join(".gitattributes"), "*.txt diff=evil\n").expect("write");
+        for key in ["clean", "smudge", "process"] {
+            git(&repo, &["config", &format!("filter.evil.{key}"), &script.display().to_string()]).expect("config");
+        }
+        git(&repo, &["config", "filter.evil.required", "true"]).expect("config");
+        std::fs::write(repo.join(".gitattributes"), "*.txt diff=evil filter=evil\n").expect("write");
         (repo, log)
     }
 
