@@ -109,10 +109,12 @@ pub fn dry_run(subject: &Subject) -> Result<Vec<Finding>, String> {
     Ok(hunks(&subject.files).map(|h| dry_run_finding(h, &root)).collect())
 }
 
-/// The repository root as stet prints it in `cursor_uri`: `git rev-parse --show-toplevel`,
-/// an absolute path with symbolic links resolved.
+/// The repository root as stet prints it in `cursor_uri` (`git rev-parse --show-toplevel`):
+/// absolute, symbolic links resolved, the top of the work tree even when the manifest names
+/// a folder inside it.
 fn stet_repo_root(repo: &Path) -> PathBuf {
-    repo.canonicalize().or_else(|_| std::path::absolute(repo)).unwrap_or_else(|_| repo.to_path_buf())
+    let resolved = repo.canonicalize().or_else(|_| std::path::absolute(repo)).unwrap_or_else(|_| repo.to_path_buf());
+    resolved.ancestors().find(|dir| dir.join(".git").exists()).map(Path::to_path_buf).unwrap_or(resolved)
 }
 
 /// stet's placeholder finding for a hunk: at the hunk's new-side start line (1 when it has
