@@ -200,6 +200,26 @@ mod tests {
     }
 
     #[test]
+    fn paths_into_gits_directory_are_refused() {
+        for p in [".git/config", ".GIT/hooks/pre-commit", "a/.Git/config", ".git./config", ".git /x", "git~1/config", ".g\u{200c}it/config", ".git"] {
+            assert!(names_git_dir(p), "{p}");
+        }
+        for p in [".github/workflows/ci.yml", ".gitignore", "src/git.rs", "a.git/x", "git/config"] {
+            assert!(!names_git_dir(p), "{p}");
+        }
+        let case = PublicCase {
+            id: "case-01".into(),
+            title: "Scenario 01".into(),
+            review_task: "t".into(),
+            spec: "s".into(),
+            source: CaseSource { path: ".git/config".into(), before: "[core]\n".into(), after: "[core]\n\n".into() },
+        };
+        let root = tempfile::tempdir().expect("tempdir");
+        assert!(matches!(materialize(&case, root.path()), Err(CorpusError::GitDirPath { .. })));
+        assert_eq!(std::fs::read_dir(root.path()).expect("read").count(), 0, "nothing was written");
+    }
+
+    #[test]
     fn materialized_cases_have_stable_shas() {
         let case = PublicCase {
             id: "case-01".into(),
