@@ -183,19 +183,43 @@ impl Finding {
     }
 }
 
-/// Trims and collapses runs of whitespace to one space, as stet does for an ID's stem.
+/// stet's ID stem (`messageStem`): Go's `strings.TrimSpace` (Unicode white space), runs of
+/// Go's `\s` (ASCII space, `\t`, `\n`, `\f`, `\r`; not `\v`, not Unicode spaces) collapsed to
+/// one space, trimmed again.
 pub fn collapse_whitespace(text: &str) -> String {
-    text.split_whitespace().collect::<Vec<_>>().join(" ")
+    let mut out = String::with_capacity(text.len());
+    let mut in_run = false;
+    for c in text.trim_matches(char::is_whitespace).chars() {
+        if matches!(c, ' ' | '\t' | '\n' | '\x0c' | '\r') {
+            if !in_run {
+                out.push(' ');
+            }
+            in_run = true;
+        } else {
+            out.push(c);
+            in_run = false;
+        }
+    }
+    out.trim_matches(char::is_whitespace).to_string()
 }
 
 /// stet's finding ID: `hex(sha256(loc + ":" + stem))` with `loc = file:start:end` for a valid
 /// range, else `file:max(line,1)`.
 pub fn stet_finding_id(file: &str, line: u32, range: Option<LineRange>, stem: &str) -> String {
+    stet_finding_id_bytes(file.as_bytes(), line, range, stem)
+}
+
+/// [`stet_finding_id`] for a file name given as the bytes git printed (not always UTF-8).
+pub fn stet_finding_id_bytes(file: &[u8], line: u32, range: Option<LineRange>, stem: &str) -> String {
     let loc = match range {
-        Some(r) if r.is_valid() => format!("{file}:{}:{}", r.start, r.end),
-        _ => format!("{file}:{}", line.max(1)),
+        Some(r) if r.is_valid() => format!(":{}:{}", r.start, r.end),
+        _ => format!(":{}", line.max(1)),
     };
-    sha256_hex(format!("{loc}:{stem}").as_bytes())
+    let mut bytes = file.to_vec();
+    bytes.extend_from_slice(loc.as_bytes());
+    bytes.push(b':');
+    bytes.extend_from_slice(stem.as_bytes());
+    sha256_hex(&bytes)
 }
 
 pub fn sha256_hex(bytes: &[u8]) -> String {
@@ -217,6 +241,8 @@ mod tests {
     #[test]
     fn whitespace_collapses_for_the_stem() {
         assert_eq!(collapse_whitespace("  a \n\t b  c "), "a b c");
+        // Go's `\s` is ASCII only: \v and Unicode spaces inside stay; TrimSpace trims both ends.
+        assert_eq!(collapse_whitespace("\u{a0}a\u{a0}\u{a0}b\x0bc\x0c\rd\u{3000}"), "a\u{a0}\u{a0}b\x0bc d");
     }
 
     #[test]

@@ -175,6 +175,7 @@ fn fake_subject(id: &str) -> Subject {
         head_sha: "b".into(),
         diff: String::new(),
         files: Vec::new(),
+        stet_error: None,
         review_task: None,
         spec: None,
     }

@@ -7,13 +7,14 @@
 //! - `sleep` is `dry-run` after a fixed simulated latency, for benchmarking the engine.
 
 use super::{template, Cost, ReviewError, ReviewJob, ReviewOutput, Reviewer};
-use crate::finding::{sha256_hex, stet_finding_id, Category, Finding, Severity};
+use crate::finding::{collapse_whitespace, sha256_hex, stet_finding_id_bytes, Category, Finding, Severity};
 use crate::manifest::BuiltinSpec;
 use crate::plan::Cell;
 use crate::target::diff::{hunks, Hunk};
 use crate::target::Subject;
 use futures::future::BoxFuture;
 use regex::Regex;
+use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
@@ -45,8 +46,8 @@ impl Baseline {
     /// Changes whenever the baseline's output for the same input would change.
     fn version(self) -> &'static str {
         match self {
-            Self::DryRun | Self::Sleep => "stet-dry-run-1",
-            Self::Heuristic => "heuristic-1",
+            Self::DryRun | Self::Sleep => "stet-dry-run-2",
+            Self::Heuristic => "heuristic-2",
         }
     }
 }
@@ -86,7 +87,7 @@ impl Reviewer for BuiltinReviewer {
                 tokio::time::sleep(Duration::from_millis(self.spec.latency_ms)).await;
             }
             let findings = match baseline {
-                Baseline::DryRun | Baseline::Sleep => dry_run(&job.subject),
+                Baseline::DryRun | Baseline::Sleep => dry_run(&job.subject).map_err(ReviewError::failed)?,
                 Baseline::Heuristic => heuristic(&job.subject),
             };
             let raw = serde_json::to_string(&serde_json::json!({ "findings": findings })).unwrap_or_default();
@@ -101,27 +102,75 @@ impl Reviewer for BuiltinReviewer {
     }
 }
 
-/// stet's `--dry-run` output for a subject.
-pub fn dry_run(subject: &Subject) -> Vec<Finding> {
-    hunks(&subject.files).map(|h| dry_run_finding(h, &subject.repo_dir)).collect()
+/// stet's `--dry-run` output for a subject: one finding per hunk, or stet's failure when it
+/// cannot compute the hunks (a diff line over 64 KiB).
+pub fn dry_run(subject: &Subject) -> Result<Vec<Finding>, String> {
+    if let Some(e) = &subject.stet_error {
+        return Err(e.clone());
+    }
+    let root = stet_repo_root(&subject.repo_dir);
+    Ok(hunks(&subject.files).map(|h| dry_run_finding(h, &root)).collect())
 }
 
-fn dry_run_finding(hunk: &Hunk, repo: &std::path::Path) -> Finding {
-    let line = hunk.new_start;
-    let stem = format!("Dry-run placeholder (CI):{}", sha256_hex(format!("{}:{}", hunk.file, hunk.text).as_bytes()));
+/// The repository root as stet prints it in `cursor_uri` (`git rev-parse --show-toplevel`):
+/// absolute, symbolic links resolved, the top of the work tree even when the manifest names
+/// a folder inside it.
+fn stet_repo_root(repo: &Path) -> PathBuf {
+    let resolved = repo.canonicalize().or_else(|_| std::path::absolute(repo)).unwrap_or_else(|_| repo.to_path_buf());
+    resolved.ancestors().find(|dir| dir.join(".git").exists()).map(Path::to_path_buf).unwrap_or(resolved)
+}
+
+/// stet's placeholder finding for a hunk: at the hunk's new-side start line (1 when it has
+/// none), its stem naming the hunk by `sha256(file + ":" + text)` over the raw bytes with
+/// CRLF turned into LF (stet's `StrictHunkID`).
+fn dry_run_finding(hunk: &Hunk, root: &Path) -> Finding {
+    let line = hunk.stet_line();
+    let mut keyed = hunk.raw_file.clone();
+    keyed.push(b':');
+    keyed.extend(crlf_to_lf(&hunk.raw_text));
+    let stem = format!("{DRY_RUN_MESSAGE}:{}", sha256_hex(&keyed));
     Finding {
-        id: stet_finding_id(&hunk.file, line, None, &stem),
+        id: stet_finding_id_bytes(&hunk.raw_file, line, None, &collapse_whitespace(&stem)),
         file: hunk.file.clone(),
         line,
         range: None,
         severity: Severity::Info,
         category: Category::Maintainability,
         confidence: 1.0,
-        message: "Dry-run placeholder (CI)".to_string(),
+        message: DRY_RUN_MESSAGE.to_string(),
         suggestion: None,
-        cursor_uri: Some(format!("file://{}#L{}", repo.join(&hunk.file).display(), line.max(1))),
+        cursor_uri: Some(format!("file://{}#L{line}", lexical_join(root, &hunk.file).display())),
         evidence_lines: None,
     }
+}
+
+const DRY_RUN_MESSAGE: &str = "Dry-run placeholder (CI)";
+
+fn crlf_to_lf(bytes: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(bytes.len());
+    for (i, b) in bytes.iter().enumerate() {
+        if *b == b'\r' && bytes.get(i + 1) == Some(&b'\n') {
+            continue;
+        }
+        out.push(*b);
+    }
+    out
+}
+
+/// Go's `filepath.Join`: the joined path cleaned lexically (`.` and `..` resolved, doubled
+/// slashes removed).
+fn lexical_join(root: &Path, file: &str) -> PathBuf {
+    let mut out = PathBuf::new();
+    for part in root.join(file).components() {
+        match part {
+            std::path::Component::CurDir => {}
+            std::path::Component::ParentDir => {
+                out.pop();
+            }
+            other => out.push(other),
+        }
+    }
+    out
 }
 
 struct Rule {
@@ -192,6 +241,7 @@ mod tests {
             head_sha: "b".into(),
             diff: diff.into(),
             files: parse_unified_diff(diff),
+            stet_error: None,
             review_task: None,
             spec: None,
         }
@@ -201,7 +251,7 @@ mod tests {
 
     #[test]
     fn dry_run_matches_the_real_stet_test_vector() {
-        let findings = dry_run(&subject(CALC));
+        let findings = dry_run(&subject(CALC)).expect("dry-run");
         assert_eq!(findings.len(), 1);
         assert_eq!(findings[0].id, "09fd85503157675d43d1845f0ae7fa4c7fe470b22b46d49cad2b02d5c64f9457");
         assert_eq!(findings[0].line, 4);

@@ -2,6 +2,7 @@
 //! as two-commit git repositories so every reviewer sees a real repository.
 
 use super::git::{git, git_with_env, GitError};
+use std::path::Component;
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 
@@ -56,6 +57,8 @@ pub enum CorpusError {
     Parse { path: PathBuf, message: String },
     #[error("case `{id}`: source path `{path}` must be relative, must stay inside the case directory and must not name `.git`")]
     UnsafePath { id: String, path: String },
+    #[error("case `{id}`: source path `{path}` names git's own directory (`.git`); a case may only write files of the work tree, since git's directory holds configuration and hooks that run programs. Rename the file")]
+    GitDirPath { id: String, path: String },
     #[error("case `{0}` is listed in the manifest but not in the corpus")]
     UnknownCase(String),
     #[error("failed to materialize case `{id}`: {message}")]
@@ -79,6 +82,9 @@ pub fn load_public_cases(dir: &Path) -> Result<Vec<PublicCase>, CorpusError> {
     };
     let mut cases = cases;
     for case in &mut cases {
+        if names_git_dir(&case.source.path) {
+            return Err(CorpusError::GitDirPath { id: case.id.clone(), path: case.source.path.clone() });
+        }
         match normalize_relative_path(&case.source.path) {
             Some(normal) => case.source.path = normal,
             None => return Err(CorpusError::UnsafePath { id: case.id.clone(), path: case.source.path.clone() }),
@@ -104,8 +110,7 @@ pub fn normalize_relative_path(path: &str) -> Option<String> {
                 parts.pop()?;
             }
             _ => {
-                let bare = part.trim_end_matches(['.', ' ']);
-                if bare.eq_ignore_ascii_case(".git") || part.eq_ignore_ascii_case("git~1") {
+                if names_git_dir(part) {
                     return None;
                 }
                 parts.push(part);
@@ -115,7 +120,36 @@ pub fn normalize_relative_path(path: &str) -> Option<String> {
     (!parts.is_empty()).then(|| parts.join("/"))
 }
 
-/// A relative path that stays inside the directory it is joined to and out of `.git`.
+/// A case's source path must stay inside the work tree and out of git's directory.
+pub fn check_source_path(case: &PublicCase) -> Result<(), CorpusError> {
+    let path = &case.source.path;
+    if !is_safe_relative_path(path) {
+        return Err(CorpusError::UnsafePath { id: case.id.clone(), path: path.clone() });
+    }
+    if names_git_dir(path) {
+        return Err(CorpusError::GitDirPath { id: case.id.clone(), path: path.clone() });
+    }
+    Ok(())
+}
+
+/// Whether any component of `path` is, or a file system may take it for, git's directory:
+/// `.git` in any letter case (case-folding file systems), with the trailing dots and spaces
+/// Windows drops, with the code points HFS+ ignores, or as its 8.3 short name `git~1`. A
+/// component that is only a prefix (`.github`, `.gitignore`) is fine.
+pub fn names_git_dir(path: &str) -> bool {
+    path.split(['/', '\\']).any(|component| {
+        let visible: String = component.chars().filter(|c| !is_hfs_ignorable(*c)).collect();
+        let trimmed = visible.trim_end_matches(['.', ' ']).to_lowercase();
+        trimmed == ".git" || trimmed == "git~1"
+    })
+}
+
+/// Code points HFS+ ignores when comparing names (as git's own `is_hfs_dotgit` lists them).
+fn is_hfs_ignorable(c: char) -> bool {
+    matches!(c, '\u{200c}'..='\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{206a}'..='\u{206f}' | '\u{feff}')
+}
+
+/// A relative path that stays inside the directory it is joined to.
 pub fn is_safe_relative_path(path: &str) -> bool {
     normalize_relative_path(path).is_some()
 }
@@ -139,6 +173,7 @@ const COMMIT_ENV: [(&str, &str); 6] = [
 /// Writes `case` as a repository with a `before` commit and an `after` commit under
 /// `root`, reusing one that is already complete. Returns the repository directory.
 pub fn materialize(case: &PublicCase, root: &Path) -> Result<PathBuf, CorpusError> {
+    check_source_path(case)?;
     let hash = case_content_hash(case);
     let dir = root.join(format!("{}-{}", sanitize(&case.id), &hash[..16]));
     if dir.join(".git").join("runner-ready").is_file() {
@@ -162,6 +197,17 @@ pub fn materialize(case: &PublicCase, root: &Path) -> Result<PathBuf, CorpusErro
     let file = work.join(relative);
     if let Some(parent) = file.parent() {
         std::fs::create_dir_all(parent).map_err(|e| fail(e.to_string()))?;
+    }
+    // Nothing in a fresh repository is a symbolic link, but check where the file really
+    // lands: inside the work tree, outside `.git`, and not through a link.
+    let inside = match (file.parent().map(Path::canonicalize), work.canonicalize()) {
+        (Some(Ok(parent)), Ok(top)) => parent.strip_prefix(&top).ok().is_some_and(|rel| {
+            !rel.components().any(|c| matches!(c, Component::Normal(n) if names_git_dir(&n.to_string_lossy())))
+        }),
+        _ => false,
+    };
+    if !inside || std::fs::symlink_metadata(&file).is_ok_and(|m| m.file_type().is_symlink()) {
+        return Err(CorpusError::GitDirPath { id: case.id.clone(), path: case.source.path.clone() });
     }
     for (text, message) in [(&case.source.before, "before"), (&case.source.after, "after")] {
         std::fs::write(&file, text).map_err(|e| fail(e.to_string()))?;
@@ -204,6 +250,26 @@ mod tests {
         }
         assert!(is_safe_relative_path(".github/workflows/ci.yml"));
         assert!(is_safe_relative_path(".gitignore"));
+    }
+
+    #[test]
+    fn paths_into_gits_directory_are_refused() {
+        for p in [".git/config", ".GIT/hooks/pre-commit", "a/.Git/config", ".git./config", ".git /x", "git~1/config", ".g\u{200c}it/config", ".git"] {
+            assert!(names_git_dir(p), "{p}");
+        }
+        for p in [".github/workflows/ci.yml", ".gitignore", "src/git.rs", "a.git/x", "git/config"] {
+            assert!(!names_git_dir(p), "{p}");
+        }
+        let case = PublicCase {
+            id: "case-01".into(),
+            title: "Scenario 01".into(),
+            review_task: "t".into(),
+            spec: "s".into(),
+            source: CaseSource { path: ".git/config".into(), before: "[core]\n".into(), after: "[core]\n\n".into() },
+        };
+        let root = tempfile::tempdir().expect("tempdir");
+        assert!(matches!(materialize(&case, root.path()), Err(CorpusError::GitDirPath { .. })));
+        assert_eq!(std::fs::read_dir(root.path()).expect("read").count(), 0, "nothing was written");
     }
 
     #[test]

@@ -77,14 +77,16 @@ pub fn materialize(id: &str, identity: &str, repo: &Path, base: &str, tip: &str,
             }
         }
     }
-    let text = super::git::diff(&dir, base, tip)?;
+    let raw = super::git::diff_bytes(&dir, base, tip)?;
+    let parsed = diff::parse(&raw);
     Ok(Subject {
         id: id.to_string(),
         repo_dir: dir,
         base_sha: base.to_string(),
         head_sha: tip.to_string(),
-        files: diff::parse_unified_diff(&text),
-        diff: text,
+        files: parsed.files,
+        stet_error: parsed.stet_error,
+        diff: String::from_utf8_lossy(&raw).into_owned(),
         review_task: None,
         spec: None,
     })

@@ -53,6 +53,9 @@ pub struct Subject {
     pub head_sha: String,
     pub diff: String,
     pub files: Vec<FileDiff>,
+    /// Why stet could not compute hunks for this diff (a line over 64 KiB), if it could not:
+    /// the built-in dry-run then fails as `stet start --dry-run` does.
+    pub stet_error: Option<String>,
     /// Public review instructions for corpus cases (never oracle content).
     pub review_task: Option<String>,
     pub spec: Option<String>,
@@ -131,14 +134,16 @@ pub fn resolve(manifest: &Manifest) -> Result<BTreeMap<String, SubjectSpec>, Tar
 pub fn materialize(spec: &SubjectSpec, work_dir: &Path) -> Result<Subject, TargetError> {
     match &spec.source {
         SubjectSource::Git { repo, base_sha, head_sha } => {
-            let text = git::diff(repo, base_sha, head_sha)?;
+            let raw = git::diff_bytes(repo, base_sha, head_sha)?;
+            let parsed = diff::parse(&raw);
             Ok(Subject {
                 id: spec.id.clone(),
                 repo_dir: repo.clone(),
                 base_sha: base_sha.clone(),
                 head_sha: head_sha.clone(),
-                files: diff::parse_unified_diff(&text),
-                diff: text,
+                files: parsed.files,
+                stet_error: parsed.stet_error,
+                diff: String::from_utf8_lossy(&raw).into_owned(),
                 review_task: None,
                 spec: None,
             })
@@ -157,14 +162,16 @@ pub fn materialize(spec: &SubjectSpec, work_dir: &Path) -> Result<Subject, Targe
                     })
                 }
             };
-            let text = git::diff(&repo, &base_sha, &head_sha)?;
+            let raw = git::diff_bytes(&repo, &base_sha, &head_sha)?;
+            let parsed = diff::parse(&raw);
             Ok(Subject {
                 id: spec.id.clone(),
                 repo_dir: repo,
                 base_sha,
                 head_sha,
-                files: diff::parse_unified_diff(&text),
-                diff: text,
+                files: parsed.files,
+                stet_error: parsed.stet_error,
+                diff: String::from_utf8_lossy(&raw).into_owned(),
                 review_task: Some(case.review_task.clone()),
                 spec: Some(case.spec.clone()),
             })

@@ -241,6 +241,7 @@ fn subject(repo: &Path) -> Arc<Subject> {
         head_sha: "HEAD".into(),
         diff: DIFF.into(),
         files: parse_unified_diff(DIFF),
+        stet_error: None,
         review_task: Some("Review the new averaging helper.".into()),
         spec: Some("avg(xs) returns the mean; avg([]) returns 0.".into()),
     })
@@ -545,6 +546,7 @@ async fn rag_definitions_reach_the_prompt() {
         base_sha: git(&["rev-parse", "HEAD~1"]),
         head_sha: git(&["rev-parse", "HEAD"]),
         files: parse_unified_diff(&diff),
+        stet_error: None,
         diff,
         review_task: None,
         spec: None,

@@ -79,6 +79,7 @@ fn subject(dir: &Path) -> Arc<Subject> {
         base_sha: git(dir, &["rev-parse", "HEAD~1"]),
         head_sha: git(dir, &["rev-parse", "HEAD"]),
         files: parse_unified_diff(&diff),
+        stet_error: None,
         diff,
         review_task: Some("Review the new averaging helper.".into()),
         spec: Some("avg(xs) returns the arithmetic mean of xs; avg([]) returns 0.".into()),

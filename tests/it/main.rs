@@ -12,6 +12,7 @@ mod ground_truth_eval;
 mod manifest_errors;
 mod named_reviewers;
 mod resume;
+mod stet_hunks;
 
 use assert_cmd::Command;
 use std::path::{Path, PathBuf};

@@ -218,6 +218,7 @@ mod tests {
             head_sha: "b".into(),
             diff: DIFF.into(),
             files: parse_unified_diff(DIFF),
+            stet_error: None,
             review_task: Some("Review the averaging helper.".into()),
             spec: Some("avg([]) must return 0.".into()),
         }

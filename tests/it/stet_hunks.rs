@@ -1,0 +1,299 @@
+//! The built-in `dry-run` reviewer against stet's hunk rules (CONTRACTS.md, "How stet builds
+//! hunks"), on real repositories holding every kind of diff stet treats specially, checked
+//! against the contract's formulas and against the fake `stet --dry-run`; and git run so that
+//! a hostile repository or corpus case cannot make it execute anything.
+
+use super::*;
+use sha2::{Digest, Sha256};
+use std::collections::BTreeMap;
+use std::os::unix::fs::PermissionsExt;
+
+fn sha256_hex(bytes: &[u8]) -> String {
+    hex::encode(Sha256::digest(bytes))
+}
+
+/// The contract's dry-run id for a hunk, computed from the formula alone.
+fn dry_run_id(file: &[u8], line: u32, hunk_text: &[u8]) -> String {
+    let mut keyed = file.to_vec();
+    keyed.push(b':');
+    keyed.extend_from_slice(hunk_text);
+    let stem = format!("Dry-run placeholder (CI):{}", sha256_hex(&keyed));
+    let mut id = file.to_vec();
+    id.extend_from_slice(format!(":{line}:{stem}").as_bytes());
+    sha256_hex(&id)
+}
+
+fn write(path: &Path, bytes: &[u8]) {
+    if let Some(parent) = path.parent() {
+        std::fs::create_dir_all(parent).expect("mkdir");
+    }
+    std::fs::write(path, bytes).expect("write");
+}
+
+const EXCLUDED: [&str; 6] = ["vendor/lib.go", "go.sum", "web/app.min.js", "sub/package-lock.json", "coverage/x.html", "api.pb.go"];
+
+/// Two commits whose diff holds a deleted, a renamed, a binary file, CRLF lines, names with
+/// spaces and non-ASCII letters, a missing final newline, `--`/`++` lines, stet's excluded
+/// paths, Latin-1 bytes, trailing spaces, a trailing blank context line, an emptied file
+/// and a text file that mentions `Binary files `.
+fn edge_repo(dir: &Path) -> PathBuf {
+    let repo = dir.join("repo");
+    std::fs::create_dir_all(&repo).expect("mkdir");
+    git(&repo, &["init", "--quiet", "--initial-branch=main"]);
+    git(&repo, &["config", "user.name", "t"]);
+    git(&repo, &["config", "user.email", "t@example.com"]);
+    let base: Vec<(&str, &[u8])> = vec![
+        ("gone.txt", b"bye\n"),
+        ("old_name.py", b"def a():\n    return 1\n\n\ndef b():\n    return 2\n\n\ndef c():\n    return 3\n"),
+        ("img.bin", b"\x00\x01bin"),
+        ("crlf.txt", b"a\r\nb\r\n"),
+        ("my file.txt", b"x\n"),
+        ("a b c.txt", b"x\n"),
+        ("caf\u{e9}.txt", b"1\n"),
+        ("noeol.txt", b"a\nb"),
+        ("dashes.txt", b"-- x\n++ y\nkeep\n"),
+        ("latin1.txt", b"caf\xe9\n"),
+        ("trailing.txt", b"a\nb\n"),
+        ("blank_ctx.txt", b"x\n\n"),
+        ("emptied.txt", b"content\n"),
+        ("binword.txt", b"one\n"),
+    ];
+    for (path, bytes) in &base {
+        write(&repo.join(path), bytes);
+    }
+    for path in EXCLUDED {
+        write(&repo.join(path), b"1\n");
+    }
+    git(&repo, &["add", "--all"]);
+    git(&repo, &["commit", "--quiet", "-m", "base"]);
+    git(&repo, &["rm", "--quiet", "gone.txt"]);
+    git(&repo, &["mv", "old_name.py", "new_name.py"]);
+    let head: Vec<(&str, &[u8])> = vec![
+        ("new_name.py", b"def a():\n    return 1\n\n\ndef b():\n    return 2\n\n\ndef c():\n    return 4\n"),
+        ("img.bin", b"\x00\x02bin"),
+        ("crlf.txt", b"a\r\nc\r\n"),
+        ("my file.txt", b"y\n"),
+        ("a b c.txt", b"y\n"),
+        ("caf\u{e9}.txt", b"2\n"),
+        ("noeol.txt", b"a\nc"),
+        ("dashes.txt", b"keep\n++ z\n"),
+        ("latin1.txt", b"th\xe9\n"),
+        ("trailing.txt", b"a\nb  \n"),
+        ("blank_ctx.txt", b"y\n\n"),
+        ("emptied.txt", b""),
+        ("binword.txt", b"one\nBinary files are fun\n"),
+    ];
+    for (path, bytes) in &head {
+        write(&repo.join(path), bytes);
+    }
+    for path in EXCLUDED {
+        write(&repo.join(path), b"2\n");
+    }
+    git(&repo, &["add", "--all"]);
+    git(&repo, &["commit", "--quiet", "-m", "head"]);
+    repo
+}
+
+/// A HOME whose git config would change the diff (no renames, no prefixes, raw non-ASCII
+/// names): stet runs git without HOME, so neither it nor runner may see it.
+fn hostile_home(dir: &Path) -> PathBuf {
+    let home = dir.join("home");
+    write(&home.join(".gitconfig"), b"[core]\n\tquotePath = false\n[diff]\n\trenames = false\n\tnoprefix = true\n");
+    home
+}
+
+fn dry_run_manifest(dir: &Path, repo: &Path, name: &str, reviewer: &str) -> PathBuf {
+    write_manifest(
+        dir,
+        &format!("{name}.toml"),
+        &format!(
+            "version = 1\n[experiment]\nname = \"{name}\"\n[target]\nrepo = \"{}\"\n[matrix]\nref = [\"HEAD~1\"]\n[reviewer]\n{reviewer}\n[report]\noutput = \"out-{name}\"\n",
+            repo.display()
+        ),
+    )
+}
+
+fn stet_reviewer() -> String {
+    format!(
+        "kind = \"command\"\nprogram = \"{stet}\"\nargs = [\"start\", \"{{{{base}}}}\", \"--dry-run\", \"--json\"]\ncleanup = [[\"-{stet}\", \"finish\"]]\nignore = [\".review/\"]",
+        stet = fake_stet().display()
+    )
+}
+
+/// The findings objects in a cache that hold dry-run placeholders.
+fn dry_run_objects(cache: &Path) -> Vec<Vec<serde_json::Value>> {
+    let mut out: Vec<Vec<serde_json::Value>> = super::exec_corpus::walk(&cache.join("objects"))
+        .into_iter()
+        .filter_map(|p| std::fs::read_to_string(p).ok())
+        .filter(|t| t.trim_start().starts_with('[') && t.contains("Dry-run placeholder (CI)"))
+        .filter_map(|t| serde_json::from_str(&t).ok())
+        .collect();
+    out.dedup();
+    out
+}
+
+#[test]
+fn the_builtin_dry_run_follows_stets_hunk_rules_and_equals_the_fake_stet() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let real = edge_repo(dir.path());
+    // Reviewed through a symbolic link: stet prints the resolved root in `cursor_uri`.
+    let link = dir.path().join("link");
+    std::os::unix::fs::symlink(&real, &link).expect("symlink");
+    let home = hostile_home(dir.path());
+
+    let builtin = dry_run_manifest(dir.path(), &link, "builtin", "kind = \"builtin\"\nname = \"dry-run\"");
+    let out = runner(dir.path()).env("HOME", &home).args(["exec", "--quiet"]).arg(&builtin).output().expect("runs");
+    assert!(out.status.success(), "{}", stderr_of(&out));
+    let objects = dry_run_objects(&dir.path().join("cache"));
+    assert_eq!(objects.len(), 1, "{objects:?}");
+    let findings = objects[0].clone();
+
+    let by_file: BTreeMap<String, Vec<&serde_json::Value>> = findings.iter().fold(BTreeMap::new(), |mut m, f| {
+        m.entry(f["file"].as_str().expect("file").to_string()).or_default().push(f);
+        m
+    });
+    let files: Vec<&str> = by_file.keys().map(String::as_str).collect();
+    // Deleted files are reviewed; binary sections (and a text file that says `Binary files `)
+    // and stet's default excludes are not; a name with spaces is its `diff --git` line's
+    // second field, and a non-ASCII name stays as git quoted it (no HOME: core.quotePath is on).
+    assert_eq!(
+        files,
+        vec!["\"b/caf\\303\\251.txt\"", "b", "blank_ctx.txt", "crlf.txt", "dashes.txt", "emptied.txt", "file.txt", "gone.txt", "latin1.txt", "new_name.py", "noeol.txt", "trailing.txt"],
+    );
+    let expect: Vec<(&str, u32, &[u8])> = vec![
+        ("gone.txt", 1, b"@@ -1 +0,0 @@\n-bye"),
+        ("emptied.txt", 1, b"@@ -1 +0,0 @@\n-content"),
+        // The renamed file is one hunk under its new name (diff.renames from HOME is ignored).
+        ("new_name.py", 7, b"@@ -7,4 +7,4 @@ def b():\n \n \n def c():\n-    return 3\n+    return 4"),
+        // bufio.ScanLines drops each line's \r.
+        ("crlf.txt", 1, b"@@ -1,2 +1,2 @@\n a\n-b\n+c"),
+        ("file.txt", 1, b"@@ -1 +1 @@\n-x\n+y"),
+        ("noeol.txt", 1, b"@@ -1,2 +1,2 @@\n a\n-b\n+c"),
+        // `--- x` (a removed `-- x`) and `+++ z` (an added `++ z`) are headers.
+        ("dashes.txt", 1, b"@@ -1,3 +1,2 @@\n-++ y\n keep"),
+        // Raw bytes, not replaced by U+FFFD.
+        ("latin1.txt", 1, b"@@ -1 +1 @@\n-caf\xe9\n+th\xe9"),
+        // The section is trimmed: the last line's trailing spaces and a trailing blank
+        // context line do not count.
+        ("trailing.txt", 1, b"@@ -1,2 +1,2 @@\n a\n-b\n+b"),
+        ("blank_ctx.txt", 1, b"@@ -1,2 +1,2 @@\n-x\n+y"),
+    ];
+    let root = real.canonicalize().expect("canonical");
+    for (file, line, text) in expect {
+        let f = by_file[file][0];
+        assert_eq!(by_file[file].len(), 1, "{file}");
+        assert_eq!(f["line"].as_u64(), Some(line as u64), "{file}");
+        assert_eq!(f["id"].as_str(), Some(dry_run_id(file.as_bytes(), line, text).as_str()), "{file}: {f}");
+        assert_eq!(f["cursor_uri"].as_str(), Some(format!("file://{}/{file}#L{line}", root.display()).as_str()), "{file}");
+    }
+
+    // The fake stet, run by the `command` reviewer, prints the very same findings: the store
+    // keeps a single findings object for the two executions.
+    let via_stet = dry_run_manifest(dir.path(), &link, "stet", &stet_reviewer());
+    let out = runner(dir.path()).env("HOME", &home).args(["exec", "--quiet"]).arg(&via_stet).output().expect("runs");
+    assert!(out.status.success(), "{}", stderr_of(&out));
+    let objects = dry_run_objects(&dir.path().join("cache"));
+    assert_eq!(objects.len(), 1, "the fake stet and the builtin differ: {objects:#?}");
+}
+
+#[test]
+fn a_line_over_64_kib_fails_the_run_as_stet_fails_not_the_experiment() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let repo = dir.path().join("repo");
+    std::fs::create_dir_all(&repo).expect("mkdir");
+    git(&repo, &["init", "--quiet", "--initial-branch=main"]);
+    write(&repo.join("a.txt"), b"a\n");
+    git(&repo, &["add", "--all"]);
+    git(&repo, &["commit", "--quiet", "-m", "c0"]);
+    write(&repo.join("long.txt"), format!("{}\n", "x".repeat(70_000)).as_bytes());
+    git(&repo, &["add", "--all"]);
+    git(&repo, &["commit", "--quiet", "-m", "c1"]);
+    write(&repo.join("a.txt"), b"b\n");
+    git(&repo, &["commit", "--quiet", "-am", "c2"]);
+    // The builtin: HEAD~2..HEAD holds the 70 000-character line and fails as stet does;
+    // HEAD~1..HEAD completes, and the report lists the failure.
+    let manifest = dry_run_manifest(dir.path(), &repo, "builtin", "kind = \"builtin\"\nname = \"dry-run\"");
+    let text = std::fs::read_to_string(&manifest).expect("read").replace("ref = [\"HEAD~1\"]", "ref = [\"HEAD~2\", \"HEAD~1\"]");
+    std::fs::write(&manifest, text).expect("write");
+    let out = runner(dir.path()).args(["exec", "--quiet"]).arg(&manifest).output().expect("runs");
+    assert_eq!(out.status.code(), Some(3), "{}", stderr_of(&out));
+    let results = std::fs::read_to_string(dir.path().join("out-builtin/RESULTS.md")).expect("RESULTS.md");
+    assert!(results.contains("Could not compute hunks to review"), "{results}");
+    assert!(results.contains("1 failed") || results.contains("failed"), "{results}");
+    // The fake stet fails on the same change, with stet's message.
+    let manifest = dry_run_manifest(dir.path(), &repo, "stet", &stet_reviewer());
+    let text = std::fs::read_to_string(&manifest).expect("read").replace("ref = [\"HEAD~1\"]", "ref = [\"HEAD~2\"]");
+    std::fs::write(&manifest, text).expect("write");
+    let out = runner(dir.path()).args(["exec", "--quiet"]).arg(&manifest).output().expect("runs");
+    assert_eq!(out.status.code(), Some(3), "{}", stderr_of(&out));
+    assert!(stderr_of(&out).contains("Could not compute hunks to review"), "{}", stderr_of(&out));
+}
+
+/// A script that records that it ran.
+fn tripwire(dir: &Path) -> (PathBuf, PathBuf) {
+    let log = dir.join("pwned");
+    let script = dir.join("evil.sh");
+    std::fs::write(&script, format!("#!/bin/sh\necho \"$0 $*\" >> '{}'\n", log.display())).expect("write");
+    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    (script, log)
+}
+
+#[test]
+fn a_case_that_writes_into_git_s_directory_is_rejected_and_runs_nothing() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (script, log) = tripwire(dir.path());
+    let config = format!("[core]\n\tfsmonitor = \"{}\"\n", script.display());
+    for path in [".git/config", ".GIT/config", "src/../.git/hooks/post-commit", ".git./config", "sub/.git/config"] {
+        let corpus = dir.path().join("corpus");
+        let cases = serde_json::json!({"version": 1, "cases": [
+            {"id": "case-01", "title": "Scenario 01", "reviewTask": "t", "spec": "s",
+             "source": {"path": path, "before": config, "after": format!("{config}\n")}}
+        ]});
+        write(&corpus.join("cases.public.json"), cases.to_string().as_bytes());
+        let manifest = write_manifest(
+            dir.path(),
+            "hostile.toml",
+            "version = 1\n[experiment]\nname = \"hostile\"\n[target]\ncorpus = \"corpus\"\n[matrix]\nrepeat = 1\n[reviewer]\nkind = \"builtin\"\nname = \"dry-run\"\n[report]\noutput = \"out\"\n",
+        );
+        let out = runner(dir.path()).args(["exec", "--quiet"]).arg(&manifest).output().expect("runs");
+        assert!(!out.status.success(), "{path}: accepted");
+        let stderr = stderr_of(&out);
+        assert!(stderr.contains("case-01") && (stderr.contains(".git") || stderr.contains("..")), "{path}: {stderr}");
+        assert!(!log.exists(), "{path}: the case's config ran a program");
+    }
+}
+
+#[test]
+fn a_repository_whose_own_config_sets_fsmonitor_and_hooks_is_reviewed_without_running_them() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let repo = calc_repo(dir.path());
+    let (script, log) = tripwire(dir.path());
+    git(&repo, &["config", "core.fsmonitor", &script.display().to_string()]);
+    let hooks = repo.join(".git/hooks");
+    for hook in ["post-checkout", "reference-transaction", "post-index-change", "pre-commit", "post-commit"] {
+        std::fs::copy(&script, hooks.join(hook)).expect("hook");
+    }
+    let manifest = write_manifest(
+        dir.path(),
+        "hooks.toml",
+        &format!(
+            "version = 1\n[experiment]\nname = \"hooks\"\n[target]\nrepo = \"{}\"\n[matrix]\nref = [\"HEAD~1\", \"HEAD~2\"]\n[reviewer]\nkind = \"builtin\"\nname = \"dry-run\"\n[report]\noutput = \"out\"\n",
+            repo.display()
+        ),
+    );
+    let out = runner(dir.path()).args(["exec", "--quiet"]).arg(&manifest).output().expect("runs");
+    assert!(out.status.success(), "{}", stderr_of(&out));
+    // A command reviewer in its own worktree: `git worktree add` checks files out, which runs
+    // the post-checkout and reference-transaction hooks and the fsmonitor unless disabled.
+    let manifest = write_manifest(
+        dir.path(),
+        "worktree.toml",
+        &format!(
+            "version = 1\n[experiment]\nname = \"worktree\"\n[target]\nrepo = \"{}\"\n[matrix]\nref = [\"HEAD~1\"]\n[reviewer]\nkind = \"command\"\nprogram = \"printf\"\nargs = ['{{\"findings\":[]}}']\nisolation = \"worktree\"\n[report]\noutput = \"out-wt\"\n",
+            repo.display()
+        ),
+    );
+    let out = runner(dir.path()).args(["exec", "--quiet"]).arg(&manifest).output().expect("runs");
+    assert!(out.status.success(), "{}", stderr_of(&out));
+    assert!(!log.exists(), "a hook or the fsmonitor ran: {}", std::fs::read_to_string(&log).unwrap_or_default());
+}
