@@ -99,13 +99,19 @@ pub async fn execute(
     let results = summarize_in(prepared, manifest_label, &outcomes, Some(&options.work_dir));
     // Reports are not overwritten by an execution that has nothing to show: a frozen run
     // with gaps, or one where no run succeeded (a model server down, say).
+    // Nor by an interrupted one: its report would be less complete than the one it replaces.
     let nothing_succeeded = !outcomes.is_empty() && outcomes.iter().all(|o| o.success().is_none());
-    let written = if nothing_succeeded || options.frozen && outcomes.iter().any(|o| matches!(o, RunOutcome::Missing)) {
+    let written = if nothing_succeeded || interrupted(&outcomes) || options.frozen && outcomes.iter().any(|o| matches!(o, RunOutcome::Missing)) {
         Vec::new()
     } else {
         report::render::write_reports(&results, &prepared.manifest.report.output, prepared.manifest.report.template.as_deref())?
     };
     Ok(Executed { outcomes, results, written })
+}
+
+/// Whether the execution was interrupted (Ctrl-C, SIGTERM) before every run had an outcome.
+pub fn interrupted(outcomes: &[RunOutcome]) -> bool {
+    outcomes.iter().any(|o| matches!(o, RunOutcome::Skipped(r) if r == exec::INTERRUPTED))
 }
 
 /// Runs every analysis over the successful runs and builds the results model.

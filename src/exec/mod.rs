@@ -35,6 +35,9 @@ pub struct ExecOptions {
     pub reviewer_limit: Option<usize>,
 }
 
+/// The skip reason of a run that an interruption (Ctrl-C, SIGTERM) kept from finishing.
+pub const INTERRUPTED: &str = "interrupted";
+
 /// What happened to one planned run.
 #[derive(Debug, Clone)]
 pub enum RunOutcome {
@@ -85,6 +88,10 @@ pub async fn execute(
     emitter: &Emitter,
     cancel: watch::Receiver<bool>,
 ) -> Vec<RunOutcome> {
+    // Held (shared) for the whole execution, so `cache gc` never removes what it writes or
+    // reads; a read-only cache (a frozen check of a committed one) goes without.
+    let lock_store = cache.clone();
+    let _cache_lock = tokio::task::spawn_blocking(move || lock_store.lock_shared().ok()).await.ok().flatten();
     let mut outcomes: Vec<Option<RunOutcome>> = vec![None; plan.runs.len()];
     let mut pending: Vec<usize> = Vec::new();
     for (i, run) in plan.runs.iter().enumerate() {
@@ -151,7 +158,7 @@ pub async fn execute(
     for (i, outcome) in engine.review(&reviewable, ready, cancel).await {
         outcomes[i] = Some(outcome);
     }
-    outcomes.into_iter().map(|o| o.unwrap_or_else(|| RunOutcome::Skipped("interrupted".into()))).collect()
+    outcomes.into_iter().map(|o| o.unwrap_or_else(|| RunOutcome::Skipped(INTERRUPTED.into()))).collect()
 }
 
 /// What every stage of one execution shares.
@@ -245,6 +252,7 @@ impl Engine<'_> {
                 scopes: scopes.clone(),
                 unreachable: unreachable.clone(),
                 cancel: cancel.clone(),
+                refresh: options.refresh,
             };
             let handle = tasks.spawn(run_one(ctx, job));
             task_runs.insert(handle.id(), i);
@@ -281,6 +289,7 @@ struct TaskContext {
     scopes: Arc<StdMutex<HashMap<String, Arc<Mutex<()>>>>>,
     unreachable: Arc<StdMutex<Option<String>>>,
     cancel: watch::Receiver<bool>,
+    refresh: bool,
 }
 
 async fn run_one(mut ctx: TaskContext, job: ReviewJob) -> (usize, RunOutcome) {
@@ -301,12 +310,24 @@ async fn run_one(mut ctx: TaskContext, job: ReviewJob) -> (usize, RunOutcome) {
     };
     let guards = tokio::select! {
         g = acquire => g,
-        _ = wait_cancel(&mut ctx.cancel) => return (i, RunOutcome::Skipped("interrupted".into())),
+        _ = wait_cancel(&mut ctx.cancel) => return (i, RunOutcome::Skipped(INTERRUPTED.into())),
     };
     if let Some(reason) = ctx.unreachable.lock().unwrap_or_else(|p| p.into_inner()).clone() {
         let reason = format!("not started: {reason}");
         ctx.emitter.emit(Event::RunSkipped { run: ctx.label.clone(), reason: reason.clone() });
         return (i, RunOutcome::Skipped(reason));
+    }
+    // One process at a time per run key: another `runner exec` on this cache may be running
+    // it; wait for its lock, then take its result from the cache.
+    let run_lock = tokio::select! {
+        lock = lock_run(&ctx.cache, &ctx.key) => lock,
+        _ = wait_cancel(&mut ctx.cancel) => return (i, RunOutcome::Skipped(INTERRUPTED.into())),
+    };
+    if !ctx.refresh {
+        if let Lookup::Hit { record, findings } = ctx.cache.lookup(&ctx.key) {
+            ctx.emitter.emit(Event::RunCached { run: ctx.label.clone(), findings: findings.len() });
+            return (i, RunOutcome::Cached { record, findings });
+        }
     }
     ctx.emitter.emit(Event::RunStarted { run: ctx.label.clone() });
     // A backstop above the reviewer's own timeout, for backends that cannot enforce one.
@@ -319,6 +340,7 @@ async fn run_one(mut ctx: TaskContext, job: ReviewJob) -> (usize, RunOutcome) {
         _ = wait_cancel(&mut ctx.cancel) => Err(ReviewError::Cancelled),
     };
     drop(guards);
+    let _run_lock = run_lock;
     match result {
         Ok(output) => match store_success(&ctx, output).await {
             Ok((record, output)) => {
@@ -331,7 +353,7 @@ async fn run_one(mut ctx: TaskContext, job: ReviewJob) -> (usize, RunOutcome) {
                 (i, RunOutcome::Failed(error))
             }
         },
-        Err(ReviewError::Cancelled) => (i, RunOutcome::Skipped("interrupted".into())),
+        Err(ReviewError::Cancelled) => (i, RunOutcome::Skipped(INTERRUPTED.into())),
         Err(error) => {
             if error.is_unreachable() {
                 let mut flag = ctx.unreachable.lock().unwrap_or_else(|p| p.into_inner());
@@ -341,6 +363,18 @@ async fn run_one(mut ctx: TaskContext, job: ReviewJob) -> (usize, RunOutcome) {
             let _ = tokio::task::spawn_blocking(move || cache.store_failure(&label, &slot, &key, &e)).await;
             ctx.emitter.emit(Event::RunFailed { run: ctx.label.clone(), error: error.clone() });
             (i, RunOutcome::Failed(error))
+        }
+    }
+}
+
+/// Takes the run key's lock, polling while another process holds it (a crash releases it).
+/// `None` when no lock file can be made (a read-only cache): the run goes ahead unlocked.
+async fn lock_run(cache: &CacheStore, key: &crate::cache::CacheKey) -> Option<crate::cache::store::FileLock> {
+    loop {
+        match cache.try_lock_run(key) {
+            Ok(Some(lock)) => return Some(lock),
+            Ok(None) => tokio::time::sleep(Duration::from_millis(50)).await,
+            Err(_) => return None,
         }
     }
 }
