@@ -38,6 +38,10 @@ pub struct ExecOptions {
 /// The skip reason of a run that an interruption (Ctrl-C, SIGTERM) kept from finishing.
 pub const INTERRUPTED: &str = "interrupted";
 
+/// The skip reason of runs not started (or stopped) once the reviewer's server is known to be
+/// unreachable; the run that found it so failed with the details.
+pub const ENDPOINT_UNREACHABLE: &str = "endpoint unreachable: not started, or stopped, once a run found the server down";
+
 /// What happened to one planned run.
 #[derive(Debug, Clone)]
 pub enum RunOutcome {
@@ -312,10 +316,8 @@ async fn run_one(mut ctx: TaskContext, job: ReviewJob) -> (usize, RunOutcome) {
         g = acquire => g,
         _ = wait_cancel(&mut ctx.cancel) => return (i, RunOutcome::Skipped(INTERRUPTED.into())),
     };
-    if let Some(reason) = ctx.unreachable.lock().unwrap_or_else(|p| p.into_inner()).clone() {
-        let reason = format!("not started: {reason}");
-        ctx.emitter.emit(Event::RunSkipped { run: ctx.label.clone(), reason: reason.clone() });
-        return (i, RunOutcome::Skipped(reason));
+    if ctx.unreachable.lock().unwrap_or_else(|p| p.into_inner()).is_some() {
+        return skip_unreachable(&ctx);
     }
     // One process at a time per run key: another `runner exec` on this cache may be running
     // it; wait for its lock, then take its result from the cache.
@@ -357,7 +359,13 @@ async fn run_one(mut ctx: TaskContext, job: ReviewJob) -> (usize, RunOutcome) {
         Err(error) => {
             if error.is_unreachable() {
                 let mut flag = ctx.unreachable.lock().unwrap_or_else(|p| p.into_inner());
-                flag.get_or_insert_with(|| error.to_string());
+                // The first run to find the server down reports it; runs in flight beside it
+                // are skipped, so the summary says it once.
+                if flag.is_some() {
+                    drop(flag);
+                    return skip_unreachable(&ctx);
+                }
+                *flag = Some(error.to_string());
             }
             let (cache, label, slot, key, e) = (ctx.cache.clone(), ctx.label.clone(), ctx.slot.clone(), ctx.key.clone(), error.clone());
             let _ = tokio::task::spawn_blocking(move || cache.store_failure(&label, &slot, &key, &e)).await;
@@ -365,6 +373,12 @@ async fn run_one(mut ctx: TaskContext, job: ReviewJob) -> (usize, RunOutcome) {
             (i, RunOutcome::Failed(error))
         }
     }
+}
+
+/// Skips a run because the reviewer's server is known to be down (one run failed saying so).
+fn skip_unreachable(ctx: &TaskContext) -> (usize, RunOutcome) {
+    ctx.emitter.emit(Event::RunSkipped { run: ctx.label.clone(), reason: ENDPOINT_UNREACHABLE.into() });
+    (ctx.index, RunOutcome::Skipped(ENDPOINT_UNREACHABLE.into()))
 }
 
 /// Takes the run key's lock, polling while another process holds it (a crash releases it).
