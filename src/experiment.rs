@@ -95,7 +95,7 @@ pub async fn execute(
     emitter: &Emitter,
     cancel: watch::Receiver<bool>,
 ) -> Result<Executed, Error> {
-    let outcomes = exec::execute(&prepared.plan, prepared.reviewer.clone(), &prepared.cache, &options, emitter, cancel).await;
+    let outcomes = exec::execute(&prepared.plan, prepared.reviewer.clone(), Arc::new(prepared.cache.clone()), &options, emitter, cancel).await;
     let results = summarize_in(prepared, manifest_label, &outcomes, Some(&options.work_dir));
     // Reports are not overwritten by an execution that has nothing to show: a frozen run
     // with gaps, or one where no run succeeded (a model server down, say).

@@ -7,7 +7,7 @@ pub mod events;
 
 pub use events::Event;
 
-use crate::cache::{CacheStore, Lookup, RunRecord};
+use crate::cache::{Guard, Lookup, RunRecord, Store};
 use crate::finding::Finding;
 use crate::plan::{Node, Plan};
 use crate::reviewer::{ReviewError, ReviewJob, Reviewer};
@@ -87,7 +87,7 @@ impl Emitter {
 pub async fn execute(
     plan: &Plan,
     reviewer: Arc<dyn Reviewer>,
-    cache: &CacheStore,
+    cache: Arc<dyn Store>,
     options: &ExecOptions,
     emitter: &Emitter,
     cancel: watch::Receiver<bool>,
@@ -95,7 +95,7 @@ pub async fn execute(
     // Held (shared) for the whole execution, so `cache gc` never removes what it writes or
     // reads; a read-only cache (a frozen check of a committed one) goes without.
     let lock_store = cache.clone();
-    let _cache_lock = tokio::task::spawn_blocking(move || lock_store.lock_shared().ok()).await.ok().flatten();
+    let _cache_lock = tokio::task::spawn_blocking(move || lock_store.hold().ok()).await.ok().flatten();
     let mut outcomes: Vec<Option<RunOutcome>> = vec![None; plan.runs.len()];
     let mut pending: Vec<usize> = Vec::new();
     for (i, run) in plan.runs.iter().enumerate() {
@@ -169,7 +169,7 @@ pub async fn execute(
 struct Engine<'a> {
     plan: &'a Plan,
     reviewer: Arc<dyn Reviewer>,
-    cache: &'a CacheStore,
+    cache: Arc<dyn Store>,
     options: &'a ExecOptions,
     emitter: &'a Emitter,
 }
@@ -286,7 +286,7 @@ struct TaskContext {
     inputs: crate::cache::KeyInputs,
     experiment: String,
     reviewer: Arc<dyn Reviewer>,
-    cache: CacheStore,
+    cache: Arc<dyn Store>,
     emitter: Emitter,
     global: Arc<Semaphore>,
     per_reviewer: Arc<Semaphore>,
@@ -383,7 +383,7 @@ fn skip_unreachable(ctx: &TaskContext) -> (usize, RunOutcome) {
 
 /// Takes the run key's lock, polling while another process holds it (a crash releases it).
 /// `None` when no lock file can be made (a read-only cache): the run goes ahead unlocked.
-async fn lock_run(cache: &CacheStore, key: &crate::cache::CacheKey) -> Option<crate::cache::store::FileLock> {
+async fn lock_run(cache: &Arc<dyn Store>, key: &crate::cache::CacheKey) -> Option<Guard> {
     loop {
         match cache.try_lock_run(key) {
             Ok(Some(lock)) => return Some(lock),

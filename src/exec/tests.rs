@@ -1,7 +1,7 @@
 //! Engine tests with a fake backend: limits, failure isolation, cache hits, resume.
 
 use super::*;
-use crate::cache::KeyInputs;
+use crate::cache::{CacheError, CacheKey, CacheStore, KeyInputs};
 use crate::manifest::{Axis, AxisValue, Matrix};
 use crate::plan::{expand, Node, PlannedRun};
 use crate::reviewer::{Cost, ReviewOutput};
@@ -115,7 +115,7 @@ async fn run_with(plan: &Plan, reviewer: Arc<FakeReviewer>, cache: &CacheStore, 
         }
     }
     let emitter = Emitter::silent();
-    let engine = Engine { plan, reviewer, cache, options: opts, emitter: &emitter };
+    let engine = Engine { plan, reviewer, cache: Arc::new(cache.clone()), options: opts, emitter: &emitter };
     for (i, o) in engine.review(&pending, prepared, rx).await {
         out[i] = Some(o);
     }
@@ -206,7 +206,7 @@ async fn cancellation_keeps_finished_runs_and_resume_does_only_the_rest() {
         let _ = tx.send(true);
     });
     let (opts, emitter) = (options(2, None), Emitter::silent());
-    let engine = Engine { plan: &plan, reviewer: slow, cache: &cache, options: &opts, emitter: &emitter };
+    let engine = Engine { plan: &plan, reviewer: slow, cache: Arc::new(cache.clone()), options: &opts, emitter: &emitter };
     let outcomes = engine.review(&pending, prepared, rx).await;
     canceller.await.expect("canceller");
     let done = outcomes.iter().filter(|(_, o)| o.success().is_some()).count();
@@ -216,4 +216,65 @@ async fn cancellation_keeps_finished_runs_and_resume_does_only_the_rest() {
     let outcomes = run_with(&plan, resumed.clone(), &cache, &options(2, None)).await;
     assert_eq!(resumed.calls.load(Ordering::SeqCst), 12 - done, "only the unfinished runs run again");
     assert_eq!(outcomes.iter().filter(|o| o.success().is_some()).count(), 12);
+}
+
+/// A store in front of a directory store, as another kind of store would be: the first time
+/// the engine asks for a run's lock, "another process" holds it and stores that run's result
+/// meanwhile.
+struct BusyElsewhere {
+    inner: CacheStore,
+    inputs: BTreeMap<CacheKey, KeyInputs>,
+    seen: StdMutex<BTreeSet<CacheKey>>,
+    successes: AtomicUsize,
+}
+
+impl Store for BusyElsewhere {
+    fn lookup(&self, key: &CacheKey) -> Lookup {
+        self.inner.lookup(key)
+    }
+
+    fn store_success(&self, experiment: &str, label: &str, slot: &str, key: &CacheKey, inputs: &KeyInputs, output: &ReviewOutput) -> Result<RunRecord, CacheError> {
+        self.successes.fetch_add(1, Ordering::SeqCst);
+        self.inner.store_success(experiment, label, slot, key, inputs, output)
+    }
+
+    fn store_failure(&self, label: &str, slot: &str, key: &CacheKey, error: &ReviewError) -> Result<(), CacheError> {
+        self.inner.store_failure(label, slot, key, error)
+    }
+
+    fn try_lock_run(&self, key: &CacheKey) -> Result<Option<Guard>, CacheError> {
+        if self.seen.lock().expect("seen").insert(key.clone()) {
+            let output = ReviewOutput { raw: "from the other process".into(), ..Default::default() };
+            self.inner.store_success("t", "elsewhere", "slot", key, &self.inputs[key], &output)?;
+            return Ok(None);
+        }
+        Store::try_lock_run(&self.inner, key)
+    }
+
+    fn hold(&self) -> Result<Guard, CacheError> {
+        self.inner.hold()
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_engine_uses_any_store_and_takes_a_result_another_holder_of_the_lock_stored() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let plan = plan(&["a", "b"], 2, &["s1"]);
+    let store = Arc::new(BusyElsewhere {
+        inner: CacheStore::new(dir.path()),
+        inputs: plan.runs.iter().map(|r| (r.key.clone(), r.inputs.clone())).collect(),
+        seen: StdMutex::default(),
+        successes: AtomicUsize::new(0),
+    });
+    let prepared: BTreeMap<String, Arc<Subject>> = [("s1".to_string(), Arc::new(fake_subject("s1")))].into();
+    let reviewer = Arc::new(FakeReviewer::default());
+    let (_tx, rx) = watch::channel(false);
+    let (opts, emitter) = (options(2, None), Emitter::silent());
+    let pending: Vec<usize> = (0..plan.runs.len()).collect();
+    let engine = Engine { plan: &plan, reviewer: reviewer.clone(), cache: store.clone(), options: &opts, emitter: &emitter };
+    let outcomes = engine.review(&pending, prepared, rx).await;
+    assert_eq!(outcomes.len(), 4);
+    assert!(outcomes.iter().all(|(_, o)| matches!(o, RunOutcome::Cached { .. })), "{outcomes:?}");
+    assert_eq!(reviewer.calls.load(Ordering::SeqCst), 0, "no run started while another holder had its lock");
+    assert_eq!(store.successes.load(Ordering::SeqCst), 0);
 }
