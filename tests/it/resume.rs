@@ -48,13 +48,14 @@ fn kill_9_then_rerun_completes_only_the_missing_runs() {
 }
 
 /// A `command` reviewer that counts its invocations in `dir/count` and, while `dir/block`
-/// exists, blocks every shard but 1 in a `sleep` whose pid it writes to `dir/pid.SHARD`.
+/// exists, blocks every shard but 1 in a `sleep` whose pid it writes to `dir/pid.SHARD`. It
+/// writes nothing in the repository, so its runs go side by side (`isolation = "none"`).
 fn blocking_reviewer_manifest(dir: &Path, repo: &Path, shards: &[u32]) -> PathBuf {
     let script = dir.join("reviewer.sh");
     std::fs::write(
         &script,
         format!(
-            "#!/bin/sh\necho \"$SHARD\" >> '{d}/count'\nif [ -e '{d}/block' ] && [ \"$SHARD\" != 1 ]; then echo $$ > '{d}/pid.'\"$SHARD\"; exec sleep 120; fi\nexit 0\n",
+            "#!/bin/sh\necho \"$SHARD\" >> '{d}/count'\nif [ -e '{d}/block' ] && [ \"$SHARD\" != 1 ]; then echo $$ > '{d}/pid.'\"$SHARD\"; exec sleep 120; fi\nsleep 0.2\n",
             d = dir.display()
         ),
     )
@@ -66,7 +67,7 @@ fn blocking_reviewer_manifest(dir: &Path, repo: &Path, shards: &[u32]) -> PathBu
         dir,
         "blocking.toml",
         &format!(
-            "version = 1\n[experiment]\nname = \"blocking\"\n[target]\nrepo = \"{}\"\n[matrix]\nref = [\"HEAD~1\"]\nshard = [{}]\n[reviewer]\nkind = \"command\"\nprogram = \"{}\"\nisolation = \"worktree\"\nenv = {{ SHARD = \"{{{{shard}}}}\" }}\n[report]\noutput = \"out\"\n",
+            "version = 1\n[experiment]\nname = \"blocking\"\n[target]\nrepo = \"{}\"\n[matrix]\nref = [\"HEAD~1\"]\nshard = [{}]\n[reviewer]\nkind = \"command\"\nprogram = \"{}\"\nisolation = \"none\"\nenv = {{ SHARD = \"{{{{shard}}}}\" }}\n[report]\noutput = \"out\"\n",
             repo.display(),
             shards.join(", "),
             script.display()
