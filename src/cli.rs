@@ -52,10 +52,12 @@ pub enum Command {
 
 #[derive(Debug, Args, Clone)]
 pub struct LocationArgs {
-    /// Cache directory (default: the manifest's `[cache] dir`, else `cache/`).
+    /// Cache directory (default: the manifest's `[cache] dir`, else `cache/` at the manifest's
+    /// project root — the nearest directory above it with `.git`; `cache` commands: `./cache`).
     #[arg(long, env = "RUNNER_CACHE_DIR", global = true)]
     pub cache_dir: Option<PathBuf>,
-    /// Where corpus cases are materialized as repositories (default: `.runner/`).
+    /// Where corpus cases are materialized as repositories (default: `.runner/` at the
+    /// manifest's project root).
     #[arg(long, env = "RUNNER_WORK_DIR", global = true)]
     pub work_dir: Option<PathBuf>,
 }

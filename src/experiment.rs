@@ -163,7 +163,7 @@ pub async fn execute(
 ) -> Result<Executed, Error> {
     let conclusions = ExperimentConclusions { prepared, manifest_label, frozen: options.frozen };
     let materializer: exec::Materializer = Arc::new(|spec, work_dir| crate::target::materialize(spec, work_dir).map_err(|e| e.to_string()));
-    let execution = exec::execute(&prepared.plan, &prepared.reviewers, materializer, &prepared.cache, &options, &conclusions, emitter, cancel).await;
+    let execution = exec::execute(&prepared.plan, &prepared.reviewers, materializer, Arc::new(prepared.cache.clone()), &options, &conclusions, emitter, cancel).await;
     let rendered = execution.report.ok_or(Error::NotRendered)??;
     Ok(Executed { outcomes: execution.outcomes, results: rendered.results, written: rendered.written })
 }
@@ -202,9 +202,11 @@ impl exec::Conclusions for ExperimentConclusions<'_> {
         let results = build_results(prepared, self.manifest_label, &outcomes, analyses.iter().map(|a| (*a).clone()).collect());
         // Reports are not overwritten by an execution that has nothing to show: a frozen run
         // with gaps, or one where no run succeeded (a model server down, say).
+        // Nor by an interrupted one: its report would be less complete than the one it replaces.
         let nothing_succeeded = !outcomes.is_empty() && outcomes.iter().all(|o| o.success().is_none());
         let gaps = self.frozen && outcomes.iter().any(|o| matches!(o, RunOutcome::Missing));
-        let written = if nothing_succeeded || gaps {
+        let interrupted = outcomes.iter().any(|o| o.is_interrupted());
+        let written = if nothing_succeeded || gaps || interrupted {
             Vec::new()
         } else {
             report::render::write_reports(&results, &prepared.manifest.report.output, prepared.manifest.report.template.as_deref())?

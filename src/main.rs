@@ -79,7 +79,7 @@ fn exec(args: ExecArgs) -> Result<Exit, Error> {
     } else {
         Mode::Human
     };
-    let work_dir = args.locations.work_dir.clone().unwrap_or_else(|| PathBuf::from(".runner"));
+    let work_dir = args.locations.work_dir.clone().unwrap_or_else(|| manifest::project_root(&prepared.manifest.base_dir).join(".runner"));
     let options = ExecOptions {
         jobs: args.jobs,
         frozen: args.frozen,
@@ -90,14 +90,16 @@ fn exec(args: ExecArgs) -> Result<Exit, Error> {
     };
     let log_path = work_dir.join("executions").join(format!("{}-{}.ndjson", prepared.manifest.experiment.name, unix_millis()));
     let log = std::fs::create_dir_all(log_path.parent().unwrap_or(Path::new("."))).ok().and_then(|_| std::fs::File::create(&log_path).ok());
-    let label = manifest::resolve_path(Path::new(""), &args.manifest.display().to_string()).display().to_string();
+    let label = manifest_label(&args.manifest, &prepared.manifest.base_dir);
 
     let rt = runtime()?;
     let (executed, summary) = rt.block_on(async {
         let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
         let (cancel_tx, cancel_rx) = tokio::sync::watch::channel(false);
+        // Ctrl-C and SIGTERM (CI cancellation, `timeout`, `docker stop`) take the same path:
+        // running reviews are abandoned (their process groups killed), finished runs stay cached.
         tokio::spawn(async move {
-            if tokio::signal::ctrl_c().await.is_ok() {
+            if interrupt_or_terminate().await {
                 let _ = cancel_tx.send(true);
             }
         });
@@ -113,13 +115,14 @@ fn exec(args: ExecArgs) -> Result<Exit, Error> {
     rt.shutdown_background();
 
     let ending = Ending::of(&executed.outcomes);
+    let interrupted = ending == Ending::Interrupted;
     match mode {
         Mode::Human => {
             eprint!("{}", summary.render());
             for path in &executed.written {
                 eprintln!("wrote {}", path.display());
             }
-            if executed.written.is_empty() && summary.missing.is_empty() && !executed.outcomes.is_empty() {
+            if !interrupted && executed.written.is_empty() && summary.missing.is_empty() && !executed.outcomes.is_empty() {
                 eprintln!("no run succeeded: the reports were left as they were");
             }
         }
@@ -134,9 +137,33 @@ fn exec(args: ExecArgs) -> Result<Exit, Error> {
         }
     }
     if ending == Ending::Interrupted {
-        eprintln!("interrupted: finished runs are cached; run the same command again to complete the rest");
+        eprintln!("interrupted: finished runs are cached; the reports were left as they were (an incomplete report never replaces them); run the same command again to complete the rest");
     }
     Ok(ending.exit())
+}
+
+/// The manifest's path as reports show it: relative to the project root, so a report does
+/// not depend on the directory runner was started from.
+fn manifest_label(path: &Path, base_dir: &Path) -> String {
+    let root = manifest::project_root(base_dir);
+    let relative = if root.as_os_str().is_empty() {
+        None
+    } else {
+        path.canonicalize().ok().and_then(|p| p.strip_prefix(&root).ok().map(Path::to_path_buf))
+    };
+    relative.unwrap_or_else(|| manifest::resolve_path(Path::new(""), &path.display().to_string())).display().to_string()
+}
+
+/// Resolves when SIGINT or SIGTERM arrives; false when neither can be listened for.
+async fn interrupt_or_terminate() -> bool {
+    use tokio::signal::unix::{signal, SignalKind};
+    let Ok(mut term) = signal(SignalKind::terminate()) else {
+        return tokio::signal::ctrl_c().await.is_ok();
+    };
+    tokio::select! {
+        r = tokio::signal::ctrl_c() => r.is_ok(),
+        r = term.recv() => r.is_some(),
+    }
 }
 
 fn unix_millis() -> u128 {
@@ -404,14 +431,23 @@ fn cache(command: CacheCommand, locations: &LocationArgs) -> Result<Exit, Error>
                 }
                 Some(keys)
             };
+            // Never beside a running `exec`: it holds the shared lock while it writes.
+            let _lock = match store.lock_exclusive(false)? {
+                Some(lock) => lock,
+                None => {
+                    eprintln!("waiting for the `runner exec` processes using `{}` to finish…", store.root().display());
+                    store.lock_exclusive(true)?.ok_or_else(|| runner::cache::CacheError::Lock(store.root().to_path_buf()))?
+                }
+            };
             let report = store.gc(keep_keys.as_ref(), dry_run)?;
             println!(
-                "{}{} runs, {} objects ({} bytes), {} failure records",
+                "{}{} runs, {} objects ({} bytes), {} failure records, {} stale temporary files",
                 if dry_run { "would remove " } else { "removed " },
                 report.runs_removed,
                 report.objects_removed,
                 report.bytes_freed,
-                report.failures_removed
+                report.failures_removed,
+                report.temp_files_removed
             );
             Ok(Exit::Ok)
         }

@@ -14,4 +14,63 @@ pub mod key;
 pub mod store;
 
 pub use key::{CacheKey, KeyInputs};
-pub use store::{CacheStore, Lookup, RunRecord};
+pub use store::{CacheError, CacheStore, Lookup, RunRecord};
+
+use crate::reviewer::{ReviewError, ReviewOutput};
+
+/// A lock held while it lives: dropping it releases it.
+pub type Guard = Box<dyn Send + Sync>;
+
+/// What the engine needs of a cache: lookups, writes and locks. [`CacheStore`] (a directory)
+/// is one implementation; a remote or layered store implements the same trait and the engine,
+/// which only holds an `Arc<dyn Store>`, does not change. Calls may block (disk, network):
+/// the engine makes its writes and lock waits off the async threads.
+pub trait Store: Send + Sync {
+    /// A verified result for `key`, a miss, or a corrupt entry (treated as a miss).
+    fn lookup(&self, key: &CacheKey) -> Lookup;
+
+    /// Stores a successful run so that a crash leaves either no entry or the whole one.
+    #[allow(clippy::too_many_arguments)]
+    fn store_success(&self, experiment: &str, label: &str, slot: &str, key: &CacheKey, inputs: &KeyInputs, output: &ReviewOutput) -> Result<RunRecord, CacheError>;
+
+    /// Records a failure (for `plan` and summaries); lookups never serve it.
+    fn store_failure(&self, label: &str, slot: &str, key: &CacheKey, error: &ReviewError) -> Result<(), CacheError>;
+
+    /// The lock of one run key, without waiting (the engine polls it): `None` while someone
+    /// else holds it. A holder that dies must release it.
+    fn try_lock_run(&self, key: &CacheKey) -> Result<Option<Guard>, CacheError>;
+
+    /// Held for a whole execution: what the store must not collect meanwhile (waits for a
+    /// running garbage collection).
+    fn hold(&self) -> Result<Guard, CacheError>;
+
+    /// Remembers that `slot` (a run's place in an experiment) last had `key`, so `plan` can
+    /// explain a later miss against it.
+    fn remember_slot(&self, slot: &str, key: &CacheKey) -> Result<(), CacheError>;
+}
+
+impl Store for CacheStore {
+    fn lookup(&self, key: &CacheKey) -> Lookup {
+        CacheStore::lookup(self, key)
+    }
+
+    fn store_success(&self, experiment: &str, label: &str, slot: &str, key: &CacheKey, inputs: &KeyInputs, output: &ReviewOutput) -> Result<RunRecord, CacheError> {
+        CacheStore::store_success(self, experiment, label, slot, key, inputs, output)
+    }
+
+    fn store_failure(&self, label: &str, slot: &str, key: &CacheKey, error: &ReviewError) -> Result<(), CacheError> {
+        CacheStore::store_failure(self, label, slot, key, error)
+    }
+
+    fn try_lock_run(&self, key: &CacheKey) -> Result<Option<Guard>, CacheError> {
+        Ok(CacheStore::try_lock_run(self, key)?.map(|lock| Box::new(lock) as Guard))
+    }
+
+    fn hold(&self) -> Result<Guard, CacheError> {
+        Ok(Box::new(self.lock_shared()?))
+    }
+
+    fn remember_slot(&self, slot: &str, key: &CacheKey) -> Result<(), CacheError> {
+        CacheStore::remember_slot(self, slot, key)
+    }
+}

@@ -61,6 +61,8 @@ pub enum CacheError {
     Read { path: PathBuf, source: std::io::Error },
     #[error("failed to encode a cache record: {0}")]
     Encode(String),
+    #[error("the lock of cache `{0}` could not be taken")]
+    Lock(PathBuf),
 }
 
 /// A cache directory.
@@ -96,6 +98,43 @@ impl CacheStore {
 
     fn failure_path(&self, key: &CacheKey) -> PathBuf {
         sharded(&self.root.join("failures"), &format!("{}.json", key.0))
+    }
+
+    fn lock_path(&self, key: &CacheKey) -> PathBuf {
+        sharded(&self.locks_dir().join("runs"), &format!("{}.lock", key.0))
+    }
+
+    /// `locks/`, which ignores itself in git: lock files are never part of a committed cache.
+    fn locks_dir(&self) -> PathBuf {
+        let dir = self.root.join("locks");
+        let ignore = dir.join(".gitignore");
+        if !ignore.exists() && std::fs::create_dir_all(&dir).is_ok() {
+            let _ = std::fs::write(&ignore, "*\n");
+        }
+        dir
+    }
+
+    fn cache_lock_path(&self) -> PathBuf {
+        self.locks_dir().join("cache.lock")
+    }
+
+    /// Takes the lock of one run key without waiting: `None` while another process (or
+    /// another handle in this one) holds it. Held until dropped; a crash releases it.
+    pub fn try_lock_run(&self, key: &CacheKey) -> Result<Option<FileLock>, CacheError> {
+        FileLock::acquire(&self.lock_path(key), LockMode::Exclusive, false)
+    }
+
+    /// The cache-wide lock an execution holds (shared) while it may write, so that `gc`
+    /// (exclusive) never runs beside one. Waits for a running `gc`.
+    pub fn lock_shared(&self) -> Result<FileLock, CacheError> {
+        let path = self.cache_lock_path();
+        FileLock::acquire(&path, LockMode::Shared, true)?.ok_or_else(|| lock_error(&path))
+    }
+
+    /// The cache-wide lock `gc` holds: with `wait` false, `None` while an execution holds
+    /// the shared one.
+    pub fn lock_exclusive(&self, wait: bool) -> Result<Option<FileLock>, CacheError> {
+        FileLock::acquire(&self.cache_lock_path(), LockMode::Exclusive, wait)
     }
 
     fn slot_path(&self, slot: &str) -> PathBuf {
@@ -232,13 +271,20 @@ impl CacheStore {
         }
     }
 
-    /// Every run record, verified.
+    /// Every run record, verified: its objects (record, findings, raw output) hash to their
+    /// names, and the record is for the key its pointer is filed under.
     pub fn list(&self) -> Vec<Result<RunRecord, (PathBuf, String)>> {
         let mut out = Vec::new();
         for path in files_under(&self.root.join("runs")) {
-            let result = std::fs::read_to_string(&path)
-                .map_err(|e| e.to_string())
-                .and_then(|p| self.read_record(p.trim()).map(|(r, _)| r));
+            let filed_as = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+            let result = std::fs::read_to_string(&path).map_err(|e| e.to_string()).and_then(|p| {
+                let (record, _) = self.read_record(p.trim())?;
+                if record.key.0 != filed_as {
+                    return Err(format!("the pointer for key `{}` names a record for key `{}`", short(&filed_as), record.key.short()));
+                }
+                self.get_object(&record.raw).map_err(|e| format!("raw output: {e}"))?;
+                Ok(record)
+            });
             out.push(result.map_err(|e| (path, e)));
         }
         out
@@ -265,8 +311,26 @@ impl CacheStore {
 
     /// Removes objects no run references, failure records, and (with `keep`) runs whose keys
     /// are not in `keep`. Returns what was (or, with `dry_run`, would be) removed.
+    ///
+    /// The caller holds the exclusive cache lock ([`Self::lock_exclusive`]), so no execution
+    /// writes meanwhile; temporary files older than [`STALE_TEMP_AGE`] (left by a killed
+    /// process) and run lock files are removed too.
     pub fn gc(&self, keep: Option<&BTreeSet<CacheKey>>, dry_run: bool) -> Result<GcReport, CacheError> {
         let mut report = GcReport::default();
+        for path in temp_files_under(&self.root) {
+            let stale = std::fs::metadata(&path).and_then(|m| m.modified()).ok().and_then(|t| t.elapsed().ok()).is_some_and(|age| age >= STALE_TEMP_AGE);
+            if stale {
+                report.temp_files_removed += 1;
+                if !dry_run {
+                    std::fs::remove_file(&path).map_err(|source| CacheError::Write { path: path.clone(), source })?;
+                }
+            }
+        }
+        if !dry_run {
+            for path in files_under(&self.root.join("locks").join("runs")) {
+                let _ = std::fs::remove_file(&path);
+            }
+        }
         let mut live: BTreeSet<String> = BTreeSet::new();
         for path in files_under(&self.root.join("runs")) {
             let key = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
@@ -321,7 +385,78 @@ pub struct GcReport {
     pub runs_removed: usize,
     pub objects_removed: usize,
     pub failures_removed: usize,
+    pub temp_files_removed: usize,
     pub bytes_freed: u64,
+}
+
+/// Temporary files at least this old were left by a process that died mid-write.
+pub const STALE_TEMP_AGE: std::time::Duration = std::time::Duration::from_secs(60);
+
+fn short(key: &str) -> &str {
+    &key[..12.min(key.len())]
+}
+
+fn lock_error(path: &Path) -> CacheError {
+    CacheError::Write { path: path.to_path_buf(), source: std::io::Error::other("the lock could not be taken") }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum LockMode {
+    Shared,
+    Exclusive,
+}
+
+/// An advisory `flock(2)` on a file, released when dropped — or by the kernel when the
+/// process dies, so a crash never leaves a run locked.
+#[derive(Debug)]
+pub struct FileLock {
+    _file: std::fs::File,
+}
+
+impl FileLock {
+    fn acquire(path: &Path, mode: LockMode, wait: bool) -> Result<Option<Self>, CacheError> {
+        use std::os::fd::AsRawFd;
+        let wrap = |source| CacheError::Write { path: path.to_path_buf(), source };
+        if let Some(dir) = path.parent() {
+            std::fs::create_dir_all(dir).map_err(wrap)?;
+        }
+        let file = std::fs::OpenOptions::new().create(true).truncate(false).read(true).write(true).open(path).map_err(wrap)?;
+        let mut op = if mode == LockMode::Shared { libc::LOCK_SH } else { libc::LOCK_EX };
+        if !wait {
+            op |= libc::LOCK_NB;
+        }
+        loop {
+            // SAFETY: flock on a descriptor this function owns; no memory is shared with it.
+            let rc = unsafe { libc::flock(file.as_raw_fd(), op) };
+            if rc == 0 {
+                return Ok(Some(Self { _file: file }));
+            }
+            let err = std::io::Error::last_os_error();
+            match err.raw_os_error() {
+                Some(libc::EINTR) => continue,
+                Some(libc::EWOULDBLOCK) if !wait => return Ok(None),
+                _ => return Err(wrap(err)),
+            }
+        }
+    }
+}
+
+/// Temporary files (`.tmp*`) anywhere below `dir`.
+fn temp_files_under(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        let Ok(entries) = std::fs::read_dir(&d) else { continue };
+        for entry in entries.flatten() {
+            let path = entry.path();
+            if entry.file_type().is_ok_and(|t| t.is_dir()) {
+                stack.push(path);
+            } else if path.file_name().is_some_and(|n| n.to_string_lossy().starts_with(".tmp")) {
+                out.push(path);
+            }
+        }
+    }
+    out
 }
 
 /// Regular files below `dir`, sorted, skipping temporary files.
@@ -411,6 +546,79 @@ mod tests {
         let report = store.gc(None, false).expect("gc");
         assert_eq!(report.objects_removed, 1);
         assert!(matches!(store.lookup(&key), Lookup::Hit { .. }));
+    }
+
+    #[test]
+    fn verify_finds_swapped_pointers_and_bad_raw_outputs() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let store = CacheStore::new(dir.path());
+        let (a, b) = (CacheKey("a".repeat(64)), CacheKey("b".repeat(64)));
+        let out_a = ReviewOutput { raw: "raw a".into(), ..Default::default() };
+        let out_b = ReviewOutput { raw: "raw b".into(), ..Default::default() };
+        store.store_success("exp", "a", "slot-a", &a, &inputs(), &out_a).expect("store a");
+        let rec_b = store.store_success("exp", "b", "slot-b", &b, &inputs(), &out_b).expect("store b");
+        assert!(store.verify().problems.is_empty());
+
+        // Swap the two run pointers: every object is intact, but each names the other's record.
+        let (pa, pb) = (store.run_path(&a), store.run_path(&b));
+        let (ta, tb) = (std::fs::read(&pa).expect("a"), std::fs::read(&pb).expect("b"));
+        std::fs::write(&pa, &tb).expect("swap");
+        std::fs::write(&pb, &ta).expect("swap");
+        let problems = store.verify().problems;
+        assert_eq!(problems.len(), 2, "{problems:?}");
+        assert!(problems.iter().all(|p| p.contains("names a record for key")), "{problems:?}");
+        std::fs::write(&pa, &ta).expect("restore");
+        std::fs::write(&pb, &tb).expect("restore");
+
+        // A raw output that is gone is the run's problem.
+        std::fs::remove_file(store.object_path(&rec_b.raw)).expect("remove raw");
+        let problems = store.verify().problems;
+        assert_eq!(problems.len(), 1, "{problems:?}");
+        assert!(problems[0].contains("raw output"), "{problems:?}");
+        // A corrupt one is reported for the object and for the run.
+        std::fs::write(store.object_path(&rec_b.raw), b"tampered").expect("tamper");
+        let problems = store.verify().problems;
+        assert_eq!(problems.len(), 2, "{problems:?}");
+        assert!(problems.iter().any(|p| p.contains("raw output") && p.contains("corrupt")), "{problems:?}");
+    }
+
+    #[test]
+    fn run_locks_exclude_each_other_until_dropped() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let store = CacheStore::new(dir.path());
+        let key = CacheKey("f".repeat(64));
+        let held = store.try_lock_run(&key).expect("lock").expect("free");
+        assert!(store.try_lock_run(&key).expect("lock").is_none(), "a second holder must wait");
+        assert!(store.try_lock_run(&CacheKey("0".repeat(64))).expect("lock").is_some(), "other keys are free");
+        drop(held);
+        assert!(store.try_lock_run(&key).expect("lock").is_some());
+        // Lock files never show up in a committed cache.
+        assert_eq!(std::fs::read_to_string(dir.path().join("locks/.gitignore")).expect("ignore"), "*\n");
+    }
+
+    #[test]
+    fn gc_waits_for_executions_and_removes_stale_temp_files() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let store = CacheStore::new(dir.path());
+        let exec_lock = store.lock_shared().expect("shared");
+        let second_exec = store.lock_shared().expect("executions share the cache");
+        assert!(store.lock_exclusive(false).expect("lock").is_none(), "gc may not run beside an execution");
+        drop((exec_lock, second_exec));
+        let gc_lock = store.lock_exclusive(false).expect("lock").expect("free once executions end");
+
+        // A temp file left by a killed writer, and one being written right now.
+        let shard = dir.path().join("objects/ab");
+        std::fs::create_dir_all(&shard).expect("mkdir");
+        let stale = shard.join(".tmpSTALE");
+        std::fs::write(&stale, b"half").expect("write");
+        let old = std::time::SystemTime::now() - STALE_TEMP_AGE - std::time::Duration::from_secs(1);
+        std::fs::File::options().write(true).open(&stale).expect("open").set_modified(old).expect("age it");
+        let fresh = shard.join(".tmpFRESH");
+        std::fs::write(&fresh, b"being written").expect("write");
+        let report = store.gc(None, false).expect("gc");
+        assert_eq!(report.temp_files_removed, 1);
+        assert!(!stale.exists() && fresh.exists());
+        drop(gc_lock);
     }
 
     #[test]

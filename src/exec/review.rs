@@ -2,7 +2,7 @@
 //! limit and the global limit, stored in the cache the moment it finishes.
 
 use super::{wait_cancel, Emitter, Event, RunId, RunOutcome, SkipReason};
-use crate::cache::{CacheKey, CacheStore, KeyInputs, RunRecord};
+use crate::cache::{CacheKey, Guard, KeyInputs, Lookup, RunRecord, Store};
 use crate::reviewer::redact::Redactor;
 use crate::reviewer::{ReviewError, ReviewJob, ReviewOutput, Reviewer};
 use std::collections::HashMap;
@@ -13,7 +13,9 @@ use tokio::sync::{watch, Mutex, Semaphore};
 /// Shared by every review of one execution.
 #[derive(Clone)]
 pub(super) struct ReviewShared {
-    pub cache: CacheStore,
+    pub cache: Arc<dyn Store>,
+    /// Ignore cached results: a run another process stored meanwhile is run again.
+    pub refresh: bool,
     pub emitter: Emitter,
     pub experiment: String,
     pub global: Arc<Semaphore>,
@@ -71,10 +73,20 @@ pub(super) async fn run(mut shared: ReviewShared, task: ReviewTask) -> RunOutcom
         let map = shared.unreachable.lock().unwrap_or_else(|p| p.into_inner());
         map.get(&Down::Reviewer(task.reviewer_name.clone())).or_else(|| endpoint.clone().and_then(|e| map.get(&Down::Endpoint(e)))).cloned()
     };
-    if let Some(reason) = down {
-        let reason = SkipReason::ServerUnreachable { error: reason };
-        shared.emitter.emit(Event::RunSkipped { run: task.label.clone(), reason: reason.clone() });
-        return RunOutcome::Skipped(reason);
+    if let Some(error) = down {
+        return skip_unreachable(&shared, &task, error);
+    }
+    // One process at a time per run key: another `runner exec` on this cache may be running
+    // it; wait for its lock, then take its result from the cache.
+    let run_lock = tokio::select! {
+        lock = lock_run(&shared.cache, &task.key) => lock,
+        _ = wait_cancel(&mut shared.cancel) => return RunOutcome::Skipped(SkipReason::Interrupted),
+    };
+    if !shared.refresh {
+        if let Lookup::Hit { record, findings } = shared.cache.lookup(&task.key) {
+            shared.emitter.emit(Event::RunCached { run: task.label.clone(), findings: findings.len() });
+            return RunOutcome::Cached { record, findings };
+        }
     }
     shared.emitter.emit(Event::RunStarted { run: task.label.clone() });
     // A backstop above the reviewer's own timeout, for backends that cannot enforce one.
@@ -87,6 +99,7 @@ pub(super) async fn run(mut shared: ReviewShared, task: ReviewTask) -> RunOutcom
         _ = wait_cancel(&mut shared.cancel) => Err(ReviewError::Cancelled),
     };
     drop(guards);
+    let _run_lock = run_lock;
     // Every outcome is redacted as it enters the engine, before any writer sees it.
     let result = result.map(|o| task.redactor.output(o)).map_err(|e| task.redactor.error(e));
     match result {
@@ -106,12 +119,37 @@ pub(super) async fn run(mut shared: ReviewShared, task: ReviewTask) -> RunOutcom
             if error.is_unreachable() {
                 let key = endpoint.map_or_else(|| Down::Reviewer(task.reviewer_name.clone()), Down::Endpoint);
                 let mut down = shared.unreachable.lock().unwrap_or_else(|p| p.into_inner());
-                down.entry(key).or_insert_with(|| error.to_string());
+                // The first run to find the server down reports it; runs in flight beside it
+                // are skipped with the same reason, so the summary says it once.
+                if let Some(first) = down.get(&key).cloned() {
+                    drop(down);
+                    return skip_unreachable(&shared, &task, first);
+                }
+                down.insert(key, error.to_string());
             }
             let (cache, label, slot, key, e) = (shared.cache.clone(), task.label.to_string(), task.slot.clone(), task.key.clone(), error.clone());
             let _ = tokio::task::spawn_blocking(move || cache.store_failure(&label, &slot, &key, &e)).await;
             shared.emitter.emit(Event::RunFailed { run: task.label.clone(), error: error.clone() });
             RunOutcome::Failed(error)
+        }
+    }
+}
+
+/// Skips a run because its reviewer's server is known to be down (one run failed saying so).
+fn skip_unreachable(shared: &ReviewShared, task: &ReviewTask, error: String) -> RunOutcome {
+    let reason = SkipReason::ServerUnreachable { error };
+    shared.emitter.emit(Event::RunSkipped { run: task.label.clone(), reason: reason.clone() });
+    RunOutcome::Skipped(reason)
+}
+
+/// Takes the run key's lock, polling while another process holds it (a crash releases it).
+/// `None` when no lock file can be made (a read-only cache): the run goes ahead unlocked.
+async fn lock_run(cache: &Arc<dyn Store>, key: &CacheKey) -> Option<Guard> {
+    loop {
+        match cache.try_lock_run(key) {
+            Ok(Some(lock)) => return Some(lock),
+            Ok(None) => tokio::time::sleep(Duration::from_millis(50)).await,
+            Err(_) => return None,
         }
     }
 }

@@ -1,7 +1,7 @@
 //! Engine tests with a fake backend: limits, failure isolation, cache hits, resume.
 
 use super::*;
-use crate::cache::{CacheStore, KeyInputs};
+use crate::cache::{CacheError, CacheKey, CacheStore, Guard, KeyInputs, Lookup, RunRecord, Store};
 use crate::manifest::{Axis, AxisValue, Matrix};
 use crate::plan::{expand, Cell, Dependency, Node, Plan, PlannedRun, ReviewerSet};
 use crate::reviewer::{Cost, ReviewError, ReviewJob, ReviewOutput, Reviewer};
@@ -158,7 +158,7 @@ fn materializer(calls: Arc<AtomicUsize>, failing: &[&str]) -> Materializer {
 async fn walk(plan: &Plan, reviewer: Arc<FakeReviewer>, cache: &CacheStore, opts: &ExecOptions, cancel: watch::Receiver<bool>) -> (Execution<usize, usize, String>, Arc<AtomicUsize>) {
     let calls = Arc::new(AtomicUsize::new(0));
     let reviewers: ReviewerSet = [("fake".to_string(), reviewer as Arc<dyn Reviewer>)].into();
-    let execution = execute(plan, &reviewers, materializer(calls.clone(), &[]), cache, opts, &Counting::default(), &Emitter::silent(), cancel).await;
+    let execution = execute(plan, &reviewers, materializer(calls.clone(), &[]), Arc::new(cache.clone()), opts, &Counting::default(), &Emitter::silent(), cancel).await;
     (execution, calls)
 }
 
@@ -252,7 +252,7 @@ async fn a_failed_materialization_skips_exactly_its_dependents() {
     let conclusions = Counting::default();
     let calls = Arc::new(AtomicUsize::new(0));
     let execution =
-        execute(&plan, &reviewers, materializer(calls, &["broken"]), &cache, &options(4, None), &conclusions, &Emitter::silent(), watch::channel(false).1).await;
+        execute(&plan, &reviewers, materializer(calls, &["broken"]), Arc::new(cache.clone()), &options(4, None), &conclusions, &Emitter::silent(), watch::channel(false).1).await;
     for (run, outcome) in plan.runs.iter().zip(&execution.outcomes) {
         if run.subject_id == "broken" {
             let RunOutcome::Skipped(SkipReason::SubjectFailed { subject, error }) = outcome else { panic!("{outcome:?}") };
@@ -285,7 +285,7 @@ async fn named_reviewers_run_their_own_cells_under_their_own_limits() {
     let mut opts = options(8, None);
     opts.reviewers.insert("serial".into(), ReviewerLimits { max_concurrency: Some(1), timeout: Duration::from_secs(30) });
     let calls = Arc::new(AtomicUsize::new(0));
-    let execution = execute(&plan, &reviewers, materializer(calls, &[]), &cache, &opts, &Counting::default(), &Emitter::silent(), watch::channel(false).1).await;
+    let execution = execute(&plan, &reviewers, materializer(calls, &[]), Arc::new(cache.clone()), &opts, &Counting::default(), &Emitter::silent(), watch::channel(false).1).await;
     assert!(execution.outcomes.iter().all(|o| o.success().is_some()));
     assert_eq!(serial.calls.load(Ordering::SeqCst), 4);
     assert_eq!(wide.calls.load(Ordering::SeqCst), 4);
@@ -318,7 +318,7 @@ async fn an_unreachable_reviewer_stops_its_queue() {
         &plan,
         &reviewers,
         materializer(calls, &[]),
-        &CacheStore::new(dir.path()),
+        Arc::new(CacheStore::new(dir.path())),
         &options(1, None),
         &Counting::default(),
         &Emitter::silent(),
@@ -348,4 +348,67 @@ async fn cancellation_keeps_finished_runs_and_resume_does_only_the_rest() {
     let outcomes = run_with(&plan, resumed.clone(), &cache, &options(2, None)).await;
     assert_eq!(resumed.calls.load(Ordering::SeqCst), 12 - done, "only the unfinished runs run again");
     assert_eq!(outcomes.iter().filter(|o| o.success().is_some()).count(), 12);
+}
+
+/// A store in front of a directory store, as another kind of store would be: the first time
+/// the engine asks for a run's lock, "another process" holds it and stores that run's result
+/// meanwhile.
+struct BusyElsewhere {
+    inner: CacheStore,
+    inputs: BTreeMap<CacheKey, KeyInputs>,
+    seen: StdMutex<std::collections::BTreeSet<CacheKey>>,
+    successes: AtomicUsize,
+}
+
+impl Store for BusyElsewhere {
+    fn lookup(&self, key: &CacheKey) -> Lookup {
+        self.inner.lookup(key)
+    }
+
+    fn store_success(&self, experiment: &str, label: &str, slot: &str, key: &CacheKey, inputs: &KeyInputs, output: &ReviewOutput) -> Result<RunRecord, CacheError> {
+        self.successes.fetch_add(1, Ordering::SeqCst);
+        self.inner.store_success(experiment, label, slot, key, inputs, output)
+    }
+
+    fn store_failure(&self, label: &str, slot: &str, key: &CacheKey, error: &ReviewError) -> Result<(), CacheError> {
+        self.inner.store_failure(label, slot, key, error)
+    }
+
+    fn try_lock_run(&self, key: &CacheKey) -> Result<Option<Guard>, CacheError> {
+        if self.seen.lock().expect("seen").insert(key.clone()) {
+            let output = ReviewOutput { raw: "from the other process".into(), ..Default::default() };
+            self.inner.store_success("t", "elsewhere", "slot", key, &self.inputs[key], &output)?;
+            return Ok(None);
+        }
+        Store::try_lock_run(&self.inner, key)
+    }
+
+    fn hold(&self) -> Result<Guard, CacheError> {
+        self.inner.hold()
+    }
+
+    fn remember_slot(&self, slot: &str, key: &CacheKey) -> Result<(), CacheError> {
+        self.inner.remember_slot(slot, key)
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_engine_uses_any_store_and_takes_a_result_another_holder_of_the_lock_stored() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let plan = plan(&["a", "b"], 2, &["s1"]);
+    let store = Arc::new(BusyElsewhere {
+        inner: CacheStore::new(dir.path()),
+        inputs: plan.runs.iter().map(|r| (r.key.clone(), r.inputs.clone())).collect(),
+        seen: StdMutex::default(),
+        successes: AtomicUsize::new(0),
+    });
+    let reviewer = Arc::new(FakeReviewer::default());
+    let reviewers: ReviewerSet = [("fake".to_string(), reviewer.clone() as Arc<dyn Reviewer>)].into();
+    let calls = Arc::new(AtomicUsize::new(0));
+    let execution =
+        execute(&plan, &reviewers, materializer(calls, &[]), store.clone(), &options(2, None), &Counting::default(), &Emitter::silent(), watch::channel(false).1).await;
+    assert_eq!(execution.outcomes.len(), 4);
+    assert!(execution.outcomes.iter().all(|o| matches!(o, RunOutcome::Cached { .. })), "{:?}", execution.outcomes);
+    assert_eq!(reviewer.calls.load(Ordering::SeqCst), 0, "no run started while another holder had its lock");
+    assert_eq!(store.successes.load(Ordering::SeqCst), 0);
 }

@@ -5,7 +5,7 @@
 
 use super::review::{self, ReviewShared, ReviewTask};
 use super::{Emitter, Event, ExecOptions, RunOutcome, SkipReason};
-use crate::cache::{CacheStore, Lookup};
+use crate::cache::{Lookup, Store};
 use crate::plan::{Dependency, Node, Plan, ReviewerSet};
 use crate::reviewer::redact::Redactor;
 use crate::reviewer::{ReviewError, ReviewJob};
@@ -126,12 +126,16 @@ pub async fn execute<C: Conclusions>(
     plan: &Plan,
     reviewers: &ReviewerSet,
     materializer: Materializer,
-    cache: &CacheStore,
+    cache: Arc<dyn Store>,
     options: &ExecOptions,
     conclusions: &C,
     emitter: &Emitter,
     cancel: watch::Receiver<bool>,
 ) -> Execution<C::Analysis, C::Report, C::Error> {
+    // Held (shared) for the whole execution, so `cache gc` never removes what it writes or
+    // reads; a read-only cache (a frozen check of a committed one) goes without.
+    let lock_store = cache.clone();
+    let _cache_lock = tokio::task::spawn_blocking(move || lock_store.hold().ok()).await.ok().flatten();
     let graph = &plan.graph;
     let mut states: Vec<State<C::Analysis, C::Report>> = graph.node_indices().map(|_| State::Pending).collect();
     let review_nodes = plan.review_nodes();
@@ -239,6 +243,7 @@ pub async fn execute<C: Conclusions>(
     let redactors: HashMap<&str, Arc<Redactor>> = reviewers.iter().map(|(name, r)| (name.as_str(), Arc::new(Redactor::new(r.secrets())))).collect();
     let shared = ReviewShared {
         cache: cache.clone(),
+        refresh: options.refresh,
         emitter: emitter.clone(),
         experiment: options.experiment.clone(),
         global: global.clone(),

@@ -131,7 +131,7 @@ fn read_manifest(root: &TableReader<'_, '_>, path: &Path, base_dir: &Path, check
         }
         None => None,
     }
-    .unwrap_or_else(|| PathBuf::from("cache"));
+    .unwrap_or_else(|| project_root(base_dir).join("cache"));
 
     if let (Some(target), Some(matrix)) = (&target, &matrix) {
         check_target_axes(root, target, matrix);
@@ -420,6 +420,20 @@ pub fn check_template(problems: &Problems, text: &Spanned<String>, axes: &BTreeS
 
 /// Joins a manifest-relative path onto the manifest's directory and removes `.`/`..`
 /// lexically, so `experiments/../results` reads `results`.
+/// Where a manifest's default cache (`cache/`) and work directory (`.runner/`) live: the
+/// nearest ancestor of the manifest's directory that holds `.git` (a directory, or the file
+/// of a worktree), else the manifest's directory — never the current directory as such.
+/// Returned relative (empty) when it is the current directory, else absolute.
+pub fn project_root(manifest_dir: &Path) -> PathBuf {
+    let dir = if manifest_dir.as_os_str().is_empty() { Path::new(".") } else { manifest_dir };
+    let Ok(dir) = dir.canonicalize() else { return manifest_dir.to_path_buf() };
+    let root = dir.ancestors().find(|a| a.join(".git").exists()).unwrap_or(&dir).to_path_buf();
+    match std::env::current_dir().and_then(|d| d.canonicalize()) {
+        Ok(cwd) if cwd == root => PathBuf::new(),
+        _ => root,
+    }
+}
+
 pub fn resolve_path(base_dir: &Path, relative: &str) -> PathBuf {
     use std::path::Component;
     let mut out = PathBuf::new();

@@ -250,7 +250,21 @@ impl ExecutionSummary {
         for c in &self.corrupt {
             out.push_str(&format!("  corrupt cache entry (recomputed): {c}\n"));
         }
+        // Runs skipped for one reason (a server down, say) make one line, not one per run.
+        let mut skipped: Vec<(&str, Vec<&str>)> = Vec::new();
+        for f in self.failures.iter().filter(|f| f.error.starts_with("skipped: ") && f.stderr_tail.is_empty()) {
+            match skipped.iter_mut().find(|(e, _)| *e == f.error) {
+                Some((_, runs)) => runs.push(&f.run),
+                None => skipped.push((&f.error, vec![&f.run])),
+            }
+        }
         for f in &self.failures {
+            if let Some((error, runs)) = skipped.iter().find(|(e, runs)| *e == f.error && runs.len() > 1) {
+                if runs[0] == f.run {
+                    out.push_str(&format!("  ✗ {} runs {error} (first: {})\n", runs.len(), runs[0]));
+                }
+                continue;
+            }
             out.push_str(&format!("  ✗ {}: {}\n", f.run, f.error));
             for line in f.stderr_tail.lines().rev().take(8).collect::<Vec<_>>().into_iter().rev() {
                 out.push_str(&format!("      | {line}\n"));

@@ -123,11 +123,11 @@ pub fn normalize_relative_path(path: &str) -> Option<String> {
 /// A case's source path must stay inside the work tree and out of git's directory.
 pub fn check_source_path(case: &PublicCase) -> Result<(), CorpusError> {
     let path = &case.source.path;
-    if !is_safe_relative_path(path) {
-        return Err(CorpusError::UnsafePath { id: case.id.clone(), path: path.clone() });
-    }
     if names_git_dir(path) {
         return Err(CorpusError::GitDirPath { id: case.id.clone(), path: path.clone() });
+    }
+    if !is_safe_relative_path(path) {
+        return Err(CorpusError::UnsafePath { id: case.id.clone(), path: path.clone() });
     }
     Ok(())
 }
@@ -302,10 +302,10 @@ mod tests {
             source: CaseSource { path: ".GIT/config".into(), before: "".into(), after: "[core]\n\tfsmonitor = touch pwned\n".into() },
         };
         let root = tempfile::tempdir().expect("tempdir");
-        assert!(matches!(materialize(&case, root.path()), Err(CorpusError::UnsafePath { .. })));
+        assert!(matches!(materialize(&case, root.path()), Err(CorpusError::GitDirPath { .. })));
         let dir = tempfile::tempdir().expect("tempdir");
         std::fs::write(dir.path().join(PUBLIC_FILE), serde_json::to_string(&vec![&case]).expect("json")).expect("write");
-        assert!(matches!(load_public_cases(dir.path()), Err(CorpusError::UnsafePath { .. })));
+        assert!(matches!(load_public_cases(dir.path()), Err(CorpusError::GitDirPath { .. })));
         // `./x` and `src/../x` name `x`, and are read as `x`.
         case.source.path = "src/../a.py".into();
         std::fs::write(dir.path().join(PUBLIC_FILE), serde_json::to_string(&vec![&case]).expect("json")).expect("write");

@@ -718,3 +718,95 @@ async fn a_key_echoed_in_an_error_body_or_expanded_into_a_url_is_stored_nowhere(
         }
     }
 }
+
+/// A server that accepts connections and closes them at once, counting them.
+async fn closing_server() -> (String, Arc<AtomicUsize>) {
+    let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    let url = format!("http://{}", listener.local_addr().expect("addr"));
+    let count = Arc::new(AtomicUsize::new(0));
+    let c = count.clone();
+    tokio::spawn(async move {
+        while let Ok((stream, _)) = listener.accept().await {
+            c.fetch_add(1, Ordering::SeqCst);
+            drop(stream);
+        }
+    });
+    (url, count)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_server_found_down_stops_its_queue_with_one_retry_sequence_and_one_line() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let root = dir.path().to_path_buf();
+    let (url, connections) = closing_server().await;
+    let manifest = write_manifest(&root, &url);
+    let (r, m) = (root.clone(), manifest.display().to_string());
+    let out = tokio::task::spawn_blocking(move || runner_cmd(&r, &["exec", &m, "--jobs", "16"])).await.expect("join");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "stderr: {stderr}");
+    // 8 runs at once; one retry sequence (1 try + 3 retries) finds the server down, and no
+    // run repeats it.
+    let made = connections.load(Ordering::SeqCst);
+    assert!((1..=4).contains(&made), "{made} connection attempts: {stderr}");
+    let naming_url = stderr.lines().filter(|l| l.contains(&url)).count();
+    assert_eq!(naming_url, 1, "the server being down is said once: {stderr}");
+    assert!(stderr.contains("7 runs skipped: endpoint unreachable"), "{stderr}");
+}
+
+/// Answers the first request with headers and half a body, then closes; later ones in full.
+#[tokio::test]
+async fn a_connection_dropped_mid_body_is_retried() {
+    let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    let url = format!("http://{}", listener.local_addr().expect("addr"));
+    let count = Arc::new(AtomicUsize::new(0));
+    let c = count.clone();
+    tokio::spawn(async move {
+        while let Ok((mut stream, _)) = listener.accept().await {
+            let n = c.fetch_add(1, Ordering::SeqCst);
+            tokio::spawn(async move {
+                let mut buf = vec![0u8; 65536];
+                let mut got = Vec::new();
+                // Read the request head and its body (Content-Length).
+                loop {
+                    let Ok(k) = stream.read(&mut buf).await else { return };
+                    if k == 0 {
+                        return;
+                    }
+                    got.extend_from_slice(&buf[..k]);
+                    let text = String::from_utf8_lossy(&got).to_string();
+                    if let Some(head_end) = text.find("\r\n\r\n") {
+                        let len = text[..head_end]
+                            .lines()
+                            .find_map(|l| l.to_ascii_lowercase().strip_prefix("content-length:").map(|v| v.trim().parse::<usize>().unwrap_or(0)))
+                            .unwrap_or(0);
+                        if got.len() >= head_end + 4 + len {
+                            break;
+                        }
+                    }
+                }
+                let path = String::from_utf8_lossy(&got).split_whitespace().nth(1).unwrap_or("").to_string();
+                let body = if path == "/api/tags" {
+                    json!({"models": [{"name": MODEL, "digest": "d", "details": {"quantization_level": "Q4"}}]}).to_string()
+                } else if path == "/api/version" {
+                    json!({"version": "0.6.2"}).to_string()
+                } else {
+                    let Reply::Stream(lines) = stream_of(ANSWER, "stop") else { return };
+                    lines.iter().map(|l| format!("{l}\n")).collect::<String>()
+                };
+                let head = format!("HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n", body.len());
+                let _ = stream.write_all(head.as_bytes()).await;
+                if path == "/api/chat" && n == 2 {
+                    // The first chat request: half the body, then the connection drops.
+                    let _ = stream.write_all(&body.as_bytes()[..body.len() / 2]).await;
+                    let _ = stream.flush().await;
+                    return;
+                }
+                let _ = stream.write_all(body.as_bytes()).await;
+                let _ = stream.shutdown().await;
+            });
+        }
+    });
+    let output = review(spec(&url, |_| {})).await.expect("the retry succeeds");
+    assert!(!output.findings.is_empty());
+    assert_eq!(count.load(Ordering::SeqCst), 4, "tags, version, a dropped chat, its retry");
+}

@@ -145,11 +145,21 @@ impl Transport {
         F: FnMut() -> Fut,
         Fut: Future<Output = Result<T, AttemptError>>,
     {
-        self.retrying(attempt).await.map_err(|(e, n)| classify(e, url, model, n))
+        let endpoint = self.endpoint(url);
+        self.retrying_on(Some(&endpoint), attempt).await.map_err(|(e, n)| classify(e, url, model, n))
     }
 
-    /// The retry loop; on failure, the last attempt's error and the number of attempts.
-    async fn retrying<T, F, Fut>(&self, mut attempt: F) -> Result<(T, u32), (AttemptError, u32)>
+    async fn retrying<T, F, Fut>(&self, attempt: F) -> Result<(T, u32), (AttemptError, u32)>
+    where
+        F: FnMut() -> Fut,
+        Fut: Future<Output = Result<T, AttemptError>>,
+    {
+        self.retrying_on(None, attempt).await
+    }
+
+    /// The retry loop; on failure, the last attempt's error and the number of attempts. Once
+    /// `endpoint` is known to be down (another request found it so), no retry is made.
+    async fn retrying_on<T, F, Fut>(&self, endpoint: Option<&Endpoint>, mut attempt: F) -> Result<(T, u32), (AttemptError, u32)>
     where
         F: FnMut() -> Fut,
         Fut: Future<Output = Result<T, AttemptError>>,
@@ -165,6 +175,9 @@ impl Transport {
                         _ => None,
                     };
                     tokio::time::sleep(self.policy.delay(n - 1, retry_after)).await;
+                    if let Some(reason) = endpoint.and_then(Endpoint::down_reason) {
+                        return Err((AttemptError::Connect(reason), n));
+                    }
                 }
                 Err(e) => return Err((e, n)),
             }
@@ -177,6 +190,11 @@ impl Transport {
         let mut checked = endpoint.checked.lock().await;
         if let Some(done) = checked.get(model) {
             return done.clone().map_err(Failure::Fatal);
+        }
+        // Another run's check (which this one waited for) found the server down: the whole
+        // retry sequence is not repeated for every run that queued behind it.
+        if let Some(reason) = endpoint.down_reason() {
+            return Err(Failure::Down(reason));
         }
         let result = match protocol {
             Protocol::Ollama => self.check_ollama(&endpoint.url, model, api_key).await,
@@ -289,6 +307,7 @@ fn classify(e: AttemptError, url: &str, model: &str, attempts: u32) -> Failure {
     let tries = if attempts == 1 { "1 attempt".to_string() } else { format!("{attempts} attempts") };
     match e {
         AttemptError::Connect(msg) => Failure::Down(format!("cannot reach `{url}` for model `{model}` after {tries}: {msg}")),
+        AttemptError::Dropped(msg) => Failure::Fatal(ReviewError::failed(format!("`{url}` dropped the connection mid-answer for model `{model}` after {tries}: {msg}"))),
         AttemptError::Status { status: 404, message, .. } => Failure::Fatal(unreachable(format!("`{url}` answered 404 for model `{model}`: {message}"))),
         AttemptError::Status { status: s @ (401 | 403), message, .. } => {
             Failure::Fatal(unreachable(format!("`{url}` refused model `{model}` ({s}): {message}; check the key named by `api-key-env`")))

@@ -48,6 +48,9 @@ impl Completion {
 pub enum AttemptError {
     /// No connection, or it broke before the answer was complete: retried.
     Connect(String),
+    /// The connection broke while the answer's body was being read (a transport error,
+    /// not a malformed answer): retried, and not a sign that the server is down.
+    Dropped(String),
     /// The server answered with an error status; 429 and 5xx are retried.
     Status { status: u16, retry_after: Option<Duration>, message: String },
     /// The request took longer than `request-timeout`: not retried.
@@ -61,7 +64,7 @@ pub enum AttemptError {
 impl AttemptError {
     pub fn retryable(&self) -> bool {
         match self {
-            Self::Connect(_) => true,
+            Self::Connect(_) | Self::Dropped(_) => true,
             Self::Status { status, .. } => *status == 429 || *status >= 500,
             _ => false,
         }
@@ -73,8 +76,11 @@ impl AttemptError {
             Self::Connect(describe(e))
         } else if e.is_timeout() {
             Self::Timeout(timeout)
-        } else if e.is_decode() {
-            Self::Protocol(describe(e))
+        } else if e.is_body() || e.is_decode() {
+            // runner decodes answers itself (serde_json on the bytes), so reqwest's body and
+            // decode errors are both a body that could not be read to its end: a connection
+            // closed or reset mid-answer.
+            Self::Dropped(describe(e))
         } else {
             // Resets, closed connections, broken bodies.
             Self::Connect(describe(e))
