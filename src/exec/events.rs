@@ -43,7 +43,9 @@ impl std::fmt::Display for SkipReason {
             Self::Interrupted => f.write_str("interrupted"),
             Self::SubjectFailed { subject, error } => write!(f, "subject `{subject}` could not be materialized: {error}"),
             Self::NoSubject { subject } => write!(f, "no subject `{subject}`"),
-            Self::ServerUnreachable { error } => write!(f, "not started: {error}"),
+            // The run that found the server down carries the details; its skipped siblings
+            // say so in words that repeat for all of them, so a summary folds them into one line.
+            Self::ServerUnreachable { .. } => f.write_str("endpoint unreachable: not started, or stopped, once a run found the server down"),
             Self::DependencyFailed { dependency, error } => write!(f, "{dependency} failed: {error}"),
         }
     }

@@ -329,5 +329,5 @@ fn plan_explains_a_miss_with_old_and_new_values_against_the_last_executed_key() 
     std::fs::write(&path, manifest_for("heuristic")).expect("write");
     let out = runner(dir.path()).arg("plan").arg(&path).output().expect("runs");
     let text = stdout_of(&out);
-    assert!(text.contains("reviewer.baseline: \"stet-dry-run-1\" → \"heuristic-1\""), "{text}");
+    assert!(text.contains("reviewer.baseline: \"stet-dry-run-2\" → \"heuristic-2\""), "{text}");
 }
