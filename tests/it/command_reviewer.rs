@@ -94,14 +94,12 @@ fn an_unreachable_model_server_exits_2_and_names_the_url() {
     let dir = tempfile::tempdir().expect("tempdir");
     let repo = calc_repo(dir.path());
     let manifest = stet_manifest(dir.path(), &repo, &["m1", "m2"], "", "repeat = 3");
-    let started = std::time::Instant::now();
     let out = runner(dir.path()).args(["exec"]).arg(&manifest).output().expect("runs");
     assert_eq!(out.status.code(), Some(2), "{}", stderr_of(&out));
     let err = stderr_of(&out);
     assert!(err.contains("unreachable"), "{err}");
     assert!(err.contains("http://127.0.0.1:1"), "the URL from stet's stderr is shown: {err}");
     assert!(err.contains("not started"), "later runs are not attempted: {err}");
-    assert!(started.elapsed().as_secs() < 60);
 }
 
 #[test]
