@@ -79,7 +79,7 @@ fn exec(args: ExecArgs) -> Result<Exit, Error> {
     } else {
         Mode::Human
     };
-    let work_dir = args.locations.work_dir.clone().unwrap_or_else(|| manifest::project_root(&prepared.manifest.base_dir).join(".runner"));
+    let work_dir = args.locations.work_dir.clone().unwrap_or_else(|| runner::config::project_root(&prepared.manifest.base_dir).join(".runner"));
     let options = ExecOptions {
         jobs: args.jobs,
         frozen: args.frozen,
@@ -145,13 +145,13 @@ fn exec(args: ExecArgs) -> Result<Exit, Error> {
 /// The manifest's path as reports show it: relative to the project root, so a report does
 /// not depend on the directory runner was started from.
 fn manifest_label(path: &Path, base_dir: &Path) -> String {
-    let root = manifest::project_root(base_dir);
+    let root = runner::config::project_root(base_dir);
     let relative = if root.as_os_str().is_empty() {
         None
     } else {
         path.canonicalize().ok().and_then(|p| p.strip_prefix(&root).ok().map(Path::to_path_buf))
     };
-    relative.unwrap_or_else(|| manifest::resolve_path(Path::new(""), &path.display().to_string())).display().to_string()
+    relative.unwrap_or_else(|| runner::config::resolve_path(Path::new(""), &path.display().to_string())).display().to_string()
 }
 
 /// Resolves when SIGINT or SIGTERM arrives; false when neither can be listened for.

@@ -19,7 +19,7 @@ use crate::cache::RunRecord;
 use crate::finding::Finding;
 use crate::ground_truth::oracle::Oracle;
 use crate::manifest::{AnalysisKind, AnalysisSpec};
-use crate::plan::Cell;
+use crate::matrix::Cell;
 use serde::ser::SerializeStruct;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;

@@ -182,7 +182,8 @@ mod tests {
     use super::*;
     use crate::analysis::test_support::{finding, spec, with_kind, Fixture};
     use crate::finding::Severity;
-    use crate::manifest::{AnalysisKind, AxisValue};
+    use crate::manifest::AnalysisKind;
+    use crate::matrix::AxisValue;
 
     #[test]
     fn counts_categories_and_overlap() {

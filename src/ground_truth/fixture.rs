@@ -180,7 +180,7 @@ mod tests {
         ];
         let expected = oracle.expected_for("c1");
         let case = match_case(&reports, &expected, &OracleRule::default());
-        let cell = crate::plan::Cell { id: "x".into(), values: BTreeMap::new() };
+        let cell = crate::matrix::Cell { id: "x".into(), values: BTreeMap::new() };
         let record = crate::ground_truth::matching::tests::record(&cell, None);
         let view = crate::analysis::RunView { cell: &cell, repeat: 1, subject: "c1", record: &record, findings: &reports };
         let run = ScoredRun { view, case };

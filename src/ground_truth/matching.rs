@@ -531,7 +531,7 @@ pub(crate) mod tests {
     }
 
     /// A stored run record for tests; `tokens` is the prompt-token count the run reported.
-    pub fn record(cell: &crate::plan::Cell, tokens: Option<u64>) -> crate::cache::RunRecord {
+    pub fn record(cell: &crate::matrix::Cell, tokens: Option<u64>) -> crate::cache::RunRecord {
         crate::cache::RunRecord {
             schema: 1,
             key: crate::cache::CacheKey("k".into()),

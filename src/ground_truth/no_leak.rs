@@ -3,7 +3,7 @@
 //! reviewer input do not depend on this module beyond the holdout seal (case ids only).
 
 use super::oracle::{self, Oracle};
-use crate::plan::Cell;
+use crate::matrix::Cell;
 use crate::target::{self, corpus, SubjectSource, SubjectSpec};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};

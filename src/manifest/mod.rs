@@ -4,24 +4,18 @@
 //! kebab-case; matrix axes are named freely (`model`, `ref`, `temperature`,
 //! `rag_symbol_max_definitions`, or anything else).
 
-pub mod diagnostics;
 pub mod model;
-mod reader;
 
-pub use diagnostics::{Diagnostic, ManifestErrors};
 pub use model::*;
-pub use reader::{Problems, TableReader};
 
-use regex::Regex;
+use crate::config::{check_template, did_you_mean, BUILTIN_TEMPLATE_VARS, parse_duration, project_root, resolve_path, template_var_regex, Diagnostic, ManifestErrors, Problems, TableReader};
+use crate::matrix::{Axis, AxisValue, Matrix};
+
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
-use std::sync::OnceLock;
 use std::time::Duration;
 use toml::de::{DeTable, DeValue};
 use toml::Spanned;
-
-/// Template variables every reviewer template may use besides the matrix axes.
-pub const BUILTIN_TEMPLATE_VARS: [&str; 4] = ["repo", "base", "head", "repeat"];
 
 #[derive(Debug, thiserror::Error)]
 pub enum LoadError {
@@ -253,7 +247,7 @@ fn read_matrix(t: &TableReader<'_, '_>) -> Option<Matrix> {
         }
         let Some(value) = t.get(&name) else { continue };
         let DeValue::Array(items) = value.get_ref() else {
-            t.problems().push(value.span(), format!("axis `{name}` must be an array of values, found {}", reader::type_name(value.get_ref())));
+            t.problems().push(value.span(), format!("axis `{name}` must be an array of values, found {}", crate::config::reader::type_name(value.get_ref())));
             ok = false;
             continue;
         };
@@ -266,8 +260,8 @@ fn read_matrix(t: &TableReader<'_, '_>) -> Option<Matrix> {
         for item in items.iter() {
             let v = match item.get_ref() {
                 DeValue::String(s) => Some(AxisValue::Str(s.to_string())),
-                DeValue::Integer(_) => reader::as_i64(item.get_ref()).map(AxisValue::Int),
-                DeValue::Float(_) => reader::as_f64(item.get_ref()).map(AxisValue::Float),
+                DeValue::Integer(_) => crate::config::reader::as_i64(item.get_ref()).map(AxisValue::Int),
+                DeValue::Float(_) => crate::config::reader::as_f64(item.get_ref()).map(AxisValue::Float),
                 DeValue::Boolean(b) => Some(AxisValue::Bool(*b)),
                 _ => None,
             };
@@ -278,7 +272,7 @@ fn read_matrix(t: &TableReader<'_, '_>) -> Option<Matrix> {
                 }
                 Some(v) => values.push(v),
                 None => {
-                    t.problems().push(item.span(), format!("axis `{name}` values must be strings, numbers or booleans, found {}", reader::type_name(item.get_ref())));
+                    t.problems().push(item.span(), format!("axis `{name}` values must be strings, numbers or booleans, found {}", crate::config::reader::type_name(item.get_ref())));
                     ok = false;
                 }
             }
@@ -301,16 +295,6 @@ fn misspelled_known_axis(name: &str) -> Option<&'static str> {
     KNOWN_AXES.iter().copied().find(|k| *k != name && strsim::damerau_levenshtein(k, name) <= 2)
 }
 
-/// The candidate closest to `text`, when close enough to be a likely typo.
-pub fn did_you_mean<'a>(text: &str, candidates: impl IntoIterator<Item = &'a str>) -> Option<&'a str> {
-    candidates
-        .into_iter()
-        .map(|c| (strsim::jaro_winkler(c, text), c))
-        .filter(|(score, _)| *score > 0.8)
-        .max_by(|a, b| a.0.total_cmp(&b.0))
-        .map(|(_, c)| c)
-}
-
 /// Combinations of a template's axes tried when checking a built-in reviewer's name.
 const MAX_NAME_RENDERINGS: usize = 10_000;
 
@@ -329,7 +313,7 @@ fn check_builtin_names(root: &TableReader<'_, '_>, reviewer: &ReviewerSpec, matr
     }
     let sub = Matrix { axes: axes.into_iter().cloned().collect(), repeat: 1 };
     let mut reported = BTreeSet::new();
-    for cell in crate::plan::expand(&sub) {
+    for cell in crate::matrix::expand(&sub) {
         let vars = crate::reviewer::template::variables(&cell, 0, None);
         let Ok(name) = crate::reviewer::template::render(&spec.name, &vars) else { continue };
         if crate::reviewer::builtin::Baseline::parse(&name).is_some() || !reported.insert(name.clone()) {
@@ -395,79 +379,6 @@ fn check_unused_axes(root: &TableReader<'_, '_>, reviewer: &ReviewerSpec, matrix
             );
         }
     }
-}
-
-fn template_var_regex() -> &'static Regex {
-    static RE: OnceLock<Regex> = OnceLock::new();
-    RE.get_or_init(|| Regex::new(r"\{\{\{?\s*([A-Za-z_][A-Za-z0-9_]*)\s*\}?\}\}").expect("static regex"))
-}
-
-/// Reports template variables that are neither an axis nor a built-in.
-pub fn check_template(problems: &Problems, text: &Spanned<String>, axes: &BTreeSet<String>, extra: &[&str]) {
-    for cap in template_var_regex().captures_iter(text.get_ref()) {
-        let name = &cap[1];
-        // `{{else}}` and `{{this}}` are handlebars keywords, not variables.
-        if matches!(name, "else" | "this") {
-            continue;
-        }
-        if !axes.contains(name) && !BUILTIN_TEMPLATE_VARS.contains(&name) && !extra.contains(&name) {
-            let mut known: Vec<&str> = axes.iter().map(String::as_str).chain(BUILTIN_TEMPLATE_VARS).chain(extra.iter().copied()).collect();
-            known.sort_unstable();
-            problems.push_with_help(text.span(), format!("unknown template variable `{{{{{name}}}}}`"), format!("known variables: {}", known.join(", ")));
-        }
-    }
-}
-
-/// Joins a manifest-relative path onto the manifest's directory and removes `.`/`..`
-/// lexically, so `experiments/../results` reads `results`.
-/// Where a manifest's default cache (`cache/`) and work directory (`.runner/`) live: the
-/// nearest ancestor of the manifest's directory that holds `.git` (a directory, or the file
-/// of a worktree), else the manifest's directory — never the current directory as such.
-/// Returned relative (empty) when it is the current directory, else absolute.
-pub fn project_root(manifest_dir: &Path) -> PathBuf {
-    let dir = if manifest_dir.as_os_str().is_empty() { Path::new(".") } else { manifest_dir };
-    let Ok(dir) = dir.canonicalize() else { return manifest_dir.to_path_buf() };
-    let root = dir.ancestors().find(|a| a.join(".git").exists()).unwrap_or(&dir).to_path_buf();
-    match std::env::current_dir().and_then(|d| d.canonicalize()) {
-        Ok(cwd) if cwd == root => PathBuf::new(),
-        _ => root,
-    }
-}
-
-pub fn resolve_path(base_dir: &Path, relative: &str) -> PathBuf {
-    use std::path::Component;
-    let mut out = PathBuf::new();
-    for component in base_dir.join(relative).components() {
-        match component {
-            Component::CurDir => {}
-            Component::ParentDir => match out.components().next_back() {
-                Some(Component::Normal(_)) => {
-                    out.pop();
-                }
-                Some(Component::RootDir) => {}
-                _ => out.push(".."),
-            },
-            other => out.push(other),
-        }
-    }
-    if out.as_os_str().is_empty() {
-        out.push(".");
-    }
-    out
-}
-
-pub fn parse_duration(text: &str) -> Option<Duration> {
-    let text = text.trim();
-    let (number, unit) = text.split_at(text.find(|c: char| !c.is_ascii_digit() && c != '.').unwrap_or(text.len()));
-    let n: f64 = number.parse().ok()?;
-    let secs = match unit.trim() {
-        "ms" => n / 1000.0,
-        "" | "s" => n,
-        "m" | "min" => n * 60.0,
-        "h" => n * 3600.0,
-        _ => return None,
-    };
-    (secs.is_finite() && secs > 0.0).then(|| Duration::from_secs_f64(secs))
 }
 
 /// The reviewers: one `[reviewer]` table, or named `[reviewers.NAME]` tables chosen per cell

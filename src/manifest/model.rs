@@ -2,7 +2,7 @@
 
 use serde::Serialize;
 use std::collections::BTreeMap;
-use std::fmt;
+use crate::matrix::Matrix;
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -41,89 +41,6 @@ pub enum TargetSpec {
     /// A git repository with seed 003's eval cases (`<dir>/<id>/case.md`): each case's
     /// `Range: base..tip` is a subject, reviewed in a blind clone, and its findings are the oracle.
     Evals { repo: PathBuf, dir: PathBuf, cases: Option<Vec<String>> },
-}
-
-/// One value of a matrix axis.
-#[derive(Debug, Clone, PartialEq, PartialOrd, Serialize)]
-#[serde(untagged)]
-pub enum AxisValue {
-    Str(String),
-    Int(i64),
-    Float(f64),
-    Bool(bool),
-}
-
-impl AxisValue {
-    /// The text a template sees and a cell id is built from.
-    pub fn render(&self) -> String {
-        match self {
-            Self::Str(s) => s.clone(),
-            Self::Int(i) => i.to_string(),
-            Self::Float(f) => format_float(*f),
-            Self::Bool(b) => b.to_string(),
-        }
-    }
-
-    pub fn to_json(&self) -> serde_json::Value {
-        match self {
-            Self::Str(s) => serde_json::Value::String(s.clone()),
-            Self::Int(i) => serde_json::Value::from(*i),
-            Self::Float(f) => serde_json::Value::from(*f),
-            Self::Bool(b) => serde_json::Value::Bool(*b),
-        }
-    }
-
-    pub fn as_f64(&self) -> Option<f64> {
-        match self {
-            Self::Int(i) => Some(*i as f64),
-            Self::Float(f) => Some(*f),
-            Self::Str(s) => s.parse().ok(),
-            Self::Bool(_) => None,
-        }
-    }
-
-    pub fn as_i64(&self) -> Option<i64> {
-        match self {
-            Self::Int(i) => Some(*i),
-            Self::Str(s) => s.parse().ok(),
-            Self::Float(f) if f.fract() == 0.0 => Some(*f as i64),
-            _ => None,
-        }
-    }
-}
-
-/// Floats print with at least one decimal so `0.0` and `0` stay distinct in ids.
-pub fn format_float(f: f64) -> String {
-    if f.fract() == 0.0 && f.abs() < 1e15 {
-        format!("{f:.1}")
-    } else {
-        format!("{f}")
-    }
-}
-
-impl fmt::Display for AxisValue {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.render())
-    }
-}
-
-#[derive(Debug, Clone, Serialize)]
-pub struct Axis {
-    pub name: String,
-    pub values: Vec<AxisValue>,
-}
-
-/// Named axes in manifest order, plus the number of repeats of every cell.
-#[derive(Debug, Clone, Serialize)]
-pub struct Matrix {
-    pub axes: Vec<Axis>,
-    pub repeat: u32,
-}
-
-impl Matrix {
-    pub fn axis(&self, name: &str) -> Option<&Axis> {
-        self.axes.iter().find(|a| a.name == name)
-    }
 }
 
 /// How a reviewer's runs share a repository.

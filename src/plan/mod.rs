@@ -4,10 +4,9 @@
 //! The graph is acyclic by construction: every edge runs from an earlier stage to a later one
 //! (materialize → review → analyze → render).
 
-pub mod matrix;
 
-pub use matrix::{expand, Cell};
 
+use crate::matrix::{expand, Cell};
 use crate::cache::key::{review_key, CacheKey, KeyInputs};
 use crate::manifest::{AnalysisKind, Manifest, TargetSpec, REVIEWER_AXIS};
 use crate::reviewer::Reviewer;
@@ -409,7 +408,7 @@ output = "out"
         assert!(petgraph::algo::toposort(&plan.graph, None).is_ok());
     }
 
-    use crate::manifest::{Axis, AxisValue, Matrix};
+    use crate::matrix::{Axis, AxisValue, Matrix};
 
     fn size(axes: &[usize], subjects: u64, repeat: u32) -> PlanSize {
         let matrix = Matrix {

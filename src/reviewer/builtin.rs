@@ -9,7 +9,7 @@
 use super::{template, Cost, ReviewError, ReviewJob, ReviewOutput, Reviewer};
 use crate::finding::{collapse_whitespace, sha256_hex, stet_finding_id_bytes, Category, Finding, Severity};
 use crate::manifest::BuiltinSpec;
-use crate::plan::Cell;
+use crate::matrix::Cell;
 use crate::target::diff::{hunks, Hunk};
 use crate::target::Subject;
 use futures::future::BoxFuture;

@@ -22,7 +22,7 @@ use super::parse::parse_stet_output;
 use super::redact::secret_parts_of_url_value;
 use super::{template, Cost, ReviewError, ReviewJob, ReviewOutput, Reviewer};
 use crate::manifest::{CommandSpec, Isolation};
-use crate::plan::Cell;
+use crate::matrix::Cell;
 use crate::target::git::git;
 use futures::future::BoxFuture;
 use std::collections::BTreeMap;
@@ -61,7 +61,7 @@ impl CommandReviewer {
     pub fn new(spec: CommandSpec) -> Self {
         let mut files = BTreeMap::new();
         for input in &spec.inputs {
-            files.insert(format!("input:{input}"), hash_file(&absolute(&crate::manifest::resolve_path(&spec.base_dir, input))));
+            files.insert(format!("input:{input}"), hash_file(&absolute(&crate::config::resolve_path(&spec.base_dir, input))));
         }
         if !spec.program.contains("{{") {
             if let Some(path) = program_path(&spec.base_dir, &spec.program) {
@@ -402,7 +402,7 @@ fn program_path(base_dir: &Path, program: &str) -> Option<PathBuf> {
         return None;
     }
     let path = Path::new(program);
-    Some(if path.is_absolute() { path.to_path_buf() } else { absolute(&crate::manifest::resolve_path(base_dir, program)) })
+    Some(if path.is_absolute() { path.to_path_buf() } else { absolute(&crate::config::resolve_path(base_dir, program)) })
 }
 
 fn hash_file(path: &Path) -> String {

@@ -11,7 +11,7 @@ pub mod redact;
 pub mod template;
 
 use crate::finding::Finding;
-use crate::plan::Cell;
+use crate::matrix::Cell;
 use crate::target::Subject;
 use futures::future::BoxFuture;
 use serde::{Deserialize, Serialize};

@@ -1,6 +1,6 @@
 //! Templating of reviewer configuration (argv, environment, names) from a cell's values.
 
-use crate::plan::Cell;
+use crate::matrix::Cell;
 use crate::target::Subject;
 use handlebars::Handlebars;
 use std::collections::BTreeMap;

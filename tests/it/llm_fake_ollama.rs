@@ -6,8 +6,8 @@
 //! protocol is tested against a real llama.cpp server in `llm_real_server.rs`.
 
 use runner::finding::Severity;
-use runner::manifest::AxisValue;
-use runner::plan::Cell;
+use runner::matrix::AxisValue;
+use runner::matrix::Cell;
 use runner::reviewer::llm::{LlmReviewer, LlmSpec, OnTruncation, Protocol, UnitKind};
 use runner::reviewer::{ReviewError, ReviewJob, Reviewer};
 use runner::target::diff::parse_unified_diff;

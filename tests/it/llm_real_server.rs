@@ -20,8 +20,8 @@
 //! start.sh gives it); `RUNNER_MODELS_JSON` (default `.models/MODELS.json`) adds the model
 //! file's sha256 to the provenance checks when it exists.
 
-use runner::manifest::AxisValue;
-use runner::plan::Cell;
+use runner::matrix::AxisValue;
+use runner::matrix::Cell;
 use runner::reviewer::llm::{LlmReviewer, LlmSpec, OnTruncation, Protocol};
 use runner::reviewer::{ReviewError, ReviewJob, Reviewer};
 use runner::target::diff::parse_unified_diff;

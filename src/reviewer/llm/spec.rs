@@ -1,7 +1,7 @@
 //! The `[reviewer]` table of an `ollama` or `openai` reviewer: read key by key with located
 //! errors, into an [`LlmSpec`].
 
-use crate::manifest::{check_template, parse_duration, TableReader};
+use crate::config::{check_template, parse_duration, TableReader};
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
