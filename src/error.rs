@@ -31,7 +31,9 @@ pub enum Error {
     #[error(transparent)]
     Manifest(#[from] crate::manifest::LoadError),
     #[error(transparent)]
-    Target(#[from] crate::target::TargetError),
+    Target(#[from] crate::subject::TargetError),
+    #[error(transparent)]
+    Subjects(#[from] crate::plan::subjects::ResolveError),
     #[error(transparent)]
     Plan(#[from] crate::plan::PlanError),
     #[error(transparent)]

@@ -6,7 +6,8 @@ use crate::cache::CacheStore;
 use crate::error::Error;
 use crate::exec::{self, Emitter, ExecOptions, ReviewerLimits, RunOutcome, WalkView};
 use crate::ground_truth::{self, oracle::Oracle};
-use crate::manifest::{AnalysisKind, Manifest, TargetSpec};
+use crate::manifest::{AnalysisKind, Manifest};
+use crate::subject::TargetSpec;
 use crate::plan::{self, Plan, ReviewerSet};
 use crate::report::{self, model::Results};
 use crate::reviewer;
@@ -63,7 +64,7 @@ fn prepare_manifest(manifest: Manifest, locations: &Locations, options: &Prepare
     for named in &manifest.reviewers.entries {
         reviewers.insert(named.name.clone(), reviewer::from_spec(&named.spec)?);
     }
-    let subjects = crate::target::resolve(&manifest)?;
+    let subjects = crate::plan::subjects::resolve(&manifest)?;
     let plan = plan::build_limited(&manifest, subjects, &reviewers, options.max_runs)?;
     let cache = CacheStore::new(locations.cache_dir.clone().unwrap_or_else(|| manifest.cache_dir.clone()));
     let oracle = load_oracle(&manifest)?;
@@ -162,7 +163,7 @@ pub async fn execute(
     cancel: watch::Receiver<bool>,
 ) -> Result<Executed, Error> {
     let conclusions = ExperimentConclusions { prepared, manifest_label, frozen: options.frozen };
-    let materializer: exec::Materializer = Arc::new(|spec, work_dir| crate::target::materialize(spec, work_dir).map_err(|e| e.to_string()));
+    let materializer: exec::Materializer = Arc::new(|spec, work_dir| crate::subject::materialize(spec, work_dir).map_err(|e| e.to_string()));
     let execution = exec::execute(&prepared.plan, &prepared.reviewers, materializer, Arc::new(prepared.cache.clone()), &options, &conclusions, emitter, cancel).await;
     let rendered = execution.report.ok_or(Error::NotRendered)??;
     Ok(Executed { outcomes: execution.outcomes, results: rendered.results, written: rendered.written })

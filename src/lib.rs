@@ -22,4 +22,4 @@ pub mod plan;
 pub mod rag;
 pub mod report;
 pub mod reviewer;
-pub mod target;
+pub mod subject;

@@ -6,7 +6,7 @@
 use super::{AnalysisInput, AnalysisResult, Table};
 use crate::finding::Finding;
 use crate::manifest::AnalysisSpec;
-use crate::target::diff::FileDiff;
+use crate::subject::diff::FileDiff;
 use serde::Serialize;
 use std::collections::BTreeMap;
 
@@ -136,7 +136,7 @@ mod tests {
     use super::*;
     use crate::finding::Category;
     use crate::ground_truth::matching::tests::reported;
-    use crate::target::diff::parse_unified_diff;
+    use crate::subject::diff::parse_unified_diff;
 
     #[test]
     fn diff_file_and_repo_levels() {

@@ -6,7 +6,7 @@ use crate::matrix::{Axis, AxisValue, Matrix};
 use crate::plan::{Dependency, Node, Plan, PlannedRun, ReviewerSet};
 use crate::matrix::{expand, Cell};
 use crate::reviewer::{Cost, ReviewError, ReviewJob, ReviewOutput, Reviewer};
-use crate::target::{Subject, SubjectSource, SubjectSpec};
+use crate::subject::{Subject, SubjectSource, SubjectSpec};
 use futures::future::BoxFuture;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex as StdMutex};

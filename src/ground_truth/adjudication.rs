@@ -20,8 +20,8 @@ use super::score::{self, CapturePlan, CapturedResults, CapturedRun, Claim, Dispo
 use crate::cache::Lookup;
 use crate::experiment::Prepared;
 use crate::finding::Finding;
-use crate::manifest::TargetSpec;
-use crate::target::corpus::{self, CorpusError, PublicCase};
+use crate::subject::TargetSpec;
+use crate::subject::corpus::{self, CorpusError, PublicCase};
 use rand::seq::SliceRandom;
 use rand::SeedableRng;
 use serde::{Deserialize, Serialize};

@@ -185,7 +185,7 @@ pub enum ScoreError {
 /// Reads a captured-results file; unknown keys and malformed values are errors with their
 /// line and column.
 pub fn load_captured(path: &Path) -> Result<CapturedResults, ScoreError> {
-    let text = crate::target::files::read_text(path).map_err(|source| ScoreError::Read { path: path.to_path_buf(), source })?;
+    let text = crate::subject::files::read_text(path).map_err(|source| ScoreError::Read { path: path.to_path_buf(), source })?;
     serde_json::from_str(&text).map_err(|e| ScoreError::Parse { path: path.to_path_buf(), message: e.to_string() })
 }
 

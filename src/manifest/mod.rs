@@ -10,6 +10,7 @@ pub use model::*;
 
 use crate::config::{check_template, did_you_mean, BUILTIN_TEMPLATE_VARS, parse_duration, project_root, resolve_path, template_var_regex, Diagnostic, ManifestErrors, Problems, TableReader};
 use crate::matrix::{Axis, AxisValue, Matrix};
+use crate::subject::TargetSpec;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};

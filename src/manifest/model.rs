@@ -3,6 +3,7 @@
 use serde::Serialize;
 use std::collections::BTreeMap;
 use crate::matrix::Matrix;
+use crate::subject::TargetSpec;
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -29,18 +30,6 @@ pub struct Manifest {
 pub struct Experiment {
     pub name: String,
     pub description: String,
-}
-
-/// What is reviewed.
-#[derive(Debug, Clone)]
-pub enum TargetSpec {
-    /// A git repository reviewed as `ref..head`; `ref` comes from the matrix.
-    Git { repo: PathBuf, head: String },
-    /// A directory with `cases.public.json` (and optionally `oracle.json`).
-    Corpus { dir: PathBuf, cases: Option<Vec<String>>, unseal_holdout: bool },
-    /// A git repository with seed 003's eval cases (`<dir>/<id>/case.md`): each case's
-    /// `Range: base..tip` is a subject, reviewed in a blind clone, and its findings are the oracle.
-    Evals { repo: PathBuf, dir: PathBuf, cases: Option<Vec<String>> },
 }
 
 /// How a reviewer's runs share a repository.

@@ -4,13 +4,15 @@
 //! The graph is acyclic by construction: every edge runs from an earlier stage to a later one
 //! (materialize → review → analyze → render).
 
+pub mod subjects;
 
 
 use crate::matrix::{expand, Cell};
 use crate::cache::key::{review_key, CacheKey, KeyInputs};
-use crate::manifest::{AnalysisKind, Manifest, TargetSpec, REVIEWER_AXIS};
+use crate::manifest::{AnalysisKind, Manifest, REVIEWER_AXIS};
+use crate::subject::TargetSpec;
 use crate::reviewer::Reviewer;
-use crate::target::SubjectSpec;
+use crate::subject::SubjectSpec;
 use petgraph::graph::{DiGraph, NodeIndex};
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -381,7 +383,7 @@ output = "out"
                 let spec = SubjectSpec {
                     id: r.to_string(),
                     identity: format!("id-{r}"),
-                    source: crate::target::SubjectSource::Git { repo: ".".into(), base_sha: "a".into(), head_sha: "b".into() },
+                    source: crate::subject::SubjectSource::Git { repo: ".".into(), base_sha: "a".into(), head_sha: "b".into() },
                     holdout: false,
                 };
                 (r.to_string(), spec)

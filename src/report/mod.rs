@@ -7,7 +7,8 @@ pub mod render;
 
 use crate::analysis::AnalysisResult;
 use crate::exec::RunOutcome;
-use crate::manifest::{Manifest, TargetSpec};
+use crate::manifest::Manifest;
+use crate::subject::TargetSpec;
 use crate::plan::Plan;
 use model::*;
 use std::collections::BTreeMap;

@@ -10,8 +10,8 @@ use super::{template, Cost, ReviewError, ReviewJob, ReviewOutput, Reviewer};
 use crate::finding::{collapse_whitespace, sha256_hex, stet_finding_id_bytes, Category, Finding, Severity};
 use crate::manifest::BuiltinSpec;
 use crate::matrix::Cell;
-use crate::target::diff::{hunks, Hunk};
-use crate::target::Subject;
+use crate::subject::diff::{hunks, Hunk};
+use crate::subject::Subject;
 use futures::future::BoxFuture;
 use regex::Regex;
 use std::path::{Path, PathBuf};
@@ -230,7 +230,7 @@ pub fn heuristic(subject: &Subject) -> Vec<Finding> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::target::diff::parse_unified_diff;
+    use crate::subject::diff::parse_unified_diff;
     use std::path::PathBuf;
 
     fn subject(diff: &str) -> Subject {

@@ -23,7 +23,7 @@ use super::redact::secret_parts_of_url_value;
 use super::{template, Cost, ReviewError, ReviewJob, ReviewOutput, Reviewer};
 use crate::manifest::{CommandSpec, Isolation};
 use crate::matrix::Cell;
-use crate::target::git::git;
+use crate::subject::git::git;
 use futures::future::BoxFuture;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -191,7 +191,7 @@ impl CommandReviewer {
         let result = self.spawn(&argv, &env, dir, job.timeout).await;
         let wall_ms = started.elapsed().as_millis() as u64;
         // Usage first: stet's `finish` (the usual cleanup) deletes `session.json`.
-        let hunks = crate::target::diff::hunks(&job.subject.files).count() as u32;
+        let hunks = crate::subject::diff::hunks(&job.subject.files).count() as u32;
         let mut cost = Cost { wall_ms, hunks, ..Cost::default() };
         read_stet_usage(&state, session_before.as_ref(), &mut cost);
         let cleanup = self.run_hooks(&self.spec.cleanup, &vars, &env, dir, job.timeout, "cleanup").await;

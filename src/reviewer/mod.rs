@@ -12,7 +12,7 @@ pub mod template;
 
 use crate::finding::Finding;
 use crate::matrix::Cell;
-use crate::target::Subject;
+use crate::subject::Subject;
 use futures::future::BoxFuture;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;

@@ -1,7 +1,7 @@
 //! Templating of reviewer configuration (argv, environment, names) from a cell's values.
 
 use crate::matrix::Cell;
-use crate::target::Subject;
+use crate::subject::Subject;
 use handlebars::Handlebars;
 use std::collections::BTreeMap;
 
