@@ -102,3 +102,23 @@ pub fn parse_duration(text: &str) -> Option<Duration> {
     (secs.is_finite() && secs > 0.0).then(|| Duration::from_secs_f64(secs))
 }
 
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn manifest_paths_resolve_lexically() {
+        assert_eq!(resolve_path(Path::new("experiments"), "../corpus/q"), PathBuf::from("corpus/q"));
+        assert_eq!(resolve_path(Path::new(""), "../x"), PathBuf::from("../x"));
+        assert_eq!(resolve_path(Path::new("/a/b"), "../../../c"), PathBuf::from("/c"));
+        assert_eq!(resolve_path(Path::new("experiments"), ".."), PathBuf::from("."));
+    }
+
+    #[test]
+    fn durations() {
+        assert_eq!(parse_duration("90s"), Some(Duration::from_secs(90)));
+        assert_eq!(parse_duration("500ms"), Some(Duration::from_millis(500)));
+        assert_eq!(parse_duration("5m"), Some(Duration::from_secs(300)));
+        assert_eq!(parse_duration("soon"), None);
+    }
+}

@@ -8,13 +8,13 @@ pub mod model;
 
 pub use model::*;
 
-use crate::config::{check_template, did_you_mean, BUILTIN_TEMPLATE_VARS, parse_duration, project_root, resolve_path, template_var_regex, Diagnostic, ManifestErrors, Problems, TableReader};
+use crate::config::{did_you_mean, BUILTIN_TEMPLATE_VARS, project_root, resolve_path, template_var_regex, Diagnostic, ManifestErrors, Problems, TableReader};
 use crate::matrix::{Axis, AxisValue, Matrix};
+use crate::reviewer::spec::{read_reviewer, ReviewerKindSpec, ReviewerSpec};
 use crate::subject::TargetSpec;
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
-use std::time::Duration;
 use toml::de::{DeTable, DeValue};
 use toml::Spanned;
 
@@ -473,136 +473,6 @@ fn read_reviewers(root: &TableReader<'_, '_>, axes: &BTreeSet<String>, matrix: O
     }
 }
 
-fn read_reviewer(t: &TableReader<'_, '_>, axes: &BTreeSet<String>, base_dir: &Path) -> Option<ReviewerSpec> {
-    let problems = t.problems();
-    let max_concurrency = t.integer("max-concurrency", 1, 4096).map(|n| *n.get_ref() as usize);
-    let timeout = match t.string("timeout") {
-        Some(s) => match parse_duration(s.get_ref()) {
-            Some(d) => d,
-            None => {
-                problems.push(s.span(), format!("`timeout` must be a duration such as `90s`, `500ms` or `5m`, found `{}`", s.get_ref()));
-                Duration::from_secs(600)
-            }
-        },
-        None => Duration::from_secs(600),
-    };
-    let kind = t.required_string("kind")?;
-    let spec = match kind.get_ref().as_str() {
-        "builtin" => read_builtin(t, axes).map(ReviewerKindSpec::Builtin),
-        "command" => read_command(t, axes, base_dir).map(|c| ReviewerKindSpec::Command(Box::new(c))),
-        "ollama" | "openai" => crate::reviewer::llm::read_spec(t, kind.get_ref(), axes, base_dir).map(|s| ReviewerKindSpec::Llm(Box::new(s))),
-        other => {
-            let kinds = ["builtin", "command", "ollama", "openai"];
-            let help = match did_you_mean(other, kinds) {
-                Some(best) => format!("did you mean `{best}`? (kinds: {})", kinds.join(", ")),
-                None => format!("kinds: {}", kinds.join(", ")),
-            };
-            problems.push_with_help(kind.span(), format!("unknown reviewer kind `{other}`"), help);
-            None
-        }
-    };
-    Some(ReviewerSpec { kind: spec?, max_concurrency, timeout })
-}
-
-fn read_builtin(t: &TableReader<'_, '_>, axes: &BTreeSet<String>) -> Option<BuiltinSpec> {
-    let name = t.required_string("name")?;
-    check_template(t.problems(), &name, axes, &[]);
-    if !name.get_ref().contains("{{") && crate::reviewer::builtin::Baseline::parse(name.get_ref()).is_none() {
-        let help = match did_you_mean(name.get_ref(), crate::reviewer::builtin::Baseline::NAMES) {
-            Some(best) => format!("did you mean `{best}`? ({})", crate::reviewer::builtin::Baseline::help()),
-            None => crate::reviewer::builtin::Baseline::help().to_string(),
-        };
-        t.problems().push_with_help(name.span(), format!("unknown builtin reviewer `{}`", name.get_ref()), help);
-    }
-    let latency_ms = t.integer("latency-ms", 0, 3_600_000).map(|n| *n.get_ref() as u64).unwrap_or(0);
-    Some(BuiltinSpec { name: name.into_inner(), latency_ms })
-}
-
-fn read_command(t: &TableReader<'_, '_>, axes: &BTreeSet<String>, base_dir: &Path) -> Option<CommandSpec> {
-    let problems = t.problems();
-    let program = t.required_string("program");
-    // Files whose content is hashed into every run's key (scripts the program reads, prompts).
-    let inputs: Vec<String> = t.strings("inputs").unwrap_or_default().into_iter().map(Spanned::into_inner).collect();
-    let endpoint = t.string("endpoint");
-    if let Some(e) = &endpoint {
-        check_template(problems, e, axes, &[]);
-    }
-    let args = t.strings("args").unwrap_or_default();
-    let env = t.string_map("env").unwrap_or_default();
-    for text in args.iter().chain(env.iter().map(|(_, v)| v)) {
-        check_template(problems, text, axes, &[]);
-    }
-    let pass_env = t.strings("pass-env").unwrap_or_default().into_iter().map(Spanned::into_inner).collect();
-    let read_commands = |key: &str| -> Vec<Vec<String>> {
-        let Some(value) = t.get(key) else { return Vec::new() };
-        let DeValue::Array(items) = value.get_ref() else {
-            problems.push(value.span(), format!("`{key}` must be an array of commands, each an array of strings"));
-            return Vec::new();
-        };
-        let mut out = Vec::new();
-        for item in items.iter() {
-            match item.get_ref() {
-                DeValue::Array(argv) if !argv.is_empty() && argv.iter().all(|a| matches!(a.get_ref(), DeValue::String(_))) => {
-                    let argv: Vec<String> = argv
-                        .iter()
-                        .filter_map(|a| match a.get_ref() {
-                            DeValue::String(s) => {
-                                check_template(problems, &Spanned::new(a.span(), s.to_string()), axes, &[]);
-                                Some(s.to_string())
-                            }
-                            _ => None,
-                        })
-                        .collect();
-                    out.push(argv);
-                }
-                _ => problems.push(item.span(), format!("each command in `{key}` must be a non-empty array of strings, e.g. [\"stet\", \"finish\"]")),
-            }
-        }
-        out
-    };
-    let setup = read_commands("setup");
-    let cleanup = read_commands("cleanup");
-    let output = match t.string("output") {
-        None => OutputFormat::Auto,
-        Some(s) => match s.get_ref().as_str() {
-            "auto" => OutputFormat::Auto,
-            "json" => OutputFormat::Json,
-            "stream" => OutputFormat::Stream,
-            other => {
-                problems.push_with_help(s.span(), format!("unknown output format `{other}`"), "formats: auto, json, stream");
-                OutputFormat::Auto
-            }
-        },
-    };
-    let isolation = match t.string("isolation") {
-        None => Isolation::Serialize,
-        Some(s) => match s.get_ref().as_str() {
-            "none" => Isolation::None,
-            "serialize" => Isolation::Serialize,
-            "worktree" => Isolation::Worktree,
-            other => {
-                problems.push_with_help(s.span(), format!("unknown isolation `{other}`"), "isolation: none, serialize (one run per repository at a time), worktree (a worktree per run)");
-                Isolation::Serialize
-            }
-        },
-    };
-    let ignore = t.strings("ignore").unwrap_or_default().into_iter().map(Spanned::into_inner).collect();
-    Some(CommandSpec {
-        program: program?.into_inner(),
-        args: args.into_iter().map(Spanned::into_inner).collect(),
-        env: env.into_iter().map(|(k, v)| (k.into_inner(), v.into_inner())).collect::<BTreeMap<_, _>>(),
-        pass_env,
-        setup,
-        cleanup,
-        output,
-        isolation,
-        ignore,
-        inputs,
-        endpoint: endpoint.map(Spanned::into_inner),
-        base_dir: base_dir.to_path_buf(),
-    })
-}
-
 fn read_analysis(t: &TableReader<'_, '_>, axes: &BTreeSet<String>, base_dir: &Path) -> Option<AnalysisSpec> {
     let problems = t.problems();
     let kind_text = t.required_string("kind")?;
@@ -726,22 +596,6 @@ fn read_report(t: &TableReader<'_, '_>, base_dir: &Path) -> Option<ReportSpec> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn manifest_paths_resolve_lexically() {
-        assert_eq!(resolve_path(Path::new("experiments"), "../corpus/q"), PathBuf::from("corpus/q"));
-        assert_eq!(resolve_path(Path::new(""), "../x"), PathBuf::from("../x"));
-        assert_eq!(resolve_path(Path::new("/a/b"), "../../../c"), PathBuf::from("/c"));
-        assert_eq!(resolve_path(Path::new("experiments"), ".."), PathBuf::from("."));
-    }
-
-    #[test]
-    fn durations() {
-        assert_eq!(parse_duration("90s"), Some(Duration::from_secs(90)));
-        assert_eq!(parse_duration("500ms"), Some(Duration::from_millis(500)));
-        assert_eq!(parse_duration("5m"), Some(Duration::from_secs(300)));
-        assert_eq!(parse_duration("soon"), None);
-    }
 
     #[test]
     fn handlebars_else_is_not_a_template_variable() {

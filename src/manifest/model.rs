@@ -1,11 +1,10 @@
 //! The validated experiment model: what a manifest means once every check has passed.
 
 use serde::Serialize;
-use std::collections::BTreeMap;
 use crate::matrix::Matrix;
+use crate::reviewer::spec::ReviewerSpec;
 use crate::subject::TargetSpec;
 use std::path::PathBuf;
-use std::time::Duration;
 
 /// The manifest format version this build reads.
 pub const MANIFEST_VERSION: i64 = 1;
@@ -30,28 +29,6 @@ pub struct Manifest {
 pub struct Experiment {
     pub name: String,
     pub description: String,
-}
-
-/// How a reviewer's runs share a repository.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum Isolation {
-    /// Runs share the repository freely.
-    None,
-    /// At most one run at a time per repository (stet's one session per repository).
-    Serialize,
-    /// Each run gets its own detached worktree at the reviewed head.
-    Worktree,
-}
-
-/// How a command reviewer's stdout is read.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum OutputFormat {
-    /// `{"findings":[…]}` or an NDJSON stream, whichever the output is.
-    Auto,
-    Json,
-    Stream,
 }
 
 /// The matrix axis that picks a named reviewer per cell.
@@ -90,66 +67,6 @@ impl Reviewers {
 pub struct NamedReviewer {
     pub name: String,
     pub spec: ReviewerSpec,
-}
-
-/// A reviewer with its scheduling limits.
-#[derive(Debug, Clone)]
-pub struct ReviewerSpec {
-    pub kind: ReviewerKindSpec,
-    /// At most this many runs of this reviewer at once (within the global `--jobs`).
-    pub max_concurrency: Option<usize>,
-    /// Kill a run that takes longer.
-    pub timeout: Duration,
-}
-
-#[derive(Debug, Clone)]
-pub enum ReviewerKindSpec {
-    Builtin(BuiltinSpec),
-    Command(Box<CommandSpec>),
-    /// Boxed: an LLM reviewer's configuration is much larger than the others.
-    Llm(Box<crate::reviewer::llm::LlmSpec>),
-}
-
-impl ReviewerKindSpec {
-    pub fn kind_name(&self) -> &'static str {
-        match self {
-            Self::Builtin(_) => "builtin",
-            Self::Command(_) => "command",
-            Self::Llm(spec) => spec.protocol.as_str(),
-        }
-    }
-}
-
-#[derive(Debug, Clone, Serialize)]
-pub struct BuiltinSpec {
-    /// The baseline's name; may be a template such as `{{baseline}}`.
-    pub name: String,
-    /// Simulated latency per run, for the `sleep` baseline (benchmarks).
-    pub latency_ms: u64,
-}
-
-#[derive(Debug, Clone, Serialize)]
-pub struct CommandSpec {
-    pub program: String,
-    pub args: Vec<String>,
-    /// Environment set for the child, templated; sorted for hashing.
-    pub env: BTreeMap<String, String>,
-    /// Variables copied from runner's own environment, never hashed nor stored.
-    pub pass_env: Vec<String>,
-    pub setup: Vec<Vec<String>>,
-    pub cleanup: Vec<Vec<String>>,
-    pub output: OutputFormat,
-    pub isolation: Isolation,
-    /// Names of files that the reviewer writes into the repository and git must ignore.
-    pub ignore: Vec<String>,
-    /// Files (relative to the manifest) whose content is hashed into every run's key.
-    pub inputs: Vec<String>,
-    /// The model server the reviewer talks to (templated); by default read from stet's
-    /// `STET_PROVIDER`/`STET_*_BASE_URL` in the child's environment.
-    pub endpoint: Option<String>,
-    /// The manifest's directory: relative program paths and `inputs` resolve against it.
-    #[serde(skip)]
-    pub base_dir: PathBuf,
 }
 
 /// One analysis the report shows.

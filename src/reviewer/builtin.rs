@@ -8,15 +8,41 @@
 
 use super::{template, Cost, ReviewError, ReviewJob, ReviewOutput, Reviewer};
 use crate::finding::{collapse_whitespace, sha256_hex, stet_finding_id_bytes, Category, Finding, Severity};
-use crate::manifest::BuiltinSpec;
+use crate::config::{check_template, did_you_mean, TableReader};
 use crate::matrix::Cell;
 use crate::subject::diff::{hunks, Hunk};
 use crate::subject::Subject;
 use futures::future::BoxFuture;
 use regex::Regex;
+use serde::Serialize;
+use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
+
+#[derive(Debug, Clone, Serialize)]
+pub struct BuiltinSpec {
+    /// The baseline's name; may be a template such as `{{baseline}}`.
+    pub name: String,
+    /// Simulated latency per run, for the `sleep` baseline (benchmarks).
+    pub latency_ms: u64,
+}
+
+/// Reads a `kind = "builtin"` reviewer table.
+pub fn read_spec(t: &TableReader<'_, '_>, axes: &BTreeSet<String>) -> Option<BuiltinSpec> {
+    let name = t.required_string("name")?;
+    check_template(t.problems(), &name, axes, &[]);
+    if !name.get_ref().contains("{{") && Baseline::parse(name.get_ref()).is_none() {
+        let help = match did_you_mean(name.get_ref(), Baseline::NAMES) {
+            Some(best) => format!("did you mean `{best}`? ({})", Baseline::help()),
+            None => Baseline::help().to_string(),
+        };
+        t.problems().push_with_help(name.span(), format!("unknown builtin reviewer `{}`", name.get_ref()), help);
+    }
+    let latency_ms = t.integer("latency-ms", 0, 3_600_000).map(|n| *n.get_ref() as u64).unwrap_or(0);
+    Some(BuiltinSpec { name: name.into_inner(), latency_ms })
+}
+
 
 /// The built-in baselines.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
