@@ -5,7 +5,7 @@
 //! its values (`model=a,temperature=0.2`), never from its position, so adding a value to an
 //! axis leaves every other cell's id and cache key unchanged.
 
-use serde::Serialize;
+use serde::{Serialize, Serializer};
 use std::collections::BTreeMap;
 use std::fmt;
 
@@ -146,6 +146,33 @@ pub fn expand(matrix: &Matrix) -> Vec<Cell> {
             Cell { id, values: pairs.into_iter().collect() }
         })
         .collect()
+}
+
+/// A planned run's identity within its plan: its cell, repeat and subject. Shown (and
+/// serialized) as its label, `cell #repeat @subject`.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct RunId {
+    pub cell: String,
+    pub repeat: u32,
+    pub subject: String,
+}
+
+impl RunId {
+    pub fn new(cell: impl Into<String>, repeat: u32, subject: impl Into<String>) -> Self {
+        Self { cell: cell.into(), repeat, subject: subject.into() }
+    }
+}
+
+impl std::fmt::Display for RunId {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} #{} @{}", self.cell, self.repeat, self.subject)
+    }
+}
+
+impl Serialize for RunId {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_str(self)
+    }
 }
 
 #[cfg(test)]

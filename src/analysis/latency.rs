@@ -122,7 +122,7 @@ mod tests {
         r.cost.wall_ms = 500;
         r.cost.hunks = 3;
         r.cost.eval_ms = Some(250.0);
-        fx.missing.push(crate::exec::RunId::new("model=b", 1, "s"));
+        fx.missing.push(crate::matrix::RunId::new("model=b", 1, "s"));
         let out = compute(&spec(AnalysisKind::Latency, None), &fx.input());
         assert_eq!(out.test_id, "A3");
         assert_eq!(out.data[0]["total_seconds"], 2.0);

@@ -43,7 +43,7 @@ pub struct AnalysisInput<'a> {
     /// Axis names in manifest order.
     pub axis_order: &'a [String],
     /// Planned runs that produced no result (failed, skipped, missing).
-    pub missing: Vec<crate::exec::RunId>,
+    pub missing: Vec<crate::matrix::RunId>,
     pub repeat: u32,
     /// The target's oracle: a corpus's `oracle.json`, or an eval set's case findings.
     pub oracle: Option<&'a Oracle>,

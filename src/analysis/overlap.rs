@@ -239,7 +239,7 @@ mod tests {
         let mut fx = Fixture::new(&[("model", vec![s("a"), s("b"), s("c")])], 1);
         fx.add("model=a", 1, "s1", vec![finding("f", 1, "m")]);
         fx.add("model=b", 1, "s1", vec![finding("f", 1, "m")]);
-        fx.missing.push(crate::exec::RunId::new("model=c", 1, "s1"));
+        fx.missing.push(crate::matrix::RunId::new("model=c", 1, "s1"));
         let r = compute(&spec(AnalysisKind::Overlap, Some("model")), &fx.input());
         let pairs: Vec<(String, String)> = r.tables[0].rows.iter().map(|row| (row[0].render(), row[1].render())).collect();
         assert_eq!(pairs.len(), 3);

@@ -163,7 +163,7 @@ mod tests {
         let mut fx = Fixture::new(&[("baseline", vec![s("dry-run"), s("heuristic")])], 1);
         fx.add("baseline=dry-run", 1, "s", vec![]).cost.hunks = 2;
         fx.add("baseline=heuristic", 1, "s", vec![]).cost.hunks = 2;
-        fx.missing.push(crate::exec::RunId::new("baseline=heuristic", 1, "t"));
+        fx.missing.push(crate::matrix::RunId::new("baseline=heuristic", 1, "t"));
         let out = compute(&spec(AnalysisKind::Schema, None), &fx.input());
         assert_eq!(out.tables[0].rows[0][4], "**fail**");
         assert_eq!(out.tables[0].rows[1], vec!["`baseline=heuristic`", "1 of 2", "0", "0", "incomplete"]);

@@ -57,7 +57,7 @@ pub struct Fixture {
     axis_order: Vec<String>,
     cells: Vec<Cell>,
     runs: Vec<Stored>,
-    pub missing: Vec<crate::exec::RunId>,
+    pub missing: Vec<crate::matrix::RunId>,
     pub repeat: u32,
     /// The reviewer fingerprint stored in every record added from now on.
     pub fingerprint: serde_json::Value,

@@ -34,8 +34,8 @@ pub struct PlannedRun {
 
 impl PlannedRun {
     /// The run's identity, unique within a plan.
-    pub fn id(&self) -> crate::exec::RunId {
-        crate::exec::RunId::new(self.cell.id.clone(), self.repeat, self.subject_id.clone())
+    pub fn id(&self) -> crate::matrix::RunId {
+        crate::matrix::RunId::new(self.cell.id.clone(), self.repeat, self.subject_id.clone())
     }
 
     /// Human-readable and unique within a plan: `cell #repeat @subject`.
