@@ -26,7 +26,7 @@ pub struct Prepared {
     /// The target's ground truth, for analyses only: never passed to a reviewer.
     pub oracle: Option<Oracle>,
     /// Adjudication records named by analyses, by resolved path.
-    pub adjudications: BTreeMap<PathBuf, ground_truth::adjudication::Adjudication>,
+    pub adjudications: BTreeMap<PathBuf, crate::analysis::adjudication::Adjudication>,
 }
 
 /// Where things go; CLI flags override the manifest.
@@ -121,14 +121,14 @@ pub fn check(manifest: Manifest, options: &PrepareOptions) -> Result<plan::PlanS
 
 /// The adjudication records the analyses name; a missing or unparsable one is an error naming
 /// its path and the analysis.
-pub fn load_adjudications(manifest: &Manifest) -> Result<BTreeMap<PathBuf, ground_truth::adjudication::Adjudication>, Error> {
+pub fn load_adjudications(manifest: &Manifest) -> Result<BTreeMap<PathBuf, crate::analysis::adjudication::Adjudication>, Error> {
     let mut out = BTreeMap::new();
     for spec in &manifest.analyses {
         let Some(path) = &spec.adjudication else { continue };
         if out.contains_key(path) {
             continue;
         }
-        let record = ground_truth::adjudication::load(path).map_err(|source| Error::AnalysisAdjudication { analysis: spec.kind.as_str().to_string(), source })?;
+        let record = crate::analysis::adjudication::load(path).map_err(|source| Error::AnalysisAdjudication { analysis: spec.kind.as_str().to_string(), source })?;
         out.insert(path.clone(), record);
     }
     Ok(out)
@@ -262,4 +262,18 @@ fn reviewer_configs(prepared: &Prepared) -> Vec<report::model::ReviewerConfig> {
         .into_iter()
         .map(|(config, cells)| report::model::ReviewerConfig { config, cells: if single { "all cells".to_string() } else { cells.join(", ") } })
         .collect()
+}
+
+/// The planned runs of `prepared` and the cache that holds them, for a blind adjudication sheet.
+pub fn sheet_source(prepared: &Prepared) -> crate::study::adjudication::SheetSource<'_> {
+    use crate::study::adjudication::{SheetRun, SheetSource};
+    SheetSource {
+        experiment: &prepared.manifest.experiment.name,
+        target: &prepared.manifest.target,
+        runs: prepared.plan.runs.iter().map(|r| SheetRun { cell: &r.cell.id, repeat: r.repeat, case: &r.subject_id, key: &r.key }).collect(),
+        cases: prepared.plan.subjects.keys().cloned().collect(),
+        cells: prepared.plan.cells.iter().map(|c| c.id.clone()).collect(),
+        repeats: prepared.manifest.matrix.repeat,
+        cache: &prepared.cache,
+    }
 }

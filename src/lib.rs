@@ -22,4 +22,5 @@ pub mod plan;
 pub mod rag;
 pub mod report;
 pub mod reviewer;
+pub mod study;
 pub mod subject;

@@ -11,7 +11,7 @@
 use super::matching::fuzzy_match;
 use super::{fmt_num, fmt_ratio, AnalysisInput, AnalysisResult, RunView, Table};
 use crate::finding::Finding;
-use crate::ground_truth::matching::{match_case, Prf};
+use crate::analysis::matching::{match_case, Prf};
 use crate::manifest::{AnalysisSpec, MatchRule};
 use std::collections::BTreeMap;
 
@@ -188,8 +188,8 @@ pub fn compute(spec: &AnalysisSpec, input: &AnalysisInput<'_>) -> AnalysisResult
 mod tests {
     use super::*;
     use crate::finding::Category;
-    use crate::ground_truth::matching::tests::{oracle as ofinding, record, reported};
-    use crate::ground_truth::matching::OracleRule;
+    use crate::analysis::matching::tests::{oracle as ofinding, record, reported};
+    use crate::analysis::matching::OracleRule;
     use crate::ground_truth::oracle::{Oracle, OracleCase};
     use crate::manifest::AnalysisKind;
 

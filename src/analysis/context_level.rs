@@ -135,7 +135,7 @@ pub fn compute(spec: &AnalysisSpec, input: &AnalysisInput<'_>) -> AnalysisResult
 mod tests {
     use super::*;
     use crate::finding::Category;
-    use crate::ground_truth::matching::tests::reported;
+    use crate::analysis::matching::tests::reported;
     use crate::subject::diff::parse_unified_diff;
 
     #[test]

@@ -517,7 +517,7 @@ fn read_analysis(t: &TableReader<'_, '_>, axes: &BTreeSet<String>, base_dir: &Pa
     if let Some(s) = t.float("similarity", 0.0, 1.0) {
         matching.similarity = *s.get_ref();
     }
-    let mut oracle_rule = crate::ground_truth::matching::OracleRule::default();
+    let mut oracle_rule = crate::analysis::matching::OracleRule::default();
     if kind.uses_oracle() {
         read_oracle_rule(t, &mut matching, &mut oracle_rule);
     } else if let Some(m) = t.string("similarity-measure") {
@@ -544,8 +544,8 @@ fn read_analysis(t: &TableReader<'_, '_>, axes: &BTreeSet<String>, base_dir: &Pa
 /// and `similarity` configure matching to the oracle (the similarity with its own default),
 /// `partial-similarity`, `similarity-measure` and `evidence` refine it, and `aggregation`
 /// deduplicates repeats with `dedup-similarity` (normalized Levenshtein, default 0.6).
-fn read_oracle_rule(t: &TableReader<'_, '_>, matching: &mut MatchRule, rule: &mut crate::ground_truth::matching::OracleRule) {
-    use crate::ground_truth::matching::{Evidence, SimilarityMeasure};
+fn read_oracle_rule(t: &TableReader<'_, '_>, matching: &mut MatchRule, rule: &mut crate::analysis::matching::OracleRule) {
+    use crate::analysis::matching::{Evidence, SimilarityMeasure};
     let problems = t.problems();
     rule.line_tolerance = matching.line_tolerance;
     if t.has("similarity") {

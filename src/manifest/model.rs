@@ -79,7 +79,7 @@ pub struct AnalysisSpec {
     pub axis: Option<String>,
     pub matching: MatchRule,
     /// How reported findings are matched to an oracle (fixture, aggregation, review-eval).
-    pub oracle_rule: crate::ground_truth::matching::OracleRule,
+    pub oracle_rule: crate::analysis::matching::OracleRule,
     /// A person's adjudication record (`captured.adjudication.json`, from `runner adjudicate
     /// import`), resolved against the manifest's directory: applied over automatic matching
     /// for the runs it covers (fixture, review-eval).

@@ -6,7 +6,7 @@
 //! coverage, findings, precision, recall, completeness, observedCompleteness,
 //! cleanCaseFalsePositiveRate, metrics}]}`, with numbers as JavaScript prints them.
 
-use super::oracle::Oracle;
+use crate::ground_truth::oracle::Oracle;
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
@@ -16,7 +16,7 @@ use std::path::{Path, PathBuf};
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct CapturedResults {
-    #[serde(deserialize_with = "super::oracle::version_one")]
+    #[serde(deserialize_with = "crate::ground_truth::oracle::version_one")]
     pub version: u32,
     pub plan: CapturePlan,
     pub strategies: Vec<Strategy>,

@@ -14,7 +14,7 @@
 //! to the worse verdict.
 
 use crate::analysis::{fmt_num, fmt_ratio, AnalysisInput, AnalysisResult, RunView, Table, TableCell};
-use crate::ground_truth::matching::{adjudicate, score_runs, ExtraVerdict, MatchCounts, Method, ScoredRun, Verdict};
+use crate::analysis::matching::{adjudicate, score_runs, ExtraVerdict, MatchCounts, Method, ScoredRun, Verdict};
 use crate::ground_truth::oracle::Oracle;
 use crate::manifest::AnalysisSpec;
 use serde::{Deserialize, Serialize};
@@ -384,8 +384,8 @@ mod tests {
     use super::*;
     use crate::analysis::RunView;
     use crate::finding::Category;
-    use crate::ground_truth::matching::tests::{oracle as ofinding, record, reported};
-    use crate::ground_truth::matching::{match_case, OracleRule};
+    use crate::analysis::matching::tests::{oracle as ofinding, record, reported};
+    use crate::analysis::matching::{match_case, OracleRule};
 
     #[test]
     fn noise_recall_and_tokens_by_hand() {
@@ -423,9 +423,9 @@ mod tests {
 
     #[test]
     fn an_adjudication_file_flips_verdicts_and_noise() {
-        use crate::ground_truth::adjudication::{AdjudicatedFinding, AdjudicatedRun, Adjudication, Seed003Verdict};
-        use crate::ground_truth::matching::adjudicate;
-        use crate::ground_truth::score::{Claim, Disposition};
+        use crate::analysis::adjudication::{AdjudicatedFinding, AdjudicatedRun, Adjudication, Seed003Verdict};
+        use crate::analysis::matching::adjudicate;
+        use crate::analysis::score::{Claim, Disposition};
         let f1 = ofinding("F1", "a.rs", 10, Category::Bug, "the cache stores a rejected promise and serves it stale");
         let rule = OracleRule::default();
         let cell = crate::matrix::Cell { id: "m=a".into(), values: BTreeMap::new() };

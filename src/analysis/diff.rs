@@ -7,9 +7,9 @@
 //! (`--cell-a`/`--cell-b`, one name serving both sides when only one is given), else the only
 //! cell of each side, else the cells with the same id on both sides.
 
-use crate::ground_truth::matching::Verdict;
+use crate::analysis::matching::Verdict;
 use crate::manifest::AnalysisKind;
-use crate::ground_truth::review_eval::{CellEval, ReviewEvalData};
+use crate::analysis::review_eval::{CellEval, ReviewEvalData};
 use serde::Serialize;
 use std::collections::BTreeSet;
 use std::fmt::Write as _;
@@ -298,8 +298,8 @@ pub fn render_text(report: &DiffReport) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::ground_truth::matching::MatchCounts;
-    use crate::ground_truth::review_eval::{FindingEval, Scores};
+    use crate::analysis::matching::MatchCounts;
+    use crate::analysis::review_eval::{FindingEval, Scores};
     use std::collections::BTreeMap;
 
     fn cell(id: &str, verdicts: &[(&str, Verdict)], rejected: usize, reported: usize) -> CellEval {
