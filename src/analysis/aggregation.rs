@@ -12,7 +12,7 @@ use super::matching::fuzzy_match;
 use super::{fmt_num, fmt_ratio, AnalysisInput, AnalysisResult, RunView, Table};
 use crate::finding::Finding;
 use crate::analysis::matching::{match_case, Prf};
-use crate::manifest::{AnalysisSpec, MatchRule};
+use crate::analysis::spec::{AnalysisSpec, MatchRule};
 use std::collections::BTreeMap;
 
 pub const TEST_ID: &str = "A8";
@@ -189,9 +189,9 @@ mod tests {
     use super::*;
     use crate::finding::Category;
     use crate::analysis::matching::tests::{oracle as ofinding, record, reported};
-    use crate::analysis::matching::OracleRule;
+    use crate::analysis::spec::OracleRule;
     use crate::ground_truth::oracle::{Oracle, OracleCase};
-    use crate::manifest::AnalysisKind;
+    use crate::analysis::spec::AnalysisKind;
 
     fn spec() -> AnalysisSpec {
         AnalysisSpec { kind: AnalysisKind::Aggregation, title: None, axis: None, matching: MatchRule::default(), oracle_rule: OracleRule::default(), adjudication: None }

@@ -5,7 +5,7 @@
 
 use super::{AnalysisInput, AnalysisResult, Table};
 use crate::finding::Finding;
-use crate::manifest::AnalysisSpec;
+use crate::analysis::spec::AnalysisSpec;
 use crate::subject::diff::FileDiff;
 use serde::Serialize;
 use std::collections::BTreeMap;

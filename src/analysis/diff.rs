@@ -8,7 +8,7 @@
 //! cell of each side, else the cells with the same id on both sides.
 
 use crate::analysis::matching::Verdict;
-use crate::manifest::AnalysisKind;
+use crate::analysis::spec::AnalysisKind;
 use crate::analysis::review_eval::{CellEval, ReviewEvalData};
 use serde::Serialize;
 use std::collections::BTreeSet;

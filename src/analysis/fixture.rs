@@ -10,7 +10,7 @@
 use crate::analysis::{fmt_ratio, AnalysisInput, AnalysisResult, Table, TableCell};
 use crate::analysis::matching::{adjudicate, score_runs, ExtraVerdict, Prf, ScoredRun, Verdict};
 use crate::ground_truth::oracle::Oracle;
-use crate::manifest::AnalysisSpec;
+use crate::analysis::spec::AnalysisSpec;
 use std::collections::BTreeMap;
 
 pub const TEST_ID: &str = "H2";
@@ -149,7 +149,8 @@ mod tests {
     use super::*;
     use crate::finding::Category;
     use crate::analysis::matching::tests::{oracle as ofinding, reported};
-    use crate::analysis::matching::{match_case, OracleRule};
+    use crate::analysis::matching::match_case;
+    use crate::analysis::spec::OracleRule;
     use crate::ground_truth::oracle::OracleCase;
 
     pub fn oracle_of(findings: Vec<(&str, crate::ground_truth::oracle::OracleFinding)>) -> Oracle {

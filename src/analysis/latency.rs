@@ -2,7 +2,7 @@
 //! times runner measured (and the model server's own timings where it reports them).
 
 use super::{fmt_num, json_num, missing_in, missing_note, one_or_many, ratio, runs_of, AnalysisInput, AnalysisResult, Table};
-use crate::manifest::AnalysisSpec;
+use crate::analysis::spec::AnalysisSpec;
 use serde_json::json;
 
 struct Row {
@@ -109,7 +109,7 @@ pub fn compute(spec: &AnalysisSpec, input: &AnalysisInput<'_>) -> AnalysisResult
 mod tests {
     use super::*;
     use crate::analysis::test_support::{finding, s, spec, Fixture};
-    use crate::manifest::AnalysisKind;
+    use crate::analysis::spec::AnalysisKind;
 
     #[test]
     fn seconds_per_hunk_and_model_times() {

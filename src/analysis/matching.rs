@@ -28,7 +28,7 @@
 use crate::analysis::RunView;
 use crate::finding::Finding;
 use crate::ground_truth::oracle::{Oracle, OracleFinding};
-use crate::manifest::MatchRule;
+use super::spec::{MatchRule, OracleRule};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::fmt;
@@ -265,46 +265,6 @@ impl Evidence {
             Self::Category => "category",
             Self::Location => "location",
         }
-    }
-}
-
-/// The automatic matching rule, configured per analysis.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
-pub struct OracleRule {
-    /// Lines between the reported span and the oracle line or range, at most.
-    pub line_tolerance: u32,
-    /// Similarity that counts as evidence of the same defect.
-    pub similarity: f64,
-    /// Similarity that makes a located report `partial` when it is not `found`.
-    pub partial_similarity: f64,
-    pub measure: SimilarityMeasure,
-    pub evidence: Evidence,
-}
-
-impl Default for OracleRule {
-    fn default() -> Self {
-        Self { line_tolerance: 1, similarity: 0.3, partial_similarity: 0.15, measure: SimilarityMeasure::Tokens, evidence: Evidence::SimilarityOrCategory }
-    }
-}
-
-impl OracleRule {
-    /// The rule in words, printed beside every score it produced.
-    pub fn describe(&self) -> String {
-        let evidence = match self.evidence {
-            Evidence::SimilarityOrCategory => format!("{} (message and suggestion vs. the oracle description) ≥ {:.2} or the same category", self.measure.describe(), self.similarity),
-            Evidence::Similarity => format!("{} (message and suggestion vs. the oracle description) ≥ {:.2}", self.measure.describe(), self.similarity),
-            Evidence::Category => "the same category as the oracle finding".to_string(),
-            Evidence::Location => "nothing more".to_string(),
-        };
-        let partial = if self.evidence == Evidence::Location {
-            String::new()
-        } else {
-            format!("; partial = located with similarity ≥ {:.2} but without that evidence", self.partial_similarity)
-        };
-        format!(
-            "automatic matching: found = same file, reported lines within {} of the oracle line or range, and {evidence}{partial}; one report per oracle finding (best first); unmatched reports are extras, rejected (noise) unless adjudicated real",
-            self.line_tolerance
-        )
     }
 }
 

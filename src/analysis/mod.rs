@@ -17,13 +17,14 @@ pub mod repeatability;
 pub mod review_eval;
 pub mod schema;
 pub mod score;
+pub mod spec;
 #[cfg(test)]
 pub(crate) mod test_support;
 
 use crate::cache::RunRecord;
 use crate::finding::Finding;
 use crate::ground_truth::oracle::Oracle;
-use crate::manifest::{AnalysisKind, AnalysisSpec};
+use crate::analysis::spec::{AnalysisKind, AnalysisSpec};
 use crate::matrix::Cell;
 use serde::ser::SerializeStruct;
 use serde::{Deserialize, Serialize};

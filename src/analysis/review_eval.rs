@@ -16,7 +16,7 @@
 use crate::analysis::{fmt_num, fmt_ratio, AnalysisInput, AnalysisResult, RunView, Table, TableCell};
 use crate::analysis::matching::{adjudicate, score_runs, ExtraVerdict, MatchCounts, Method, ScoredRun, Verdict};
 use crate::ground_truth::oracle::Oracle;
-use crate::manifest::AnalysisSpec;
+use crate::analysis::spec::AnalysisSpec;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
@@ -385,7 +385,8 @@ mod tests {
     use crate::analysis::RunView;
     use crate::finding::Category;
     use crate::analysis::matching::tests::{oracle as ofinding, record, reported};
-    use crate::analysis::matching::{match_case, OracleRule};
+    use crate::analysis::matching::match_case;
+    use crate::analysis::spec::OracleRule;
 
     #[test]
     fn noise_recall_and_tokens_by_hand() {

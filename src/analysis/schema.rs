@@ -3,7 +3,7 @@
 //! not be empty when the diff has hunks).
 
 use super::{missing_in, missing_note, one_or_many, runs_of, truncate, AnalysisInput, AnalysisResult, RunView, Table};
-use crate::manifest::AnalysisSpec;
+use crate::analysis::spec::AnalysisSpec;
 use crate::reviewer::parse::schema_problems;
 use serde_json::{json, Value};
 
@@ -136,7 +136,7 @@ mod tests {
     use super::*;
     use crate::analysis::test_support::{finding, s, spec, Fixture};
     use crate::finding::LineRange;
-    use crate::manifest::AnalysisKind;
+    use crate::analysis::spec::AnalysisKind;
 
     #[test]
     fn stored_and_parse_time_problems_fail_a_cell() {

@@ -4,7 +4,7 @@ use super::{AnalysisInput, RunView};
 use crate::cache::key::{review_key, KeyInputs};
 use crate::cache::RunRecord;
 use crate::finding::{Category, Finding, Severity};
-use crate::manifest::{AnalysisKind, AnalysisSpec, MatchRule};
+use crate::analysis::spec::{AnalysisKind, AnalysisSpec, MatchRule};
 use crate::matrix::{Axis, AxisValue, Matrix};
 use crate::matrix::{expand, Cell};
 use crate::reviewer::Cost;

@@ -10,6 +10,7 @@ pub use model::*;
 
 use crate::config::{did_you_mean, BUILTIN_TEMPLATE_VARS, project_root, resolve_path, template_var_regex, Diagnostic, ManifestErrors, Problems, TableReader};
 use crate::matrix::{Axis, AxisValue, Matrix};
+use crate::analysis::spec::{read_analysis, AnalysisSpec};
 use crate::reviewer::spec::{read_reviewer, ReviewerKindSpec, ReviewerSpec};
 use crate::subject::TargetSpec;
 
@@ -469,112 +470,6 @@ fn read_reviewers(root: &TableReader<'_, '_>, axes: &BTreeSet<String>, matrix: O
                 None => {}
             }
             complete.then_some(Reviewers { entries, by_axis: axis.is_some() })
-        }
-    }
-}
-
-fn read_analysis(t: &TableReader<'_, '_>, axes: &BTreeSet<String>, base_dir: &Path) -> Option<AnalysisSpec> {
-    let problems = t.problems();
-    let kind_text = t.required_string("kind")?;
-    let Some(kind) = AnalysisKind::parse(kind_text.get_ref()) else {
-        let kinds: Vec<&str> = AnalysisKind::ALL.iter().map(|k| k.as_str()).collect();
-        let help = match did_you_mean(kind_text.get_ref(), kinds.iter().copied()) {
-            Some(best) => format!("did you mean `{best}`? (kinds: {})", kinds.join(", ")),
-            None => format!("kinds: {}", kinds.join(", ")),
-        };
-        // The analysis's other keys are still read, so they are not reported as unknown.
-        for key in ["title", "axis", "line-tolerance", "similarity", "similarity-measure", "dedup-similarity", "partial-similarity", "evidence", "adjudication"] {
-            t.allow(key);
-        }
-        problems.push_with_help(kind_text.span(), format!("unknown analysis kind `{}`", kind_text.get_ref()), help);
-        return None;
-    };
-    let title = t.string("title").map(Spanned::into_inner);
-    let axis = t.string("axis");
-    if let Some(a) = &axis {
-        if !axes.contains(a.get_ref()) {
-            let message = format!("analysis axis `{}` is not a matrix axis", a.get_ref());
-            match did_you_mean(a.get_ref(), axes.iter().map(String::as_str)) {
-                Some(best) => problems.push_with_help(a.span(), message, format!("did you mean `{best}`?")),
-                None => problems.push_with_help(a.span(), message, format!("axes: {}", axes.iter().map(String::as_str).collect::<Vec<_>>().join(", "))),
-            }
-        }
-    }
-    let needs_axis = matches!(kind, AnalysisKind::Overlap);
-    if needs_axis && axis.is_none() && !t.has("axis") {
-        problems.push(t.span(), format!("analysis `{}` needs `axis`, the matrix axis whose values it compares", kind.as_str()));
-    }
-    let axis = axis.map(Spanned::into_inner).or_else(|| {
-        (kind == AnalysisKind::RagAblation).then(|| "rag_symbol_max_definitions".to_string())
-    });
-    if kind == AnalysisKind::RagAblation && !axes.contains(axis.as_deref().unwrap_or_default()) {
-        problems.push(t.span(), "analysis `rag-ablation` needs a `rag_symbol_max_definitions` axis (or `axis = \"...\"`) with 0 among its values");
-    }
-    let mut matching = MatchRule::default();
-    if let Some(n) = t.integer("line-tolerance", 0, 1000) {
-        matching.line_tolerance = *n.get_ref() as u32;
-    }
-    if let Some(s) = t.float("similarity", 0.0, 1.0) {
-        matching.similarity = *s.get_ref();
-    }
-    let mut oracle_rule = crate::analysis::matching::OracleRule::default();
-    if kind.uses_oracle() {
-        read_oracle_rule(t, &mut matching, &mut oracle_rule);
-    } else if let Some(m) = t.string("similarity-measure") {
-        match crate::analysis::matching::SimilarityMeasure::parse(m.get_ref()) {
-            Some(measure) => matching.measure = measure,
-            None => problems.push_with_help(m.span(), format!("unknown similarity measure `{}`", m.get_ref()), "measures: levenshtein (default between runs), tokens"),
-        }
-    }
-    let adjudication = t.string("adjudication").and_then(|a| {
-        if matches!(kind, AnalysisKind::Fixture | AnalysisKind::ReviewEval) {
-            Some(resolve_path(base_dir, a.get_ref()))
-        } else {
-            problems.push(
-                a.span(),
-                format!("analysis `{}` does not take `adjudication`: only `fixture` and `review-eval` score runs one by one, as an adjudication decides them", kind.as_str()),
-            );
-            None
-        }
-    });
-    Some(AnalysisSpec { kind, title, axis, matching, oracle_rule, adjudication })
-}
-
-/// The oracle-matching keys of `fixture`, `aggregation` and `review-eval`: `line-tolerance`
-/// and `similarity` configure matching to the oracle (the similarity with its own default),
-/// `partial-similarity`, `similarity-measure` and `evidence` refine it, and `aggregation`
-/// deduplicates repeats with `dedup-similarity` (normalized Levenshtein, default 0.6).
-fn read_oracle_rule(t: &TableReader<'_, '_>, matching: &mut MatchRule, rule: &mut crate::analysis::matching::OracleRule) {
-    use crate::analysis::matching::{Evidence, SimilarityMeasure};
-    let problems = t.problems();
-    rule.line_tolerance = matching.line_tolerance;
-    if t.has("similarity") {
-        rule.similarity = matching.similarity;
-        rule.partial_similarity = matching.similarity / 2.0;
-    }
-    matching.similarity = MatchRule::default().similarity;
-    if let Some(s) = t.float("dedup-similarity", 0.0, 1.0) {
-        matching.similarity = *s.get_ref();
-    }
-    if let Some(s) = t.float("partial-similarity", 0.0, 1.0) {
-        rule.partial_similarity = *s.get_ref();
-        if rule.partial_similarity > rule.similarity {
-            problems.push(s.span(), format!("`partial-similarity` ({}) must not exceed `similarity` ({})", rule.partial_similarity, rule.similarity));
-        }
-    }
-    if let Some(m) = t.string("similarity-measure") {
-        match SimilarityMeasure::parse(m.get_ref()) {
-            Some(measure) => rule.measure = measure,
-            None => problems.push_with_help(m.span(), format!("unknown similarity measure `{}`", m.get_ref()), "measures: tokens, levenshtein"),
-        }
-    }
-    if let Some(e) = t.string("evidence") {
-        match Evidence::parse(e.get_ref()) {
-            Some(evidence) => rule.evidence = evidence,
-            None => {
-                let all: Vec<&str> = Evidence::ALL.iter().map(|e| e.as_str()).collect();
-                problems.push_with_help(e.span(), format!("unknown evidence `{}`", e.get_ref()), format!("evidence: {}", all.join(", ")))
-            }
         }
     }
 }

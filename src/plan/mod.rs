@@ -9,7 +9,8 @@ pub mod subjects;
 
 use crate::matrix::{expand, Cell};
 use crate::cache::key::{review_key, CacheKey, KeyInputs};
-use crate::manifest::{AnalysisKind, Manifest, REVIEWER_AXIS};
+use crate::manifest::{Manifest, REVIEWER_AXIS};
+use crate::analysis::spec::AnalysisKind;
 use crate::subject::TargetSpec;
 use crate::reviewer::Reviewer;
 use crate::subject::SubjectSpec;
