@@ -54,7 +54,7 @@ pub enum Error {
     #[error(transparent)]
     EvalCase(#[from] crate::ground_truth::evalcase::EvalCaseError),
     #[error(transparent)]
-    Diff(#[from] crate::analysis::diff::DiffError),
+    Diff(#[from] crate::report::diff::DiffError),
     #[error(transparent)]
     Results(#[from] crate::report::model::ResultsError),
     /// A command-line value that clap's types cannot check.

@@ -381,7 +381,7 @@ fn adjudicate_import(args: &AdjudicateImportArgs) -> Result<Exit, Error> {
 
 /// `runner diff`: the keep rule as a CI gate.
 fn diff(args: DiffArgs) -> Result<Exit, Error> {
-    use runner::analysis::diff;
+    use runner::report::diff;
     let results_file = |p: &Path| if p.is_dir() { p.join("results.json") } else { p.to_path_buf() };
     let a_path = results_file(&args.a);
     let b_path = args.b.as_deref().map(results_file).unwrap_or_else(|| a_path.clone());

@@ -213,30 +213,6 @@ pub fn describe_fuzzy_rule(rule: &MatchRule) -> String {
     )
 }
 
-#[cfg(test)]
-mod pair_tests {
-    use super::*;
-    use crate::analysis::test_support::finding;
-
-    #[test]
-    fn matching_is_maximum_where_greedy_falls_short() {
-        // a0 (line 5) fits b0 (4) and b1 (6); a1 (line 3) fits only b0. Greedy takes a0–b0 and
-        // leaves a1 alone; the augmenting step re-pairs a0 with b1.
-        let a = [finding("f", 5, "same text"), finding("f", 3, "same text")];
-        let b = [finding("f", 4, "same text"), finding("f", 6, "same text")];
-        let rule = MatchRule::default();
-        assert_eq!(match_pairs(&a, &b, |x, y| fuzzy_match(x, y, &rule)), vec![(0, 1), (1, 0)]);
-        assert_eq!(match_pairs(&b, &a, |x, y| fuzzy_match(x, y, &rule)).len(), 2);
-    }
-
-    #[test]
-    fn best_similarity_pairs_first() {
-        let a = [finding("f", 1, "null pointer dereference here")];
-        let b = [finding("f", 1, "unrelated style nit about names"), finding("f", 1, "null pointer dereference")];
-        assert_eq!(match_pairs(&a, &b, exact_match), vec![(0, 1)]);
-    }
-}
-
 /// What a located report needs besides its place to count as `found`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
@@ -818,5 +794,29 @@ pub(crate) mod tests {
         let text = OracleRule::default().describe();
         assert!(text.starts_with("automatic matching:"), "{text}");
         assert!(text.contains("within 1") && text.contains("≥ 0.30") && text.contains("same category"), "{text}");
+    }
+}
+
+#[cfg(test)]
+mod pair_tests {
+    use super::*;
+    use crate::analysis::test_support::finding;
+
+    #[test]
+    fn matching_is_maximum_where_greedy_falls_short() {
+        // a0 (line 5) fits b0 (4) and b1 (6); a1 (line 3) fits only b0. Greedy takes a0–b0 and
+        // leaves a1 alone; the augmenting step re-pairs a0 with b1.
+        let a = [finding("f", 5, "same text"), finding("f", 3, "same text")];
+        let b = [finding("f", 4, "same text"), finding("f", 6, "same text")];
+        let rule = MatchRule::default();
+        assert_eq!(match_pairs(&a, &b, |x, y| fuzzy_match(x, y, &rule)), vec![(0, 1), (1, 0)]);
+        assert_eq!(match_pairs(&b, &a, |x, y| fuzzy_match(x, y, &rule)).len(), 2);
+    }
+
+    #[test]
+    fn best_similarity_pairs_first() {
+        let a = [finding("f", 1, "null pointer dereference here")];
+        let b = [finding("f", 1, "unrelated style nit about names"), finding("f", 1, "null pointer dereference")];
+        assert_eq!(match_pairs(&a, &b, exact_match), vec![(0, 1)]);
     }
 }

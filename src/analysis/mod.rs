@@ -4,7 +4,6 @@
 pub mod adjudication;
 pub mod aggregation;
 pub mod context_level;
-pub mod diff;
 pub mod cost;
 pub mod distribution;
 pub mod fixture;

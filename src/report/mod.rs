@@ -1,6 +1,7 @@
 //! Reports: the results model, template rendering, and the reporters that consume engine
 //! events (progress bars, NDJSON, the end-of-execution summary).
 
+pub mod diff;
 pub mod model;
 pub mod progress;
 pub mod render;

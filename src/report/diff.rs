@@ -18,7 +18,7 @@ use std::path::{Path, PathBuf};
 #[derive(Debug, thiserror::Error)]
 pub enum DiffError {
     #[error(transparent)]
-    Results(#[from] crate::report::model::ResultsError),
+    Results(#[from] super::model::ResultsError),
     #[error("failed to parse `{path}`: {message}")]
     Parse { path: PathBuf, message: String },
     #[error("`{0}` has no review-eval analysis; add `[[analysis]] kind = \"review-eval\"` to the experiment and run it again")]
@@ -39,7 +39,7 @@ pub struct Side {
 /// Reads the first review-eval analysis of a results.json, through the typed results model
 /// (its schema version checked).
 pub fn load_side(path: &Path) -> Result<Side, DiffError> {
-    let results = crate::report::model::Results::read(path)?;
+    let results = super::model::Results::read(path)?;
     let analysis = results
         .analyses
         .iter()
