@@ -1,4 +1,4 @@
-//! Targets: what is reviewed. Plan-time identities (resolved SHAs, case content hashes) and
+//! Subjects: what is reviewed. Plan-time identities (resolved SHAs, case content hashes) and
 //! materialized subjects (a repository on disk plus the diff a reviewer sees).
 
 pub mod corpus;
@@ -53,8 +53,8 @@ pub enum SubjectSource {
 /// Everything here is reviewer input. For a corpus case it is built from a [`PublicCase`]
 /// only (the public file's `reviewTask`, `spec` and `source`); nothing from the oracle (ids,
 /// descriptions, rationales, splits, ground-truth programs) may reach it. The test
-/// `ground_truth::no_leak` checks both the content and that this module never reads the oracle
-/// beyond the holdout seal, which yields case ids.
+/// `ground_truth::no_leak` checks both the content and that this module never reads the
+/// oracle (`plan::subjects` resolves targets, reaching only the holdout seal's case ids).
 #[derive(Debug, Clone)]
 pub struct Subject {
     pub id: String,
