@@ -8,10 +8,10 @@ pub mod model;
 
 pub use model::*;
 
-use crate::config::{did_you_mean, BUILTIN_TEMPLATE_VARS, project_root, resolve_path, template_var_regex, Diagnostic, ManifestErrors, Problems, TableReader};
-use crate::matrix::{Axis, AxisValue, Matrix};
 use crate::analysis::spec::{read_analysis, AnalysisSpec};
-use crate::reviewer::spec::{read_reviewer, ReviewerKindSpec, ReviewerSpec};
+use crate::config::{did_you_mean, project_root, resolve_path, Diagnostic, ManifestErrors, Problems, TableReader, BUILTIN_TEMPLATE_VARS};
+use crate::matrix::{Axis, AxisValue, Matrix};
+use crate::reviewer::spec::{read_reviewer, ReviewerKindSpec};
 use crate::subject::TargetSpec;
 
 use std::collections::BTreeSet;
@@ -134,13 +134,15 @@ fn read_manifest(root: &TableReader<'_, '_>, path: &Path, base_dir: &Path, check
     }
     if let (Some(reviewers), Some(matrix)) = (&reviewers, &matrix) {
         for named in &reviewers.entries {
-            check_unused_axes(root, &named.spec, matrix, reviewers.by_axis);
+            crate::reviewer::spec::check_unused_axes(root, &named.spec, matrix, reviewers.by_axis.then_some(REVIEWER_AXIS));
             let name_span = if reviewers.by_axis || root.has("reviewers") {
                 root.table("reviewers").and_then(|r| r.table(&named.name)).and_then(|t| t.get("name").map(|v| v.span()))
             } else {
                 root.table("reviewer").and_then(|r| r.get("name").map(|v| v.span()))
             };
-            check_builtin_names(root, &named.spec, matrix, name_span.unwrap_or(0..0));
+            if let ReviewerKindSpec::Builtin(spec) = &named.spec.kind {
+                crate::reviewer::builtin::check_names(root, spec, matrix, name_span.unwrap_or(0..0));
+            }
         }
     }
     Some(Manifest {
@@ -297,38 +299,6 @@ fn misspelled_known_axis(name: &str) -> Option<&'static str> {
     KNOWN_AXES.iter().copied().find(|k| *k != name && strsim::damerau_levenshtein(k, name) <= 2)
 }
 
-/// Combinations of a template's axes tried when checking a built-in reviewer's name.
-const MAX_NAME_RENDERINGS: usize = 10_000;
-
-/// A built-in reviewer's `name` templated over the matrix (`"{{baseline}}"`) must render a
-/// known baseline for every cell: each value combination of the axes it uses is rendered.
-fn check_builtin_names(root: &TableReader<'_, '_>, reviewer: &ReviewerSpec, matrix: &Matrix, span: std::ops::Range<usize>) {
-    let ReviewerKindSpec::Builtin(spec) = &reviewer.kind else { return };
-    if !spec.name.contains("{{") {
-        return;
-    }
-    let used: BTreeSet<String> = template_var_regex().captures_iter(&spec.name).map(|c| c[1].to_string()).collect();
-    let axes: Vec<&Axis> = matrix.axes.iter().filter(|a| used.contains(&a.name)).collect();
-    let combinations = axes.iter().try_fold(1usize, |n, a| n.checked_mul(a.values.len()));
-    if axes.is_empty() || combinations.is_none_or(|n| n > MAX_NAME_RENDERINGS) {
-        return;
-    }
-    let sub = Matrix { axes: axes.into_iter().cloned().collect(), repeat: 1 };
-    let mut reported = BTreeSet::new();
-    for cell in crate::matrix::expand(&sub) {
-        let vars = crate::reviewer::template::variables(&cell, 0, None);
-        let Ok(name) = crate::reviewer::template::render(&spec.name, &vars) else { continue };
-        if crate::reviewer::builtin::Baseline::parse(&name).is_some() || !reported.insert(name.clone()) {
-            continue;
-        }
-        let message = format!("builtin reviewer name `{}` renders `{name}` for {}: not a builtin reviewer", spec.name, cell.id);
-        match did_you_mean(&name, crate::reviewer::builtin::Baseline::NAMES) {
-            Some(best) => root.problems().push_with_help(span.clone(), message, format!("did you mean `{best}`? ({})", crate::reviewer::builtin::Baseline::help())),
-            None => root.problems().push_with_help(span.clone(), message, crate::reviewer::builtin::Baseline::help()),
-        }
-    }
-}
-
 /// Axes with a meaning to runner are checked for plausible values.
 fn check_known_axis(t: &TableReader<'_, '_>, name: &str, values: &[AxisValue], span: std::ops::Range<usize>) {
     let bad = match name {
@@ -354,32 +324,6 @@ fn check_target_axes(root: &TableReader<'_, '_>, target: &TargetSpec, matrix: &M
             root.problems().push(root.span(), "the `ref` axis does not apply with `evals`: each eval case's `Range: base..tip` is reviewed");
         }
         _ => {}
-    }
-}
-
-/// An axis no template of a command reviewer mentions only multiplies identical runs: almost
-/// always a typo or a forgotten `{{axis}}`. (Built-in reviewers take label axes freely, for
-/// sweeps and benchmarks.)
-fn check_unused_axes(root: &TableReader<'_, '_>, reviewer: &ReviewerSpec, matrix: &Matrix, by_axis: bool) {
-    let texts: Vec<&str> = match &reviewer.kind {
-        ReviewerKindSpec::Builtin(_) | ReviewerKindSpec::Llm(_) => return,
-        ReviewerKindSpec::Command(c) => std::iter::once(c.program.as_str())
-            .chain(c.args.iter().map(String::as_str))
-            .chain(c.env.values().map(String::as_str))
-            .chain(c.setup.iter().chain(&c.cleanup).flatten().map(String::as_str))
-            .chain(c.endpoint.as_deref())
-            .collect(),
-    };
-    let used: BTreeSet<String> = texts.iter().flat_map(|t| template_var_regex().captures_iter(t).map(|c| c[1].to_string())).collect();
-    for axis in &matrix.axes {
-        if axis.name != "ref" && !(by_axis && axis.name == REVIEWER_AXIS) && !used.contains(&axis.name) {
-            let span = root.table("matrix").and_then(|m| m.key_span(&axis.name)).unwrap_or(0..0);
-            root.problems().push_with_help(
-                span,
-                format!("axis `{}` is not used by the {} reviewer: no template mentions `{{{{{}}}}}`", axis.name, reviewer.kind.kind_name(), axis.name),
-                "use it in the reviewer's templates or remove it",
-            );
-        }
     }
 }
 

@@ -1,8 +1,8 @@
 //! The validated experiment model: what a manifest means once every check has passed.
 
 use serde::Serialize;
-use crate::matrix::Matrix;
 use crate::analysis::spec::AnalysisSpec;
+use crate::matrix::Matrix;
 use crate::reviewer::spec::ReviewerSpec;
 use crate::subject::TargetSpec;
 use std::path::PathBuf;

@@ -6,14 +6,12 @@
 
 pub mod subjects;
 
-
-use crate::matrix::{expand, Cell};
+use crate::analysis::spec::AnalysisKind;
 use crate::cache::key::{review_key, CacheKey, KeyInputs};
 use crate::manifest::{Manifest, REVIEWER_AXIS};
-use crate::analysis::spec::AnalysisKind;
-use crate::subject::TargetSpec;
+use crate::matrix::{expand, Cell};
 use crate::reviewer::Reviewer;
-use crate::subject::SubjectSpec;
+use crate::subject::{SubjectSpec, TargetSpec};
 use petgraph::graph::{DiGraph, NodeIndex};
 use std::collections::BTreeMap;
 use std::sync::Arc;

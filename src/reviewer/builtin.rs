@@ -8,8 +8,8 @@
 
 use super::{template, Cost, ReviewError, ReviewJob, ReviewOutput, Reviewer};
 use crate::finding::{collapse_whitespace, sha256_hex, stet_finding_id_bytes, Category, Finding, Severity};
-use crate::config::{check_template, did_you_mean, TableReader};
-use crate::matrix::Cell;
+use crate::config::{check_template, did_you_mean, template_var_regex, TableReader};
+use crate::matrix::{expand, Axis, Cell, Matrix};
 use crate::subject::diff::{hunks, Hunk};
 use crate::subject::Subject;
 use futures::future::BoxFuture;
@@ -19,6 +19,37 @@ use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
+
+/// Combinations of a template's axes tried when checking a built-in reviewer's name.
+const MAX_NAME_RENDERINGS: usize = 10_000;
+
+/// A built-in reviewer's `name` templated over the matrix (`"{{baseline}}"`) must render a
+/// known baseline for every cell: each value combination of the axes it uses is rendered.
+pub fn check_names(root: &TableReader<'_, '_>, spec: &BuiltinSpec, matrix: &Matrix, span: std::ops::Range<usize>) {
+    if !spec.name.contains("{{") {
+        return;
+    }
+    let used: BTreeSet<String> = template_var_regex().captures_iter(&spec.name).map(|c| c[1].to_string()).collect();
+    let axes: Vec<&Axis> = matrix.axes.iter().filter(|a| used.contains(&a.name)).collect();
+    let combinations = axes.iter().try_fold(1usize, |n, a| n.checked_mul(a.values.len()));
+    if axes.is_empty() || combinations.is_none_or(|n| n > MAX_NAME_RENDERINGS) {
+        return;
+    }
+    let sub = Matrix { axes: axes.into_iter().cloned().collect(), repeat: 1 };
+    let mut reported = BTreeSet::new();
+    for cell in expand(&sub) {
+        let vars = template::variables(&cell, 0, None);
+        let Ok(name) = template::render(&spec.name, &vars) else { continue };
+        if Baseline::parse(&name).is_some() || !reported.insert(name.clone()) {
+            continue;
+        }
+        let message = format!("builtin reviewer name `{}` renders `{name}` for {}: not a builtin reviewer", spec.name, cell.id);
+        match did_you_mean(&name, Baseline::NAMES) {
+            Some(best) => root.problems().push_with_help(span.clone(), message, format!("did you mean `{best}`? ({})", Baseline::help())),
+            None => root.problems().push_with_help(span.clone(), message, Baseline::help()),
+        }
+    }
+}
 
 #[derive(Debug, Clone, Serialize)]
 pub struct BuiltinSpec {

@@ -3,7 +3,8 @@
 
 use super::builtin::BuiltinSpec;
 use super::command::CommandSpec;
-use crate::config::{did_you_mean, parse_duration, TableReader};
+use crate::config::{did_you_mean, parse_duration, template_var_regex, TableReader};
+use crate::matrix::Matrix;
 use std::collections::BTreeSet;
 use std::path::Path;
 use std::time::Duration;
@@ -69,3 +70,29 @@ pub fn read_reviewer(t: &TableReader<'_, '_>, axes: &BTreeSet<String>, base_dir:
     Some(ReviewerSpec { kind: spec?, max_concurrency, timeout })
 }
 
+/// An axis no template of a command reviewer mentions only multiplies identical runs: almost
+/// always a typo or a forgotten `{{axis}}`. (Built-in reviewers take label axes freely, for
+/// sweeps and benchmarks.)
+/// `reviewer_axis` is the axis that picks the reviewer, when one does.
+pub fn check_unused_axes(root: &TableReader<'_, '_>, reviewer: &ReviewerSpec, matrix: &Matrix, reviewer_axis: Option<&str>) {
+    let texts: Vec<&str> = match &reviewer.kind {
+        ReviewerKindSpec::Builtin(_) | ReviewerKindSpec::Llm(_) => return,
+        ReviewerKindSpec::Command(c) => std::iter::once(c.program.as_str())
+            .chain(c.args.iter().map(String::as_str))
+            .chain(c.env.values().map(String::as_str))
+            .chain(c.setup.iter().chain(&c.cleanup).flatten().map(String::as_str))
+            .chain(c.endpoint.as_deref())
+            .collect(),
+    };
+    let used: BTreeSet<String> = texts.iter().flat_map(|t| template_var_regex().captures_iter(t).map(|c| c[1].to_string())).collect();
+    for axis in &matrix.axes {
+        if axis.name != "ref" && reviewer_axis != Some(axis.name.as_str()) && !used.contains(&axis.name) {
+            let span = root.table("matrix").and_then(|m| m.key_span(&axis.name)).unwrap_or(0..0);
+            root.problems().push_with_help(
+                span,
+                format!("axis `{}` is not used by the {} reviewer: no template mentions `{{{{{}}}}}`", axis.name, reviewer.kind.kind_name(), axis.name),
+                "use it in the reviewer's templates or remove it",
+            );
+        }
+    }
+}
