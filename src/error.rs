@@ -31,7 +31,9 @@ pub enum Error {
     #[error(transparent)]
     Manifest(#[from] crate::manifest::LoadError),
     #[error(transparent)]
-    Target(#[from] crate::target::TargetError),
+    Target(#[from] crate::subject::TargetError),
+    #[error(transparent)]
+    Subjects(#[from] crate::plan::subjects::ResolveError),
     #[error(transparent)]
     Plan(#[from] crate::plan::PlanError),
     #[error(transparent)]
@@ -43,16 +45,16 @@ pub enum Error {
     #[error(transparent)]
     Oracle(#[from] crate::ground_truth::oracle::OracleError),
     #[error(transparent)]
-    Score(#[from] crate::ground_truth::score::ScoreError),
+    Score(#[from] crate::analysis::score::ScoreError),
     #[error(transparent)]
-    Adjudication(#[from] crate::ground_truth::adjudication::AdjudicationError),
+    Adjudication(#[from] crate::study::adjudication::AdjudicationError),
     /// An analysis's `adjudication` file could not be loaded.
     #[error("analysis `{analysis}`: `adjudication`: {source}")]
-    AnalysisAdjudication { analysis: String, source: crate::ground_truth::adjudication::AdjudicationError },
+    AnalysisAdjudication { analysis: String, source: crate::analysis::adjudication::RecordError },
     #[error(transparent)]
     EvalCase(#[from] crate::ground_truth::evalcase::EvalCaseError),
     #[error(transparent)]
-    Diff(#[from] crate::ground_truth::diff::DiffError),
+    Diff(#[from] crate::report::diff::DiffError),
     #[error(transparent)]
     Results(#[from] crate::report::model::ResultsError),
     /// A command-line value that clap's types cannot check.

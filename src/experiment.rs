@@ -6,7 +6,9 @@ use crate::cache::CacheStore;
 use crate::error::Error;
 use crate::exec::{self, Emitter, ExecOptions, ReviewerLimits, RunOutcome, WalkView};
 use crate::ground_truth::{self, oracle::Oracle};
-use crate::manifest::{AnalysisKind, Manifest, TargetSpec};
+use crate::manifest::Manifest;
+use crate::analysis::spec::AnalysisKind;
+use crate::subject::TargetSpec;
 use crate::plan::{self, Plan, ReviewerSet};
 use crate::report::{self, model::Results};
 use crate::reviewer;
@@ -25,7 +27,7 @@ pub struct Prepared {
     /// The target's ground truth, for analyses only: never passed to a reviewer.
     pub oracle: Option<Oracle>,
     /// Adjudication records named by analyses, by resolved path.
-    pub adjudications: BTreeMap<PathBuf, ground_truth::adjudication::Adjudication>,
+    pub adjudications: BTreeMap<PathBuf, crate::analysis::adjudication::Adjudication>,
 }
 
 /// Where things go; CLI flags override the manifest.
@@ -63,7 +65,7 @@ fn prepare_manifest(manifest: Manifest, locations: &Locations, options: &Prepare
     for named in &manifest.reviewers.entries {
         reviewers.insert(named.name.clone(), reviewer::from_spec(&named.spec)?);
     }
-    let subjects = crate::target::resolve(&manifest)?;
+    let subjects = crate::plan::subjects::resolve(&manifest)?;
     let plan = plan::build_limited(&manifest, subjects, &reviewers, options.max_runs)?;
     let cache = CacheStore::new(locations.cache_dir.clone().unwrap_or_else(|| manifest.cache_dir.clone()));
     let oracle = load_oracle(&manifest)?;
@@ -120,14 +122,14 @@ pub fn check(manifest: Manifest, options: &PrepareOptions) -> Result<plan::PlanS
 
 /// The adjudication records the analyses name; a missing or unparsable one is an error naming
 /// its path and the analysis.
-pub fn load_adjudications(manifest: &Manifest) -> Result<BTreeMap<PathBuf, ground_truth::adjudication::Adjudication>, Error> {
+pub fn load_adjudications(manifest: &Manifest) -> Result<BTreeMap<PathBuf, crate::analysis::adjudication::Adjudication>, Error> {
     let mut out = BTreeMap::new();
     for spec in &manifest.analyses {
         let Some(path) = &spec.adjudication else { continue };
         if out.contains_key(path) {
             continue;
         }
-        let record = ground_truth::adjudication::load(path).map_err(|source| Error::AnalysisAdjudication { analysis: spec.kind.as_str().to_string(), source })?;
+        let record = crate::analysis::adjudication::load(path).map_err(|source| Error::AnalysisAdjudication { analysis: spec.kind.as_str().to_string(), source })?;
         out.insert(path.clone(), record);
     }
     Ok(out)
@@ -162,7 +164,7 @@ pub async fn execute(
     cancel: watch::Receiver<bool>,
 ) -> Result<Executed, Error> {
     let conclusions = ExperimentConclusions { prepared, manifest_label, frozen: options.frozen };
-    let materializer: exec::Materializer = Arc::new(|spec, work_dir| crate::target::materialize(spec, work_dir).map_err(|e| e.to_string()));
+    let materializer: exec::Materializer = Arc::new(|spec, work_dir| crate::subject::materialize(spec, work_dir).map_err(|e| e.to_string()));
     let execution = exec::execute(&prepared.plan, &prepared.reviewers, materializer, Arc::new(prepared.cache.clone()), &options, &conclusions, emitter, cancel).await;
     let rendered = execution.report.ok_or(Error::NotRendered)??;
     Ok(Executed { outcomes: execution.outcomes, results: rendered.results, written: rendered.written })
@@ -261,4 +263,18 @@ fn reviewer_configs(prepared: &Prepared) -> Vec<report::model::ReviewerConfig> {
         .into_iter()
         .map(|(config, cells)| report::model::ReviewerConfig { config, cells: if single { "all cells".to_string() } else { cells.join(", ") } })
         .collect()
+}
+
+/// The planned runs of `prepared` and the cache that holds them, for a blind adjudication sheet.
+pub fn sheet_source(prepared: &Prepared) -> crate::study::adjudication::SheetSource<'_> {
+    use crate::study::adjudication::{SheetRun, SheetSource};
+    SheetSource {
+        experiment: &prepared.manifest.experiment.name,
+        target: &prepared.manifest.target,
+        runs: prepared.plan.runs.iter().map(|r| SheetRun { cell: &r.cell.id, repeat: r.repeat, case: &r.subject_id, key: &r.key }).collect(),
+        cases: prepared.plan.subjects.keys().cloned().collect(),
+        cells: prepared.plan.cells.iter().map(|c| c.id.clone()).collect(),
+        repeats: prepared.manifest.matrix.repeat,
+        cache: &prepared.cache,
+    }
 }

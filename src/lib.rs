@@ -10,14 +10,17 @@
 
 pub mod analysis;
 pub mod cache;
+pub mod config;
 pub mod error;
 pub mod exec;
 pub mod experiment;
 pub mod finding;
 pub mod ground_truth;
 pub mod manifest;
+pub mod matrix;
 pub mod plan;
 pub mod rag;
 pub mod report;
 pub mod reviewer;
-pub mod target;
+pub mod study;
+pub mod subject;

@@ -8,8 +8,8 @@ use runner::cache::Lookup;
 use runner::error::{Ending, Error, Exit};
 use runner::exec::{Emitter, ExecOptions};
 use runner::experiment::{self, Locations};
-use runner::ground_truth::adjudication::AdjudicationError;
-use runner::ground_truth::score::ScoreError;
+use runner::study::adjudication::AdjudicationError;
+use runner::analysis::score::ScoreError;
 use runner::manifest::{self, LoadError};
 use runner::report::progress::{self, Mode};
 use std::io::IsTerminal;
@@ -79,7 +79,7 @@ fn exec(args: ExecArgs) -> Result<Exit, Error> {
     } else {
         Mode::Human
     };
-    let work_dir = args.locations.work_dir.clone().unwrap_or_else(|| manifest::project_root(&prepared.manifest.base_dir).join(".runner"));
+    let work_dir = args.locations.work_dir.clone().unwrap_or_else(|| runner::config::project_root(&prepared.manifest.base_dir).join(".runner"));
     let options = ExecOptions {
         jobs: args.jobs,
         frozen: args.frozen,
@@ -145,13 +145,13 @@ fn exec(args: ExecArgs) -> Result<Exit, Error> {
 /// The manifest's path as reports show it: relative to the project root, so a report does
 /// not depend on the directory runner was started from.
 fn manifest_label(path: &Path, base_dir: &Path) -> String {
-    let root = manifest::project_root(base_dir);
+    let root = runner::config::project_root(base_dir);
     let relative = if root.as_os_str().is_empty() {
         None
     } else {
         path.canonicalize().ok().and_then(|p| p.strip_prefix(&root).ok().map(Path::to_path_buf))
     };
-    relative.unwrap_or_else(|| manifest::resolve_path(Path::new(""), &path.display().to_string())).display().to_string()
+    relative.unwrap_or_else(|| runner::config::resolve_path(Path::new(""), &path.display().to_string())).display().to_string()
 }
 
 /// Resolves when SIGINT or SIGTERM arrives; false when neither can be listened for.
@@ -324,7 +324,8 @@ fn corpus_validate(args: &CorpusValidateArgs) -> Result<Exit, Error> {
 }
 
 fn score(args: &ScoreArgs) -> Result<Exit, Error> {
-    use runner::ground_truth::{oracle, score};
+    use runner::analysis::score;
+    use runner::ground_truth::oracle;
     let oracle = oracle::load_file(&args.oracle)?;
     let captured = score::load_captured(&args.results)?;
     let problems = score::check(&captured, &oracle);
@@ -343,7 +344,7 @@ fn score(args: &ScoreArgs) -> Result<Exit, Error> {
 
 fn adjudicate_export(args: &AdjudicateExportArgs) -> Result<Exit, Error> {
     let prepared = experiment::prepare(&args.manifest, &locations(&args.locations))?;
-    let exported = runner::ground_truth::adjudication::export(&prepared, &args.manifest.display().to_string(), &args.out, args.seed)?;
+    let exported = runner::study::adjudication::export(&runner::experiment::sheet_source(&prepared), &args.manifest.display().to_string(), &args.out, args.seed)?;
     println!(
         "{} rows from {} findings of {} cached runs{}",
         exported.rows,
@@ -359,7 +360,7 @@ fn adjudicate_export(args: &AdjudicateExportArgs) -> Result<Exit, Error> {
 }
 
 fn adjudicate_import(args: &AdjudicateImportArgs) -> Result<Exit, Error> {
-    use runner::ground_truth::adjudication;
+    use runner::study::adjudication;
     let imported = adjudication::import(&args.sheet, &args.key, args.oracle.as_deref())?;
     let written = adjudication::write_imported(&imported, &args.out)?;
     let runs: usize = imported.captured.strategies.iter().map(|s| s.runs.len()).sum();
@@ -380,7 +381,7 @@ fn adjudicate_import(args: &AdjudicateImportArgs) -> Result<Exit, Error> {
 
 /// `runner diff`: the keep rule as a CI gate.
 fn diff(args: DiffArgs) -> Result<Exit, Error> {
-    use runner::ground_truth::diff;
+    use runner::report::diff;
     let results_file = |p: &Path| if p.is_dir() { p.join("results.json") } else { p.to_path_buf() };
     let a_path = results_file(&args.a);
     let b_path = args.b.as_deref().map(results_file).unwrap_or_else(|| a_path.clone());

@@ -11,8 +11,8 @@
 use super::matching::fuzzy_match;
 use super::{fmt_num, fmt_ratio, AnalysisInput, AnalysisResult, RunView, Table};
 use crate::finding::Finding;
-use crate::ground_truth::matching::{match_case, Prf};
-use crate::manifest::{AnalysisSpec, MatchRule};
+use crate::analysis::matching::{match_case, Prf};
+use crate::analysis::spec::{AnalysisSpec, MatchRule};
 use std::collections::BTreeMap;
 
 pub const TEST_ID: &str = "A8";
@@ -188,10 +188,10 @@ pub fn compute(spec: &AnalysisSpec, input: &AnalysisInput<'_>) -> AnalysisResult
 mod tests {
     use super::*;
     use crate::finding::Category;
-    use crate::ground_truth::matching::tests::{oracle as ofinding, record, reported};
-    use crate::ground_truth::matching::OracleRule;
+    use crate::analysis::matching::tests::{oracle as ofinding, record, reported};
+    use crate::analysis::spec::OracleRule;
     use crate::ground_truth::oracle::{Oracle, OracleCase};
-    use crate::manifest::AnalysisKind;
+    use crate::analysis::spec::AnalysisKind;
 
     fn spec() -> AnalysisSpec {
         AnalysisSpec { kind: AnalysisKind::Aggregation, title: None, axis: None, matching: MatchRule::default(), oracle_rule: OracleRule::default(), adjudication: None }
@@ -207,7 +207,7 @@ mod tests {
             ],
             cases: vec![OracleCase { id: "c1".into(), expected_finding_ids: vec!["F1".into(), "F2".into()], rationale: String::new(), split: None, interpreter: None, ground_truth: Default::default() }],
         };
-        let cell = crate::plan::Cell { id: "m=a".into(), values: BTreeMap::new() };
+        let cell = crate::matrix::Cell { id: "m=a".into(), values: BTreeMap::new() };
         let rec = record(&cell, None);
         // Repeat 1 finds F1 and makes one false alarm; repeat 2 finds F2 and repeats the false alarm.
         let r1 = vec![reported("a", "a.py", 10, Category::Bug, "page count is off by one"), reported("n", "a.py", 20, Category::Style, "unused import")];
@@ -231,7 +231,7 @@ mod tests {
 
     #[test]
     fn without_an_oracle_only_counts() {
-        let cell = crate::plan::Cell { id: "m=a".into(), values: BTreeMap::new() };
+        let cell = crate::matrix::Cell { id: "m=a".into(), values: BTreeMap::new() };
         let rec = record(&cell, None);
         let r1 = vec![reported("a", "a.py", 10, Category::Bug, "x")];
         let v1 = RunView { cell: &cell, repeat: 1, subject: "s", record: &rec, findings: &r1 };

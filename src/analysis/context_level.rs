@@ -5,8 +5,8 @@
 
 use super::{AnalysisInput, AnalysisResult, Table};
 use crate::finding::Finding;
-use crate::manifest::AnalysisSpec;
-use crate::target::diff::FileDiff;
+use crate::analysis::spec::AnalysisSpec;
+use crate::subject::diff::FileDiff;
 use serde::Serialize;
 use std::collections::BTreeMap;
 
@@ -135,8 +135,8 @@ pub fn compute(spec: &AnalysisSpec, input: &AnalysisInput<'_>) -> AnalysisResult
 mod tests {
     use super::*;
     use crate::finding::Category;
-    use crate::ground_truth::matching::tests::reported;
-    use crate::target::diff::parse_unified_diff;
+    use crate::analysis::matching::tests::reported;
+    use crate::subject::diff::parse_unified_diff;
 
     #[test]
     fn diff_file_and_repo_levels() {

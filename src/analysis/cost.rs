@@ -2,7 +2,7 @@
 //! against the findings and hunks they bought.
 
 use super::{fmt_num, json_num, missing_note, one_or_many, ratio, runs_of, AnalysisInput, AnalysisResult, Table, TableCell};
-use crate::manifest::AnalysisSpec;
+use crate::analysis::spec::AnalysisSpec;
 use serde_json::json;
 
 #[derive(Default)]
@@ -101,7 +101,7 @@ pub fn compute(spec: &AnalysisSpec, input: &AnalysisInput<'_>) -> AnalysisResult
 mod tests {
     use super::*;
     use crate::analysis::test_support::{finding, s, spec, Fixture};
-    use crate::manifest::AnalysisKind;
+    use crate::analysis::spec::AnalysisKind;
 
     #[test]
     fn tokens_per_finding_and_hunk() {

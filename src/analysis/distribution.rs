@@ -3,7 +3,7 @@
 
 use super::{axis_values, fmt_num, fmt_share, missing_note, one_or_many, ratio, AnalysisInput, AnalysisResult, Table, TableCell};
 use crate::finding::{Category, Severity};
-use crate::manifest::AnalysisSpec;
+use crate::analysis::spec::AnalysisSpec;
 use serde_json::json;
 use std::collections::BTreeMap;
 
@@ -95,7 +95,7 @@ pub fn compute(spec: &AnalysisSpec, input: &AnalysisInput<'_>) -> AnalysisResult
 mod tests {
     use super::*;
     use crate::analysis::test_support::{finding, s, spec, with_kind, Fixture};
-    use crate::manifest::AnalysisKind;
+    use crate::analysis::spec::AnalysisKind;
 
     fn fixture() -> Fixture {
         let mut fx = Fixture::new(&[("model", vec![s("a"), s("b")]), ("t", vec![s("0"), s("1")])], 1);

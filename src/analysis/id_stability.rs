@@ -3,7 +3,7 @@
 
 use super::matching::normalize_message;
 use super::{missing_note, one_or_many, runs_of, truncate, AnalysisInput, AnalysisResult, Table};
-use crate::manifest::AnalysisSpec;
+use crate::analysis::spec::AnalysisSpec;
 use serde_json::json;
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -150,7 +150,7 @@ fn mismatch_json(m: &Mismatch) -> serde_json::Value {
 mod tests {
     use super::*;
     use crate::analysis::test_support::{finding, s, spec, Fixture};
-    use crate::manifest::AnalysisKind;
+    use crate::analysis::spec::AnalysisKind;
 
     #[test]
     fn a_changed_id_is_detected() {

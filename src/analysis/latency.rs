@@ -2,7 +2,7 @@
 //! times runner measured (and the model server's own timings where it reports them).
 
 use super::{fmt_num, json_num, missing_in, missing_note, one_or_many, ratio, runs_of, AnalysisInput, AnalysisResult, Table};
-use crate::manifest::AnalysisSpec;
+use crate::analysis::spec::AnalysisSpec;
 use serde_json::json;
 
 struct Row {
@@ -109,7 +109,7 @@ pub fn compute(spec: &AnalysisSpec, input: &AnalysisInput<'_>) -> AnalysisResult
 mod tests {
     use super::*;
     use crate::analysis::test_support::{finding, s, spec, Fixture};
-    use crate::manifest::AnalysisKind;
+    use crate::analysis::spec::AnalysisKind;
 
     #[test]
     fn seconds_per_hunk_and_model_times() {
@@ -122,7 +122,7 @@ mod tests {
         r.cost.wall_ms = 500;
         r.cost.hunks = 3;
         r.cost.eval_ms = Some(250.0);
-        fx.missing.push(crate::exec::RunId::new("model=b", 1, "s"));
+        fx.missing.push(crate::matrix::RunId::new("model=b", 1, "s"));
         let out = compute(&spec(AnalysisKind::Latency, None), &fx.input());
         assert_eq!(out.test_id, "A3");
         assert_eq!(out.data[0]["total_seconds"], 2.0);

@@ -1,9 +1,37 @@
-//! Matching findings to one another: exact (same file and line or overlapping range) and
-//! fuzzy (same file, lines within a tolerance, similar normalized messages).
+//! Matching findings: to one another, and to an oracle — one module for every rule that
+//! decides whether two findings are the same.
+//!
+//! Between reports: exact (same file and line or overlapping range) and fuzzy (same file,
+//! lines within a tolerance, similar normalized messages).
+//!
+//! Against an oracle: automatic matching of a run's reported findings to the oracle's findings
+//! on one case: each oracle finding is `found`, `partial` or `missed`, each reported finding
+//! left over is an extra (`real` or `rejected`; unadjudicated extras are `rejected`, i.e. noise).
+//!
+//! The rule (seed 003's definitions, made mechanical):
+//! - *located*: same file, and the reported span within `line-tolerance` lines of the oracle
+//!   finding's line or range (an oracle finding with a file but no line is located anywhere in
+//!   its file; one without a file cannot be located automatically);
+//! - `found`: located, with the configured evidence — message similarity to the oracle
+//!   description ≥ `similarity`, and/or category agreement (see [`Evidence`]);
+//! - `partial`: located, without that evidence, but with a similarity ≥ `partial-similarity`
+//!   (the same place with part of the defect);
+//! - `missed`: neither.
+//!
+//! Matching is one-to-one and greedy: candidate pairs are taken best first (found before
+//! partial, then higher similarity, then nearer lines, then oracle and report order), so a
+//! second report of the same defect is an extra. What automatic matching cannot judge — "the
+//! same bug at another line", "the opposite conclusion", whether an extra is a real bug —
+//! needs an adjudication: [`Adjudicated`] is the hook through which a person's decisions
+//! replace the automatic ones, and [`Method`] records which produced each score.
 
+use crate::analysis::RunView;
 use crate::finding::Finding;
+use crate::ground_truth::oracle::{Oracle, OracleFinding};
+use super::spec::{MatchRule, OracleRule};
 use serde::{Deserialize, Serialize};
-use crate::manifest::MatchRule;
+use std::collections::BTreeMap;
+use std::fmt;
 
 /// Lowercased words of a message, punctuation dropped, for similarity.
 pub fn normalize_message(message: &str) -> String {
@@ -185,8 +213,592 @@ pub fn describe_fuzzy_rule(rule: &MatchRule) -> String {
     )
 }
 
+/// What a located report needs besides its place to count as `found`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Evidence {
+    /// Similarity ≥ threshold, or the same category as the oracle finding.
+    SimilarityOrCategory,
+    /// Similarity ≥ threshold.
+    Similarity,
+    /// The same category as the oracle finding.
+    Category,
+    /// The place alone.
+    Location,
+}
+
+impl Evidence {
+    pub const ALL: [Evidence; 4] = [Self::SimilarityOrCategory, Self::Similarity, Self::Category, Self::Location];
+
+    pub fn parse(text: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|e| e.as_str() == text)
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::SimilarityOrCategory => "similarity-or-category",
+            Self::Similarity => "similarity",
+            Self::Category => "category",
+            Self::Location => "location",
+        }
+    }
+}
+
+/// An oracle finding's verdict for one run on one case (seed 003).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Verdict {
+    Missed,
+    Partial,
+    Found,
+}
+
+impl Verdict {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Missed => "missed",
+            Self::Partial => "partial",
+            Self::Found => "found",
+        }
+    }
+
+    pub fn parse(text: &str) -> Option<Self> {
+        match text {
+            "missed" => Some(Self::Missed),
+            "partial" => Some(Self::Partial),
+            "found" => Some(Self::Found),
+            _ => None,
+        }
+    }
+}
+
+impl fmt::Display for Verdict {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// A reported finding that matched no oracle finding.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ExtraVerdict {
+    /// A bug nobody had found (only an adjudication says so).
+    Real,
+    /// Noise.
+    Rejected,
+}
+
+/// One oracle finding's outcome.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct OracleVerdict {
+    /// The oracle finding's id.
+    pub finding: String,
+    pub verdict: Verdict,
+    /// Index of the reported finding matched to it.
+    pub reported: Option<usize>,
+    /// Similarity of that report to the oracle description.
+    pub similarity: Option<f64>,
+}
+
+/// One extra.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Extra {
+    /// Index of the reported finding.
+    pub reported: usize,
+    pub verdict: ExtraVerdict,
+}
+
+/// A run's findings on one case against the case's oracle findings.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct CaseMatch {
+    /// One per oracle finding, in the oracle's order.
+    pub verdicts: Vec<OracleVerdict>,
+    /// Reported findings matched to no oracle finding, in report order.
+    pub extras: Vec<Extra>,
+    /// How many findings were reported.
+    pub reported: usize,
+}
+
+/// Counts that every score is computed from; they add up over cases, runs and repeats.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct MatchCounts {
+    /// Oracle findings.
+    pub oracle: usize,
+    pub found: usize,
+    pub partial: usize,
+    pub missed: usize,
+    /// Reported findings.
+    pub reported: usize,
+    pub extras_real: usize,
+    pub extras_rejected: usize,
+}
+
+impl std::ops::AddAssign for MatchCounts {
+    fn add_assign(&mut self, o: Self) {
+        self.oracle += o.oracle;
+        self.found += o.found;
+        self.partial += o.partial;
+        self.missed += o.missed;
+        self.reported += o.reported;
+        self.extras_real += o.extras_real;
+        self.extras_rejected += o.extras_rejected;
+    }
+}
+
+fn ratio(n: usize, d: usize) -> Option<f64> {
+    (d > 0).then(|| n as f64 / d as f64)
+}
+
+impl MatchCounts {
+    /// Seed 003: found / oracle findings.
+    pub fn recall_strict(&self) -> Option<f64> {
+        ratio(self.found, self.oracle)
+    }
+
+    /// Seed 003: (found + partial) / oracle findings.
+    pub fn recall_with_partials(&self) -> Option<f64> {
+        ratio(self.found + self.partial, self.oracle)
+    }
+
+    /// Seed 003: rejected extras / everything reported.
+    pub fn noise(&self) -> Option<f64> {
+        ratio(self.extras_rejected, self.reported)
+    }
+
+    /// H2 true positives: reports matched as `found`, and extras adjudicated `real` (H2: "if
+    /// new valid issue, add to ground truth and treat as TP").
+    pub fn tp(&self) -> usize {
+        self.found + self.extras_real
+    }
+
+    /// H2 false positives: every other report (partial matches and rejected extras).
+    pub fn fp(&self) -> usize {
+        self.reported.saturating_sub(self.tp())
+    }
+
+    /// H2 false negatives: oracle findings not found.
+    pub fn fn_(&self) -> usize {
+        self.oracle - self.found
+    }
+
+    pub fn precision(&self) -> Option<f64> {
+        ratio(self.tp(), self.tp() + self.fp())
+    }
+
+    pub fn recall(&self) -> Option<f64> {
+        ratio(self.tp(), self.tp() + self.fn_())
+    }
+
+    pub fn f1(&self) -> Option<f64> {
+        f1(self.precision(), self.recall())
+    }
+
+    pub fn prf(&self) -> Prf {
+        Prf { tp: self.tp(), fp: self.fp(), fn_: self.fn_() }
+    }
+}
+
+/// True positives, false positives and false negatives, and the rates H2 and A8 report.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct Prf {
+    pub tp: usize,
+    pub fp: usize,
+    #[serde(rename = "fn")]
+    pub fn_: usize,
+}
+
+impl std::ops::AddAssign for Prf {
+    fn add_assign(&mut self, o: Self) {
+        self.tp += o.tp;
+        self.fp += o.fp;
+        self.fn_ += o.fn_;
+    }
+}
+
+impl Prf {
+    /// TP / (TP + FP).
+    pub fn precision(&self) -> Option<f64> {
+        ratio(self.tp, self.tp + self.fp)
+    }
+
+    /// TP / (TP + FN).
+    pub fn recall(&self) -> Option<f64> {
+        ratio(self.tp, self.tp + self.fn_)
+    }
+
+    pub fn f1(&self) -> Option<f64> {
+        f1(self.precision(), self.recall())
+    }
+
+    /// `{"tp","fp","fn","precision","recall","f1"}`, undefined rates as null.
+    pub fn to_json(&self) -> serde_json::Value {
+        serde_json::json!({
+            "tp": self.tp, "fp": self.fp, "fn": self.fn_,
+            "precision": self.precision(), "recall": self.recall(), "f1": self.f1(),
+        })
+    }
+}
+
+/// 2PR/(P+R); undefined when either is, 0 when both are 0.
+pub fn f1(p: Option<f64>, r: Option<f64>) -> Option<f64> {
+    match (p, r) {
+        (Some(p), Some(r)) if p + r > 0.0 => Some(2.0 * p * r / (p + r)),
+        (Some(_), Some(_)) => Some(0.0),
+        _ => None,
+    }
+}
+
+impl CaseMatch {
+    pub fn counts(&self) -> MatchCounts {
+        let count = |v: Verdict| self.verdicts.iter().filter(|x| x.verdict == v).count();
+        MatchCounts {
+            oracle: self.verdicts.len(),
+            found: count(Verdict::Found),
+            partial: count(Verdict::Partial),
+            missed: count(Verdict::Missed),
+            reported: self.reported,
+            extras_real: self.extras.iter().filter(|e| e.verdict == ExtraVerdict::Real).count(),
+            extras_rejected: self.extras.iter().filter(|e| e.verdict == ExtraVerdict::Rejected).count(),
+        }
+    }
+}
+
+/// A path as written by a reviewer or an oracle, compared without a leading `./`.
+fn same_file(a: &str, b: &str) -> bool {
+    a.trim_start_matches("./") == b.trim_start_matches("./")
+}
+
+/// The oracle finding's line span; `None` when it names a file but no line.
+pub fn oracle_span(o: &OracleFinding) -> Option<(u32, u32)> {
+    match (o.range, o.line) {
+        (Some(r), _) if r.is_valid() => Some((r.start, r.end)),
+        (_, Some(line)) => Some((line.max(1), line.max(1))),
+        _ => None,
+    }
+}
+
+/// The text of a report compared with the description: its message and its suggestion.
+fn report_text(f: &Finding) -> String {
+    match &f.suggestion {
+        Some(s) => format!("{} {s}", f.message),
+        None => f.message.clone(),
+    }
+}
+
+/// How one report relates to one oracle finding: its verdict, similarity and line gap.
+pub fn grade(reported: &Finding, oracle: &OracleFinding, rule: &OracleRule) -> (Verdict, f64, u32) {
+    let Some(file) = &oracle.file else { return (Verdict::Missed, 0.0, u32::MAX) };
+    if !same_file(&reported.file, file) {
+        return (Verdict::Missed, 0.0, u32::MAX);
+    }
+    let gap = oracle_span(oracle).map(|span| span_gap(reported.span(), span)).unwrap_or(0);
+    let similarity = rule.measure.similarity(&report_text(reported), &oracle.description);
+    if gap > rule.line_tolerance {
+        return (Verdict::Missed, similarity, gap);
+    }
+    let similar = similarity >= rule.similarity;
+    let same_category = oracle.category == Some(reported.category);
+    let strong = match rule.evidence {
+        Evidence::SimilarityOrCategory => similar || same_category,
+        Evidence::Similarity => similar,
+        Evidence::Category => same_category,
+        Evidence::Location => true,
+    };
+    let verdict = if strong {
+        Verdict::Found
+    } else if similarity >= rule.partial_similarity {
+        Verdict::Partial
+    } else {
+        Verdict::Missed
+    };
+    (verdict, similarity, gap)
+}
+
+/// Matches one run's reports on a case to the case's oracle findings.
+pub fn match_case(reported: &[Finding], expected: &[&OracleFinding], rule: &OracleRule) -> CaseMatch {
+    let mut candidates: Vec<(Verdict, f64, u32, usize, usize)> = Vec::new();
+    for (oi, o) in expected.iter().enumerate() {
+        for (ri, r) in reported.iter().enumerate() {
+            let (verdict, similarity, gap) = grade(r, o, rule);
+            if verdict > Verdict::Missed {
+                candidates.push((verdict, similarity, gap, oi, ri));
+            }
+        }
+    }
+    candidates.sort_by(|a, b| b.0.cmp(&a.0).then(b.1.total_cmp(&a.1)).then(a.2.cmp(&b.2)).then(a.3.cmp(&b.3)).then(a.4.cmp(&b.4)));
+    let mut verdicts: Vec<OracleVerdict> =
+        expected.iter().map(|o| OracleVerdict { finding: o.id.clone(), verdict: Verdict::Missed, reported: None, similarity: None }).collect();
+    let mut used = vec![false; reported.len()];
+    for (verdict, similarity, _, oi, ri) in candidates {
+        if verdicts[oi].reported.is_none() && !used[ri] {
+            used[ri] = true;
+            verdicts[oi] = OracleVerdict { finding: expected[oi].id.clone(), verdict, reported: Some(ri), similarity: Some(similarity) };
+        }
+    }
+    let extras = used.iter().enumerate().filter(|(_, u)| !**u).map(|(ri, _)| Extra { reported: ri, verdict: ExtraVerdict::Rejected }).collect();
+    CaseMatch { verdicts, extras, reported: reported.len() }
+}
+
+/// One run's reports on its case, matched to the case's oracle findings.
+#[derive(Debug, Clone)]
+pub struct ScoredRun<'a> {
+    pub view: RunView<'a>,
+    pub case: CaseMatch,
+}
+
+/// Matches every run whose subject the oracle knows; returns them in plan order, with the
+/// subjects the oracle lacks (sorted, distinct).
+pub fn score_runs<'a>(runs: &[RunView<'a>], oracle: &Oracle, rule: &OracleRule) -> (Vec<ScoredRun<'a>>, Vec<String>) {
+    let mut scored = Vec::new();
+    let mut unknown = std::collections::BTreeSet::new();
+    for view in runs {
+        if oracle.case(view.subject).is_none() {
+            unknown.insert(view.subject.to_string());
+            continue;
+        }
+        let expected = oracle.expected_for(view.subject);
+        scored.push(ScoredRun { view: *view, case: match_case(view.findings, &expected, rule) });
+    }
+    (scored, unknown.into_iter().collect())
+}
+
+/// Which method produced a score.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Method {
+    /// [`match_case`] under a rule.
+    Automatic { rule: String },
+    /// A person's decisions, read from a file, over automatic matching for what it leaves open.
+    Adjudication { source: String, rule: String },
+}
+
+impl Method {
+    pub fn describe(&self) -> String {
+        match self {
+            Self::Automatic { rule } => rule.clone(),
+            Self::Adjudication { source, rule } => format!("adjudication `{source}` (what it does not decide: {rule})"),
+        }
+    }
+}
+
+/// A person's decisions for one run on one case: the hook through which an adjudication file
+/// (seed 003's `found|partial|missed` per oracle finding, `real|rejected` per extra) replaces
+/// automatic matching. Extras are named by the reported finding's id.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Adjudicated {
+    pub findings: BTreeMap<String, Verdict>,
+    pub extras: BTreeMap<String, ExtraVerdict>,
+    /// Oracle finding id → the id of the report a person matched to it (`found`/`partial`).
+    pub matches: BTreeMap<String, String>,
+}
+
+impl Adjudicated {
+    /// Applies the decisions: an oracle finding's verdict is replaced (a report it had taken
+    /// is released as an extra when the new verdict is `missed`, or when the person matched it
+    /// to another report, which then stops being an extra); an extra's verdict is set.
+    pub fn apply(&self, case: &mut CaseMatch, reported: &[Finding]) {
+        for v in &mut case.verdicts {
+            if let Some(&decided) = self.findings.get(&v.finding) {
+                let chosen = self.matches.get(&v.finding).and_then(|id| reported.iter().position(|f| &f.id == id));
+                if let (true, Some(ri)) = (decided != Verdict::Missed, chosen) {
+                    if let Some(at) = case.extras.iter().position(|e| e.reported == ri) {
+                        case.extras.remove(at);
+                        if let Some(old) = v.reported.replace(ri) {
+                            case.extras.push(Extra { reported: old, verdict: ExtraVerdict::Rejected });
+                        }
+                        v.similarity = None;
+                    }
+                }
+                if decided == Verdict::Missed {
+                    if let Some(ri) = v.reported.take() {
+                        case.extras.push(Extra { reported: ri, verdict: ExtraVerdict::Rejected });
+                    }
+                    v.similarity = None;
+                }
+                v.verdict = decided;
+            }
+        }
+        case.extras.sort_by_key(|e| e.reported);
+        for e in &mut case.extras {
+            if let Some(&decided) = reported.get(e.reported).and_then(|f| self.extras.get(&f.id)) {
+                e.verdict = decided;
+            }
+        }
+    }
+}
+
+/// Applies a person's adjudication, where it covers a run, over automatic matching; returns the
+/// method and notes naming the runs a person decided and those left to automatic matching.
+/// Without an adjudication the method is automatic and there are no notes.
+pub fn adjudicate(scored: &mut [ScoredRun<'_>], adjudication: Option<&super::adjudication::Adjudication>, rule: &OracleRule) -> (Method, Vec<String>) {
+    let rule = rule.describe();
+    let Some(adjudication) = adjudication else { return (Method::Automatic { rule }, Vec::new()) };
+    let label = |r: &ScoredRun<'_>| format!("`{}` repeat {} on `{}`", r.view.cell.id, r.view.repeat, r.view.subject);
+    let (mut decided, mut automatic) = (Vec::new(), Vec::new());
+    for run in scored.iter_mut() {
+        match adjudication.run(&run.view.cell.id, run.view.repeat, run.view.subject) {
+            Some(a) => {
+                a.to_adjudicated().apply(&mut run.case, run.view.findings);
+                decided.push(label(run));
+            }
+            None => automatic.push(label(run)),
+        }
+    }
+    let sheet = &adjudication.sheet;
+    let list = |runs: &[String]| if runs.is_empty() { "none".to_string() } else { runs.join(", ") };
+    let notes = vec![
+        format!("Adjudicated by a person (sheet `{sheet}`): {} of {} runs — {}.", decided.len(), scored.len(), list(&decided)),
+        format!("Automatic matching by the rule (no adjudication for them): {} runs — {}.", automatic.len(), list(&automatic)),
+    ];
+    (Method::Adjudication { source: sheet.clone(), rule }, notes)
+}
+
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
+    use super::*;
+    use crate::finding::{Category, LineRange, Severity};
+
+    pub fn reported(id: &str, file: &str, line: u32, category: Category, message: &str) -> Finding {
+        Finding {
+            id: id.into(),
+            file: file.into(),
+            line,
+            range: None,
+            severity: Severity::Warning,
+            category,
+            confidence: 0.5,
+            message: message.into(),
+            suggestion: None,
+            cursor_uri: None,
+            evidence_lines: None,
+        }
+    }
+
+    /// A stored run record for tests; `tokens` is the prompt-token count the run reported.
+    pub fn record(cell: &crate::matrix::Cell, tokens: Option<u64>) -> crate::cache::RunRecord {
+        crate::cache::RunRecord {
+            schema: 1,
+            key: crate::cache::CacheKey("k".into()),
+            experiment: "e".into(),
+            label: "l".into(),
+            inputs: crate::cache::KeyInputs::new("builtin", serde_json::Value::Null, cell, "s", 1),
+            findings: String::new(),
+            raw: String::new(),
+            finding_count: 0,
+            cost: crate::reviewer::Cost { prompt_tokens: tokens, ..Default::default() },
+            provenance: BTreeMap::new(),
+            schema_problems: Vec::new(),
+            counters: BTreeMap::new(),
+            attachments: BTreeMap::new(),
+        }
+    }
+
+    pub fn oracle(id: &str, file: &str, line: u32, category: Category, description: &str) -> OracleFinding {
+        OracleFinding {
+            id: id.into(),
+            case_id: None,
+            description: description.into(),
+            file: Some(file.into()),
+            line: Some(line),
+            range: None,
+            category: Some(category),
+            severity: None,
+            blocking: true,
+        }
+    }
+
+    const F1_DESC: &str = "the loop skips the last element of every page because the range end is exclusive";
+
+    #[test]
+    fn found_partial_and_missed_by_hand() {
+        let rule = OracleRule::default();
+        let o1 = oracle("F1", "src/a.rs", 10, Category::Bug, F1_DESC);
+        let o2 = oracle("F2", "src/a.rs", 30, Category::Security, "user input reaches the shell command unescaped allowing injection");
+        let o3 = oracle("F3", "src/b.rs", 5, Category::Bug, "the counter is never reset after a refused request");
+        let reports = vec![
+            // same line ±1, similar text: found.
+            reported("r1", "src/a.rs", 11, Category::Style, "exclusive range end skips the last element of the page"),
+            // same line, other category, a little shared vocabulary: partial.
+            reported("r2", "./src/a.rs", 30, Category::Performance, "this shell call is slow, consider caching"),
+            // right file, far away: an extra; F3 is missed.
+            reported("r3", "src/b.rs", 40, Category::Bug, "counter never reset after refused request"),
+        ];
+        let m = match_case(&reports, &[&o1, &o2, &o3], &rule);
+        let verdicts: Vec<Verdict> = m.verdicts.iter().map(|v| v.verdict).collect();
+        assert_eq!(verdicts, vec![Verdict::Found, Verdict::Partial, Verdict::Missed]);
+        // r2 vs F2: {shell, call, slow, consider, caching} and {user, input, reaches, shell,
+        // command, unescaped, allowing, injection} share one word: 2·1/(5+8) = 2/13.
+        let s = m.verdicts[1].similarity.expect("matched");
+        assert!((s - 2.0 / 13.0).abs() < 1e-9, "{s}");
+        assert_eq!(m.extras, vec![Extra { reported: 2, verdict: ExtraVerdict::Rejected }]);
+        let c = m.counts();
+        assert_eq!((c.oracle, c.found, c.partial, c.missed, c.reported, c.extras_rejected), (3, 1, 1, 1, 3, 1));
+        assert_eq!(c.recall_strict(), Some(1.0 / 3.0));
+        assert_eq!(c.recall_with_partials(), Some(2.0 / 3.0));
+        assert_eq!(c.noise(), Some(1.0 / 3.0));
+        assert_eq!((c.tp(), c.fp(), c.fn_()), (1, 2, 2));
+    }
+
+    #[test]
+    fn category_alone_is_evidence_only_when_configured() {
+        let o = oracle("F1", "a.py", 14, Category::Security, "prefix test lets a sibling directory escape the root");
+        let r = reported("r", "a.py", 14, Category::Security, "looks risky");
+        assert_eq!(grade(&r, &o, &OracleRule::default()).0, Verdict::Found);
+        let strict = OracleRule { evidence: Evidence::Similarity, ..OracleRule::default() };
+        assert_eq!(grade(&r, &o, &strict).0, Verdict::Missed);
+        let anywhere = OracleRule { evidence: Evidence::Location, ..OracleRule::default() };
+        assert_eq!(grade(&r, &o, &anywhere).0, Verdict::Found);
+    }
+
+    #[test]
+    fn ranges_and_tolerance() {
+        let mut o = oracle("F1", "a.py", 17, Category::Bug, "x");
+        o.range = Some(LineRange { start: 13, end: 19 });
+        let at = |line| grade(&reported("r", "a.py", line, Category::Bug, "y"), &o, &OracleRule::default()).0;
+        assert_eq!(at(13), Verdict::Found);
+        assert_eq!(at(20), Verdict::Found);
+        assert_eq!(at(21), Verdict::Missed);
+        let zero = OracleRule { line_tolerance: 0, ..OracleRule::default() };
+        assert_eq!(grade(&reported("r", "a.py", 20, Category::Bug, "y"), &o, &zero).0, Verdict::Missed);
+    }
+
+    #[test]
+    fn a_second_report_of_the_same_defect_is_an_extra() {
+        let o = oracle("F1", "a.rs", 10, Category::Bug, F1_DESC);
+        let weak = reported("weak", "a.rs", 10, Category::Style, "the range end looks odd");
+        let strong = reported("strong", "a.rs", 10, Category::Bug, "exclusive range end skips the last element");
+        let m = match_case(&[weak, strong], &[&o], &OracleRule::default());
+        assert_eq!(m.verdicts[0].reported, Some(1));
+        assert_eq!(m.verdicts[0].verdict, Verdict::Found);
+        assert_eq!(m.extras.len(), 1);
+        assert_eq!(m.extras[0].reported, 0);
+    }
+
+    #[test]
+    fn adjudication_overrides_automatic_verdicts() {
+        let o = oracle("F1", "a.rs", 10, Category::Bug, F1_DESC);
+        let reports = vec![reported("r1", "a.rs", 10, Category::Bug, "off by one"), reported("r2", "b.rs", 1, Category::Bug, "real leak")];
+        let mut m = match_case(&reports, &[&o], &OracleRule::default());
+        assert_eq!(m.counts().found, 1);
+        let adj = Adjudicated { findings: [("F1".to_string(), Verdict::Missed)].into(), extras: [("r2".to_string(), ExtraVerdict::Real)].into(), ..Adjudicated::default() };
+        adj.apply(&mut m, &reports);
+        let c = m.counts();
+        assert_eq!((c.found, c.missed, c.extras_real, c.extras_rejected), (0, 1, 1, 1));
+        assert_eq!(c.noise(), Some(0.5));
+        // H2 counts the real extra as a TP; the released report is a FP.
+        assert_eq!((c.tp(), c.fp(), c.fn_()), (1, 1, 1));
+    }
+
+    #[test]
+    fn the_rule_is_printed_in_words() {
+        let text = OracleRule::default().describe();
+        assert!(text.starts_with("automatic matching:"), "{text}");
+        assert!(text.contains("within 1") && text.contains("≥ 0.30") && text.contains("same category"), "{text}");
+    }
+}
+
+#[cfg(test)]
+mod pair_tests {
     use super::*;
     use crate::analysis::test_support::finding;
 

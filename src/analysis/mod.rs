@@ -1,25 +1,30 @@
 //! Analyses: pure functions from finished runs to tables. One file per kind; each result is
 //! serializable (results.json) and rendered generically (RESULTS.md).
 
+pub mod adjudication;
 pub mod aggregation;
 pub mod context_level;
 pub mod cost;
 pub mod distribution;
+pub mod fixture;
 pub mod id_stability;
 pub mod latency;
 pub mod matching;
 pub mod overlap;
 pub mod rag_ablation;
 pub mod repeatability;
+pub mod review_eval;
 pub mod schema;
+pub mod score;
+pub mod spec;
 #[cfg(test)]
 pub(crate) mod test_support;
 
 use crate::cache::RunRecord;
 use crate::finding::Finding;
 use crate::ground_truth::oracle::Oracle;
-use crate::manifest::{AnalysisKind, AnalysisSpec};
-use crate::plan::Cell;
+use crate::analysis::spec::{AnalysisKind, AnalysisSpec};
+use crate::matrix::Cell;
 use serde::ser::SerializeStruct;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -43,7 +48,7 @@ pub struct AnalysisInput<'a> {
     /// Axis names in manifest order.
     pub axis_order: &'a [String],
     /// Planned runs that produced no result (failed, skipped, missing).
-    pub missing: Vec<crate::exec::RunId>,
+    pub missing: Vec<crate::matrix::RunId>,
     pub repeat: u32,
     /// The target's oracle: a corpus's `oracle.json`, or an eval set's case findings.
     pub oracle: Option<&'a Oracle>,
@@ -51,15 +56,15 @@ pub struct AnalysisInput<'a> {
     /// diff could not be read are absent.
     pub scopes: Option<&'a BTreeMap<String, context_level::DiffScope>>,
     /// Adjudication records named by analyses' `adjudication` keys, by resolved path.
-    pub adjudications: &'a BTreeMap<std::path::PathBuf, crate::ground_truth::adjudication::Adjudication>,
+    pub adjudications: &'a BTreeMap<std::path::PathBuf, adjudication::Adjudication>,
 }
 
 /// No adjudications, for inputs that have none.
-pub static NO_ADJUDICATIONS: BTreeMap<std::path::PathBuf, crate::ground_truth::adjudication::Adjudication> = BTreeMap::new();
+pub static NO_ADJUDICATIONS: BTreeMap<std::path::PathBuf, adjudication::Adjudication> = BTreeMap::new();
 
 impl AnalysisInput<'_> {
     /// The adjudication `spec` names, when it names one that was loaded.
-    pub fn adjudication(&self, spec: &AnalysisSpec) -> Option<&crate::ground_truth::adjudication::Adjudication> {
+    pub fn adjudication(&self, spec: &AnalysisSpec) -> Option<&adjudication::Adjudication> {
         spec.adjudication.as_ref().and_then(|p| self.adjudications.get(p))
     }
 }
@@ -297,10 +302,10 @@ pub fn compute(spec: &AnalysisSpec, input: &AnalysisInput<'_>) -> AnalysisResult
         AnalysisKind::Schema => schema::compute(spec, input),
         AnalysisKind::RagAblation => rag_ablation::compute(spec, input),
         AnalysisKind::Cost => cost::compute(spec, input),
-        AnalysisKind::Fixture => crate::ground_truth::fixture::compute(spec, input),
+        AnalysisKind::Fixture => crate::analysis::fixture::compute(spec, input),
         AnalysisKind::Aggregation => aggregation::compute(spec, input),
         AnalysisKind::ContextLevel => context_level::compute(spec, input),
-        AnalysisKind::ReviewEval => crate::ground_truth::review_eval::compute(spec, input),
+        AnalysisKind::ReviewEval => crate::analysis::review_eval::compute(spec, input),
     }
 }
 

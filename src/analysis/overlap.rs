@@ -4,7 +4,7 @@
 use super::matching::{describe_rule, exact_match, fuzzy_match, match_pairs};
 use super::{axis_values, missing_note, one_or_many, AnalysisInput, AnalysisResult, RunView, Table, TableCell};
 use crate::finding::Finding;
-use crate::manifest::{AnalysisSpec, MatchRule};
+use crate::analysis::spec::{AnalysisSpec, MatchRule};
 use serde_json::json;
 use std::collections::BTreeMap;
 
@@ -199,7 +199,7 @@ pub fn compute(spec: &AnalysisSpec, input: &AnalysisInput<'_>) -> AnalysisResult
 mod tests {
     use super::*;
     use crate::analysis::test_support::{finding, s, spec, Fixture};
-    use crate::manifest::AnalysisKind;
+    use crate::analysis::spec::AnalysisKind;
 
     fn fixture() -> Fixture {
         let mut fx = Fixture::new(&[("model", vec![s("a"), s("b")])], 1);
@@ -239,7 +239,7 @@ mod tests {
         let mut fx = Fixture::new(&[("model", vec![s("a"), s("b"), s("c")])], 1);
         fx.add("model=a", 1, "s1", vec![finding("f", 1, "m")]);
         fx.add("model=b", 1, "s1", vec![finding("f", 1, "m")]);
-        fx.missing.push(crate::exec::RunId::new("model=c", 1, "s1"));
+        fx.missing.push(crate::matrix::RunId::new("model=c", 1, "s1"));
         let r = compute(&spec(AnalysisKind::Overlap, Some("model")), &fx.input());
         let pairs: Vec<(String, String)> = r.tables[0].rows.iter().map(|row| (row[0].render(), row[1].render())).collect();
         assert_eq!(pairs.len(), 3);

@@ -5,7 +5,7 @@ use super::matching::describe_fuzzy_rule;
 use super::overlap::Counts;
 use super::{axis_values, missing_note, one_or_many, AnalysisInput, AnalysisResult, RunView, Table, TableCell, fmt_num};
 use crate::finding::Category;
-use crate::manifest::AnalysisSpec;
+use crate::analysis::spec::AnalysisSpec;
 use serde_json::json;
 use std::collections::BTreeMap;
 
@@ -182,7 +182,8 @@ mod tests {
     use super::*;
     use crate::analysis::test_support::{finding, spec, with_kind, Fixture};
     use crate::finding::Severity;
-    use crate::manifest::{AnalysisKind, AxisValue};
+    use crate::analysis::spec::AnalysisKind;
+    use crate::matrix::AxisValue;
 
     #[test]
     fn counts_categories_and_overlap() {

@@ -4,7 +4,7 @@
 use super::matching::{describe_fuzzy_rule, fuzzy_match, match_pairs};
 use super::{fmt_ratio, json_num, missing_note, one_or_many, runs_of, AnalysisInput, AnalysisResult, Table};
 use crate::finding::Finding;
-use crate::manifest::{AnalysisSpec, MatchRule};
+use crate::analysis::spec::{AnalysisSpec, MatchRule};
 use serde_json::json;
 use std::collections::BTreeMap;
 
@@ -149,7 +149,7 @@ pub fn compute(spec: &AnalysisSpec, input: &AnalysisInput<'_>) -> AnalysisResult
 mod tests {
     use super::*;
     use crate::analysis::test_support::{finding, s, spec, Fixture};
-    use crate::manifest::AnalysisKind;
+    use crate::analysis::spec::AnalysisKind;
     use proptest::prelude::*;
 
     #[test]

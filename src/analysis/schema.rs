@@ -3,7 +3,7 @@
 //! not be empty when the diff has hunks).
 
 use super::{missing_in, missing_note, one_or_many, runs_of, truncate, AnalysisInput, AnalysisResult, RunView, Table};
-use crate::manifest::AnalysisSpec;
+use crate::analysis::spec::AnalysisSpec;
 use crate::reviewer::parse::schema_problems;
 use serde_json::{json, Value};
 
@@ -136,7 +136,7 @@ mod tests {
     use super::*;
     use crate::analysis::test_support::{finding, s, spec, Fixture};
     use crate::finding::LineRange;
-    use crate::manifest::AnalysisKind;
+    use crate::analysis::spec::AnalysisKind;
 
     #[test]
     fn stored_and_parse_time_problems_fail_a_cell() {
@@ -163,7 +163,7 @@ mod tests {
         let mut fx = Fixture::new(&[("baseline", vec![s("dry-run"), s("heuristic")])], 1);
         fx.add("baseline=dry-run", 1, "s", vec![]).cost.hunks = 2;
         fx.add("baseline=heuristic", 1, "s", vec![]).cost.hunks = 2;
-        fx.missing.push(crate::exec::RunId::new("baseline=heuristic", 1, "t"));
+        fx.missing.push(crate::matrix::RunId::new("baseline=heuristic", 1, "t"));
         let out = compute(&spec(AnalysisKind::Schema, None), &fx.input());
         assert_eq!(out.tables[0].rows[0][4], "**fail**");
         assert_eq!(out.tables[0].rows[1], vec!["`baseline=heuristic`", "1 of 2", "0", "0", "incomplete"]);

@@ -4,8 +4,9 @@ use super::{AnalysisInput, RunView};
 use crate::cache::key::{review_key, KeyInputs};
 use crate::cache::RunRecord;
 use crate::finding::{Category, Finding, Severity};
-use crate::manifest::{AnalysisKind, AnalysisSpec, Axis, AxisValue, MatchRule, Matrix};
-use crate::plan::{expand, Cell};
+use crate::analysis::spec::{AnalysisKind, AnalysisSpec, MatchRule};
+use crate::matrix::{Axis, AxisValue, Matrix};
+use crate::matrix::{expand, Cell};
 use crate::reviewer::Cost;
 use std::collections::BTreeMap;
 
@@ -56,7 +57,7 @@ pub struct Fixture {
     axis_order: Vec<String>,
     cells: Vec<Cell>,
     runs: Vec<Stored>,
-    pub missing: Vec<crate::exec::RunId>,
+    pub missing: Vec<crate::matrix::RunId>,
     pub repeat: u32,
     /// The reviewer fingerprint stored in every record added from now on.
     pub fingerprint: serde_json::Value,

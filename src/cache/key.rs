@@ -1,7 +1,7 @@
 //! Cache keys: blake3 over a canonical serialization of every input that can change a run's
 //! output — never concurrency, retries, timeouts, paths or secrets.
 
-use crate::plan::Cell;
+use crate::matrix::Cell;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::fmt;
@@ -140,7 +140,7 @@ pub fn review_key(inputs: &KeyInputs) -> CacheKey {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::manifest::AxisValue;
+    use crate::matrix::AxisValue;
 
     fn cell(model: &str) -> Cell {
         Cell { id: format!("model={model}"), values: [("model".to_string(), AxisValue::Str(model.into()))].into() }

@@ -1,7 +1,8 @@
 //! Events the engine emits; reporters (progress bars, NDJSON, the summary) consume them.
 
+use crate::matrix::RunId;
 use crate::reviewer::ReviewError;
-use serde::{Serialize, Serializer};
+use serde::Serialize;
 
 #[derive(Debug, Clone, Serialize)]
 #[serde(tag = "event", rename_all = "snake_case")]
@@ -48,32 +49,5 @@ impl std::fmt::Display for SkipReason {
             Self::ServerUnreachable { .. } => f.write_str("endpoint unreachable: not started, or stopped, once a run found the server down"),
             Self::DependencyFailed { dependency, error } => write!(f, "{dependency} failed: {error}"),
         }
-    }
-}
-
-/// A planned run's identity within its plan: its cell, repeat and subject. Shown (and
-/// serialized) as its label, `cell #repeat @subject`.
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub struct RunId {
-    pub cell: String,
-    pub repeat: u32,
-    pub subject: String,
-}
-
-impl RunId {
-    pub fn new(cell: impl Into<String>, repeat: u32, subject: impl Into<String>) -> Self {
-        Self { cell: cell.into(), repeat, subject: subject.into() }
-    }
-}
-
-impl std::fmt::Display for RunId {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{} #{} @{}", self.cell, self.repeat, self.subject)
-    }
-}
-
-impl Serialize for RunId {
-    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        serializer.collect_str(self)
     }
 }

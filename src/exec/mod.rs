@@ -8,7 +8,7 @@ pub mod events;
 mod review;
 mod walk;
 
-pub use events::{Event, RunId, SkipReason};
+pub use events::{Event, SkipReason};
 pub use walk::{execute, Conclusions, Execution, Materializer, WalkView};
 
 use crate::cache::RunRecord;

@@ -1,7 +1,8 @@
 //! The review node: one run of a reviewer on a subject, under its scope lock, its reviewer's
 //! limit and the global limit, stored in the cache the moment it finishes.
 
-use super::{wait_cancel, Emitter, Event, RunId, RunOutcome, SkipReason};
+use super::{wait_cancel, Emitter, Event, RunOutcome, SkipReason};
+use crate::matrix::RunId;
 use crate::cache::{CacheKey, Guard, KeyInputs, Lookup, RunRecord, Store};
 use crate::reviewer::redact::Redactor;
 use crate::reviewer::{ReviewError, ReviewJob, ReviewOutput, Reviewer};

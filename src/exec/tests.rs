@@ -2,10 +2,11 @@
 
 use super::*;
 use crate::cache::{CacheError, CacheKey, CacheStore, Guard, KeyInputs, Lookup, RunRecord, Store};
-use crate::manifest::{Axis, AxisValue, Matrix};
-use crate::plan::{expand, Cell, Dependency, Node, Plan, PlannedRun, ReviewerSet};
+use crate::matrix::{Axis, AxisValue, Matrix};
+use crate::plan::{Dependency, Node, Plan, PlannedRun, ReviewerSet};
+use crate::matrix::{expand, Cell};
 use crate::reviewer::{Cost, ReviewError, ReviewJob, ReviewOutput, Reviewer};
-use crate::target::{Subject, SubjectSource, SubjectSpec};
+use crate::subject::{Subject, SubjectSource, SubjectSpec};
 use futures::future::BoxFuture;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex as StdMutex};

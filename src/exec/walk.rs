@@ -9,7 +9,7 @@ use crate::cache::{Lookup, Store};
 use crate::plan::{Dependency, Node, Plan, ReviewerSet};
 use crate::reviewer::redact::Redactor;
 use crate::reviewer::{ReviewError, ReviewJob};
-use crate::target::{Subject, SubjectSpec};
+use crate::subject::{Subject, SubjectSpec};
 use petgraph::graph::NodeIndex;
 use petgraph::visit::EdgeRef;
 use petgraph::Direction;

@@ -3,8 +3,8 @@
 //! reviewer input do not depend on this module beyond the holdout seal (case ids only).
 
 use super::oracle::{self, Oracle};
-use crate::plan::Cell;
-use crate::target::{self, corpus, SubjectSource, SubjectSpec};
+use crate::matrix::Cell;
+use crate::subject::{self, corpus, SubjectSource, SubjectSpec};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
@@ -66,7 +66,7 @@ fn nothing_from_the_oracle_reaches_a_reviewer() {
         let public_text = serde_json::to_string(&case).expect("json") + &case.source.before + &case.source.after + &case.spec + &case.review_task;
         let id = case.id.clone();
         let spec = SubjectSpec { id: id.clone(), identity: corpus::case_content_hash(&case), source: SubjectSource::Case(Box::new(case)), holdout: false };
-        let subject = target::materialize(&spec, work.path()).expect("materialize");
+        let subject = subject::materialize(&spec, work.path()).expect("materialize");
         let vars = crate::reviewer::template::variables(&cell, 1, Some((&subject, &subject.repo_dir.display().to_string())));
         let visible = [
             subject.diff.clone(),
@@ -107,7 +107,7 @@ fn reviewer_input_modules_do_not_use_the_oracle() {
     const ALLOWED: [&str; 2] = ["ground_truth::holdout::", "ground_truth::evalcase"];
     let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
     let mut offenders = Vec::new();
-    for module in ["target", "reviewer", "exec", "plan", "cache"] {
+    for module in ["subject", "reviewer", "exec", "plan", "cache"] {
         let mut stack = vec![src.join(module)];
         while let Some(d) = stack.pop() {
             for entry in std::fs::read_dir(&d).into_iter().flatten().flatten() {
@@ -128,6 +128,6 @@ fn reviewer_input_modules_do_not_use_the_oracle() {
     }
     assert!(offenders.is_empty(), "reviewer-input modules use the oracle:\n{}", offenders.join("\n"));
     // The oracle module itself is never named there.
-    let corpus_target = std::fs::read_to_string(src.join("target/mod.rs")).expect("target");
+    let corpus_target = std::fs::read_to_string(src.join("subject/mod.rs")).expect("subject");
     assert!(!corpus_target.contains("ground_truth::oracle"));
 }

@@ -222,7 +222,7 @@ pub fn load(dir: &Path) -> Result<Option<Oracle>, OracleError> {
 /// Reads an oracle file (or `oracle.json` inside a directory).
 pub fn load_file(path: &Path) -> Result<Oracle, OracleError> {
     let path = if path.is_dir() { path.join(ORACLE_FILE) } else { path.to_path_buf() };
-    let text = crate::target::files::read_text(&path).map_err(|source| OracleError::Read { path: path.clone(), source })?;
+    let text = crate::subject::files::read_text(&path).map_err(|source| OracleError::Read { path: path.clone(), source })?;
     serde_json::from_str(&text).map_err(|e| OracleError::Parse { path, message: e.to_string() })
 }
 

@@ -15,7 +15,7 @@
 use super::oracle::{Interpreter, OracleCase, OracleFinding, Outcome, Split, ORACLE_FILE};
 use super::program::{self, ChildOutput, Limits, Verdict};
 use super::spanned::{self, Pos, Spanned};
-use crate::target::corpus::{normalize_relative_path, PublicCase, PUBLIC_FILE};
+use crate::subject::corpus::{normalize_relative_path, PublicCase, PUBLIC_FILE};
 use serde::Serialize;
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
@@ -138,7 +138,7 @@ struct Parsed {
 fn read(dir: &Path, name: &str, problems: &mut Problems) -> Option<Parsed> {
     let path = dir.join(name);
     let label = path.display().to_string();
-    let text = match crate::target::files::read_text(&path) {
+    let text = match crate::subject::files::read_text(&path) {
         Ok(t) => t,
         Err(e) => {
             problems.global(Some(&label), format!("cannot read `{label}`: {e}"));

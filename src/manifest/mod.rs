@@ -4,24 +4,20 @@
 //! kebab-case; matrix axes are named freely (`model`, `ref`, `temperature`,
 //! `rag_symbol_max_definitions`, or anything else).
 
-pub mod diagnostics;
 pub mod model;
-mod reader;
 
-pub use diagnostics::{Diagnostic, ManifestErrors};
 pub use model::*;
-pub use reader::{Problems, TableReader};
 
-use regex::Regex;
-use std::collections::{BTreeMap, BTreeSet};
+use crate::analysis::spec::{read_analysis, AnalysisSpec};
+use crate::config::{did_you_mean, project_root, resolve_path, Diagnostic, ManifestErrors, Problems, TableReader, BUILTIN_TEMPLATE_VARS};
+use crate::matrix::{Axis, AxisValue, Matrix};
+use crate::reviewer::spec::{read_reviewer, ReviewerKindSpec};
+use crate::subject::TargetSpec;
+
+use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
-use std::sync::OnceLock;
-use std::time::Duration;
 use toml::de::{DeTable, DeValue};
 use toml::Spanned;
-
-/// Template variables every reviewer template may use besides the matrix axes.
-pub const BUILTIN_TEMPLATE_VARS: [&str; 4] = ["repo", "base", "head", "repeat"];
 
 #[derive(Debug, thiserror::Error)]
 pub enum LoadError {
@@ -138,13 +134,15 @@ fn read_manifest(root: &TableReader<'_, '_>, path: &Path, base_dir: &Path, check
     }
     if let (Some(reviewers), Some(matrix)) = (&reviewers, &matrix) {
         for named in &reviewers.entries {
-            check_unused_axes(root, &named.spec, matrix, reviewers.by_axis);
+            crate::reviewer::spec::check_unused_axes(root, &named.spec, matrix, reviewers.by_axis.then_some(REVIEWER_AXIS));
             let name_span = if reviewers.by_axis || root.has("reviewers") {
                 root.table("reviewers").and_then(|r| r.table(&named.name)).and_then(|t| t.get("name").map(|v| v.span()))
             } else {
                 root.table("reviewer").and_then(|r| r.get("name").map(|v| v.span()))
             };
-            check_builtin_names(root, &named.spec, matrix, name_span.unwrap_or(0..0));
+            if let ReviewerKindSpec::Builtin(spec) = &named.spec.kind {
+                crate::reviewer::builtin::check_names(root, spec, matrix, name_span.unwrap_or(0..0));
+            }
         }
     }
     Some(Manifest {
@@ -253,7 +251,7 @@ fn read_matrix(t: &TableReader<'_, '_>) -> Option<Matrix> {
         }
         let Some(value) = t.get(&name) else { continue };
         let DeValue::Array(items) = value.get_ref() else {
-            t.problems().push(value.span(), format!("axis `{name}` must be an array of values, found {}", reader::type_name(value.get_ref())));
+            t.problems().push(value.span(), format!("axis `{name}` must be an array of values, found {}", crate::config::reader::type_name(value.get_ref())));
             ok = false;
             continue;
         };
@@ -266,8 +264,8 @@ fn read_matrix(t: &TableReader<'_, '_>) -> Option<Matrix> {
         for item in items.iter() {
             let v = match item.get_ref() {
                 DeValue::String(s) => Some(AxisValue::Str(s.to_string())),
-                DeValue::Integer(_) => reader::as_i64(item.get_ref()).map(AxisValue::Int),
-                DeValue::Float(_) => reader::as_f64(item.get_ref()).map(AxisValue::Float),
+                DeValue::Integer(_) => crate::config::reader::as_i64(item.get_ref()).map(AxisValue::Int),
+                DeValue::Float(_) => crate::config::reader::as_f64(item.get_ref()).map(AxisValue::Float),
                 DeValue::Boolean(b) => Some(AxisValue::Bool(*b)),
                 _ => None,
             };
@@ -278,7 +276,7 @@ fn read_matrix(t: &TableReader<'_, '_>) -> Option<Matrix> {
                 }
                 Some(v) => values.push(v),
                 None => {
-                    t.problems().push(item.span(), format!("axis `{name}` values must be strings, numbers or booleans, found {}", reader::type_name(item.get_ref())));
+                    t.problems().push(item.span(), format!("axis `{name}` values must be strings, numbers or booleans, found {}", crate::config::reader::type_name(item.get_ref())));
                     ok = false;
                 }
             }
@@ -299,48 +297,6 @@ pub const KNOWN_AXES: [&str; 5] = ["model", "ref", "temperature", "rag_symbol_ma
 /// The known axis `name` is a misspelling of (at most two edits away, not equal).
 fn misspelled_known_axis(name: &str) -> Option<&'static str> {
     KNOWN_AXES.iter().copied().find(|k| *k != name && strsim::damerau_levenshtein(k, name) <= 2)
-}
-
-/// The candidate closest to `text`, when close enough to be a likely typo.
-pub fn did_you_mean<'a>(text: &str, candidates: impl IntoIterator<Item = &'a str>) -> Option<&'a str> {
-    candidates
-        .into_iter()
-        .map(|c| (strsim::jaro_winkler(c, text), c))
-        .filter(|(score, _)| *score > 0.8)
-        .max_by(|a, b| a.0.total_cmp(&b.0))
-        .map(|(_, c)| c)
-}
-
-/// Combinations of a template's axes tried when checking a built-in reviewer's name.
-const MAX_NAME_RENDERINGS: usize = 10_000;
-
-/// A built-in reviewer's `name` templated over the matrix (`"{{baseline}}"`) must render a
-/// known baseline for every cell: each value combination of the axes it uses is rendered.
-fn check_builtin_names(root: &TableReader<'_, '_>, reviewer: &ReviewerSpec, matrix: &Matrix, span: std::ops::Range<usize>) {
-    let ReviewerKindSpec::Builtin(spec) = &reviewer.kind else { return };
-    if !spec.name.contains("{{") {
-        return;
-    }
-    let used: BTreeSet<String> = template_var_regex().captures_iter(&spec.name).map(|c| c[1].to_string()).collect();
-    let axes: Vec<&Axis> = matrix.axes.iter().filter(|a| used.contains(&a.name)).collect();
-    let combinations = axes.iter().try_fold(1usize, |n, a| n.checked_mul(a.values.len()));
-    if axes.is_empty() || combinations.is_none_or(|n| n > MAX_NAME_RENDERINGS) {
-        return;
-    }
-    let sub = Matrix { axes: axes.into_iter().cloned().collect(), repeat: 1 };
-    let mut reported = BTreeSet::new();
-    for cell in crate::plan::expand(&sub) {
-        let vars = crate::reviewer::template::variables(&cell, 0, None);
-        let Ok(name) = crate::reviewer::template::render(&spec.name, &vars) else { continue };
-        if crate::reviewer::builtin::Baseline::parse(&name).is_some() || !reported.insert(name.clone()) {
-            continue;
-        }
-        let message = format!("builtin reviewer name `{}` renders `{name}` for {}: not a builtin reviewer", spec.name, cell.id);
-        match did_you_mean(&name, crate::reviewer::builtin::Baseline::NAMES) {
-            Some(best) => root.problems().push_with_help(span.clone(), message, format!("did you mean `{best}`? ({})", crate::reviewer::builtin::Baseline::help())),
-            None => root.problems().push_with_help(span.clone(), message, crate::reviewer::builtin::Baseline::help()),
-        }
-    }
 }
 
 /// Axes with a meaning to runner are checked for plausible values.
@@ -369,105 +325,6 @@ fn check_target_axes(root: &TableReader<'_, '_>, target: &TargetSpec, matrix: &M
         }
         _ => {}
     }
-}
-
-/// An axis no template of a command reviewer mentions only multiplies identical runs: almost
-/// always a typo or a forgotten `{{axis}}`. (Built-in reviewers take label axes freely, for
-/// sweeps and benchmarks.)
-fn check_unused_axes(root: &TableReader<'_, '_>, reviewer: &ReviewerSpec, matrix: &Matrix, by_axis: bool) {
-    let texts: Vec<&str> = match &reviewer.kind {
-        ReviewerKindSpec::Builtin(_) | ReviewerKindSpec::Llm(_) => return,
-        ReviewerKindSpec::Command(c) => std::iter::once(c.program.as_str())
-            .chain(c.args.iter().map(String::as_str))
-            .chain(c.env.values().map(String::as_str))
-            .chain(c.setup.iter().chain(&c.cleanup).flatten().map(String::as_str))
-            .chain(c.endpoint.as_deref())
-            .collect(),
-    };
-    let used: BTreeSet<String> = texts.iter().flat_map(|t| template_var_regex().captures_iter(t).map(|c| c[1].to_string())).collect();
-    for axis in &matrix.axes {
-        if axis.name != "ref" && !(by_axis && axis.name == REVIEWER_AXIS) && !used.contains(&axis.name) {
-            let span = root.table("matrix").and_then(|m| m.key_span(&axis.name)).unwrap_or(0..0);
-            root.problems().push_with_help(
-                span,
-                format!("axis `{}` is not used by the {} reviewer: no template mentions `{{{{{}}}}}`", axis.name, reviewer.kind.kind_name(), axis.name),
-                "use it in the reviewer's templates or remove it",
-            );
-        }
-    }
-}
-
-fn template_var_regex() -> &'static Regex {
-    static RE: OnceLock<Regex> = OnceLock::new();
-    RE.get_or_init(|| Regex::new(r"\{\{\{?\s*([A-Za-z_][A-Za-z0-9_]*)\s*\}?\}\}").expect("static regex"))
-}
-
-/// Reports template variables that are neither an axis nor a built-in.
-pub fn check_template(problems: &Problems, text: &Spanned<String>, axes: &BTreeSet<String>, extra: &[&str]) {
-    for cap in template_var_regex().captures_iter(text.get_ref()) {
-        let name = &cap[1];
-        // `{{else}}` and `{{this}}` are handlebars keywords, not variables.
-        if matches!(name, "else" | "this") {
-            continue;
-        }
-        if !axes.contains(name) && !BUILTIN_TEMPLATE_VARS.contains(&name) && !extra.contains(&name) {
-            let mut known: Vec<&str> = axes.iter().map(String::as_str).chain(BUILTIN_TEMPLATE_VARS).chain(extra.iter().copied()).collect();
-            known.sort_unstable();
-            problems.push_with_help(text.span(), format!("unknown template variable `{{{{{name}}}}}`"), format!("known variables: {}", known.join(", ")));
-        }
-    }
-}
-
-/// Joins a manifest-relative path onto the manifest's directory and removes `.`/`..`
-/// lexically, so `experiments/../results` reads `results`.
-/// Where a manifest's default cache (`cache/`) and work directory (`.runner/`) live: the
-/// nearest ancestor of the manifest's directory that holds `.git` (a directory, or the file
-/// of a worktree), else the manifest's directory — never the current directory as such.
-/// Returned relative (empty) when it is the current directory, else absolute.
-pub fn project_root(manifest_dir: &Path) -> PathBuf {
-    let dir = if manifest_dir.as_os_str().is_empty() { Path::new(".") } else { manifest_dir };
-    let Ok(dir) = dir.canonicalize() else { return manifest_dir.to_path_buf() };
-    let root = dir.ancestors().find(|a| a.join(".git").exists()).unwrap_or(&dir).to_path_buf();
-    match std::env::current_dir().and_then(|d| d.canonicalize()) {
-        Ok(cwd) if cwd == root => PathBuf::new(),
-        _ => root,
-    }
-}
-
-pub fn resolve_path(base_dir: &Path, relative: &str) -> PathBuf {
-    use std::path::Component;
-    let mut out = PathBuf::new();
-    for component in base_dir.join(relative).components() {
-        match component {
-            Component::CurDir => {}
-            Component::ParentDir => match out.components().next_back() {
-                Some(Component::Normal(_)) => {
-                    out.pop();
-                }
-                Some(Component::RootDir) => {}
-                _ => out.push(".."),
-            },
-            other => out.push(other),
-        }
-    }
-    if out.as_os_str().is_empty() {
-        out.push(".");
-    }
-    out
-}
-
-pub fn parse_duration(text: &str) -> Option<Duration> {
-    let text = text.trim();
-    let (number, unit) = text.split_at(text.find(|c: char| !c.is_ascii_digit() && c != '.').unwrap_or(text.len()));
-    let n: f64 = number.parse().ok()?;
-    let secs = match unit.trim() {
-        "ms" => n / 1000.0,
-        "" | "s" => n,
-        "m" | "min" => n * 60.0,
-        "h" => n * 3600.0,
-        _ => return None,
-    };
-    (secs.is_finite() && secs > 0.0).then(|| Duration::from_secs_f64(secs))
 }
 
 /// The reviewers: one `[reviewer]` table, or named `[reviewers.NAME]` tables chosen per cell
@@ -561,242 +418,6 @@ fn read_reviewers(root: &TableReader<'_, '_>, axes: &BTreeSet<String>, matrix: O
     }
 }
 
-fn read_reviewer(t: &TableReader<'_, '_>, axes: &BTreeSet<String>, base_dir: &Path) -> Option<ReviewerSpec> {
-    let problems = t.problems();
-    let max_concurrency = t.integer("max-concurrency", 1, 4096).map(|n| *n.get_ref() as usize);
-    let timeout = match t.string("timeout") {
-        Some(s) => match parse_duration(s.get_ref()) {
-            Some(d) => d,
-            None => {
-                problems.push(s.span(), format!("`timeout` must be a duration such as `90s`, `500ms` or `5m`, found `{}`", s.get_ref()));
-                Duration::from_secs(600)
-            }
-        },
-        None => Duration::from_secs(600),
-    };
-    let kind = t.required_string("kind")?;
-    let spec = match kind.get_ref().as_str() {
-        "builtin" => read_builtin(t, axes).map(ReviewerKindSpec::Builtin),
-        "command" => read_command(t, axes, base_dir).map(|c| ReviewerKindSpec::Command(Box::new(c))),
-        "ollama" | "openai" => crate::reviewer::llm::read_spec(t, kind.get_ref(), axes, base_dir).map(|s| ReviewerKindSpec::Llm(Box::new(s))),
-        other => {
-            let kinds = ["builtin", "command", "ollama", "openai"];
-            let help = match did_you_mean(other, kinds) {
-                Some(best) => format!("did you mean `{best}`? (kinds: {})", kinds.join(", ")),
-                None => format!("kinds: {}", kinds.join(", ")),
-            };
-            problems.push_with_help(kind.span(), format!("unknown reviewer kind `{other}`"), help);
-            None
-        }
-    };
-    Some(ReviewerSpec { kind: spec?, max_concurrency, timeout })
-}
-
-fn read_builtin(t: &TableReader<'_, '_>, axes: &BTreeSet<String>) -> Option<BuiltinSpec> {
-    let name = t.required_string("name")?;
-    check_template(t.problems(), &name, axes, &[]);
-    if !name.get_ref().contains("{{") && crate::reviewer::builtin::Baseline::parse(name.get_ref()).is_none() {
-        let help = match did_you_mean(name.get_ref(), crate::reviewer::builtin::Baseline::NAMES) {
-            Some(best) => format!("did you mean `{best}`? ({})", crate::reviewer::builtin::Baseline::help()),
-            None => crate::reviewer::builtin::Baseline::help().to_string(),
-        };
-        t.problems().push_with_help(name.span(), format!("unknown builtin reviewer `{}`", name.get_ref()), help);
-    }
-    let latency_ms = t.integer("latency-ms", 0, 3_600_000).map(|n| *n.get_ref() as u64).unwrap_or(0);
-    Some(BuiltinSpec { name: name.into_inner(), latency_ms })
-}
-
-fn read_command(t: &TableReader<'_, '_>, axes: &BTreeSet<String>, base_dir: &Path) -> Option<CommandSpec> {
-    let problems = t.problems();
-    let program = t.required_string("program");
-    // Files whose content is hashed into every run's key (scripts the program reads, prompts).
-    let inputs: Vec<String> = t.strings("inputs").unwrap_or_default().into_iter().map(Spanned::into_inner).collect();
-    let endpoint = t.string("endpoint");
-    if let Some(e) = &endpoint {
-        check_template(problems, e, axes, &[]);
-    }
-    let args = t.strings("args").unwrap_or_default();
-    let env = t.string_map("env").unwrap_or_default();
-    for text in args.iter().chain(env.iter().map(|(_, v)| v)) {
-        check_template(problems, text, axes, &[]);
-    }
-    let pass_env = t.strings("pass-env").unwrap_or_default().into_iter().map(Spanned::into_inner).collect();
-    let read_commands = |key: &str| -> Vec<Vec<String>> {
-        let Some(value) = t.get(key) else { return Vec::new() };
-        let DeValue::Array(items) = value.get_ref() else {
-            problems.push(value.span(), format!("`{key}` must be an array of commands, each an array of strings"));
-            return Vec::new();
-        };
-        let mut out = Vec::new();
-        for item in items.iter() {
-            match item.get_ref() {
-                DeValue::Array(argv) if !argv.is_empty() && argv.iter().all(|a| matches!(a.get_ref(), DeValue::String(_))) => {
-                    let argv: Vec<String> = argv
-                        .iter()
-                        .filter_map(|a| match a.get_ref() {
-                            DeValue::String(s) => {
-                                check_template(problems, &Spanned::new(a.span(), s.to_string()), axes, &[]);
-                                Some(s.to_string())
-                            }
-                            _ => None,
-                        })
-                        .collect();
-                    out.push(argv);
-                }
-                _ => problems.push(item.span(), format!("each command in `{key}` must be a non-empty array of strings, e.g. [\"stet\", \"finish\"]")),
-            }
-        }
-        out
-    };
-    let setup = read_commands("setup");
-    let cleanup = read_commands("cleanup");
-    let output = match t.string("output") {
-        None => OutputFormat::Auto,
-        Some(s) => match s.get_ref().as_str() {
-            "auto" => OutputFormat::Auto,
-            "json" => OutputFormat::Json,
-            "stream" => OutputFormat::Stream,
-            other => {
-                problems.push_with_help(s.span(), format!("unknown output format `{other}`"), "formats: auto, json, stream");
-                OutputFormat::Auto
-            }
-        },
-    };
-    let isolation = match t.string("isolation") {
-        None => Isolation::Serialize,
-        Some(s) => match s.get_ref().as_str() {
-            "none" => Isolation::None,
-            "serialize" => Isolation::Serialize,
-            "worktree" => Isolation::Worktree,
-            other => {
-                problems.push_with_help(s.span(), format!("unknown isolation `{other}`"), "isolation: none, serialize (one run per repository at a time), worktree (a worktree per run)");
-                Isolation::Serialize
-            }
-        },
-    };
-    let ignore = t.strings("ignore").unwrap_or_default().into_iter().map(Spanned::into_inner).collect();
-    Some(CommandSpec {
-        program: program?.into_inner(),
-        args: args.into_iter().map(Spanned::into_inner).collect(),
-        env: env.into_iter().map(|(k, v)| (k.into_inner(), v.into_inner())).collect::<BTreeMap<_, _>>(),
-        pass_env,
-        setup,
-        cleanup,
-        output,
-        isolation,
-        ignore,
-        inputs,
-        endpoint: endpoint.map(Spanned::into_inner),
-        base_dir: base_dir.to_path_buf(),
-    })
-}
-
-fn read_analysis(t: &TableReader<'_, '_>, axes: &BTreeSet<String>, base_dir: &Path) -> Option<AnalysisSpec> {
-    let problems = t.problems();
-    let kind_text = t.required_string("kind")?;
-    let Some(kind) = AnalysisKind::parse(kind_text.get_ref()) else {
-        let kinds: Vec<&str> = AnalysisKind::ALL.iter().map(|k| k.as_str()).collect();
-        let help = match did_you_mean(kind_text.get_ref(), kinds.iter().copied()) {
-            Some(best) => format!("did you mean `{best}`? (kinds: {})", kinds.join(", ")),
-            None => format!("kinds: {}", kinds.join(", ")),
-        };
-        // The analysis's other keys are still read, so they are not reported as unknown.
-        for key in ["title", "axis", "line-tolerance", "similarity", "similarity-measure", "dedup-similarity", "partial-similarity", "evidence", "adjudication"] {
-            t.allow(key);
-        }
-        problems.push_with_help(kind_text.span(), format!("unknown analysis kind `{}`", kind_text.get_ref()), help);
-        return None;
-    };
-    let title = t.string("title").map(Spanned::into_inner);
-    let axis = t.string("axis");
-    if let Some(a) = &axis {
-        if !axes.contains(a.get_ref()) {
-            let message = format!("analysis axis `{}` is not a matrix axis", a.get_ref());
-            match did_you_mean(a.get_ref(), axes.iter().map(String::as_str)) {
-                Some(best) => problems.push_with_help(a.span(), message, format!("did you mean `{best}`?")),
-                None => problems.push_with_help(a.span(), message, format!("axes: {}", axes.iter().map(String::as_str).collect::<Vec<_>>().join(", "))),
-            }
-        }
-    }
-    let needs_axis = matches!(kind, AnalysisKind::Overlap);
-    if needs_axis && axis.is_none() && !t.has("axis") {
-        problems.push(t.span(), format!("analysis `{}` needs `axis`, the matrix axis whose values it compares", kind.as_str()));
-    }
-    let axis = axis.map(Spanned::into_inner).or_else(|| {
-        (kind == AnalysisKind::RagAblation).then(|| "rag_symbol_max_definitions".to_string())
-    });
-    if kind == AnalysisKind::RagAblation && !axes.contains(axis.as_deref().unwrap_or_default()) {
-        problems.push(t.span(), "analysis `rag-ablation` needs a `rag_symbol_max_definitions` axis (or `axis = \"...\"`) with 0 among its values");
-    }
-    let mut matching = MatchRule::default();
-    if let Some(n) = t.integer("line-tolerance", 0, 1000) {
-        matching.line_tolerance = *n.get_ref() as u32;
-    }
-    if let Some(s) = t.float("similarity", 0.0, 1.0) {
-        matching.similarity = *s.get_ref();
-    }
-    let mut oracle_rule = crate::ground_truth::matching::OracleRule::default();
-    if kind.uses_oracle() {
-        read_oracle_rule(t, &mut matching, &mut oracle_rule);
-    } else if let Some(m) = t.string("similarity-measure") {
-        match crate::analysis::matching::SimilarityMeasure::parse(m.get_ref()) {
-            Some(measure) => matching.measure = measure,
-            None => problems.push_with_help(m.span(), format!("unknown similarity measure `{}`", m.get_ref()), "measures: levenshtein (default between runs), tokens"),
-        }
-    }
-    let adjudication = t.string("adjudication").and_then(|a| {
-        if matches!(kind, AnalysisKind::Fixture | AnalysisKind::ReviewEval) {
-            Some(resolve_path(base_dir, a.get_ref()))
-        } else {
-            problems.push(
-                a.span(),
-                format!("analysis `{}` does not take `adjudication`: only `fixture` and `review-eval` score runs one by one, as an adjudication decides them", kind.as_str()),
-            );
-            None
-        }
-    });
-    Some(AnalysisSpec { kind, title, axis, matching, oracle_rule, adjudication })
-}
-
-/// The oracle-matching keys of `fixture`, `aggregation` and `review-eval`: `line-tolerance`
-/// and `similarity` configure matching to the oracle (the similarity with its own default),
-/// `partial-similarity`, `similarity-measure` and `evidence` refine it, and `aggregation`
-/// deduplicates repeats with `dedup-similarity` (normalized Levenshtein, default 0.6).
-fn read_oracle_rule(t: &TableReader<'_, '_>, matching: &mut MatchRule, rule: &mut crate::ground_truth::matching::OracleRule) {
-    use crate::ground_truth::matching::{Evidence, SimilarityMeasure};
-    let problems = t.problems();
-    rule.line_tolerance = matching.line_tolerance;
-    if t.has("similarity") {
-        rule.similarity = matching.similarity;
-        rule.partial_similarity = matching.similarity / 2.0;
-    }
-    matching.similarity = MatchRule::default().similarity;
-    if let Some(s) = t.float("dedup-similarity", 0.0, 1.0) {
-        matching.similarity = *s.get_ref();
-    }
-    if let Some(s) = t.float("partial-similarity", 0.0, 1.0) {
-        rule.partial_similarity = *s.get_ref();
-        if rule.partial_similarity > rule.similarity {
-            problems.push(s.span(), format!("`partial-similarity` ({}) must not exceed `similarity` ({})", rule.partial_similarity, rule.similarity));
-        }
-    }
-    if let Some(m) = t.string("similarity-measure") {
-        match SimilarityMeasure::parse(m.get_ref()) {
-            Some(measure) => rule.measure = measure,
-            None => problems.push_with_help(m.span(), format!("unknown similarity measure `{}`", m.get_ref()), "measures: tokens, levenshtein"),
-        }
-    }
-    if let Some(e) = t.string("evidence") {
-        match Evidence::parse(e.get_ref()) {
-            Some(evidence) => rule.evidence = evidence,
-            None => {
-                let all: Vec<&str> = Evidence::ALL.iter().map(|e| e.as_str()).collect();
-                problems.push_with_help(e.span(), format!("unknown evidence `{}`", e.get_ref()), format!("evidence: {}", all.join(", ")))
-            }
-        }
-    }
-}
-
 fn read_report(t: &TableReader<'_, '_>, base_dir: &Path) -> Option<ReportSpec> {
     let output = t.required_string("output");
     let template = t.string("template").map(|p| resolve_path(base_dir, p.get_ref()));
@@ -814,22 +435,6 @@ fn read_report(t: &TableReader<'_, '_>, base_dir: &Path) -> Option<ReportSpec> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn manifest_paths_resolve_lexically() {
-        assert_eq!(resolve_path(Path::new("experiments"), "../corpus/q"), PathBuf::from("corpus/q"));
-        assert_eq!(resolve_path(Path::new(""), "../x"), PathBuf::from("../x"));
-        assert_eq!(resolve_path(Path::new("/a/b"), "../../../c"), PathBuf::from("/c"));
-        assert_eq!(resolve_path(Path::new("experiments"), ".."), PathBuf::from("."));
-    }
-
-    #[test]
-    fn durations() {
-        assert_eq!(parse_duration("90s"), Some(Duration::from_secs(90)));
-        assert_eq!(parse_duration("500ms"), Some(Duration::from_millis(500)));
-        assert_eq!(parse_duration("5m"), Some(Duration::from_secs(300)));
-        assert_eq!(parse_duration("soon"), None);
-    }
 
     #[test]
     fn handlebars_else_is_not_a_template_variable() {

@@ -4,14 +4,14 @@
 //! The graph is acyclic by construction: every edge runs from an earlier stage to a later one
 //! (materialize → review → analyze → render).
 
-pub mod matrix;
+pub mod subjects;
 
-pub use matrix::{expand, Cell};
-
+use crate::analysis::spec::AnalysisKind;
 use crate::cache::key::{review_key, CacheKey, KeyInputs};
-use crate::manifest::{AnalysisKind, Manifest, TargetSpec, REVIEWER_AXIS};
+use crate::manifest::{Manifest, REVIEWER_AXIS};
+use crate::matrix::{expand, Cell};
 use crate::reviewer::Reviewer;
-use crate::target::SubjectSpec;
+use crate::subject::{SubjectSpec, TargetSpec};
 use petgraph::graph::{DiGraph, NodeIndex};
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -33,8 +33,8 @@ pub struct PlannedRun {
 
 impl PlannedRun {
     /// The run's identity, unique within a plan.
-    pub fn id(&self) -> crate::exec::RunId {
-        crate::exec::RunId::new(self.cell.id.clone(), self.repeat, self.subject_id.clone())
+    pub fn id(&self) -> crate::matrix::RunId {
+        crate::matrix::RunId::new(self.cell.id.clone(), self.repeat, self.subject_id.clone())
     }
 
     /// Human-readable and unique within a plan: `cell #repeat @subject`.
@@ -382,7 +382,7 @@ output = "out"
                 let spec = SubjectSpec {
                     id: r.to_string(),
                     identity: format!("id-{r}"),
-                    source: crate::target::SubjectSource::Git { repo: ".".into(), base_sha: "a".into(), head_sha: "b".into() },
+                    source: crate::subject::SubjectSource::Git { repo: ".".into(), base_sha: "a".into(), head_sha: "b".into() },
                     holdout: false,
                 };
                 (r.to_string(), spec)
@@ -409,7 +409,7 @@ output = "out"
         assert!(petgraph::algo::toposort(&plan.graph, None).is_ok());
     }
 
-    use crate::manifest::{Axis, AxisValue, Matrix};
+    use crate::matrix::{Axis, AxisValue, Matrix};
 
     fn size(axes: &[usize], subjects: u64, repeat: u32) -> PlanSize {
         let matrix = Matrix {

@@ -213,7 +213,7 @@ fn is_doc_line(lang: Language, line: &str) -> bool {
 }
 
 fn git_command(repo: &Path) -> Command {
-    crate::target::git::command(repo)
+    crate::subject::git::command(repo)
 }
 
 /// Lines of the commit's files (selected by `pathspecs`) that mention any identifier as a

@@ -1,13 +1,15 @@
 //! Reports: the results model, template rendering, and the reporters that consume engine
 //! events (progress bars, NDJSON, the end-of-execution summary).
 
+pub mod diff;
 pub mod model;
 pub mod progress;
 pub mod render;
 
 use crate::analysis::AnalysisResult;
 use crate::exec::RunOutcome;
-use crate::manifest::{Manifest, TargetSpec};
+use crate::manifest::Manifest;
+use crate::subject::TargetSpec;
 use crate::plan::Plan;
 use model::*;
 use std::collections::BTreeMap;
@@ -194,7 +196,7 @@ fn group_provenance(per_cell: Vec<(String, MergedProvenance)>) -> Vec<Provenance
 /// A path shown relative to the manifest's directory when possible, else to the project root
 /// (so a report does not depend on the directory runner was started from).
 fn relative(base: &std::path::Path, path: &std::path::Path) -> String {
-    let root = crate::manifest::project_root(base);
+    let root = crate::config::project_root(base);
     path.strip_prefix(base)
         .or_else(|e| if root.as_os_str().is_empty() { Err(e) } else { path.strip_prefix(&root) })
         .map(|p| p.display().to_string())

@@ -277,7 +277,8 @@ impl ExecutionSummary {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::exec::{RunId, SkipReason};
+    use crate::exec::SkipReason;
+    use crate::matrix::RunId;
     use crate::reviewer::ReviewError;
     use std::sync::{Arc, Mutex};
 

@@ -8,15 +8,72 @@
 
 use super::{template, Cost, ReviewError, ReviewJob, ReviewOutput, Reviewer};
 use crate::finding::{collapse_whitespace, sha256_hex, stet_finding_id_bytes, Category, Finding, Severity};
-use crate::manifest::BuiltinSpec;
-use crate::plan::Cell;
-use crate::target::diff::{hunks, Hunk};
-use crate::target::Subject;
+use crate::config::{check_template, did_you_mean, template_var_regex, TableReader};
+use crate::matrix::{expand, Axis, Cell, Matrix};
+use crate::subject::diff::{hunks, Hunk};
+use crate::subject::Subject;
 use futures::future::BoxFuture;
 use regex::Regex;
+use serde::Serialize;
+use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
+
+/// Combinations of a template's axes tried when checking a built-in reviewer's name.
+const MAX_NAME_RENDERINGS: usize = 10_000;
+
+/// A built-in reviewer's `name` templated over the matrix (`"{{baseline}}"`) must render a
+/// known baseline for every cell: each value combination of the axes it uses is rendered.
+pub fn check_names(root: &TableReader<'_, '_>, spec: &BuiltinSpec, matrix: &Matrix, span: std::ops::Range<usize>) {
+    if !spec.name.contains("{{") {
+        return;
+    }
+    let used: BTreeSet<String> = template_var_regex().captures_iter(&spec.name).map(|c| c[1].to_string()).collect();
+    let axes: Vec<&Axis> = matrix.axes.iter().filter(|a| used.contains(&a.name)).collect();
+    let combinations = axes.iter().try_fold(1usize, |n, a| n.checked_mul(a.values.len()));
+    if axes.is_empty() || combinations.is_none_or(|n| n > MAX_NAME_RENDERINGS) {
+        return;
+    }
+    let sub = Matrix { axes: axes.into_iter().cloned().collect(), repeat: 1 };
+    let mut reported = BTreeSet::new();
+    for cell in expand(&sub) {
+        let vars = template::variables(&cell, 0, None);
+        let Ok(name) = template::render(&spec.name, &vars) else { continue };
+        if Baseline::parse(&name).is_some() || !reported.insert(name.clone()) {
+            continue;
+        }
+        let message = format!("builtin reviewer name `{}` renders `{name}` for {}: not a builtin reviewer", spec.name, cell.id);
+        match did_you_mean(&name, Baseline::NAMES) {
+            Some(best) => root.problems().push_with_help(span.clone(), message, format!("did you mean `{best}`? ({})", Baseline::help())),
+            None => root.problems().push_with_help(span.clone(), message, Baseline::help()),
+        }
+    }
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct BuiltinSpec {
+    /// The baseline's name; may be a template such as `{{baseline}}`.
+    pub name: String,
+    /// Simulated latency per run, for the `sleep` baseline (benchmarks).
+    pub latency_ms: u64,
+}
+
+/// Reads a `kind = "builtin"` reviewer table.
+pub fn read_spec(t: &TableReader<'_, '_>, axes: &BTreeSet<String>) -> Option<BuiltinSpec> {
+    let name = t.required_string("name")?;
+    check_template(t.problems(), &name, axes, &[]);
+    if !name.get_ref().contains("{{") && Baseline::parse(name.get_ref()).is_none() {
+        let help = match did_you_mean(name.get_ref(), Baseline::NAMES) {
+            Some(best) => format!("did you mean `{best}`? ({})", Baseline::help()),
+            None => Baseline::help().to_string(),
+        };
+        t.problems().push_with_help(name.span(), format!("unknown builtin reviewer `{}`", name.get_ref()), help);
+    }
+    let latency_ms = t.integer("latency-ms", 0, 3_600_000).map(|n| *n.get_ref() as u64).unwrap_or(0);
+    Some(BuiltinSpec { name: name.into_inner(), latency_ms })
+}
+
 
 /// The built-in baselines.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -230,7 +287,7 @@ pub fn heuristic(subject: &Subject) -> Vec<Finding> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::target::diff::parse_unified_diff;
+    use crate::subject::diff::parse_unified_diff;
     use std::path::PathBuf;
 
     fn subject(diff: &str) -> Subject {

@@ -21,16 +21,152 @@
 use super::parse::parse_stet_output;
 use super::redact::secret_parts_of_url_value;
 use super::{template, Cost, ReviewError, ReviewJob, ReviewOutput, Reviewer};
-use crate::manifest::{CommandSpec, Isolation};
-use crate::plan::Cell;
-use crate::target::git::git;
+use crate::config::{check_template, TableReader};
+use crate::matrix::Cell;
+use crate::subject::git::git;
 use futures::future::BoxFuture;
-use std::collections::BTreeMap;
+use serde::Serialize;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::{Duration, Instant, SystemTime};
 use tokio::io::AsyncReadExt;
 use tokio::process::Command;
+use toml::de::DeValue;
+use toml::Spanned;
+
+/// How a reviewer's runs share a repository.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Isolation {
+    /// Runs share the repository freely.
+    None,
+    /// At most one run at a time per repository (stet's one session per repository).
+    Serialize,
+    /// Each run gets its own detached worktree at the reviewed head.
+    Worktree,
+}
+
+/// How a command reviewer's stdout is read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum OutputFormat {
+    /// `{"findings":[…]}` or an NDJSON stream, whichever the output is.
+    Auto,
+    Json,
+    Stream,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct CommandSpec {
+    pub program: String,
+    pub args: Vec<String>,
+    /// Environment set for the child, templated; sorted for hashing.
+    pub env: BTreeMap<String, String>,
+    /// Variables copied from runner's own environment, never hashed nor stored.
+    pub pass_env: Vec<String>,
+    pub setup: Vec<Vec<String>>,
+    pub cleanup: Vec<Vec<String>>,
+    pub output: OutputFormat,
+    pub isolation: Isolation,
+    /// Names of files that the reviewer writes into the repository and git must ignore.
+    pub ignore: Vec<String>,
+    /// Files (relative to the manifest) whose content is hashed into every run's key.
+    pub inputs: Vec<String>,
+    /// The model server the reviewer talks to (templated); by default read from stet's
+    /// `STET_PROVIDER`/`STET_*_BASE_URL` in the child's environment.
+    pub endpoint: Option<String>,
+    /// The manifest's directory: relative program paths and `inputs` resolve against it.
+    #[serde(skip)]
+    pub base_dir: PathBuf,
+}
+
+/// Reads a `kind = "command"` reviewer table.
+pub fn read_spec(t: &TableReader<'_, '_>, axes: &BTreeSet<String>, base_dir: &Path) -> Option<CommandSpec> {
+    let problems = t.problems();
+    let program = t.required_string("program");
+    // Files whose content is hashed into every run's key (scripts the program reads, prompts).
+    let inputs: Vec<String> = t.strings("inputs").unwrap_or_default().into_iter().map(Spanned::into_inner).collect();
+    let endpoint = t.string("endpoint");
+    if let Some(e) = &endpoint {
+        check_template(problems, e, axes, &[]);
+    }
+    let args = t.strings("args").unwrap_or_default();
+    let env = t.string_map("env").unwrap_or_default();
+    for text in args.iter().chain(env.iter().map(|(_, v)| v)) {
+        check_template(problems, text, axes, &[]);
+    }
+    let pass_env = t.strings("pass-env").unwrap_or_default().into_iter().map(Spanned::into_inner).collect();
+    let read_commands = |key: &str| -> Vec<Vec<String>> {
+        let Some(value) = t.get(key) else { return Vec::new() };
+        let DeValue::Array(items) = value.get_ref() else {
+            problems.push(value.span(), format!("`{key}` must be an array of commands, each an array of strings"));
+            return Vec::new();
+        };
+        let mut out = Vec::new();
+        for item in items.iter() {
+            match item.get_ref() {
+                DeValue::Array(argv) if !argv.is_empty() && argv.iter().all(|a| matches!(a.get_ref(), DeValue::String(_))) => {
+                    let argv: Vec<String> = argv
+                        .iter()
+                        .filter_map(|a| match a.get_ref() {
+                            DeValue::String(s) => {
+                                check_template(problems, &Spanned::new(a.span(), s.to_string()), axes, &[]);
+                                Some(s.to_string())
+                            }
+                            _ => None,
+                        })
+                        .collect();
+                    out.push(argv);
+                }
+                _ => problems.push(item.span(), format!("each command in `{key}` must be a non-empty array of strings, e.g. [\"stet\", \"finish\"]")),
+            }
+        }
+        out
+    };
+    let setup = read_commands("setup");
+    let cleanup = read_commands("cleanup");
+    let output = match t.string("output") {
+        None => OutputFormat::Auto,
+        Some(s) => match s.get_ref().as_str() {
+            "auto" => OutputFormat::Auto,
+            "json" => OutputFormat::Json,
+            "stream" => OutputFormat::Stream,
+            other => {
+                problems.push_with_help(s.span(), format!("unknown output format `{other}`"), "formats: auto, json, stream");
+                OutputFormat::Auto
+            }
+        },
+    };
+    let isolation = match t.string("isolation") {
+        None => Isolation::Serialize,
+        Some(s) => match s.get_ref().as_str() {
+            "none" => Isolation::None,
+            "serialize" => Isolation::Serialize,
+            "worktree" => Isolation::Worktree,
+            other => {
+                problems.push_with_help(s.span(), format!("unknown isolation `{other}`"), "isolation: none, serialize (one run per repository at a time), worktree (a worktree per run)");
+                Isolation::Serialize
+            }
+        },
+    };
+    let ignore = t.strings("ignore").unwrap_or_default().into_iter().map(Spanned::into_inner).collect();
+    Some(CommandSpec {
+        program: program?.into_inner(),
+        args: args.into_iter().map(Spanned::into_inner).collect(),
+        env: env.into_iter().map(|(k, v)| (k.into_inner(), v.into_inner())).collect::<BTreeMap<_, _>>(),
+        pass_env,
+        setup,
+        cleanup,
+        output,
+        isolation,
+        ignore,
+        inputs,
+        endpoint: endpoint.map(Spanned::into_inner),
+        base_dir: base_dir.to_path_buf(),
+    })
+}
+
 
 const STDERR_TAIL: usize = 2000;
 
@@ -61,7 +197,7 @@ impl CommandReviewer {
     pub fn new(spec: CommandSpec) -> Self {
         let mut files = BTreeMap::new();
         for input in &spec.inputs {
-            files.insert(format!("input:{input}"), hash_file(&absolute(&crate::manifest::resolve_path(&spec.base_dir, input))));
+            files.insert(format!("input:{input}"), hash_file(&absolute(&crate::config::resolve_path(&spec.base_dir, input))));
         }
         if !spec.program.contains("{{") {
             if let Some(path) = program_path(&spec.base_dir, &spec.program) {
@@ -191,7 +327,7 @@ impl CommandReviewer {
         let result = self.spawn(&argv, &env, dir, job.timeout).await;
         let wall_ms = started.elapsed().as_millis() as u64;
         // Usage first: stet's `finish` (the usual cleanup) deletes `session.json`.
-        let hunks = crate::target::diff::hunks(&job.subject.files).count() as u32;
+        let hunks = crate::subject::diff::hunks(&job.subject.files).count() as u32;
         let mut cost = Cost { wall_ms, hunks, ..Cost::default() };
         read_stet_usage(&state, session_before.as_ref(), &mut cost);
         let cleanup = self.run_hooks(&self.spec.cleanup, &vars, &env, dir, job.timeout, "cleanup").await;
@@ -402,7 +538,7 @@ fn program_path(base_dir: &Path, program: &str) -> Option<PathBuf> {
         return None;
     }
     let path = Path::new(program);
-    Some(if path.is_absolute() { path.to_path_buf() } else { absolute(&crate::manifest::resolve_path(base_dir, program)) })
+    Some(if path.is_absolute() { path.to_path_buf() } else { absolute(&crate::config::resolve_path(base_dir, program)) })
 }
 
 fn hash_file(path: &Path) -> String {
@@ -645,7 +781,7 @@ impl Drop for Worktree {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::manifest::OutputFormat;
+    use crate::reviewer::command::OutputFormat;
 
     fn spec(program: &str, env: &[(&str, &str)]) -> CommandSpec {
         CommandSpec {

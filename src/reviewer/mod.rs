@@ -8,11 +8,12 @@ pub mod command;
 pub mod llm;
 pub mod parse;
 pub mod redact;
+pub mod spec;
 pub mod template;
 
 use crate::finding::Finding;
-use crate::plan::Cell;
-use crate::target::Subject;
+use crate::matrix::Cell;
+use crate::subject::Subject;
 use futures::future::BoxFuture;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -170,8 +171,8 @@ pub trait Reviewer: Send + Sync {
 }
 
 /// Builds the reviewer a manifest declares.
-pub fn from_spec(spec: &crate::manifest::ReviewerSpec) -> Result<Arc<dyn Reviewer>, ReviewError> {
-    use crate::manifest::ReviewerKindSpec as K;
+pub fn from_spec(spec: &crate::reviewer::spec::ReviewerSpec) -> Result<Arc<dyn Reviewer>, ReviewError> {
+    use crate::reviewer::spec::ReviewerKindSpec as K;
     Ok(match &spec.kind {
         K::Builtin(b) => Arc::new(builtin::BuiltinReviewer::new(b.clone())),
         K::Command(c) => Arc::new(command::CommandReviewer::new(c.as_ref().clone())),

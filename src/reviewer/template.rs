@@ -1,7 +1,7 @@
 //! Templating of reviewer configuration (argv, environment, names) from a cell's values.
 
-use crate::plan::Cell;
-use crate::target::Subject;
+use crate::matrix::Cell;
+use crate::subject::Subject;
 use handlebars::Handlebars;
 use std::collections::BTreeMap;
 

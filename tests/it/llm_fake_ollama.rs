@@ -6,12 +6,12 @@
 //! protocol is tested against a real llama.cpp server in `llm_real_server.rs`.
 
 use runner::finding::Severity;
-use runner::manifest::AxisValue;
-use runner::plan::Cell;
+use runner::matrix::AxisValue;
+use runner::matrix::Cell;
 use runner::reviewer::llm::{LlmReviewer, LlmSpec, OnTruncation, Protocol, UnitKind};
 use runner::reviewer::{ReviewError, ReviewJob, Reviewer};
-use runner::target::diff::parse_unified_diff;
-use runner::target::Subject;
+use runner::subject::diff::parse_unified_diff;
+use runner::subject::Subject;
 use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};

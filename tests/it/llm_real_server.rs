@@ -20,12 +20,12 @@
 //! start.sh gives it); `RUNNER_MODELS_JSON` (default `.models/MODELS.json`) adds the model
 //! file's sha256 to the provenance checks when it exists.
 
-use runner::manifest::AxisValue;
-use runner::plan::Cell;
+use runner::matrix::AxisValue;
+use runner::matrix::Cell;
 use runner::reviewer::llm::{LlmReviewer, LlmSpec, OnTruncation, Protocol};
 use runner::reviewer::{ReviewError, ReviewJob, Reviewer};
-use runner::target::diff::parse_unified_diff;
-use runner::target::Subject;
+use runner::subject::diff::parse_unified_diff;
+use runner::subject::Subject;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;

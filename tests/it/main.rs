@@ -5,6 +5,7 @@ mod bundled;
 mod command_reviewer;
 mod exec_corpus;
 mod git_target;
+mod layers;
 mod llm_fake_ollama;
 mod llm_real_server;
 mod ground_truth;

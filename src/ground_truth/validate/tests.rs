@@ -256,7 +256,7 @@ fn key_sets_match_the_models() {
         title: "t".into(),
         review_task: "r".into(),
         spec: "s".into(),
-        source: crate::target::corpus::CaseSource { path: "a".into(), before: "b".into(), after: "a".into() },
+        source: crate::subject::corpus::CaseSource { path: "a".into(), before: "b".into(), after: "a".into() },
     };
     let v = serde_json::to_value(&case).expect("json");
     let keys = |v: &Value| v.as_object().map(|o| o.keys().cloned().collect::<BTreeSet<_>>()).unwrap_or_default();

@@ -28,7 +28,7 @@ pub use spec::{read_spec, LlmSpec, OnTruncation, PromptTemplate, Protocol, UnitK
 
 use super::parse::extract_model_findings;
 use super::{template, Cost, ReviewError, ReviewJob, ReviewOutput, Reviewer, UnitCost};
-use crate::plan::Cell;
+use crate::matrix::Cell;
 use crate::rag;
 use futures::future::BoxFuture;
 use serde_json::{json, Value};
@@ -488,7 +488,7 @@ impl Reviewer for LlmReviewer {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::manifest::AxisValue;
+    use crate::matrix::AxisValue;
 
     fn cell(pairs: &[(&str, AxisValue)]) -> Cell {
         Cell { id: "c".into(), values: pairs.iter().map(|(k, v)| (k.to_string(), v.clone())).collect() }

@@ -147,7 +147,7 @@ mod tests {
     use crate::finding::{sha256_hex, LineRange};
     use crate::reviewer::llm::prompt::units;
     use crate::reviewer::llm::spec::UnitKind;
-    use crate::target::diff::parse_unified_diff;
+    use crate::subject::diff::parse_unified_diff;
     use serde_json::json;
 
     const DIFF: &str = "diff --git a/calc.py b/calc.py\n--- a/calc.py\n+++ b/calc.py\n@@ -4,3 +4,7 @@ def add(a, b):\n \n def div(a, b):\n     return a / b\n+\n+\n+def avg(xs):\n+    return sum(xs) / len(xs)\n";

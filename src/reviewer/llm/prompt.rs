@@ -4,8 +4,8 @@
 use super::spec::{LlmSpec, UnitKind};
 use crate::finding::{Category, Severity};
 use crate::rag::Definition;
-use crate::target::diff::{FileDiff, Hunk};
-use crate::target::Subject;
+use crate::subject::diff::{FileDiff, Hunk};
+use crate::subject::Subject;
 use handlebars::Handlebars;
 use serde_json::{json, Value};
 
@@ -205,7 +205,7 @@ pub fn render(spec: &LlmSpec, subject: &Subject, unit: &Unit<'_>, definitions: &
 mod tests {
     use super::*;
     use crate::reviewer::llm::spec::Protocol;
-    use crate::target::diff::parse_unified_diff;
+    use crate::subject::diff::parse_unified_diff;
     use std::path::PathBuf;
 
     const DIFF: &str = "diff --git a/calc.py b/calc.py\n--- a/calc.py\n+++ b/calc.py\n@@ -4,3 +4,7 @@ def add(a, b):\n \n def div(a, b):\n-    return a / b\n+    return a // b\n+\n+def avg(xs):\n+    return sum(xs) / len(xs)\n@@ -20,1 +24,2 @@\n x = 1\n+y = 2\ndiff --git a/b.rs b/b.rs\n--- a/b.rs\n+++ b/b.rs\n@@ -1 +1 @@\n-a\n+b\n";

@@ -1,7 +1,7 @@
 //! The `[reviewer]` table of an `ollama` or `openai` reviewer: read key by key with located
 //! errors, into an [`LlmSpec`].
 
-use crate::manifest::{check_template, parse_duration, TableReader};
+use crate::config::{check_template, parse_duration, TableReader};
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -444,7 +444,7 @@ mod tests {
             "[matrix]\nmodel = [\"a\", \"b\"]\ntemperature = [0.7]\n[reviewer]\nkind = \"openai\"\nbase-urls = [\"http://h1:1/v1\", \"${X_URL:-http://h2:2/v1}\"]\napi-key-env = \"MY_KEY\"\nseed = 7\nseed-per-repeat = true\nmax-tokens = 256\nunit = \"file\"\non-truncation = \"continue\"\nmax-concurrency-per-endpoint = 2\nretries = 1\nretry-base-delay = \"10ms\"\nrequest-timeout = \"2m\"\n[reviewer.endpoints]\nb = \"http://h3:3/v1\"\n[reviewer.provenance.a]\nsha256 = \"abc\"\nquantization = \"Q4_1\"\n",
         )
         .expect("valid");
-        let crate::manifest::ReviewerKindSpec::Llm(spec) = m.reviewers.entries.into_iter().next().expect("one reviewer").spec.kind else { panic!("llm") };
+        let crate::reviewer::spec::ReviewerKindSpec::Llm(spec) = m.reviewers.entries.into_iter().next().expect("one reviewer").spec.kind else { panic!("llm") };
         assert_eq!(spec.protocol, Protocol::OpenAi);
         assert_eq!(spec.base_urls.len(), 2);
         assert_eq!(spec.endpoints["b"], vec!["http://h3:3/v1".to_string()]);
@@ -480,7 +480,7 @@ mod tests {
     #[test]
     fn ollama_defaults() {
         let m = parse("[matrix]\nmodel = [\"qwen3:8b\"]\n[reviewer]\nkind = \"ollama\"\nnum-ctx = 8192\n").expect("valid");
-        let crate::manifest::ReviewerKindSpec::Llm(spec) = m.reviewers.entries.into_iter().next().expect("one reviewer").spec.kind else { panic!("llm") };
+        let crate::reviewer::spec::ReviewerKindSpec::Llm(spec) = m.reviewers.entries.into_iter().next().expect("one reviewer").spec.kind else { panic!("llm") };
         assert_eq!(spec.base_urls, vec!["http://localhost:11434".to_string()]);
         assert_eq!(spec.num_ctx, Some(8192));
         assert_eq!(spec.unit, UnitKind::Hunk);

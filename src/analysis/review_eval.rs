@@ -14,9 +14,9 @@
 //! to the worse verdict.
 
 use crate::analysis::{fmt_num, fmt_ratio, AnalysisInput, AnalysisResult, RunView, Table, TableCell};
-use crate::ground_truth::matching::{adjudicate, score_runs, ExtraVerdict, MatchCounts, Method, ScoredRun, Verdict};
+use crate::analysis::matching::{adjudicate, score_runs, ExtraVerdict, MatchCounts, Method, ScoredRun, Verdict};
 use crate::ground_truth::oracle::Oracle;
-use crate::manifest::AnalysisSpec;
+use crate::analysis::spec::AnalysisSpec;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
@@ -190,7 +190,7 @@ fn consensus(found: usize, partial: usize, missed: usize) -> Verdict {
 }
 
 /// Scores one cell's runs.
-pub fn cell_eval(cell: &crate::plan::Cell, runs: &[&ScoredRun<'_>]) -> CellEval {
+pub fn cell_eval(cell: &crate::matrix::Cell, runs: &[&ScoredRun<'_>]) -> CellEval {
     let mut by_repeat: BTreeMap<u32, Vec<&ScoredRun<'_>>> = BTreeMap::new();
     for r in runs {
         by_repeat.entry(r.view.repeat).or_default().push(r);
@@ -384,15 +384,16 @@ mod tests {
     use super::*;
     use crate::analysis::RunView;
     use crate::finding::Category;
-    use crate::ground_truth::matching::tests::{oracle as ofinding, record, reported};
-    use crate::ground_truth::matching::{match_case, OracleRule};
+    use crate::analysis::matching::tests::{oracle as ofinding, record, reported};
+    use crate::analysis::matching::match_case;
+    use crate::analysis::spec::OracleRule;
 
     #[test]
     fn noise_recall_and_tokens_by_hand() {
         let f1 = ofinding("F1", "a.rs", 10, Category::Bug, "the cache stores a rejected promise and serves it stale");
         let f2 = ofinding("F2", "a.rs", 50, Category::Security, "unvalidated direction is interpolated into the sql order clause");
         let rule = OracleRule::default();
-        let cell = crate::plan::Cell { id: "m=a".into(), values: BTreeMap::new() };
+        let cell = crate::matrix::Cell { id: "m=a".into(), values: BTreeMap::new() };
         // Case c1: F1 found; two rejected extras. Case c2 (clean): one rejected extra.
         let c1 = vec![
             reported("r1", "a.rs", 10, Category::Bug, "rejected promise is cached"),
@@ -423,12 +424,12 @@ mod tests {
 
     #[test]
     fn an_adjudication_file_flips_verdicts_and_noise() {
-        use crate::ground_truth::adjudication::{AdjudicatedFinding, AdjudicatedRun, Adjudication, Seed003Verdict};
-        use crate::ground_truth::matching::adjudicate;
-        use crate::ground_truth::score::{Claim, Disposition};
+        use crate::analysis::adjudication::{AdjudicatedFinding, AdjudicatedRun, Adjudication, Seed003Verdict};
+        use crate::analysis::matching::adjudicate;
+        use crate::analysis::score::{Claim, Disposition};
         let f1 = ofinding("F1", "a.rs", 10, Category::Bug, "the cache stores a rejected promise and serves it stale");
         let rule = OracleRule::default();
-        let cell = crate::plan::Cell { id: "m=a".into(), values: BTreeMap::new() };
+        let cell = crate::matrix::Cell { id: "m=a".into(), values: BTreeMap::new() };
         // Automatic: the report is 40 lines away, so F1 is missed and both reports are rejected extras.
         let c1 = vec![reported("r1", "a.rs", 50, Category::Style, "promise cached after failure"), reported("r2", "b.rs", 1, Category::Bug, "leaks a file handle")];
         let rec = record(&cell, None);
@@ -460,7 +461,7 @@ mod tests {
                 rejected_extras: 0,
             }],
         };
-        let other = crate::plan::Cell { id: "m=b".into(), values: BTreeMap::new() };
+        let other = crate::matrix::Cell { id: "m=b".into(), values: BTreeMap::new() };
         let other_view = RunView { cell: &other, repeat: 1, subject: "c1", record: &rec, findings: &c1 };
         let mut scored = vec![ScoredRun { view, case: match_case(&c1, &[&f1], &rule) }, ScoredRun { view: other_view, case: match_case(&c1, &[&f1], &rule) }];
         let (method, notes) = adjudicate(&mut scored, Some(&adjudication), &rule);

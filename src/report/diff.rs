@@ -7,9 +7,9 @@
 //! (`--cell-a`/`--cell-b`, one name serving both sides when only one is given), else the only
 //! cell of each side, else the cells with the same id on both sides.
 
-use crate::ground_truth::matching::Verdict;
-use crate::manifest::AnalysisKind;
-use crate::ground_truth::review_eval::{CellEval, ReviewEvalData};
+use crate::analysis::matching::Verdict;
+use crate::analysis::spec::AnalysisKind;
+use crate::analysis::review_eval::{CellEval, ReviewEvalData};
 use serde::Serialize;
 use std::collections::BTreeSet;
 use std::fmt::Write as _;
@@ -18,7 +18,7 @@ use std::path::{Path, PathBuf};
 #[derive(Debug, thiserror::Error)]
 pub enum DiffError {
     #[error(transparent)]
-    Results(#[from] crate::report::model::ResultsError),
+    Results(#[from] super::model::ResultsError),
     #[error("failed to parse `{path}`: {message}")]
     Parse { path: PathBuf, message: String },
     #[error("`{0}` has no review-eval analysis; add `[[analysis]] kind = \"review-eval\"` to the experiment and run it again")]
@@ -39,7 +39,7 @@ pub struct Side {
 /// Reads the first review-eval analysis of a results.json, through the typed results model
 /// (its schema version checked).
 pub fn load_side(path: &Path) -> Result<Side, DiffError> {
-    let results = crate::report::model::Results::read(path)?;
+    let results = super::model::Results::read(path)?;
     let analysis = results
         .analyses
         .iter()
@@ -298,8 +298,8 @@ pub fn render_text(report: &DiffReport) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::ground_truth::matching::MatchCounts;
-    use crate::ground_truth::review_eval::{FindingEval, Scores};
+    use crate::analysis::matching::MatchCounts;
+    use crate::analysis::review_eval::{FindingEval, Scores};
     use std::collections::BTreeMap;
 
     fn cell(id: &str, verdicts: &[(&str, Verdict)], rejected: usize, reported: usize) -> CellEval {

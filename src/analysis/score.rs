@@ -6,7 +6,7 @@
 //! coverage, findings, precision, recall, completeness, observedCompleteness,
 //! cleanCaseFalsePositiveRate, metrics}]}`, with numbers as JavaScript prints them.
 
-use super::oracle::Oracle;
+use crate::ground_truth::oracle::Oracle;
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
@@ -16,7 +16,7 @@ use std::path::{Path, PathBuf};
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct CapturedResults {
-    #[serde(deserialize_with = "super::oracle::version_one")]
+    #[serde(deserialize_with = "crate::ground_truth::oracle::version_one")]
     pub version: u32,
     pub plan: CapturePlan,
     pub strategies: Vec<Strategy>,
@@ -185,7 +185,7 @@ pub enum ScoreError {
 /// Reads a captured-results file; unknown keys and malformed values are errors with their
 /// line and column.
 pub fn load_captured(path: &Path) -> Result<CapturedResults, ScoreError> {
-    let text = crate::target::files::read_text(path).map_err(|source| ScoreError::Read { path: path.to_path_buf(), source })?;
+    let text = crate::subject::files::read_text(path).map_err(|source| ScoreError::Read { path: path.to_path_buf(), source })?;
     serde_json::from_str(&text).map_err(|e| ScoreError::Parse { path: path.to_path_buf(), message: e.to_string() })
 }
 

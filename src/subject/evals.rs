@@ -4,43 +4,8 @@
 
 use super::corpus::is_safe_relative_path;
 use super::git::git;
-use super::{diff, Subject, SubjectSource, SubjectSpec, TargetError};
-use crate::ground_truth::evalcase;
-use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
-
-/// The eval set's directory relative to the repository, when it lies inside it.
-fn inside(repo: &Path, dir: &Path) -> Option<PathBuf> {
-    let (repo, dir) = (repo.canonicalize().ok()?, dir.canonicalize().ok()?);
-    dir.strip_prefix(&repo).ok().filter(|p| !p.as_os_str().is_empty()).map(Path::to_path_buf)
-}
-
-/// One subject per case (sorted by id), its commits checked to exist.
-pub fn resolve(repo: &Path, dir: &Path, wanted: Option<&[String]>) -> Result<BTreeMap<String, SubjectSpec>, TargetError> {
-    let cases = evalcase::load_dir(dir)?;
-    if let Some(missing) = wanted.and_then(|w| w.iter().find(|w| !cases.iter().any(|c| &c.id == *w))) {
-        return Err(TargetError::UnknownEvalCase(missing.clone()));
-    }
-    let strip = inside(repo, dir);
-    let mut out = BTreeMap::new();
-    for case in cases.into_iter().filter(|c| wanted.is_none_or(|w| w.contains(&c.id))) {
-        let shas = super::git::resolve_commits(repo, &[&case.base, &case.tip]).map_err(|e| TargetError::Resolve {
-            repo: repo.display().to_string(),
-            rev: format!("{}..{} (eval case `{}`)", case.base, case.tip, case.id),
-            message: format!("{e}; keep a tag or branch on the tip so the case can be rerun"),
-        })?;
-        let (base_sha, head_sha) = match shas.as_slice() {
-            [b, t] => (b.clone(), t.clone()),
-            _ => return Err(TargetError::Resolve { repo: repo.display().to_string(), rev: case.tip.clone(), message: "unexpected rev-parse output".into() }),
-        };
-        let identity = blake3::hash(format!("eval\0{base_sha}\0{head_sha}").as_bytes()).to_hex().to_string();
-        out.insert(
-            case.id.clone(),
-            SubjectSpec { id: case.id.clone(), identity, source: SubjectSource::Eval { repo: repo.to_path_buf(), base_sha, head_sha, strip: strip.clone() }, holdout: false },
-        );
-    }
-    Ok(out)
-}
+use super::{diff, Subject, TargetError};
+use std::path::Path;
 
 fn sanitize(id: &str) -> String {
     id.chars().map(|c| if c.is_ascii_alphanumeric() || c == '-' || c == '_' { c } else { '_' }).collect()

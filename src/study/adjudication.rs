@@ -15,13 +15,15 @@
 //! (neither verified nor noise until the oracle is updated).
 
 use super::csv;
-use super::oracle::{self, Oracle, OracleError};
-use super::score::{self, CapturePlan, CapturedResults, CapturedRun, Claim, Disposition, Metrics, Strategy};
+use crate::ground_truth::oracle::{self, Oracle, OracleError};
+use crate::analysis::adjudication::{AdjudicatedFinding, AdjudicatedRun, Adjudication, Seed003Verdict};
+use crate::analysis::score::{self, CapturePlan, CapturedResults, CapturedRun, Claim, Disposition, Metrics, Strategy};
 use crate::cache::Lookup;
-use crate::experiment::Prepared;
+use crate::cache::key::CacheKey;
+use crate::cache::store::CacheStore;
 use crate::finding::Finding;
-use crate::manifest::TargetSpec;
-use crate::target::corpus::{self, CorpusError, PublicCase};
+use crate::subject::TargetSpec;
+use crate::subject::corpus::{self, CorpusError, PublicCase};
 use rand::seq::SliceRandom;
 use rand::SeedableRng;
 use serde::{Deserialize, Serialize};
@@ -81,111 +83,6 @@ pub struct KeyItem {
     pub case: String,
     /// Indexes into `runs` and into that run's `findings`.
     pub occurrences: Vec<(usize, usize)>,
-}
-
-/// The per-run record `import` writes beside the captured results: the method, every
-/// adjudicated reported finding, and seed 003's verdicts.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct Adjudication {
-    pub version: u32,
-    pub method: String,
-    pub sheet: String,
-    pub key: String,
-    pub experiment: String,
-    pub runs: Vec<AdjudicatedRun>,
-}
-
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct AdjudicatedRun {
-    pub cell: String,
-    pub repeat: u32,
-    pub case: String,
-    pub reported: Vec<AdjudicatedFinding>,
-    /// Seed 003: each oracle finding the case expects is `found`, `partial` or `missed`.
-    pub oracle: BTreeMap<String, Seed003Verdict>,
-    /// Seed 003: extras (reported findings matched to no oracle finding) that are `real`.
-    pub real_extras: usize,
-    /// Seed 003: extras that are `rejected` (noise).
-    pub rejected_extras: usize,
-}
-
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct AdjudicatedFinding {
-    pub item: String,
-    /// The reviewer's finding id (stet's scheme).
-    pub finding: String,
-    /// As written in the sheet.
-    pub disposition: String,
-    /// The seed 002 claim it became.
-    pub claim: Claim,
-    #[serde(default, skip_serializing_if = "String::is_empty")]
-    pub note: String,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Seed003Verdict {
-    Found,
-    Partial,
-    Missed,
-}
-
-impl From<Seed003Verdict> for super::matching::Verdict {
-    fn from(v: Seed003Verdict) -> Self {
-        match v {
-            Seed003Verdict::Found => Self::Found,
-            Seed003Verdict::Partial => Self::Partial,
-            Seed003Verdict::Missed => Self::Missed,
-        }
-    }
-}
-
-impl AdjudicatedRun {
-    /// The person's decisions as the matcher applies them: every oracle verdict with the report
-    /// matched to it, and the extras named by the reviewer's finding id (`real` is real; `rejected` and
-    /// `false_positive` are rejected; other dispositions leave the automatic verdict).
-    pub fn to_adjudicated(&self) -> super::matching::Adjudicated {
-        use super::matching::ExtraVerdict;
-        let findings = self.oracle.iter().map(|(id, v)| (id.clone(), (*v).into())).collect();
-        let extras = self
-            .reported
-            .iter()
-            .filter(|f| !f.finding.is_empty())
-            .filter_map(|f| match f.disposition.trim() {
-                "real" => Some((f.finding.clone(), ExtraVerdict::Real)),
-                "rejected" | "false_positive" => Some((f.finding.clone(), ExtraVerdict::Rejected)),
-                _ => None,
-            })
-            .collect();
-        let partial = format!("{}-partial-", self.case);
-        let matches = self
-            .reported
-            .iter()
-            .filter(|f| !f.finding.is_empty())
-            .filter_map(|f| match f.disposition.trim() {
-                "found" | "verified" => Some((f.claim.id.clone(), f.finding.clone())),
-                "partial" => f.claim.id.strip_prefix(&partial).map(|o| (o.to_string(), f.finding.clone())),
-                _ => None,
-            })
-            .collect();
-        super::matching::Adjudicated { findings, extras, matches }
-    }
-}
-
-impl Adjudication {
-    /// The run adjudicated for `cell`'s `repeat` on `case`, if any.
-    pub fn run(&self, cell: &str, repeat: u32, case: &str) -> Option<&AdjudicatedRun> {
-        self.runs.iter().find(|r| r.cell == cell && r.repeat == repeat && r.case == case)
-    }
-}
-
-/// Reads an adjudication record (`captured.adjudication.json`, as `import` writes it).
-pub fn load(path: &Path) -> Result<Adjudication, AdjudicationError> {
-    let text = std::fs::read_to_string(path).map_err(|source| AdjudicationError::Read { path: path.to_path_buf(), source })?;
-    serde_json::from_str(&text).map_err(|e| AdjudicationError::Parse { path: path.to_path_buf(), message: e.to_string() })
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -250,10 +147,32 @@ impl RowContent {
     }
 }
 
-/// Exports a blind sheet of every cached finding of `prepared`'s runs into `out`.
-pub fn export(prepared: &Prepared, manifest_label: &str, out: &Path, seed: u64) -> Result<Exported, AdjudicationError> {
-    let name = prepared.manifest.experiment.name.clone();
-    let TargetSpec::Corpus { dir, .. } = &prepared.manifest.target else {
+/// What a sheet is exported from: an experiment's planned runs and the cache that holds them.
+pub struct SheetSource<'a> {
+    pub experiment: &'a str,
+    pub target: &'a TargetSpec,
+    /// Every planned run, in plan order.
+    pub runs: Vec<SheetRun<'a>>,
+    /// The planned subjects (cases), in plan order.
+    pub cases: Vec<String>,
+    /// The cell ids, in matrix order.
+    pub cells: Vec<String>,
+    pub repeats: u32,
+    pub cache: &'a CacheStore,
+}
+
+/// One planned run of a [`SheetSource`].
+pub struct SheetRun<'a> {
+    pub cell: &'a str,
+    pub repeat: u32,
+    pub case: &'a str,
+    pub key: &'a CacheKey,
+}
+
+/// Exports a blind sheet of every cached finding of `source`'s runs into `out`.
+pub fn export(source: &SheetSource<'_>, manifest_label: &str, out: &Path, seed: u64) -> Result<Exported, AdjudicationError> {
+    let name = source.experiment.to_string();
+    let TargetSpec::Corpus { dir, .. } = source.target else {
         return Err(AdjudicationError::NotCorpus(name));
     };
     let public: BTreeMap<String, PublicCase> = corpus::load_public_cases(dir)?.into_iter().map(|c| (c.id.clone(), c)).collect();
@@ -262,19 +181,19 @@ pub fn export(prepared: &Prepared, manifest_label: &str, out: &Path, seed: u64) 
     let mut runs = Vec::new();
     let mut occurrences: BTreeMap<RowContent, Vec<(usize, usize)>> = BTreeMap::new();
     let mut findings_total = 0;
-    for planned in &prepared.plan.runs {
+    for planned in &source.runs {
         let index = runs.len();
         let mut run = KeyRun {
-            cell: planned.cell.id.clone(),
+            cell: planned.cell.to_string(),
             repeat: planned.repeat,
-            case: planned.subject_id.clone(),
+            case: planned.case.to_string(),
             cache_key: planned.key.0.clone(),
             submitted: false,
             complete: false,
             metrics: None,
             findings: Vec::new(),
         };
-        if let Lookup::Hit { record, findings } = prepared.cache.lookup(&planned.key) {
+        if let Lookup::Hit { record, findings } = source.cache.lookup(planned.key) {
             run.submitted = true;
             run.complete = record.schema_problems.is_empty();
             let cost = &record.cost;
@@ -290,7 +209,7 @@ pub fn export(prepared: &Prepared, manifest_label: &str, out: &Path, seed: u64) 
             });
             for (i, f) in findings.iter().enumerate() {
                 run.findings.push(f.id.clone());
-                occurrences.entry(RowContent::of(&planned.subject_id, f)).or_default().push((index, i));
+                occurrences.entry(RowContent::of(planned.case, f)).or_default().push((index, i));
                 findings_total += 1;
             }
         }
@@ -300,7 +219,7 @@ pub fn export(prepared: &Prepared, manifest_label: &str, out: &Path, seed: u64) 
     // Cases in plan order; rows shuffled within each case, so a person can work case by case
     // and the order tells nothing about where a row came from.
     let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
-    let cases: Vec<String> = prepared.plan.subjects.keys().cloned().collect();
+    let cases: Vec<String> = source.cases.clone();
     let mut ordered: Vec<(RowContent, Vec<(usize, usize)>)> = Vec::new();
     for case in &cases {
         let mut rows: Vec<(RowContent, Vec<(usize, usize)>)> = occurrences.iter().filter(|(r, _)| &r.case == case).map(|(r, o)| (r.clone(), o.clone())).collect();
@@ -322,8 +241,8 @@ pub fn export(prepared: &Prepared, manifest_label: &str, out: &Path, seed: u64) 
         manifest: manifest_label.to_string(),
         corpus: dir.clone(),
         seed,
-        cells: prepared.plan.cells.iter().map(|c| c.id.clone()).collect(),
-        repeats: prepared.manifest.matrix.repeat,
+        cells: source.cells.clone(),
+        repeats: source.repeats,
         cases: cases.clone(),
         runs,
         items,

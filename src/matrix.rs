@@ -1,13 +1,96 @@
-//! Matrix expansion: axes × values in a documented, deterministic order.
+//! The experiment matrix (axes, values, cells) and its expansion: axes × values in a documented, deterministic order.
 //!
 //! Order: the cartesian product of the axes in manifest order, the last axis varying fastest
 //! (like nested loops), each axis's values in the order written. A cell's id is built from
 //! its values (`model=a,temperature=0.2`), never from its position, so adding a value to an
 //! axis leaves every other cell's id and cache key unchanged.
 
-use crate::manifest::{AxisValue, Matrix};
-use serde::Serialize;
+use serde::{Serialize, Serializer};
 use std::collections::BTreeMap;
+use std::fmt;
+
+/// One value of a matrix axis.
+#[derive(Debug, Clone, PartialEq, PartialOrd, Serialize)]
+#[serde(untagged)]
+pub enum AxisValue {
+    Str(String),
+    Int(i64),
+    Float(f64),
+    Bool(bool),
+}
+
+impl AxisValue {
+    /// The text a template sees and a cell id is built from.
+    pub fn render(&self) -> String {
+        match self {
+            Self::Str(s) => s.clone(),
+            Self::Int(i) => i.to_string(),
+            Self::Float(f) => format_float(*f),
+            Self::Bool(b) => b.to_string(),
+        }
+    }
+
+    pub fn to_json(&self) -> serde_json::Value {
+        match self {
+            Self::Str(s) => serde_json::Value::String(s.clone()),
+            Self::Int(i) => serde_json::Value::from(*i),
+            Self::Float(f) => serde_json::Value::from(*f),
+            Self::Bool(b) => serde_json::Value::Bool(*b),
+        }
+    }
+
+    pub fn as_f64(&self) -> Option<f64> {
+        match self {
+            Self::Int(i) => Some(*i as f64),
+            Self::Float(f) => Some(*f),
+            Self::Str(s) => s.parse().ok(),
+            Self::Bool(_) => None,
+        }
+    }
+
+    pub fn as_i64(&self) -> Option<i64> {
+        match self {
+            Self::Int(i) => Some(*i),
+            Self::Str(s) => s.parse().ok(),
+            Self::Float(f) if f.fract() == 0.0 => Some(*f as i64),
+            _ => None,
+        }
+    }
+}
+
+/// Floats print with at least one decimal so `0.0` and `0` stay distinct in ids.
+pub fn format_float(f: f64) -> String {
+    if f.fract() == 0.0 && f.abs() < 1e15 {
+        format!("{f:.1}")
+    } else {
+        format!("{f}")
+    }
+}
+
+impl fmt::Display for AxisValue {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.render())
+    }
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Axis {
+    pub name: String,
+    pub values: Vec<AxisValue>,
+}
+
+/// Named axes in manifest order, plus the number of repeats of every cell.
+#[derive(Debug, Clone, Serialize)]
+pub struct Matrix {
+    pub axes: Vec<Axis>,
+    pub repeat: u32,
+}
+
+impl Matrix {
+    pub fn axis(&self, name: &str) -> Option<&Axis> {
+        self.axes.iter().find(|a| a.name == name)
+    }
+}
 
 /// One combination of axis values.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -65,10 +148,36 @@ pub fn expand(matrix: &Matrix) -> Vec<Cell> {
         .collect()
 }
 
+/// A planned run's identity within its plan: its cell, repeat and subject. Shown (and
+/// serialized) as its label, `cell #repeat @subject`.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct RunId {
+    pub cell: String,
+    pub repeat: u32,
+    pub subject: String,
+}
+
+impl RunId {
+    pub fn new(cell: impl Into<String>, repeat: u32, subject: impl Into<String>) -> Self {
+        Self { cell: cell.into(), repeat, subject: subject.into() }
+    }
+}
+
+impl std::fmt::Display for RunId {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} #{} @{}", self.cell, self.repeat, self.subject)
+    }
+}
+
+impl Serialize for RunId {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_str(self)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::manifest::Axis;
     use proptest::prelude::*;
 
     fn matrix(axes: &[(&str, &[&str])]) -> Matrix {

@@ -8,9 +8,9 @@
 //! finding's.
 
 use crate::analysis::{fmt_ratio, AnalysisInput, AnalysisResult, Table, TableCell};
-use crate::ground_truth::matching::{adjudicate, score_runs, ExtraVerdict, Prf, ScoredRun, Verdict};
+use crate::analysis::matching::{adjudicate, score_runs, ExtraVerdict, Prf, ScoredRun, Verdict};
 use crate::ground_truth::oracle::Oracle;
-use crate::manifest::AnalysisSpec;
+use crate::analysis::spec::AnalysisSpec;
 use std::collections::BTreeMap;
 
 pub const TEST_ID: &str = "H2";
@@ -148,8 +148,9 @@ pub fn compute(spec: &AnalysisSpec, input: &AnalysisInput<'_>) -> AnalysisResult
 mod tests {
     use super::*;
     use crate::finding::Category;
-    use crate::ground_truth::matching::tests::{oracle as ofinding, reported};
-    use crate::ground_truth::matching::{match_case, OracleRule};
+    use crate::analysis::matching::tests::{oracle as ofinding, reported};
+    use crate::analysis::matching::match_case;
+    use crate::analysis::spec::OracleRule;
     use crate::ground_truth::oracle::OracleCase;
 
     pub fn oracle_of(findings: Vec<(&str, crate::ground_truth::oracle::OracleFinding)>) -> Oracle {
@@ -180,8 +181,8 @@ mod tests {
         ];
         let expected = oracle.expected_for("c1");
         let case = match_case(&reports, &expected, &OracleRule::default());
-        let cell = crate::plan::Cell { id: "x".into(), values: BTreeMap::new() };
-        let record = crate::ground_truth::matching::tests::record(&cell, None);
+        let cell = crate::matrix::Cell { id: "x".into(), values: BTreeMap::new() };
+        let record = crate::analysis::matching::tests::record(&cell, None);
         let view = crate::analysis::RunView { cell: &cell, repeat: 1, subject: "c1", record: &record, findings: &reports };
         let run = ScoredRun { view, case };
         let fx = cell_fixture(&oracle, &[&run]);

@@ -1,4 +1,4 @@
-//! Targets: what is reviewed. Plan-time identities (resolved SHAs, case content hashes) and
+//! Subjects: what is reviewed. Plan-time identities (resolved SHAs, case content hashes) and
 //! materialized subjects (a repository on disk plus the diff a reviewer sees).
 
 pub mod corpus;
@@ -7,12 +7,22 @@ pub mod evals;
 pub mod files;
 pub mod git;
 
-use crate::manifest::{Manifest, TargetSpec};
 use corpus::{CorpusError, PublicCase};
 use diff::FileDiff;
 use serde::Serialize;
-use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
+
+/// What is reviewed.
+#[derive(Debug, Clone)]
+pub enum TargetSpec {
+    /// A git repository reviewed as `ref..head`; `ref` comes from the matrix.
+    Git { repo: PathBuf, head: String },
+    /// A directory with `cases.public.json` (and optionally `oracle.json`).
+    Corpus { dir: PathBuf, cases: Option<Vec<String>>, unseal_holdout: bool },
+    /// A git repository with seed 003's eval cases (`<dir>/<id>/case.md`): each case's
+    /// `Range: base..tip` is a subject, reviewed in a blind clone, and its findings are the oracle.
+    Evals { repo: PathBuf, dir: PathBuf, cases: Option<Vec<String>> },
+}
 
 /// What one review node reviews, known before anything runs.
 #[derive(Debug, Clone, Serialize)]
@@ -43,8 +53,8 @@ pub enum SubjectSource {
 /// Everything here is reviewer input. For a corpus case it is built from a [`PublicCase`]
 /// only (the public file's `reviewTask`, `spec` and `source`); nothing from the oracle (ids,
 /// descriptions, rationales, splits, ground-truth programs) may reach it. The test
-/// `ground_truth::no_leak` checks both the content and that this module never reads the oracle
-/// beyond the holdout seal, which yields case ids.
+/// `ground_truth::no_leak` checks both the content and that this module never reads the
+/// oracle (`plan::subjects` resolves targets, reaching only the holdout seal's case ids).
 #[derive(Debug, Clone)]
 pub struct Subject {
     pub id: String,
@@ -69,65 +79,8 @@ pub enum TargetError {
     Corpus(#[from] CorpusError),
     #[error(transparent)]
     Git(#[from] git::GitError),
-    #[error(transparent)]
-    Holdout(#[from] crate::ground_truth::holdout::HoldoutError),
-    #[error(transparent)]
-    EvalCase(#[from] crate::ground_truth::evalcase::EvalCaseError),
     #[error("eval case `{0}` is listed in the manifest but not in the eval set")]
     UnknownEvalCase(String),
-}
-
-/// Resolves the manifest's target into subject specs. For a git target there is one subject
-/// per value of the `ref` axis (resolved to SHAs here, before anything is hashed); for a
-/// corpus target one per case.
-pub fn resolve(manifest: &Manifest) -> Result<BTreeMap<String, SubjectSpec>, TargetError> {
-    match &manifest.target {
-        TargetSpec::Git { repo, head } => {
-            let refs: Vec<String> = manifest.matrix.axis("ref").map(|a| a.values.iter().map(|v| v.render()).collect()).unwrap_or_default();
-            let mut revs: Vec<&str> = refs.iter().map(String::as_str).collect();
-            revs.push(head);
-            let shas = git::resolve_commits(repo, &revs).map_err(|e| TargetError::Resolve {
-                repo: repo.display().to_string(),
-                rev: revs.join(", "),
-                message: e.to_string(),
-            })?;
-            let head_sha = shas.last().cloned().unwrap_or_default();
-            let mut out = BTreeMap::new();
-            for (r, base_sha) in refs.iter().zip(&shas) {
-                let identity = blake3::hash(format!("git\0{base_sha}\0{head_sha}").as_bytes()).to_hex().to_string();
-                out.insert(
-                    r.clone(),
-                    SubjectSpec {
-                        id: r.clone(),
-                        identity,
-                        source: SubjectSource::Git { repo: repo.clone(), base_sha: base_sha.clone(), head_sha: head_sha.clone() },
-                        holdout: false,
-                    },
-                );
-            }
-            Ok(out)
-        }
-        TargetSpec::Evals { repo, dir, cases: wanted } => evals::resolve(repo, dir, wanted.as_deref()),
-        TargetSpec::Corpus { dir, cases: wanted, unseal_holdout } => {
-            let cases = corpus::load_public_cases(dir)?;
-            if let Some(wanted) = wanted {
-                if let Some(missing) = wanted.iter().find(|w| !cases.iter().any(|c| &c.id == *w)) {
-                    return Err(CorpusError::UnknownCase(missing.clone()).into());
-                }
-            }
-            let selected: Vec<PublicCase> = cases.into_iter().filter(|c| wanted.as_ref().is_none_or(|w| w.contains(&c.id))).collect();
-            // Only the ids of unsealed holdout cases come back from the oracle.
-            let unsealed = crate::ground_truth::holdout::check(dir, selected.iter().map(|c| c.id.as_str()), *unseal_holdout)?;
-            Ok(selected
-                .into_iter()
-                .map(|c| {
-                    let identity = corpus::case_content_hash(&c);
-                    let holdout = unsealed.contains(&c.id);
-                    (c.id.clone(), SubjectSpec { id: c.id.clone(), identity, source: SubjectSource::Case(Box::new(c)), holdout })
-                })
-                .collect())
-        }
-    }
 }
 
 /// Puts a subject on disk (corpus cases become repositories under `work_dir`) and reads its diff.

@@ -1,0 +1,264 @@
+//! What an analysis is asked to do: its kind and options ([`AnalysisSpec`]), the rules that
+//! match findings ([`MatchRule`] between runs, [`OracleRule`] against an oracle), and the
+//! reader of a manifest's `[[analysis]]` tables.
+
+use super::matching::{Evidence, SimilarityMeasure};
+use crate::config::{did_you_mean, resolve_path, TableReader};
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeSet;
+use std::path::Path;
+use toml::Spanned;
+
+/// One analysis the report shows.
+#[derive(Debug, Clone, Serialize)]
+pub struct AnalysisSpec {
+    pub kind: AnalysisKind,
+    /// Optional title shown in the report.
+    pub title: Option<String>,
+    /// The axis compared (overlap, RAG ablation) or grouped by (latency, distribution, …).
+    pub axis: Option<String>,
+    pub matching: MatchRule,
+    /// How reported findings are matched to an oracle (fixture, aggregation, review-eval).
+    pub oracle_rule: OracleRule,
+    /// A person's adjudication record (`captured.adjudication.json`, from `runner adjudicate
+    /// import`), resolved against the manifest's directory: applied over automatic matching
+    /// for the runs it covers (fixture, review-eval).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub adjudication: Option<std::path::PathBuf>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum AnalysisKind {
+    /// A1: overlap between the values of one axis.
+    Overlap,
+    /// A3: latency per run and per hunk.
+    Latency,
+    /// A4: Jaccard across repeats.
+    Repeatability,
+    /// A5: category and severity counts.
+    Distribution,
+    /// A6: finding-ID stability across repeats.
+    IdStability,
+    /// A7: schema validation of every reviewer's output.
+    Schema,
+    /// A10: RAG on versus off.
+    RagAblation,
+    /// Tokens and durations per cell.
+    Cost,
+    /// H2: TP, FP, FN, precision, recall and F1 against the oracle.
+    Fixture,
+    /// A8: the union of a cell's repeats against the average single run.
+    Aggregation,
+    /// A9: diff / file / repo context level of each finding.
+    ContextLevel,
+    /// Seed 003: found / partial / missed, recall, noise and cost per run and per case.
+    ReviewEval,
+}
+
+impl AnalysisKind {
+    pub const ALL: [AnalysisKind; 12] = [
+        Self::Overlap,
+        Self::Latency,
+        Self::Repeatability,
+        Self::Distribution,
+        Self::IdStability,
+        Self::Schema,
+        Self::RagAblation,
+        Self::Cost,
+        Self::Fixture,
+        Self::Aggregation,
+        Self::ContextLevel,
+        Self::ReviewEval,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Overlap => "overlap",
+            Self::Latency => "latency",
+            Self::Repeatability => "repeatability",
+            Self::Distribution => "distribution",
+            Self::IdStability => "id-stability",
+            Self::Schema => "schema",
+            Self::RagAblation => "rag-ablation",
+            Self::Cost => "cost",
+            Self::Fixture => "fixture",
+            Self::Aggregation => "aggregation",
+            Self::ContextLevel => "context-level",
+            Self::ReviewEval => "review-eval",
+        }
+    }
+
+    pub fn parse(text: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|k| k.as_str() == text)
+    }
+
+    /// Kinds that match findings to an oracle and read the oracle-matching keys.
+    pub fn uses_oracle(self) -> bool {
+        matches!(self, Self::Fixture | Self::Aggregation | Self::ReviewEval)
+    }
+}
+
+/// How two findings are judged the same (A1 fuzzy overlap, A4, A8).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct MatchRule {
+    /// Lines may differ by at most this much.
+    pub line_tolerance: u32,
+    /// Message similarity (0..1) must reach this.
+    pub similarity: f64,
+    /// How messages are compared (normalized Levenshtein unless the manifest says otherwise).
+    pub measure: SimilarityMeasure,
+}
+
+impl Default for MatchRule {
+    fn default() -> Self {
+        Self { line_tolerance: 1, similarity: 0.6, measure: SimilarityMeasure::Levenshtein }
+    }
+}
+
+/// The automatic matching rule, configured per analysis.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct OracleRule {
+    /// Lines between the reported span and the oracle line or range, at most.
+    pub line_tolerance: u32,
+    /// Similarity that counts as evidence of the same defect.
+    pub similarity: f64,
+    /// Similarity that makes a located report `partial` when it is not `found`.
+    pub partial_similarity: f64,
+    pub measure: SimilarityMeasure,
+    pub evidence: Evidence,
+}
+
+impl Default for OracleRule {
+    fn default() -> Self {
+        Self { line_tolerance: 1, similarity: 0.3, partial_similarity: 0.15, measure: SimilarityMeasure::Tokens, evidence: Evidence::SimilarityOrCategory }
+    }
+}
+
+impl OracleRule {
+    /// The rule in words, printed beside every score it produced.
+    pub fn describe(&self) -> String {
+        let evidence = match self.evidence {
+            Evidence::SimilarityOrCategory => format!("{} (message and suggestion vs. the oracle description) ≥ {:.2} or the same category", self.measure.describe(), self.similarity),
+            Evidence::Similarity => format!("{} (message and suggestion vs. the oracle description) ≥ {:.2}", self.measure.describe(), self.similarity),
+            Evidence::Category => "the same category as the oracle finding".to_string(),
+            Evidence::Location => "nothing more".to_string(),
+        };
+        let partial = if self.evidence == Evidence::Location {
+            String::new()
+        } else {
+            format!("; partial = located with similarity ≥ {:.2} but without that evidence", self.partial_similarity)
+        };
+        format!(
+            "automatic matching: found = same file, reported lines within {} of the oracle line or range, and {evidence}{partial}; one report per oracle finding (best first); unmatched reports are extras, rejected (noise) unless adjudicated real",
+            self.line_tolerance
+        )
+    }
+}
+
+/// Reads one `[[analysis]]` table: its kind and the options that kind takes.
+pub fn read_analysis(t: &TableReader<'_, '_>, axes: &BTreeSet<String>, base_dir: &Path) -> Option<AnalysisSpec> {
+    let problems = t.problems();
+    let kind_text = t.required_string("kind")?;
+    let Some(kind) = AnalysisKind::parse(kind_text.get_ref()) else {
+        let kinds: Vec<&str> = AnalysisKind::ALL.iter().map(|k| k.as_str()).collect();
+        let help = match did_you_mean(kind_text.get_ref(), kinds.iter().copied()) {
+            Some(best) => format!("did you mean `{best}`? (kinds: {})", kinds.join(", ")),
+            None => format!("kinds: {}", kinds.join(", ")),
+        };
+        // The analysis's other keys are still read, so they are not reported as unknown.
+        for key in ["title", "axis", "line-tolerance", "similarity", "similarity-measure", "dedup-similarity", "partial-similarity", "evidence", "adjudication"] {
+            t.allow(key);
+        }
+        problems.push_with_help(kind_text.span(), format!("unknown analysis kind `{}`", kind_text.get_ref()), help);
+        return None;
+    };
+    let title = t.string("title").map(Spanned::into_inner);
+    let axis = t.string("axis");
+    if let Some(a) = &axis {
+        if !axes.contains(a.get_ref()) {
+            let message = format!("analysis axis `{}` is not a matrix axis", a.get_ref());
+            match did_you_mean(a.get_ref(), axes.iter().map(String::as_str)) {
+                Some(best) => problems.push_with_help(a.span(), message, format!("did you mean `{best}`?")),
+                None => problems.push_with_help(a.span(), message, format!("axes: {}", axes.iter().map(String::as_str).collect::<Vec<_>>().join(", "))),
+            }
+        }
+    }
+    let needs_axis = matches!(kind, AnalysisKind::Overlap);
+    if needs_axis && axis.is_none() && !t.has("axis") {
+        problems.push(t.span(), format!("analysis `{}` needs `axis`, the matrix axis whose values it compares", kind.as_str()));
+    }
+    let axis = axis.map(Spanned::into_inner).or_else(|| {
+        (kind == AnalysisKind::RagAblation).then(|| "rag_symbol_max_definitions".to_string())
+    });
+    if kind == AnalysisKind::RagAblation && !axes.contains(axis.as_deref().unwrap_or_default()) {
+        problems.push(t.span(), "analysis `rag-ablation` needs a `rag_symbol_max_definitions` axis (or `axis = \"...\"`) with 0 among its values");
+    }
+    let mut matching = MatchRule::default();
+    if let Some(n) = t.integer("line-tolerance", 0, 1000) {
+        matching.line_tolerance = *n.get_ref() as u32;
+    }
+    if let Some(s) = t.float("similarity", 0.0, 1.0) {
+        matching.similarity = *s.get_ref();
+    }
+    let mut oracle_rule = OracleRule::default();
+    if kind.uses_oracle() {
+        read_oracle_rule(t, &mut matching, &mut oracle_rule);
+    } else if let Some(m) = t.string("similarity-measure") {
+        match SimilarityMeasure::parse(m.get_ref()) {
+            Some(measure) => matching.measure = measure,
+            None => problems.push_with_help(m.span(), format!("unknown similarity measure `{}`", m.get_ref()), "measures: levenshtein (default between runs), tokens"),
+        }
+    }
+    let adjudication = t.string("adjudication").and_then(|a| {
+        if matches!(kind, AnalysisKind::Fixture | AnalysisKind::ReviewEval) {
+            Some(resolve_path(base_dir, a.get_ref()))
+        } else {
+            problems.push(
+                a.span(),
+                format!("analysis `{}` does not take `adjudication`: only `fixture` and `review-eval` score runs one by one, as an adjudication decides them", kind.as_str()),
+            );
+            None
+        }
+    });
+    Some(AnalysisSpec { kind, title, axis, matching, oracle_rule, adjudication })
+}
+
+/// The oracle-matching keys of `fixture`, `aggregation` and `review-eval`: `line-tolerance`
+/// and `similarity` configure matching to the oracle (the similarity with its own default),
+/// `partial-similarity`, `similarity-measure` and `evidence` refine it, and `aggregation`
+/// deduplicates repeats with `dedup-similarity` (normalized Levenshtein, default 0.6).
+fn read_oracle_rule(t: &TableReader<'_, '_>, matching: &mut MatchRule, rule: &mut OracleRule) {
+    let problems = t.problems();
+    rule.line_tolerance = matching.line_tolerance;
+    if t.has("similarity") {
+        rule.similarity = matching.similarity;
+        rule.partial_similarity = matching.similarity / 2.0;
+    }
+    matching.similarity = MatchRule::default().similarity;
+    if let Some(s) = t.float("dedup-similarity", 0.0, 1.0) {
+        matching.similarity = *s.get_ref();
+    }
+    if let Some(s) = t.float("partial-similarity", 0.0, 1.0) {
+        rule.partial_similarity = *s.get_ref();
+        if rule.partial_similarity > rule.similarity {
+            problems.push(s.span(), format!("`partial-similarity` ({}) must not exceed `similarity` ({})", rule.partial_similarity, rule.similarity));
+        }
+    }
+    if let Some(m) = t.string("similarity-measure") {
+        match SimilarityMeasure::parse(m.get_ref()) {
+            Some(measure) => rule.measure = measure,
+            None => problems.push_with_help(m.span(), format!("unknown similarity measure `{}`", m.get_ref()), "measures: tokens, levenshtein"),
+        }
+    }
+    if let Some(e) = t.string("evidence") {
+        match Evidence::parse(e.get_ref()) {
+            Some(evidence) => rule.evidence = evidence,
+            None => {
+                let all: Vec<&str> = Evidence::ALL.iter().map(|e| e.as_str()).collect();
+                problems.push_with_help(e.span(), format!("unknown evidence `{}`", e.get_ref()), format!("evidence: {}", all.join(", ")))
+            }
+        }
+    }
+}
+

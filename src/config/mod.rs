@@ -1,0 +1,124 @@
+//! Configuration reading shared by every config reader: the spanned TOML walker
+//! ([`TableReader`], collecting [`Problems`]), rendered diagnostics, and the helpers that
+//! resolve paths, parse durations, suggest spellings and check template variables.
+
+pub mod diagnostics;
+pub mod reader;
+
+pub use diagnostics::{Diagnostic, ManifestErrors};
+pub use reader::{Problems, TableReader};
+
+use regex::Regex;
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
+use std::time::Duration;
+use toml::Spanned;
+
+/// Template variables every reviewer template may use besides the matrix axes.
+pub const BUILTIN_TEMPLATE_VARS: [&str; 4] = ["repo", "base", "head", "repeat"];
+
+
+/// The candidate closest to `text`, when close enough to be a likely typo.
+pub fn did_you_mean<'a>(text: &str, candidates: impl IntoIterator<Item = &'a str>) -> Option<&'a str> {
+    candidates
+        .into_iter()
+        .map(|c| (strsim::jaro_winkler(c, text), c))
+        .filter(|(score, _)| *score > 0.8)
+        .max_by(|a, b| a.0.total_cmp(&b.0))
+        .map(|(_, c)| c)
+}
+
+pub fn template_var_regex() -> &'static Regex {
+    static RE: OnceLock<Regex> = OnceLock::new();
+    RE.get_or_init(|| Regex::new(r"\{\{\{?\s*([A-Za-z_][A-Za-z0-9_]*)\s*\}?\}\}").expect("static regex"))
+}
+
+/// Reports template variables that are neither an axis nor a built-in.
+pub fn check_template(problems: &Problems, text: &Spanned<String>, axes: &BTreeSet<String>, extra: &[&str]) {
+    for cap in template_var_regex().captures_iter(text.get_ref()) {
+        let name = &cap[1];
+        // `{{else}}` and `{{this}}` are handlebars keywords, not variables.
+        if matches!(name, "else" | "this") {
+            continue;
+        }
+        if !axes.contains(name) && !BUILTIN_TEMPLATE_VARS.contains(&name) && !extra.contains(&name) {
+            let mut known: Vec<&str> = axes.iter().map(String::as_str).chain(BUILTIN_TEMPLATE_VARS).chain(extra.iter().copied()).collect();
+            known.sort_unstable();
+            problems.push_with_help(text.span(), format!("unknown template variable `{{{{{name}}}}}`"), format!("known variables: {}", known.join(", ")));
+        }
+    }
+}
+
+/// Joins a manifest-relative path onto the manifest's directory and removes `.`/`..`
+/// lexically, so `experiments/../results` reads `results`.
+/// Where a manifest's default cache (`cache/`) and work directory (`.runner/`) live: the
+/// nearest ancestor of the manifest's directory that holds `.git` (a directory, or the file
+/// of a worktree), else the manifest's directory — never the current directory as such.
+/// Returned relative (empty) when it is the current directory, else absolute.
+pub fn project_root(manifest_dir: &Path) -> PathBuf {
+    let dir = if manifest_dir.as_os_str().is_empty() { Path::new(".") } else { manifest_dir };
+    let Ok(dir) = dir.canonicalize() else { return manifest_dir.to_path_buf() };
+    let root = dir.ancestors().find(|a| a.join(".git").exists()).unwrap_or(&dir).to_path_buf();
+    match std::env::current_dir().and_then(|d| d.canonicalize()) {
+        Ok(cwd) if cwd == root => PathBuf::new(),
+        _ => root,
+    }
+}
+
+pub fn resolve_path(base_dir: &Path, relative: &str) -> PathBuf {
+    use std::path::Component;
+    let mut out = PathBuf::new();
+    for component in base_dir.join(relative).components() {
+        match component {
+            Component::CurDir => {}
+            Component::ParentDir => match out.components().next_back() {
+                Some(Component::Normal(_)) => {
+                    out.pop();
+                }
+                Some(Component::RootDir) => {}
+                _ => out.push(".."),
+            },
+            other => out.push(other),
+        }
+    }
+    if out.as_os_str().is_empty() {
+        out.push(".");
+    }
+    out
+}
+
+pub fn parse_duration(text: &str) -> Option<Duration> {
+    let text = text.trim();
+    let (number, unit) = text.split_at(text.find(|c: char| !c.is_ascii_digit() && c != '.').unwrap_or(text.len()));
+    let n: f64 = number.parse().ok()?;
+    let secs = match unit.trim() {
+        "ms" => n / 1000.0,
+        "" | "s" => n,
+        "m" | "min" => n * 60.0,
+        "h" => n * 3600.0,
+        _ => return None,
+    };
+    (secs.is_finite() && secs > 0.0).then(|| Duration::from_secs_f64(secs))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn manifest_paths_resolve_lexically() {
+        assert_eq!(resolve_path(Path::new("experiments"), "../corpus/q"), PathBuf::from("corpus/q"));
+        assert_eq!(resolve_path(Path::new(""), "../x"), PathBuf::from("../x"));
+        assert_eq!(resolve_path(Path::new("/a/b"), "../../../c"), PathBuf::from("/c"));
+        assert_eq!(resolve_path(Path::new("experiments"), ".."), PathBuf::from("."));
+    }
+
+    #[test]
+    fn durations() {
+        assert_eq!(parse_duration("90s"), Some(Duration::from_secs(90)));
+        assert_eq!(parse_duration("500ms"), Some(Duration::from_millis(500)));
+        assert_eq!(parse_duration("5m"), Some(Duration::from_secs(300)));
+        assert_eq!(parse_duration("soon"), None);
+    }
+}

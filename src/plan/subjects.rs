@@ -1,0 +1,115 @@
+//! Subject resolution: the manifest's target turned into plan-time subject specs (resolved
+//! SHAs, case content hashes). It reaches ground truth only through two narrow doors: the
+//! holdout seal (case ids) and seed 003's eval-set reader (each case's id and range).
+
+use crate::ground_truth::evalcase;
+use crate::ground_truth::holdout::HoldoutError;
+use crate::manifest::Manifest;
+use crate::subject::corpus::{self, CorpusError, PublicCase};
+use crate::subject::{git, SubjectSource, SubjectSpec, TargetError, TargetSpec};
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+/// Why the target's subjects could not be resolved.
+#[derive(Debug, thiserror::Error)]
+pub enum ResolveError {
+    #[error(transparent)]
+    Target(#[from] TargetError),
+    #[error(transparent)]
+    Holdout(#[from] HoldoutError),
+    #[error(transparent)]
+    EvalCase(#[from] evalcase::EvalCaseError),
+}
+
+impl From<CorpusError> for ResolveError {
+    fn from(e: CorpusError) -> Self {
+        Self::Target(e.into())
+    }
+}
+
+/// Resolves the manifest's target into subject specs. For a git target there is one subject
+/// per value of the `ref` axis (resolved to SHAs here, before anything is hashed); for a
+/// corpus target one per case.
+pub fn resolve(manifest: &Manifest) -> Result<BTreeMap<String, SubjectSpec>, ResolveError> {
+    match &manifest.target {
+        TargetSpec::Git { repo, head } => {
+            let refs: Vec<String> = manifest.matrix.axis("ref").map(|a| a.values.iter().map(|v| v.render()).collect()).unwrap_or_default();
+            let mut revs: Vec<&str> = refs.iter().map(String::as_str).collect();
+            revs.push(head);
+            let shas = git::resolve_commits(repo, &revs).map_err(|e| TargetError::Resolve {
+                repo: repo.display().to_string(),
+                rev: revs.join(", "),
+                message: e.to_string(),
+            })?;
+            let head_sha = shas.last().cloned().unwrap_or_default();
+            let mut out = BTreeMap::new();
+            for (r, base_sha) in refs.iter().zip(&shas) {
+                let identity = blake3::hash(format!("git\0{base_sha}\0{head_sha}").as_bytes()).to_hex().to_string();
+                out.insert(
+                    r.clone(),
+                    SubjectSpec {
+                        id: r.clone(),
+                        identity,
+                        source: SubjectSource::Git { repo: repo.clone(), base_sha: base_sha.clone(), head_sha: head_sha.clone() },
+                        holdout: false,
+                    },
+                );
+            }
+            Ok(out)
+        }
+        TargetSpec::Evals { repo, dir, cases: wanted } => resolve_evals(repo, dir, wanted.as_deref()),
+        TargetSpec::Corpus { dir, cases: wanted, unseal_holdout } => {
+            let cases = corpus::load_public_cases(dir)?;
+            if let Some(wanted) = wanted {
+                if let Some(missing) = wanted.iter().find(|w| !cases.iter().any(|c| &c.id == *w)) {
+                    return Err(CorpusError::UnknownCase(missing.clone()).into());
+                }
+            }
+            let selected: Vec<PublicCase> = cases.into_iter().filter(|c| wanted.as_ref().is_none_or(|w| w.contains(&c.id))).collect();
+            // Only the ids of unsealed holdout cases come back from the oracle.
+            let unsealed = crate::ground_truth::holdout::check(dir, selected.iter().map(|c| c.id.as_str()), *unseal_holdout)?;
+            Ok(selected
+                .into_iter()
+                .map(|c| {
+                    let identity = corpus::case_content_hash(&c);
+                    let holdout = unsealed.contains(&c.id);
+                    (c.id.clone(), SubjectSpec { id: c.id.clone(), identity, source: SubjectSource::Case(Box::new(c)), holdout })
+                })
+                .collect())
+        }
+    }
+}
+
+/// The eval set's directory relative to the repository, when it lies inside it.
+fn inside(repo: &Path, dir: &Path) -> Option<PathBuf> {
+    let (repo, dir) = (repo.canonicalize().ok()?, dir.canonicalize().ok()?);
+    dir.strip_prefix(&repo).ok().filter(|p| !p.as_os_str().is_empty()).map(Path::to_path_buf)
+}
+
+/// One subject per case (sorted by id), its commits checked to exist.
+fn resolve_evals(repo: &Path, dir: &Path, wanted: Option<&[String]>) -> Result<BTreeMap<String, SubjectSpec>, ResolveError> {
+    let cases = evalcase::load_dir(dir)?;
+    if let Some(missing) = wanted.and_then(|w| w.iter().find(|w| !cases.iter().any(|c| &c.id == *w))) {
+        return Err(TargetError::UnknownEvalCase(missing.clone()).into());
+    }
+    let strip = inside(repo, dir);
+    let mut out = BTreeMap::new();
+    for case in cases.into_iter().filter(|c| wanted.is_none_or(|w| w.contains(&c.id))) {
+        let shas = git::resolve_commits(repo, &[&case.base, &case.tip]).map_err(|e| TargetError::Resolve {
+            repo: repo.display().to_string(),
+            rev: format!("{}..{} (eval case `{}`)", case.base, case.tip, case.id),
+            message: format!("{e}; keep a tag or branch on the tip so the case can be rerun"),
+        })?;
+        let (base_sha, head_sha) = match shas.as_slice() {
+            [b, t] => (b.clone(), t.clone()),
+            _ => return Err(TargetError::Resolve { repo: repo.display().to_string(), rev: case.tip.clone(), message: "unexpected rev-parse output".into() }.into()),
+        };
+        let identity = blake3::hash(format!("eval\0{base_sha}\0{head_sha}").as_bytes()).to_hex().to_string();
+        out.insert(
+            case.id.clone(),
+            SubjectSpec { id: case.id.clone(), identity, source: SubjectSource::Eval { repo: repo.to_path_buf(), base_sha, head_sha, strip: strip.clone() }, holdout: false },
+        );
+    }
+    Ok(out)
+}
+

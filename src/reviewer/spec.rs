@@ -1,0 +1,98 @@
+//! A reviewer's configuration: the kind dispatch (each kind reads its own table) and the
+//! scheduling limits every kind shares.
+
+use super::builtin::BuiltinSpec;
+use super::command::CommandSpec;
+use crate::config::{did_you_mean, parse_duration, template_var_regex, TableReader};
+use crate::matrix::Matrix;
+use std::collections::BTreeSet;
+use std::path::Path;
+use std::time::Duration;
+
+/// A reviewer with its scheduling limits.
+#[derive(Debug, Clone)]
+pub struct ReviewerSpec {
+    pub kind: ReviewerKindSpec,
+    /// At most this many runs of this reviewer at once (within the global `--jobs`).
+    pub max_concurrency: Option<usize>,
+    /// Kill a run that takes longer.
+    pub timeout: Duration,
+}
+
+#[derive(Debug, Clone)]
+pub enum ReviewerKindSpec {
+    Builtin(BuiltinSpec),
+    Command(Box<CommandSpec>),
+    /// Boxed: an LLM reviewer's configuration is much larger than the others.
+    Llm(Box<crate::reviewer::llm::LlmSpec>),
+}
+
+impl ReviewerKindSpec {
+    pub fn kind_name(&self) -> &'static str {
+        match self {
+            Self::Builtin(_) => "builtin",
+            Self::Command(_) => "command",
+            Self::Llm(spec) => spec.protocol.as_str(),
+        }
+    }
+}
+
+/// Reads a reviewer table: its kind's own configuration, plus the scheduling limits every
+/// kind shares (`max-concurrency`, `timeout`).
+pub fn read_reviewer(t: &TableReader<'_, '_>, axes: &BTreeSet<String>, base_dir: &Path) -> Option<ReviewerSpec> {
+    let problems = t.problems();
+    let max_concurrency = t.integer("max-concurrency", 1, 4096).map(|n| *n.get_ref() as usize);
+    let timeout = match t.string("timeout") {
+        Some(s) => match parse_duration(s.get_ref()) {
+            Some(d) => d,
+            None => {
+                problems.push(s.span(), format!("`timeout` must be a duration such as `90s`, `500ms` or `5m`, found `{}`", s.get_ref()));
+                Duration::from_secs(600)
+            }
+        },
+        None => Duration::from_secs(600),
+    };
+    let kind = t.required_string("kind")?;
+    let spec = match kind.get_ref().as_str() {
+        "builtin" => super::builtin::read_spec(t, axes).map(ReviewerKindSpec::Builtin),
+        "command" => super::command::read_spec(t, axes, base_dir).map(|c| ReviewerKindSpec::Command(Box::new(c))),
+        "ollama" | "openai" => super::llm::read_spec(t, kind.get_ref(), axes, base_dir).map(|s| ReviewerKindSpec::Llm(Box::new(s))),
+        other => {
+            let kinds = ["builtin", "command", "ollama", "openai"];
+            let help = match did_you_mean(other, kinds) {
+                Some(best) => format!("did you mean `{best}`? (kinds: {})", kinds.join(", ")),
+                None => format!("kinds: {}", kinds.join(", ")),
+            };
+            problems.push_with_help(kind.span(), format!("unknown reviewer kind `{other}`"), help);
+            None
+        }
+    };
+    Some(ReviewerSpec { kind: spec?, max_concurrency, timeout })
+}
+
+/// An axis no template of a command reviewer mentions only multiplies identical runs: almost
+/// always a typo or a forgotten `{{axis}}`. (Built-in reviewers take label axes freely, for
+/// sweeps and benchmarks.)
+/// `reviewer_axis` is the axis that picks the reviewer, when one does.
+pub fn check_unused_axes(root: &TableReader<'_, '_>, reviewer: &ReviewerSpec, matrix: &Matrix, reviewer_axis: Option<&str>) {
+    let texts: Vec<&str> = match &reviewer.kind {
+        ReviewerKindSpec::Builtin(_) | ReviewerKindSpec::Llm(_) => return,
+        ReviewerKindSpec::Command(c) => std::iter::once(c.program.as_str())
+            .chain(c.args.iter().map(String::as_str))
+            .chain(c.env.values().map(String::as_str))
+            .chain(c.setup.iter().chain(&c.cleanup).flatten().map(String::as_str))
+            .chain(c.endpoint.as_deref())
+            .collect(),
+    };
+    let used: BTreeSet<String> = texts.iter().flat_map(|t| template_var_regex().captures_iter(t).map(|c| c[1].to_string())).collect();
+    for axis in &matrix.axes {
+        if axis.name != "ref" && reviewer_axis != Some(axis.name.as_str()) && !used.contains(&axis.name) {
+            let span = root.table("matrix").and_then(|m| m.key_span(&axis.name)).unwrap_or(0..0);
+            root.problems().push_with_help(
+                span,
+                format!("axis `{}` is not used by the {} reviewer: no template mentions `{{{{{}}}}}`", axis.name, reviewer.kind.kind_name(), axis.name),
+                "use it in the reviewer's templates or remove it",
+            );
+        }
+    }
+}
