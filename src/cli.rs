@@ -5,13 +5,13 @@ use std::path::PathBuf;
 
 #[derive(Debug, Parser)]
 #[command(name = "runner", version, about = "Declarative experiment runner for evaluating LLM code reviewers")]
-pub struct Cli {
+pub(crate) struct Cli {
     #[command(subcommand)]
     pub command: Command,
 }
 
 #[derive(Debug, Subcommand)]
-pub enum Command {
+pub(crate) enum Command {
     /// Run an experiment: take results from the cache or run the reviewer, then write RESULTS.md.
     Exec(ExecArgs),
     /// Show what an experiment would run, what is cached, and why a cell misses.
@@ -51,7 +51,7 @@ pub enum Command {
 }
 
 #[derive(Debug, Args, Clone)]
-pub struct LocationArgs {
+pub(crate) struct LocationArgs {
     /// Cache directory (default: the manifest's `[cache] dir`, else `cache/` at the manifest's
     /// project root — the nearest directory above it with `.git`; `cache` commands: `./cache`).
     #[arg(long, env = "RUNNER_CACHE_DIR", global = true)]
@@ -63,7 +63,7 @@ pub struct LocationArgs {
 }
 
 #[derive(Debug, Args)]
-pub struct ExecArgs {
+pub(crate) struct ExecArgs {
     /// The experiment manifest.
     pub manifest: PathBuf,
     /// Run at most this many reviews at once.
@@ -93,7 +93,7 @@ pub struct ExecArgs {
 }
 
 #[derive(Debug, Args)]
-pub struct PlanArgs {
+pub(crate) struct PlanArgs {
     pub manifest: PathBuf,
     /// Print the plan as JSON.
     #[arg(long)]
@@ -106,7 +106,7 @@ pub struct PlanArgs {
 }
 
 #[derive(Debug, Args)]
-pub struct DiffArgs {
+pub(crate) struct DiffArgs {
     /// results.json (or its directory) of the execution before the change.
     pub a: PathBuf,
     /// results.json (or its directory) after the change; omitted, A again (compare two cells).
@@ -123,7 +123,7 @@ pub struct DiffArgs {
 }
 
 #[derive(Debug, Subcommand)]
-pub enum CacheCommand {
+pub(crate) enum CacheCommand {
     /// List cached runs.
     Ls {
         #[arg(long)]
@@ -143,7 +143,7 @@ pub enum CacheCommand {
 }
 
 #[derive(Debug, Args)]
-pub struct ScoreArgs {
+pub(crate) struct ScoreArgs {
     /// `captured-results.json` in seed 002's format.
     pub results: PathBuf,
     /// The oracle (`oracle.json`, or a corpus directory holding one).
@@ -159,7 +159,7 @@ pub struct ScoreArgs {
 }
 
 #[derive(Debug, Subcommand)]
-pub enum AdjudicateCommand {
+pub(crate) enum AdjudicateCommand {
     /// Write a blind sheet (sheet.csv), its key (key.json), the cases (cases.md) and
     /// instructions (README.md) for an experiment's cached findings.
     Export(AdjudicateExportArgs),
@@ -168,7 +168,7 @@ pub enum AdjudicateCommand {
 }
 
 #[derive(Debug, Args)]
-pub struct AdjudicateExportArgs {
+pub(crate) struct AdjudicateExportArgs {
     /// The experiment manifest (its target must be a corpus).
     pub manifest: PathBuf,
     /// The directory to write the sheet, key, cases and instructions into.
@@ -182,7 +182,7 @@ pub struct AdjudicateExportArgs {
 }
 
 #[derive(Debug, Args)]
-pub struct AdjudicateImportArgs {
+pub(crate) struct AdjudicateImportArgs {
     /// The filled sheet.
     pub sheet: PathBuf,
     /// The key written with the sheet.
@@ -197,14 +197,14 @@ pub struct AdjudicateImportArgs {
 }
 
 #[derive(Debug, Subcommand)]
-pub enum CorpusCommand {
+pub(crate) enum CorpusCommand {
     /// Check a corpus (cases.public.json + oracle.json) as seed 002's validator does, and run
     /// every case's ground-truth program on both source versions.
     Validate(CorpusValidateArgs),
 }
 
 #[derive(Debug, Args)]
-pub struct CorpusValidateArgs {
+pub(crate) struct CorpusValidateArgs {
     /// The corpus directory.
     pub dir: PathBuf,
     /// Ground-truth programs run at once (default: twice the number of CPUs).

@@ -1,12 +1,13 @@
 //! `runner`: a declarative experiment runner for evaluating LLM code reviewers.
 //!
 //! ```text
-//! Manifest ──expand──▶ Vec<PlannedRun> ──build──▶ Plan (petgraph DAG, checked acyclic)
-//!    ──execute (tokio, limits, cache)──▶ events + outcomes ──analyses──▶ Results ──render──▶ RESULTS.md / results.json
+//! Manifest ──expand──▶ Vec<PlannedRun> ──build──▶ Plan (a DAG of typed nodes: materialize → review → analyze → render)
+//!    ──walk (tokio, limits, cache)──▶ events + node results ──▶ Results ──▶ RESULTS.md / results.json
 //! ```
 //!
-//! Each stage's output is the next one's input; the core never prints, it emits
-//! [`exec::Event`]s that reporters consume.
+//! The engine walks the plan's nodes; the core never prints, it emits [`exec::Event`]s
+//! that reporters consume. Modules are layered (see ARCHITECTURE.md); `tests/it/layers.rs`
+//! holds every import to its layer.
 
 pub mod analysis;
 pub mod cache;
@@ -19,7 +20,7 @@ pub mod ground_truth;
 pub mod manifest;
 pub mod matrix;
 pub mod plan;
-pub mod rag;
+pub(crate) mod rag;
 pub mod report;
 pub mod reviewer;
 pub mod study;

@@ -153,7 +153,7 @@ mod tests {
     use crate::analysis::spec::OracleRule;
     use crate::ground_truth::oracle::OracleCase;
 
-    pub fn oracle_of(findings: Vec<(&str, crate::ground_truth::oracle::OracleFinding)>) -> Oracle {
+    pub(super) fn oracle_of(findings: Vec<(&str, crate::ground_truth::oracle::OracleFinding)>) -> Oracle {
         let mut cases: BTreeMap<String, Vec<String>> = BTreeMap::new();
         for (case, f) in &findings {
             cases.entry(case.to_string()).or_default().push(f.id.clone());

@@ -658,7 +658,7 @@ pub(crate) mod tests {
     use super::*;
     use crate::finding::{Category, LineRange, Severity};
 
-    pub fn reported(id: &str, file: &str, line: u32, category: Category, message: &str) -> Finding {
+    pub(crate) fn reported(id: &str, file: &str, line: u32, category: Category, message: &str) -> Finding {
         Finding {
             id: id.into(),
             file: file.into(),
@@ -675,7 +675,7 @@ pub(crate) mod tests {
     }
 
     /// A stored run record for tests; `tokens` is the prompt-token count the run reported.
-    pub fn record(cell: &crate::matrix::Cell, tokens: Option<u64>) -> crate::cache::RunRecord {
+    pub(crate) fn record(cell: &crate::matrix::Cell, tokens: Option<u64>) -> crate::cache::RunRecord {
         crate::cache::RunRecord {
             schema: 1,
             key: crate::cache::CacheKey("k".into()),
@@ -693,7 +693,7 @@ pub(crate) mod tests {
         }
     }
 
-    pub fn oracle(id: &str, file: &str, line: u32, category: Category, description: &str) -> OracleFinding {
+    pub(crate) fn oracle(id: &str, file: &str, line: u32, category: Category, description: &str) -> OracleFinding {
         OracleFinding {
             id: id.into(),
             case_id: None,

@@ -664,7 +664,7 @@ impl Score {
             }
             let metrics: Vec<String> = METRIC_NAMES
                 .iter()
-                .filter_map(|name| s.metrics.get(*name).map(|m| (name, m)))
+                .filter_map(|name| s.metrics.get(name).map(|m| (name, m)))
                 .map(|(name, m)| match (m.total, m.mean) {
                     (Some(total), Some(mean)) => format!("{name} {} obs, total {}, mean {}", m.observations, fmt_number(total), fmt_number(mean)),
                     _ => format!("{name} missing"),

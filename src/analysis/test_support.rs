@@ -11,7 +11,7 @@ use crate::reviewer::Cost;
 use std::collections::BTreeMap;
 
 /// A finding at `file:line` with stet's id for its location and message.
-pub fn finding(file: &str, line: u32, message: &str) -> Finding {
+pub(crate) fn finding(file: &str, line: u32, message: &str) -> Finding {
     let mut f = Finding {
         id: String::new(),
         file: file.into(),
@@ -30,17 +30,17 @@ pub fn finding(file: &str, line: u32, message: &str) -> Finding {
 }
 
 /// The same finding with another category and severity.
-pub fn with_kind(mut f: Finding, category: Category, severity: Severity) -> Finding {
+pub(crate) fn with_kind(mut f: Finding, category: Category, severity: Severity) -> Finding {
     f.category = category;
     f.severity = severity;
     f
 }
 
-pub fn spec(kind: AnalysisKind, axis: Option<&str>) -> AnalysisSpec {
+pub(crate) fn spec(kind: AnalysisKind, axis: Option<&str>) -> AnalysisSpec {
     AnalysisSpec { kind, title: None, axis: axis.map(str::to_string), matching: MatchRule::default(), oracle_rule: Default::default(), adjudication: None }
 }
 
-pub fn s(v: &str) -> AxisValue {
+pub(crate) fn s(v: &str) -> AxisValue {
     AxisValue::Str(v.into())
 }
 
@@ -53,7 +53,7 @@ struct Stored {
 }
 
 /// A matrix and the runs that succeeded in it.
-pub struct Fixture {
+pub(crate) struct Fixture {
     axis_order: Vec<String>,
     cells: Vec<Cell>,
     runs: Vec<Stored>,
@@ -64,7 +64,7 @@ pub struct Fixture {
 }
 
 impl Fixture {
-    pub fn new(axes: &[(&str, Vec<AxisValue>)], repeat: u32) -> Self {
+    pub(crate) fn new(axes: &[(&str, Vec<AxisValue>)], repeat: u32) -> Self {
         let matrix = Matrix { axes: axes.iter().map(|(n, v)| Axis { name: n.to_string(), values: v.clone() }).collect(), repeat };
         Self {
             axis_order: axes.iter().map(|(n, _)| n.to_string()).collect(),
@@ -77,7 +77,7 @@ impl Fixture {
     }
 
     /// Adds a successful run of the cell with id `cell`; returns its record to adjust cost etc.
-    pub fn add(&mut self, cell: &str, repeat: u32, subject: &str, findings: Vec<Finding>) -> &mut RunRecord {
+    pub(crate) fn add(&mut self, cell: &str, repeat: u32, subject: &str, findings: Vec<Finding>) -> &mut RunRecord {
         let index = self.cells.iter().position(|c| c.id == cell).unwrap_or_else(|| panic!("no cell `{cell}`"));
         let inputs = KeyInputs::new("builtin", self.fingerprint.clone(), &self.cells[index], subject, repeat);
         let record = RunRecord {
@@ -99,7 +99,7 @@ impl Fixture {
         &mut self.runs.last_mut().expect("just pushed").record
     }
 
-    pub fn input(&self) -> AnalysisInput<'_> {
+    pub(crate) fn input(&self) -> AnalysisInput<'_> {
         AnalysisInput {
             runs: self
                 .runs

@@ -160,7 +160,7 @@ pub fn version_one<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<
     use serde::de::Error;
     let value = serde_json::Value::deserialize(deserializer)?;
     match value.as_f64() {
-        Some(v) if v == 1.0 => Ok(1),
+        Some(1.0) => Ok(1),
         _ => Err(D::Error::custom(format!("`version` must be 1, not {value}"))),
     }
 }

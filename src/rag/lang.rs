@@ -7,7 +7,7 @@ use std::sync::OnceLock;
 
 /// A language whose definitions RAG-lite can find. TypeScript is read as JavaScript.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub enum Language {
+pub(crate) enum Language {
     Rust,
     Python,
     JavaScript,
@@ -15,10 +15,8 @@ pub enum Language {
 }
 
 impl Language {
-    pub const ALL: [Language; 4] = [Self::Rust, Self::Python, Self::JavaScript, Self::Go];
-
     /// The language of a repository path, by extension.
-    pub fn from_path(path: &str) -> Option<Self> {
+    pub(crate) fn from_path(path: &str) -> Option<Self> {
         let ext = path.rsplit_once('.').map(|(_, e)| e.to_ascii_lowercase())?;
         match ext.as_str() {
             "rs" => Some(Self::Rust),
@@ -29,7 +27,7 @@ impl Language {
         }
     }
 
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             Self::Rust => "rust",
             Self::Python => "python",
@@ -39,7 +37,7 @@ impl Language {
     }
 
     /// `git grep` pathspecs selecting this language's files.
-    pub fn pathspecs(self) -> &'static [&'static str] {
+    pub(crate) fn pathspecs(self) -> &'static [&'static str] {
         match self {
             Self::Rust => &["*.rs"],
             Self::Python => &["*.py", "*.pyi"],
@@ -111,7 +109,7 @@ impl Language {
     }
 
     /// Names a line defines, with their kind (`function`, `type`, `class`, …).
-    pub fn definitions_on(self, line: &str) -> Vec<(String, &'static str)> {
+    pub(crate) fn definitions_on(self, line: &str) -> Vec<(String, &'static str)> {
         let mut out = Vec::new();
         for (re, kind) in self.definition_patterns() {
             if let Some(caps) = re.captures(line) {
@@ -143,7 +141,7 @@ impl Language {
 
     /// The index (into `lines`) of the last line of the definition that starts at `start`,
     /// looking at no more than `max_lines` lines.
-    pub fn block_end(self, lines: &[&str], start: usize, max_lines: usize) -> usize {
+    pub(crate) fn block_end(self, lines: &[&str], start: usize, max_lines: usize) -> usize {
         let last = (start + max_lines.max(1) - 1).min(lines.len().saturating_sub(1));
         match self {
             Self::Python => python_block_end(lines, start, last),
@@ -154,12 +152,13 @@ impl Language {
     }
 
     /// Identifiers used in code, in order of first use, without keywords and common builtins.
-    pub fn identifiers(self, code: &str) -> Vec<String> {
+    #[cfg(test)]
+    pub(crate) fn identifiers(self, code: &str) -> Vec<String> {
         self.usages(code).into_iter().map(|(name, _)| name).collect()
     }
 
     /// Identifiers used in code with how they are used, in order of first use.
-    pub fn usages(self, code: &str) -> Vec<(String, Usage)> {
+    pub(crate) fn usages(self, code: &str) -> Vec<(String, Usage)> {
         static IDENT: OnceLock<Option<Regex>> = OnceLock::new();
         let Some(re) = IDENT.get_or_init(|| Regex::new(r"[A-Za-z_$][A-Za-z0-9_$]*").ok()) else { return Vec::new() };
         let keywords: BTreeSet<&str> = self.keywords().iter().copied().collect();
@@ -202,7 +201,7 @@ impl Language {
 
 /// How an identifier is used in the reviewed code.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct Usage {
+pub(crate) struct Usage {
     /// Called as a free function: `f(`, `m!(`.
     pub call: bool,
     /// Called through a path: `Type::f(`, `module::f(`.
@@ -215,7 +214,7 @@ pub struct Usage {
 
 impl Usage {
     /// Adds the uses in `other`.
-    pub fn merge_from(&mut self, other: Usage) {
+    pub(crate) fn merge_from(&mut self, other: Usage) {
         self.merge(other);
     }
 
@@ -232,7 +231,7 @@ impl Usage {
     /// call in Rust, whose receiver's type is unknown here, so it is not guessed; in Go,
     /// Python and JavaScript `x.f(` is also how a package's or module's function is called,
     /// so it fits when the name is defined in one file only (`unique`).
-    pub fn fits(&self, kind: &str, lang: Language, unique: bool) -> bool {
+    pub(crate) fn fits(&self, kind: &str, lang: Language, unique: bool) -> bool {
         let dotted = self.method_call && lang != Language::Rust && unique;
         match kind {
             "function" => self.call || self.path_call || dotted,

@@ -20,9 +20,9 @@
 //!
 //! Everything is deterministic for a given commit, so prompts (and cache keys) are stable.
 
-pub mod lang;
+pub(crate) mod lang;
 
-pub use lang::Language;
+pub(crate) use lang::Language;
 
 use serde::Serialize;
 use std::collections::{BTreeMap, BTreeSet};
@@ -30,7 +30,7 @@ use std::path::Path;
 use std::process::Command;
 
 /// Version of the retrieval rules; part of a reviewer's fingerprint.
-pub const RAG_VERSION: &str = "rag-lite-2";
+pub(crate) const RAG_VERSION: &str = "rag-lite-2";
 
 /// Most identifiers looked up per request.
 const MAX_IDENTIFIERS: usize = 200;
@@ -64,7 +64,7 @@ pub struct Definition {
 
 /// What to look up.
 #[derive(Debug, Clone)]
-pub struct Request<'a> {
+pub(crate) struct Request<'a> {
     pub repo: &'a Path,
     pub commit: &'a str,
     /// The code that was reviewed, per file: (path, new-side text of added and context lines).
@@ -78,7 +78,7 @@ pub struct Request<'a> {
 }
 
 #[derive(Debug, thiserror::Error)]
-pub enum RagError {
+pub(crate) enum RagError {
     #[error("failed to run git in `{dir}`: {source}")]
     Spawn { dir: String, source: std::io::Error },
     #[error("`git {args}` failed in `{dir}`: {stderr}")]
@@ -86,7 +86,7 @@ pub enum RagError {
 }
 
 /// Finds up to `max_definitions` definitions for the identifiers the code uses.
-pub fn resolve(req: &Request<'_>) -> Result<Vec<Definition>, RagError> {
+pub(crate) fn resolve(req: &Request<'_>) -> Result<Vec<Definition>, RagError> {
     if req.max_definitions == 0 {
         return Ok(Vec::new());
     }

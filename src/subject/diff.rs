@@ -246,13 +246,19 @@ fn hunk_header_matches(line: &[u8]) -> bool {
     header_ranges(line).is_some()
 }
 
+/// One side of a hunk header as digit strings: its start, its count if written, and the rest.
+type RangeDigits<'a> = (&'a [u8], Option<&'a [u8]>, &'a [u8]);
+
+/// The digits of a hunk header's two ranges: (a, b, c, d) of `@@ -a[,b] +c[,d] @@`.
+type HeaderDigits<'a> = (&'a [u8], Option<&'a [u8]>, &'a [u8], Option<&'a [u8]>);
+
 /// The two ranges of a hunk header, as digit strings: (a, b, c, d) of `@@ -a[,b] +c[,d] @@`.
-fn header_ranges(line: &[u8]) -> Option<(&[u8], Option<&[u8]>, &[u8], Option<&[u8]>)> {
+fn header_ranges(line: &[u8]) -> Option<HeaderDigits<'_>> {
     fn number(s: &[u8]) -> Option<(&[u8], &[u8])> {
         let n = s.iter().take_while(|b| b.is_ascii_digit()).count();
         (n > 0).then(|| (&s[..n], &s[n..]))
     }
-    fn range(s: &[u8]) -> Option<(&[u8], Option<&[u8]>, &[u8])> {
+    fn range(s: &[u8]) -> Option<RangeDigits<'_>> {
         let (start, rest) = number(s)?;
         match rest.strip_prefix(b",") {
             Some(r) => number(r).map(|(count, rest)| (start, Some(count), rest)),

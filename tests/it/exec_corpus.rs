@@ -128,7 +128,7 @@ fn plan_shows_cached_runs_and_cache_ls_lists_them() {
     assert_eq!(stdout_of(&ls).lines().count() as u64, doc["cached"].as_u64().expect("cached"));
 }
 
-pub fn walk(dir: &Path) -> Vec<PathBuf> {
+pub(crate) fn walk(dir: &Path) -> Vec<PathBuf> {
     let mut out = Vec::new();
     let mut stack = vec![dir.to_path_buf()];
     while let Some(d) = stack.pop() {

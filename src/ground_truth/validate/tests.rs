@@ -309,7 +309,8 @@ fn reference_variant(change: impl FnOnce(&mut Value, &mut Value)) -> Validation 
 
 #[test]
 fn broken_variants_of_the_reference_corpus_are_rejected() {
-    let cases: Vec<(&str, Box<dyn FnOnce(&mut Value, &mut Value)>)> = vec![
+    type Break = Box<dyn FnOnce(&mut Value, &mut Value)>;
+    let cases: Vec<(&str, Break)> = vec![
         ("duplicate finding id `F01`", Box::new(|_, o| o["findings"][1]["id"] = json!("F01"))),
         ("must be titled `Scenario 03`, not `Scenario 3`", Box::new(|p, _| p["cases"][2]["title"] = json!("Scenario 3"))),
         ("must be titled `Scenario 04`, not `Limit parsing`", Box::new(|p, _| p["cases"][3]["title"] = json!("Limit parsing"))),
