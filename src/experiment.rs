@@ -1,17 +1,17 @@
 //! One experiment end to end: manifest → targets → plan → execution → analyses → reports.
 
 use crate::analysis::context_level::DiffScope;
+use crate::analysis::spec::AnalysisKind;
 use crate::analysis::{self, AnalysisInput, AnalysisResult, RunView};
 use crate::cache::CacheStore;
 use crate::error::Error;
 use crate::exec::{self, Emitter, ExecOptions, ReviewerLimits, RunOutcome, WalkView};
 use crate::ground_truth::{self, oracle::Oracle};
 use crate::manifest::Manifest;
-use crate::analysis::spec::AnalysisKind;
-use crate::subject::TargetSpec;
 use crate::plan::{self, Plan, ReviewerSet};
 use crate::report::{self, model::Results};
 use crate::reviewer;
+use crate::subject::TargetSpec;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -100,8 +100,14 @@ pub fn check(manifest: Manifest, options: &PrepareOptions) -> Result<plan::PlanS
             _ => "the oracle".to_string(),
         };
         for case in &oracle.cases {
-            if prepared.plan.subjects.contains_key(&case.id) && matches!(prepared.manifest.target, TargetSpec::Corpus { .. }) && case.ground_truth.program.trim().is_empty() {
-                problems.push(format!("case `{}` in `{oracle_path}` has an empty ground-truth program (`groundTruth`): write the program that shows its defect", case.id));
+            if prepared.plan.subjects.contains_key(&case.id)
+                && matches!(prepared.manifest.target, TargetSpec::Corpus { .. })
+                && case.ground_truth.program.trim().is_empty()
+            {
+                problems.push(format!(
+                    "case `{}` in `{oracle_path}` has an empty ground-truth program (`groundTruth`): write the program that shows its defect",
+                    case.id
+                ));
             }
         }
     }
@@ -129,7 +135,8 @@ pub fn load_adjudications(manifest: &Manifest) -> Result<BTreeMap<PathBuf, crate
         if out.contains_key(path) {
             continue;
         }
-        let record = crate::analysis::adjudication::load(path).map_err(|source| Error::AnalysisAdjudication { analysis: spec.kind.as_str().to_string(), source })?;
+        let record =
+            crate::analysis::adjudication::load(path).map_err(|source| Error::AnalysisAdjudication { analysis: spec.kind.as_str().to_string(), source })?;
         out.insert(path.clone(), record);
     }
     Ok(out)
@@ -165,7 +172,8 @@ pub async fn execute(
 ) -> Result<Executed, Error> {
     let conclusions = ExperimentConclusions { prepared, manifest_label, frozen: options.frozen };
     let materializer: exec::Materializer = Arc::new(|spec, work_dir| crate::subject::materialize(spec, work_dir).map_err(|e| e.to_string()));
-    let execution = exec::execute(&prepared.plan, &prepared.reviewers, materializer, Arc::new(prepared.cache.clone()), &options, &conclusions, emitter, cancel).await;
+    let execution =
+        exec::execute(&prepared.plan, &prepared.reviewers, materializer, Arc::new(prepared.cache.clone()), &options, &conclusions, emitter, cancel).await;
     let rendered = execution.report.ok_or(Error::NotRendered)??;
     Ok(Executed { outcomes: execution.outcomes, results: rendered.results, written: rendered.written })
 }

@@ -254,10 +254,8 @@ mod tests {
 
     #[test]
     fn integer_confidence_and_missing_line_deserialize() {
-        let f: Finding = serde_json::from_str(
-            r#"{"id":"x","file":"a.go","severity":"info","category":"style","confidence":1,"message":"m"}"#,
-        )
-        .expect("valid finding");
+        let f: Finding =
+            serde_json::from_str(r#"{"id":"x","file":"a.go","severity":"info","category":"style","confidence":1,"message":"m"}"#).expect("valid finding");
         assert_eq!(f.line, 0);
         assert_eq!(f.confidence, 1.0);
         assert_eq!(f.anchor_line(), 1);

@@ -3,15 +3,18 @@
 mod cli;
 
 use clap::Parser;
-use cli::{AdjudicateCommand, AdjudicateExportArgs, AdjudicateImportArgs, CacheCommand, Cli, Command, CorpusCommand, CorpusValidateArgs, DiffArgs, ExecArgs, LocationArgs, PlanArgs, ScoreArgs};
+use cli::{
+    AdjudicateCommand, AdjudicateExportArgs, AdjudicateImportArgs, CacheCommand, Cli, Command, CorpusCommand, CorpusValidateArgs, DiffArgs, ExecArgs,
+    LocationArgs, PlanArgs, ScoreArgs,
+};
+use runner::analysis::score::ScoreError;
 use runner::cache::Lookup;
 use runner::error::{Ending, Error, Exit};
 use runner::exec::{Emitter, ExecOptions};
 use runner::experiment::{self, Locations};
-use runner::study::adjudication::AdjudicationError;
-use runner::analysis::score::ScoreError;
 use runner::manifest::{self, LoadError};
 use runner::report::progress::{self, Mode};
+use runner::study::adjudication::AdjudicationError;
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -146,11 +149,7 @@ fn exec(args: ExecArgs) -> Result<Exit, Error> {
 /// not depend on the directory runner was started from.
 fn manifest_label(path: &Path, base_dir: &Path) -> String {
     let root = runner::config::project_root(base_dir);
-    let relative = if root.as_os_str().is_empty() {
-        None
-    } else {
-        path.canonicalize().ok().and_then(|p| p.strip_prefix(&root).ok().map(Path::to_path_buf))
-    };
+    let relative = if root.as_os_str().is_empty() { None } else { path.canonicalize().ok().and_then(|p| p.strip_prefix(&root).ok().map(Path::to_path_buf)) };
     relative.unwrap_or_else(|| runner::config::resolve_path(Path::new(""), &path.display().to_string())).display().to_string()
 }
 
@@ -188,7 +187,9 @@ fn plan(args: PlanArgs) -> Result<Exit, Error> {
             Lookup::Miss => {
                 missing += 1;
                 let why = match prepared.cache.previous_inputs(&run.slot(name), &run.key) {
-                    Some(previous) => format!("changed since last cached: {}", run.inputs.changes(&previous).iter().map(ToString::to_string).collect::<Vec<_>>().join("; ")),
+                    Some(previous) => {
+                        format!("changed since last cached: {}", run.inputs.changes(&previous).iter().map(ToString::to_string).collect::<Vec<_>>().join("; "))
+                    }
                     None => match prepared.cache.failure(&run.key) {
                         Some(f) => format!("last attempt failed: {}", f.error),
                         None => "never run".to_string(),
@@ -211,12 +212,7 @@ fn plan(args: PlanArgs) -> Result<Exit, Error> {
         });
         println!("{}", serde_json::to_string_pretty(&doc).unwrap_or_default());
     } else {
-        println!(
-            "{name}: {} ({} cached, {} to run)",
-            prepared.plan.size(),
-            cached,
-            missing,
-        );
+        println!("{name}: {} ({} cached, {} to run)", prepared.plan.size(), cached, missing,);
         println!("DAG: {} nodes, {} edges", prepared.plan.graph.node_count(), prepared.plan.graph.edge_count());
         for n in &nodes {
             println!("  {:<12} {:>6}  {}", n.kind.as_str(), n.count, n.status);
@@ -295,10 +291,11 @@ fn validate(files: &[PathBuf], max_runs: u64) -> Result<Exit, Error> {
 }
 
 fn seconds(value: f64, flag: &str) -> Result<std::time::Duration, Error> {
-    std::time::Duration::try_from_secs_f64(value)
-        .ok()
-        .filter(|d| !d.is_zero())
-        .ok_or_else(|| Error::InvalidFlag { flag: flag.to_string(), value: value.to_string(), expected: "a positive number of seconds" })
+    std::time::Duration::try_from_secs_f64(value).ok().filter(|d| !d.is_zero()).ok_or_else(|| Error::InvalidFlag {
+        flag: flag.to_string(),
+        value: value.to_string(),
+        expected: "a positive number of seconds",
+    })
 }
 
 fn corpus_validate(args: &CorpusValidateArgs) -> Result<Exit, Error> {
@@ -344,13 +341,18 @@ fn score(args: &ScoreArgs) -> Result<Exit, Error> {
 
 fn adjudicate_export(args: &AdjudicateExportArgs) -> Result<Exit, Error> {
     let prepared = experiment::prepare(&args.manifest, &locations(&args.locations))?;
-    let exported = runner::study::adjudication::export(&runner::experiment::sheet_source(&prepared), &args.manifest.display().to_string(), &args.out, args.seed)?;
+    let exported =
+        runner::study::adjudication::export(&runner::experiment::sheet_source(&prepared), &args.manifest.display().to_string(), &args.out, args.seed)?;
     println!(
         "{} rows from {} findings of {} cached runs{}",
         exported.rows,
         exported.findings,
         exported.runs_submitted,
-        if exported.runs_missing > 0 { format!(" ({} planned runs are not in the cache and will count as misses)", exported.runs_missing) } else { String::new() }
+        if exported.runs_missing > 0 {
+            format!(" ({} planned runs are not in the cache and will count as misses)", exported.runs_missing)
+        } else {
+            String::new()
+        }
     );
     for file in &exported.files {
         println!("wrote {}", file.display());
@@ -403,7 +405,10 @@ fn cache(command: CacheCommand, locations: &LocationArgs) -> Result<Exit, Error>
             let entries = store.list();
             for entry in &entries {
                 match entry {
-                    Ok(r) if json => println!("{}", serde_json::json!({"key": r.key.0, "experiment": r.experiment, "run": r.label, "findings": r.finding_count, "wall_ms": r.cost.wall_ms})),
+                    Ok(r) if json => println!(
+                        "{}",
+                        serde_json::json!({"key": r.key.0, "experiment": r.experiment, "run": r.label, "findings": r.finding_count, "wall_ms": r.cost.wall_ms})
+                    ),
                     Ok(r) => println!("{}  {:<20} {:>4} findings  {}", r.key.short(), r.experiment, r.finding_count, r.label),
                     Err((path, e)) => eprintln!("corrupt: {}: {e}", path.display()),
                 }

@@ -108,11 +108,8 @@ impl Cell {
 
     /// The id without one axis, to group cells that differ only in that axis.
     pub fn id_without(&self, axis: &str, order: &[String]) -> String {
-        let parts: Vec<String> = order
-            .iter()
-            .filter(|a| a.as_str() != axis)
-            .filter_map(|a| self.values.get(a).map(|v| format!("{a}={}", v.render())))
-            .collect();
+        let parts: Vec<String> =
+            order.iter().filter(|a| a.as_str() != axis).filter_map(|a| self.values.get(a).map(|v| format!("{a}={}", v.render()))).collect();
         if parts.is_empty() {
             "all".to_string()
         } else {
@@ -138,11 +135,8 @@ pub fn expand(matrix: &Matrix) -> Vec<Cell> {
     cells
         .into_iter()
         .map(|pairs| {
-            let id = if pairs.is_empty() {
-                "default".to_string()
-            } else {
-                pairs.iter().map(|(k, v)| format!("{k}={}", v.render())).collect::<Vec<_>>().join(",")
-            };
+            let id =
+                if pairs.is_empty() { "default".to_string() } else { pairs.iter().map(|(k, v)| format!("{k}={}", v.render())).collect::<Vec<_>>().join(",") };
             Cell { id, values: pairs.into_iter().collect() }
         })
         .collect()
@@ -182,10 +176,7 @@ mod tests {
 
     fn matrix(axes: &[(&str, &[&str])]) -> Matrix {
         Matrix {
-            axes: axes
-                .iter()
-                .map(|(n, vs)| Axis { name: n.to_string(), values: vs.iter().map(|v| AxisValue::Str(v.to_string())).collect() })
-                .collect(),
+            axes: axes.iter().map(|(n, vs)| Axis { name: n.to_string(), values: vs.iter().map(|v| AxisValue::Str(v.to_string())).collect() }).collect(),
             repeat: 1,
         }
     }

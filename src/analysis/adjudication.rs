@@ -120,4 +120,3 @@ pub fn load(path: &Path) -> Result<Adjudication, RecordError> {
     let text = std::fs::read_to_string(path).map_err(|source| RecordError::Read { path: path.to_path_buf(), source })?;
     serde_json::from_str(&text).map_err(|e| RecordError::Parse { path: path.to_path_buf(), message: e.to_string() })
 }
-

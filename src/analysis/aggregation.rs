@@ -10,9 +10,9 @@
 
 use super::matching::fuzzy_match;
 use super::{fmt_num, fmt_ratio, AnalysisInput, AnalysisResult, RunView, Table};
-use crate::finding::Finding;
 use crate::analysis::matching::{match_case, Prf};
 use crate::analysis::spec::{AnalysisSpec, MatchRule};
+use crate::finding::Finding;
 use std::collections::BTreeMap;
 
 pub const TEST_ID: &str = "A8";
@@ -187,14 +187,21 @@ pub fn compute(spec: &AnalysisSpec, input: &AnalysisInput<'_>) -> AnalysisResult
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::finding::Category;
     use crate::analysis::matching::tests::{oracle as ofinding, record, reported};
-    use crate::analysis::spec::OracleRule;
-    use crate::ground_truth::oracle::{Oracle, OracleCase};
     use crate::analysis::spec::AnalysisKind;
+    use crate::analysis::spec::OracleRule;
+    use crate::finding::Category;
+    use crate::ground_truth::oracle::{Oracle, OracleCase};
 
     fn spec() -> AnalysisSpec {
-        AnalysisSpec { kind: AnalysisKind::Aggregation, title: None, axis: None, matching: MatchRule::default(), oracle_rule: OracleRule::default(), adjudication: None }
+        AnalysisSpec {
+            kind: AnalysisKind::Aggregation,
+            title: None,
+            axis: None,
+            matching: MatchRule::default(),
+            oracle_rule: OracleRule::default(),
+            adjudication: None,
+        }
     }
 
     #[test]
@@ -205,7 +212,14 @@ mod tests {
                 ofinding("F1", "a.py", 10, Category::Bug, "off by one in the page count"),
                 ofinding("F2", "a.py", 30, Category::Security, "path escapes the root"),
             ],
-            cases: vec![OracleCase { id: "c1".into(), expected_finding_ids: vec!["F1".into(), "F2".into()], rationale: String::new(), split: None, interpreter: None, ground_truth: Default::default() }],
+            cases: vec![OracleCase {
+                id: "c1".into(),
+                expected_finding_ids: vec!["F1".into(), "F2".into()],
+                rationale: String::new(),
+                split: None,
+                interpreter: None,
+                ground_truth: Default::default(),
+            }],
         };
         let cell = crate::matrix::Cell { id: "m=a".into(), values: BTreeMap::new() };
         let rec = record(&cell, None);

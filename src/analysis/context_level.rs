@@ -4,8 +4,8 @@
 //! without a usable line in a changed file is `file` (the seed's default when unclear).
 
 use super::{AnalysisInput, AnalysisResult, Table};
-use crate::finding::Finding;
 use crate::analysis::spec::AnalysisSpec;
+use crate::finding::Finding;
 use crate::subject::diff::FileDiff;
 use serde::Serialize;
 use std::collections::BTreeMap;
@@ -113,7 +113,10 @@ pub fn compute(spec: &AnalysisSpec, input: &AnalysisInput<'_>) -> AnalysisResult
         "Limitation: {LIMITATION}. A finding inside a hunk may still have needed the rest of the file or other files, and one outside may only restate a changed line; findings are tagged by place only, their messages are not parsed."
     )];
     if !unscoped.is_empty() {
-        notes.push(format!("The diffs of these subjects could not be read, so their findings are not tagged: {}.", unscoped.into_iter().collect::<Vec<_>>().join(", ")));
+        notes.push(format!(
+            "The diffs of these subjects could not be read, so their findings are not tagged: {}.",
+            unscoped.into_iter().collect::<Vec<_>>().join(", ")
+        ));
     }
     AnalysisResult {
         kind: spec.kind,
@@ -134,8 +137,8 @@ pub fn compute(spec: &AnalysisSpec, input: &AnalysisInput<'_>) -> AnalysisResult
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::finding::Category;
     use crate::analysis::matching::tests::reported;
+    use crate::finding::Category;
     use crate::subject::diff::parse_unified_diff;
 
     #[test]

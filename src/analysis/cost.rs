@@ -34,7 +34,10 @@ pub fn compute(spec: &AnalysisSpec, input: &AnalysisInput<'_>) -> AnalysisResult
         "Tokens, model generation time and model requests per cell, summed over runs as each reviewer reported them, \
          and tokens per finding and per hunk reviewed. `–` means the reviewer reported nothing (offline baselines report no tokens).",
     );
-    let mut table = Table::new("", &["Cell", "Runs", "Prompt tokens", "Completion tokens", "Total tokens", "Tokens / finding", "Tokens / hunk", "Model eval s", "Requests"]);
+    let mut table = Table::new(
+        "",
+        &["Cell", "Runs", "Prompt tokens", "Completion tokens", "Total tokens", "Tokens / finding", "Tokens / hunk", "Model eval s", "Requests"],
+    );
     let mut data = Vec::new();
     let mut partial = Vec::new();
     for cell in input.cells {
@@ -100,8 +103,8 @@ pub fn compute(spec: &AnalysisSpec, input: &AnalysisInput<'_>) -> AnalysisResult
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::analysis::test_support::{finding, s, spec, Fixture};
     use crate::analysis::spec::AnalysisKind;
+    use crate::analysis::test_support::{finding, s, spec, Fixture};
 
     #[test]
     fn tokens_per_finding_and_hunk() {

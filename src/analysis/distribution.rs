@@ -2,8 +2,8 @@
 //! its findings over stet's categories and severities.
 
 use super::{axis_values, fmt_num, fmt_share, missing_note, one_or_many, ratio, AnalysisInput, AnalysisResult, Table, TableCell};
-use crate::finding::{Category, Severity};
 use crate::analysis::spec::AnalysisSpec;
+use crate::finding::{Category, Severity};
 use serde_json::json;
 use std::collections::BTreeMap;
 
@@ -94,8 +94,8 @@ pub fn compute(spec: &AnalysisSpec, input: &AnalysisInput<'_>) -> AnalysisResult
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::analysis::test_support::{finding, s, spec, with_kind, Fixture};
     use crate::analysis::spec::AnalysisKind;
+    use crate::analysis::test_support::{finding, s, spec, with_kind, Fixture};
 
     fn fixture() -> Fixture {
         let mut fx = Fixture::new(&[("model", vec![s("a"), s("b")]), ("t", vec![s("0"), s("1")])], 1);

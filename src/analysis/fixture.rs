@@ -7,10 +7,10 @@
 //! Per category, TP and FN count under the oracle finding's category, FP under the reported
 //! finding's.
 
-use crate::analysis::{fmt_ratio, AnalysisInput, AnalysisResult, Table, TableCell};
 use crate::analysis::matching::{adjudicate, score_runs, ExtraVerdict, Prf, ScoredRun, Verdict};
-use crate::ground_truth::oracle::Oracle;
 use crate::analysis::spec::AnalysisSpec;
+use crate::analysis::{fmt_ratio, AnalysisInput, AnalysisResult, Table, TableCell};
+use crate::ground_truth::oracle::Oracle;
 use std::collections::BTreeMap;
 
 pub const TEST_ID: &str = "H2";
@@ -133,7 +133,9 @@ pub fn compute(spec: &AnalysisSpec, input: &AnalysisInput<'_>) -> AnalysisResult
     } else {
         result.notes.extend(method_notes);
     }
-    result.notes.push("Partial matches count as FN on the oracle side and FP on the report side; the review-eval analysis reports recall with partials.".into());
+    result
+        .notes
+        .push("Partial matches count as FN on the oracle side and FP on the report side; the review-eval analysis reports recall with partials.".into());
     if !unknown.is_empty() {
         result.notes.push(format!("Subjects not in the oracle, left out: {}.", unknown.join(", ")));
     }
@@ -147,10 +149,10 @@ pub fn compute(spec: &AnalysisSpec, input: &AnalysisInput<'_>) -> AnalysisResult
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::finding::Category;
-    use crate::analysis::matching::tests::{oracle as ofinding, reported};
     use crate::analysis::matching::match_case;
+    use crate::analysis::matching::tests::{oracle as ofinding, reported};
     use crate::analysis::spec::OracleRule;
+    use crate::finding::Category;
     use crate::ground_truth::oracle::OracleCase;
 
     pub(super) fn oracle_of(findings: Vec<(&str, crate::ground_truth::oracle::OracleFinding)>) -> Oracle {
@@ -163,7 +165,14 @@ mod tests {
             findings: findings.into_iter().map(|(_, f)| f).collect(),
             cases: cases
                 .into_iter()
-                .map(|(id, ids)| OracleCase { id, expected_finding_ids: ids, rationale: String::new(), split: None, interpreter: None, ground_truth: Default::default() })
+                .map(|(id, ids)| OracleCase {
+                    id,
+                    expected_finding_ids: ids,
+                    rationale: String::new(),
+                    split: None,
+                    interpreter: None,
+                    ground_truth: Default::default(),
+                })
                 .collect(),
         }
     }

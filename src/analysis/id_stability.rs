@@ -48,7 +48,8 @@ pub fn compute(spec: &AnalysisSpec, input: &AnalysisInput<'_>) -> AnalysisResult
             *per_repeat.entry(run.repeat).or_default() += run.findings.len();
             let subject = keys.entry(run.subject).or_default();
             for f in run.findings {
-                let entry = subject.entry((f.file.as_str(), f.anchor_line(), normalize_message(&f.message))).or_insert_with(|| (BTreeMap::new(), f.message.as_str()));
+                let entry =
+                    subject.entry((f.file.as_str(), f.anchor_line(), normalize_message(&f.message))).or_insert_with(|| (BTreeMap::new(), f.message.as_str()));
                 entry.0.entry(run.repeat).or_default().insert(f.id.clone());
             }
         }
@@ -119,7 +120,9 @@ pub fn compute(spec: &AnalysisSpec, input: &AnalysisInput<'_>) -> AnalysisResult
                 truncate(&m.message, 60).into(),
                 m.ids
                     .iter()
-                    .map(|(r, ids)| format!("#{r}: {}", ids.iter().map(|id| format!("`{}`", id.chars().take(12).collect::<String>())).collect::<Vec<_>>().join(" ")))
+                    .map(|(r, ids)| {
+                        format!("#{r}: {}", ids.iter().map(|id| format!("`{}`", id.chars().take(12).collect::<String>())).collect::<Vec<_>>().join(" "))
+                    })
                     .collect::<Vec<_>>()
                     .join("; ")
                     .into(),
@@ -149,8 +152,8 @@ fn mismatch_json(m: &Mismatch) -> serde_json::Value {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::analysis::test_support::{finding, s, spec, Fixture};
     use crate::analysis::spec::AnalysisKind;
+    use crate::analysis::test_support::{finding, s, spec, Fixture};
 
     #[test]
     fn a_changed_id_is_detected() {

@@ -108,8 +108,8 @@ pub fn compute(spec: &AnalysisSpec, input: &AnalysisInput<'_>) -> AnalysisResult
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::analysis::test_support::{finding, s, spec, Fixture};
     use crate::analysis::spec::AnalysisKind;
+    use crate::analysis::test_support::{finding, s, spec, Fixture};
 
     #[test]
     fn seconds_per_hunk_and_model_times() {

@@ -25,22 +25,17 @@
 //! needs an adjudication: [`Adjudicated`] is the hook through which a person's decisions
 //! replace the automatic ones, and [`Method`] records which produced each score.
 
+use super::spec::{MatchRule, OracleRule};
 use crate::analysis::RunView;
 use crate::finding::Finding;
 use crate::ground_truth::oracle::{Oracle, OracleFinding};
-use super::spec::{MatchRule, OracleRule};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::fmt;
 
 /// Lowercased words of a message, punctuation dropped, for similarity.
 pub fn normalize_message(message: &str) -> String {
-    message
-        .to_lowercase()
-        .split(|c: char| !c.is_alphanumeric())
-        .filter(|w| !w.is_empty())
-        .collect::<Vec<_>>()
-        .join(" ")
+    message.to_lowercase().split(|c: char| !c.is_alphanumeric()).filter(|w| !w.is_empty()).collect::<Vec<_>>().join(" ")
 }
 
 /// Similarity of two messages in 0..1 (normalized Levenshtein over normalized text).
@@ -111,10 +106,10 @@ pub fn fuzzy_match(a: &Finding, b: &Finding, rule: &MatchRule) -> bool {
 
 /// Words too common to say anything about which defect a text names.
 const STOP_WORDS: &[&str] = &[
-    "the", "and", "for", "are", "but", "not", "you", "all", "any", "can", "had", "her", "was", "one", "our", "out", "has", "have", "its",
-    "into", "this", "that", "with", "from", "then", "than", "when", "which", "will", "would", "there", "their", "these", "those", "such",
-    "may", "might", "could", "should", "does", "did", "each", "every", "also", "only", "instead", "here", "where", "what", "while", "being",
-    "been", "them", "they", "line", "code", "change", "changed",
+    "the", "and", "for", "are", "but", "not", "you", "all", "any", "can", "had", "her", "was", "one", "our", "out", "has", "have", "its", "into", "this",
+    "that", "with", "from", "then", "than", "when", "which", "will", "would", "there", "their", "these", "those", "such", "may", "might", "could", "should",
+    "does", "did", "each", "every", "also", "only", "instead", "here", "where", "what", "while", "being", "been", "them", "they", "line", "code", "change",
+    "changed",
 ];
 
 /// Content words are cut to this many letters, a crude stemmer (`injection`, `injects` → `injec`).
@@ -123,11 +118,7 @@ pub const STEM_LETTERS: usize = 5;
 /// The distinct content-word stems of a text: normalized words of three letters or more, stop
 /// words dropped, each cut to its first [`STEM_LETTERS`] letters.
 pub fn content_words(text: &str) -> std::collections::BTreeSet<String> {
-    normalize_message(text)
-        .split(' ')
-        .filter(|w| w.chars().count() >= 3 && !STOP_WORDS.contains(w))
-        .map(|w| w.chars().take(STEM_LETTERS).collect())
-        .collect()
+    normalize_message(text).split(' ').filter(|w| w.chars().count() >= 3 && !STOP_WORDS.contains(w)).map(|w| w.chars().take(STEM_LETTERS).collect()).collect()
 }
 
 /// Dice coefficient of two texts' content-word stem sets, in 0..1: how much vocabulary a short
@@ -205,12 +196,7 @@ pub fn describe_rule(rule: &MatchRule) -> String {
 
 /// The fuzzy half of [`describe_rule`], for analyses that match fuzzily only.
 pub fn describe_fuzzy_rule(rule: &MatchRule) -> String {
-    format!(
-        "fuzzy: same file, lines within {} and {} of messages ≥ {:.2}, matched one to one",
-        rule.line_tolerance,
-        rule.measure.describe(),
-        rule.similarity
-    )
+    format!("fuzzy: same file, lines within {} and {} of messages ≥ {:.2}, matched one to one", rule.line_tolerance, rule.measure.describe(), rule.similarity)
 }
 
 /// What a located report needs besides its place to count as `found`.
@@ -780,7 +766,11 @@ pub(crate) mod tests {
         let reports = vec![reported("r1", "a.rs", 10, Category::Bug, "off by one"), reported("r2", "b.rs", 1, Category::Bug, "real leak")];
         let mut m = match_case(&reports, &[&o], &OracleRule::default());
         assert_eq!(m.counts().found, 1);
-        let adj = Adjudicated { findings: [("F1".to_string(), Verdict::Missed)].into(), extras: [("r2".to_string(), ExtraVerdict::Real)].into(), ..Adjudicated::default() };
+        let adj = Adjudicated {
+            findings: [("F1".to_string(), Verdict::Missed)].into(),
+            extras: [("r2".to_string(), ExtraVerdict::Real)].into(),
+            ..Adjudicated::default()
+        };
         adj.apply(&mut m, &reports);
         let c = m.counts();
         assert_eq!((c.found, c.missed, c.extras_real, c.extras_rejected), (0, 1, 1, 1));

@@ -20,10 +20,10 @@ pub mod spec;
 #[cfg(test)]
 pub(crate) mod test_support;
 
+use crate::analysis::spec::{AnalysisKind, AnalysisSpec};
 use crate::cache::RunRecord;
 use crate::finding::Finding;
 use crate::ground_truth::oracle::Oracle;
-use crate::analysis::spec::{AnalysisKind, AnalysisSpec};
 use crate::matrix::Cell;
 use serde::ser::SerializeStruct;
 use serde::{Deserialize, Serialize};

@@ -3,8 +3,8 @@
 
 use super::matching::{describe_rule, exact_match, fuzzy_match, match_pairs};
 use super::{axis_values, missing_note, one_or_many, AnalysisInput, AnalysisResult, RunView, Table, TableCell};
-use crate::finding::Finding;
 use crate::analysis::spec::{AnalysisSpec, MatchRule};
+use crate::finding::Finding;
 use serde_json::json;
 use std::collections::BTreeMap;
 
@@ -99,7 +99,8 @@ pub fn compute(spec: &AnalysisSpec, input: &AnalysisInput<'_>) -> AnalysisResult
     for group in &groups {
         for (i, a) in values.iter().enumerate() {
             for b in &values[i + 1..] {
-                let mut cmp = Comparison { a: a.clone(), b: b.clone(), group: group.clone(), total: Counts::default(), runs_compared: 0, per_subject: BTreeMap::new() };
+                let mut cmp =
+                    Comparison { a: a.clone(), b: b.clone(), group: group.clone(), total: Counts::default(), runs_compared: 0, per_subject: BTreeMap::new() };
                 for ((g, subject, _), by_value) in &slots {
                     if g != group {
                         continue;
@@ -175,10 +176,7 @@ pub fn compute(spec: &AnalysisSpec, input: &AnalysisInput<'_>) -> AnalysisResult
                 });
                 if let (Some(map), serde_json::Value::Object(counts)) = (obj.as_object_mut(), cmp.total.json()) {
                     map.extend(counts);
-                    map.insert(
-                        "per_subject".into(),
-                        cmp.per_subject.iter().map(|(s, c)| (s.clone(), c.json())).collect::<serde_json::Map<_, _>>().into(),
-                    );
+                    map.insert("per_subject".into(), cmp.per_subject.iter().map(|(s, c)| (s.clone(), c.json())).collect::<serde_json::Map<_, _>>().into());
                 }
                 obj
             })
@@ -198,8 +196,8 @@ pub fn compute(spec: &AnalysisSpec, input: &AnalysisInput<'_>) -> AnalysisResult
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::analysis::test_support::{finding, s, spec, Fixture};
     use crate::analysis::spec::AnalysisKind;
+    use crate::analysis::test_support::{finding, s, spec, Fixture};
 
     fn fixture() -> Fixture {
         let mut fx = Fixture::new(&[("model", vec![s("a"), s("b")])], 1);
@@ -209,9 +207,19 @@ mod tests {
             "model=a",
             1,
             "s1",
-            vec![finding("x.py", 10, "division by zero when list is empty"), finding("x.py", 20, "unused import os"), finding("x.py", 30, "sql injection in query"), finding("x.py", 40, "missing error handling for io")],
+            vec![
+                finding("x.py", 10, "division by zero when list is empty"),
+                finding("x.py", 20, "unused import os"),
+                finding("x.py", 30, "sql injection in query"),
+                finding("x.py", 40, "missing error handling for io"),
+            ],
         );
-        fx.add("model=b", 1, "s1", vec![finding("x.py", 10, "rename this variable"), finding("x.py", 21, "unused import os"), finding("x.py", 40, "typo in comment")]);
+        fx.add(
+            "model=b",
+            1,
+            "s1",
+            vec![finding("x.py", 10, "rename this variable"), finding("x.py", 21, "unused import os"), finding("x.py", 40, "typo in comment")],
+        );
         fx.add("model=a", 1, "s2", vec![]);
         fx.add("model=b", 1, "s2", vec![finding("y.rs", 1, "panics on empty input")]);
         fx

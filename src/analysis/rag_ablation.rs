@@ -3,9 +3,9 @@
 
 use super::matching::describe_fuzzy_rule;
 use super::overlap::Counts;
-use super::{axis_values, missing_note, one_or_many, AnalysisInput, AnalysisResult, RunView, Table, TableCell, fmt_num};
-use crate::finding::Category;
+use super::{axis_values, fmt_num, missing_note, one_or_many, AnalysisInput, AnalysisResult, RunView, Table, TableCell};
 use crate::analysis::spec::AnalysisSpec;
+use crate::finding::Category;
 use serde_json::json;
 use std::collections::BTreeMap;
 
@@ -167,7 +167,10 @@ pub fn compute(spec: &AnalysisSpec, input: &AnalysisInput<'_>) -> AnalysisResult
         result.notes.push("Where the two sides have different numbers of successful runs, counts are per-run means (two decimals) rather than totals.".into());
     }
     if !no_baseline.is_empty() {
-        result.notes.push(format!("No run with `{axis}` = 0 for {}, so it is not compared.", no_baseline.iter().map(|g| format!("`{g}`")).collect::<Vec<_>>().join(", ")));
+        result.notes.push(format!(
+            "No run with `{axis}` = 0 for {}, so it is not compared.",
+            no_baseline.iter().map(|g| format!("`{g}`")).collect::<Vec<_>>().join(", ")
+        ));
     }
     if ignored > 0 {
         result.notes.push(format!("{ignored} run(s) whose `{axis}` value is not a number ≥ 0 are ignored."));
@@ -180,9 +183,9 @@ pub fn compute(spec: &AnalysisSpec, input: &AnalysisInput<'_>) -> AnalysisResult
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::analysis::spec::AnalysisKind;
     use crate::analysis::test_support::{finding, spec, with_kind, Fixture};
     use crate::finding::Severity;
-    use crate::analysis::spec::AnalysisKind;
     use crate::matrix::AxisValue;
 
     #[test]

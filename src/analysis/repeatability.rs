@@ -3,8 +3,8 @@
 
 use super::matching::{describe_fuzzy_rule, fuzzy_match, match_pairs};
 use super::{fmt_ratio, json_num, missing_note, one_or_many, runs_of, AnalysisInput, AnalysisResult, Table};
-use crate::finding::Finding;
 use crate::analysis::spec::{AnalysisSpec, MatchRule};
+use crate::finding::Finding;
 use serde_json::json;
 use std::collections::BTreeMap;
 
@@ -148,8 +148,8 @@ pub fn compute(spec: &AnalysisSpec, input: &AnalysisInput<'_>) -> AnalysisResult
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::analysis::test_support::{finding, s, spec, Fixture};
     use crate::analysis::spec::AnalysisKind;
+    use crate::analysis::test_support::{finding, s, spec, Fixture};
     use proptest::prelude::*;
 
     #[test]

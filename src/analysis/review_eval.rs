@@ -13,10 +13,10 @@
 //! A cell's verdict on an oracle finding over its repeats is the most frequent one, a tie going
 //! to the worse verdict.
 
-use crate::analysis::{fmt_num, fmt_ratio, AnalysisInput, AnalysisResult, RunView, Table, TableCell};
 use crate::analysis::matching::{adjudicate, score_runs, ExtraVerdict, MatchCounts, Method, ScoredRun, Verdict};
-use crate::ground_truth::oracle::Oracle;
 use crate::analysis::spec::AnalysisSpec;
+use crate::analysis::{fmt_num, fmt_ratio, AnalysisInput, AnalysisResult, RunView, Table, TableCell};
+use crate::ground_truth::oracle::Oracle;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
@@ -218,9 +218,19 @@ pub fn cell_eval(cell: &crate::matrix::Cell, runs: &[&ScoredRun<'_>]) -> CellEva
                     .case
                     .verdicts
                     .iter()
-                    .map(|v| VerdictRow { finding: v.finding.clone(), verdict: v.verdict, reported: v.reported.and_then(|i| reported_ref(&r.view, i)), similarity: v.similarity })
+                    .map(|v| VerdictRow {
+                        finding: v.finding.clone(),
+                        verdict: v.verdict,
+                        reported: v.reported.and_then(|i| reported_ref(&r.view, i)),
+                        similarity: v.similarity,
+                    })
                     .collect(),
-                extras: r.case.extras.iter().filter_map(|e| reported_ref(&r.view, e.reported).map(|reported| ExtraRow { verdict: e.verdict, reported })).collect(),
+                extras: r
+                    .case
+                    .extras
+                    .iter()
+                    .filter_map(|e| reported_ref(&r.view, e.reported).map(|reported| ExtraRow { verdict: e.verdict, reported }))
+                    .collect(),
             });
         }
         total.merge(&scores);
@@ -228,9 +238,17 @@ pub fn cell_eval(cell: &crate::matrix::Cell, runs: &[&ScoredRun<'_>]) -> CellEva
     }
     let findings = tally
         .into_iter()
-        .map(|(key, (case, finding, [missed, partial, found]))| (key, FindingEval { case, finding, verdict: consensus(found, partial, missed), found, partial, missed }))
+        .map(|(key, (case, finding, [missed, partial, found]))| {
+            (key, FindingEval { case, finding, verdict: consensus(found, partial, missed), found, partial, missed })
+        })
         .collect();
-    CellEval { cell: cell.id.clone(), values: cell.values.iter().map(|(k, v)| (k.clone(), v.render())).collect(), scores: total.finish(), runs: out_runs, findings }
+    CellEval {
+        cell: cell.id.clone(),
+        values: cell.values.iter().map(|(k, v)| (k.clone(), v.render())).collect(),
+        scores: total.finish(),
+        runs: out_runs,
+        findings,
+    }
 }
 
 fn opt_tokens(v: Option<f64>) -> TableCell {
@@ -270,8 +288,19 @@ fn score_cells(s: &Scores) -> Vec<TableCell> {
     ]
 }
 
-const SCORE_COLUMNS: [&str; 11] =
-    ["Oracle findings", "Found", "Partial", "Missed", "Reported", "Extras real / rejected", "Recall (strict)", "Recall (with partials)", "Noise", "Tokens / case", "Recall / 100k tokens"];
+const SCORE_COLUMNS: [&str; 11] = [
+    "Oracle findings",
+    "Found",
+    "Partial",
+    "Missed",
+    "Reported",
+    "Extras real / rejected",
+    "Recall (strict)",
+    "Recall (with partials)",
+    "Noise",
+    "Tokens / case",
+    "Recall / 100k tokens",
+];
 
 pub fn compute(spec: &AnalysisSpec, input: &AnalysisInput<'_>) -> AnalysisResult {
     let mut result = base_result(spec);
@@ -382,11 +411,11 @@ fn tables(oracle: &Oracle, cells: &[CellEval]) -> Vec<Table> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::analysis::matching::match_case;
+    use crate::analysis::matching::tests::{oracle as ofinding, record, reported};
+    use crate::analysis::spec::OracleRule;
     use crate::analysis::RunView;
     use crate::finding::Category;
-    use crate::analysis::matching::tests::{oracle as ofinding, record, reported};
-    use crate::analysis::matching::match_case;
-    use crate::analysis::spec::OracleRule;
 
     #[test]
     fn noise_recall_and_tokens_by_hand() {
@@ -431,7 +460,8 @@ mod tests {
         let rule = OracleRule::default();
         let cell = crate::matrix::Cell { id: "m=a".into(), values: BTreeMap::new() };
         // Automatic: the report is 40 lines away, so F1 is missed and both reports are rejected extras.
-        let c1 = vec![reported("r1", "a.rs", 50, Category::Style, "promise cached after failure"), reported("r2", "b.rs", 1, Category::Bug, "leaks a file handle")];
+        let c1 =
+            vec![reported("r1", "a.rs", 50, Category::Style, "promise cached after failure"), reported("r2", "b.rs", 1, Category::Bug, "leaks a file handle")];
         let rec = record(&cell, None);
         let view = RunView { cell: &cell, repeat: 1, subject: "c1", record: &rec, findings: &c1 };
         let automatic = cell_eval(&cell, &[&ScoredRun { view, case: match_case(&c1, &[&f1], &rule) }]);

@@ -115,7 +115,11 @@ pub fn compute(spec: &AnalysisSpec, input: &AnalysisInput<'_>) -> AnalysisResult
         result.tables.push(problems);
         result.notes.push(format!("**Fail**: {total_problems} schema problem(s)."));
     } else if !input.runs.is_empty() {
-        result.notes.push(format!("**Pass**: all {} findings of {} runs conform.", input.runs.iter().map(|r| r.findings.len()).sum::<usize>(), input.runs.len()));
+        result.notes.push(format!(
+            "**Pass**: all {} findings of {} runs conform.",
+            input.runs.iter().map(|r| r.findings.len()).sum::<usize>(),
+            input.runs.len()
+        ));
     }
     if empty_non_dry > 0 {
         result.notes.push(format!(
@@ -124,7 +128,10 @@ pub fn compute(spec: &AnalysisSpec, input: &AnalysisInput<'_>) -> AnalysisResult
         ));
     }
     if !input.missing.is_empty() {
-        result.notes.push("Runs without a result (including output that was not valid JSON) could not be validated; their cells read `incomplete` unless they already fail.".into());
+        result.notes.push(
+            "Runs without a result (including output that was not valid JSON) could not be validated; their cells read `incomplete` unless they already fail."
+                .into(),
+        );
     }
     result.data = one_or_many(data);
     result.notes.extend(missing_note(input));
@@ -134,9 +141,9 @@ pub fn compute(spec: &AnalysisSpec, input: &AnalysisInput<'_>) -> AnalysisResult
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::analysis::spec::AnalysisKind;
     use crate::analysis::test_support::{finding, s, spec, Fixture};
     use crate::finding::LineRange;
-    use crate::analysis::spec::AnalysisKind;
 
     #[test]
     fn stored_and_parse_time_problems_fail_a_cell() {
@@ -145,7 +152,9 @@ mod tests {
         bad.confidence = 1.5;
         bad.id = "not-hex".into();
         bad.range = Some(LineRange { start: 5, end: 3 });
-        fx.add("model=a", 1, "s", vec![bad, finding("x.py", 4, "fine")]).schema_problems.push("findings[0]: severity \"fatal\" is not one of error, warning, info, nitpick".into());
+        fx.add("model=a", 1, "s", vec![bad, finding("x.py", 4, "fine")])
+            .schema_problems
+            .push("findings[0]: severity \"fatal\" is not one of error, warning, info, nitpick".into());
         fx.add("model=b", 1, "s", vec![finding("y.py", 1, "fine")]);
         let out = compute(&spec(AnalysisKind::Schema, None), &fx.input());
         assert_eq!(out.test_id, "A7");

@@ -139,7 +139,9 @@ impl<'de> Deserialize<'de> for Metrics {
             };
             match v.as_f64().filter(|n| v.is_number() && n.is_finite() && *n >= 0.0) {
                 Some(n) => *slot = Some(n),
-                None => return Err(D::Error::custom(format!("`metrics.{name}` must be a non-negative number, not {v} (omit a value the provider did not report)"))),
+                None => {
+                    return Err(D::Error::custom(format!("`metrics.{name}` must be a non-negative number, not {v} (omit a value the provider did not report)")))
+                }
             }
         }
         Ok(m)
@@ -270,19 +272,18 @@ pub fn check(captured: &CapturedResults, oracle: &Oracle) -> Vec<String> {
             for claim in &run.findings {
                 if let Some(previous) = dispositions.insert(&claim.id, claim.disposition) {
                     if previous != claim.disposition {
-                        problems.push(format!(
-                            "{at}: finding `{}` is both `{}` and `{}`",
-                            claim.id,
-                            previous.as_str(),
-                            claim.disposition.as_str()
-                        ));
+                        problems.push(format!("{at}: finding `{}` is both `{}` and `{}`", claim.id, previous.as_str(), claim.disposition.as_str()));
                     }
                 }
                 match claim.disposition {
                     Disposition::Verified if !expected.contains(claim.id.as_str()) => problems.push(format!(
                         "{at}: verified finding `{}` is not one of the case's expected ids ({})",
                         claim.id,
-                        if expected.is_empty() { "none: a clean case".to_string() } else { expected.iter().map(|e| format!("`{e}`")).collect::<Vec<_>>().join(", ") }
+                        if expected.is_empty() {
+                            "none: a clean case".to_string()
+                        } else {
+                            expected.iter().map(|e| format!("`{e}`")).collect::<Vec<_>>().join(", ")
+                        }
                     )),
                     // A `false_positive` or `unresolved` claim may use any id, an oracle id too.
                     _ => {}

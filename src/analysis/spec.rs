@@ -139,7 +139,9 @@ impl OracleRule {
     /// The rule in words, printed beside every score it produced.
     pub fn describe(&self) -> String {
         let evidence = match self.evidence {
-            Evidence::SimilarityOrCategory => format!("{} (message and suggestion vs. the oracle description) ≥ {:.2} or the same category", self.measure.describe(), self.similarity),
+            Evidence::SimilarityOrCategory => {
+                format!("{} (message and suggestion vs. the oracle description) ≥ {:.2} or the same category", self.measure.describe(), self.similarity)
+            }
             Evidence::Similarity => format!("{} (message and suggestion vs. the oracle description) ≥ {:.2}", self.measure.describe(), self.similarity),
             Evidence::Category => "the same category as the oracle finding".to_string(),
             Evidence::Location => "nothing more".to_string(),
@@ -167,7 +169,8 @@ pub fn read_analysis(t: &TableReader<'_, '_>, axes: &BTreeSet<String>, base_dir:
             None => format!("kinds: {}", kinds.join(", ")),
         };
         // The analysis's other keys are still read, so they are not reported as unknown.
-        for key in ["title", "axis", "line-tolerance", "similarity", "similarity-measure", "dedup-similarity", "partial-similarity", "evidence", "adjudication"] {
+        for key in ["title", "axis", "line-tolerance", "similarity", "similarity-measure", "dedup-similarity", "partial-similarity", "evidence", "adjudication"]
+        {
             t.allow(key);
         }
         problems.push_with_help(kind_text.span(), format!("unknown analysis kind `{}`", kind_text.get_ref()), help);
@@ -188,9 +191,7 @@ pub fn read_analysis(t: &TableReader<'_, '_>, axes: &BTreeSet<String>, base_dir:
     if needs_axis && axis.is_none() && !t.has("axis") {
         problems.push(t.span(), format!("analysis `{}` needs `axis`, the matrix axis whose values it compares", kind.as_str()));
     }
-    let axis = axis.map(Spanned::into_inner).or_else(|| {
-        (kind == AnalysisKind::RagAblation).then(|| "rag_symbol_max_definitions".to_string())
-    });
+    let axis = axis.map(Spanned::into_inner).or_else(|| (kind == AnalysisKind::RagAblation).then(|| "rag_symbol_max_definitions".to_string()));
     if kind == AnalysisKind::RagAblation && !axes.contains(axis.as_deref().unwrap_or_default()) {
         problems.push(t.span(), "analysis `rag-ablation` needs a `rag_symbol_max_definitions` axis (or `axis = \"...\"`) with 0 among its values");
     }
@@ -207,7 +208,11 @@ pub fn read_analysis(t: &TableReader<'_, '_>, axes: &BTreeSet<String>, base_dir:
     } else if let Some(m) = t.string("similarity-measure") {
         match SimilarityMeasure::parse(m.get_ref()) {
             Some(measure) => matching.measure = measure,
-            None => problems.push_with_help(m.span(), format!("unknown similarity measure `{}`", m.get_ref()), "measures: levenshtein (default between runs), tokens"),
+            None => problems.push_with_help(
+                m.span(),
+                format!("unknown similarity measure `{}`", m.get_ref()),
+                "measures: levenshtein (default between runs), tokens",
+            ),
         }
     }
     let adjudication = t.string("adjudication").and_then(|a| {
@@ -216,7 +221,10 @@ pub fn read_analysis(t: &TableReader<'_, '_>, axes: &BTreeSet<String>, base_dir:
         } else {
             problems.push(
                 a.span(),
-                format!("analysis `{}` does not take `adjudication`: only `fixture` and `review-eval` score runs one by one, as an adjudication decides them", kind.as_str()),
+                format!(
+                    "analysis `{}` does not take `adjudication`: only `fixture` and `review-eval` score runs one by one, as an adjudication decides them",
+                    kind.as_str()
+                ),
             );
             None
         }
@@ -261,4 +269,3 @@ fn read_oracle_rule(t: &TableReader<'_, '_>, matching: &mut MatchRule, rule: &mu
         }
     }
 }
-

@@ -1,12 +1,12 @@
 //! Hand-built runs for the analyses' unit tests: a matrix, run records and findings.
 
 use super::{AnalysisInput, RunView};
+use crate::analysis::spec::{AnalysisKind, AnalysisSpec, MatchRule};
 use crate::cache::key::{review_key, KeyInputs};
 use crate::cache::RunRecord;
 use crate::finding::{Category, Finding, Severity};
-use crate::analysis::spec::{AnalysisKind, AnalysisSpec, MatchRule};
-use crate::matrix::{Axis, AxisValue, Matrix};
 use crate::matrix::{expand, Cell};
+use crate::matrix::{Axis, AxisValue, Matrix};
 use crate::reviewer::Cost;
 use std::collections::BTreeMap;
 

@@ -123,11 +123,7 @@ fn diff_values(path: &str, a: Option<&serde_json::Value>, b: Option<&serde_json:
                 diff_values(&format!("{path}[{i}]"), Some(va), Some(vb), out);
             }
         }
-        _ if a != b => out.push(FieldChange {
-            path: if path.is_empty() { "(everything)".into() } else { path.to_string() },
-            old: a.cloned(),
-            new: b.cloned(),
-        }),
+        _ if a != b => out.push(FieldChange { path: if path.is_empty() { "(everything)".into() } else { path.to_string() }, old: a.cloned(), new: b.cloned() }),
         _ => {}
     }
 }

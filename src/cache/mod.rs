@@ -31,7 +31,15 @@ pub trait Store: Send + Sync {
 
     /// Stores a successful run so that a crash leaves either no entry or the whole one.
     #[allow(clippy::too_many_arguments)]
-    fn store_success(&self, experiment: &str, label: &str, slot: &str, key: &CacheKey, inputs: &KeyInputs, output: &ReviewOutput) -> Result<RunRecord, CacheError>;
+    fn store_success(
+        &self,
+        experiment: &str,
+        label: &str,
+        slot: &str,
+        key: &CacheKey,
+        inputs: &KeyInputs,
+        output: &ReviewOutput,
+    ) -> Result<RunRecord, CacheError>;
 
     /// Records a failure (for `plan` and summaries); lookups never serve it.
     fn store_failure(&self, label: &str, slot: &str, key: &CacheKey, error: &ReviewError) -> Result<(), CacheError>;
@@ -54,7 +62,15 @@ impl Store for CacheStore {
         CacheStore::lookup(self, key)
     }
 
-    fn store_success(&self, experiment: &str, label: &str, slot: &str, key: &CacheKey, inputs: &KeyInputs, output: &ReviewOutput) -> Result<RunRecord, CacheError> {
+    fn store_success(
+        &self,
+        experiment: &str,
+        label: &str,
+        slot: &str,
+        key: &CacheKey,
+        inputs: &KeyInputs,
+        output: &ReviewOutput,
+    ) -> Result<RunRecord, CacheError> {
         CacheStore::store_success(self, experiment, label, slot, key, inputs, output)
     }
 

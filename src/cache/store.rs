@@ -47,7 +47,10 @@ pub struct FailureRecord {
 /// The answer to a lookup.
 #[derive(Debug, Clone)]
 pub enum Lookup {
-    Hit { record: Box<RunRecord>, findings: Vec<Finding> },
+    Hit {
+        record: Box<RunRecord>,
+        findings: Vec<Finding>,
+    },
     Miss,
     /// The entry exists but failed verification; treated as a miss.
     Corrupt(String),
@@ -496,14 +499,7 @@ mod tests {
     use crate::reviewer::ReviewOutput;
 
     fn inputs() -> KeyInputs {
-        KeyInputs {
-            schema: 1,
-            reviewer_kind: "builtin".into(),
-            reviewer: serde_json::json!({}),
-            cell: BTreeMap::new(),
-            subject: "s".into(),
-            repeat: 1,
-        }
+        KeyInputs { schema: 1, reviewer_kind: "builtin".into(), reviewer: serde_json::json!({}), cell: BTreeMap::new(), subject: "s".into(), repeat: 1 }
     }
 
     #[test]

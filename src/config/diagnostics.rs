@@ -86,11 +86,7 @@ impl ManifestErrors {
         if hidden > 0 {
             text.push_str(&self.more_line(hidden));
         }
-        text.push_str(&format!(
-            "{n} problem{} in `{}`\n",
-            if n == 1 { "" } else { "s" },
-            self.path.display()
-        ));
+        text.push_str(&format!("{n} problem{} in `{}`\n", if n == 1 { "" } else { "s" }, self.path.display()));
         text
     }
 }
@@ -136,10 +132,7 @@ fn floor_char_boundary(s: &str, mut i: usize) -> usize {
 
 /// A path shown relative to the current directory when it is under it.
 pub fn display_path(path: &Path) -> String {
-    std::env::current_dir()
-        .ok()
-        .and_then(|cwd| path.strip_prefix(cwd).ok().map(|p| p.display().to_string()))
-        .unwrap_or_else(|| path.display().to_string())
+    std::env::current_dir().ok().and_then(|cwd| path.strip_prefix(cwd).ok().map(|p| p.display().to_string())).unwrap_or_else(|| path.display().to_string())
 }
 
 #[cfg(test)]

@@ -18,15 +18,9 @@ use toml::Spanned;
 /// Template variables every reviewer template may use besides the matrix axes.
 pub const BUILTIN_TEMPLATE_VARS: [&str; 4] = ["repo", "base", "head", "repeat"];
 
-
 /// The candidate closest to `text`, when close enough to be a likely typo.
 pub fn did_you_mean<'a>(text: &str, candidates: impl IntoIterator<Item = &'a str>) -> Option<&'a str> {
-    candidates
-        .into_iter()
-        .map(|c| (strsim::jaro_winkler(c, text), c))
-        .filter(|(score, _)| *score > 0.8)
-        .max_by(|a, b| a.0.total_cmp(&b.0))
-        .map(|(_, c)| c)
+    candidates.into_iter().map(|c| (strsim::jaro_winkler(c, text), c)).filter(|(score, _)| *score > 0.8).max_by(|a, b| a.0.total_cmp(&b.0)).map(|(_, c)| c)
 }
 
 pub fn template_var_regex() -> &'static Regex {

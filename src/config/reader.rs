@@ -126,10 +126,7 @@ impl<'c, 'i> TableReader<'c, 'i> {
     }
 
     fn wrong_type(&self, key: &str, value: &Value<'i>, expected: &str) {
-        self.problems.push(
-            value.span(),
-            format!("`{key}` in {} must be {expected}, found {}", self.name, type_name(value.get_ref())),
-        );
+        self.problems.push(value.span(), format!("`{key}` in {} must be {expected}, found {}", self.name, type_name(value.get_ref())));
     }
 
     pub fn string(&self, key: &str) -> Option<Spanned<String>> {
@@ -207,10 +204,7 @@ impl<'c, 'i> TableReader<'c, 'i> {
                 DeValue::String(s) => out.push(Spanned::new(item.span(), s.to_string())),
                 other => {
                     ok = false;
-                    self.problems.push(
-                        item.span(),
-                        format!("`{key}` in {} must hold only strings, found {}", self.name, type_name(other)),
-                    );
+                    self.problems.push(item.span(), format!("`{key}` in {} must hold only strings, found {}", self.name, type_name(other)));
                 }
             }
         }
@@ -228,10 +222,7 @@ impl<'c, 'i> TableReader<'c, 'i> {
         for (k, v) in table.iter() {
             match v.get_ref() {
                 DeValue::String(s) => out.push((Spanned::new(k.span(), k.get_ref().to_string()), Spanned::new(v.span(), s.to_string()))),
-                other => self.problems.push(
-                    v.span(),
-                    format!("`{key}.{}` in {} must be a string, found {}", k.get_ref(), self.name, type_name(other)),
-                ),
+                other => self.problems.push(v.span(), format!("`{key}.{}` in {} must be a string, found {}", k.get_ref(), self.name, type_name(other))),
             }
         }
         Some(out)
@@ -274,11 +265,7 @@ impl<'c, 'i> TableReader<'c, 'i> {
             if asked.contains(name) {
                 continue;
             }
-            let best = asked
-                .iter()
-                .map(|k| (strsim::jaro_winkler(k, name), k))
-                .filter(|(score, _)| *score > 0.8)
-                .max_by(|a, b| a.0.total_cmp(&b.0));
+            let best = asked.iter().map(|k| (strsim::jaro_winkler(k, name), k)).filter(|(score, _)| *score > 0.8).max_by(|a, b| a.0.total_cmp(&b.0));
             let message = format!("unknown key `{name}` in {}", self.name);
             match best {
                 Some((_, k)) => self.problems.push_with_help(key.span(), message, format!("did you mean `{k}`?")),

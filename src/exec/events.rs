@@ -8,17 +8,45 @@ use serde::Serialize;
 #[serde(tag = "event", rename_all = "snake_case")]
 pub enum Event {
     /// The plan is known: how many runs, and how many the cache already has.
-    Planned { experiment: String, runs: usize, cached: usize, to_run: usize },
+    Planned {
+        experiment: String,
+        runs: usize,
+        cached: usize,
+        to_run: usize,
+    },
     /// A cache entry failed verification and will be recomputed.
-    CacheCorrupt { run: RunId, detail: String },
-    MaterializeFailed { subject: String, error: String },
-    RunCached { run: RunId, findings: usize },
-    RunStarted { run: RunId },
-    RunFinished { run: RunId, findings: usize, wall_ms: u64 },
-    RunFailed { run: RunId, error: ReviewError },
-    RunSkipped { run: RunId, reason: SkipReason },
+    CacheCorrupt {
+        run: RunId,
+        detail: String,
+    },
+    MaterializeFailed {
+        subject: String,
+        error: String,
+    },
+    RunCached {
+        run: RunId,
+        findings: usize,
+    },
+    RunStarted {
+        run: RunId,
+    },
+    RunFinished {
+        run: RunId,
+        findings: usize,
+        wall_ms: u64,
+    },
+    RunFailed {
+        run: RunId,
+        error: ReviewError,
+    },
+    RunSkipped {
+        run: RunId,
+        reason: SkipReason,
+    },
     /// Frozen mode: this run is not in the cache.
-    RunMissing { run: RunId },
+    RunMissing {
+        run: RunId,
+    },
     Interrupted,
 }
 

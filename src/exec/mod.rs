@@ -53,8 +53,14 @@ impl Default for ReviewerLimits {
 /// What happened to one planned run.
 #[derive(Debug, Clone)]
 pub enum RunOutcome {
-    Cached { record: Box<RunRecord>, findings: Vec<Finding> },
-    Fresh { record: Box<RunRecord>, findings: Vec<Finding> },
+    Cached {
+        record: Box<RunRecord>,
+        findings: Vec<Finding>,
+    },
+    Fresh {
+        record: Box<RunRecord>,
+        findings: Vec<Finding>,
+    },
     Failed(ReviewError),
     Skipped(SkipReason),
     /// Frozen mode and not cached.

@@ -2,8 +2,8 @@
 //! limit and the global limit, stored in the cache the moment it finishes.
 
 use super::{wait_cancel, Emitter, Event, RunOutcome, SkipReason};
-use crate::matrix::RunId;
 use crate::cache::{CacheKey, Guard, KeyInputs, Lookup, RunRecord, Store};
+use crate::matrix::RunId;
 use crate::reviewer::redact::Redactor;
 use crate::reviewer::{ReviewError, ReviewJob, ReviewOutput, Reviewer};
 use std::collections::HashMap;

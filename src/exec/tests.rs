@@ -2,9 +2,9 @@
 
 use super::*;
 use crate::cache::{CacheError, CacheKey, CacheStore, Guard, KeyInputs, Lookup, RunRecord, Store};
+use crate::matrix::{expand, Cell};
 use crate::matrix::{Axis, AxisValue, Matrix};
 use crate::plan::{Dependency, Node, Plan, PlannedRun, ReviewerSet};
-use crate::matrix::{expand, Cell};
 use crate::reviewer::{Cost, ReviewError, ReviewJob, ReviewOutput, Reviewer};
 use crate::subject::{Subject, SubjectSource, SubjectSpec};
 use futures::future::BoxFuture;
@@ -62,14 +62,10 @@ impl Reviewer for FakeReviewer {
     }
 }
 
-
 /// A plan of `models × repeat` runs over git-like subjects, built without git, with one
 /// analyze node observing every run and a render node after it.
 fn plan(models: &[&str], repeat: u32, subjects: &[&str]) -> Plan {
-    let matrix = Matrix {
-        axes: vec![Axis { name: "model".into(), values: models.iter().map(|m| AxisValue::Str(m.to_string())).collect() }],
-        repeat,
-    };
+    let matrix = Matrix { axes: vec![Axis { name: "model".into(), values: models.iter().map(|m| AxisValue::Str(m.to_string())).collect() }], repeat };
     let cells = expand(&matrix);
     let subject_specs: BTreeMap<String, SubjectSpec> = subjects
         .iter()
@@ -156,10 +152,17 @@ fn materializer(calls: Arc<AtomicUsize>, failing: &[&str]) -> Materializer {
     })
 }
 
-async fn walk(plan: &Plan, reviewer: Arc<FakeReviewer>, cache: &CacheStore, opts: &ExecOptions, cancel: watch::Receiver<bool>) -> (Execution<usize, usize, String>, Arc<AtomicUsize>) {
+async fn walk(
+    plan: &Plan,
+    reviewer: Arc<FakeReviewer>,
+    cache: &CacheStore,
+    opts: &ExecOptions,
+    cancel: watch::Receiver<bool>,
+) -> (Execution<usize, usize, String>, Arc<AtomicUsize>) {
     let calls = Arc::new(AtomicUsize::new(0));
     let reviewers: ReviewerSet = [("fake".to_string(), reviewer as Arc<dyn Reviewer>)].into();
-    let execution = execute(plan, &reviewers, materializer(calls.clone(), &[]), Arc::new(cache.clone()), opts, &Counting::default(), &Emitter::silent(), cancel).await;
+    let execution =
+        execute(plan, &reviewers, materializer(calls.clone(), &[]), Arc::new(cache.clone()), opts, &Counting::default(), &Emitter::silent(), cancel).await;
     (execution, calls)
 }
 
@@ -252,8 +255,17 @@ async fn a_failed_materialization_skips_exactly_its_dependents() {
     let reviewers: ReviewerSet = [("fake".to_string(), reviewer.clone() as Arc<dyn Reviewer>)].into();
     let conclusions = Counting::default();
     let calls = Arc::new(AtomicUsize::new(0));
-    let execution =
-        execute(&plan, &reviewers, materializer(calls, &["broken"]), Arc::new(cache.clone()), &options(4, None), &conclusions, &Emitter::silent(), watch::channel(false).1).await;
+    let execution = execute(
+        &plan,
+        &reviewers,
+        materializer(calls, &["broken"]),
+        Arc::new(cache.clone()),
+        &options(4, None),
+        &conclusions,
+        &Emitter::silent(),
+        watch::channel(false).1,
+    )
+    .await;
     for (run, outcome) in plan.runs.iter().zip(&execution.outcomes) {
         if run.subject_id == "broken" {
             let RunOutcome::Skipped(SkipReason::SubjectFailed { subject, error }) = outcome else { panic!("{outcome:?}") };
@@ -286,7 +298,9 @@ async fn named_reviewers_run_their_own_cells_under_their_own_limits() {
     let mut opts = options(8, None);
     opts.reviewers.insert("serial".into(), ReviewerLimits { max_concurrency: Some(1), timeout: Duration::from_secs(30) });
     let calls = Arc::new(AtomicUsize::new(0));
-    let execution = execute(&plan, &reviewers, materializer(calls, &[]), Arc::new(cache.clone()), &opts, &Counting::default(), &Emitter::silent(), watch::channel(false).1).await;
+    let execution =
+        execute(&plan, &reviewers, materializer(calls, &[]), Arc::new(cache.clone()), &opts, &Counting::default(), &Emitter::silent(), watch::channel(false).1)
+            .await;
     assert!(execution.outcomes.iter().all(|o| o.success().is_some()));
     assert_eq!(serial.calls.load(Ordering::SeqCst), 4);
     assert_eq!(wide.calls.load(Ordering::SeqCst), 4);
@@ -366,7 +380,15 @@ impl Store for BusyElsewhere {
         self.inner.lookup(key)
     }
 
-    fn store_success(&self, experiment: &str, label: &str, slot: &str, key: &CacheKey, inputs: &KeyInputs, output: &ReviewOutput) -> Result<RunRecord, CacheError> {
+    fn store_success(
+        &self,
+        experiment: &str,
+        label: &str,
+        slot: &str,
+        key: &CacheKey,
+        inputs: &KeyInputs,
+        output: &ReviewOutput,
+    ) -> Result<RunRecord, CacheError> {
         self.successes.fetch_add(1, Ordering::SeqCst);
         self.inner.store_success(experiment, label, slot, key, inputs, output)
     }
@@ -406,8 +428,17 @@ async fn the_engine_uses_any_store_and_takes_a_result_another_holder_of_the_lock
     let reviewer = Arc::new(FakeReviewer::default());
     let reviewers: ReviewerSet = [("fake".to_string(), reviewer.clone() as Arc<dyn Reviewer>)].into();
     let calls = Arc::new(AtomicUsize::new(0));
-    let execution =
-        execute(&plan, &reviewers, materializer(calls, &[]), store.clone(), &options(2, None), &Counting::default(), &Emitter::silent(), watch::channel(false).1).await;
+    let execution = execute(
+        &plan,
+        &reviewers,
+        materializer(calls, &[]),
+        store.clone(),
+        &options(2, None),
+        &Counting::default(),
+        &Emitter::silent(),
+        watch::channel(false).1,
+    )
+    .await;
     assert_eq!(execution.outcomes.len(), 4);
     assert!(execution.outcomes.iter().all(|o| matches!(o, RunOutcome::Cached { .. })), "{:?}", execution.outcomes);
     assert_eq!(reviewer.calls.load(Ordering::SeqCst), 0, "no run started while another holder had its lock");

@@ -216,16 +216,11 @@ pub async fn execute<C: Conclusions>(
         }
     }
 
-    let mut walk = Walk {
-        plan,
-        states,
-        remaining: vec![0; graph.node_count()],
-        ready: VecDeque::new(),
-        emitter,
-    };
+    let mut walk = Walk { plan, states, remaining: vec![0; graph.node_count()], ready: VecDeque::new(), emitter };
     for n in graph.node_indices() {
         if matches!(walk.states[n.index()], State::Pending) {
-            walk.remaining[n.index()] = graph.edges_directed(n, Direction::Incoming).filter(|e| matches!(walk.states[e.source().index()], State::Pending)).count();
+            walk.remaining[n.index()] =
+                graph.edges_directed(n, Direction::Incoming).filter(|e| matches!(walk.states[e.source().index()], State::Pending)).count();
             if walk.remaining[n.index()] == 0 {
                 walk.ready.push_back(n);
             }

@@ -66,7 +66,6 @@ fn is_full_sha(s: &str) -> bool {
     (s.len() == 40 || s.len() == 64) && s.bytes().all(|b| b.is_ascii_hexdigit())
 }
 
-
 /// Parses one `case.md`; `path` names it in messages.
 pub fn parse(path: &Path, text: &str) -> Result<EvalCase, EvalCaseError> {
     let err = |line: usize, message: String| EvalCaseError::Invalid { path: path.to_path_buf(), line, message };
@@ -203,7 +202,14 @@ pub fn to_oracle(cases: &[EvalCase]) -> Oracle {
         if !c.groups.is_empty() {
             rationale.push_str(&format!("; groups: {}", c.groups.join(" ")));
         }
-        oracle_cases.push(OracleCase { id: c.id.clone(), expected_finding_ids: ids, rationale, split: None, interpreter: None, ground_truth: Default::default() });
+        oracle_cases.push(OracleCase {
+            id: c.id.clone(),
+            expected_finding_ids: ids,
+            rationale,
+            split: None,
+            interpreter: None,
+            ground_truth: Default::default(),
+        });
     }
     Oracle { version: 1, findings, cases: oracle_cases }
 }

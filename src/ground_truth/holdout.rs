@@ -28,9 +28,7 @@ pub enum HoldoutError {
 
 /// The holdout case ids of the corpus in `dir` (none when it has no oracle).
 pub fn holdout_ids(dir: &Path) -> Result<BTreeSet<String>, OracleError> {
-    Ok(oracle::load(dir)?
-        .map(|o| o.cases.into_iter().filter(|c| c.split == Some(Split::Holdout)).map(|c| c.id).collect())
-        .unwrap_or_default())
+    Ok(oracle::load(dir)?.map(|o| o.cases.into_iter().filter(|c| c.split == Some(Split::Holdout)).map(|c| c.id).collect()).unwrap_or_default())
 }
 
 /// Checks the cases an experiment selected against the seal. Returns the holdout cases among

@@ -29,11 +29,7 @@ fn repository_text(dir: &Path) -> String {
             }
         }
     }
-    let objects = std::process::Command::new("git")
-        .args(["cat-file", "--batch-all-objects", "--batch"])
-        .current_dir(dir)
-        .output()
-        .expect("git cat-file");
+    let objects = std::process::Command::new("git").args(["cat-file", "--batch-all-objects", "--batch"]).current_dir(dir).output().expect("git cat-file");
     out.push_str(&String::from_utf8_lossy(&objects.stdout));
     let log = std::process::Command::new("git").args(["log", "--all", "-p", "--format=fuller"]).current_dir(dir).output().expect("git log");
     out.push_str(&String::from_utf8_lossy(&log.stdout));

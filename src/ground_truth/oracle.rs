@@ -132,9 +132,11 @@ impl<'de> Deserialize<'de> for RawGroundTruth {
         use serde::de::Error;
         match serde_json::Value::deserialize(deserializer)? {
             serde_json::Value::String(program) => Ok(Self::Legacy(program)),
-            value @ serde_json::Value::Object(_) => serde_json::from_value(value)
-                .map(Self::Object)
-                .map_err(|e| D::Error::custom(format!("invalid `groundTruth`: {e} (expected {{\"before\": \"pass\"|\"fail\", \"after\": \"pass\"|\"fail\", \"program\": \"...\"}})"))),
+            value @ serde_json::Value::Object(_) => serde_json::from_value(value).map(Self::Object).map_err(|e| {
+                D::Error::custom(format!(
+                    "invalid `groundTruth`: {e} (expected {{\"before\": \"pass\"|\"fail\", \"after\": \"pass\"|\"fail\", \"program\": \"...\"}})"
+                ))
+            }),
             _ => Err(D::Error::custom("`groundTruth` must be an object {\"before\", \"after\", \"program\"}")),
         }
     }
@@ -144,13 +146,18 @@ impl From<RawOracleCase> for OracleCase {
     fn from(raw: RawOracleCase) -> Self {
         let ground_truth = match raw.ground_truth {
             RawGroundTruth::Object(g) => g,
-            RawGroundTruth::Legacy(program) => GroundTruth {
-                before: Outcome::Pass,
-                after: if raw.expected_finding_ids.is_empty() { Outcome::Pass } else { Outcome::Fail },
-                program,
-            },
+            RawGroundTruth::Legacy(program) => {
+                GroundTruth { before: Outcome::Pass, after: if raw.expected_finding_ids.is_empty() { Outcome::Pass } else { Outcome::Fail }, program }
+            }
         };
-        Self { id: raw.id, expected_finding_ids: raw.expected_finding_ids, rationale: raw.rationale, split: raw.split, interpreter: raw.interpreter, ground_truth }
+        Self {
+            id: raw.id,
+            expected_finding_ids: raw.expected_finding_ids,
+            rationale: raw.rationale,
+            split: raw.split,
+            interpreter: raw.interpreter,
+            ground_truth,
+        }
     }
 }
 
@@ -196,9 +203,7 @@ impl Oracle {
 
     /// The catalog entries a case expects, in the case's order.
     pub fn expected_for(&self, case_id: &str) -> Vec<&OracleFinding> {
-        self.case(case_id)
-            .map(|c| c.expected_finding_ids.iter().filter_map(|id| self.finding(id)).collect())
-            .unwrap_or_default()
+        self.case(case_id).map(|c| c.expected_finding_ids.iter().filter_map(|id| self.finding(id)).collect()).unwrap_or_default()
     }
 }
 
@@ -245,7 +250,10 @@ mod tests {
         let text = r#"{"version":1,"findings":[{"id":"F01","caseId":"case-01","description":"d"}],"cases":[{"id":"case-01","expectedFindingIds":["F01"],"groundTruth":{"before":"pass","after":"fail","program":"import assert from 'node:assert';"},"rationale":"r"}]}"#;
         let oracle: Oracle = serde_json::from_str(text).expect("parses");
         assert_eq!(oracle.cases[0].interpreter(), Interpreter::Node);
-        assert_eq!(oracle.cases[0].ground_truth, GroundTruth { before: Outcome::Pass, after: Outcome::Fail, program: "import assert from 'node:assert';".into() });
+        assert_eq!(
+            oracle.cases[0].ground_truth,
+            GroundTruth { before: Outcome::Pass, after: Outcome::Fail, program: "import assert from 'node:assert';".into() }
+        );
         let again: Oracle = serde_json::from_value(serde_json::to_value(&oracle).expect("json")).expect("round trip");
         assert_eq!(again, oracle);
     }
@@ -271,8 +279,15 @@ mod tests {
 
     #[test]
     fn malformed_ground_truth_and_versions_are_rejected() {
-        let case = |gt: &str| format!(r#"{{"version":1,"findings":[],"cases":[{{"id":"case-01","expectedFindingIds":[],"rationale":"r","groundTruth":{gt}}}]}}"#);
-        for bad in [r#"{"before":"pass","after":"maybe","program":"p"}"#, r#"{"before":"pass","after":"pass"}"#, r#"{"before":"pass","after":"pass","program":"p","x":1}"#, "null", "[]"] {
+        let case =
+            |gt: &str| format!(r#"{{"version":1,"findings":[],"cases":[{{"id":"case-01","expectedFindingIds":[],"rationale":"r","groundTruth":{gt}}}]}}"#);
+        for bad in [
+            r#"{"before":"pass","after":"maybe","program":"p"}"#,
+            r#"{"before":"pass","after":"pass"}"#,
+            r#"{"before":"pass","after":"pass","program":"p","x":1}"#,
+            "null",
+            "[]",
+        ] {
             assert!(serde_json::from_str::<Oracle>(&case(bad)).is_err(), "{bad}");
         }
         let e = serde_json::from_str::<Oracle>(r#"{"version":2,"findings":[],"cases":[]}"#).expect_err("version 2");

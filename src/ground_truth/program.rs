@@ -45,12 +45,7 @@ pub struct Limits {
 
 impl Default for Limits {
     fn default() -> Self {
-        Self {
-            run: Duration::from_secs(3),
-            compile: Duration::from_secs(60),
-            wall: Duration::from_secs(60),
-            compile_wall: Duration::from_secs(600),
-        }
+        Self { run: Duration::from_secs(3), compile: Duration::from_secs(60), wall: Duration::from_secs(60), compile_wall: Duration::from_secs(600) }
     }
 }
 
@@ -192,11 +187,7 @@ fn prepare_and_run(
         }
         Interpreter::Rust => {
             write(&work, "__ground_truth__.rs", program)?;
-            let compile = Child::new(
-                "compile",
-                resolved(Interpreter::Rust),
-                &["--edition", "2021", "-O", "-o", "__ground_truth__", "__ground_truth__.rs"],
-            );
+            let compile = Child::new("compile", resolved(Interpreter::Rust), &["--edition", "2021", "-O", "-o", "__ground_truth__", "__ground_truth__.rs"]);
             let (status, output) = compile.run(&work, &sandbox, Bounds { cpu: limits.compile, wall: limits.compile_wall });
             if status != Status::Exited(0) {
                 let wall = matches!(status, Status::TimedOut { .. });
@@ -237,9 +228,9 @@ fn resolved(interpreter: Interpreter) -> &'static str {
     let exists = |p: String| Path::new(&p).is_file().then_some(p);
     match interpreter {
         Interpreter::Node => NODE.get_or_init(|| ask("node", &["-p", "process.execPath"]).and_then(exists).unwrap_or_else(|| "node".into())),
-        Interpreter::Python3 => PYTHON.get_or_init(|| {
-            ask("python3", &["-c", "import sys; print(sys.executable)"]).and_then(exists).unwrap_or_else(|| "python3".into())
-        }),
+        Interpreter::Python3 => {
+            PYTHON.get_or_init(|| ask("python3", &["-c", "import sys; print(sys.executable)"]).and_then(exists).unwrap_or_else(|| "python3".into()))
+        }
         Interpreter::Rust => RUSTC.get_or_init(|| {
             ask("rustc", &["--print", "sysroot"])
                 .map(|root| Path::new(&root).join("bin/rustc").to_string_lossy().into_owned())
@@ -311,7 +302,10 @@ enum Status {
     /// Killed by `RLIMIT_FSIZE`.
     FileTooLarge,
     /// Stopped by the wall-clock backstop, having used this much CPU time.
-    TimedOut { wall: Duration, cpu: Duration },
+    TimedOut {
+        wall: Duration,
+        cpu: Duration,
+    },
     SpawnFailed(String),
 }
 
@@ -689,7 +683,8 @@ mod tests {
 
     #[test]
     fn python_tracebacks_are_read_for_the_final_exception() {
-        let tb = "Traceback (most recent call last):\n  File \"x.py\", line 3, in <module>\n    assert f() == 2\n           ^^^^^^^^\nAssertionError: two\nmore\n";
+        let tb =
+            "Traceback (most recent call last):\n  File \"x.py\", line 3, in <module>\n    assert f() == 2\n           ^^^^^^^^\nAssertionError: two\nmore\n";
         assert_eq!(python_exception(tb), Some("AssertionError: two"));
         let chained = format!("{tb}\nDuring handling of the above exception, another exception occurred:\n\nTraceback (most recent call last):\n  File \"x.py\", line 5\nTypeError: bad\n");
         assert_eq!(python_exception(&chained), Some("TypeError: bad"));
@@ -789,7 +784,11 @@ mod tests {
         // 128 MiB on stdout, then a last line: it passes and keeps only the tail.
         let r = python("import sys\nchunk = 'x' * 65536\nfor _ in range(2048):\n    sys.stdout.write(chunk)\nprint('the end')\n", Limits::default());
         assert_eq!(r.verdict, Verdict::Pass, "{:?}", r.output);
-        assert!(r.output.stdout.starts_with(&format!("[… {} bytes cut …]", 128 * 1024 * 1024 + 8 - KEEP)), "{}", r.output.stdout.chars().take(40).collect::<String>());
+        assert!(
+            r.output.stdout.starts_with(&format!("[… {} bytes cut …]", 128 * 1024 * 1024 + 8 - KEEP)),
+            "{}",
+            r.output.stdout.chars().take(40).collect::<String>()
+        );
         assert!(r.output.stdout.ends_with("the end\n") && r.output.stdout.len() < KEEP + 40);
         // An endless flood on both streams ends at the CPU bound.
         let endless = python("import sys\nchunk = 'y' * 65536\nwhile True:\n    sys.stdout.write(chunk)\n    sys.stderr.write(chunk)\n", cpu_bound());
@@ -825,7 +824,20 @@ mod tests {
         assert_eq!(r.verdict, Verdict::Pass, "{:?}", r.output);
         let seen: serde_json::Value = serde_json::from_str(r.output.stdout.trim()).expect("json");
         let env = seen["env"].as_object().expect("env");
-        let allowed = ["PATH", "HOME", "TMPDIR", "TMP", "TEMP", "LANG", MARKER_VAR, "PYTHONDONTWRITEBYTECODE", "PYTHONHASHSEED", "NO_COLOR", "NODE_DISABLE_COLORS", "RUST_BACKTRACE"];
+        let allowed = [
+            "PATH",
+            "HOME",
+            "TMPDIR",
+            "TMP",
+            "TEMP",
+            "LANG",
+            MARKER_VAR,
+            "PYTHONDONTWRITEBYTECODE",
+            "PYTHONHASHSEED",
+            "NO_COLOR",
+            "NODE_DISABLE_COLORS",
+            "RUST_BACKTRACE",
+        ];
         for key in env.keys() {
             // Python may add LC_CTYPE when it coerces the locale.
             assert!(allowed.contains(&key.as_str()) || key == "LC_CTYPE", "`{key}` reached the program");

@@ -197,9 +197,7 @@ impl Reader<'_> {
         let start = self.at;
         let pos = self.pos(start);
         let node = match self.peek() {
-            Some(b'{' | b'[') if self.depth >= MAX_DEPTH => {
-                return Err(self.error(&format!("nesting deeper than {MAX_DEPTH} levels of arrays and objects")))
-            }
+            Some(b'{' | b'[') if self.depth >= MAX_DEPTH => return Err(self.error(&format!("nesting deeper than {MAX_DEPTH} levels of arrays and objects"))),
             Some(b'{') => {
                 self.depth += 1;
                 let node = self.object();
@@ -236,10 +234,9 @@ impl Reader<'_> {
         while self.at < self.bytes.len() && matches!(self.bytes[self.at], b'-' | b'+' | b'.' | b'e' | b'E' | b'0'..=b'9') {
             self.at += 1;
         }
-        serde_json::from_str::<serde_json::Number>(&self.text[start..self.at]).map(Node::Number).map_err(|e| SyntaxError {
-            pos: self.pos(start),
-            message: e.to_string(),
-        })
+        serde_json::from_str::<serde_json::Number>(&self.text[start..self.at])
+            .map(Node::Number)
+            .map_err(|e| SyntaxError { pos: self.pos(start), message: e.to_string() })
     }
 
     fn string(&mut self) -> Result<String, SyntaxError> {

@@ -288,7 +288,12 @@ fn check_public<'a>(p: &'a Parsed, problems: &mut Problems) -> Vec<PublicEntry<'
         if !case_id_ok(&decoded.id) {
             problems.at(case, file, node.pos_of("id"), format!("case id `{}` must look like `case-NN`", decoded.id));
         } else if let Some(title) = expected_title(&decoded.id).filter(|t| *t != decoded.title) {
-            problems.at(case, file, node.pos_of("title"), format!("case `{}` must be titled `{title}`, not `{}` (titles are neutral: `Scenario NN`)", decoded.id, decoded.title));
+            problems.at(
+                case,
+                file,
+                node.pos_of("title"),
+                format!("case `{}` must be titled `{title}`, not `{}` (titles are neutral: `Scenario NN`)", decoded.id, decoded.title),
+            );
         }
         let source_node = node.get("source").map(|m| &m.value).unwrap_or(node);
         let path = normalize_relative_path(&decoded.source.path);
@@ -344,7 +349,12 @@ fn check_oracle<'a>(p: &'a Parsed, problems: &mut Problems) -> (Vec<FindingEntry
     let mut seen: BTreeMap<&str, Pos> = BTreeMap::new();
     for f in &findings {
         if let Some(first) = seen.insert(&f.finding.id, f.node.pos) {
-            problems.at(f.finding.case_id.as_deref(), file, f.node.pos_of("id"), format!("duplicate finding id `{}` (first at line {})", f.finding.id, first.line));
+            problems.at(
+                f.finding.case_id.as_deref(),
+                file,
+                f.node.pos_of("id"),
+                format!("duplicate finding id `{}` (first at line {})", f.finding.id, first.line),
+            );
         }
     }
 
@@ -482,7 +492,12 @@ fn check_links(
             let lines = public.case.source.after.lines().count().max(1) as u32;
             if let Some(line) = f.line {
                 if line == 0 || line > lines {
-                    problems.at(Some(id), oracle_file, entry.node.pos_of("line"), format!("finding `{fid}`: line {line} is outside the `after` text (1..={lines})"));
+                    problems.at(
+                        Some(id),
+                        oracle_file,
+                        entry.node.pos_of("line"),
+                        format!("finding `{fid}`: line {line} is outside the `after` text (1..={lines})"),
+                    );
                 }
             }
             if let Some(r) = f.range {

@@ -42,21 +42,13 @@ pub fn parse(path: &Path, source: &str) -> Result<Manifest, ManifestErrors> {
 
 /// [`parse`]; with `check_paths`, also reports target directories that do not exist.
 fn parse_checked(path: &Path, source: &str, check_paths: bool) -> Result<Manifest, ManifestErrors> {
-    let fail = |diagnostics: Vec<Diagnostic>| ManifestErrors {
-        path: path.to_path_buf(),
-        source: source.to_string(),
-        diagnostics,
-    };
+    let fail = |diagnostics: Vec<Diagnostic>| ManifestErrors { path: path.to_path_buf(), source: source.to_string(), diagnostics };
     let (document, syntax_errors) = DeTable::parse_recoverable(source);
     if !syntax_errors.is_empty() {
         return Err(fail(
             syntax_errors
                 .iter()
-                .map(|e| Diagnostic {
-                    span: e.span().unwrap_or(0..0),
-                    message: format!("invalid TOML: {}", e.message().trim()),
-                    help: None,
-                })
+                .map(|e| Diagnostic { span: e.span().unwrap_or(0..0), message: format!("invalid TOML: {}", e.message().trim()), help: None })
                 .collect(),
         ));
     }
@@ -276,7 +268,10 @@ fn read_matrix(t: &TableReader<'_, '_>) -> Option<Matrix> {
                 }
                 Some(v) => values.push(v),
                 None => {
-                    t.problems().push(item.span(), format!("axis `{name}` values must be strings, numbers or booleans, found {}", crate::config::reader::type_name(item.get_ref())));
+                    t.problems().push(
+                        item.span(),
+                        format!("axis `{name}` values must be strings, numbers or booleans, found {}", crate::config::reader::type_name(item.get_ref())),
+                    );
                     ok = false;
                 }
             }
@@ -351,7 +346,11 @@ fn read_reviewers(root: &TableReader<'_, '_>, axes: &BTreeSet<String>, matrix: O
         (true, false) => {
             if matrix.is_some_and(|m| m.axis(REVIEWER_AXIS).is_some()) {
                 let span = root.table("matrix").and_then(|m| m.key_span(REVIEWER_AXIS)).unwrap_or(0..0);
-                problems.push_with_help(span, "the `reviewer` axis chooses among named reviewers, but this manifest has one [reviewer]", "name the reviewers as [reviewers.NAME] tables, or rename the axis");
+                problems.push_with_help(
+                    span,
+                    "the `reviewer` axis chooses among named reviewers, but this manifest has one [reviewer]",
+                    "name the reviewers as [reviewers.NAME] tables, or rename the axis",
+                );
             }
             let t = root.table("reviewer")?;
             let spec = read_reviewer(&t, axes, base_dir);
@@ -430,7 +429,6 @@ fn read_report(t: &TableReader<'_, '_>, base_dir: &Path) -> Option<ReportSpec> {
     }
     Some(ReportSpec { output: resolve_path(base_dir, output?.get_ref()), template })
 }
-
 
 #[cfg(test)]
 mod tests {

@@ -1,10 +1,10 @@
 //! The validated experiment model: what a manifest means once every check has passed.
 
-use serde::Serialize;
 use crate::analysis::spec::AnalysisSpec;
 use crate::matrix::Matrix;
 use crate::reviewer::spec::ReviewerSpec;
 use crate::subject::TargetSpec;
+use serde::Serialize;
 use std::path::PathBuf;
 
 /// The manifest format version this build reads.

@@ -337,13 +337,7 @@ pub fn build_limited(manifest: &Manifest, subjects: BTreeMap<String, SubjectSpec
             graph.add_edge(review, render, Dependency::Observes);
         }
     }
-    Ok(Plan {
-        cells,
-        subjects,
-        runs,
-        graph,
-        axis_order: manifest.matrix.axes.iter().map(|a| a.name.clone()).collect(),
-    })
+    Ok(Plan { cells, subjects, runs, graph, axis_order: manifest.matrix.axes.iter().map(|a| a.name.clone()).collect() })
 }
 
 #[cfg(test)]
@@ -388,12 +382,8 @@ output = "out"
                 (r.to_string(), spec)
             })
             .collect();
-        let reviewers: ReviewerSet = manifest
-            .reviewers
-            .entries
-            .iter()
-            .map(|e| (e.name.clone(), crate::reviewer::from_spec(&e.spec).expect("reviewer")))
-            .collect();
+        let reviewers: ReviewerSet =
+            manifest.reviewers.entries.iter().map(|e| (e.name.clone(), crate::reviewer::from_spec(&e.spec).expect("reviewer"))).collect();
         let plan = build(&manifest, subjects, &reviewers).expect("plan");
         assert_eq!(plan.runs.len(), 2 * 2 * 2);
         assert_eq!(plan.size().subjects_per_cell, 1);

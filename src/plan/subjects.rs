@@ -102,14 +102,22 @@ fn resolve_evals(repo: &Path, dir: &Path, wanted: Option<&[String]>) -> Result<B
         })?;
         let (base_sha, head_sha) = match shas.as_slice() {
             [b, t] => (b.clone(), t.clone()),
-            _ => return Err(TargetError::Resolve { repo: repo.display().to_string(), rev: case.tip.clone(), message: "unexpected rev-parse output".into() }.into()),
+            _ => {
+                return Err(
+                    TargetError::Resolve { repo: repo.display().to_string(), rev: case.tip.clone(), message: "unexpected rev-parse output".into() }.into()
+                )
+            }
         };
         let identity = blake3::hash(format!("eval\0{base_sha}\0{head_sha}").as_bytes()).to_hex().to_string();
         out.insert(
             case.id.clone(),
-            SubjectSpec { id: case.id.clone(), identity, source: SubjectSource::Eval { repo: repo.to_path_buf(), base_sha, head_sha, strip: strip.clone() }, holdout: false },
+            SubjectSpec {
+                id: case.id.clone(),
+                identity,
+                source: SubjectSource::Eval { repo: repo.to_path_buf(), base_sha, head_sha, strip: strip.clone() },
+                holdout: false,
+            },
         );
     }
     Ok(out)
 }
-

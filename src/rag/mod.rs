@@ -194,7 +194,14 @@ fn cut(text: &str, lang: Language, symbol: &str, kind: &str, file: &str, line: u
 /// Test code by its path: `tests/`, `test_x.py`, `x_test.go`, `x.test.ts`, `x.spec.js`, ….
 fn is_test_path(path: &str) -> bool {
     let name = path.rsplit('/').next().unwrap_or(path);
-    path.starts_with("tests/") || path.contains("/tests/") || path.starts_with("test/") || path.contains("/test/") || name.starts_with("test_") || name.contains("_test.") || name.contains(".test.") || name.contains(".spec.")
+    path.starts_with("tests/")
+        || path.contains("/tests/")
+        || path.starts_with("test/")
+        || path.contains("/test/")
+        || name.starts_with("test_")
+        || name.contains("_test.")
+        || name.contains(".test.")
+        || name.contains(".spec.")
 }
 
 /// Whether 1-based `line` of a Rust file lies after its `#[cfg(test)]`.
@@ -228,11 +235,7 @@ fn grep(repo: &Path, commit: &str, ids: &[String], pathspecs: &[&str]) -> Result
     let out = cmd.output().map_err(|source| RagError::Spawn { dir: repo.display().to_string(), source })?;
     // Exit status 1 means no line matched.
     if !out.status.success() && out.status.code() != Some(1) {
-        return Err(RagError::Git {
-            dir: repo.display().to_string(),
-            args: "grep".into(),
-            stderr: String::from_utf8_lossy(&out.stderr).trim().to_string(),
-        });
+        return Err(RagError::Git { dir: repo.display().to_string(), args: "grep".into(), stderr: String::from_utf8_lossy(&out.stderr).trim().to_string() });
     }
     let stdout = String::from_utf8_lossy(&out.stdout);
     let prefix = format!("{commit}:");
@@ -252,10 +255,7 @@ fn grep(repo: &Path, commit: &str, ids: &[String], pathspecs: &[&str]) -> Result
 /// A file's text at the commit.
 fn show(repo: &Path, commit: &str, path: &str) -> Result<String, RagError> {
     let spec = format!("{commit}:{path}");
-    let out = git_command(repo)
-        .args(["show", &spec])
-        .output()
-        .map_err(|source| RagError::Spawn { dir: repo.display().to_string(), source })?;
+    let out = git_command(repo).args(["show", &spec]).output().map_err(|source| RagError::Spawn { dir: repo.display().to_string(), source })?;
     if !out.status.success() {
         return Err(RagError::Git {
             dir: repo.display().to_string(),
@@ -272,11 +272,8 @@ mod tests {
     use std::path::PathBuf;
 
     fn run_git(dir: &Path, args: &[&str]) -> String {
-        let out = git_command(dir)
-            .args(["-c", "user.name=t", "-c", "user.email=t@example.com", "-c", "commit.gpgsign=false"])
-            .args(args)
-            .output()
-            .expect("git runs");
+        let out =
+            git_command(dir).args(["-c", "user.name=t", "-c", "user.email=t@example.com", "-c", "commit.gpgsign=false"]).args(args).output().expect("git runs");
         assert!(out.status.success(), "git {args:?}: {}", String::from_utf8_lossy(&out.stderr));
         String::from_utf8_lossy(&out.stdout).trim().to_string()
     }
@@ -304,7 +301,10 @@ mod tests {
     #[test]
     fn rust_definitions_from_other_files_at_the_commit() {
         let (_d, path, head) = repo(&[
-            ("src/limits.rs", "/// Largest page.\npub const MAX_LIMIT: u32 = 100;\n\n/// Clamps a limit.\npub fn clamp_limit(n: u32) -> u32 {\n    n.min(MAX_LIMIT)\n}\n"),
+            (
+                "src/limits.rs",
+                "/// Largest page.\npub const MAX_LIMIT: u32 = 100;\n\n/// Clamps a limit.\npub fn clamp_limit(n: u32) -> u32 {\n    n.min(MAX_LIMIT)\n}\n",
+            ),
             ("src/page.rs", "pub struct Page {\n    pub size: u32,\n}\n"),
         ]);
         // Written after the commit: must not be seen.
@@ -321,10 +321,8 @@ mod tests {
 
     #[test]
     fn python_definitions_and_the_limit() {
-        let (_d, path, head) = repo(&[(
-            "calc.py",
-            "import math\n\n\nclass Stats:\n    pass\n\n\ndef mean(xs):\n    return sum(xs) / len(xs)\n\n\nTOLERANCE = 1e-9\n",
-        )]);
+        let (_d, path, head) =
+            repo(&[("calc.py", "import math\n\n\nclass Stats:\n    pass\n\n\ndef mean(xs):\n    return sum(xs) / len(xs)\n\n\nTOLERANCE = 1e-9\n")]);
         let code = "    s = Stats()\n    return mean(values) < TOLERANCE";
         let all = resolve(&request(&path, &head, "report.py", code, 10)).expect("resolve");
         assert_eq!(all.iter().map(|d| d.symbol.as_str()).collect::<Vec<_>>(), vec!["Stats", "mean", "TOLERANCE"]);
@@ -339,7 +337,8 @@ mod tests {
     fn javascript_and_typescript_definitions_skip_the_reviewed_lines() {
         let src = "export const DEFAULT_LIMIT = 20;\n\nexport function normalizeLimit(value) {\n  if (typeof value !== 'number') {\n    return DEFAULT_LIMIT;\n  }\n  return value;\n}\n\nexport function parseLimit(raw) {\n  return normalizeLimit(Number(raw));\n}\n";
         let (_d, path, head) = repo(&[("src/limits.mjs", src), ("src/types.ts", "export interface Window {\n  offset: number;\n}\n")]);
-        let mut req = request(&path, &head, "src/limits.mjs", "export function parseLimit(raw) {\n  return normalizeLimit(Number(raw));\n}\nconst w: Window = x;", 10);
+        let mut req =
+            request(&path, &head, "src/limits.mjs", "export function parseLimit(raw) {\n  return normalizeLimit(Number(raw));\n}\nconst w: Window = x;", 10);
         req.exclude = vec![("src/limits.mjs".to_string(), 10, 12)];
         let defs = resolve(&req).expect("resolve");
         let names: Vec<&str> = defs.iter().map(|d| d.symbol.as_str()).collect();

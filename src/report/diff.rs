@@ -8,8 +8,8 @@
 //! cell of each side, else the cells with the same id on both sides.
 
 use crate::analysis::matching::Verdict;
-use crate::analysis::spec::AnalysisKind;
 use crate::analysis::review_eval::{CellEval, ReviewEvalData};
+use crate::analysis::spec::AnalysisKind;
 use serde::Serialize;
 use std::collections::BTreeSet;
 use std::fmt::Write as _;
@@ -40,13 +40,9 @@ pub struct Side {
 /// (its schema version checked).
 pub fn load_side(path: &Path) -> Result<Side, DiffError> {
     let results = super::model::Results::read(path)?;
-    let analysis = results
-        .analyses
-        .iter()
-        .find(|a| a.kind == AnalysisKind::ReviewEval && !a.data.is_null())
-        .ok_or_else(|| DiffError::NoReviewEval(path.to_path_buf()))?;
-    let data: ReviewEvalData =
-        analysis.data_as().map_err(|e| DiffError::Parse { path: path.to_path_buf(), message: format!("review-eval data: {e}") })?;
+    let analysis =
+        results.analyses.iter().find(|a| a.kind == AnalysisKind::ReviewEval && !a.data.is_null()).ok_or_else(|| DiffError::NoReviewEval(path.to_path_buf()))?;
+    let data: ReviewEvalData = analysis.data_as().map_err(|e| DiffError::Parse { path: path.to_path_buf(), message: format!("review-eval data: {e}") })?;
     Ok(Side { path: path.to_path_buf(), data })
 }
 

@@ -9,13 +9,20 @@ pub mod render;
 use crate::analysis::AnalysisResult;
 use crate::exec::RunOutcome;
 use crate::manifest::Manifest;
-use crate::subject::TargetSpec;
 use crate::plan::Plan;
+use crate::subject::TargetSpec;
 use model::*;
 use std::collections::BTreeMap;
 
 /// Builds the results model from the plan and its outcomes (cached and fresh alike).
-pub fn build_results(manifest: &Manifest, manifest_label: &str, plan: &Plan, outcomes: &[&RunOutcome], reviewer_configs: Vec<ReviewerConfig>, analyses: Vec<AnalysisResult>) -> Results {
+pub fn build_results(
+    manifest: &Manifest,
+    manifest_label: &str,
+    plan: &Plan,
+    outcomes: &[&RunOutcome],
+    reviewer_configs: Vec<ReviewerConfig>,
+    analyses: Vec<AnalysisResult>,
+) -> Results {
     let mut cells: Vec<CellRow> = Vec::new();
     let mut runs = Vec::new();
     let mut failures = Vec::new();
@@ -122,7 +129,11 @@ pub fn build_results(manifest: &Manifest, manifest_label: &str, plan: &Plan, out
         TargetSpec::Corpus { dir, .. } => (TargetKind::Corpus, format!("`{}`, each case as a two-commit repository", relative(&manifest.base_dir, dir))),
         TargetSpec::Evals { repo, dir, .. } => (
             TargetKind::Evals,
-            format!("`{}` with the eval cases in `{}`, each case's `base..tip` reviewed in a blind clone", relative(&manifest.base_dir, repo), relative(&manifest.base_dir, dir)),
+            format!(
+                "`{}` with the eval cases in `{}`, each case's `base..tip` reviewed in a blind clone",
+                relative(&manifest.base_dir, repo),
+                relative(&manifest.base_dir, dir)
+            ),
         ),
     };
     Results {

@@ -201,7 +201,8 @@ mod tests {
     /// The committed results of the bundled experiments.
     fn committed() -> Vec<PathBuf> {
         let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("results");
-        let mut dirs: Vec<PathBuf> = std::fs::read_dir(&root).expect("results/").map(|e| e.expect("entry").path()).filter(|p| p.join("results.json").is_file()).collect();
+        let mut dirs: Vec<PathBuf> =
+            std::fs::read_dir(&root).expect("results/").map(|e| e.expect("entry").path()).filter(|p| p.join("results.json").is_file()).collect();
         dirs.sort();
         dirs
     }

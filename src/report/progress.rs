@@ -82,8 +82,7 @@ impl ProgressReporter {
         let bar = terminal.then(|| {
             let bar = ProgressBar::new(0);
             bar.set_style(
-                ProgressStyle::with_template("{spinner} [{elapsed_precise}] {bar:30} {pos}/{len} runs {msg}")
-                    .unwrap_or_else(|_| ProgressStyle::default_bar()),
+                ProgressStyle::with_template("{spinner} [{elapsed_precise}] {bar:30} {pos}/{len} runs {msg}").unwrap_or_else(|_| ProgressStyle::default_bar()),
             );
             bar
         });
@@ -334,7 +333,10 @@ mod tests {
         assert_eq!(lines[4], serde_json::json!({"event": "run_finished", "run": "b #1 @s1", "findings": 3, "wall_ms": 1200}));
         assert_eq!(lines[6]["event"], "run_failed");
         assert_eq!(lines[6]["run"], "c #1 @s1");
-        assert_eq!(lines[7], serde_json::json!({"event": "run_skipped", "run": "d #1 @s2", "reason": {"kind": "subject_failed", "subject": "s2", "error": "git failed"}}));
+        assert_eq!(
+            lines[7],
+            serde_json::json!({"event": "run_skipped", "run": "d #1 @s2", "reason": {"kind": "subject_failed", "subject": "s2", "error": "git failed"}})
+        );
     }
 
     #[test]

@@ -61,9 +61,7 @@ fn escape_markdown_cell(text: &str) -> String {
 
 /// Renders RESULTS.md with the given template text.
 pub fn render_markdown(results: &Results, template: &str, template_name: &str) -> Result<String, RenderError> {
-    engine()
-        .render_template(template, results)
-        .map_err(|e| RenderError::Render { template: template_name.to_string(), message: e.to_string() })
+    engine().render_template(template, results).map_err(|e| RenderError::Render { template: template_name.to_string(), message: e.to_string() })
 }
 
 /// Compiles the report template (the built-in one, or `template_override`) and renders it
@@ -71,10 +69,9 @@ pub fn render_markdown(results: &Results, template: &str, template_name: &str) -
 /// with the template's file, line and column before anything runs.
 pub fn check_template(results: &Results, template_override: Option<&Path>) -> Result<(), RenderError> {
     let (template, name) = match template_override {
-        Some(path) => (
-            std::fs::read_to_string(path).map_err(|source| RenderError::Read { path: path.display().to_string(), source })?,
-            path.display().to_string(),
-        ),
+        Some(path) => {
+            (std::fs::read_to_string(path).map_err(|source| RenderError::Read { path: path.display().to_string(), source })?, path.display().to_string())
+        }
         None => (DEFAULT_TEMPLATE.to_string(), "templates/results.md.hbs".to_string()),
     };
     let mut hb = engine();
@@ -86,10 +83,9 @@ pub fn check_template(results: &Results, template_override: Option<&Path>) -> Re
 /// Writes RESULTS.md and results.json into `dir`; returns their paths.
 pub fn write_reports(results: &Results, dir: &Path, template_override: Option<&Path>) -> Result<Vec<std::path::PathBuf>, RenderError> {
     let (template, name) = match template_override {
-        Some(path) => (
-            std::fs::read_to_string(path).map_err(|source| RenderError::Read { path: path.display().to_string(), source })?,
-            path.display().to_string(),
-        ),
+        Some(path) => {
+            (std::fs::read_to_string(path).map_err(|source| RenderError::Read { path: path.display().to_string(), source })?, path.display().to_string())
+        }
         None => (DEFAULT_TEMPLATE.to_string(), "templates/results.md.hbs".to_string()),
     };
     let markdown = render_markdown(results, &template, &name)?;
@@ -97,10 +93,8 @@ pub fn write_reports(results: &Results, dir: &Path, template_override: Option<&P
     let md_path = dir.join("RESULTS.md");
     let json_path = dir.join("results.json");
     for (path, text) in [(&md_path, markdown), (&json_path, format!("{json}\n"))] {
-        crate::cache::store::atomic_write(path, text.as_bytes()).map_err(|e| RenderError::Write {
-            path: path.display().to_string(),
-            source: std::io::Error::other(e.to_string()),
-        })?;
+        crate::cache::store::atomic_write(path, text.as_bytes())
+            .map_err(|e| RenderError::Write { path: path.display().to_string(), source: std::io::Error::other(e.to_string()) })?;
     }
     Ok(vec![md_path, json_path])
 }

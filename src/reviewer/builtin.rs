@@ -7,8 +7,8 @@
 //! - `sleep` is `dry-run` after a fixed simulated latency, for benchmarking the engine.
 
 use super::{template, Cost, ReviewError, ReviewJob, ReviewOutput, Reviewer};
-use crate::finding::{collapse_whitespace, sha256_hex, stet_finding_id_bytes, Category, Finding, Severity};
 use crate::config::{check_template, did_you_mean, template_var_regex, TableReader};
+use crate::finding::{collapse_whitespace, sha256_hex, stet_finding_id_bytes, Category, Finding, Severity};
 use crate::matrix::{expand, Axis, Cell, Matrix};
 use crate::subject::diff::{hunks, Hunk};
 use crate::subject::Subject;
@@ -73,7 +73,6 @@ pub fn read_spec(t: &TableReader<'_, '_>, axes: &BTreeSet<String>) -> Option<Bui
     let latency_ms = t.integer("latency-ms", 0, 3_600_000).map(|n| *n.get_ref() as u64).unwrap_or(0);
     Some(BuiltinSpec { name: name.into_inner(), latency_ms })
 }
-
 
 /// The built-in baselines.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -239,15 +238,69 @@ struct Rule {
 }
 
 const RULES: &[Rule] = &[
-    Rule { pattern: r"\b(eval|exec)\s*\(|os\.system\(|shell\s*=\s*True|child_process|\.innerHTML\s*=", severity: Severity::Error, category: Category::Security, message: "Dynamic code or shell execution on a changed line; check that no untrusted input reaches it.", suggestion: "Pass arguments as a list or use a safe API instead of evaluating text." },
-    Rule { pattern: r#"(?i)(password|secret|api[_-]?key|token)\s*[:=]\s*["'][^"']+["']"#, severity: Severity::Error, category: Category::Security, message: "Hard-coded credential on a changed line.", suggestion: "Read the secret from the environment or a secret store." },
-    Rule { pattern: r"(\$\{[^}]*\}|\+\s*\w+\s*\+|%s|\{\})[^\n]*\b(SELECT|INSERT|UPDATE|DELETE|ORDER BY|WHERE)\b|\b(SELECT|INSERT|UPDATE|DELETE|ORDER BY|WHERE)\b[^\n]*(\$\{|\+\s*\w|%s|\{\})", severity: Severity::Error, category: Category::Security, message: "SQL text is built from interpolated values; this is an injection risk.", suggestion: "Use bound parameters or an allow-list for identifiers." },
-    Rule { pattern: r"/\s*len\(|/\s*\w+\.len\(\)|/\s*\w+\.length\b|/\s*count\b", severity: Severity::Warning, category: Category::Correctness, message: "Division by a length or count that may be zero.", suggestion: "Guard the empty case before dividing." },
-    Rule { pattern: r"\.unwrap\(\)|\.expect\(", severity: Severity::Warning, category: Category::Correctness, message: "This can panic at run time.", suggestion: "Propagate the error with `?` or handle the failure case." },
-    Rule { pattern: r"except\s*:|except\s+Exception\s*:\s*(pass)?\s*$|catch\s*(\(\w*\))?\s*\{\s*\}", severity: Severity::Warning, category: Category::Correctness, message: "Errors are caught broadly and may be swallowed.", suggestion: "Catch the specific error and handle or re-raise it." },
-    Rule { pattern: r"\b(TODO|FIXME|XXX|HACK)\b", severity: Severity::Info, category: Category::Maintainability, message: "Unfinished work marker left in the change.", suggestion: "Resolve it or track it in an issue." },
-    Rule { pattern: r"console\.log\(|\bprint\(|dbg[!]\(|println[!]\(|System\.out\.print", severity: Severity::Nitpick, category: Category::Style, message: "Debug output left in the change.", suggestion: "Remove it or use the project's logger." },
-    Rule { pattern: r"\bstarts_?[wW]ith\(", severity: Severity::Warning, category: Category::Security, message: "Prefix check on a path or name; `..` segments and sibling prefixes can pass it.", suggestion: "Normalize or canonicalize the path before checking containment." },
+    Rule {
+        pattern: r"\b(eval|exec)\s*\(|os\.system\(|shell\s*=\s*True|child_process|\.innerHTML\s*=",
+        severity: Severity::Error,
+        category: Category::Security,
+        message: "Dynamic code or shell execution on a changed line; check that no untrusted input reaches it.",
+        suggestion: "Pass arguments as a list or use a safe API instead of evaluating text.",
+    },
+    Rule {
+        pattern: r#"(?i)(password|secret|api[_-]?key|token)\s*[:=]\s*["'][^"']+["']"#,
+        severity: Severity::Error,
+        category: Category::Security,
+        message: "Hard-coded credential on a changed line.",
+        suggestion: "Read the secret from the environment or a secret store.",
+    },
+    Rule {
+        pattern: r"(\$\{[^}]*\}|\+\s*\w+\s*\+|%s|\{\})[^\n]*\b(SELECT|INSERT|UPDATE|DELETE|ORDER BY|WHERE)\b|\b(SELECT|INSERT|UPDATE|DELETE|ORDER BY|WHERE)\b[^\n]*(\$\{|\+\s*\w|%s|\{\})",
+        severity: Severity::Error,
+        category: Category::Security,
+        message: "SQL text is built from interpolated values; this is an injection risk.",
+        suggestion: "Use bound parameters or an allow-list for identifiers.",
+    },
+    Rule {
+        pattern: r"/\s*len\(|/\s*\w+\.len\(\)|/\s*\w+\.length\b|/\s*count\b",
+        severity: Severity::Warning,
+        category: Category::Correctness,
+        message: "Division by a length or count that may be zero.",
+        suggestion: "Guard the empty case before dividing.",
+    },
+    Rule {
+        pattern: r"\.unwrap\(\)|\.expect\(",
+        severity: Severity::Warning,
+        category: Category::Correctness,
+        message: "This can panic at run time.",
+        suggestion: "Propagate the error with `?` or handle the failure case.",
+    },
+    Rule {
+        pattern: r"except\s*:|except\s+Exception\s*:\s*(pass)?\s*$|catch\s*(\(\w*\))?\s*\{\s*\}",
+        severity: Severity::Warning,
+        category: Category::Correctness,
+        message: "Errors are caught broadly and may be swallowed.",
+        suggestion: "Catch the specific error and handle or re-raise it.",
+    },
+    Rule {
+        pattern: r"\b(TODO|FIXME|XXX|HACK)\b",
+        severity: Severity::Info,
+        category: Category::Maintainability,
+        message: "Unfinished work marker left in the change.",
+        suggestion: "Resolve it or track it in an issue.",
+    },
+    Rule {
+        pattern: r"console\.log\(|\bprint\(|dbg[!]\(|println[!]\(|System\.out\.print",
+        severity: Severity::Nitpick,
+        category: Category::Style,
+        message: "Debug output left in the change.",
+        suggestion: "Remove it or use the project's logger.",
+    },
+    Rule {
+        pattern: r"\bstarts_?[wW]ith\(",
+        severity: Severity::Warning,
+        category: Category::Security,
+        message: "Prefix check on a path or name; `..` segments and sibling prefixes can pass it.",
+        suggestion: "Normalize or canonicalize the path before checking containment.",
+    },
 ];
 
 fn compiled_rules() -> &'static Vec<(Regex, &'static Rule)> {

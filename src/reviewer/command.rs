@@ -145,7 +145,11 @@ pub fn read_spec(t: &TableReader<'_, '_>, axes: &BTreeSet<String>, base_dir: &Pa
             "serialize" => Isolation::Serialize,
             "worktree" => Isolation::Worktree,
             other => {
-                problems.push_with_help(s.span(), format!("unknown isolation `{other}`"), "isolation: none, serialize (one run per repository at a time), worktree (a worktree per run)");
+                problems.push_with_help(
+                    s.span(),
+                    format!("unknown isolation `{other}`"),
+                    "isolation: none, serialize (one run per repository at a time), worktree (a worktree per run)",
+                );
                 Isolation::Serialize
             }
         },
@@ -166,7 +170,6 @@ pub fn read_spec(t: &TableReader<'_, '_>, axes: &BTreeSet<String>, base_dir: &Pa
         base_dir: base_dir.to_path_buf(),
     })
 }
-
 
 const STDERR_TAIL: usize = 2000;
 
@@ -280,11 +283,7 @@ impl CommandReviewer {
             Ok((status, out, err)) => {
                 group.disarm();
                 let status = status.map_err(|e| ReviewError::failed(format!("failed to wait for `{program}`: {e}")))?;
-                Ok(Finished {
-                    code: status.code(),
-                    stdout: String::from_utf8_lossy(&out).into_owned(),
-                    stderr: String::from_utf8_lossy(&err).into_owned(),
-                })
+                Ok(Finished { code: status.code(), stdout: String::from_utf8_lossy(&out).into_owned(), stderr: String::from_utf8_lossy(&err).into_owned() })
             }
             // Dropping `group` kills the whole process group.
             Err(_) => Err(ReviewError::Timeout { seconds: timeout.as_secs_f64() }),
@@ -292,7 +291,15 @@ impl CommandReviewer {
     }
 
     /// Runs setup or cleanup commands. A program written `-name` may fail without failing the run.
-    async fn run_hooks(&self, hooks: &[Vec<String>], vars: &BTreeMap<String, serde_json::Value>, env: &BTreeMap<String, String>, dir: &Path, timeout: Duration, phase: &str) -> Result<(), ReviewError> {
+    async fn run_hooks(
+        &self,
+        hooks: &[Vec<String>],
+        vars: &BTreeMap<String, serde_json::Value>,
+        env: &BTreeMap<String, String>,
+        dir: &Path,
+        timeout: Duration,
+        phase: &str,
+    ) -> Result<(), ReviewError> {
         for hook in hooks {
             let mut argv = render_all(hook, vars)?;
             let tolerate = argv.first().is_some_and(|p| p.starts_with('-'));
@@ -379,7 +386,9 @@ impl CommandReviewer {
         let stderr_tail = super::tail(&done.stderr, STDERR_TAIL);
         let Some(url) = endpoint else {
             return ReviewError::Unreachable {
-                message: format!("`{program}` exited with 2 (its model server is unreachable, timed out, or refused the request; set `endpoint` so runner can tell which)"),
+                message: format!(
+                    "`{program}` exited with 2 (its model server is unreachable, timed out, or refused the request; set `endpoint` so runner can tell which)"
+                ),
                 stderr_tail,
             };
         };
@@ -835,7 +844,9 @@ mod tests {
 
     #[test]
     fn openai_temperature_zero_is_noted() {
-        let env = |p: &str, t: &str| [("STET_PROVIDER".to_string(), p.to_string()), ("STET_TEMPERATURE".to_string(), t.to_string())].into_iter().collect::<BTreeMap<_, _>>();
+        let env = |p: &str, t: &str| {
+            [("STET_PROVIDER".to_string(), p.to_string()), ("STET_TEMPERATURE".to_string(), t.to_string())].into_iter().collect::<BTreeMap<_, _>>()
+        };
         assert!(openai_temperature_note(&env("openai", "0")).is_some());
         assert!(openai_temperature_note(&env("openai", "0.0")).is_some());
         assert!(openai_temperature_note(&env("openai", "0.2")).is_none());

@@ -31,10 +31,7 @@ pub fn parse_stet_output(stdout: &str) -> Result<Parsed, String> {
 }
 
 fn parse_findings_document(doc: &Value) -> Result<Parsed, String> {
-    let items = doc
-        .get("findings")
-        .and_then(Value::as_array)
-        .ok_or("`findings` must be an array")?;
+    let items = doc.get("findings").and_then(Value::as_array).ok_or("`findings` must be an array")?;
     let mut parsed = Parsed::default();
     for (i, item) in items.iter().enumerate() {
         push_strict(&mut parsed, item, &format!("findings[{i}]"));

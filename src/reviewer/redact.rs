@@ -84,7 +84,9 @@ impl Redactor {
     /// Redacts a failure's message and stderr tail.
     pub fn error(&self, error: ReviewError) -> ReviewError {
         match error {
-            ReviewError::Unreachable { message, stderr_tail } => ReviewError::Unreachable { message: self.text(&message), stderr_tail: self.text(&stderr_tail) },
+            ReviewError::Unreachable { message, stderr_tail } => {
+                ReviewError::Unreachable { message: self.text(&message), stderr_tail: self.text(&stderr_tail) }
+            }
             ReviewError::Failed { message, stderr_tail } => ReviewError::Failed { message: self.text(&message), stderr_tail: self.text(&stderr_tail) },
             other => other,
         }

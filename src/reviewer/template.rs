@@ -8,8 +8,7 @@ use std::collections::BTreeMap;
 /// Variables a reviewer template sees: the cell's axes, `repeat`, and where applicable
 /// `repo`, `base` and `head`.
 pub fn variables(cell: &Cell, repeat: u32, subject: Option<(&Subject, &str)>) -> BTreeMap<String, serde_json::Value> {
-    let mut vars: BTreeMap<String, serde_json::Value> =
-        cell.values.iter().map(|(k, v)| (k.clone(), serde_json::Value::String(v.render()))).collect();
+    let mut vars: BTreeMap<String, serde_json::Value> = cell.values.iter().map(|(k, v)| (k.clone(), serde_json::Value::String(v.render()))).collect();
     vars.insert("repeat".into(), serde_json::Value::from(repeat));
     if let Some((subject, repo)) = subject {
         vars.insert("repo".into(), serde_json::Value::String(repo.to_string()));

@@ -15,15 +15,15 @@
 //! (neither verified nor noise until the oracle is updated).
 
 use super::csv;
-use crate::ground_truth::oracle::{self, Oracle, OracleError};
 use crate::analysis::adjudication::{AdjudicatedFinding, AdjudicatedRun, Adjudication, Seed003Verdict};
 use crate::analysis::score::{self, CapturePlan, CapturedResults, CapturedRun, Claim, Disposition, Metrics, Strategy};
-use crate::cache::Lookup;
 use crate::cache::key::CacheKey;
 use crate::cache::store::CacheStore;
+use crate::cache::Lookup;
 use crate::finding::Finding;
-use crate::subject::TargetSpec;
+use crate::ground_truth::oracle::{self, Oracle, OracleError};
 use crate::subject::corpus::{self, CorpusError, PublicCase};
+use crate::subject::TargetSpec;
 use rand::seq::SliceRandom;
 use rand::SeedableRng;
 use serde::{Deserialize, Serialize};
@@ -222,7 +222,8 @@ pub fn export(source: &SheetSource<'_>, manifest_label: &str, out: &Path, seed: 
     let cases: Vec<String> = source.cases.clone();
     let mut ordered: Vec<(RowContent, Vec<(usize, usize)>)> = Vec::new();
     for case in &cases {
-        let mut rows: Vec<(RowContent, Vec<(usize, usize)>)> = occurrences.iter().filter(|(r, _)| &r.case == case).map(|(r, o)| (r.clone(), o.clone())).collect();
+        let mut rows: Vec<(RowContent, Vec<(usize, usize)>)> =
+            occurrences.iter().filter(|(r, _)| &r.case == case).map(|(r, o)| (r.clone(), o.clone())).collect();
         rows.shuffle(&mut rng);
         ordered.extend(rows);
     }
@@ -265,7 +266,8 @@ fn numbered(text: &str) -> String {
 
 /// The public case text and the oracle's findings, for the adjudicator (never for a reviewer).
 fn cases_text(cases: &[String], public: &BTreeMap<String, PublicCase>, oracle: Option<&Oracle>, rows: &[(RowContent, Vec<(usize, usize)>)]) -> String {
-    let mut out = String::from("# Cases to adjudicate\n\nFor the adjudicator only: this file holds the oracle's private findings. Never give it to a reviewer.\n");
+    let mut out =
+        String::from("# Cases to adjudicate\n\nFor the adjudicator only: this file holds the oracle's private findings. Never give it to a reviewer.\n");
     for id in cases {
         let Some(case) = public.get(id) else { continue };
         let n = rows.iter().filter(|(r, _)| &r.case == id).count();
@@ -400,7 +402,13 @@ pub fn import(sheet_path: &Path, key_path: &Path, oracle_path: Option<&Path>) ->
         if get(r, c_case) != k.case {
             problems.push(format!("{at}: case `{}` does not match the key's `{}`", get(r, c_case), k.case));
         }
-        rows.push(FilledRow { line: r.line, item, disposition: get(r, c_disp), oracle_id: get(r, c_oracle), note: c_note.map(|c| get(r, c)).unwrap_or_default() });
+        rows.push(FilledRow {
+            line: r.line,
+            item,
+            disposition: get(r, c_disp),
+            oracle_id: get(r, c_oracle),
+            note: c_note.map(|c| get(r, c)).unwrap_or_default(),
+        });
     }
     let missing: Vec<&String> = key.items.keys().filter(|i| !seen.contains(*i)).collect();
     if !missing.is_empty() {
@@ -441,7 +449,10 @@ pub fn import(sheet_path: &Path, key_path: &Path, oracle_path: Option<&Path>) ->
         };
         let no_oracle = |problems: &mut Vec<String>| -> bool {
             if catalog.contains(oracle_id) {
-                problems.push(format!("{at}: `{}` cannot name oracle finding `{oracle_id}`; use `verified`/`found` or `partial`, or a case-scoped id", row.disposition));
+                problems.push(format!(
+                    "{at}: `{}` cannot name oracle finding `{oracle_id}`; use `verified`/`found` or `partial`, or a case-scoped id",
+                    row.disposition
+                ));
                 false
             } else {
                 true
@@ -544,16 +555,27 @@ pub fn import(sheet_path: &Path, key_path: &Path, oracle_path: Option<&Path>) ->
             });
         }
         run_claims.retain(|c| !(c.disposition == Disposition::Unresolved && verified.iter().any(|v| c.id == format!("{}-partial-{v}", run.case))));
-        adjudicated.push(AdjudicatedRun { cell: run.cell.clone(), repeat: run.repeat, case: run.case.clone(), reported, oracle: verdicts, real_extras: real, rejected_extras: rejected });
+        adjudicated.push(AdjudicatedRun {
+            cell: run.cell.clone(),
+            repeat: run.repeat,
+            case: run.case.clone(),
+            reported,
+            oracle: verdicts,
+            real_extras: real,
+            rejected_extras: rejected,
+        });
         if let Some(s) = strategies.iter_mut().find(|s| s.name == run.cell) {
-            s.runs.push(CapturedRun { case_id: run.case.clone(), trial_id: trial(run.repeat), complete: run.complete, findings: run_claims, metrics: run.metrics.clone() });
+            s.runs.push(CapturedRun {
+                case_id: run.case.clone(),
+                trial_id: trial(run.repeat),
+                complete: run.complete,
+                findings: run_claims,
+                metrics: run.metrics.clone(),
+            });
         }
     }
-    let captured = CapturedResults {
-        version: 1,
-        plan: CapturePlan { case_ids: key.cases.clone(), trial_ids: (1..=key.repeats).map(trial).collect() },
-        strategies,
-    };
+    let captured =
+        CapturedResults { version: 1, plan: CapturePlan { case_ids: key.cases.clone(), trial_ids: (1..=key.repeats).map(trial).collect() }, strategies };
     let problems = score::check(&captured, &oracle);
     if !problems.is_empty() {
         return Err(AdjudicationError::Invalid { path: sheet_path.to_path_buf(), problems });

@@ -2,8 +2,8 @@
 //! as two-commit git repositories so every reviewer sees a real repository.
 
 use super::git::{git, git_with_env, GitError};
-use std::path::Component;
 use serde::{Deserialize, Serialize};
+use std::path::Component;
 use std::path::{Path, PathBuf};
 
 /// The public half of a case: the only fields a reviewer may ever see.
@@ -181,10 +181,7 @@ pub fn materialize(case: &PublicCase, root: &Path) -> Result<PathBuf, CorpusErro
     }
     let fail = |message: String| CorpusError::Materialize { id: case.id.clone(), message };
     std::fs::create_dir_all(root).map_err(|e| fail(format!("cannot create `{}`: {e}", root.display())))?;
-    let staging = tempfile::Builder::new()
-        .prefix(".staging-")
-        .tempdir_in(root)
-        .map_err(|e| fail(format!("cannot create a staging directory: {e}")))?;
+    let staging = tempfile::Builder::new().prefix(".staging-").tempdir_in(root).map_err(|e| fail(format!("cannot create a staging directory: {e}")))?;
     let work = staging.path();
     git(work, &["init", "--quiet", "--initial-branch=main"])?;
     // A reviewer that commits notes (stet) needs a repository-local identity.
@@ -201,9 +198,10 @@ pub fn materialize(case: &PublicCase, root: &Path) -> Result<PathBuf, CorpusErro
     // Nothing in a fresh repository is a symbolic link, but check where the file really
     // lands: inside the work tree, outside `.git`, and not through a link.
     let inside = match (file.parent().map(Path::canonicalize), work.canonicalize()) {
-        (Some(Ok(parent)), Ok(top)) => parent.strip_prefix(&top).ok().is_some_and(|rel| {
-            !rel.components().any(|c| matches!(c, Component::Normal(n) if names_git_dir(&n.to_string_lossy())))
-        }),
+        (Some(Ok(parent)), Ok(top)) => parent
+            .strip_prefix(&top)
+            .ok()
+            .is_some_and(|rel| !rel.components().any(|c| matches!(c, Component::Normal(n) if names_git_dir(&n.to_string_lossy())))),
         _ => false,
     };
     if !inside || std::fs::symlink_metadata(&file).is_ok_and(|m| m.file_type().is_symlink()) {
@@ -245,7 +243,20 @@ mod tests {
         assert_eq!(normalize_relative_path("./a.py").as_deref(), Some("a.py"));
         assert_eq!(normalize_relative_path("src/../a.py").as_deref(), Some("a.py"));
         assert_eq!(normalize_relative_path("src//./b/a.py").as_deref(), Some("src/b/a.py"));
-        for bad in [".", "src/..", ".git", ".git/config", ".GIT/config", ".Git/hooks/pre-commit", "sub/.git/x", "sub/.git", ".git./config", "GIT~1/config", "a\\b", "/a"] {
+        for bad in [
+            ".",
+            "src/..",
+            ".git",
+            ".git/config",
+            ".GIT/config",
+            ".Git/hooks/pre-commit",
+            "sub/.git/x",
+            "sub/.git",
+            ".git./config",
+            "GIT~1/config",
+            "a\\b",
+            "/a",
+        ] {
             assert_eq!(normalize_relative_path(bad), None, "{bad}");
         }
         assert!(is_safe_relative_path(".github/workflows/ci.yml"));
@@ -310,7 +321,8 @@ mod tests {
         case.source.path = "src/../a.py".into();
         std::fs::write(dir.path().join(PUBLIC_FILE), serde_json::to_string(&vec![&case]).expect("json")).expect("write");
         assert_eq!(load_public_cases(dir.path()).expect("loads")[0].source.path, "a.py");
-        std::fs::write(dir.path().join(PUBLIC_FILE), format!(r#"{{"version": 1.0, "cases": {}}}"#, serde_json::to_string(&vec![&case]).expect("json"))).expect("write");
+        std::fs::write(dir.path().join(PUBLIC_FILE), format!(r#"{{"version": 1.0, "cases": {}}}"#, serde_json::to_string(&vec![&case]).expect("json")))
+            .expect("write");
         assert_eq!(load_public_cases(dir.path()).expect("version 1.0 is 1").len(), 1);
     }
 }

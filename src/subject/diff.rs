@@ -132,7 +132,16 @@ pub fn parse(text: &[u8]) -> ParsedDiff {
             .map(|raw_text| {
                 let first = raw_text.split(|b| *b == b'\n').next().unwrap_or_default();
                 let (old_start, old_len, new_start, new_len) = parse_hunk_header(first).unwrap_or_default();
-                Hunk { file: file.clone(), new_start, new_len, old_start, old_len, text: String::from_utf8_lossy(&raw_text).into_owned(), raw_file: raw_file.clone(), raw_text }
+                Hunk {
+                    file: file.clone(),
+                    new_start,
+                    new_len,
+                    old_start,
+                    old_len,
+                    text: String::from_utf8_lossy(&raw_text).into_owned(),
+                    raw_file: raw_file.clone(),
+                    raw_text,
+                }
             })
             .collect();
         match out.files.last_mut() {
@@ -450,7 +459,19 @@ mod tests {
 
     #[test]
     fn default_excludes_follow_stet() {
-        for path in ["api.pb.go", "x/api.pb.go", "a_generated.go", "web/app.min.js", "package-lock.json", "sub/package-lock.json", "go.sum", "vendor/x.go", "vendor/a/b.go", "coverage/index.html", "ext/coverage/lcov.html"] {
+        for path in [
+            "api.pb.go",
+            "x/api.pb.go",
+            "a_generated.go",
+            "web/app.min.js",
+            "package-lock.json",
+            "sub/package-lock.json",
+            "go.sum",
+            "vendor/x.go",
+            "vendor/a/b.go",
+            "coverage/index.html",
+            "ext/coverage/lcov.html",
+        ] {
             assert!(excluded(path.as_bytes()), "{path}");
         }
         for path in ["src/main.go", "vendored/x.go", "mycoverage/x", "app.js", "a/vendor/x.go"] {

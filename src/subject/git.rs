@@ -103,11 +103,7 @@ pub fn git_bytes(dir: &Path, args: &[&str], env: &[(&str, &str)]) -> Result<Vec<
     }
     let out = cmd.output().map_err(|source| GitError::Spawn { dir: dir.display().to_string(), source })?;
     if !out.status.success() {
-        return Err(GitError::Failed {
-            dir: dir.display().to_string(),
-            args: args.join(" "),
-            stderr: String::from_utf8_lossy(&out.stderr).trim().to_string(),
-        });
+        return Err(GitError::Failed { dir: dir.display().to_string(), args: args.join(" "), stderr: String::from_utf8_lossy(&out.stderr).trim().to_string() });
     }
     Ok(out.stdout)
 }

@@ -40,12 +40,21 @@ pub struct SubjectSpec {
 
 #[derive(Debug, Clone)]
 pub enum SubjectSource {
-    Git { repo: PathBuf, base_sha: String, head_sha: String },
+    Git {
+        repo: PathBuf,
+        base_sha: String,
+        head_sha: String,
+    },
     /// Only the public half of a case: the type admits no oracle content.
     Case(Box<PublicCase>),
     /// A seed-003 eval case: `base..tip` of `repo`, reviewed in a blind clone that holds no
     /// history after the tip and not the eval set (`strip`, relative to the repository).
-    Eval { repo: PathBuf, base_sha: String, head_sha: String, strip: Option<PathBuf> },
+    Eval {
+        repo: PathBuf,
+        base_sha: String,
+        head_sha: String,
+        strip: Option<PathBuf>,
+    },
 }
 
 /// A subject ready for a reviewer: a repository on disk and the diff of `base..head`.
@@ -101,7 +110,9 @@ pub fn materialize(spec: &SubjectSpec, work_dir: &Path) -> Result<Subject, Targe
                 spec: None,
             })
         }
-        SubjectSource::Eval { repo, base_sha, head_sha, strip } => evals::materialize(&spec.id, &spec.identity, repo, base_sha, head_sha, strip.as_deref(), work_dir),
+        SubjectSource::Eval { repo, base_sha, head_sha, strip } => {
+            evals::materialize(&spec.id, &spec.identity, repo, base_sha, head_sha, strip.as_deref(), work_dir)
+        }
         SubjectSource::Case(case) => {
             let repo = corpus::materialize(case, &work_dir.join("cases"))?;
             let shas = git::resolve_commits(&repo, &["HEAD~1", "HEAD"])?;

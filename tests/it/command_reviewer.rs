@@ -108,10 +108,9 @@ fn a_failing_run_fails_only_itself_with_its_stderr_tail() {
     let repo = calc_repo(dir.path());
     let manifest = stet_manifest(dir.path(), &repo, &["good", "broken"], "", "");
     // The fake exits with FAKE_STET_EXIT; make it depend on the model through a wrapper env.
-    let text = std::fs::read_to_string(&manifest).expect("read").replace(
-        "STET_SUPPRESSION_ENABLED = \"0\"",
-        "STET_SUPPRESSION_ENABLED = \"0\", FAKE_STET_EXIT = \"{{#if (eq model \\\"broken\\\")}}1{{/if}}\"",
-    );
+    let text = std::fs::read_to_string(&manifest)
+        .expect("read")
+        .replace("STET_SUPPRESSION_ENABLED = \"0\"", "STET_SUPPRESSION_ENABLED = \"0\", FAKE_STET_EXIT = \"{{#if (eq model \\\"broken\\\")}}1{{/if}}\"");
     std::fs::write(&manifest, text).expect("write");
     let out = runner(dir.path()).args(["exec"]).arg(&manifest).env("FAKE_STET_SKIP_SERVER_CHECK", "1").output().expect("runs");
     assert_eq!(out.status.code(), Some(3), "{}", stderr_of(&out));
@@ -270,7 +269,9 @@ fn children_get_a_cleared_environment_a_fresh_home_and_absolute_paths() {
     let repo = calc_repo(dir.path());
     let log = dir.path().join("stet.log");
     let manifest = stet_manifest(dir.path(), &repo, &["m"], "", "");
-    let text = std::fs::read_to_string(&manifest).expect("read").replace("STET_SUPPRESSION_ENABLED = \"0\"", "STET_SUPPRESSION_ENABLED = \"0\", STET_X_REPO = \"{{repo}}\"");
+    let text = std::fs::read_to_string(&manifest)
+        .expect("read")
+        .replace("STET_SUPPRESSION_ENABLED = \"0\"", "STET_SUPPRESSION_ENABLED = \"0\", STET_X_REPO = \"{{repo}}\"");
     std::fs::write(&manifest, text).expect("write");
     let out = runner(dir.path())
         .args(["exec", "--work-dir", "work"])
@@ -287,7 +288,10 @@ fn children_get_a_cleared_environment_a_fresh_home_and_absolute_paths() {
     assert!(!begins.is_empty());
     for line in &begins {
         let keys: Vec<&str> = line["env_keys"].as_array().expect("keys").iter().filter_map(|k| k.as_str()).collect();
-        assert!(!keys.contains(&"OPENAI_API_KEY") && !keys.contains(&"STET_STRICTNESS") && !keys.contains(&"STET_STATE_DIR"), "runner's environment leaked: {keys:?}");
+        assert!(
+            !keys.contains(&"OPENAI_API_KEY") && !keys.contains(&"STET_STRICTNESS") && !keys.contains(&"STET_STATE_DIR"),
+            "runner's environment leaked: {keys:?}"
+        );
         assert!(keys.contains(&"PATH") && keys.contains(&"HOME"), "{keys:?}");
         let home = PathBuf::from(line["home"].as_str().expect("home"));
         assert!(home.is_absolute() && !home.starts_with(dir.path()) && !home.starts_with(project_root()), "HOME {} inside the experiment", home.display());
@@ -319,7 +323,8 @@ fn a_corpus_case_is_reviewed_in_a_private_copy_outside_the_experiment_tree() {
     let cwd = PathBuf::from(start["cwd"].as_str().expect("cwd"));
     assert!(cwd.is_absolute() && !cwd.starts_with(dir.path()) && !cwd.starts_with(project_root()), "cwd {} inside the experiment tree", cwd.display());
     // Findings point at the case's repository, not at the removed run directory.
-    let objects: Vec<String> = super::exec_corpus::walk(&dir.path().join("cache/objects")).into_iter().filter_map(|p| std::fs::read_to_string(p).ok()).collect();
+    let objects: Vec<String> =
+        super::exec_corpus::walk(&dir.path().join("cache/objects")).into_iter().filter_map(|p| std::fs::read_to_string(p).ok()).collect();
     let findings = objects.iter().find(|t| t.contains("Dry-run placeholder (CI)") && t.trim_start().starts_with('[')).expect("findings");
     let work = std::path::absolute(dir.path().join("work/cases")).expect("abs");
     assert!(findings.contains(&format!("file://{}", work.display())), "{findings}");
@@ -337,7 +342,10 @@ fn head_is_reviewed_as_declared_or_refused_under_serialize() {
     let tip = git(&repo, &["rev-parse", "HEAD"]).trim().to_string();
     git(&repo, &["checkout", "--quiet", "--detach", "HEAD~1"]);
     let manifest = stet_manifest(dir.path(), &repo, &["m"], "", "");
-    let text = std::fs::read_to_string(&manifest).expect("read").replace("[matrix]", &format!("head = \"{tip}\"\n[matrix]")).replace("\"HEAD~2\"", &format!("\"{tip}~2\""));
+    let text = std::fs::read_to_string(&manifest)
+        .expect("read")
+        .replace("[matrix]", &format!("head = \"{tip}\"\n[matrix]"))
+        .replace("\"HEAD~2\"", &format!("\"{tip}~2\""));
     std::fs::write(&manifest, &text).expect("write");
     let out = runner(dir.path()).args(["exec"]).arg(&manifest).env("FAKE_STET_SKIP_SERVER_CHECK", "1").output().expect("runs");
     assert_eq!(out.status.code(), Some(3), "{}", stderr_of(&out));
@@ -349,7 +357,8 @@ fn head_is_reviewed_as_declared_or_refused_under_serialize() {
     std::fs::write(&manifest, text.replace("ignore = [\".review/\"]", "ignore = [\".review/\"]\nisolation = \"worktree\"")).expect("write");
     let out = runner(dir.path()).args(["exec"]).arg(&manifest).env("FAKE_STET_SKIP_SERVER_CHECK", "1").output().expect("runs");
     assert!(out.status.success(), "{}", stderr_of(&out));
-    let objects: Vec<String> = super::exec_corpus::walk(&dir.path().join("cache/objects")).into_iter().filter_map(|p| std::fs::read_to_string(p).ok()).collect();
+    let objects: Vec<String> =
+        super::exec_corpus::walk(&dir.path().join("cache/objects")).into_iter().filter_map(|p| std::fs::read_to_string(p).ok()).collect();
     let findings = objects.iter().find(|t| t.contains("eval()")).expect("the head's eval( line was reviewed");
     assert!(findings.contains(&format!("file://{}/calc.py", repo.display())), "{findings}");
     assert!(!findings.contains("runner-worktree-"), "{findings}");
@@ -364,7 +373,10 @@ fn exit_2_with_a_reachable_server_fails_only_that_run() {
     let live = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
     let url = format!("http://{}", live.local_addr().expect("addr"));
     let manifest = stet_manifest(dir.path(), &repo, &["m1", "m2"], "", "");
-    let text = std::fs::read_to_string(&manifest).expect("read").replace("http://127.0.0.1:1", &url).replace("STET_SUPPRESSION_ENABLED = \"0\"", "STET_SUPPRESSION_ENABLED = \"0\", FAKE_STET_EXIT = \"2\"");
+    let text = std::fs::read_to_string(&manifest)
+        .expect("read")
+        .replace("http://127.0.0.1:1", &url)
+        .replace("STET_SUPPRESSION_ENABLED = \"0\"", "STET_SUPPRESSION_ENABLED = \"0\", FAKE_STET_EXIT = \"2\"");
     std::fs::write(&manifest, text).expect("write");
     let out = runner(dir.path()).args(["exec"]).arg(&manifest).output().expect("runs");
     let err = stderr_of(&out);
@@ -380,7 +392,8 @@ fn an_unreachable_endpoint_stops_only_the_runs_against_it() {
     let live = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
     let url = format!("http://{}", live.local_addr().expect("addr"));
     let manifest = stet_manifest(dir.path(), &repo, &["m"], "", &format!("server = [\"http://127.0.0.1:1\", \"{url}\"]\nrepeat = 3"));
-    let text = std::fs::read_to_string(&manifest).expect("read").replace("STET_OLLAMA_BASE_URL = \"http://127.0.0.1:1\"", "STET_OLLAMA_BASE_URL = \"{{server}}\"");
+    let text =
+        std::fs::read_to_string(&manifest).expect("read").replace("STET_OLLAMA_BASE_URL = \"http://127.0.0.1:1\"", "STET_OLLAMA_BASE_URL = \"{{server}}\"");
     std::fs::write(&manifest, text).expect("write");
     let out = runner(dir.path()).args(["exec", "--json"]).arg(&manifest).output().expect("runs");
     let log = stdout_of(&out);
@@ -394,7 +407,9 @@ fn stets_openai_provider_and_temperature_0_are_noted_in_provenance() {
     let dir = tempfile::tempdir().expect("tempdir");
     let repo = calc_repo(dir.path());
     let manifest = stet_manifest(dir.path(), &repo, &["m"], "", "");
-    let text = std::fs::read_to_string(&manifest).expect("read").replace("STET_SUPPRESSION_ENABLED = \"0\"", "STET_SUPPRESSION_ENABLED = \"0\", STET_PROVIDER = \"openai\", STET_TEMPERATURE = \"0\"");
+    let text = std::fs::read_to_string(&manifest)
+        .expect("read")
+        .replace("STET_SUPPRESSION_ENABLED = \"0\"", "STET_SUPPRESSION_ENABLED = \"0\", STET_PROVIDER = \"openai\", STET_TEMPERATURE = \"0\"");
     std::fs::write(&manifest, text).expect("write");
     let out = runner(dir.path()).args(["exec"]).arg(&manifest).env("FAKE_STET_SKIP_SERVER_CHECK", "1").output().expect("runs");
     assert!(out.status.success(), "{}", stderr_of(&out));
@@ -406,7 +421,9 @@ fn stets_openai_provider_and_temperature_0_are_noted_in_provenance() {
 fn editing_the_program_or_a_declared_input_misses_the_cache() {
     let dir = tempfile::tempdir().expect("tempdir");
     let repo = calc_repo(dir.path());
-    let finding = |msg: &str| format!("#!/usr/bin/env python3\nprint('{{\"findings\":[{{\"file\":\"calc.py\",\"line\":1,\"severity\":\"info\",\"category\":\"style\",\"confidence\":0.5,\"message\":\"{msg}\"}}]}}')\n");
+    let finding = |msg: &str| {
+        format!("#!/usr/bin/env python3\nprint('{{\"findings\":[{{\"file\":\"calc.py\",\"line\":1,\"severity\":\"info\",\"category\":\"style\",\"confidence\":0.5,\"message\":\"{msg}\"}}]}}')\n")
+    };
     script(dir.path(), "review.py", &finding("first"));
     std::fs::write(dir.path().join("rules.txt"), "v1").expect("write");
     let manifest = script_manifest(dir.path(), &repo, "./review.py", "inputs = [\"rules.txt\"]");

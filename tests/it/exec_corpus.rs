@@ -96,7 +96,10 @@ fn a_corrupt_entry_is_detected_reported_and_recomputed() {
     assert!(runner(dir.path()).args(["exec", "--quiet"]).arg(&manifest).output().expect("runs").status.success());
     // Damage one findings object.
     let objects = dir.path().join("cache/objects");
-    let victim = walk(&objects).into_iter().find(|p| std::fs::read_to_string(p).is_ok_and(|t| t.starts_with('[') && t.contains("Dry-run placeholder"))).expect("a findings object");
+    let victim = walk(&objects)
+        .into_iter()
+        .find(|p| std::fs::read_to_string(p).is_ok_and(|t| t.starts_with('[') && t.contains("Dry-run placeholder")))
+        .expect("a findings object");
     std::fs::write(&victim, "[]").expect("tamper");
 
     let verify = runner(dir.path()).args(["cache", "verify"]).output().expect("runs");

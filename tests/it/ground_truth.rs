@@ -36,7 +36,8 @@ fn corpus_subset(dir: &Path, keep: &[&str]) -> PathBuf {
     let kept = |v: &Value| keep.contains(&v["id"].as_str().unwrap_or_default());
     public["cases"].as_array_mut().expect("cases").retain(kept);
     oracle["cases"].as_array_mut().expect("cases").retain(kept);
-    let expected: Vec<Value> = oracle["cases"].as_array().expect("cases").iter().flat_map(|c| c["expectedFindingIds"].as_array().cloned().unwrap_or_default()).collect();
+    let expected: Vec<Value> =
+        oracle["cases"].as_array().expect("cases").iter().flat_map(|c| c["expectedFindingIds"].as_array().cloned().unwrap_or_default()).collect();
     oracle["findings"].as_array_mut().expect("findings").retain(|f| expected.contains(&f["id"]));
     write_json(&out.join("cases.public.json"), &public);
     write_json(&out.join("oracle.json"), &oracle);
@@ -75,7 +76,8 @@ fn corpus_validate_rejects_each_broken_rule_with_a_located_message() {
     // duplicated finding id.
     public["cases"][2]["label"] = json!("clean");
     public["cases"][3]["source"]["path"] = json!("../../etc/pages.py");
-    oracle["cases"][0]["groundTruth"]["program"] = json!("import { normalizeLimit } from './src/limits.mjs';\nconsole.log('limit of 50 is', normalizeLimit(50));\n");
+    oracle["cases"][0]["groundTruth"]["program"] =
+        json!("import { normalizeLimit } from './src/limits.mjs';\nconsole.log('limit of 50 is', normalizeLimit(50));\n");
     let dup = oracle["findings"][0].clone();
     oracle["findings"].as_array_mut().expect("findings").push(dup);
     write_json(&corpus.join("cases.public.json"), &public);
@@ -86,9 +88,8 @@ fn corpus_validate_rejects_each_broken_rule_with_a_located_message() {
     let text = stdout_of(&out);
     let public_file = corpus.join("cases.public.json").display().to_string();
     let oracle_file = corpus.join("oracle.json").display().to_string();
-    let line_of = |file: &str, needle: &str| -> usize {
-        std::fs::read_to_string(file).expect("read").lines().position(|l| l.contains(needle)).expect("needle") + 1
-    };
+    let line_of =
+        |file: &str, needle: &str| -> usize { std::fs::read_to_string(file).expect("read").lines().position(|l| l.contains(needle)).expect("needle") + 1 };
     let expect = [
         format!("error[case-04]: {public_file}:{}:", line_of(&public_file, "\"label\"")),
         format!("error[case-05]: {public_file}:{}:", line_of(&public_file, "../../etc/pages.py")),
@@ -143,7 +144,8 @@ fn score_prints_the_reference_scorers_output_for_the_documented_example() {
     // The README scores the example against an oracle where case-01 and case-02 each expect
     // one finding and case-06 is clean: the published oracle is such an oracle.
     let oracle = read_json(&seed002().join("oracle.json"));
-    let expects = |id: &str| oracle["cases"].as_array().expect("cases").iter().find(|c| c["id"] == id).expect("case")["expectedFindingIds"].as_array().map(Vec::len);
+    let expects =
+        |id: &str| oracle["cases"].as_array().expect("cases").iter().find(|c| c["id"] == id).expect("case")["expectedFindingIds"].as_array().map(Vec::len);
     assert_eq!((expects("case-01"), expects("case-02"), expects("case-06")), (Some(1), Some(1), Some(0)));
     assert_eq!(ours, serde_json::from_str::<Value>(&reference).expect("json"));
     assert_eq!(stdout_of(&out), reference, "byte for byte, as the reference prints it");
@@ -239,7 +241,13 @@ fn adjudication_round_trip_from_cached_results_to_a_score() {
     let manifest = quickstart_manifest(dir.path(), "unseal-holdout = true");
     let cache = project_root().join("cache");
     let export = |out: &str, seed: &str| {
-        let o = runner(dir.path()).args(["adjudicate", "export"]).arg(&manifest).args(["--out", out, "--seed", seed, "--cache-dir"]).arg(&cache).output().expect("runs");
+        let o = runner(dir.path())
+            .args(["adjudicate", "export"])
+            .arg(&manifest)
+            .args(["--out", out, "--seed", seed, "--cache-dir"])
+            .arg(&cache)
+            .output()
+            .expect("runs");
         assert!(o.status.success(), "{}", stderr_of(&o));
         std::fs::read_to_string(dir.path().join(out).join("sheet.csv")).expect("sheet")
     };
@@ -272,10 +280,16 @@ fn adjudication_round_trip_from_cached_results_to_a_score() {
     assert!(out.status.success(), "{}", stderr_of(&out));
     assert!(stdout_of(&out).contains("2 strategies × 16 cases × 2 trials (64 runs submitted)"), "{}", stdout_of(&out));
 
-    let out = runner(dir.path()).args(["score", "captured.json", "--oracle"]).arg(project_root().join("corpus/quickstart/oracle.json")).arg("--json").output().expect("runs");
+    let out = runner(dir.path())
+        .args(["score", "captured.json", "--oracle"])
+        .arg(project_root().join("corpus/quickstart/oracle.json"))
+        .arg("--json")
+        .output()
+        .expect("runs");
     assert!(out.status.success(), "{}", stderr_of(&out));
     let v: Value = serde_json::from_slice(&out.stdout).expect("json");
-    let human = runner(dir.path()).args(["score", "captured.json", "--oracle"]).arg(project_root().join("corpus/quickstart/oracle.json")).output().expect("runs");
+    let human =
+        runner(dir.path()).args(["score", "captured.json", "--oracle"]).arg(project_root().join("corpus/quickstart/oracle.json")).output().expect("runs");
     assert!(stdout_of(&human).contains("method: adjudicated by a person: adj/filled.csv"), "{}", stdout_of(&human));
     let heuristic = v["strategies"].as_array().expect("strategies").iter().find(|s| s["strategy"] == "baseline=heuristic").expect("heuristic");
     assert_eq!(heuristic["findings"]["verified"], 2, "F02 in both repeats");

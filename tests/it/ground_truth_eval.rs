@@ -55,11 +55,7 @@ fn manifest(path: &Path, name: &str, baseline: &str) {
 }
 
 fn exec(dir: &Path, manifest: &str) {
-    runner()
-        .current_dir(dir)
-        .args(["exec", manifest, "--quiet", "--cache-dir", "cache", "--work-dir", "work"])
-        .assert()
-        .success();
+    runner().current_dir(dir).args(["exec", manifest, "--quiet", "--cache-dir", "cache", "--work-dir", "work"]).assert().success();
 }
 
 #[test]
@@ -161,7 +157,11 @@ fn eval_cases_on_a_git_repository_are_reviewed_blind_and_scored() {
     assert_eq!(context["data"]["by_context_level"]["diff"], 1);
 
     // The clone the reviewer saw: the tip checked out, no later history, no eval set.
-    let clones: Vec<_> = std::fs::read_dir(tmp.path().join("work/evals")).expect("clones").filter_map(|e| e.ok()).filter(|e| !e.file_name().to_string_lossy().starts_with('.')).collect();
+    let clones: Vec<_> = std::fs::read_dir(tmp.path().join("work/evals"))
+        .expect("clones")
+        .filter_map(|e| e.ok())
+        .filter(|e| !e.file_name().to_string_lossy().starts_with('.'))
+        .collect();
     assert_eq!(clones.len(), 1);
     let clone = clones[0].path();
     assert_eq!(git(&clone, &["rev-parse", "HEAD"]), tip);
@@ -177,7 +177,10 @@ fn eval_cases_on_a_git_repository_are_reviewed_blind_and_scored() {
     assert!(!fix_visible.success(), "the fix commit must not be in the reviewer's clone");
 
     // A `ref` axis makes no sense with eval cases and is rejected.
-    write(&tmp.path().join("bad.toml"), &std::fs::read_to_string(tmp.path().join("evals.toml")).expect("read").replace("repeat = 1", "repeat = 1\nref = [\"HEAD~1\"]"));
+    write(
+        &tmp.path().join("bad.toml"),
+        &std::fs::read_to_string(tmp.path().join("evals.toml")).expect("read").replace("repeat = 1", "repeat = 1\nref = [\"HEAD~1\"]"),
+    );
     runner().current_dir(tmp.path()).args(["validate", "bad.toml"]).assert().code(1).stderr(contains("the `ref` axis does not apply with `evals`"));
 }
 

@@ -133,7 +133,9 @@ fn no_module_imports_a_higher_layer() {
     files.sort();
     let top_modules: BTreeSet<String> = files
         .iter()
-        .map(|f| f.strip_prefix(&src).expect("under src").components().next().expect("a component").as_os_str().to_string_lossy().trim_end_matches(".rs").to_string())
+        .map(|f| {
+            f.strip_prefix(&src).expect("under src").components().next().expect("a component").as_os_str().to_string_lossy().trim_end_matches(".rs").to_string()
+        })
         .collect();
     for m in &top_modules {
         assert!(layer_of(m).is_some(), "top-level module `{m}` has no layer in tests/it/layers.rs: add it to LAYERS");
@@ -169,21 +171,33 @@ fn no_module_imports_a_higher_layer() {
             for c in reference.captures_iter(line) {
                 let names: Vec<String> = match (c.get(1), c.get(2)) {
                     (Some(one), _) => vec![one.as_str().to_string()],
-                    (None, Some(group)) => group.as_str().split(',').filter_map(|p| p.trim().split("::").next().map(|s| s.trim().to_string())).filter(|s| !s.is_empty()).collect(),
+                    (None, Some(group)) => {
+                        group.as_str().split(',').filter_map(|p| p.trim().split("::").next().map(|s| s.trim().to_string())).filter(|s| !s.is_empty()).collect()
+                    }
                     _ => Vec::new(),
                 };
                 for target in names.into_iter().filter(|t| *t != module && top_modules.contains(t)) {
                     graph.entry(module.clone()).or_default().insert(target.clone());
                     let theirs = layer_of(&target).expect("checked above");
                     if theirs > own || (theirs == own && !SAME_LAYER.contains(&(module.as_str(), target.as_str()))) {
-                        offenders.push(format!("src/{}:{}: `{module}` (layer {own}) imports `{target}` (layer {theirs}): {}", rel.display(), n + 1, line.trim()));
+                        offenders.push(format!(
+                            "src/{}:{}: `{module}` (layer {own}) imports `{target}` (layer {theirs}): {}",
+                            rel.display(),
+                            n + 1,
+                            line.trim()
+                        ));
                     }
                 }
             }
         }
     }
     let table: Vec<String> = graph.iter().map(|(m, ts)| format!("{m} -> {}", ts.iter().cloned().collect::<Vec<_>>().join(" "))).collect();
-    assert!(offenders.is_empty(), "imports that run upward (see ARCHITECTURE.md, Layers):\n{}\n\nthe module graph:\n{}", offenders.join("\n"), table.join("\n"));
+    assert!(
+        offenders.is_empty(),
+        "imports that run upward (see ARCHITECTURE.md, Layers):\n{}\n\nthe module graph:\n{}",
+        offenders.join("\n"),
+        table.join("\n")
+    );
 }
 
 #[test]

@@ -162,7 +162,9 @@ async fn serve(
         let body: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
         seen.lock().expect("lock").push(Seen { path: path.clone(), authorization, body: body.clone() });
         match (method.as_str(), path.as_str()) {
-            _ if !speaks_ollama => write_json(&mut stream, 404, &json!({"error": {"code": 404, "message": "File Not Found", "type": "not_found_error"}}), &[]).await?,
+            _ if !speaks_ollama => {
+                write_json(&mut stream, 404, &json!({"error": {"code": 404, "message": "File Not Found", "type": "not_found_error"}}), &[]).await?
+            }
             ("GET", "/api/tags") => {
                 let list: Vec<Value> = models
                     .iter()
@@ -335,7 +337,8 @@ async fn chat_404_is_unreachable_and_not_retried() {
 
 #[tokio::test]
 async fn server_error_then_success_is_retried() {
-    let handler: ChatHandler = Arc::new(|n, _| if n == 0 { Reply::Status(500, json!({"error": "llama runner process has terminated"}), vec![]) } else { stream_of(ANSWER, "stop") });
+    let handler: ChatHandler =
+        Arc::new(|n, _| if n == 0 { Reply::Status(500, json!({"error": "llama runner process has terminated"}), vec![]) } else { stream_of(ANSWER, "stop") });
     let server = fake(&[MODEL], handler).await;
     let out = review(spec(&server.url, |_| {})).await.expect("second attempt succeeds");
     assert_eq!(out.findings.len(), 1);
@@ -373,7 +376,13 @@ async fn rate_limit_honours_retry_after() {
 
 #[tokio::test]
 async fn retry_after_is_capped() {
-    let handler: ChatHandler = Arc::new(|n, _| if n == 0 { Reply::Status(429, json!({"error": "slow down"}), vec![("Retry-After".into(), "3600".into())]) } else { stream_of(ANSWER, "stop") });
+    let handler: ChatHandler = Arc::new(|n, _| {
+        if n == 0 {
+            Reply::Status(429, json!({"error": "slow down"}), vec![("Retry-After".into(), "3600".into())])
+        } else {
+            stream_of(ANSWER, "stop")
+        }
+    });
     let server = fake(&[MODEL], handler).await;
     let started = Instant::now();
     review(spec(&server.url, |s| s.retry_max_delay = Duration::from_millis(200))).await.expect("succeeds");
@@ -419,7 +428,8 @@ async fn a_stream_cut_before_done_is_retried() {
 
 #[tokio::test]
 async fn truncated_answers_fail_with_a_clear_reason() {
-    let server = fake(&[MODEL], always(stream_of("{\"findings\":[{\"line\":10,\"severity\":\"error\",\"category\":\"bug\",\"message\":\"avg div", "length"))).await;
+    let server =
+        fake(&[MODEL], always(stream_of("{\"findings\":[{\"line\":10,\"severity\":\"error\",\"category\":\"bug\",\"message\":\"avg div", "length"))).await;
     let err = review(spec(&server.url, |_| {})).await.expect_err("truncated");
     let text = err.to_string();
     assert!(text.contains("max-tokens = 512") && text.contains("`length`") && text.contains("calc.py:4-10"), "{text}");
@@ -509,10 +519,12 @@ async fn per_endpoint_concurrency_limit_is_respected() {
     let server = fake(&[MODEL], always(stream_of(ANSWER, "stop"))).await;
     let reviewer = Arc::new(LlmReviewer::new(spec(&server.url, |s| s.max_concurrency_per_endpoint = 3)).expect("reviewer"));
     let subject = subject(Path::new("/nonexistent"));
-    let tasks: Vec<_> = (1..=9).map(|repeat| {
-        let (r, subj) = (reviewer.clone(), subject.clone());
-        tokio::spawn(async move { r.review(&job(subj, repeat)).await })
-    }).collect();
+    let tasks: Vec<_> = (1..=9)
+        .map(|repeat| {
+            let (r, subj) = (reviewer.clone(), subject.clone());
+            tokio::spawn(async move { r.review(&job(subj, repeat)).await })
+        })
+        .collect();
     for t in tasks {
         t.await.expect("task").expect("ok");
     }
@@ -526,7 +538,13 @@ async fn rag_definitions_reach_the_prompt() {
     let dir = tempfile::tempdir().expect("tempdir");
     let repo = dir.path();
     let git = |args: &[&str]| {
-        let out = std::process::Command::new("git").arg("-C").arg(repo).args(["-c", "user.name=t", "-c", "user.email=t@e", "-c", "commit.gpgsign=false"]).args(args).output().expect("git");
+        let out = std::process::Command::new("git")
+            .arg("-C")
+            .arg(repo)
+            .args(["-c", "user.name=t", "-c", "user.email=t@e", "-c", "commit.gpgsign=false"])
+            .args(args)
+            .output()
+            .expect("git");
         assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
         String::from_utf8_lossy(&out.stdout).trim().to_string()
     };

@@ -67,7 +67,8 @@ fn git(repo: &Path, args: &[&str]) -> String {
 /// two-commit repository.
 fn subject(dir: &Path) -> Arc<Subject> {
     git(dir, &["init", "-q"]);
-    std::fs::write(dir.join("calc.py"), "def div(a, b):\n    return a / b\n\n\ndef add(a, b):\n    return a + b\n\n\ndef sub(a, b):\n    return a - b\n").expect("write");
+    std::fs::write(dir.join("calc.py"), "def div(a, b):\n    return a / b\n\n\ndef add(a, b):\n    return a + b\n\n\ndef sub(a, b):\n    return a - b\n")
+        .expect("write");
     git(dir, &["add", "-A"]);
     git(dir, &["commit", "-qm", "base"]);
     std::fs::write(dir.join("calc.py"), "def div(a, b):\n    return a / b\n\n\ndef add(a, b):\n    return a + b\n\n\ndef sub(a, b):\n    return a - b\n\n\ndef avg(xs):\n    return div(sum(xs), len(xs))\n").expect("write");

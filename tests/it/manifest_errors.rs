@@ -135,10 +135,8 @@ fn garbage_shows_fifty_problems_then_counts_the_rest() {
     let err = stderr_of(&out);
     let shown = err.matches("error: invalid TOML").count();
     assert_eq!(shown, 50, "{}", &err[..err.len().min(2000)]);
-    let total: usize = err
-        .lines()
-        .find_map(|l| l.strip_suffix(&format!(" problems in `{}`", manifest.display())).and_then(|n| n.parse().ok()))
-        .expect("a totals line");
+    let total: usize =
+        err.lines().find_map(|l| l.strip_suffix(&format!(" problems in `{}`", manifest.display())).and_then(|n| n.parse().ok())).expect("a totals line");
     assert!(total >= 6000, "every line is a problem: {total}");
     assert!(err.contains(&format!("… and {} more problems", total - 50)), "{}", &err[err.len().saturating_sub(500)..]);
     assert!(err.len() < 20_000, "output stays small: {} bytes", err.len());
@@ -157,7 +155,11 @@ fn a_huge_matrix_is_refused_before_it_is_expanded_and_max_runs_allows_more() {
     let repo = calc_repo(dir.path());
     let values: Vec<String> = (0..20).map(|i| format!("\"v{i}\"")).collect();
     let axes: String = (0..7).map(|a| format!("axis{a} = [{}]\n", values.join(", "))).collect();
-    let huge = write_manifest(dir.path(), "huge.toml", &git_manifest(&repo, &format!("ref = [\"HEAD~1\"]\n{axes}repeat = 10000"), "kind = \"builtin\"\nname = \"dry-run\""));
+    let huge = write_manifest(
+        dir.path(),
+        "huge.toml",
+        &git_manifest(&repo, &format!("ref = [\"HEAD~1\"]\n{axes}repeat = 10000"), "kind = \"builtin\"\nname = \"dry-run\""),
+    );
     for command in ["validate", "plan", "exec"] {
         let out = runner(dir.path()).arg(command).arg(&huge).output().expect("runs");
         assert_eq!(out.status.code(), Some(1), "{command}");
@@ -168,7 +170,8 @@ fn a_huge_matrix_is_refused_before_it_is_expanded_and_max_runs_allows_more() {
         );
         assert!(err.contains("--max-runs 12800000000000"), "{command}: {err}");
     }
-    let small = write_manifest(dir.path(), "small.toml", &git_manifest(&repo, "ref = [\"HEAD~1\", \"HEAD~2\"]\nrepeat = 3", "kind = \"builtin\"\nname = \"dry-run\""));
+    let small =
+        write_manifest(dir.path(), "small.toml", &git_manifest(&repo, "ref = [\"HEAD~1\", \"HEAD~2\"]\nrepeat = 3", "kind = \"builtin\"\nname = \"dry-run\""));
     let out = runner(dir.path()).args(["plan", "--max-runs", "5"]).arg(&small).output().expect("runs");
     assert_eq!(out.status.code(), Some(1));
     assert!(stderr_of(&out).contains("2 cells × 1 subject × 3 repeats = 6 runs, more than the limit of 5 runs"), "{}", stderr_of(&out));

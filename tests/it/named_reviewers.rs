@@ -85,7 +85,8 @@ fn a_builtin_and_a_command_reviewer_are_compared_on_the_same_subjects() {
 fn the_reviewer_axis_must_name_declared_reviewers() {
     let dir = tempfile::tempdir().expect("tempdir");
     let repo = calc_repo(dir.path());
-    let text = std::fs::read_to_string(mixed_manifest(dir.path(), &repo)).expect("read").replace(r#"reviewer = ["dry", "stet"]"#, r#"reviewer = ["dry", "stte"]"#);
+    let text =
+        std::fs::read_to_string(mixed_manifest(dir.path(), &repo)).expect("read").replace(r#"reviewer = ["dry", "stet"]"#, r#"reviewer = ["dry", "stte"]"#);
     let manifest = write_manifest(dir.path(), "bad.toml", &text);
     let out = runner(dir.path()).arg("validate").arg(&manifest).output().expect("validate");
     assert!(!out.status.success());

@@ -19,12 +19,7 @@ fn kill_9_then_rerun_completes_only_the_missing_runs() {
         ),
     );
     let bin = assert_cmd::cargo::cargo_bin("runner");
-    let mut child = std::process::Command::new(bin)
-        .current_dir(dir.path())
-        .args(["exec", "--quiet", "--jobs", "2"])
-        .arg(&manifest)
-        .spawn()
-        .expect("spawn");
+    let mut child = std::process::Command::new(bin).current_dir(dir.path()).args(["exec", "--quiet", "--jobs", "2"]).arg(&manifest).spawn().expect("spawn");
     let runs_dir = dir.path().join("cache/runs");
     let deadline = Instant::now() + Duration::from_secs(30);
     while super::exec_corpus::walk(&runs_dir).len() < 4 && Instant::now() < deadline {
@@ -132,7 +127,9 @@ fn sigterm_stops_reviewer_children_keeps_finished_runs_and_the_report() {
         .stderr(std::process::Stdio::piped())
         .spawn()
         .expect("spawn");
-    wait_for("shard 1 cached and both sleepers", || super::exec_corpus::walk(&runs_dir).len() == 1 && pid_of(dir.path(), 2).is_some() && pid_of(dir.path(), 3).is_some());
+    wait_for("shard 1 cached and both sleepers", || {
+        super::exec_corpus::walk(&runs_dir).len() == 1 && pid_of(dir.path(), 2).is_some() && pid_of(dir.path(), 3).is_some()
+    });
     let pids = [pid_of(dir.path(), 2).expect("pid"), pid_of(dir.path(), 3).expect("pid")];
     assert!(std::process::Command::new("kill").args(["-TERM", &child.id().to_string()]).status().expect("kill").success());
     let out = child.wait_with_output().expect("runner exits");

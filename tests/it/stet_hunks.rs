@@ -158,7 +158,20 @@ fn the_builtin_dry_run_follows_stets_hunk_rules_and_equals_the_fake_stet() {
     // second field, and a non-ASCII name stays as git quoted it (no HOME: core.quotePath is on).
     assert_eq!(
         files,
-        vec!["\"b/caf\\303\\251.txt\"", "b", "blank_ctx.txt", "crlf.txt", "dashes.txt", "emptied.txt", "file.txt", "gone.txt", "latin1.txt", "new_name.py", "noeol.txt", "trailing.txt"],
+        vec![
+            "\"b/caf\\303\\251.txt\"",
+            "b",
+            "blank_ctx.txt",
+            "crlf.txt",
+            "dashes.txt",
+            "emptied.txt",
+            "file.txt",
+            "gone.txt",
+            "latin1.txt",
+            "new_name.py",
+            "noeol.txt",
+            "trailing.txt"
+        ],
     );
     let expect: Vec<(&str, u32, &[u8])> = vec![
         ("gone.txt", 1, b"@@ -1 +0,0 @@\n-bye"),

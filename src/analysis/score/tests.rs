@@ -36,16 +36,16 @@ fn hand_computed() -> CapturedResults {
     let mut r2 = run("case-01", "trial-02", false, json!([v("F02")]));
     r2["metrics"] = json!({"latencyMs": 300});
     captured(json!({"version": 1,
-        "plan": {"caseIds": ["case-01", "case-02", "case-06"], "trialIds": ["trial-01", "trial-02"]},
-        "strategies": [
-            {"name": "a", "runs": [
-                r1, r2,
-                run("case-06", "trial-01", true, json!([fp("case-06-fp-01"), fp("case-06-fp-02")])),
-                run("case-06", "trial-02", true, json!([])),
-                run("case-02", "trial-02", true, json!([v("F03")]))
-            ]},
-            {"name": "b", "runs": []}
-        ]}))
+    "plan": {"caseIds": ["case-01", "case-02", "case-06"], "trialIds": ["trial-01", "trial-02"]},
+    "strategies": [
+        {"name": "a", "runs": [
+            r1, r2,
+            run("case-06", "trial-01", true, json!([fp("case-06-fp-01"), fp("case-06-fp-02")])),
+            run("case-06", "trial-02", true, json!([])),
+            run("case-02", "trial-02", true, json!([v("F03")]))
+        ]},
+        {"name": "b", "runs": []}
+    ]}))
 }
 
 #[test]
@@ -177,7 +177,8 @@ fn what_the_reference_scorer_accepts() {
     assert!(check(&none, &oracle()).is_empty());
     let s = score(&none, &oracle(), DEFAULT_METHOD, "", "");
     assert_eq!(serde_json::to_value(&s).expect("json"), json!({"version": 1, "strategies": []}));
-    let text: CapturedResults = serde_json::from_str(r#"{"version": 1.0, "plan": {"caseIds": ["case-01", "case-06"], "trialIds": ["t"]}, "strategies": []}"#).expect("1.0 is 1");
+    let text: CapturedResults =
+        serde_json::from_str(r#"{"version": 1.0, "plan": {"caseIds": ["case-01", "case-06"], "trialIds": ["t"]}, "strategies": []}"#).expect("1.0 is 1");
     assert_eq!(text.version, 1);
 }
 

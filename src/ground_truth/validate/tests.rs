@@ -23,11 +23,11 @@ fn public() -> Value {
 
 fn oracle() -> Value {
     json!({"version": 1,
-        "findings": [{"id": "F01", "caseId": "case-01", "description": "0 is no longer clamped to 1", "file": "src/clamp.mjs", "line": 2}],
-        "cases": [
-            {"id": "case-01", "expectedFindingIds": ["F01"], "groundTruth": gt("fail", PROGRAM), "rationale": "r"},
-            {"id": "case-02", "expectedFindingIds": [], "groundTruth": gt("pass", CLEAN_PROGRAM), "rationale": "r"}
-        ]})
+    "findings": [{"id": "F01", "caseId": "case-01", "description": "0 is no longer clamped to 1", "file": "src/clamp.mjs", "line": 2}],
+    "cases": [
+        {"id": "case-01", "expectedFindingIds": ["F01"], "groundTruth": gt("fail", PROGRAM), "rationale": "r"},
+        {"id": "case-02", "expectedFindingIds": [], "groundTruth": gt("pass", CLEAN_PROGRAM), "rationale": "r"}
+    ]})
 }
 
 /// A `groundTruth` that passes on `before`.
@@ -50,7 +50,11 @@ fn structure(public: &Value, oracle: &Value) -> Validation {
 /// Programs run with bounds far above what they need, so a busy machine cannot make a sound
 /// program look timed out: these tests are about verdicts, not speed.
 fn patient() -> Options {
-    Options { jobs: 2, limits: program::Limits { run: std::time::Duration::from_secs(120), compile: std::time::Duration::from_secs(600), ..program::Limits::default() }, structure_only: false }
+    Options {
+        jobs: 2,
+        limits: program::Limits { run: std::time::Duration::from_secs(120), compile: std::time::Duration::from_secs(600), ..program::Limits::default() },
+        structure_only: false,
+    }
 }
 
 fn full(public: &Value, oracle: &Value) -> Validation {
@@ -315,7 +319,10 @@ fn broken_variants_of_the_reference_corpus_are_rejected() {
         ("must be titled `Scenario 03`, not `Scenario 3`", Box::new(|p, _| p["cases"][2]["title"] = json!("Scenario 3"))),
         ("must be titled `Scenario 04`, not `Limit parsing`", Box::new(|p, _| p["cases"][3]["title"] = json!("Limit parsing"))),
         ("source path `../target.mjs` must be relative and must not escape", Box::new(|p, _| p["cases"][0]["source"]["path"] = json!("../target.mjs"))),
-        ("source path `src/../../target.mjs` must be relative and must not escape", Box::new(|p, _| p["cases"][0]["source"]["path"] = json!("src/../../target.mjs"))),
+        (
+            "source path `src/../../target.mjs` must be relative and must not escape",
+            Box::new(|p, _| p["cases"][0]["source"]["path"] = json!("src/../../target.mjs")),
+        ),
         ("source path `/tmp/target.mjs` must be relative", Box::new(|p, _| p["cases"][0]["source"]["path"] = json!("/tmp/target.mjs"))),
         ("expected finding `F09` is not in the oracle's `findings` catalog", Box::new(|_, o| o["cases"][0]["expectedFindingIds"] = json!(["F09"]))),
         ("an oracle case lacks `rationale`", Box::new(|_, o| drop(o["cases"][1].as_object_mut().expect("case").remove("rationale")))),
@@ -328,10 +335,16 @@ fn broken_variants_of_the_reference_corpus_are_rejected() {
         ("unknown key `expectedFindingIds` in a public case", Box::new(|p, _| p["cases"][0]["expectedFindingIds"] = json!(["F01"]))),
         ("unknown key `language` in a public case's `source`", Box::new(|p, _| p["cases"][0]["source"]["language"] = json!("js"))),
         ("unknown key `extra` in the oracle", Box::new(|_, o| o["extra"] = json!(true))),
-        ("a bare program string is the form of earlier runner versions", Box::new(|_, o| o["cases"][0]["groundTruth"] = o["cases"][0]["groundTruth"]["program"].clone())),
+        (
+            "a bare program string is the form of earlier runner versions",
+            Box::new(|_, o| o["cases"][0]["groundTruth"] = o["cases"][0]["groundTruth"]["program"].clone()),
+        ),
         ("`groundTruth.after` must be \"pass\" or \"fail\", not `\"failed\"`", Box::new(|_, o| o["cases"][0]["groundTruth"]["after"] = json!("failed"))),
         ("`groundTruth.before` must be \"pass\" or \"fail\", not a boolean", Box::new(|_, o| o["cases"][0]["groundTruth"]["before"] = json!(true))),
-        ("`groundTruth` of a finding case must say `\"before\": \"pass\", \"after\": \"fail\"`", Box::new(|_, o| o["cases"][0]["groundTruth"]["after"] = json!("pass"))),
+        (
+            "`groundTruth` of a finding case must say `\"before\": \"pass\", \"after\": \"fail\"`",
+            Box::new(|_, o| o["cases"][0]["groundTruth"]["after"] = json!("pass")),
+        ),
         ("`groundTruth` of a clean case (no expected findings) must say", Box::new(|_, o| o["cases"][5]["groundTruth"]["after"] = json!("fail"))),
         ("`version` must be 1", Box::new(|_, o| o["version"] = json!(2))),
         ("case `case-08` is in `oracle.json` but not in `cases.public.json`", Box::new(|p, _| drop(p["cases"].as_array_mut().expect("cases").pop()))),

@@ -100,7 +100,8 @@ fn add_f64(total: &mut Option<f64>, v: Option<f64>) {
 
 impl LlmReviewer {
     pub fn new(spec: LlmSpec) -> Result<Self, ReviewError> {
-        let policy = Policy { retries: spec.retries, base_delay: spec.retry_base_delay, max_delay: spec.retry_max_delay, request_timeout: spec.request_timeout };
+        let policy =
+            Policy { retries: spec.retries, base_delay: spec.retry_base_delay, max_delay: spec.retry_max_delay, request_timeout: spec.request_timeout };
         let transport = Transport::new(policy, spec.connect_timeout, spec.max_concurrency_per_endpoint)?;
         let schema_single = prompt::response_schema(&spec, false, None);
         let schema_multi = prompt::response_schema(&spec, true, None);
@@ -115,19 +116,27 @@ impl LlmReviewer {
     pub fn params(&self, cell: &Cell, repeat: u32) -> Result<Params, ReviewError> {
         let model = match &self.spec.model {
             Some(t) => template::render(t, &template::variables(cell, 0, None)).map_err(ReviewError::failed)?,
-            None => cell.get("model").map(|v| v.render()).ok_or_else(|| ReviewError::failed("no model: add a `model` axis or `model = \"…\"` to [reviewer]"))?,
+            None => {
+                cell.get("model").map(|v| v.render()).ok_or_else(|| ReviewError::failed("no model: add a `model` axis or `model = \"…\"` to [reviewer]"))?
+            }
         };
         let temperature = match cell.get("temperature") {
             Some(v) => v.as_f64().ok_or_else(|| ReviewError::failed(format!("axis `temperature` value `{v}` is not a number")))?,
             None => self.spec.temperature.unwrap_or(DEFAULT_TEMPERATURE),
         };
         let base_seed = match cell.get("seed") {
-            Some(v) => Some(v.as_i64().filter(|s| *s >= 0).ok_or_else(|| ReviewError::failed(format!("axis `seed` value `{v}` is not a non-negative integer")))? as u64),
+            Some(v) => {
+                Some(v.as_i64().filter(|s| *s >= 0).ok_or_else(|| ReviewError::failed(format!("axis `seed` value `{v}` is not a non-negative integer")))? as u64)
+            }
             None => self.spec.seed,
         };
         let seed = base_seed.map(|s| if self.spec.seed_per_repeat { s + u64::from(repeat.saturating_sub(1)) } else { s });
         let rag_max_definitions = match cell.get("rag_symbol_max_definitions") {
-            Some(v) => v.as_i64().filter(|n| *n >= 0).ok_or_else(|| ReviewError::failed(format!("axis `rag_symbol_max_definitions` value `{v}` is not a non-negative integer")))? as u32,
+            Some(v) => v
+                .as_i64()
+                .filter(|n| *n >= 0)
+                .ok_or_else(|| ReviewError::failed(format!("axis `rag_symbol_max_definitions` value `{v}` is not a non-negative integer")))?
+                as u32,
             None => self.spec.rag_max_definitions,
         };
         Ok(Params { model, temperature, seed, base_seed, rag_max_definitions })
@@ -161,7 +170,8 @@ impl LlmReviewer {
     fn models_entry(&self, model: &str) -> Result<Option<(Value, Value)>, ReviewError> {
         let Some(path) = &self.spec.models_json else { return Ok(None) };
         let doc = self.models_json.get_or_init(|| {
-            let text = std::fs::read_to_string(path).map_err(|e| format!("failed to read `models-json` `{}`: {e}; run scripts/model-server/install.sh or remove `models-json`", path.display()))?;
+            let text = std::fs::read_to_string(path)
+                .map_err(|e| format!("failed to read `models-json` `{}`: {e}; run scripts/model-server/install.sh or remove `models-json`", path.display()))?;
             serde_json::from_str(&text).map_err(|e| format!("`models-json` `{}` is not JSON: {e}", path.display()))
         });
         let doc = doc.as_ref().map_err(|e| ReviewError::failed(e.clone()))?;
@@ -208,7 +218,9 @@ impl LlmReviewer {
     fn finish_provenance(&self, prov: &mut BTreeMap<String, Value>, model: &str, info: &ServerInfo, endpoint: &str) -> Result<(), ReviewError> {
         if let (Some(served), Some(Value::String(listed))) = (&info.model_file, prov.get("model_file")) {
             if served != listed {
-                return Err(unreachable(format!("`{endpoint}` serves `{served}` for model `{model}`, but `models-json` lists `{listed}`; the recorded sha256 would be wrong")));
+                return Err(unreachable(format!(
+                    "`{endpoint}` serves `{served}` for model `{model}`, but `models-json` lists `{listed}`; the recorded sha256 would be wrong"
+                )));
             }
         }
         for (key, value) in [("model_file", &info.model_file), ("quantization", &info.quantization), ("server", &info.server), ("model_digest", &info.digest)] {
@@ -226,7 +238,13 @@ impl LlmReviewer {
 
     /// Checks, before any review request, that an endpoint of the pool answers and serves the
     /// model (fail fast), and learns what it serves for the provenance.
-    async fn preflight(&self, pool: &[Arc<Endpoint>], model: &str, api_key: Option<&str>, waited: &mut std::time::Duration) -> Result<(String, ServerInfo), ReviewError> {
+    async fn preflight(
+        &self,
+        pool: &[Arc<Endpoint>],
+        model: &str,
+        api_key: Option<&str>,
+        waited: &mut std::time::Duration,
+    ) -> Result<(String, ServerInfo), ReviewError> {
         loop {
             let wait_started = Instant::now();
             let acquired = self.transport.acquire(pool).await;
@@ -249,7 +267,14 @@ impl LlmReviewer {
     }
 
     /// One request (with retries and endpoint fail-over) for a unit.
-    async fn request(&self, pool: &[Arc<Endpoint>], model: &str, ask: &Ask<'_>, api_key: Option<&str>, waited: &mut std::time::Duration) -> Result<(Completion, u32, String), ReviewError> {
+    async fn request(
+        &self,
+        pool: &[Arc<Endpoint>],
+        model: &str,
+        ask: &Ask<'_>,
+        api_key: Option<&str>,
+        waited: &mut std::time::Duration,
+    ) -> Result<(Completion, u32, String), ReviewError> {
         loop {
             let wait_started = Instant::now();
             let acquired = self.transport.acquire(pool).await;
@@ -292,7 +317,15 @@ impl LlmReviewer {
     }
 
     /// Asks for one unit's review, continuing a truncated answer when configured to.
-    async fn exchange(&self, pool: &[Arc<Endpoint>], p: &Params, prompts: &prompt::Prompts, schema: &Value, api_key: Option<&str>, label: &str) -> Result<Exchange, ReviewError> {
+    async fn exchange(
+        &self,
+        pool: &[Arc<Endpoint>],
+        p: &Params,
+        prompts: &prompt::Prompts,
+        schema: &Value,
+        api_key: Option<&str>,
+        label: &str,
+    ) -> Result<Exchange, ReviewError> {
         let sampling = Sampling { temperature: p.temperature, seed: p.seed, max_tokens: self.spec.max_tokens, num_ctx: self.spec.num_ctx };
         let base = vec![Message { role: "system", content: prompts.system.clone() }, Message { role: "user", content: prompts.user.clone() }];
         let rounds = match self.spec.on_truncation {
@@ -378,10 +411,21 @@ impl LlmReviewer {
             let ex = self.exchange(&pool, &p, &prompts, &schema, api_key.as_deref(), &unit.label).await?;
             waited += ex.waited;
             let items = extract_model_findings(&ex.text).map_err(|e| {
-                ReviewError::failed(format!("failed to read model `{}`'s answer for `{}`: {e}; it began: {}", p.model, unit.label, ex.text.chars().take(160).collect::<String>()))
+                ReviewError::failed(format!(
+                    "failed to read model `{}`'s answer for `{}`: {e}; it began: {}",
+                    p.model,
+                    unit.label,
+                    ex.text.chars().take(160).collect::<String>()
+                ))
             })?;
             let normalized = normalize::normalize(items, unit, &job.subject.repo_dir, &mut seen);
-            let mut unit_cost = UnitCost { unit: unit.label.clone(), hunks: unit.hunk_count(), requests: ex.requests, findings: normalized.findings.len() as u32, ..UnitCost::default() };
+            let mut unit_cost = UnitCost {
+                unit: unit.label.clone(),
+                hunks: unit.hunk_count(),
+                requests: ex.requests,
+                findings: normalized.findings.len() as u32,
+                ..UnitCost::default()
+            };
             for a in &ex.answers {
                 add_u64(&mut unit_cost.prompt_tokens, a.prompt_tokens);
                 add_u64(&mut unit_cost.completion_tokens, a.completion_tokens);

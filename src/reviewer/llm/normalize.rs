@@ -102,11 +102,8 @@ pub fn normalize(items: Vec<Value>, unit: &Unit<'_>, repo_dir: &Path, seen: &mut
         }
         f.file = clean_path(&f.file);
         if f.file.is_empty() {
-            f.file = spans
-                .iter()
-                .find(|(_, a, b)| f.line >= *a && f.line <= *b)
-                .map(|(file, _, _)| file.clone())
-                .unwrap_or_else(|| unit.first_file().to_string());
+            f.file =
+                spans.iter().find(|(_, a, b)| f.line >= *a && f.line <= *b).map(|(file, _, _)| file.clone()).unwrap_or_else(|| unit.first_file().to_string());
         }
         // stet's evidence filter (FilterByHunkLines).
         if !reviewed.contains(f.file.as_str()) {

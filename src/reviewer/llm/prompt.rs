@@ -28,10 +28,15 @@ impl Unit<'_> {
 
     /// New-side spans of the reviewed hunks: (file, first, last).
     pub fn spans(&self) -> Vec<(String, u32, u32)> {
-        self.files.iter().flat_map(|(f, hunks)| hunks.iter().map(move |h| {
-            let (a, b) = h.new_span();
-            (f.to_string(), a, b)
-        })).collect()
+        self.files
+            .iter()
+            .flat_map(|(f, hunks)| {
+                hunks.iter().map(move |h| {
+                    let (a, b) = h.new_span();
+                    (f.to_string(), a, b)
+                })
+            })
+            .collect()
     }
 
     pub fn first_file(&self) -> &str {
@@ -196,7 +201,8 @@ pub fn render(spec: &LlmSpec, subject: &Subject, unit: &Unit<'_>, definitions: &
     let mut hb = Handlebars::new();
     hb.set_strict_mode(true);
     hb.register_escape_fn(handlebars::no_escape);
-    let system = hb.render_template(&spec.system_prompt.text, &vars).map_err(|e| format!("failed to render system prompt `{}`: {e}", spec.system_prompt.name))?;
+    let system =
+        hb.render_template(&spec.system_prompt.text, &vars).map_err(|e| format!("failed to render system prompt `{}`: {e}", spec.system_prompt.name))?;
     let user = hb.render_template(&spec.prompt.text, &vars).map_err(|e| format!("failed to render prompt `{}`: {e}", spec.prompt.name))?;
     Ok(Prompts { system: system.trim().to_string(), user: user.trim().to_string() })
 }
@@ -253,7 +259,16 @@ mod tests {
         let s = subject();
         let spec = LlmSpec::new(Protocol::OpenAi, "http://x/v1");
         let unit = &units(&s.files, UnitKind::File)[0];
-        let def = Definition { symbol: "mean".into(), kind: "function".into(), file: "stats.py".into(), line: 3, end_line: 4, language: "python".into(), snippet: "def mean(xs):\n    return 0".into(), truncated: false };
+        let def = Definition {
+            symbol: "mean".into(),
+            kind: "function".into(),
+            file: "stats.py".into(),
+            line: 3,
+            end_line: 4,
+            language: "python".into(),
+            snippet: "def mean(xs):\n    return 0".into(),
+            truncated: false,
+        };
         let p = render(&spec, &s, unit, &[def]).expect("renders");
         assert!(p.user.contains("Review the averaging helper."));
         assert!(p.user.contains("avg([]) must return 0."));

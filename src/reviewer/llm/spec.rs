@@ -233,9 +233,15 @@ pub fn read_spec(t: &TableReader<'_, '_>, kind: &str, axes: &BTreeSet<String>, b
         None => {}
     }
     if let Some(name) = t.string("api-key-env") {
-        let valid = !name.get_ref().is_empty() && name.get_ref().chars().all(|c| c.is_ascii_alphanumeric() || c == '_') && !name.get_ref().starts_with(|c: char| c.is_ascii_digit());
+        let valid = !name.get_ref().is_empty()
+            && name.get_ref().chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+            && !name.get_ref().starts_with(|c: char| c.is_ascii_digit());
         if !valid {
-            problems.push_with_help(name.span(), "`api-key-env` must name an environment variable", "the manifest holds the variable's name, never the key itself");
+            problems.push_with_help(
+                name.span(),
+                "`api-key-env` must name an environment variable",
+                "the manifest holds the variable's name, never the key itself",
+            );
             ok = false;
         }
         spec.api_key_env = Some(name.into_inner());
@@ -256,7 +262,11 @@ pub fn read_spec(t: &TableReader<'_, '_>, kind: &str, axes: &BTreeSet<String>, b
     }
     if let Some(v) = t.integer("num-ctx", 1, 10_000_000) {
         if protocol == Protocol::OpenAi {
-            problems.push_with_help(v.span(), "`num-ctx` applies to `ollama` reviewers only", "an OpenAI-compatible server's context size is set when it starts");
+            problems.push_with_help(
+                v.span(),
+                "`num-ctx` applies to `ollama` reviewers only",
+                "an OpenAI-compatible server's context size is set when it starts",
+            );
             ok = false;
         }
         spec.num_ctx = Some(*v.get_ref() as u32);
@@ -314,7 +324,11 @@ pub fn read_spec(t: &TableReader<'_, '_>, kind: &str, axes: &BTreeSet<String>, b
             "fail" => OnTruncation::Fail,
             "continue" => OnTruncation::Continue,
             other => {
-                problems.push_with_help(s.span(), format!("unknown `on-truncation` value `{other}`"), "fail (the run fails, naming the limit) or continue (ask the model to continue)");
+                problems.push_with_help(
+                    s.span(),
+                    format!("unknown `on-truncation` value `{other}`"),
+                    "fail (the run fails, naming the limit) or continue (ask the model to continue)",
+                );
                 ok = false;
                 OnTruncation::Fail
             }
@@ -382,7 +396,11 @@ fn check_url(t: &TableReader<'_, '_>, url: &Spanned<String>) -> bool {
     if u.contains("${") || u.starts_with("http://") || u.starts_with("https://") {
         return true;
     }
-    t.problems().push_with_help(url.span(), format!("`{u}` is not an http(s) URL"), "e.g. `http://127.0.0.1:8080/v1` (openai) or `http://localhost:11434` (ollama); `${VAR:-default}` reads the environment");
+    t.problems().push_with_help(
+        url.span(),
+        format!("`{u}` is not an http(s) URL"),
+        "e.g. `http://127.0.0.1:8080/v1` (openai) or `http://localhost:11434` (ollama); `${VAR:-default}` reads the environment",
+    );
     false
 }
 

@@ -108,7 +108,12 @@ impl Transport {
         let mut map = self.endpoints.lock().unwrap_or_else(|p| p.into_inner());
         map.entry(url.clone())
             .or_insert_with(|| {
-                Arc::new(Endpoint { url, permits: Arc::new(Semaphore::new(self.per_endpoint)), down: StdMutex::new(None), checked: Mutex::new(BTreeMap::new()) })
+                Arc::new(Endpoint {
+                    url,
+                    permits: Arc::new(Semaphore::new(self.per_endpoint)),
+                    down: StdMutex::new(None),
+                    checked: Mutex::new(BTreeMap::new()),
+                })
             })
             .clone()
     }
@@ -307,7 +312,9 @@ fn classify(e: AttemptError, url: &str, model: &str, attempts: u32) -> Failure {
     let tries = if attempts == 1 { "1 attempt".to_string() } else { format!("{attempts} attempts") };
     match e {
         AttemptError::Connect(msg) => Failure::Down(format!("cannot reach `{url}` for model `{model}` after {tries}: {msg}")),
-        AttemptError::Dropped(msg) => Failure::Fatal(ReviewError::failed(format!("`{url}` dropped the connection mid-answer for model `{model}` after {tries}: {msg}"))),
+        AttemptError::Dropped(msg) => {
+            Failure::Fatal(ReviewError::failed(format!("`{url}` dropped the connection mid-answer for model `{model}` after {tries}: {msg}")))
+        }
         AttemptError::Status { status: 404, message, .. } => Failure::Fatal(unreachable(format!("`{url}` answered 404 for model `{model}`: {message}"))),
         AttemptError::Status { status: s @ (401 | 403), message, .. } => {
             Failure::Fatal(unreachable(format!("`{url}` refused model `{model}` ({s}): {message}; check the key named by `api-key-env`")))
@@ -315,8 +322,12 @@ fn classify(e: AttemptError, url: &str, model: &str, attempts: u32) -> Failure {
         AttemptError::Status { status, message, .. } if status == 429 || status >= 500 => {
             Failure::Fatal(ReviewError::failed(format!("`{url}` answered {status} for model `{model}` after {tries}: {message}")))
         }
-        AttemptError::Status { status, message, .. } => Failure::Fatal(ReviewError::failed(format!("`{url}` rejected the request for model `{model}` ({status}): {message}"))),
-        AttemptError::Timeout(d) => Failure::Fatal(ReviewError::failed(format!("request to `{url}` for model `{model}` timed out after {:.0}s (`request-timeout`)", d.as_secs_f64()))),
+        AttemptError::Status { status, message, .. } => {
+            Failure::Fatal(ReviewError::failed(format!("`{url}` rejected the request for model `{model}` ({status}): {message}")))
+        }
+        AttemptError::Timeout(d) => {
+            Failure::Fatal(ReviewError::failed(format!("request to `{url}` for model `{model}` timed out after {:.0}s (`request-timeout`)", d.as_secs_f64())))
+        }
         AttemptError::Protocol(msg) => Failure::Fatal(ReviewError::failed(format!("`{url}` sent an answer runner cannot read for model `{model}`: {msg}"))),
         AttemptError::Model(msg) => Failure::Fatal(ReviewError::failed(format!("model `{model}` at `{url}` reported an error: {msg}"))),
     }
@@ -378,7 +389,13 @@ mod tests {
             .with_retries("http://h", "m", || {
                 calls += 1;
                 let n = calls;
-                async move { if n < 3 { Err(AttemptError::Connect("reset".into())) } else { Ok(n) } }
+                async move {
+                    if n < 3 {
+                        Err(AttemptError::Connect("reset".into()))
+                    } else {
+                        Ok(n)
+                    }
+                }
             })
             .await
             .map_err(|_| "failed");

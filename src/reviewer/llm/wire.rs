@@ -204,7 +204,8 @@ pub fn ollama_line(line: &[u8], out: &mut Completion) -> Result<bool, AttemptErr
     if text.is_empty() {
         return Ok(false);
     }
-    let v: Value = serde_json::from_str(text).map_err(|e| AttemptError::Protocol(format!("stream line is not JSON ({e}): {}", crate::reviewer::tail(text, 200))))?;
+    let v: Value =
+        serde_json::from_str(text).map_err(|e| AttemptError::Protocol(format!("stream line is not JSON ({e}): {}", crate::reviewer::tail(text, 200))))?;
     if let Some(err) = v.get("error") {
         return Err(AttemptError::Model(err.as_str().map(str::to_string).unwrap_or_else(|| err.to_string())));
     }
@@ -269,7 +270,8 @@ pub fn openai_parse(v: &Value) -> Result<Completion, AttemptError> {
 
 pub async fn openai_read(resp: reqwest::Response, timeout: Duration) -> Result<Completion, AttemptError> {
     let bytes = resp.bytes().await.map_err(|e| AttemptError::from_reqwest(&e, timeout))?;
-    let v: Value = serde_json::from_slice(&bytes).map_err(|e| AttemptError::Protocol(format!("the answer is not JSON ({e}): {}", crate::reviewer::tail(&String::from_utf8_lossy(&bytes), 200))))?;
+    let v: Value = serde_json::from_slice(&bytes)
+        .map_err(|e| AttemptError::Protocol(format!("the answer is not JSON ({e}): {}", crate::reviewer::tail(&String::from_utf8_lossy(&bytes), 200))))?;
     openai_parse(&v)
 }
 

@@ -13,10 +13,10 @@ fn fixture(sheet_rows: &[[&str; 3]]) -> (tempfile::TempDir, PathBuf, PathBuf) {
     std::fs::write(
         corpus.join("oracle.json"),
         json!({"version": 1, "findings": [{"id": "F01", "description": "a"}, {"id": "F02", "description": "b"}],
-            "cases": [
-                {"id": "case-01", "expectedFindingIds": ["F01", "F02"], "rationale": "r", "groundTruth": "g"},
-                {"id": "case-06", "expectedFindingIds": [], "rationale": "r", "groundTruth": "g"}
-            ]})
+        "cases": [
+            {"id": "case-01", "expectedFindingIds": ["F01", "F02"], "rationale": "r", "groundTruth": "g"},
+            {"id": "case-06", "expectedFindingIds": [], "rationale": "r", "groundTruth": "g"}
+        ]})
         .to_string(),
     )
     .expect("write");
