@@ -1,6 +1,7 @@
 //! Ground-truth scoring through the real CLI: `runner diff` as a CI gate between two
 //! executions, and seed 003's eval cases on a git repository built in a temporary directory.
 
+use super::git;
 use assert_cmd::Command;
 use predicates::str::contains;
 use std::path::Path;
@@ -102,18 +103,6 @@ fn diff_between_two_executions_names_the_regressed_finding() {
         .assert()
         .code(1)
         .stderr(contains("has no cell `nope`; its cells: `default`"));
-}
-
-fn git(dir: &Path, args: &[&str]) -> String {
-    let out = std::process::Command::new("git")
-        .arg("-C")
-        .arg(dir)
-        .args(["-c", "user.name=t", "-c", "user.email=t@localhost", "-c", "commit.gpgsign=false"])
-        .args(args)
-        .output()
-        .expect("git");
-    assert!(out.status.success(), "git {args:?}: {}", String::from_utf8_lossy(&out.stderr));
-    String::from_utf8_lossy(&out.stdout).trim().to_string()
 }
 
 #[test]

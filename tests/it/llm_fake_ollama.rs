@@ -537,17 +537,7 @@ async fn rag_definitions_reach_the_prompt() {
     // A real two-commit repository: the definition lives in another file at HEAD.
     let dir = tempfile::tempdir().expect("tempdir");
     let repo = dir.path();
-    let git = |args: &[&str]| {
-        let out = std::process::Command::new("git")
-            .arg("-C")
-            .arg(repo)
-            .args(["-c", "user.name=t", "-c", "user.email=t@e", "-c", "commit.gpgsign=false"])
-            .args(args)
-            .output()
-            .expect("git");
-        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-        String::from_utf8_lossy(&out.stdout).trim().to_string()
-    };
+    let git = |args: &[&str]| super::git(repo, args);
     git(&["init", "-q"]);
     std::fs::write(repo.join("stats.py"), "def mean(xs):\n    return sum(xs) / len(xs)\n").expect("write");
     std::fs::write(repo.join("calc.py"), "x = 1\n").expect("write");

@@ -20,6 +20,7 @@
 //! start.sh gives it); `RUNNER_MODELS_JSON` (default `.models/MODELS.json`) adds the model
 //! file's sha256 to the provenance checks when it exists.
 
+use super::git;
 use runner::matrix::AxisValue;
 use runner::matrix::Cell;
 use runner::reviewer::llm::{LlmReviewer, LlmSpec, OnTruncation, Protocol};
@@ -49,18 +50,6 @@ fn server() -> (String, String) {
 fn models_json() -> Option<PathBuf> {
     let path = std::env::var("RUNNER_MODELS_JSON").map(PathBuf::from).unwrap_or_else(|_| Path::new(env!("CARGO_MANIFEST_DIR")).join(".models/MODELS.json"));
     path.is_file().then_some(path)
-}
-
-fn git(repo: &Path, args: &[&str]) -> String {
-    let out = std::process::Command::new("git")
-        .arg("-C")
-        .arg(repo)
-        .args(["-c", "user.name=t", "-c", "user.email=t@example.com", "-c", "commit.gpgsign=false"])
-        .args(args)
-        .output()
-        .expect("git runs");
-    assert!(out.status.success(), "git {args:?}: {}", String::from_utf8_lossy(&out.stderr));
-    String::from_utf8_lossy(&out.stdout).trim().to_string()
 }
 
 /// A calc.py change (an `avg` that calls `div`, defined outside the hunk), as a real

@@ -35,11 +35,13 @@ pub fn fake_stet() -> PathBuf {
     project_root().join("tests/fixtures/fake-stet/stet")
 }
 
-/// Runs git in `dir` with a fixed identity, panicking with its stderr on failure.
+/// Runs git in `dir` with a fixed identity and no signing, panicking with its stderr on
+/// failure; returns stdout, trimmed. The one git helper of the integration tests.
 pub fn git(dir: &Path, args: &[&str]) -> String {
     let out = StdCommand::new("git")
         .arg("-C")
         .arg(dir)
+        .args(["-c", "commit.gpgsign=false"])
         .args(args)
         .env("GIT_AUTHOR_NAME", "t")
         .env("GIT_AUTHOR_EMAIL", "t@example.com")
@@ -48,7 +50,7 @@ pub fn git(dir: &Path, args: &[&str]) -> String {
         .output()
         .expect("git runs");
     assert!(out.status.success(), "git {args:?}: {}", String::from_utf8_lossy(&out.stderr));
-    String::from_utf8_lossy(&out.stdout).into_owned()
+    String::from_utf8_lossy(&out.stdout).trim().to_string()
 }
 
 /// A repository with three commits touching `calc.py`, configured the way stet needs.
