@@ -42,6 +42,69 @@ output = "out"
     )
 }
 
+/// The same two reviewers over a corpus: the bundled one, three of its cases.
+fn corpus_manifest(dir: &Path) -> PathBuf {
+    write_manifest(
+        dir,
+        "mixed-corpus.toml",
+        &format!(
+            r#"version = 1
+[experiment]
+name = "mixed-corpus"
+[target]
+corpus = "{corpus}"
+cases = ["case-01", "case-02", "case-03"]
+unseal-holdout = true
+[matrix]
+reviewer = ["dry", "stet"]
+
+[reviewers.dry]
+kind = "builtin"
+name = "dry-run"
+
+[reviewers.stet]
+kind = "command"
+program = "{stet}"
+args = ["start", "{{{{base}}}}", "--dry-run", "--json"]
+env = {{ FAKE_STET_SKIP_SERVER_CHECK = "1", STET_SUPPRESSION_ENABLED = "0" }}
+cleanup = [["-{stet}", "finish"]]
+ignore = [".review/"]
+
+[[analysis]]
+kind = "overlap"
+axis = "reviewer"
+[report]
+output = "out"
+"#,
+            corpus = project_root().join("corpus/quickstart").display(),
+            stet = fake_stet().display(),
+        ),
+    )
+}
+
+#[test]
+fn two_reviewers_over_one_corpus_are_cached_per_run_and_compared_in_a1() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let manifest = corpus_manifest(dir.path());
+    let exec = |dir: &Path| runner(dir).args(["exec", "--json", "--cache-dir", "cache", "--work-dir", "work"]).arg(&manifest).output().expect("runs");
+    let out = exec(dir.path());
+    assert!(out.status.success(), "{}", stderr_of(&out));
+    assert_eq!(count_events(&events(&out), "run_finished"), 6, "2 reviewers × 3 cases");
+    let results: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(dir.path().join("out/results.json")).expect("results.json")).expect("json");
+    let table = &results["analyses"][0]["tables"][0];
+    let row = &table["rows"][0];
+    assert_eq!((&row[0], &row[1]), (&serde_json::json!("`dry`"), &serde_json::json!("`stet`")), "{table}");
+    assert_eq!(row[3], row[4], "both found one placeholder per hunk: {row}");
+    assert_eq!(row[5], row[3], "and the same ids: {row}");
+    let report = std::fs::read_to_string(dir.path().join("out/RESULTS.md")).expect("RESULTS.md");
+    assert!(report.contains("builtin, command"), "{report}");
+
+    let again = exec(dir.path());
+    assert!(again.status.success(), "{}", stderr_of(&again));
+    assert_eq!(count_events(&events(&again), "run_cached"), 6);
+    assert_eq!(count_events(&events(&again), "run_started"), 0);
+}
+
 #[test]
 fn a_builtin_and_a_command_reviewer_are_compared_on_the_same_subjects() {
     let dir = tempfile::tempdir().expect("tempdir");
