@@ -400,7 +400,7 @@ fn short(key: &str) -> &str {
 }
 
 fn lock_error(path: &Path) -> CacheError {
-    CacheError::Write { path: path.to_path_buf(), source: std::io::Error::other("the lock could not be taken") }
+    CacheError::Lock(path.to_path_buf())
 }
 
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -444,8 +444,25 @@ impl FileLock {
     }
 }
 
+/// Whether a file is one of `atomic_write`'s temporary files.
+fn is_temp(path: &Path) -> bool {
+    path.file_name().is_some_and(|n| n.to_string_lossy().starts_with(".tmp"))
+}
+
 /// Temporary files (`.tmp*`) anywhere below `dir`.
 fn temp_files_under(dir: &Path) -> Vec<PathBuf> {
+    walk_files(dir, is_temp)
+}
+
+/// Regular files below `dir`, sorted, skipping temporary files.
+fn files_under(dir: &Path) -> Vec<PathBuf> {
+    let mut out = walk_files(dir, |p| !is_temp(p));
+    out.sort();
+    out
+}
+
+/// Every file below `dir` that `keep` accepts (directories are walked, not returned).
+fn walk_files(dir: &Path, keep: impl Fn(&Path) -> bool) -> Vec<PathBuf> {
     let mut out = Vec::new();
     let mut stack = vec![dir.to_path_buf()];
     while let Some(d) = stack.pop() {
@@ -454,30 +471,11 @@ fn temp_files_under(dir: &Path) -> Vec<PathBuf> {
             let path = entry.path();
             if entry.file_type().is_ok_and(|t| t.is_dir()) {
                 stack.push(path);
-            } else if path.file_name().is_some_and(|n| n.to_string_lossy().starts_with(".tmp")) {
+            } else if keep(&path) {
                 out.push(path);
             }
         }
     }
-    out
-}
-
-/// Regular files below `dir`, sorted, skipping temporary files.
-fn files_under(dir: &Path) -> Vec<PathBuf> {
-    let mut out = Vec::new();
-    let mut stack = vec![dir.to_path_buf()];
-    while let Some(d) = stack.pop() {
-        let Ok(entries) = std::fs::read_dir(&d) else { continue };
-        for entry in entries.flatten() {
-            let path = entry.path();
-            if path.is_dir() {
-                stack.push(path);
-            } else if !path.file_name().is_some_and(|n| n.to_string_lossy().starts_with(".tmp")) {
-                out.push(path);
-            }
-        }
-    }
-    out.sort();
     out
 }
 
