@@ -249,6 +249,7 @@ pub async fn execute<C: Conclusions>(
     let mut tasks: tokio::task::JoinSet<Finished<C::Analysis, C::Report>> = tokio::task::JoinSet::new();
     let mut task_nodes: HashMap<tokio::task::Id, NodeIndex> = HashMap::new();
     let mut render_error: Option<C::Error> = None;
+    let analyze_nodes = analysis_order(plan);
     loop {
         while let Some(node) = walk.ready.pop_front() {
             let interrupted = *cancel.borrow();
@@ -305,7 +306,7 @@ pub async fn execute<C: Conclusions>(
                     walk.finish(node, State::Analysis(Box::new(result)));
                 }
                 Node::Render => {
-                    let analyses: Vec<&C::Analysis> = analysis_order(plan)
+                    let analyses: Vec<&C::Analysis> = analyze_nodes
                         .iter()
                         .filter_map(|n| match &walk.states[n.index()] {
                             State::Analysis(a) => Some(a.as_ref()),
@@ -353,7 +354,7 @@ pub async fn execute<C: Conclusions>(
         });
     }
     let mut analyses = Vec::new();
-    for n in analysis_order(plan) {
+    for &n in &analyze_nodes {
         if let State::Analysis(a) = std::mem::replace(&mut states[n.index()], State::Pending) {
             analyses.push(*a);
         }
@@ -399,40 +400,41 @@ impl<A, R> Walk<'_, A, R> {
     /// failed node is skipped (and so, in turn, are its own dependents).
     fn finish(&mut self, node: NodeIndex, state: State<A, R>) {
         let graph = &self.plan.graph;
-        let mut stack = vec![(node, state)];
-        while let Some((node, state)) = stack.pop() {
-            if let (Node::Materialize { subject }, State::Failed(error)) = (&graph[node], &state) {
-                self.emitter.emit(Event::MaterializeFailed { subject: subject.clone(), error: error.clone() });
-            }
-            let ok = state.succeeded();
-            let error = if ok { String::new() } else { state.error() };
-            self.states[node.index()] = state;
+        if let (Node::Materialize { subject }, State::Failed(error)) = (&graph[node], &state) {
+            self.emitter.emit(Event::MaterializeFailed { subject: subject.clone(), error: error.clone() });
+        }
+        self.states[node.index()] = state;
+        let mut done = vec![node];
+        while let Some(node) = done.pop() {
+            let failure = (!self.states[node.index()].succeeded()).then(|| self.states[node.index()].error());
             for edge in graph.edges_directed(node, Direction::Outgoing) {
                 let next = edge.target();
                 if !matches!(self.states[next.index()], State::Pending) {
                     continue;
                 }
-                if !ok && *edge.weight() == Dependency::Requires {
-                    let reason = match &graph[node] {
-                        Node::Materialize { subject } => SkipReason::SubjectFailed { subject: subject.clone(), error: error.clone() },
-                        other => SkipReason::DependencyFailed { dependency: describe(other), error: error.clone() },
-                    };
-                    let skipped = match &graph[next] {
-                        Node::Review { run } => {
-                            self.emitter.emit(Event::RunSkipped { run: self.plan.runs[*run].id(), reason: reason.clone() });
-                            State::Run(RunOutcome::Skipped(reason))
+                match (&failure, edge.weight()) {
+                    (Some(error), Dependency::Requires) => {
+                        let reason = match &graph[node] {
+                            Node::Materialize { subject } => SkipReason::SubjectFailed { subject: subject.clone(), error: error.clone() },
+                            other => SkipReason::DependencyFailed { dependency: describe(other), error: error.clone() },
+                        };
+                        self.states[next.index()] = match &graph[next] {
+                            Node::Review { run } => {
+                                self.emitter.emit(Event::RunSkipped { run: self.plan.runs[*run].id(), reason: reason.clone() });
+                                State::Run(RunOutcome::Skipped(reason))
+                            }
+                            _ => State::Skipped(reason),
+                        };
+                        // A skipped node is done: its own dependents are released or skipped in turn.
+                        done.push(next);
+                    }
+                    _ => {
+                        let left = &mut self.remaining[next.index()];
+                        *left = left.saturating_sub(1);
+                        if *left == 0 {
+                            self.ready.push_back(next);
                         }
-                        _ => State::Skipped(reason),
-                    };
-                    // Mark it now so later dependencies finishing see it is no longer pending.
-                    self.states[next.index()] = State::Skipped(SkipReason::Interrupted);
-                    stack.push((next, skipped));
-                    continue;
-                }
-                let left = &mut self.remaining[next.index()];
-                *left = left.saturating_sub(1);
-                if *left == 0 {
-                    self.ready.push_back(next);
+                    }
                 }
             }
         }
