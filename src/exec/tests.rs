@@ -23,6 +23,8 @@ struct FakeReviewer {
     /// Turns cancellation on once this many reviews have finished.
     cancel_after: Option<(usize, StdMutex<Option<watch::Sender<bool>>>)>,
     finished: AtomicUsize,
+    /// Reviews in flight wait until this turns true, so a test can see how many run at once.
+    gate: Option<watch::Receiver<bool>>,
 }
 
 impl Reviewer for FakeReviewer {
@@ -44,6 +46,10 @@ impl Reviewer for FakeReviewer {
             let now = self.in_flight.fetch_add(1, Ordering::SeqCst) + 1;
             self.max_in_flight.fetch_max(now, Ordering::SeqCst);
             tokio::time::sleep(Duration::from_millis(self.latency_ms)).await;
+            if let Some(gate) = &self.gate {
+                let mut gate = gate.clone();
+                let _ = gate.wait_for(|open| *open).await;
+            }
             self.in_flight.fetch_sub(1, Ordering::SeqCst);
             let finished = self.finished.fetch_add(1, Ordering::SeqCst) + 1;
             if let Some((after, tx)) = &self.cancel_after {
@@ -187,19 +193,28 @@ fn fake_subject(id: &str) -> Subject {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn global_and_reviewer_limits_are_respected() {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let cache = CacheStore::new(dir.path());
-    let plan = plan(&["a", "b", "c", "d"], 3, &["s1"]);
-    let reviewer = Arc::new(FakeReviewer { latency_ms: 20, ..Default::default() });
-    let outcomes = run_with(&plan, reviewer.clone(), &cache, &options(8, Some(3))).await;
-    assert!(outcomes.iter().all(|o| o.success().is_some()));
-    assert_eq!(reviewer.calls.load(Ordering::SeqCst), 12);
-    assert!(reviewer.max_in_flight.load(Ordering::SeqCst) <= 3, "the reviewer limit (3) binds below --jobs (8)");
-
-    let dir2 = tempfile::tempdir().expect("tempdir");
-    let reviewer2 = Arc::new(FakeReviewer { latency_ms: 20, ..Default::default() });
-    run_with(&plan, reviewer2.clone(), &CacheStore::new(dir2.path()), &options(2, None)).await;
-    assert!(reviewer2.max_in_flight.load(Ordering::SeqCst) <= 2, "--jobs 2 binds");
+    // Reviews are held until as many are in flight as the binding limit allows; then no
+    // further one may have started. No clock decides it.
+    async fn max_in_flight(jobs: usize, reviewer_limit: Option<usize>, expected: usize) -> usize {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let plan = plan(&["a", "b", "c", "d"], 3, &["s1"]);
+        let (open, gate) = watch::channel(false);
+        let reviewer = Arc::new(FakeReviewer { gate: Some(gate), ..Default::default() });
+        let (held, opts) = (reviewer.clone(), options(jobs, reviewer_limit));
+        let walk = tokio::spawn(async move { run_with(&plan, held, &CacheStore::new(dir.path()), &opts).await });
+        let deadline = std::time::Instant::now() + Duration::from_secs(120);
+        while reviewer.in_flight.load(Ordering::SeqCst) < expected {
+            assert!(std::time::Instant::now() < deadline, "the engine never ran {expected} reviews at once");
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        open.send(true).expect("open the gate");
+        let outcomes = walk.await.expect("walk");
+        assert!(outcomes.iter().all(|o| o.success().is_some()));
+        assert_eq!(reviewer.calls.load(Ordering::SeqCst), 12);
+        reviewer.max_in_flight.load(Ordering::SeqCst)
+    }
+    assert_eq!(max_in_flight(8, Some(3), 3).await, 3, "the reviewer limit (3) binds below --jobs (8)");
+    assert_eq!(max_in_flight(2, None, 2).await, 2, "--jobs 2 binds");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
