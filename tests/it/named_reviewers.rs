@@ -3,20 +3,11 @@
 
 use super::*;
 
-fn mixed_manifest(dir: &Path, repo: &Path) -> PathBuf {
-    write_manifest(
-        dir,
-        "mixed.toml",
-        &format!(
-            r#"version = 1
-[experiment]
-name = "mixed"
-[target]
-repo = "{repo}"
-[matrix]
-reviewer = ["dry", "stet"]
-ref = ["HEAD~1", "HEAD~2"]
-
+/// The two reviewers compared: runner's built-in dry-run and (the fake) stet's own, a real
+/// child process; then A1 over the `reviewer` axis.
+fn reviewers_and_overlap() -> String {
+    format!(
+        r#"
 [reviewers.dry]
 kind = "builtin"
 name = "dry-run"
@@ -36,50 +27,25 @@ axis = "reviewer"
 [report]
 output = "out"
 "#,
-            repo = repo.display(),
-            stet = fake_stet().display(),
-        ),
+        stet = fake_stet().display(),
     )
+}
+
+fn mixed_manifest(dir: &Path, repo: &Path) -> PathBuf {
+    let head = format!(
+        "version = 1\n[experiment]\nname = \"mixed\"\n[target]\nrepo = \"{}\"\n[matrix]\nreviewer = [\"dry\", \"stet\"]\nref = [\"HEAD~1\", \"HEAD~2\"]\n",
+        repo.display()
+    );
+    write_manifest(dir, "mixed.toml", &(head + &reviewers_and_overlap()))
 }
 
 /// The same two reviewers over a corpus: the bundled one, three of its cases.
 fn corpus_manifest(dir: &Path) -> PathBuf {
-    write_manifest(
-        dir,
-        "mixed-corpus.toml",
-        &format!(
-            r#"version = 1
-[experiment]
-name = "mixed-corpus"
-[target]
-corpus = "{corpus}"
-cases = ["case-01", "case-02", "case-03"]
-unseal-holdout = true
-[matrix]
-reviewer = ["dry", "stet"]
-
-[reviewers.dry]
-kind = "builtin"
-name = "dry-run"
-
-[reviewers.stet]
-kind = "command"
-program = "{stet}"
-args = ["start", "{{{{base}}}}", "--dry-run", "--json"]
-env = {{ FAKE_STET_SKIP_SERVER_CHECK = "1", STET_SUPPRESSION_ENABLED = "0" }}
-cleanup = [["-{stet}", "finish"]]
-ignore = [".review/"]
-
-[[analysis]]
-kind = "overlap"
-axis = "reviewer"
-[report]
-output = "out"
-"#,
-            corpus = project_root().join("corpus/quickstart").display(),
-            stet = fake_stet().display(),
-        ),
-    )
+    let head = format!(
+        "version = 1\n[experiment]\nname = \"mixed-corpus\"\n[target]\ncorpus = \"{}\"\ncases = [\"case-01\", \"case-02\", \"case-03\"]\nunseal-holdout = true\n[matrix]\nreviewer = [\"dry\", \"stet\"]\n",
+        project_root().join("corpus/quickstart").display()
+    );
+    write_manifest(dir, "mixed-corpus.toml", &(head + &reviewers_and_overlap()))
 }
 
 #[test]
