@@ -1,6 +1,7 @@
 //! The walk: every node of the plan's DAG runs once its dependencies are done. Cached review
 //! nodes are done before the walk starts, and a subject is materialized only when a node that
-//! still has to run needs it, so a fully cached execution touches no git. A node whose
+//! still has to run needs it (a review not in the cache, an analysis that reads diffs), so a
+//! fully cached execution builds no repository. A node whose
 //! `Requires` dependency failed is skipped, and so, transitively, are exactly its dependents.
 
 use super::review::{self, ReviewShared, ReviewTask};
