@@ -173,7 +173,7 @@ pub async fn execute(
     let conclusions = ExperimentConclusions { prepared, manifest_label, frozen: options.frozen };
     let materializer: exec::Materializer = Arc::new(|spec, work_dir| crate::subject::materialize(spec, work_dir).map_err(|e| e.to_string()));
     let execution =
-        exec::execute(&prepared.plan, &prepared.reviewers, materializer, Arc::new(prepared.cache.clone()), &options, &conclusions, emitter, cancel).await;
+        exec::execute(&prepared.plan, &prepared.reviewers, None, materializer, Arc::new(prepared.cache.clone()), &options, &conclusions, emitter, cancel).await;
     let rendered = execution.report.ok_or(Error::NotRendered)??;
     Ok(Executed { outcomes: execution.outcomes, results: rendered.results, written: rendered.written })
 }
@@ -245,6 +245,7 @@ fn analyze(prepared: &Prepared, index: usize, outcomes: &[&RunOutcome], scopes: 
         oracle: prepared.oracle.as_ref(),
         scopes,
         adjudications: &prepared.adjudications,
+        rqs: None,
     };
     analysis::compute(&prepared.manifest.analyses[index], &input)
 }

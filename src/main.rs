@@ -252,6 +252,9 @@ fn node_summary(prepared: &experiment::Prepared, cached_runs: usize) -> Vec<Node
                 NodeKind::Materialize if cached_runs == runs => "not cached; built only for runs that are not cached (none now)".to_string(),
                 NodeKind::Materialize => "not cached; built only for runs that are not cached".to_string(),
                 NodeKind::Review => format!("cached by key: {cached_runs} cached, {} to run", runs - cached_runs),
+                NodeKind::Claims | NodeKind::Smells | NodeKind::Judge | NodeKind::Embed => {
+                    "cached per call, keyed by the producer's fingerprint and the content it reads (known once its review is)".to_string()
+                }
                 NodeKind::Analyze => "computed from the runs' outcomes at every execution (not cached)".to_string(),
                 NodeKind::Render => "writes RESULTS.md and results.json".to_string(),
             };
@@ -423,19 +426,20 @@ fn cache(command: CacheCommand, locations: &LocationArgs) -> Result<Exit, Error>
             for p in &report.problems {
                 println!("corrupt: {p}");
             }
-            println!("{} objects, {} runs checked, {} problems", report.objects, report.runs, report.problems.len());
+            println!("{} objects, {} runs, {} stage values checked, {} problems", report.objects, report.runs, report.values, report.problems.len());
             Ok(if report.problems.is_empty() { Exit::Ok } else { Exit::Error })
         }
         CacheCommand::Gc { keep, dry_run } => {
             let keep_keys = if keep.is_empty() {
                 None
             } else {
-                let mut keys = std::collections::BTreeSet::new();
+                let mut kept = runner::cache::Keep::default();
                 for m in &keep {
                     let prepared = experiment::prepare(m, &Locations { cache_dir: Some(store.root().to_path_buf()), work_dir: None })?;
-                    keys.extend(prepared.plan.runs.iter().map(|r| r.key.clone()));
+                    kept.runs.extend(prepared.plan.runs.iter().map(|r| r.key.clone()));
+                    kept.experiments.insert(prepared.manifest.experiment.name.clone());
                 }
-                Some(keys)
+                Some(kept)
             };
             // Never beside a running `exec`: it holds the shared lock while it writes.
             let _lock = match store.lock_exclusive(false)? {
@@ -447,9 +451,10 @@ fn cache(command: CacheCommand, locations: &LocationArgs) -> Result<Exit, Error>
             };
             let report = store.gc(keep_keys.as_ref(), dry_run)?;
             println!(
-                "{}{} runs, {} objects ({} bytes), {} failure records, {} stale temporary files",
+                "{}{} runs, {} stage values, {} objects ({} bytes), {} failure records, {} stale temporary files",
                 if dry_run { "would remove " } else { "removed " },
                 report.runs_removed,
+                report.values_removed,
                 report.objects_removed,
                 report.bytes_freed,
                 report.failures_removed,

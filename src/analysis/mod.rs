@@ -14,6 +14,7 @@ pub mod overlap;
 pub mod rag_ablation;
 pub mod repeatability;
 pub mod review_eval;
+pub mod rqs;
 pub mod schema;
 pub mod score;
 pub mod spec;
@@ -57,6 +58,8 @@ pub struct AnalysisInput<'a> {
     pub scopes: Option<&'a BTreeMap<String, context_level::DiffScope>>,
     /// Adjudication records named by analyses' `adjudication` keys, by resolved path.
     pub adjudications: &'a BTreeMap<std::path::PathBuf, adjudication::Adjudication>,
+    /// What the scoring stages produced, for RQS v2.
+    pub rqs: Option<&'a rqs::RqsInput>,
 }
 
 /// No adjudications, for inputs that have none.
@@ -306,6 +309,7 @@ pub fn compute(spec: &AnalysisSpec, input: &AnalysisInput<'_>) -> AnalysisResult
         AnalysisKind::Aggregation => aggregation::compute(spec, input),
         AnalysisKind::ContextLevel => context_level::compute(spec, input),
         AnalysisKind::ReviewEval => crate::analysis::review_eval::compute(spec, input),
+        AnalysisKind::Rqs => rqs::compute(spec, input),
     }
 }
 

@@ -54,10 +54,13 @@ pub enum AnalysisKind {
     ContextLevel,
     /// Seed 003: found / partial / missed, recall, noise and cost per run and per case.
     ReviewEval,
+    /// Seed 001: RQS v2 — jury validity and actionability, pseudo-reference alignment,
+    /// severity-weighted recall, cost and the headline.
+    Rqs,
 }
 
 impl AnalysisKind {
-    pub const ALL: [AnalysisKind; 12] = [
+    pub const ALL: [AnalysisKind; 13] = [
         Self::Overlap,
         Self::Latency,
         Self::Repeatability,
@@ -70,6 +73,7 @@ impl AnalysisKind {
         Self::Aggregation,
         Self::ContextLevel,
         Self::ReviewEval,
+        Self::Rqs,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -86,6 +90,7 @@ impl AnalysisKind {
             Self::Aggregation => "aggregation",
             Self::ContextLevel => "context-level",
             Self::ReviewEval => "review-eval",
+            Self::Rqs => "rqs",
         }
     }
 

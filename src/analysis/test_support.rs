@@ -113,6 +113,7 @@ impl Fixture {
             oracle: None,
             scopes: None,
             adjudications: &crate::analysis::NO_ADJUDICATIONS,
+            rqs: None,
         }
     }
 }

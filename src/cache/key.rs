@@ -133,6 +133,13 @@ pub fn review_key(inputs: &KeyInputs) -> CacheKey {
     CacheKey(blake3::hash(&inputs.canonical_bytes()).to_hex().to_string())
 }
 
+/// The key of a cached stage other than a review: the stage's name and its inputs (the
+/// producer's fingerprint and the content keys of what it reads), canonically serialized.
+pub fn stage_key(stage: &str, inputs: &serde_json::Value) -> CacheKey {
+    let bytes = serde_json::to_vec(&serde_json::json!({"stage": stage, "inputs": inputs})).unwrap_or_default();
+    CacheKey(blake3::hash(&bytes).to_hex().to_string())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -3,6 +3,8 @@
 //! Layout under the cache directory:
 //! - `objects/ab/cdef…` — immutable blobs named by the blake3 of their bytes;
 //! - `runs/ab/<key>` — the hash of the run's record object (successes only);
+//! - `values/ab/<key>` — the hash of a stage value's record (judge calls, claims, smells,
+//!   embeddings: every cached stage other than a review);
 //! - `failures/ab/<key>.json` — the last failure for a key, never served as a result;
 //! - `slots/ab/<hash>` — the last key seen for an experiment's (cell, repeat, subject) slot,
 //!   to explain which input changed when that slot misses.
@@ -14,7 +16,7 @@ pub mod key;
 pub mod store;
 
 pub use key::{CacheKey, KeyInputs};
-pub use store::{CacheError, CacheStore, Lookup, RunRecord};
+pub use store::{CacheError, CacheStore, Keep, Lookup, RunRecord, ValueLookup, ValueRecord};
 
 use crate::reviewer::{ReviewError, ReviewOutput};
 
@@ -55,6 +57,12 @@ pub trait Store: Send + Sync {
     /// Remembers that `slot` (a run's place in an experiment) last had `key`, so `plan` can
     /// explain a later miss against it.
     fn remember_slot(&self, slot: &str, key: &CacheKey) -> Result<(), CacheError>;
+
+    /// A verified stage value for `key` (a judge call, claims, smells, embeddings).
+    fn lookup_value(&self, key: &CacheKey) -> ValueLookup;
+
+    /// Stores a stage value atomically, with what its key was computed from.
+    fn store_value(&self, experiment: &str, stage: &str, key: &CacheKey, inputs: &serde_json::Value, value: &serde_json::Value) -> Result<(), CacheError>;
 }
 
 impl Store for CacheStore {
@@ -88,5 +96,13 @@ impl Store for CacheStore {
 
     fn remember_slot(&self, slot: &str, key: &CacheKey) -> Result<(), CacheError> {
         CacheStore::remember_slot(self, slot, key)
+    }
+
+    fn lookup_value(&self, key: &CacheKey) -> ValueLookup {
+        CacheStore::lookup_value(self, key)
+    }
+
+    fn store_value(&self, experiment: &str, stage: &str, key: &CacheKey, inputs: &serde_json::Value, value: &serde_json::Value) -> Result<(), CacheError> {
+        CacheStore::store_value(self, experiment, stage, key, inputs, value)
     }
 }

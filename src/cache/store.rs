@@ -44,6 +44,34 @@ pub struct FailureRecord {
     pub error: ReviewError,
 }
 
+/// Format version of a stored stage value.
+pub const VALUE_SCHEMA: u32 = 1;
+
+/// The result of a cached stage other than a review (a judge call, claims, smells,
+/// embeddings), stored under its key with what the key was computed from.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct ValueRecord {
+    pub schema: u32,
+    pub key: CacheKey,
+    /// The stage that produced it: `judge`, `claims`, `smells`, `embed`.
+    pub stage: String,
+    /// The experiment that first stored it (`cache gc --keep` keeps values of kept experiments).
+    pub experiment: String,
+    /// What the key was computed from.
+    pub inputs: serde_json::Value,
+    /// Object hash of the value's JSON.
+    pub value: String,
+}
+
+/// The answer to a stage value lookup.
+#[derive(Debug, Clone)]
+pub enum ValueLookup {
+    Hit(serde_json::Value),
+    Miss,
+    /// The entry exists but failed verification; treated as a miss.
+    Corrupt(String),
+}
+
 /// The answer to a lookup.
 #[derive(Debug, Clone)]
 pub enum Lookup {
@@ -97,6 +125,10 @@ impl CacheStore {
 
     fn run_path(&self, key: &CacheKey) -> PathBuf {
         sharded(&self.root.join("runs"), &key.0)
+    }
+
+    fn value_path(&self, key: &CacheKey) -> PathBuf {
+        sharded(&self.root.join("values"), &key.0)
     }
 
     fn failure_path(&self, key: &CacheKey) -> PathBuf {
@@ -190,6 +222,61 @@ impl CacheStore {
         let findings_bytes = self.get_object(&record.findings)?;
         let findings: Vec<Finding> = serde_json::from_slice(&findings_bytes).map_err(|e| format!("findings are not valid: {e}"))?;
         Ok((record, findings))
+    }
+
+    /// Looks a stage value up, verifying its record and value objects.
+    pub fn lookup_value(&self, key: &CacheKey) -> ValueLookup {
+        let pointer = match std::fs::read_to_string(self.value_path(key)) {
+            Ok(p) => p.trim().to_string(),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return ValueLookup::Miss,
+            Err(e) => return ValueLookup::Corrupt(format!("value `{}` is unreadable: {e}", key.short())),
+        };
+        match self.read_value_record(&pointer) {
+            Ok((record, value)) if record.key == *key => ValueLookup::Hit(value),
+            Ok(_) => ValueLookup::Corrupt(format!("value `{}` points at a record for another key", key.short())),
+            Err(e) => ValueLookup::Corrupt(format!("value `{}`: {e}", key.short())),
+        }
+    }
+
+    fn read_value_record(&self, pointer: &str) -> Result<(ValueRecord, serde_json::Value), String> {
+        let bytes = self.get_object(pointer)?;
+        let record: ValueRecord = serde_json::from_slice(&bytes).map_err(|e| format!("record is not a valid value record: {e}"))?;
+        let value_bytes = self.get_object(&record.value)?;
+        let value = serde_json::from_slice(&value_bytes).map_err(|e| format!("the value is not valid JSON: {e}"))?;
+        Ok((record, value))
+    }
+
+    /// Stores a stage value: objects first, then the pointer, so a crash leaves no half entry.
+    pub fn store_value(&self, experiment: &str, stage: &str, key: &CacheKey, inputs: &serde_json::Value, value: &serde_json::Value) -> Result<(), CacheError> {
+        let value_bytes = serde_json::to_vec_pretty(value).map_err(|e| CacheError::Encode(e.to_string()))?;
+        let record = ValueRecord {
+            schema: VALUE_SCHEMA,
+            key: key.clone(),
+            stage: stage.to_string(),
+            experiment: experiment.to_string(),
+            inputs: inputs.clone(),
+            value: self.put_object(&value_bytes)?,
+        };
+        let record_bytes = serde_json::to_vec_pretty(&record).map_err(|e| CacheError::Encode(e.to_string()))?;
+        let pointer = self.put_object(&record_bytes)?;
+        atomic_write(&self.value_path(key), format!("{pointer}\n").as_bytes())
+    }
+
+    /// Every stage value record, verified like [`Self::list`].
+    pub fn list_values(&self) -> Vec<Result<ValueRecord, (PathBuf, String)>> {
+        let mut out = Vec::new();
+        for path in files_under(&self.root.join("values")) {
+            let filed_as = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+            let result = std::fs::read_to_string(&path).map_err(|e| e.to_string()).and_then(|p| {
+                let (record, _) = self.read_value_record(p.trim())?;
+                if record.key.0 != filed_as {
+                    return Err(format!("the pointer for key `{}` names a record for key `{}`", short(&filed_as), record.key.short()));
+                }
+                Ok(record)
+            });
+            out.push(result.map_err(|e| (path, e)));
+        }
+        out
     }
 
     /// Reads a record's raw output object.
@@ -309,16 +396,23 @@ impl CacheStore {
                 report.problems.push(format!("{}: {e}", path.display()));
             }
         }
+        for entry in self.list_values() {
+            report.values += 1;
+            if let Err((path, e)) = entry {
+                report.problems.push(format!("{}: {e}", path.display()));
+            }
+        }
         report
     }
 
-    /// Removes objects no run references, failure records, and (with `keep`) runs whose keys
-    /// are not in `keep`. Returns what was (or, with `dry_run`, would be) removed.
+    /// Removes objects no run or value references, failure records, and (with `keep`) runs
+    /// whose keys are not in `keep.runs` and stage values stored by experiments not in
+    /// `keep.experiments`. Returns what was (or, with `dry_run`, would be) removed.
     ///
     /// The caller holds the exclusive cache lock ([`Self::lock_exclusive`]), so no execution
     /// writes meanwhile; temporary files older than [`STALE_TEMP_AGE`] (left by a killed
     /// process) and run lock files are removed too.
-    pub fn gc(&self, keep: Option<&BTreeSet<CacheKey>>, dry_run: bool) -> Result<GcReport, CacheError> {
+    pub fn gc(&self, keep: Option<&Keep>, dry_run: bool) -> Result<GcReport, CacheError> {
         let mut report = GcReport::default();
         for path in temp_files_under(&self.root) {
             let stale = std::fs::metadata(&path).and_then(|m| m.modified()).ok().and_then(|t| t.elapsed().ok()).is_some_and(|age| age >= STALE_TEMP_AGE);
@@ -337,7 +431,7 @@ impl CacheStore {
         let mut live: BTreeSet<String> = BTreeSet::new();
         for path in files_under(&self.root.join("runs")) {
             let key = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-            if keep.is_some_and(|k| !k.contains(&CacheKey(key.clone()))) {
+            if keep.is_some_and(|k| !k.runs.contains(&CacheKey(key.clone()))) {
                 report.runs_removed += 1;
                 if !dry_run {
                     std::fs::remove_file(&path).map_err(|source| CacheError::Write { path: path.clone(), source })?;
@@ -354,6 +448,30 @@ impl CacheStore {
                     }
                 }
                 live.insert(pointer);
+            }
+        }
+        for path in files_under(&self.root.join("values")) {
+            let record = std::fs::read_to_string(&path).ok().and_then(|pointer| {
+                let pointer = pointer.trim().to_string();
+                let bytes = self.get_object(&pointer).ok()?;
+                serde_json::from_slice::<ValueRecord>(&bytes).ok().map(|record| (pointer, record))
+            });
+            let kept = match (&record, keep) {
+                (Some((_, record)), Some(k)) => k.experiments.contains(&record.experiment),
+                (Some(_), None) => true,
+                (None, _) => false,
+            };
+            match record {
+                Some((pointer, record)) if kept => {
+                    live.insert(pointer);
+                    live.insert(record.value);
+                }
+                _ => {
+                    report.values_removed += 1;
+                    if !dry_run {
+                        std::fs::remove_file(&path).map_err(|source| CacheError::Write { path: path.clone(), source })?;
+                    }
+                }
             }
         }
         for path in files_under(&self.root.join("objects")) {
@@ -376,16 +494,27 @@ impl CacheStore {
     }
 }
 
+/// What `gc` keeps when it is given manifests.
+#[derive(Debug, Default, Clone)]
+pub struct Keep {
+    /// The run keys the manifests plan.
+    pub runs: BTreeSet<CacheKey>,
+    /// The manifests' experiment names: their stage values stay.
+    pub experiments: BTreeSet<String>,
+}
+
 #[derive(Debug, Default, Clone, Serialize)]
 pub struct VerifyReport {
     pub objects: usize,
     pub runs: usize,
+    pub values: usize,
     pub problems: Vec<String>,
 }
 
 #[derive(Debug, Default, Clone, Serialize)]
 pub struct GcReport {
     pub runs_removed: usize,
+    pub values_removed: usize,
     pub objects_removed: usize,
     pub failures_removed: usize,
     pub temp_files_removed: usize,

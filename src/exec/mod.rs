@@ -6,10 +6,12 @@
 
 pub mod events;
 mod review;
+pub mod stages;
 mod walk;
 
 pub use events::{Event, SkipReason};
-pub use walk::{execute, Conclusions, Execution, Materializer, WalkView};
+pub use stages::{Call, CallFuture, NodeInputs, Scored, Scorers};
+pub use walk::{execute, Conclusions, Execution, Materializer, ScoredView, WalkView};
 
 use crate::cache::RunRecord;
 use crate::finding::Finding;

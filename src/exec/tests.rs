@@ -168,7 +168,7 @@ async fn walk(
     let calls = Arc::new(AtomicUsize::new(0));
     let reviewers: ReviewerSet = [("fake".to_string(), reviewer as Arc<dyn Reviewer>)].into();
     let execution =
-        execute(plan, &reviewers, materializer(calls.clone(), &[]), Arc::new(cache.clone()), opts, &Counting::default(), &Emitter::silent(), cancel).await;
+        execute(plan, &reviewers, None, materializer(calls.clone(), &[]), Arc::new(cache.clone()), opts, &Counting::default(), &Emitter::silent(), cancel).await;
     (execution, calls)
 }
 
@@ -270,9 +270,7 @@ async fn a_failed_materialization_skips_exactly_its_dependents() {
     let reviewers: ReviewerSet = [("fake".to_string(), reviewer.clone() as Arc<dyn Reviewer>)].into();
     let conclusions = Counting::default();
     let calls = Arc::new(AtomicUsize::new(0));
-    let execution = execute(
-        &plan,
-        &reviewers,
+    let execution = execute(&plan, &reviewers, None,
         materializer(calls, &["broken"]),
         Arc::new(cache.clone()),
         &options(4, None),
@@ -314,7 +312,7 @@ async fn named_reviewers_run_their_own_cells_under_their_own_limits() {
     opts.reviewers.insert("serial".into(), ReviewerLimits { max_concurrency: Some(1), timeout: Duration::from_secs(30) });
     let calls = Arc::new(AtomicUsize::new(0));
     let execution =
-        execute(&plan, &reviewers, materializer(calls, &[]), Arc::new(cache.clone()), &opts, &Counting::default(), &Emitter::silent(), watch::channel(false).1)
+        execute(&plan, &reviewers, None, materializer(calls, &[]), Arc::new(cache.clone()), &opts, &Counting::default(), &Emitter::silent(), watch::channel(false).1)
             .await;
     assert!(execution.outcomes.iter().all(|o| o.success().is_some()));
     assert_eq!(serial.calls.load(Ordering::SeqCst), 4);
@@ -344,9 +342,7 @@ async fn an_unreachable_reviewer_stops_its_queue() {
     let down = Arc::new(Down(AtomicUsize::new(0)));
     let reviewers: ReviewerSet = [("fake".to_string(), down.clone() as Arc<dyn Reviewer>)].into();
     let calls = Arc::new(AtomicUsize::new(0));
-    let execution = execute(
-        &plan,
-        &reviewers,
+    let execution = execute(&plan, &reviewers, None,
         materializer(calls, &[]),
         Arc::new(CacheStore::new(dir.path())),
         &options(1, None),
@@ -412,6 +408,14 @@ impl Store for BusyElsewhere {
         self.inner.store_failure(label, slot, key, error)
     }
 
+    fn lookup_value(&self, key: &CacheKey) -> crate::cache::ValueLookup {
+        self.inner.lookup_value(key)
+    }
+
+    fn store_value(&self, experiment: &str, stage: &str, key: &CacheKey, inputs: &serde_json::Value, value: &serde_json::Value) -> Result<(), CacheError> {
+        self.inner.store_value(experiment, stage, key, inputs, value)
+    }
+
     fn try_lock_run(&self, key: &CacheKey) -> Result<Option<Guard>, CacheError> {
         if self.seen.lock().expect("seen").insert(key.clone()) {
             let output = ReviewOutput { raw: "from the other process".into(), ..Default::default() };
@@ -443,9 +447,7 @@ async fn the_engine_uses_any_store_and_takes_a_result_another_holder_of_the_lock
     let reviewer = Arc::new(FakeReviewer::default());
     let reviewers: ReviewerSet = [("fake".to_string(), reviewer.clone() as Arc<dyn Reviewer>)].into();
     let calls = Arc::new(AtomicUsize::new(0));
-    let execution = execute(
-        &plan,
-        &reviewers,
+    let execution = execute(&plan, &reviewers, None,
         materializer(calls, &[]),
         store.clone(),
         &options(2, None),

@@ -5,6 +5,7 @@
 //! `Requires` dependency failed is skipped, and so, transitively, are exactly its dependents.
 
 use super::review::{self, ReviewShared, ReviewTask};
+use super::stages::{self, NodeInputs, Scored, Scorers, StageShared};
 use super::{Emitter, Event, ExecOptions, RunOutcome, SkipReason};
 use crate::cache::{Lookup, Store};
 use crate::plan::{Dependency, Node, Plan, ReviewerSet};
@@ -47,6 +48,7 @@ enum State<A, R> {
     NotNeeded,
     Subject(Arc<Subject>),
     Run(RunOutcome),
+    Scored(Arc<Scored>),
     Analysis(Box<A>),
     Report(Box<R>),
     Failed(String),
@@ -56,7 +58,7 @@ enum State<A, R> {
 impl<A, R> State<A, R> {
     fn succeeded(&self) -> bool {
         match self {
-            Self::Subject(_) | Self::Analysis(_) | Self::Report(_) | Self::NotNeeded => true,
+            Self::Subject(_) | Self::Scored(_) | Self::Analysis(_) | Self::Report(_) | Self::NotNeeded => true,
             Self::Run(outcome) => outcome.success().is_some(),
             Self::Pending | Self::Failed(_) | Self::Skipped(_) => false,
         }
@@ -80,6 +82,17 @@ pub struct WalkView<'a, A, R> {
     states: &'a [State<A, R>],
     review_nodes: &'a [NodeIndex],
     materialize_nodes: &'a BTreeMap<String, NodeIndex>,
+    scoring_nodes: &'a HashMap<Node, NodeIndex>,
+}
+
+/// A scoring node's result as analyses read it.
+#[derive(Debug, Clone)]
+pub enum ScoredView<'a> {
+    /// Not in the plan (the stage is not declared) or not done.
+    Absent,
+    Done(&'a Scored),
+    /// Failed or skipped, and why.
+    Failed(String),
 }
 
 impl<A, R> WalkView<'_, A, R> {
@@ -95,6 +108,16 @@ impl<A, R> WalkView<'_, A, R> {
     pub fn runs(&self) -> Vec<&RunOutcome> {
         const INTERRUPTED: &RunOutcome = &RunOutcome::Skipped(SkipReason::Interrupted);
         (0..self.plan.runs.len()).map(|i| self.run(i).unwrap_or(INTERRUPTED)).collect()
+    }
+
+    /// A scoring node's answers: [`Node::Claims`], [`Node::Smells`], [`Node::Judge`] or [`Node::Embed`].
+    pub fn scored(&self, node: &Node) -> ScoredView<'_> {
+        match self.scoring_nodes.get(node).map(|n| &self.states[n.index()]) {
+            Some(State::Scored(scored)) => ScoredView::Done(scored),
+            Some(State::Failed(e)) => ScoredView::Failed(e.clone()),
+            Some(State::Skipped(reason)) => ScoredView::Failed(reason.to_string()),
+            _ => ScoredView::Absent,
+        }
     }
 
     /// The materialized subjects.
@@ -126,6 +149,7 @@ pub struct Execution<A, R, E> {
 pub async fn execute<C: Conclusions>(
     plan: &Plan,
     reviewers: &ReviewerSet,
+    scorers: Option<Arc<dyn Scorers>>,
     materializer: Materializer,
     cache: Arc<dyn Store>,
     options: &ExecOptions,
@@ -209,6 +233,42 @@ pub async fn execute<C: Conclusions>(
         }
     }
 
+    // Scoring nodes whose every call the cache has are done before the walk too: their keys
+    // need no repository, only their subject's identity and what they score.
+    let scoring_nodes: HashMap<Node, NodeIndex> = graph.node_indices().filter(|n| is_scoring(&graph[*n])).map(|n| (graph[n].clone(), n)).collect();
+    let mut scoring_order: Vec<NodeIndex> = scoring_nodes.values().copied().collect();
+    scoring_order.sort_unstable();
+    for &n in &scoring_order {
+        let requires = || graph.edges_directed(n, Direction::Incoming).filter(|e| *e.weight() == Dependency::Requires);
+        if let Some(failed) = requires().find(|e| !matches!(graph[e.source()], Node::Materialize { .. }) && is_done(&states[e.source().index()]) && !states[e.source().index()].succeeded()) {
+            let reason = SkipReason::DependencyFailed { dependency: describe(&graph[failed.source()]), error: states[failed.source().index()].error() };
+            states[n.index()] = State::Skipped(reason);
+            continue;
+        }
+        if requires().any(|e| !matches!(graph[e.source()], Node::Materialize { .. }) && !is_done(&states[e.source().index()])) {
+            continue;
+        }
+        let Some(scorers) = &scorers else {
+            states[n.index()] = State::Failed("the experiment declares no scoring stages".to_string());
+            continue;
+        };
+        let calls = match node_inputs(plan, &states, n).and_then(|inputs| scorers.calls(&graph[n], &inputs)) {
+            Ok(calls) => calls,
+            Err(e) => {
+                states[n.index()] = State::Failed(e);
+                continue;
+            }
+        };
+        if options.refresh {
+            continue;
+        }
+        if let Some(scored) = stages::all_cached(cache.as_ref(), &calls) {
+            states[n.index()] = State::Scored(Arc::new(scored));
+        } else if options.frozen {
+            states[n.index()] = State::Failed(format!("{} is not in the cache (frozen)", describe(&graph[n])));
+        }
+    }
+
     // A subject is materialized only for a dependent that still has to run.
     for n in materialize_nodes.values() {
         let needed = graph.edges_directed(*n, Direction::Outgoing).any(|e| matches!(states[e.target().index()], State::Pending));
@@ -217,6 +277,16 @@ pub async fn execute<C: Conclusions>(
         }
     }
 
+    let stage_shared = scorers.clone().map(|scorers| StageShared {
+        cache: cache.clone(),
+        scorers,
+        experiment: options.experiment.clone(),
+        refresh: options.refresh,
+        frozen: options.frozen,
+        global: Arc::new(Semaphore::new(options.jobs.max(1))),
+        endpoints: Arc::default(),
+        cancel: cancel.clone(),
+    });
     let mut walk = Walk { plan, states, remaining: vec![0; graph.node_count()], ready: VecDeque::new(), emitter };
     for n in graph.node_indices() {
         if matches!(walk.states[n.index()], State::Pending) {
@@ -301,9 +371,37 @@ pub async fn execute<C: Conclusions>(
                     let handle = tasks.spawn(async move { (node, State::Run(review::run(shared, task).await)) });
                     task_nodes.insert(handle.id(), node);
                 }
+                Node::Claims { .. } | Node::Smells { .. } | Node::Judge { .. } | Node::Embed { .. } if interrupted => {
+                    walk.finish(node, State::Skipped(SkipReason::Interrupted))
+                }
+                Node::Claims { .. } | Node::Smells { .. } | Node::Judge { .. } | Node::Embed { .. } => {
+                    let Some(shared) = stage_shared.clone() else {
+                        walk.finish(node, State::Failed("the experiment declares no scoring stages".to_string()));
+                        continue;
+                    };
+                    let calls = match node_inputs(plan, &walk.states, node).and_then(|inputs| shared.scorers.calls(&graph[node], &inputs)) {
+                        Ok(calls) => calls,
+                        Err(e) => {
+                            walk.finish(node, State::Failed(e));
+                            continue;
+                        }
+                    };
+                    let subject = graph.edges_directed(node, Direction::Incoming).find_map(|e| match &walk.states[e.source().index()] {
+                        State::Subject(s) => Some(s.clone()),
+                        _ => None,
+                    });
+                    let handle = tasks.spawn(async move {
+                        let state = match stages::run_node(shared, calls, subject).await {
+                            Ok(scored) => State::Scored(Arc::new(scored)),
+                            Err(e) => State::Failed(e),
+                        };
+                        (node, state)
+                    });
+                    task_nodes.insert(handle.id(), node);
+                }
                 // Analyses and rendering are cheap: they run inline, in the walk.
                 Node::Analyze { index } => {
-                    let result = conclusions.analyze(*index, &walk.view(&review_nodes, &materialize_nodes));
+                    let result = conclusions.analyze(*index, &walk.view(&review_nodes, &materialize_nodes, &scoring_nodes));
                     walk.finish(node, State::Analysis(Box::new(result)));
                 }
                 Node::Render => {
@@ -314,7 +412,7 @@ pub async fn execute<C: Conclusions>(
                             _ => None,
                         })
                         .collect();
-                    let state = match conclusions.render(&walk.view(&review_nodes, &materialize_nodes), &analyses) {
+                    let state = match conclusions.render(&walk.view(&review_nodes, &materialize_nodes, &scoring_nodes), &analyses) {
                         Ok(report) => State::Report(Box::new(report)),
                         Err(e) => {
                             let state = State::Failed(e.to_string());
@@ -393,8 +491,13 @@ struct Walk<'a, A, R> {
 }
 
 impl<A, R> Walk<'_, A, R> {
-    fn view<'v>(&'v self, review_nodes: &'v [NodeIndex], materialize_nodes: &'v BTreeMap<String, NodeIndex>) -> WalkView<'v, A, R> {
-        WalkView { plan: self.plan, states: &self.states, review_nodes, materialize_nodes }
+    fn view<'v>(
+        &'v self,
+        review_nodes: &'v [NodeIndex],
+        materialize_nodes: &'v BTreeMap<String, NodeIndex>,
+        scoring_nodes: &'v HashMap<Node, NodeIndex>,
+    ) -> WalkView<'v, A, R> {
+        WalkView { plan: self.plan, states: &self.states, review_nodes, materialize_nodes, scoring_nodes }
     }
 
     /// Records a node's result and releases its dependents: a dependent that requires a
@@ -442,11 +545,46 @@ impl<A, R> Walk<'_, A, R> {
     }
 }
 
+fn is_scoring(node: &Node) -> bool {
+    matches!(node, Node::Claims { .. } | Node::Smells { .. } | Node::Judge { .. } | Node::Embed { .. })
+}
+
+fn is_done<A, R>(state: &State<A, R>) -> bool {
+    !matches!(state, State::Pending)
+}
+
+/// What a scoring node's calls are computed from: its subject's identity, the findings of
+/// the run it requires, the claims and smells it requires.
+fn node_inputs<'s, A, R>(plan: &'s Plan, states: &'s [State<A, R>], node: NodeIndex) -> Result<NodeInputs<'s>, String> {
+    let graph = &plan.graph;
+    let subject_id = match &graph[node] {
+        Node::Claims { subject } | Node::Smells { subject } | Node::Embed { of: crate::plan::Embedded::References { subject } } => subject.as_str(),
+        Node::Judge { run, .. } | Node::Embed { of: crate::plan::Embedded::Review { run } } => plan.runs[*run].subject_id.as_str(),
+        other => return Err(format!("{} is not a scoring node", describe(other))),
+    };
+    let subject = plan.subjects.get(subject_id).ok_or_else(|| format!("no subject `{subject_id}`"))?;
+    let mut inputs = NodeInputs { subject_identity: &subject.identity, findings: None, claims: None, smells: None };
+    for edge in graph.edges_directed(node, Direction::Incoming) {
+        match (&graph[edge.source()], &states[edge.source().index()]) {
+            (Node::Review { .. }, State::Run(outcome)) => inputs.findings = outcome.success().map(|(_, findings)| findings),
+            (Node::Claims { .. }, State::Scored(scored)) => inputs.claims = Some(&scored.values),
+            (Node::Smells { .. }, State::Scored(scored)) => inputs.smells = Some(&scored.values),
+            _ => {}
+        }
+    }
+    Ok(inputs)
+}
+
 /// A node as messages name it.
 fn describe(node: &Node) -> String {
     match node {
         Node::Materialize { subject } => format!("subject `{subject}`"),
         Node::Review { run } => format!("run {run}"),
+        Node::Claims { subject } => format!("the claims of `{subject}`"),
+        Node::Smells { subject } => format!("the smells of `{subject}`"),
+        Node::Judge { run, judge } => format!("judge {} on run {run}", judge + 1),
+        Node::Embed { of: crate::plan::Embedded::References { subject } } => format!("the pseudo-reference embeddings of `{subject}`"),
+        Node::Embed { of: crate::plan::Embedded::Review { run } } => format!("the review embeddings of run {run}"),
         Node::Analyze { index } => format!("analysis {}", index + 1),
         Node::Render => "the report".to_string(),
     }

@@ -2,7 +2,7 @@
 //! petgraph DAG of typed [`Node`]s that the engine (`exec`) walks.
 //!
 //! The graph is acyclic by construction: every edge runs from an earlier stage to a later one
-//! (materialize → review → analyze → render).
+//! (materialize → review → claims → smells → judge → embed → analyze → render).
 
 pub mod subjects;
 
@@ -49,15 +49,23 @@ impl PlannedRun {
     }
 }
 
-/// A unit of work the engine schedules. New kinds (judges, embeddings, pseudo-reference
-/// claims, static-analysis smells) are new variants with their executor in `exec/`.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// A unit of work the engine schedules; each kind's executor is in `exec/`.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub enum Node {
     /// Build a subject's repository (a corpus case's two commits) or resolve its diff. Not
     /// cached itself: it runs only when a dependent's result is not in the cache.
     Materialize { subject: String },
     /// One review run, `Plan::runs[run]`; cached under its key.
     Review { run: usize },
+    /// Pseudo-reference claims about a subject's change from the claims model (RQS v2).
+    Claims { subject: String },
+    /// Static-analysis smells on a subject's changed lines (RQS v2).
+    Smells { subject: String },
+    /// Judge number `judge` of the jury on every finding of run `run`: one cached call per
+    /// finding and rubric.
+    Judge { run: usize, judge: usize },
+    /// Embeddings of a subject's pseudo-references or of a run's review sentences.
+    Embed { of: Embedded },
     /// The manifest's `[[analysis]]` number `index`, over every run's outcome.
     Analyze { index: usize },
     /// RESULTS.md and results.json from the analyses.
@@ -70,10 +78,23 @@ impl Node {
         match self {
             Self::Materialize { .. } => NodeKind::Materialize,
             Self::Review { .. } => NodeKind::Review,
+            Self::Claims { .. } => NodeKind::Claims,
+            Self::Smells { .. } => NodeKind::Smells,
+            Self::Judge { .. } => NodeKind::Judge,
+            Self::Embed { .. } => NodeKind::Embed,
             Self::Analyze { .. } => NodeKind::Analyze,
             Self::Render => NodeKind::Render,
         }
     }
+}
+
+/// What an [`Node::Embed`] embeds.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum Embedded {
+    /// A subject's pseudo-references (its claims and smells).
+    References { subject: String },
+    /// The review sentences of run `Plan::runs[run]`.
+    Review { run: usize },
 }
 
 /// The kinds of [`Node`], in stage order.
@@ -82,26 +103,49 @@ impl Node {
 pub enum NodeKind {
     Materialize,
     Review,
+    Claims,
+    Smells,
+    Judge,
+    Embed,
     Analyze,
     Render,
 }
 
 impl NodeKind {
-    pub const ALL: [NodeKind; 4] = [Self::Materialize, Self::Review, Self::Analyze, Self::Render];
+    pub const ALL: [NodeKind; 8] = [Self::Materialize, Self::Review, Self::Claims, Self::Smells, Self::Judge, Self::Embed, Self::Analyze, Self::Render];
 
     pub fn as_str(self) -> &'static str {
         match self {
             Self::Materialize => "materialize",
             Self::Review => "review",
+            Self::Claims => "claims",
+            Self::Smells => "smells",
+            Self::Judge => "judge",
+            Self::Embed => "embed",
             Self::Analyze => "analyze",
             Self::Render => "render",
         }
     }
 
-    /// Whether nodes of this kind keep their results in the cache.
+    /// Whether nodes of this kind keep their results in the cache (a judge node keeps each
+    /// of its calls).
     pub fn cached(self) -> bool {
-        matches!(self, Self::Review)
+        matches!(self, Self::Review | Self::Claims | Self::Smells | Self::Judge | Self::Embed)
     }
+}
+
+/// Which scoring stages a manifest declares (RQS v2): the plan adds their nodes when an
+/// analysis reads them.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ScoringStages {
+    /// The jury's size: judges are numbered in manifest order.
+    pub judges: usize,
+    /// A claims model is declared (`[pseudo-references]` with a model).
+    pub claims: bool,
+    /// Static analyzers are declared (`[pseudo-references] analyzers`).
+    pub smells: bool,
+    /// An embedder is declared (`[embedder]`).
+    pub embedder: bool,
 }
 
 /// What an edge means to its dependent.
@@ -251,6 +295,64 @@ pub fn thousands(n: u64) -> String {
     out
 }
 
+/// The scoring stages a manifest declares.
+pub fn scoring_stages(_manifest: &Manifest) -> ScoringStages {
+    ScoringStages::default()
+}
+
+/// The scoring nodes (claims, smells, judges, embeddings) when an `rqs` analysis reads them:
+/// claims and smells require their subject, a judge requires its run and the run's subject
+/// (the findings are shown with their diff context), a reference embedding requires the
+/// subject's claims and smells, a review embedding its run.
+fn add_scoring_nodes(
+    manifest: &Manifest,
+    runs: &[PlannedRun],
+    reviews: &[NodeIndex],
+    materialize: &BTreeMap<&str, NodeIndex>,
+    graph: &mut DiGraph<Node, Dependency>,
+) -> Vec<NodeIndex> {
+    let stages = scoring_stages(manifest);
+    let mut out = Vec::new();
+    if !manifest.analyses.iter().any(|a| a.kind == AnalysisKind::Rqs) {
+        return out;
+    }
+    for (&subject, &m) in materialize {
+        let mut references = Vec::new();
+        for (wanted, node) in [(stages.claims, Node::Claims { subject: subject.to_string() }), (stages.smells, Node::Smells { subject: subject.to_string() })] {
+            if wanted {
+                let n = graph.add_node(node);
+                graph.add_edge(m, n, Dependency::Requires);
+                references.push(n);
+                out.push(n);
+            }
+        }
+        if stages.embedder && !references.is_empty() {
+            let n = graph.add_node(Node::Embed { of: Embedded::References { subject: subject.to_string() } });
+            for &r in &references {
+                graph.add_edge(r, n, Dependency::Requires);
+            }
+            out.push(n);
+        }
+    }
+    for (i, (run, &review)) in runs.iter().zip(reviews).enumerate() {
+        let subject = materialize.get(run.subject_id.as_str()).copied();
+        for judge in 0..stages.judges {
+            let n = graph.add_node(Node::Judge { run: i, judge });
+            graph.add_edge(review, n, Dependency::Requires);
+            if let Some(m) = subject {
+                graph.add_edge(m, n, Dependency::Requires);
+            }
+            out.push(n);
+        }
+        if stages.embedder {
+            let n = graph.add_node(Node::Embed { of: Embedded::Review { run: i } });
+            graph.add_edge(review, n, Dependency::Requires);
+            out.push(n);
+        }
+    }
+    out
+}
+
 /// The reviewers of an experiment by name, as the plan and the engine use them.
 pub type ReviewerSet = BTreeMap<String, Arc<dyn Reviewer>>;
 
@@ -318,11 +420,17 @@ pub fn build_limited(manifest: &Manifest, subjects: BTreeMap<String, SubjectSpec
             node
         })
         .collect();
+    let scoring = add_scoring_nodes(manifest, &runs, &reviews, &materialize, &mut graph);
     let render = graph.add_node(Node::Render);
     for (index, spec) in manifest.analyses.iter().enumerate() {
         let node = graph.add_node(Node::Analyze { index });
         for &review in &reviews {
             graph.add_edge(review, node, Dependency::Observes);
+        }
+        if spec.kind == AnalysisKind::Rqs {
+            for &n in &scoring {
+                graph.add_edge(n, node, Dependency::Observes);
+            }
         }
         // The context-level analysis reads each subject's diff.
         if spec.kind == AnalysisKind::ContextLevel {

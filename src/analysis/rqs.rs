@@ -1,0 +1,596 @@
+//! Seed 001: RQS v2. Per cell, from the jury's verdicts, the pseudo-reference alignment and
+//! the oracle where one exists: severity-weighted recall, precision (jury and oracle),
+//! actionability, Conciseness / Comprehensiveness / Relevance, inter-judge κ, cost, and the
+//! headline — the harmonic mean of severity-weighted recall, jury precision and actionability.
+//! Every number says which method produced it.
+
+use super::matching::{score_runs, Verdict};
+use super::spec::AnalysisSpec;
+use super::{fmt_num, fmt_ratio, json_num, missing_note, ratio, AnalysisInput, AnalysisResult, RunView, Table, TableCell};
+use crate::matrix::RunId;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+/// One judge's answer on one finding for one rubric.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Vote {
+    Yes,
+    No,
+    /// The judge answered, but not in the schema, after every retry.
+    Unparseable,
+    /// No answer: the judge's node failed or was not run.
+    Absent,
+}
+
+impl Vote {
+    fn decided(self) -> Option<bool> {
+        match self {
+            Self::Yes => Some(true),
+            Self::No => Some(false),
+            Self::Unparseable | Self::Absent => None,
+        }
+    }
+}
+
+/// A judge of the jury as the report names it.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct JudgeInfo {
+    pub name: String,
+    pub model: String,
+    pub family: String,
+}
+
+/// The embedder and the threshold its alignments used.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct EmbedderInfo {
+    /// Protocol and model, as hashed into its cache keys.
+    pub identity: String,
+    pub tau: f64,
+    /// Where τ came from (a calibration file and what it was calibrated on, or the manifest).
+    pub tau_source: String,
+}
+
+/// Tokens and seconds of one producer's calls.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct StageCost {
+    pub tokens: u64,
+    pub seconds: f64,
+    pub calls: u64,
+}
+
+impl StageCost {
+    pub fn add(&mut self, other: StageCost) {
+        self.tokens += other.tokens;
+        self.seconds += other.seconds;
+        self.calls += other.calls;
+    }
+}
+
+/// The jury's votes on one finding: one entry per judge, in jury order.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct FindingVotes {
+    pub validity: Vec<Vote>,
+    pub actionability: Vec<Vote>,
+}
+
+/// What the scoring stages produced for one run.
+#[derive(Debug, Clone, Default)]
+pub struct RunScoring {
+    /// One per finding of the run, in the run's order.
+    pub votes: Vec<FindingVotes>,
+    /// Per judge, in jury order.
+    pub judge_cost: Vec<StageCost>,
+    /// The review's sentences, each with its embedding (absent without an embedder).
+    pub sentences: Option<Vec<Vec<f32>>>,
+    pub embed_cost: StageCost,
+    /// Stages that failed for this run.
+    pub problems: Vec<String>,
+}
+
+/// A subject's pseudo-references and their embeddings.
+#[derive(Debug, Clone, Default)]
+pub struct SubjectReferences {
+    pub claims: usize,
+    pub smells: usize,
+    /// One per pseudo-reference (claims, then smells).
+    pub vectors: Option<Vec<Vec<f32>>>,
+    pub claims_cost: StageCost,
+    pub problems: Vec<String>,
+}
+
+/// One human-labelled finding of the anchor set.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AnchorItem {
+    pub subject: String,
+    pub file: String,
+    pub line: u32,
+    /// The finding's message as reviewed (matched after whitespace normalization).
+    pub message: String,
+    pub valid: Option<bool>,
+    pub actionable: Option<bool>,
+}
+
+/// The human anchor set named by the analysis.
+#[derive(Debug, Clone, Default)]
+pub struct Anchor {
+    /// The file, as the manifest names it.
+    pub source: String,
+    pub items: Vec<AnchorItem>,
+}
+
+/// Everything RQS v2 reads beyond the runs themselves.
+#[derive(Debug, Clone, Default)]
+pub struct RqsInput {
+    pub judges: Vec<JudgeInfo>,
+    pub embedder: Option<EmbedderInfo>,
+    /// The seed of the blind presentation's shuffle.
+    pub shuffle_seed: u64,
+    pub runs: BTreeMap<RunId, RunScoring>,
+    pub references: BTreeMap<String, SubjectReferences>,
+    pub anchor: Option<Anchor>,
+}
+
+/// The severity weight of an oracle finding: blocking ×2, otherwise ×1.
+pub fn severity_weight(blocking: bool) -> f64 {
+    if blocking {
+        2.0
+    } else {
+        1.0
+    }
+}
+
+/// Agreement below this share with the human anchor means a judge may not stand alone (seed 000 H5).
+pub const STAND_ALONE_AGREEMENT: f64 = 0.85;
+
+/// The jury's majority on one finding: `Some(verdict)`, or `None` for a tie or no decided vote.
+pub fn majority(votes: &[Vote]) -> Majority {
+    let yes = votes.iter().filter(|v| v.decided() == Some(true)).count();
+    let no = votes.iter().filter(|v| v.decided() == Some(false)).count();
+    match yes.cmp(&no) {
+        _ if yes + no == 0 => Majority::Undecided,
+        std::cmp::Ordering::Greater => Majority::Verdict(true),
+        std::cmp::Ordering::Less => Majority::Verdict(false),
+        std::cmp::Ordering::Equal => Majority::Tie,
+    }
+}
+
+/// The outcome of a majority vote.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Majority {
+    Verdict(bool),
+    Tie,
+    /// No judge gave a usable answer.
+    Undecided,
+}
+
+/// Counts of a binary judgement over findings.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
+struct Tally {
+    yes: usize,
+    no: usize,
+    ties: usize,
+    undecided: usize,
+}
+
+impl Tally {
+    fn add(&mut self, m: Majority) {
+        match m {
+            Majority::Verdict(true) => self.yes += 1,
+            Majority::Verdict(false) => self.no += 1,
+            Majority::Tie => self.ties += 1,
+            Majority::Undecided => self.undecided += 1,
+        }
+    }
+
+    /// Yes over decided findings; ties and undecided findings count in neither.
+    fn rate(&self) -> Option<f64> {
+        ratio(self.yes as f64, (self.yes + self.no) as f64)
+    }
+}
+
+/// Inter-judge agreement on one rubric: κ over the findings every judge decided.
+fn jury_kappa(items: &[&[Vote]], judges: usize) -> (Option<f64>, usize) {
+    let decided: Vec<Vec<bool>> = items.iter().filter_map(|votes| votes.iter().map(|v| v.decided()).collect::<Option<Vec<bool>>>()).filter(|v| v.len() == judges).collect();
+    let n = decided.len();
+    if judges < 2 || n == 0 {
+        return (None, n);
+    }
+    (super::agreement::binary_kappa(&decided), n)
+}
+
+/// Harmonic mean of defined, non-negative values; `None` if any is undefined.
+pub fn harmonic_mean(values: &[Option<f64>]) -> Option<f64> {
+    let values: Vec<f64> = values.iter().copied().collect::<Option<Vec<f64>>>()?;
+    if values.is_empty() {
+        return None;
+    }
+    if values.iter().any(|v| *v <= 0.0) {
+        return Some(0.0);
+    }
+    Some(values.len() as f64 / values.iter().map(|v| 1.0 / v).sum::<f64>())
+}
+
+/// The per-cell numbers (results.json `data.cells`).
+#[derive(Debug, Clone, Default, Serialize)]
+struct CellScores {
+    cell: String,
+    runs: usize,
+    findings: usize,
+    /// Σ found weights / Σ expected weights over the cell's runs on oracle cases.
+    weighted_recall: Option<f64>,
+    precision_jury: Option<f64>,
+    precision_oracle: Option<f64>,
+    actionability: Option<f64>,
+    conciseness: Option<f64>,
+    comprehensiveness: Option<f64>,
+    relevance: Option<f64>,
+    kappa_validity: Option<f64>,
+    kappa_validity_items: usize,
+    kappa_actionability: Option<f64>,
+    kappa_actionability_items: usize,
+    validity: Tally,
+    actionable: Tally,
+    reviewer_tokens: u64,
+    reviewer_seconds: f64,
+    judge_tokens: u64,
+    judge_seconds: f64,
+    headline: Option<f64>,
+    self_preference: Vec<String>,
+}
+
+/// The alignment of one review against its subject's pseudo-references (CRScore, strict `> τ`).
+fn align(sentences: &[Vec<f32>], references: &[Vec<f32>], tau: f64) -> super::alignment::Alignment {
+    super::alignment::align(sentences, references, tau)
+}
+
+pub fn compute(spec: &AnalysisSpec, input: &AnalysisInput<'_>) -> AnalysisResult {
+    let mut result = AnalysisResult::new(
+        spec,
+        "RQS v2",
+        "Review quality (RQS v2)",
+        "Seed 001's review-quality score: a jury of judges from different model families rates each finding's validity (grounded in the diff) and actionability (says what to change and where), blind and in a seeded shuffle; reviews are aligned to pseudo-references (model claims and static-analysis smells on changed lines) by embedding similarity; recall against the oracle is severity-weighted. Headline = harmonic mean of severity-weighted recall, jury precision and actionability.",
+    );
+    let Some(rqs) = input.rqs else {
+        result.notes.push("No scoring stages ran: declare `[judges.NAME]`, `[embedder]` and `[pseudo-references]` in the manifest.".into());
+        return result;
+    };
+    let judges = rqs.judges.len();
+
+    // Oracle matching (automatic, the analysis's oracle rule), for recall and oracle precision.
+    let scored = input.oracle.map(|oracle| score_runs(&input.runs, oracle, &spec.oracle_rule).0);
+    let oracle_of = |run: &RunView<'_>| -> Option<(f64, f64, usize, usize)> {
+        let oracle = input.oracle?;
+        let scored = scored.as_ref()?;
+        let s = scored.iter().find(|s| s.view.cell.id == run.cell.id && s.view.repeat == run.repeat && s.view.subject == run.subject)?;
+        let expected = oracle.expected_for(run.subject);
+        let (mut found_w, mut total_w) = (0.0, 0.0);
+        for (verdict, finding) in s.case.verdicts.iter().zip(&expected) {
+            let w = severity_weight(finding.blocking);
+            total_w += w;
+            if verdict.verdict == Verdict::Found {
+                found_w += w;
+            }
+        }
+        let tp = s.case.verdicts.iter().filter(|v| v.verdict == Verdict::Found).count();
+        let fp = s.case.extras.len();
+        Some((found_w, total_w, tp, fp))
+    };
+
+    let mut cells_out = Vec::new();
+    let mut all_validity: Vec<&[Vote]> = Vec::new();
+    let mut all_actionability: Vec<&[Vote]> = Vec::new();
+    let mut detail = Table::new("Per run", &["Cell", "Subject", "Repeat", "Findings", "Valid", "Actionable", "Conciseness", "Comprehensiveness", "Relevance"]);
+    for cell in input.cells {
+        let runs: Vec<&RunView<'_>> = super::runs_of(input, cell).collect();
+        if runs.is_empty() {
+            continue;
+        }
+        let mut c = CellScores { cell: cell.id.clone(), runs: runs.len(), ..Default::default() };
+        let (mut found_w, mut total_w, mut tp, mut fp, mut oracle_runs) = (0.0, 0.0, 0, 0, 0);
+        let (mut validity_items, mut actionability_items): (Vec<&[Vote]>, Vec<&[Vote]>) = (Vec::new(), Vec::new());
+        let mut alignments = Vec::new();
+        for run in &runs {
+            c.findings += run.findings.len();
+            c.reviewer_tokens += run.record.cost.prompt_tokens.unwrap_or(0) + run.record.cost.completion_tokens.unwrap_or(0);
+            c.reviewer_seconds += run.record.cost.wall_ms as f64 / 1000.0;
+            if let Some((f, t, p, x)) = oracle_of(run) {
+                found_w += f;
+                total_w += t;
+                tp += p;
+                fp += x;
+                oracle_runs += 1;
+            }
+            let id = RunId::new(run.cell.id.clone(), run.repeat, run.subject.to_string());
+            let Some(scoring) = rqs.runs.get(&id) else { continue };
+            let (mut run_valid, mut run_actionable) = (Tally::default(), Tally::default());
+            for votes in &scoring.votes {
+                run_valid.add(majority(&votes.validity));
+                run_actionable.add(majority(&votes.actionability));
+                validity_items.push(&votes.validity);
+                actionability_items.push(&votes.actionability);
+            }
+            merge(&mut c.validity, run_valid);
+            merge(&mut c.actionable, run_actionable);
+            for cost in &scoring.judge_cost {
+                c.judge_tokens += cost.tokens;
+                c.judge_seconds += cost.seconds;
+            }
+            let alignment = match (&scoring.sentences, rqs.references.get(run.subject).and_then(|r| r.vectors.as_ref()), &rqs.embedder) {
+                (Some(sentences), Some(references), Some(embedder)) => Some(align(sentences, references, embedder.tau)),
+                _ => None,
+            };
+            detail.rows.push(vec![
+                format!("`{}`", cell.id).into(),
+                format!("`{}`", run.subject).into(),
+                run.repeat.into(),
+                run.findings.len().into(),
+                fmt_ratio(run_valid.rate()),
+                fmt_ratio(run_actionable.rate()),
+                fmt_ratio(alignment.as_ref().and_then(|a| a.conciseness)),
+                fmt_ratio(alignment.as_ref().and_then(|a| a.comprehensiveness)),
+                fmt_ratio(alignment.as_ref().and_then(|a| a.relevance)),
+            ]);
+            if let Some(a) = alignment {
+                alignments.push(a);
+            }
+        }
+        c.weighted_recall = (oracle_runs > 0).then(|| ratio(found_w, total_w)).flatten();
+        c.precision_oracle = (oracle_runs > 0).then(|| ratio(tp as f64, (tp + fp) as f64)).flatten();
+        c.precision_jury = c.validity.rate();
+        c.actionability = c.actionable.rate();
+        c.conciseness = mean(alignments.iter().map(|a| a.conciseness));
+        c.comprehensiveness = mean(alignments.iter().map(|a| a.comprehensiveness));
+        c.relevance = mean(alignments.iter().map(|a| a.relevance));
+        (c.kappa_validity, c.kappa_validity_items) = jury_kappa(&validity_items, judges);
+        (c.kappa_actionability, c.kappa_actionability_items) = jury_kappa(&actionability_items, judges);
+        c.headline = harmonic_mean(&[c.weighted_recall, c.precision_jury, c.actionability]);
+        let model = reviewer_model(runs[0]);
+        c.self_preference = rqs.judges.iter().filter(|j| same_family(&j.family, &model)).map(|j| j.name.clone()).collect();
+        all_validity.extend(validity_items);
+        all_actionability.extend(actionability_items);
+        cells_out.push(c);
+    }
+
+    let mut table = Table::new(
+        "RQS v2 per cell",
+        &[
+            "Cell",
+            "Runs",
+            "Findings",
+            "Recall (sev.-weighted)",
+            "Precision (jury)",
+            "Precision (oracle)",
+            "Actionability",
+            "Conciseness",
+            "Comprehensiveness",
+            "Relevance",
+            "κ validity",
+            "κ actionability",
+            "Reviewer tokens",
+            "Reviewer s",
+            "Judge tokens",
+            "Judge s",
+            "Headline",
+        ],
+    );
+    for c in &cells_out {
+        table.rows.push(vec![
+            format!("`{}`", c.cell).into(),
+            c.runs.into(),
+            c.findings.into(),
+            fmt_ratio(c.weighted_recall),
+            fmt_ratio(c.precision_jury),
+            fmt_ratio(c.precision_oracle),
+            fmt_ratio(c.actionability),
+            fmt_ratio(c.conciseness),
+            fmt_ratio(c.comprehensiveness),
+            fmt_ratio(c.relevance),
+            kappa_cell(c.kappa_validity, c.kappa_validity_items),
+            kappa_cell(c.kappa_actionability, c.kappa_actionability_items),
+            c.reviewer_tokens.into(),
+            fmt_num(Some(c.reviewer_seconds), 2),
+            c.judge_tokens.into(),
+            fmt_num(Some(c.judge_seconds), 2),
+            fmt_ratio(c.headline),
+        ]);
+    }
+
+    // The jury, with each judge's agreement with the human anchor.
+    let mut jury = Table::new("Jury", &["Judge", "Model", "Family", "Anchor items", "Agreement (validity)", "κ (validity)", "Stands alone", "Self-preference"]);
+    let anchors = rqs.anchor.as_ref().map(|a| anchor_agreement(a, input, rqs)).unwrap_or_default();
+    let mut judges_json = Vec::new();
+    for (j, judge) in rqs.judges.iter().enumerate() {
+        let (items, agreement, kappa) = anchors.get(j).copied().unwrap_or((0, None, None));
+        let fit = agreement.map(|a| a >= STAND_ALONE_AGREEMENT);
+        let self_pref: Vec<&str> = cells_out.iter().filter(|c| c.self_preference.contains(&judge.name)).map(|c| c.cell.as_str()).collect();
+        jury.rows.push(vec![
+            format!("`{}`", judge.name).into(),
+            format!("`{}`", judge.model).into(),
+            judge.family.clone().into(),
+            items.into(),
+            fmt_ratio(agreement),
+            fmt_ratio(kappa),
+            match fit {
+                Some(true) => "yes".into(),
+                Some(false) => "**no** (below 85 % agreement with the anchor)".into(),
+                None => "unknown (no anchor items)".into(),
+            },
+            if self_pref.is_empty() { "–".into() } else { format!("**flagged** in {}", self_pref.iter().map(|c| format!("`{c}`")).collect::<Vec<_>>().join(", ")).into() },
+        ]);
+        judges_json.push(serde_json::json!({
+            "name": judge.name, "model": judge.model, "family": judge.family,
+            "anchor_items": items, "anchor_agreement": json_num(agreement), "anchor_kappa": json_num(kappa),
+            "stands_alone": fit, "self_preference_cells": self_pref,
+        }));
+    }
+    let (kappa_v, items_v) = jury_kappa(&all_validity, judges);
+    let (kappa_a, items_a) = jury_kappa(&all_actionability, judges);
+    let families: std::collections::BTreeSet<&str> = rqs.judges.iter().map(|j| j.family.as_str()).collect();
+
+    result.rule = Some(format!(
+        "jury of {judges} judge{} ({} famil{}): majority vote per finding and rubric, ties and unusable answers counted in neither numerator nor denominator and reported; {}; recall: {}, blocking ×2, other ×1 (no oracle format here records resolution, so ×1.5 is never applied); alignment: {}",
+        if judges == 1 { "" } else { "s" },
+        families.len(),
+        if families.len() == 1 { "y" } else { "ies" },
+        if judges == 2 { "inter-judge agreement Cohen's κ" } else { "inter-judge agreement Fleiss' κ" },
+        spec.oracle_rule.describe(),
+        match &rqs.embedder {
+            Some(e) => format!("cosine similarity of `{}` embeddings, strict > τ = {:.4} ({})", e.identity, e.tau, e.tau_source),
+            None => "none (no embedder declared)".to_string(),
+        }
+    ));
+    result.tables = vec![jury, table, detail];
+    result.notes.push(format!(
+        "Inter-judge agreement over the whole experiment: validity κ = {} over {items_v} findings, actionability κ = {} over {items_a} findings ({}).",
+        show(kappa_v),
+        show(kappa_a),
+        if judges == 2 { "Cohen's κ" } else { "Fleiss' κ" }
+    ));
+    result.notes.push(format!("Blind presentation: findings are shown without reviewer, model, cell or repeat, normalized, in a shuffle seeded with {}.", rqs.shuffle_seed));
+    if families.len() < judges {
+        result.notes.push("Two judges of the jury share a model family: seed 001 asks for judges from different families.".into());
+    }
+    if judges < 2 {
+        result.notes.push("A jury of one judge: no inter-judge agreement can be computed, and seed 001 advises against a single judge.".into());
+    }
+    for (subject, refs) in &rqs.references {
+        for p in &refs.problems {
+            result.notes.push(format!("`{subject}`: {p}"));
+        }
+    }
+    for (run, scoring) in &rqs.runs {
+        for p in &scoring.problems {
+            result.notes.push(format!("`{run}`: {p}"));
+        }
+    }
+    if let Some(note) = missing_note(input) {
+        result.notes.push(note);
+    }
+    result.data = serde_json::json!({
+        "judges": judges_json,
+        "embedder": rqs.embedder,
+        "shuffle_seed": rqs.shuffle_seed,
+        "kappa": {"validity": json_num(kappa_v), "validity_items": items_v, "actionability": json_num(kappa_a), "actionability_items": items_a},
+        "cells": cells_out,
+    });
+    result
+}
+
+fn merge(into: &mut Tally, add: Tally) {
+    into.yes += add.yes;
+    into.no += add.no;
+    into.ties += add.ties;
+    into.undecided += add.undecided;
+}
+
+fn mean(values: impl Iterator<Item = Option<f64>>) -> Option<f64> {
+    let values: Vec<f64> = values.flatten().collect();
+    (!values.is_empty()).then(|| values.iter().sum::<f64>() / values.len() as f64)
+}
+
+fn show(value: Option<f64>) -> String {
+    value.map_or_else(|| "–".to_string(), |v| format!("{v:.3}"))
+}
+
+fn kappa_cell(kappa: Option<f64>, items: usize) -> TableCell {
+    match kappa {
+        Some(k) => format!("{k:.3} (n={items})").into(),
+        None => format!("– (n={items})").into(),
+    }
+}
+
+/// The reviewer's model as the run recorded it (its configuration's `model`), else the
+/// cell's `model` value, else the reviewer kind.
+fn reviewer_model(run: &RunView<'_>) -> String {
+    run.record
+        .inputs
+        .reviewer
+        .get("model")
+        .and_then(|m| m.as_str())
+        .map(str::to_string)
+        .or_else(|| run.cell.get("model").map(|v| v.render()))
+        .unwrap_or_else(|| run.record.inputs.reviewer_kind.clone())
+}
+
+/// A judge's family names the reviewer's model: the family, letters and digits only, is part
+/// of the model name, compared the same way.
+fn same_family(family: &str, model: &str) -> bool {
+    let squash = |s: &str| s.chars().filter(|c| c.is_ascii_alphanumeric()).collect::<String>().to_ascii_lowercase();
+    let (family, model) = (squash(family), squash(model));
+    !family.is_empty() && model.contains(&family)
+}
+
+/// Per judge: anchor items it judged, its agreement with the human validity label, and κ.
+fn anchor_agreement(anchor: &Anchor, input: &AnalysisInput<'_>, rqs: &RqsInput) -> Vec<(usize, Option<f64>, Option<f64>)> {
+    let norm = |s: &str| crate::finding::collapse_whitespace(s).trim().to_string();
+    let mut labelled: BTreeMap<(String, String, u32, String), bool> = BTreeMap::new();
+    for item in &anchor.items {
+        if let Some(valid) = item.valid {
+            labelled.insert((item.subject.clone(), item.file.clone(), item.line, norm(&item.message)), valid);
+        }
+    }
+    let mut pairs: Vec<Vec<(bool, bool)>> = vec![Vec::new(); rqs.judges.len()];
+    let mut seen = std::collections::BTreeSet::new();
+    for run in &input.runs {
+        let id = RunId::new(run.cell.id.clone(), run.repeat, run.subject.to_string());
+        let Some(scoring) = rqs.runs.get(&id) else { continue };
+        for (finding, votes) in run.findings.iter().zip(&scoring.votes) {
+            let key = (run.subject.to_string(), finding.file.clone(), finding.line, norm(&finding.message));
+            let Some(&human) = labelled.get(&key) else { continue };
+            // Each labelled finding counts once per judge, however many runs reported it.
+            if !seen.insert(key) {
+                continue;
+            }
+            for (j, vote) in votes.validity.iter().enumerate() {
+                if let (Some(v), Some(p)) = (vote.decided(), pairs.get_mut(j)) {
+                    p.push((v, human));
+                }
+            }
+        }
+    }
+    pairs
+        .iter()
+        .map(|p| {
+            let agree = p.iter().filter(|(a, b)| a == b).count();
+            let columns: Vec<Vec<bool>> = p.iter().map(|(a, b)| vec![*a, *b]).collect();
+            (p.len(), ratio(agree as f64, p.len() as f64), if p.is_empty() { None } else { super::agreement::binary_kappa(&columns) })
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn majority_reports_ties_and_ignores_unusable_answers() {
+        assert_eq!(majority(&[Vote::Yes, Vote::No, Vote::Yes]), Majority::Verdict(true));
+        assert_eq!(majority(&[Vote::Yes, Vote::No]), Majority::Tie);
+        assert_eq!(majority(&[Vote::No, Vote::Unparseable]), Majority::Verdict(false));
+        assert_eq!(majority(&[Vote::Absent, Vote::Unparseable]), Majority::Undecided);
+    }
+
+    #[test]
+    fn headline_is_the_harmonic_mean_and_needs_every_part() {
+        // 3 / (1/0.5 + 1/1 + 1/0.25) = 3 / 7
+        let h = harmonic_mean(&[Some(0.5), Some(1.0), Some(0.25)]).expect("defined");
+        assert!((h - 3.0 / 7.0).abs() < 1e-12);
+        assert_eq!(harmonic_mean(&[Some(0.5), None, Some(1.0)]), None);
+        assert_eq!(harmonic_mean(&[Some(0.0), Some(1.0), Some(1.0)]), Some(0.0));
+    }
+
+    #[test]
+    fn self_preference_compares_families_loosely() {
+        assert!(same_family("smollm2", "SmolLM2-135M-Instruct"));
+        assert!(same_family("Gemma", "gemma3-270m"));
+        assert!(!same_family("qwen", "smollm2-135m"));
+        assert!(!same_family("", "anything"));
+    }
+
+    #[test]
+    fn severity_weights_blocking_twice() {
+        assert_eq!(severity_weight(true), 2.0);
+        assert_eq!(severity_weight(false), 1.0);
+    }
+}

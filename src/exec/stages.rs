@@ -1,0 +1,164 @@
+//! Scoring stages (RQS v2): claims, smells, judges and embeddings. A scoring node is a list
+//! of calls; each call is cached under its own key ([`stage_key`] of the stage and what
+//! determines the answer), so an interrupted node repeats no finished call, and runs under
+//! the global `--jobs` limit and its endpoint's own limit.
+//!
+//! The experiment supplies what the calls are ([`Scorers`]); the engine decides when they
+//! run, whether the cache already has them, and records what they produced.
+
+use crate::cache::key::stage_key;
+use crate::cache::{CacheKey, Store, ValueLookup};
+use crate::finding::Finding;
+use crate::plan::Node;
+use crate::subject::Subject;
+use futures::future::BoxFuture;
+use serde_json::Value;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex as StdMutex};
+use tokio::sync::{watch, Semaphore};
+
+/// A call's answer, or why it failed.
+pub type CallFuture = BoxFuture<'static, Result<Value, String>>;
+
+/// One model or analyzer call of a scoring node.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Call {
+    /// The stage (`claims`, `smells`, `judge`, `embed`): part of the key.
+    pub stage: &'static str,
+    /// Everything that determines the answer: the producer's fingerprint and the content key
+    /// of what it reads. Known without materializing anything, so a cached call needs no
+    /// repository.
+    pub inputs: Value,
+    /// The endpoint whose concurrency limit the call counts against.
+    pub endpoint: String,
+    /// What the call needs to run that is not in its key (a finding to show, texts to embed).
+    pub payload: Value,
+}
+
+impl Call {
+    pub fn key(&self) -> CacheKey {
+        stage_key(self.stage, &self.inputs)
+    }
+}
+
+/// What a scoring node's calls are computed from.
+pub struct NodeInputs<'a> {
+    /// The content key of the subject the node scores.
+    pub subject_identity: &'a str,
+    /// The run's findings (judge and review-embedding nodes).
+    pub findings: Option<&'a [Finding]>,
+    /// The subject's claims and smells, for its pseudo-reference embedding: the values of
+    /// those nodes' calls, `None` where the stage is not declared.
+    pub claims: Option<&'a [Value]>,
+    pub smells: Option<&'a [Value]>,
+}
+
+/// The scoring stages' meaning: the experiment's jury, claims model, analyzers and embedder.
+pub trait Scorers: Send + Sync {
+    /// The calls of a scoring node, in a stable order.
+    fn calls(&self, node: &Node, inputs: &NodeInputs<'_>) -> Result<Vec<Call>, String>;
+    /// Runs one call that the cache does not have; `subject` is the node's materialized subject.
+    fn run(self: Arc<Self>, call: Call, subject: Option<Arc<Subject>>) -> CallFuture;
+    /// How many calls to `endpoint` may run at once (within `--jobs`).
+    fn endpoint_limit(&self, endpoint: &str) -> usize;
+}
+
+/// The answers of one scoring node's calls, in call order, with the calls' payloads (a
+/// cached answer may be shared by several calls with equal keys, so what it was for is the
+/// call's, not the answer's).
+#[derive(Debug, Clone, Default)]
+pub struct Scored {
+    pub values: Vec<Value>,
+    pub payloads: Vec<Value>,
+    /// How many came from the cache.
+    pub cached: usize,
+}
+
+/// Looks every call up: all of them hit, or `None`.
+pub fn all_cached(cache: &dyn Store, calls: &[Call]) -> Option<Scored> {
+    let mut values = Vec::with_capacity(calls.len());
+    for call in calls {
+        match cache.lookup_value(&call.key()) {
+            ValueLookup::Hit(value) => values.push(value),
+            ValueLookup::Miss | ValueLookup::Corrupt(_) => return None,
+        }
+    }
+    Some(Scored { cached: values.len(), values, payloads: calls.iter().map(|c| c.payload.clone()).collect() })
+}
+
+/// The limits scoring calls share.
+#[derive(Clone)]
+pub struct StageShared {
+    pub cache: Arc<dyn Store>,
+    pub scorers: Arc<dyn Scorers>,
+    pub experiment: String,
+    pub refresh: bool,
+    pub frozen: bool,
+    pub global: Arc<Semaphore>,
+    pub endpoints: Arc<StdMutex<HashMap<String, Arc<Semaphore>>>>,
+    pub cancel: watch::Receiver<bool>,
+}
+
+impl StageShared {
+    fn endpoint(&self, name: &str) -> Arc<Semaphore> {
+        let mut map = self.endpoints.lock().unwrap_or_else(|e| e.into_inner());
+        map.entry(name.to_string()).or_insert_with(|| Arc::new(Semaphore::new(self.scorers.endpoint_limit(name).max(1)))).clone()
+    }
+}
+
+/// Runs a scoring node's calls concurrently: each is taken from the cache when it is there,
+/// else run under the limits and stored. The first failure fails the node; what finished is
+/// stored already, so running again repeats none of it.
+pub async fn run_node(shared: StageShared, calls: Vec<Call>, subject: Option<Arc<Subject>>) -> Result<Scored, String> {
+    let total = calls.len();
+    let payloads = calls.iter().map(|c| c.payload.clone()).collect();
+    let mut pending = futures::stream::FuturesOrdered::new();
+    for call in calls {
+        let (shared, subject) = (shared.clone(), subject.clone());
+        pending.push_back(async move { run_call(&shared, call, subject).await });
+    }
+    let mut values = Vec::with_capacity(total);
+    let mut cached = 0;
+    use futures::StreamExt;
+    while let Some(result) = pending.next().await {
+        let (value, hit) = result?;
+        cached += usize::from(hit);
+        values.push(value);
+    }
+    Ok(Scored { values, payloads, cached })
+}
+
+/// One call: the cached answer (`true`), or a fresh one, stored (`false`).
+async fn run_call(shared: &StageShared, call: Call, subject: Option<Arc<Subject>>) -> Result<(Value, bool), String> {
+    let key = call.key();
+    if !shared.refresh {
+        let cache = shared.cache.clone();
+        let lookup_key = key.clone();
+        match tokio::task::spawn_blocking(move || cache.lookup_value(&lookup_key)).await {
+            Ok(ValueLookup::Hit(value)) => return Ok((value, true)),
+            Ok(ValueLookup::Miss | ValueLookup::Corrupt(_)) | Err(_) => {}
+        }
+    }
+    if shared.frozen {
+        return Err(format!("a {} call is not in the cache (frozen)", call.stage));
+    }
+    let endpoint = shared.endpoint(&call.endpoint);
+    let _global = shared.global.clone().acquire_owned().await.map_err(|e| e.to_string())?;
+    let _endpoint = endpoint.acquire_owned().await.map_err(|e| e.to_string())?;
+    if *shared.cancel.borrow() {
+        return Err("interrupted".to_string());
+    }
+    let mut cancel = shared.cancel.clone();
+    let (stage, inputs) = (call.stage, call.inputs.clone());
+    let work = shared.scorers.clone().run(call, subject);
+    let value = tokio::select! {
+        value = work => value?,
+        () = super::wait_cancel(&mut cancel) => return Err("interrupted".to_string()),
+    };
+    let (cache, experiment, stored) = (shared.cache.clone(), shared.experiment.clone(), value.clone());
+    tokio::task::spawn_blocking(move || cache.store_value(&experiment, stage, &key, &inputs, &stored))
+        .await
+        .map_err(|e| format!("storing a {stage} answer failed: {e}"))?
+        .map_err(|e| format!("storing a {stage} answer failed: {e}"))?;
+    Ok((value, false))
+}
