@@ -57,6 +57,10 @@ pub enum Error {
     Diff(#[from] crate::report::diff::DiffError),
     #[error(transparent)]
     Results(#[from] crate::report::model::ResultsError),
+    /// RQS v2's scoring resources could not be set up (a judge, the embedder, an analyzer,
+    /// the anchor set or the calibration).
+    #[error("scoring: {0}")]
+    Scoring(String),
     /// A command-line value that clap's types cannot check.
     #[error("`{flag}` must be {expected}, not `{value}`")]
     InvalidFlag { flag: String, value: String, expected: &'static str },

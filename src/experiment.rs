@@ -11,6 +11,7 @@ use crate::manifest::Manifest;
 use crate::plan::{self, Plan, ReviewerSet};
 use crate::report::{self, model::Results};
 use crate::reviewer;
+use crate::scoring::ExperimentScorers;
 use crate::subject::TargetSpec;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -28,6 +29,17 @@ pub struct Prepared {
     pub oracle: Option<Oracle>,
     /// Adjudication records named by analyses, by resolved path.
     pub adjudications: BTreeMap<PathBuf, crate::analysis::adjudication::Adjudication>,
+    /// RQS v2's jury, claims model, analyzers and embedder, when the plan has scoring nodes.
+    pub scorers: Option<Arc<ExperimentScorers>>,
+    /// Per `rqs` analysis (by index): its τ and where it came from, and its anchor set.
+    pub rqs: BTreeMap<usize, RqsResources>,
+}
+
+/// What one `rqs` analysis reads besides the scoring nodes.
+#[derive(Debug, Clone, Default)]
+pub struct RqsResources {
+    pub tau: Option<(f64, String)>,
+    pub anchor: Option<crate::analysis::rqs::Anchor>,
 }
 
 /// Where things go; CLI flags override the manifest.
@@ -70,7 +82,39 @@ fn prepare_manifest(manifest: Manifest, locations: &Locations, options: &Prepare
     let cache = CacheStore::new(locations.cache_dir.clone().unwrap_or_else(|| manifest.cache_dir.clone()));
     let oracle = load_oracle(&manifest)?;
     let adjudications = load_adjudications(&manifest)?;
-    Ok(Prepared { manifest, reviewers, plan, cache, oracle, adjudications })
+    let (scorers, rqs) = load_scoring(&manifest, &plan)?;
+    Ok(Prepared { manifest, reviewers, plan, cache, oracle, adjudications, scorers, rqs })
+}
+
+/// The scoring clients, when the plan has scoring nodes, and each `rqs` analysis's τ and
+/// anchor set. Analyzers are looked up only when the plan runs smells.
+fn load_scoring(manifest: &Manifest, plan: &Plan) -> Result<(Option<Arc<ExperimentScorers>>, BTreeMap<usize, RqsResources>), Error> {
+    let counts = plan.node_counts();
+    let scoring_kinds = [plan::NodeKind::Claims, plan::NodeKind::Smells, plan::NodeKind::Judge, plan::NodeKind::Embed];
+    if !scoring_kinds.iter().any(|k| counts.contains_key(k)) {
+        return Ok((None, BTreeMap::new()));
+    }
+    let options: Vec<(usize, &crate::analysis::spec::RqsOptions)> =
+        manifest.analyses.iter().enumerate().filter_map(|(i, a)| a.rqs.as_ref().map(|o| (i, o))).collect();
+    let shuffle_seed = options.first().map_or(0, |(_, o)| o.shuffle_seed);
+    let tools_dir = crate::config::project_root(&manifest.base_dir).join(".tools");
+    let scorers = ExperimentScorers::new(&manifest.scoring, shuffle_seed, &tools_dir, counts.contains_key(&plan::NodeKind::Smells)).map_err(Error::Scoring)?;
+    let mut rqs = BTreeMap::new();
+    for (index, o) in options {
+        let mut resources = RqsResources::default();
+        if let Some(tau) = o.tau {
+            resources.tau = Some((tau, "given in the manifest (`tau`)".to_string()));
+        }
+        if let (Some(path), Some(embedder)) = (&o.calibration, &manifest.scoring.embedder) {
+            let fingerprint = crate::judge::embed::Embedder::new(embedder.clone()).map_err(|e| Error::Scoring(e.to_string()))?.fingerprint();
+            resources.tau = Some(crate::scoring::read_calibration(path, &fingerprint).map_err(Error::Scoring)?);
+        }
+        if let Some(path) = &o.anchor {
+            resources.anchor = Some(crate::scoring::read_anchor(path).map_err(Error::Scoring)?);
+        }
+        rqs.insert(index, resources);
+    }
+    Ok((Some(Arc::new(scorers)), rqs))
 }
 
 impl Prepared {
@@ -114,7 +158,7 @@ pub fn check(manifest: Manifest, options: &PrepareOptions) -> Result<plan::PlanS
     let missing = RunOutcome::Missing;
     let outcomes: Vec<&RunOutcome> = prepared.plan.runs.iter().map(|_| &missing).collect();
     // No run has results, so no diff scope is needed: nothing is materialized.
-    let analyses = (0..prepared.manifest.analyses.len()).map(|i| analyze(&prepared, i, &outcomes, None)).collect();
+    let analyses = (0..prepared.manifest.analyses.len()).map(|i| analyze(&prepared, i, &outcomes, None, None)).collect();
     let results = build_results(&prepared, &prepared.manifest.path.display().to_string(), &outcomes, analyses);
     if let Err(e) = report::render::check_template(&results, template.as_deref()) {
         problems.push(e.to_string());
@@ -172,8 +216,9 @@ pub async fn execute(
 ) -> Result<Executed, Error> {
     let conclusions = ExperimentConclusions { prepared, manifest_label, frozen: options.frozen };
     let materializer: exec::Materializer = Arc::new(|spec, work_dir| crate::subject::materialize(spec, work_dir).map_err(|e| e.to_string()));
+    let scorers = prepared.scorers.clone().map(|s| s as Arc<dyn exec::Scorers>);
     let execution =
-        exec::execute(&prepared.plan, &prepared.reviewers, None, materializer, Arc::new(prepared.cache.clone()), &options, &conclusions, emitter, cancel).await;
+        exec::execute(&prepared.plan, &prepared.reviewers, scorers, materializer, Arc::new(prepared.cache.clone()), &options, &conclusions, emitter, cancel).await;
     let rendered = execution.report.ok_or(Error::NotRendered)??;
     Ok(Executed { outcomes: execution.outcomes, results: rendered.results, written: rendered.written })
 }
@@ -203,7 +248,15 @@ impl exec::Conclusions for ExperimentConclusions<'_> {
         let scopes: Option<BTreeMap<String, DiffScope>> = (spec.kind == AnalysisKind::ContextLevel)
             .then(|| view.subjects().into_iter().map(|(id, s)| (id.to_string(), DiffScope::from_files(&s.files))).collect());
         let outcomes = view.runs();
-        analyze(prepared, index, &outcomes, scopes.as_ref())
+        let rqs = match (&prepared.scorers, prepared.rqs.get(&index)) {
+            (Some(scorers), Some(resources)) => {
+                let mut input = crate::scoring::rqs_input(&prepared.plan, view, scorers, resources.tau.clone());
+                input.anchor = resources.anchor.clone();
+                Some(input)
+            }
+            _ => None,
+        };
+        analyze(prepared, index, &outcomes, scopes.as_ref(), rqs.as_ref())
     }
 
     fn render(&self, view: &WalkView<'_, AnalysisResult, Rendered>, analyses: &[&AnalysisResult]) -> Result<Rendered, report::render::RenderError> {
@@ -226,7 +279,13 @@ impl exec::Conclusions for ExperimentConclusions<'_> {
 }
 
 /// Analysis number `index` over the runs' outcomes (plan order).
-fn analyze(prepared: &Prepared, index: usize, outcomes: &[&RunOutcome], scopes: Option<&BTreeMap<String, DiffScope>>) -> AnalysisResult {
+fn analyze(
+    prepared: &Prepared,
+    index: usize,
+    outcomes: &[&RunOutcome],
+    scopes: Option<&BTreeMap<String, DiffScope>>,
+    rqs: Option<&crate::analysis::rqs::RqsInput>,
+) -> AnalysisResult {
     let plan = &prepared.plan;
     let mut views = Vec::new();
     let mut missing = Vec::new();
@@ -245,7 +304,7 @@ fn analyze(prepared: &Prepared, index: usize, outcomes: &[&RunOutcome], scopes: 
         oracle: prepared.oracle.as_ref(),
         scopes,
         adjudications: &prepared.adjudications,
-        rqs: None,
+        rqs,
     };
     analysis::compute(&prepared.manifest.analyses[index], &input)
 }

@@ -23,5 +23,6 @@ pub mod plan;
 pub(crate) mod rag;
 pub mod report;
 pub mod reviewer;
+pub mod scoring;
 pub mod study;
 pub mod subject;

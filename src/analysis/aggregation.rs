@@ -201,6 +201,7 @@ mod tests {
             matching: MatchRule::default(),
             oracle_rule: OracleRule::default(),
             adjudication: None,
+            rqs: None,
         }
     }
 

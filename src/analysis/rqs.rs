@@ -196,7 +196,20 @@ fn jury_kappa(items: &[&[Vote]], judges: usize) -> (Option<f64>, usize) {
     if judges < 2 || n == 0 {
         return (None, n);
     }
-    (super::agreement::binary_kappa(&decided), n)
+    (binary_kappa(&decided), n)
+}
+
+/// κ of binary ratings, one row per item and one column per rater: Cohen's for two raters,
+/// Fleiss' for more.
+fn binary_kappa(rows: &[Vec<bool>]) -> Option<f64> {
+    match rows.first().map(Vec::len) {
+        Some(2) => {
+            let (a, b): (Vec<bool>, Vec<bool>) = rows.iter().map(|r| (r[0], r[1])).unzip();
+            super::agreement::cohen_kappa(&a, &b).map(|k| k.kappa)
+        }
+        Some(n) if n > 2 => super::agreement::fleiss_kappa(rows).map(|k| k.kappa),
+        _ => None,
+    }
 }
 
 /// Harmonic mean of defined, non-negative values; `None` if any is undefined.
@@ -239,9 +252,12 @@ struct CellScores {
     self_preference: Vec<String>,
 }
 
-/// The alignment of one review against its subject's pseudo-references (CRScore, strict `> τ`).
-fn align(sentences: &[Vec<f32>], references: &[Vec<f32>], tau: f64) -> super::alignment::Alignment {
-    super::alignment::align(sentences, references, tau)
+/// The alignment of one review against its subject's pseudo-references (CRScore, strict `> τ`),
+/// scored the CRScore way: an empty side scores 0 ([`super::alignment::Alignment::crscore_scores`]).
+fn align(sentences: &[Vec<f32>], references: &[Vec<f32>], tau: f64) -> (f64, f64, f64) {
+    let s: Vec<&[f32]> = sentences.iter().map(Vec::as_slice).collect();
+    let r: Vec<&[f32]> = references.iter().map(Vec::as_slice).collect();
+    super::alignment::align(&s, &r, tau).crscore_scores()
 }
 
 pub fn compute(spec: &AnalysisSpec, input: &AnalysisInput<'_>) -> AnalysisResult {
@@ -327,9 +343,9 @@ pub fn compute(spec: &AnalysisSpec, input: &AnalysisInput<'_>) -> AnalysisResult
                 run.findings.len().into(),
                 fmt_ratio(run_valid.rate()),
                 fmt_ratio(run_actionable.rate()),
-                fmt_ratio(alignment.as_ref().and_then(|a| a.conciseness)),
-                fmt_ratio(alignment.as_ref().and_then(|a| a.comprehensiveness)),
-                fmt_ratio(alignment.as_ref().and_then(|a| a.relevance)),
+                fmt_ratio(alignment.map(|a| a.0)),
+                fmt_ratio(alignment.map(|a| a.1)),
+                fmt_ratio(alignment.map(|a| a.2)),
             ]);
             if let Some(a) = alignment {
                 alignments.push(a);
@@ -339,9 +355,9 @@ pub fn compute(spec: &AnalysisSpec, input: &AnalysisInput<'_>) -> AnalysisResult
         c.precision_oracle = (oracle_runs > 0).then(|| ratio(tp as f64, (tp + fp) as f64)).flatten();
         c.precision_jury = c.validity.rate();
         c.actionability = c.actionable.rate();
-        c.conciseness = mean(alignments.iter().map(|a| a.conciseness));
-        c.comprehensiveness = mean(alignments.iter().map(|a| a.comprehensiveness));
-        c.relevance = mean(alignments.iter().map(|a| a.relevance));
+        c.conciseness = mean(alignments.iter().map(|a| Some(a.0)));
+        c.comprehensiveness = mean(alignments.iter().map(|a| Some(a.1)));
+        c.relevance = mean(alignments.iter().map(|a| Some(a.2)));
         (c.kappa_validity, c.kappa_validity_items) = jury_kappa(&validity_items, judges);
         (c.kappa_actionability, c.kappa_actionability_items) = jury_kappa(&actionability_items, judges);
         c.headline = harmonic_mean(&[c.weighted_recall, c.precision_jury, c.actionability]);
@@ -554,7 +570,7 @@ fn anchor_agreement(anchor: &Anchor, input: &AnalysisInput<'_>, rqs: &RqsInput) 
         .map(|p| {
             let agree = p.iter().filter(|(a, b)| a == b).count();
             let columns: Vec<Vec<bool>> = p.iter().map(|(a, b)| vec![*a, *b]).collect();
-            (p.len(), ratio(agree as f64, p.len() as f64), if p.is_empty() { None } else { super::agreement::binary_kappa(&columns) })
+            (p.len(), ratio(agree as f64, p.len() as f64), binary_kappa(&columns))
         })
         .collect()
 }

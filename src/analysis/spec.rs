@@ -25,6 +25,22 @@ pub struct AnalysisSpec {
     /// for the runs it covers (fixture, review-eval).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub adjudication: Option<std::path::PathBuf>,
+    /// RQS v2's own options (`kind = "rqs"`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rqs: Option<RqsOptions>,
+}
+
+/// The options of an `rqs` analysis.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct RqsOptions {
+    /// The alignment threshold, given directly (`tau`).
+    pub tau: Option<f64>,
+    /// A calibration file with τ for the experiment's embedder (`calibration`).
+    pub calibration: Option<std::path::PathBuf>,
+    /// The human anchor set, a CSV (`anchor`).
+    pub anchor: Option<std::path::PathBuf>,
+    /// The seed of the blind presentation's shuffle (`shuffle-seed`, default 0).
+    pub shuffle_seed: u64,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize)]
@@ -100,7 +116,7 @@ impl AnalysisKind {
 
     /// Kinds that match findings to an oracle and read the oracle-matching keys.
     pub fn uses_oracle(self) -> bool {
-        matches!(self, Self::Fixture | Self::Aggregation | Self::ReviewEval)
+        matches!(self, Self::Fixture | Self::Aggregation | Self::ReviewEval | Self::Rqs)
     }
 }
 
@@ -174,7 +190,21 @@ pub fn read_analysis(t: &TableReader<'_, '_>, axes: &BTreeSet<String>, base_dir:
             None => format!("kinds: {}", kinds.join(", ")),
         };
         // The analysis's other keys are still read, so they are not reported as unknown.
-        for key in ["title", "axis", "line-tolerance", "similarity", "similarity-measure", "dedup-similarity", "partial-similarity", "evidence", "adjudication"]
+        for key in [
+            "title",
+            "axis",
+            "line-tolerance",
+            "similarity",
+            "similarity-measure",
+            "dedup-similarity",
+            "partial-similarity",
+            "evidence",
+            "adjudication",
+            "tau",
+            "calibration",
+            "anchor",
+            "shuffle-seed",
+        ]
         {
             t.allow(key);
         }
@@ -234,7 +264,20 @@ pub fn read_analysis(t: &TableReader<'_, '_>, axes: &BTreeSet<String>, base_dir:
             None
         }
     });
-    Some(AnalysisSpec { kind, title, axis, matching, oracle_rule, adjudication })
+    let rqs = (kind == AnalysisKind::Rqs).then(|| {
+        let tau = t.float("tau", -1.0, 1.0).map(Spanned::into_inner);
+        let calibration = t.string("calibration").map(|c| resolve_path(base_dir, c.get_ref()));
+        if tau.is_some() && calibration.is_some() {
+            problems.push(t.span(), "analysis `rqs` takes `tau` or `calibration`, not both");
+        }
+        RqsOptions {
+            tau,
+            calibration,
+            anchor: t.string("anchor").map(|a| resolve_path(base_dir, a.get_ref())),
+            shuffle_seed: t.integer("shuffle-seed", 0, i64::MAX).map_or(0, |n| *n.get_ref() as u64),
+        }
+    });
+    Some(AnalysisSpec { kind, title, axis, matching, oracle_rule, adjudication, rqs })
 }
 
 /// The oracle-matching keys of `fixture`, `aggregation` and `review-eval`: `line-tolerance`

@@ -5,6 +5,7 @@
 //! `rag_symbol_max_definitions`, or anything else).
 
 pub mod model;
+mod scoring;
 
 pub use model::*;
 
@@ -121,6 +122,8 @@ fn read_manifest(root: &TableReader<'_, '_>, path: &Path, base_dir: &Path, check
     }
     .unwrap_or_else(|| project_root(base_dir).join("cache"));
 
+    let scoring = scoring::read_scoring(root, base_dir, &analyses);
+
     if let (Some(target), Some(matrix)) = (&target, &matrix) {
         check_target_axes(root, target, matrix);
     }
@@ -147,6 +150,7 @@ fn read_manifest(root: &TableReader<'_, '_>, path: &Path, base_dir: &Path, check
         analyses: analyses.into_iter().collect::<Option<Vec<_>>>()?,
         report: report?,
         cache_dir,
+        scoring: scoring?,
     })
 }
 

@@ -24,6 +24,20 @@ pub struct Manifest {
     pub analyses: Vec<AnalysisSpec>,
     pub report: ReportSpec,
     pub cache_dir: PathBuf,
+    /// RQS v2's scoring resources: the jury, the pseudo-references, the embedder.
+    pub scoring: Scoring,
+}
+
+/// What scores reviews beyond the oracle (RQS v2): `[judges.NAME]`, `[pseudo-references]`
+/// (a claims model and static analyzers) and `[embedder]`. All optional; an `rqs` analysis
+/// reads what is declared.
+#[derive(Debug, Clone, Default)]
+pub struct Scoring {
+    /// The jury, in manifest order.
+    pub judges: Vec<crate::judge::spec::JudgeSpec>,
+    pub claims: Option<crate::judge::spec::ClaimsSpec>,
+    pub analyzers: Vec<crate::smells::AnalyzerKind>,
+    pub embedder: Option<crate::judge::embed::EmbedderSpec>,
 }
 
 #[derive(Debug, Clone, Serialize)]

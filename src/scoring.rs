@@ -1,0 +1,382 @@
+//! RQS v2's scoring stages for one experiment: the jury, the claims model, the static
+//! analyzers and the embedder behind the engine's [`Scorers`], and what they produced, read
+//! back as the RQS analysis's input ([`rqs_input`]).
+//!
+//! Keys never need a repository: a claims, smells or judge call is keyed by its producer's
+//! fingerprint and the subject's content identity (plus, for a judge, the finding as shown),
+//! an embedding by the embedder's fingerprint and the texts. The blind item a judge sees is
+//! built from the finding and the subject's diff only when the call runs.
+
+use crate::analysis::rqs::{EmbedderInfo, FindingVotes, JudgeInfo, RqsInput, RunScoring, StageCost, SubjectReferences, Vote};
+use crate::exec::{Call, CallFuture, NodeInputs, ScoredView, Scorers, WalkView};
+use crate::finding::Finding;
+use crate::judge::blind::blind_items;
+use crate::judge::claims::ClaimsGenerator;
+use crate::judge::embed::Embedder;
+use crate::judge::rubric::{Judge, Rubric, Verdict};
+use crate::manifest::Scoring;
+use crate::plan::{Embedded, Node, Plan};
+use crate::smells::AnalyzerSet;
+use crate::subject::Subject;
+use serde_json::{json, Value};
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+/// The rubrics every judge applies to every finding, in call order.
+pub const RUBRICS: [Rubric; 2] = [Rubric::Validity, Rubric::Actionability];
+
+/// The scoring resources of one experiment.
+pub struct ExperimentScorers {
+    judges: Vec<Judge>,
+    claims: Option<ClaimsGenerator>,
+    analyzers: Option<AnalyzerSet>,
+    embedder: Option<Embedder>,
+    shuffle_seed: u64,
+}
+
+impl ExperimentScorers {
+    /// Builds the clients the manifest declares; analyzers are looked up (and their versions
+    /// read) only when `needs_analyzers`, so an experiment without smells needs none installed.
+    pub fn new(scoring: &Scoring, shuffle_seed: u64, tools_dir: &std::path::Path, needs_analyzers: bool) -> Result<Self, String> {
+        let judges = scoring.judges.iter().map(|spec| Judge::new(spec.clone()).map_err(|e| e.to_string())).collect::<Result<Vec<_>, _>>()?;
+        let claims = scoring.claims.clone().map(|spec| ClaimsGenerator::new(spec).map_err(|e| e.to_string())).transpose()?;
+        let analyzers = if needs_analyzers && !scoring.analyzers.is_empty() {
+            Some(AnalyzerSet::resolve(&scoring.analyzers, tools_dir).map_err(|e| e.to_string())?)
+        } else {
+            None
+        };
+        let embedder = scoring.embedder.clone().map(|spec| Embedder::new(spec).map_err(|e| e.to_string())).transpose()?;
+        Ok(Self { judges, claims, analyzers, embedder, shuffle_seed })
+    }
+
+    /// The jury as the report names it.
+    pub fn jury(&self) -> Vec<JudgeInfo> {
+        self.judges
+            .iter()
+            .map(|j| JudgeInfo { name: j.spec().name.clone(), model: j.spec().settings.model.clone(), family: j.spec().settings.family.clone() })
+            .collect()
+    }
+
+    /// The embedder's identity, as hashed into its keys.
+    pub fn embedder_identity(&self) -> Option<String> {
+        self.embedder.as_ref().map(|e| e.fingerprint().to_string())
+    }
+
+    pub fn shuffle_seed(&self) -> u64 {
+        self.shuffle_seed
+    }
+}
+
+/// A finding as a judge's key sees it: what the blind item shows, before the diff context
+/// (which the subject's identity determines).
+fn shown(finding: &Finding) -> Value {
+    let flat = |s: &str| crate::finding::collapse_whitespace(s).trim().to_string();
+    json!({
+        "file": finding.file.trim(),
+        "line": finding.anchor_line(),
+        "message": flat(&finding.message),
+        "suggestion": finding.suggestion.as_deref().map(flat).filter(|s| !s.is_empty()),
+    })
+}
+
+/// The sentences of a review: each finding's message, split the CRScore way.
+pub fn review_sentences(findings: &[Finding]) -> Vec<String> {
+    findings.iter().flat_map(|f| crate::text::review_sentences(&f.message)).collect()
+}
+
+/// The order a run's findings are shown in: a shuffle seeded by `seed`.
+fn shuffled(n: usize, seed: u64) -> Vec<usize> {
+    use rand::seq::SliceRandom;
+    use rand::SeedableRng;
+    let mut order: Vec<usize> = (0..n).collect();
+    order.shuffle(&mut rand_chacha::ChaCha8Rng::seed_from_u64(seed));
+    order
+}
+
+impl Scorers for ExperimentScorers {
+    fn calls(&self, node: &Node, inputs: &NodeInputs<'_>) -> Result<Vec<Call>, String> {
+        let subject = inputs.subject_identity;
+        match node {
+            Node::Claims { .. } => {
+                let claims = self.claims.as_ref().ok_or("no claims model is declared")?;
+                Ok(vec![Call { stage: "claims", inputs: json!({"generator": claims.fingerprint(), "subject": subject}), endpoint: "claims".into(), payload: Value::Null }])
+            }
+            Node::Smells { .. } => {
+                let analyzers = self.analyzers.as_ref().ok_or("no analyzers are declared")?;
+                Ok(vec![Call { stage: "smells", inputs: json!({"analyzers": analyzers.identity(), "subject": subject}), endpoint: "analyzers".into(), payload: Value::Null }])
+            }
+            Node::Judge { judge, .. } => {
+                let j = self.judges.get(*judge).ok_or_else(|| format!("no judge number {}", judge + 1))?;
+                let findings = inputs.findings.ok_or("the run has no findings to judge")?;
+                let mut calls = Vec::new();
+                for index in shuffled(findings.len(), self.shuffle_seed) {
+                    for rubric in RUBRICS {
+                        calls.push(Call {
+                            stage: "judge",
+                            inputs: json!({"judge": j.fingerprint(rubric), "subject": subject, "finding": shown(&findings[index])}),
+                            endpoint: format!("judge:{}", j.spec().name),
+                            payload: json!({"finding": index, "rubric": rubric.as_str(), "shown": findings[index]}),
+                        });
+                    }
+                }
+                Ok(calls)
+            }
+            Node::Embed { of } => {
+                let embedder = self.embedder.as_ref().ok_or("no embedder is declared")?;
+                let (texts, payload) = match of {
+                    Embedded::Review { .. } => (review_sentences(inputs.findings.ok_or("the run has no findings")?), json!({"of": "review"})),
+                    Embedded::References { .. } => {
+                        let claims: Vec<String> = inputs.claims.and_then(|v| v.first()).map(|v| strings(&v["claims"])).unwrap_or_default();
+                        let smells: Vec<String> = inputs.smells.and_then(|v| v.first()).map(|v| strings(&v["texts"])).unwrap_or_default();
+                        let payload = json!({"of": "references", "claims": claims.len(), "smells": smells.len()});
+                        (claims.into_iter().chain(smells).collect(), payload)
+                    }
+                };
+                if texts.is_empty() {
+                    return Ok(Vec::new());
+                }
+                Ok(vec![Call { stage: "embed", inputs: json!({"embedder": embedder.fingerprint(), "texts": texts}), endpoint: "embed".into(), payload }])
+            }
+            other => Err(format!("{other:?} is not a scoring node")),
+        }
+    }
+
+    fn run(self: Arc<Self>, call: Call, subject: Option<Arc<Subject>>) -> CallFuture {
+        Box::pin(async move {
+            match call.stage {
+                "claims" => {
+                    let subject = subject.ok_or("claims need the subject's diff")?;
+                    let generator = self.claims.as_ref().ok_or("no claims model is declared")?;
+                    let answer = generator.generate(&subject.diff).await.map_err(|e| e.to_string())?;
+                    let claims = crate::text::parse_claims(&answer.raw);
+                    Ok(json!({"claims": claims, "raw": answer.raw, "truncated": answer.truncated, "tokens": answer.tokens.prompt + answer.tokens.completion, "seconds": answer.seconds}))
+                }
+                "smells" => {
+                    let subject = subject.ok_or("smells need the subject's repository")?;
+                    let me = self.clone();
+                    tokio::task::spawn_blocking(move || {
+                        let analyzers = me.analyzers.as_ref().ok_or("no analyzers are declared")?;
+                        let scratch = tempfile::tempdir().map_err(|e| format!("no scratch directory for the analyzers: {e}"))?;
+                        let smells = crate::smells::analyze(analyzers, &subject, scratch.path()).map_err(|e| e.to_string())?;
+                        let texts: Vec<String> = smells.iter().map(|s| s.text()).collect();
+                        Ok::<Value, String>(json!({"smells": smells, "texts": texts, "analyzers": analyzers.identity()}))
+                    })
+                    .await
+                    .map_err(|e| format!("the analyzers' task failed: {e}"))?
+                }
+                "judge" => {
+                    let subject = subject.ok_or("a judge needs the subject's diff")?;
+                    let finding: Finding = serde_json::from_value(call.payload["shown"].clone()).map_err(|e| format!("bad judge payload: {e}"))?;
+                    let rubric = RUBRICS.into_iter().find(|r| call.payload["rubric"] == r.as_str()).ok_or("bad judge payload: rubric")?;
+                    let name = call.endpoint.trim_start_matches("judge:");
+                    let judge = self.judges.iter().find(|j| j.spec().name == name).ok_or_else(|| format!("no judge `{name}`"))?;
+                    // One finding per call, always shown as `item-1`: the prompt depends on the
+                    // finding and the subject only, as the key does.
+                    let (_, item) = blind_items(std::slice::from_ref(&finding), &subject, 0).into_iter().next().ok_or("no blind item")?;
+                    let judgement = judge.judge(rubric, &item).await.map_err(|e| e.to_string())?;
+                    serde_json::to_value(&judgement).map_err(|e| e.to_string())
+                }
+                "embed" => {
+                    let embedder = self.embedder.as_ref().ok_or("no embedder is declared")?;
+                    let texts = strings(&call.inputs["texts"]);
+                    let embedded = embedder.embed(&texts).await.map_err(|e| e.to_string())?;
+                    Ok(json!({"vectors": embedded.vectors, "tokens": embedded.tokens, "seconds": embedded.seconds}))
+                }
+                other => Err(format!("unknown scoring stage `{other}`")),
+            }
+        })
+    }
+
+    fn endpoint_limit(&self, endpoint: &str) -> usize {
+        if let Some(name) = endpoint.strip_prefix("judge:") {
+            return self.judges.iter().find(|j| j.spec().name == name).map_or(1, |j| j.spec().settings.max_concurrency);
+        }
+        match endpoint {
+            "claims" => self.claims.as_ref().map_or(1, |c| c.spec().settings.max_concurrency),
+            // One embedding request at a time: each already carries a batch of texts.
+            "embed" => 1,
+            // Analyzers are local processes: one per core the machine has.
+            _ => std::thread::available_parallelism().map_or(1, |n| n.get()),
+        }
+    }
+}
+
+fn strings(value: &Value) -> Vec<String> {
+    value.as_array().map(|a| a.iter().filter_map(|v| v.as_str().map(str::to_string)).collect()).unwrap_or_default()
+}
+
+fn vectors(value: &Value) -> Option<Vec<Vec<f32>>> {
+    value.as_array()?.iter().map(|row| row.as_array().map(|r| r.iter().map(|x| x.as_f64().unwrap_or(0.0) as f32).collect())).collect()
+}
+
+fn cost(value: &Value) -> StageCost {
+    let tokens = match &value["tokens"] {
+        Value::Object(t) => t.values().filter_map(Value::as_u64).sum(),
+        other => other.as_u64().unwrap_or(0),
+    };
+    StageCost { tokens, seconds: value["seconds"].as_f64().unwrap_or(0.0), calls: 1 }
+}
+
+fn vote(value: &Value) -> Vote {
+    match value["verdict"].as_str() {
+        Some(v) if v == Verdict::Yes.as_str() => Vote::Yes,
+        Some(v) if v == Verdict::No.as_str() => Vote::No,
+        Some(_) => Vote::Unparseable,
+        None => Vote::Absent,
+    }
+}
+
+/// What the scoring nodes produced, as the RQS analysis reads it.
+pub fn rqs_input<A, R>(plan: &Plan, view: &WalkView<'_, A, R>, scorers: &ExperimentScorers, tau: Option<(f64, String)>) -> RqsInput {
+    let jury = scorers.jury();
+    let mut input = RqsInput {
+        judges: jury.clone(),
+        embedder: scorers.embedder_identity().zip(tau).map(|(identity, (tau, tau_source))| EmbedderInfo { identity, tau, tau_source }),
+        shuffle_seed: scorers.shuffle_seed(),
+        ..Default::default()
+    };
+    for subject in plan.subjects.keys() {
+        let mut refs = SubjectReferences::default();
+        match view.scored(&Node::Claims { subject: subject.clone() }) {
+            ScoredView::Done(s) => {
+                if let Some(v) = s.values.first() {
+                    refs.claims = v["claims"].as_array().map_or(0, Vec::len);
+                    refs.claims_cost = cost(v);
+                }
+            }
+            ScoredView::Failed(e) => refs.problems.push(format!("claims: {e}")),
+            ScoredView::Absent => {}
+        }
+        match view.scored(&Node::Smells { subject: subject.clone() }) {
+            ScoredView::Done(s) => refs.smells = s.values.first().and_then(|v| v["texts"].as_array()).map_or(0, Vec::len),
+            ScoredView::Failed(e) => refs.problems.push(format!("smells: {e}")),
+            ScoredView::Absent => {}
+        }
+        match view.scored(&Node::Embed { of: Embedded::References { subject: subject.clone() } }) {
+            ScoredView::Done(s) => refs.vectors = Some(s.values.first().and_then(|v| vectors(&v["vectors"])).unwrap_or_default()),
+            ScoredView::Failed(e) => refs.problems.push(format!("pseudo-reference embeddings: {e}")),
+            ScoredView::Absent => {}
+        }
+        input.references.insert(subject.clone(), refs);
+    }
+    for (i, run) in plan.runs.iter().enumerate() {
+        let Some((_, findings)) = view.run(i).and_then(|o| o.success()) else { continue };
+        let mut scoring = RunScoring {
+            votes: vec![FindingVotes { validity: vec![Vote::Absent; jury.len()], actionability: vec![Vote::Absent; jury.len()] }; findings.len()],
+            judge_cost: vec![StageCost::default(); jury.len()],
+            ..Default::default()
+        };
+        for (j, judge) in jury.iter().enumerate() {
+            match view.scored(&Node::Judge { run: i, judge: j }) {
+                ScoredView::Done(s) => {
+                    for (value, payload) in s.values.iter().zip(&s.payloads) {
+                        let Some(votes) = payload["finding"].as_u64().and_then(|f| scoring.votes.get_mut(f as usize)) else { continue };
+                        let slot = if payload["rubric"] == Rubric::Validity.as_str() { &mut votes.validity } else { &mut votes.actionability };
+                        slot[j] = vote(value);
+                        scoring.judge_cost[j].add(cost(value));
+                    }
+                }
+                ScoredView::Failed(e) => scoring.problems.push(format!("judge `{}`: {e}", judge.name)),
+                ScoredView::Absent => {}
+            }
+        }
+        match view.scored(&Node::Embed { of: Embedded::Review { run: i } }) {
+            ScoredView::Done(s) => {
+                scoring.sentences = Some(s.values.first().and_then(|v| vectors(&v["vectors"])).unwrap_or_default());
+                if let Some(v) = s.values.first() {
+                    scoring.embed_cost = cost(v);
+                }
+            }
+            ScoredView::Failed(e) => scoring.problems.push(format!("review embeddings: {e}")),
+            ScoredView::Absent => {}
+        }
+        input.runs.insert(run.id(), scoring);
+    }
+    input
+}
+
+/// Reads a human anchor set: a CSV with a header naming `subject`, `file`, `line`,
+/// `message`, and `valid` and/or `actionable` (`yes`/`no`, empty when not labelled). Every
+/// problem is reported, with its row.
+pub fn read_anchor(path: &std::path::Path) -> Result<crate::analysis::rqs::Anchor, String> {
+    let mut reader = csv::ReaderBuilder::new().comment(Some(b'#')).from_path(path).map_err(|e| format!("cannot read the anchor set `{}`: {e}", path.display()))?;
+    let headers = reader.headers().map_err(|e| format!("`{}`: {e}", path.display()))?.clone();
+    let column = |name: &str| headers.iter().position(|h| h.trim() == name);
+    let (Some(subject), Some(file), Some(line), Some(message)) = (column("subject"), column("file"), column("line"), column("message")) else {
+        return Err(format!("`{}`: the header must name subject, file, line and message (and valid and/or actionable)", path.display()));
+    };
+    let (valid, actionable) = (column("valid"), column("actionable"));
+    if valid.is_none() && actionable.is_none() {
+        return Err(format!("`{}`: the header names neither `valid` nor `actionable`", path.display()));
+    }
+    let mut items = Vec::new();
+    let mut problems = Vec::new();
+    for (row, record) in reader.records().enumerate() {
+        let row = row + 2;
+        let record = match record {
+            Ok(r) => r,
+            Err(e) => {
+                problems.push(format!("row {row}: {e}"));
+                continue;
+            }
+        };
+        let get = |i: usize| record.get(i).unwrap_or("").trim().to_string();
+        let label = |c: Option<usize>, name: &str, problems: &mut Vec<String>| -> Option<bool> {
+            match c.map(get).as_deref() {
+                Some("yes") => Some(true),
+                Some("no") => Some(false),
+                Some("") | None => None,
+                Some(other) => {
+                    problems.push(format!("row {row}, column `{name}`: `{other}` is not yes, no or empty"));
+                    None
+                }
+            }
+        };
+        let line_value = match get(line).parse::<u32>() {
+            Ok(n) => n,
+            Err(_) => {
+                problems.push(format!("row {row}, column `line`: `{}` is not a line number", get(line)));
+                continue;
+            }
+        };
+        let item = crate::analysis::rqs::AnchorItem {
+            subject: get(subject),
+            file: get(file),
+            line: line_value,
+            message: get(message),
+            valid: label(valid, "valid", &mut problems),
+            actionable: label(actionable, "actionable", &mut problems),
+        };
+        items.push(item);
+    }
+    if !problems.is_empty() {
+        return Err(format!("`{}`: {}", path.display(), problems.join("; ")));
+    }
+    Ok(crate::analysis::rqs::Anchor { source: path.display().to_string(), items })
+}
+
+/// A calibration file (`runner crscore --calibrate` writes one): τ and what it was calibrated
+/// with. Refused when it was calibrated for another embedder.
+pub fn read_calibration(path: &std::path::Path, embedder: &Value) -> Result<(f64, String), String> {
+    let text = std::fs::read_to_string(path).map_err(|e| format!("cannot read the calibration `{}`: {e}", path.display()))?;
+    let doc: Value = serde_json::from_str(&text).map_err(|e| format!("`{}` is not JSON: {e}", path.display()))?;
+    let tau = doc["tau"].as_f64().ok_or_else(|| format!("`{}` has no numeric `tau`", path.display()))?;
+    if doc["embedder"] != *embedder {
+        return Err(format!("`{}` calibrates τ for the embedder {}, not for this experiment's {}", path.display(), doc["embedder"], embedder));
+    }
+    let source = doc["source"].as_str().unwrap_or("calibration file");
+    Ok((tau, format!("calibrated: {source}, `{}`", path.display())))
+}
+
+/// Stage costs summed per producer, for the report's cost columns.
+pub fn total_judge_cost(input: &RqsInput) -> BTreeMap<String, StageCost> {
+    let mut out: BTreeMap<String, StageCost> = BTreeMap::new();
+    for scoring in input.runs.values() {
+        for (j, cost) in scoring.judge_cost.iter().enumerate() {
+            if let Some(judge) = input.judges.get(j) {
+                out.entry(judge.name.clone()).or_default().add(*cost);
+            }
+        }
+    }
+    out
+}
