@@ -35,6 +35,9 @@ pub(crate) enum Command {
     },
     /// Score human-adjudicated captured results (seed 002's format) against an oracle.
     Score(ScoreArgs),
+    /// Check RQS v2's alignment scores against people: CRScore's human study, with an
+    /// embedder, calibrating τ and correlating with the human scores.
+    Crscore(CrscoreArgs),
     /// Blind adjudication sheets: export one from an experiment's cached results, import the
     /// filled sheet as seed 002 captured results.
     Adjudicate {
@@ -156,6 +159,37 @@ pub(crate) struct ScoreArgs {
     /// Print the score as JSON.
     #[arg(long)]
     pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct CrscoreArgs {
+    /// CRScore's released files (gpt-4o.jsonl and the annotators' CSVs).
+    #[arg(long, default_value = "tests/fixtures/crscore")]
+    pub reference: PathBuf,
+    /// The embedding server's protocol.
+    #[arg(long, default_value = "openai", value_parser = ["openai", "ollama"])]
+    pub provider: String,
+    /// The embedding server's base URL.
+    #[arg(long, env = "RUNNER_EMBED_URL", default_value = "http://127.0.0.1:8093/v1")]
+    pub embedder_url: String,
+    /// The embedding model, as the server names it.
+    #[arg(long, default_value = "minilm-l6-v2")]
+    pub embedder_model: String,
+    /// `.models/MODELS.json`, to check the served model file and record its sha256.
+    #[arg(long)]
+    pub models_json: Option<PathBuf>,
+    /// Use this τ instead of calibrating one.
+    #[arg(long)]
+    pub tau: Option<f64>,
+    /// Where RESULTS.md, crscore.json and calibration.json go.
+    #[arg(long, default_value = "results/crscore")]
+    pub out: PathBuf,
+    /// The cache the embeddings are kept in.
+    #[arg(long, default_value = "cache")]
+    pub cache: PathBuf,
+    /// Call no embedder: fail, listing what the cache lacks.
+    #[arg(long)]
+    pub frozen: bool,
 }
 
 #[derive(Debug, Subcommand)]

@@ -34,6 +34,7 @@ fn main() -> ExitCode {
         Command::Cache { command, locations } => cache(command, &locations),
         Command::Corpus { command: CorpusCommand::Validate(args) } => corpus_validate(&args),
         Command::Score(args) => score(&args),
+        Command::Crscore(args) => crscore(&args),
         Command::Adjudicate { command: AdjudicateCommand::Export(args) } => adjudicate_export(&args),
         Command::Adjudicate { command: AdjudicateCommand::Import(args) } => adjudicate_import(&args),
     };
@@ -338,6 +339,30 @@ fn score(args: &ScoreArgs) -> Result<Exit, Error> {
         println!("{}", serde_json::to_string_pretty(&scored).unwrap_or_default());
     } else {
         print!("{}", scored.render());
+    }
+    Ok(Exit::Ok)
+}
+
+fn crscore(args: &CrscoreArgs) -> Result<Exit, Error> {
+    use runner::analysis::crscore;
+    use runner::judge::embed::{EmbedProtocol, Embedder, EmbedderSpec};
+    let data = crscore::CrscoreData::load(&args.reference).map_err(|e| Error::Scoring(e.to_string()))?;
+    let protocol = if args.provider == "ollama" { EmbedProtocol::Ollama } else { EmbedProtocol::OpenAi };
+    let mut spec = EmbedderSpec::new(protocol, &args.embedder_url, &args.embedder_model);
+    spec.models_json = args.models_json.clone();
+    let embedder = Embedder::new(spec).map_err(|e| Error::Scoring(e.to_string()))?;
+    let texts = crscore::texts(&data);
+    let store = runner::cache::CacheStore::new(&args.cache);
+    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().map_err(Error::Runtime)?;
+    let embedded = runtime.block_on(runner::scoring::embed_cached(&embedder, &store, "crscore", &texts, args.frozen)).map_err(Error::Scoring)?;
+    eprintln!("{} texts: {} batches from the cache, {} embedded now", texts.len(), embedded.cached, embedded.fresh);
+    let mut report = crscore::evaluate(&data, &embedded.vectors, args.tau).map_err(|e| Error::Scoring(e.to_string()))?;
+    let fingerprint = embedder.fingerprint();
+    report.embedder = Some(fingerprint.to_string());
+    let written = runner::scoring::write_crscore(&args.out, &report, &fingerprint).map_err(Error::Scoring)?;
+    print!("{}", report.to_markdown());
+    for path in written {
+        eprintln!("wrote {}", path.display());
     }
     Ok(Exit::Ok)
 }

@@ -19,7 +19,6 @@ use crate::plan::{Embedded, Node, Plan};
 use crate::smells::AnalyzerSet;
 use crate::subject::Subject;
 use serde_json::{json, Value};
-use std::collections::BTreeMap;
 use std::sync::Arc;
 
 /// The rubrics every judge applies to every finding, in call order.
@@ -368,15 +367,65 @@ pub fn read_calibration(path: &std::path::Path, embedder: &Value) -> Result<(f64
     Ok((tau, format!("calibrated: {source}, `{}`", path.display())))
 }
 
-/// Stage costs summed per producer, for the report's cost columns.
-pub fn total_judge_cost(input: &RqsInput) -> BTreeMap<String, StageCost> {
-    let mut out: BTreeMap<String, StageCost> = BTreeMap::new();
-    for scoring in input.runs.values() {
-        for (j, cost) in scoring.judge_cost.iter().enumerate() {
-            if let Some(judge) = input.judges.get(j) {
-                out.entry(judge.name.clone()).or_default().add(*cost);
+/// Texts embedded through the cache ([`embed_cached`]).
+pub struct EmbeddedTexts {
+    pub vectors: std::collections::HashMap<String, Vec<f32>>,
+    /// Batches taken from the cache, and embedded now.
+    pub cached: usize,
+    pub fresh: usize,
+}
+
+/// Texts per cached embedding batch of [`embed_cached`].
+pub const EMBED_BATCH: usize = 256;
+
+/// Embeds `texts` in batches of [`EMBED_BATCH`], each batch a cached `embed` value keyed like
+/// a scoring call's (the embedder's fingerprint and the texts), so a second run embeds
+/// nothing and `frozen` embeds nothing at all (failing when a batch is missing).
+pub async fn embed_cached(embedder: &Embedder, cache: &crate::cache::CacheStore, experiment: &str, texts: &[String], frozen: bool) -> Result<EmbeddedTexts, String> {
+    let mut out = EmbeddedTexts { vectors: std::collections::HashMap::new(), cached: 0, fresh: 0 };
+    let fingerprint = embedder.fingerprint();
+    for batch in texts.chunks(EMBED_BATCH) {
+        let inputs = json!({"embedder": fingerprint, "texts": batch});
+        let key = crate::cache::key::stage_key("embed", &inputs);
+        let value = match cache.lookup_value(&key) {
+            crate::cache::ValueLookup::Hit(value) => {
+                out.cached += 1;
+                value
             }
-        }
+            _ if frozen => return Err(format!("an embedding batch of {} texts is not in the cache `{}` (frozen)", batch.len(), cache.root().display())),
+            _ => {
+                let embedded = embedder.embed(batch).await.map_err(|e| e.to_string())?;
+                let value = json!({"vectors": embedded.vectors, "tokens": embedded.tokens, "seconds": embedded.seconds});
+                cache.store_value(experiment, "embed", &key, &inputs, &value).map_err(|e| e.to_string())?;
+                out.fresh += 1;
+                value
+            }
+        };
+        let rows = vectors(&value["vectors"]).filter(|v| v.len() == batch.len()).ok_or("a cached embedding batch does not match its texts")?;
+        out.vectors.extend(batch.iter().cloned().zip(rows));
     }
-    out
+    Ok(out)
+}
+
+/// Writes `RESULTS.md`, `crscore.json` and `calibration.json` (τ with the embedder it was
+/// calibrated for, which an `rqs` analysis's `calibration` reads) under `out`.
+pub fn write_crscore(out: &std::path::Path, report: &crate::analysis::crscore::CrscoreReport, embedder: &Value) -> Result<Vec<std::path::PathBuf>, String> {
+    std::fs::create_dir_all(out).map_err(|e| format!("cannot create `{}`: {e}", out.display()))?;
+    let mut written = Vec::new();
+    let mut write = |name: &str, text: String| -> Result<(), String> {
+        let path = out.join(name);
+        std::fs::write(&path, text).map_err(|e| format!("cannot write `{}`: {e}", path.display()))?;
+        written.push(path);
+        Ok(())
+    };
+    let reproduce = "Reproduce: `runner crscore --frozen` (from the committed cache), or live against the embedding server: `scripts/model-server/start.sh minilm-l6-v2 8093 && runner crscore`.";
+    write("RESULTS.md", format!("# CRScore's human study, scored by runner\n\n{}\n{reproduce}\n", report.to_markdown()))?;
+    write("crscore.json", serde_json::to_string_pretty(report).map_err(|e| e.to_string())? + "\n")?;
+    let source = match &report.calibration {
+        Some(c) => format!("CRScore human study, reference reviews (system `msg`): {} reviews, {} sentences", c.items, c.sentences),
+        None => "given on the command line".to_string(),
+    };
+    let calibration = json!({"tau": report.tau, "embedder": embedder, "source": source, "calibration": report.calibration});
+    write("calibration.json", serde_json::to_string_pretty(&calibration).map_err(|e| e.to_string())? + "\n")?;
+    Ok(written)
 }

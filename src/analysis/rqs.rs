@@ -413,20 +413,41 @@ pub fn compute(spec: &AnalysisSpec, input: &AnalysisInput<'_>) -> AnalysisResult
     }
 
     // The jury, with each judge's agreement with the human anchor.
-    let mut jury = Table::new("Jury", &["Judge", "Model", "Family", "Anchor items", "Agreement (validity)", "κ (validity)", "Stands alone", "Self-preference"]);
+    let mut jury = Table::new(
+        "Jury",
+        &[
+            "Judge",
+            "Model",
+            "Family",
+            "Anchor items (validity)",
+            "Agreement (validity)",
+            "κ (validity)",
+            "Anchor items (actionability)",
+            "Agreement (actionability)",
+            "κ (actionability)",
+            "Stands alone",
+            "Self-preference",
+        ],
+    );
     let anchors = rqs.anchor.as_ref().map(|a| anchor_agreement(a, input, rqs)).unwrap_or_default();
     let mut judges_json = Vec::new();
     for (j, judge) in rqs.judges.iter().enumerate() {
-        let (items, agreement, kappa) = anchors.get(j).copied().unwrap_or((0, None, None));
-        let fit = agreement.map(|a| a >= STAND_ALONE_AGREEMENT);
+        let [validity, actionability] = anchors.get(j).copied().unwrap_or_default();
+        // Seed 000 H5: a judge stands alone only at 85 % agreement or more on every rubric
+        // the anchor labels.
+        let rates: Vec<f64> = [validity, actionability].iter().filter(|a| a.items > 0).filter_map(|a| a.agreement).collect();
+        let fit = (!rates.is_empty()).then(|| rates.iter().all(|a| *a >= STAND_ALONE_AGREEMENT));
         let self_pref: Vec<&str> = cells_out.iter().filter(|c| c.self_preference.contains(&judge.name)).map(|c| c.cell.as_str()).collect();
         jury.rows.push(vec![
             format!("`{}`", judge.name).into(),
             format!("`{}`", judge.model).into(),
             judge.family.clone().into(),
-            items.into(),
-            fmt_ratio(agreement),
-            fmt_ratio(kappa),
+            validity.items.into(),
+            fmt_ratio(validity.agreement),
+            fmt_ratio(validity.kappa),
+            actionability.items.into(),
+            fmt_ratio(actionability.agreement),
+            fmt_ratio(actionability.kappa),
             match fit {
                 Some(true) => "yes".into(),
                 Some(false) => "**no** (below 85 % agreement with the anchor)".into(),
@@ -436,7 +457,10 @@ pub fn compute(spec: &AnalysisSpec, input: &AnalysisInput<'_>) -> AnalysisResult
         ]);
         judges_json.push(serde_json::json!({
             "name": judge.name, "model": judge.model, "family": judge.family,
-            "anchor_items": items, "anchor_agreement": json_num(agreement), "anchor_kappa": json_num(kappa),
+            "anchor": {
+                "validity": {"items": validity.items, "agreement": json_num(validity.agreement), "kappa": json_num(validity.kappa)},
+                "actionability": {"items": actionability.items, "agreement": json_num(actionability.agreement), "kappa": json_num(actionability.kappa)},
+            },
             "stands_alone": fit, "self_preference_cells": self_pref,
         }));
     }
@@ -537,40 +561,52 @@ fn same_family(family: &str, model: &str) -> bool {
     !family.is_empty() && model.contains(&family)
 }
 
-/// Per judge: anchor items it judged, its agreement with the human validity label, and κ.
-fn anchor_agreement(anchor: &Anchor, input: &AnalysisInput<'_>, rqs: &RqsInput) -> Vec<(usize, Option<f64>, Option<f64>)> {
+/// One judge's agreement with the anchor on one rubric.
+#[derive(Debug, Clone, Copy, Default)]
+struct AnchorAgreement {
+    items: usize,
+    agreement: Option<f64>,
+    kappa: Option<f64>,
+}
+
+/// Per judge, for validity and actionability: the anchor items it decided, its agreement with
+/// the human label, and Cohen's κ against it. A labelled finding counts once per judge,
+/// however many runs reported it (the first run's votes, in plan order).
+fn anchor_agreement(anchor: &Anchor, input: &AnalysisInput<'_>, rqs: &RqsInput) -> Vec<[AnchorAgreement; 2]> {
     let norm = |s: &str| crate::finding::collapse_whitespace(s).trim().to_string();
-    let mut labelled: BTreeMap<(String, String, u32, String), bool> = BTreeMap::new();
+    let mut labelled: BTreeMap<(String, String, u32, String), (Option<bool>, Option<bool>)> = BTreeMap::new();
     for item in &anchor.items {
-        if let Some(valid) = item.valid {
-            labelled.insert((item.subject.clone(), item.file.clone(), item.line, norm(&item.message)), valid);
-        }
+        labelled.insert((item.subject.clone(), item.file.clone(), item.line, norm(&item.message)), (item.valid, item.actionable));
     }
-    let mut pairs: Vec<Vec<(bool, bool)>> = vec![Vec::new(); rqs.judges.len()];
+    let mut pairs: Vec<[Vec<(bool, bool)>; 2]> = vec![[Vec::new(), Vec::new()]; rqs.judges.len()];
     let mut seen = std::collections::BTreeSet::new();
     for run in &input.runs {
         let id = RunId::new(run.cell.id.clone(), run.repeat, run.subject.to_string());
         let Some(scoring) = rqs.runs.get(&id) else { continue };
         for (finding, votes) in run.findings.iter().zip(&scoring.votes) {
             let key = (run.subject.to_string(), finding.file.clone(), finding.line, norm(&finding.message));
-            let Some(&human) = labelled.get(&key) else { continue };
-            // Each labelled finding counts once per judge, however many runs reported it.
+            let Some(&(valid, actionable)) = labelled.get(&key) else { continue };
             if !seen.insert(key) {
                 continue;
             }
-            for (j, vote) in votes.validity.iter().enumerate() {
-                if let (Some(v), Some(p)) = (vote.decided(), pairs.get_mut(j)) {
-                    p.push((v, human));
+            for (rubric, (human, judged)) in [(valid, &votes.validity), (actionable, &votes.actionability)].into_iter().enumerate() {
+                let Some(human) = human else { continue };
+                for (j, vote) in judged.iter().enumerate() {
+                    if let (Some(v), Some(p)) = (vote.decided(), pairs.get_mut(j)) {
+                        p[rubric].push((v, human));
+                    }
                 }
             }
         }
     }
     pairs
         .iter()
-        .map(|p| {
-            let agree = p.iter().filter(|(a, b)| a == b).count();
-            let columns: Vec<Vec<bool>> = p.iter().map(|(a, b)| vec![*a, *b]).collect();
-            (p.len(), ratio(agree as f64, p.len() as f64), binary_kappa(&columns))
+        .map(|per_rubric| {
+            per_rubric.clone().map(|p| {
+                let agree = p.iter().filter(|(a, b)| a == b).count();
+                let rows: Vec<Vec<bool>> = p.iter().map(|(a, b)| vec![*a, *b]).collect();
+                AnchorAgreement { items: p.len(), agreement: ratio(agree as f64, p.len() as f64), kappa: binary_kappa(&rows) }
+            })
         })
         .collect()
 }

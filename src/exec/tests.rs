@@ -25,6 +25,8 @@ struct FakeReviewer {
     finished: AtomicUsize,
     /// Reviews in flight wait until this turns true, so a test can see how many run at once.
     gate: Option<watch::Receiver<bool>>,
+    /// Findings each review reports.
+    findings: usize,
 }
 
 impl Reviewer for FakeReviewer {
@@ -63,7 +65,8 @@ impl Reviewer for FakeReviewer {
             if self.fail_model.as_deref() == Some(model.as_str()) {
                 return Err(ReviewError::Failed { message: format!("model {model} broke"), stderr_tail: "boom".into() });
             }
-            Ok(ReviewOutput { raw: model, cost: Cost { wall_ms: self.latency_ms, ..Cost::default() }, ..ReviewOutput::default() })
+            let findings = (0..self.findings).map(|i| test_finding(&format!("{model} finding {i}"), i as u32 + 1)).collect();
+            Ok(ReviewOutput { raw: model, findings, cost: Cost { wall_ms: self.latency_ms, ..Cost::default() }, ..ReviewOutput::default() })
         })
     }
 }
@@ -460,4 +463,167 @@ async fn the_engine_uses_any_store_and_takes_a_result_another_holder_of_the_lock
     assert!(execution.outcomes.iter().all(|o| matches!(o, RunOutcome::Cached { .. })), "{:?}", execution.outcomes);
     assert_eq!(reviewer.calls.load(Ordering::SeqCst), 0, "no run started while another holder had its lock");
     assert_eq!(store.successes.load(Ordering::SeqCst), 0);
+}
+
+fn test_finding(message: &str, line: u32) -> crate::finding::Finding {
+    serde_json::from_value(serde_json::json!({
+        "id": format!("f{line}"), "file": "a.rs", "line": line, "severity": "warning", "category": "bug", "confidence": 1, "message": message
+    }))
+    .expect("finding")
+}
+
+/// A jury of one fake judge: one call per finding, answering `yes`; counts the calls it runs
+/// and turns cancellation on after `cancel_after` of them.
+#[derive(Default)]
+struct FakeScorers {
+    runs: AtomicUsize,
+    cancel_after: Option<(usize, StdMutex<Option<watch::Sender<bool>>>)>,
+}
+
+impl super::Scorers for FakeScorers {
+    fn calls(&self, node: &Node, inputs: &super::NodeInputs<'_>) -> Result<Vec<super::Call>, String> {
+        let findings = inputs.findings.ok_or("no findings")?;
+        assert!(matches!(node, Node::Judge { .. }), "{node:?}");
+        Ok(findings
+            .iter()
+            .enumerate()
+            .map(|(i, f)| super::Call {
+                stage: "judge",
+                inputs: serde_json::json!({"subject": inputs.subject_identity, "message": f.message}),
+                endpoint: "judge:fake".into(),
+                payload: serde_json::json!({"finding": i}),
+            })
+            .collect())
+    }
+
+    fn run(self: Arc<Self>, call: super::Call, subject: Option<Arc<Subject>>) -> super::CallFuture {
+        Box::pin(async move {
+            assert!(subject.is_some(), "a call that runs has its subject");
+            let done = self.runs.fetch_add(1, Ordering::SeqCst) + 1;
+            if let Some((after, tx)) = &self.cancel_after {
+                if done == *after {
+                    if let Some(tx) = tx.lock().expect("lock").take() {
+                        let _ = tx.send(true);
+                    }
+                    // Hold this call until the engine abandons it.
+                    std::future::pending::<()>().await;
+                }
+            }
+            Ok(serde_json::json!({"verdict": "yes", "for": call.inputs["message"]}))
+        })
+    }
+
+    fn endpoint_limit(&self, _endpoint: &str) -> usize {
+        1
+    }
+}
+
+/// [`plan`] with one judge node per run, requiring the run and its subject.
+fn judged_plan(models: &[&str], subjects: &[&str]) -> Plan {
+    let mut plan = plan(models, 1, subjects);
+    let analysis = plan.graph.node_indices().find(|n| matches!(plan.graph[*n], Node::Analyze { .. })).expect("analysis");
+    for (i, n) in plan.review_nodes().into_iter().enumerate() {
+        let judge = plan.graph.add_node(Node::Judge { run: i, judge: 0 });
+        plan.graph.add_edge(n, judge, Dependency::Requires);
+        let m = plan.graph.node_indices().find(|m| plan.graph[*m] == Node::Materialize { subject: plan.runs[i].subject_id.clone() }).expect("subject");
+        plan.graph.add_edge(m, judge, Dependency::Requires);
+        plan.graph.add_edge(judge, analysis, Dependency::Observes);
+    }
+    plan
+}
+
+/// Counts the judge answers the analysis saw.
+#[derive(Default)]
+struct CountingJudged;
+
+impl Conclusions for CountingJudged {
+    type Analysis = (usize, usize);
+    type Report = ();
+    type Error = String;
+
+    fn analyze(&self, _index: usize, view: &WalkView<'_, (usize, usize), ()>) -> (usize, usize) {
+        let (mut answers, mut failed) = (0, 0);
+        for i in 0..view.runs().len() {
+            match view.scored(&Node::Judge { run: i, judge: 0 }) {
+                super::ScoredView::Done(s) => answers += s.values.len(),
+                super::ScoredView::Failed(_) => failed += 1,
+                super::ScoredView::Absent => {}
+            }
+        }
+        (answers, failed)
+    }
+
+    fn render(&self, _view: &WalkView<'_, (usize, usize), ()>, _analyses: &[&(usize, usize)]) -> Result<(), String> {
+        Ok(())
+    }
+}
+
+async fn judged_walk(
+    plan: &Plan,
+    reviewer: Arc<FakeReviewer>,
+    scorers: Arc<FakeScorers>,
+    cache: &CacheStore,
+    opts: &ExecOptions,
+    cancel: watch::Receiver<bool>,
+) -> ((usize, usize), usize) {
+    let calls = Arc::new(AtomicUsize::new(0));
+    let reviewers: ReviewerSet = [("fake".to_string(), reviewer as Arc<dyn Reviewer>)].into();
+    let execution =
+        execute(plan, &reviewers, Some(scorers), materializer(calls.clone(), &[]), Arc::new(cache.clone()), opts, &CountingJudged, &Emitter::silent(), cancel).await;
+    (execution.analyses.first().copied().unwrap_or_default(), calls.load(Ordering::SeqCst))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn judge_calls_are_cached_one_by_one_and_a_cached_execution_builds_nothing() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let cache = CacheStore::new(dir.path());
+    let plan = judged_plan(&["a", "b"], &["s1", "s2"]);
+    let reviewer = || Arc::new(FakeReviewer { findings: 3, ..Default::default() });
+    let scorers = Arc::new(FakeScorers::default());
+    let (seen, built) = judged_walk(&plan, reviewer(), scorers.clone(), &cache, &options(4, None), watch::channel(false).1).await;
+    assert_eq!(seen, (4 * 3, 0), "every finding of every run is judged");
+    assert_eq!(scorers.runs.load(Ordering::SeqCst), 12);
+    assert_eq!(built, 2);
+
+    let again = Arc::new(FakeScorers::default());
+    let (seen, built) = judged_walk(&plan, reviewer(), again.clone(), &cache, &options(4, None), watch::channel(false).1).await;
+    assert_eq!(seen, (12, 0));
+    assert_eq!(again.runs.load(Ordering::SeqCst), 0, "every judge call came from the cache");
+    assert_eq!(built, 0, "a fully cached execution materializes nothing");
+
+    let mut frozen = options(4, None);
+    frozen.frozen = true;
+    let (seen, _) = judged_walk(&plan, reviewer(), Arc::new(FakeScorers::default()), &cache, &frozen, watch::channel(false).1).await;
+    assert_eq!(seen, (12, 0), "a frozen execution reads the same answers");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_interrupted_judge_node_resumes_without_repeating_finished_calls() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let cache = CacheStore::new(dir.path());
+    let plan = judged_plan(&["a"], &["s1"]);
+    let reviewer = || Arc::new(FakeReviewer { findings: 5, ..Default::default() });
+    let (tx, rx) = watch::channel(false);
+    let first = Arc::new(FakeScorers { cancel_after: Some((3, StdMutex::new(Some(tx)))), ..Default::default() });
+    let (seen, _) = judged_walk(&plan, reviewer(), first.clone(), &cache, &options(1, None), rx).await;
+    assert_eq!(seen.0, 0, "the interrupted node has no result");
+    assert_eq!(first.runs.load(Ordering::SeqCst), 3);
+
+    let second = Arc::new(FakeScorers::default());
+    let (seen, _) = judged_walk(&plan, reviewer(), second.clone(), &cache, &options(1, None), watch::channel(false).1).await;
+    assert_eq!(seen, (5, 0));
+    // Two calls finished before the interruption (the third was abandoned): three are left.
+    assert_eq!(second.runs.load(Ordering::SeqCst), 3);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failed_review_skips_exactly_its_judge_node() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let cache = CacheStore::new(dir.path());
+    let plan = judged_plan(&["ok", "broken"], &["s1"]);
+    let reviewer = Arc::new(FakeReviewer { findings: 2, fail_model: Some("broken".into()), ..Default::default() });
+    let scorers = Arc::new(FakeScorers::default());
+    let (seen, _) = judged_walk(&plan, reviewer, scorers.clone(), &cache, &options(2, None), watch::channel(false).1).await;
+    assert_eq!(seen, (2, 1), "the good run is judged, the broken run's judge node is skipped");
+    assert_eq!(scorers.runs.load(Ordering::SeqCst), 2);
 }
