@@ -47,6 +47,18 @@ pub enum Event {
     RunMissing {
         run: RunId,
     },
+    /// A scoring node (claims, smells, judge, embed) finished: how many calls it made and
+    /// how many of them the cache answered.
+    StageDone {
+        node: String,
+        calls: usize,
+        cached: usize,
+    },
+    /// A scoring node failed; the analyses that read it say so.
+    StageFailed {
+        node: String,
+        error: String,
+    },
     Interrupted,
 }
 

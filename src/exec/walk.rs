@@ -504,8 +504,15 @@ impl<A, R> Walk<'_, A, R> {
     /// failed node is skipped (and so, in turn, are its own dependents).
     fn finish(&mut self, node: NodeIndex, state: State<A, R>) {
         let graph = &self.plan.graph;
-        if let (Node::Materialize { subject }, State::Failed(error)) = (&graph[node], &state) {
-            self.emitter.emit(Event::MaterializeFailed { subject: subject.clone(), error: error.clone() });
+        match (&graph[node], &state) {
+            (Node::Materialize { subject }, State::Failed(error)) => {
+                self.emitter.emit(Event::MaterializeFailed { subject: subject.clone(), error: error.clone() })
+            }
+            (n, State::Scored(scored)) if is_scoring(n) => {
+                self.emitter.emit(Event::StageDone { node: describe(n), calls: scored.values.len(), cached: scored.cached })
+            }
+            (n, State::Failed(error)) if is_scoring(n) => self.emitter.emit(Event::StageFailed { node: describe(n), error: error.clone() }),
+            _ => {}
         }
         self.states[node.index()] = state;
         let mut done = vec![node];

@@ -32,6 +32,9 @@ pub struct ExecutionSummary {
     pub missing: Vec<String>,
     pub corrupt: Vec<String>,
     pub failures: Vec<FailureLine>,
+    /// Scoring nodes (claims, smells, judges, embeddings) that failed, with why.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub scoring_failures: Vec<String>,
     pub wall_seconds: f64,
 }
 
@@ -124,6 +127,12 @@ impl ProgressReporter {
             }
             Event::CacheCorrupt { run, detail } => self.line(format!("warning: corrupt cache entry for {run}: {detail}; recomputing")),
             Event::MaterializeFailed { subject, error } => self.line(format!("error: could not materialize {subject}: {error}")),
+            Event::StageFailed { node, error } => self.line(format!("error: {node}: {error}")),
+            Event::StageDone { node, .. } => {
+                if let Some(b) = &self.bar {
+                    b.set_message(node.clone());
+                }
+            }
             Event::RunCached { .. } | Event::RunMissing { .. } | Event::Interrupted => {}
         }
     }
@@ -168,7 +177,8 @@ impl SummaryReporter {
             }
             Event::RunMissing { run } => summary.missing.push(run.to_string()),
             Event::CacheCorrupt { run, detail } => summary.corrupt.push(format!("{run}: {detail}")),
-            Event::RunStarted { .. } | Event::MaterializeFailed { .. } | Event::RunCached { .. } | Event::Interrupted => {}
+            Event::StageFailed { node, error } => summary.scoring_failures.push(format!("{node}: {error}")),
+            Event::RunStarted { .. } | Event::MaterializeFailed { .. } | Event::RunCached { .. } | Event::StageDone { .. } | Event::Interrupted => {}
         }
     }
 
@@ -248,6 +258,13 @@ impl ExecutionSummary {
         );
         for c in &self.corrupt {
             out.push_str(&format!("  corrupt cache entry (recomputed): {c}\n"));
+        }
+        const SHOWN: usize = 5;
+        for f in self.scoring_failures.iter().take(SHOWN) {
+            out.push_str(&format!("  ✗ scoring: {f}\n"));
+        }
+        if self.scoring_failures.len() > SHOWN {
+            out.push_str(&format!("  ✗ scoring: and {} more\n", self.scoring_failures.len() - SHOWN));
         }
         // Runs skipped for one reason (a server down, say) make one line, not one per run.
         let mut skipped: Vec<(&str, Vec<&str>)> = Vec::new();
