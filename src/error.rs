@@ -114,6 +114,17 @@ impl Ending {
         }
     }
 
+    /// The ending once the scoring nodes are counted in: a frozen execution missing some is
+    /// `Missing`, an interrupted one `Interrupted`, and a failed one counts as failed runs.
+    pub fn with_scoring(self, scoring: &crate::exec::ScoringTally) -> Self {
+        match self {
+            Self::Complete | Self::RunsFailed if scoring.not_cached > 0 => Self::Missing,
+            Self::Complete | Self::RunsFailed if scoring.interrupted > 0 => Self::Interrupted,
+            Self::Complete if scoring.failed > 0 => Self::RunsFailed,
+            other => other,
+        }
+    }
+
     pub fn exit(self) -> Exit {
         match self {
             Self::Complete => Exit::Ok,

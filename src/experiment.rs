@@ -201,6 +201,8 @@ pub fn load_oracle(manifest: &Manifest) -> Result<Option<Oracle>, Error> {
 /// What `exec` produced.
 pub struct Executed {
     pub outcomes: Vec<RunOutcome>,
+    /// How the scoring nodes (RQS v2) ended.
+    pub scoring: exec::ScoringTally,
     pub results: Results,
     pub written: Vec<PathBuf>,
 }
@@ -220,7 +222,7 @@ pub async fn execute(
     let execution =
         exec::execute(&prepared.plan, &prepared.reviewers, scorers, materializer, Arc::new(prepared.cache.clone()), &options, &conclusions, emitter, cancel).await;
     let rendered = execution.report.ok_or(Error::NotRendered)??;
-    Ok(Executed { outcomes: execution.outcomes, results: rendered.results, written: rendered.written })
+    Ok(Executed { outcomes: execution.outcomes, scoring: rendered.scoring, results: rendered.results, written: rendered.written })
 }
 
 /// The meaning of the plan's analyze and render nodes for one experiment.
@@ -233,6 +235,7 @@ struct ExperimentConclusions<'a> {
 /// What the render node produced.
 struct Rendered {
     results: Results,
+    scoring: exec::ScoringTally,
     /// The files written; empty when the reports were left as they were.
     written: Vec<PathBuf>,
 }
@@ -267,14 +270,15 @@ impl exec::Conclusions for ExperimentConclusions<'_> {
         // with gaps, or one where no run succeeded (a model server down, say).
         // Nor by an interrupted one: its report would be less complete than the one it replaces.
         let nothing_succeeded = !outcomes.is_empty() && outcomes.iter().all(|o| o.success().is_none());
-        let gaps = self.frozen && outcomes.iter().any(|o| matches!(o, RunOutcome::Missing));
-        let interrupted = outcomes.iter().any(|o| o.is_interrupted());
+        let scoring = view.scoring_tally();
+        let gaps = self.frozen && (outcomes.iter().any(|o| matches!(o, RunOutcome::Missing)) || scoring.not_cached > 0);
+        let interrupted = outcomes.iter().any(|o| o.is_interrupted()) || scoring.interrupted > 0;
         let written = if nothing_succeeded || gaps || interrupted {
             Vec::new()
         } else {
             report::render::write_reports(&results, &prepared.manifest.report.output, prepared.manifest.report.template.as_deref())?
         };
-        Ok(Rendered { results, written })
+        Ok(Rendered { results, scoring, written })
     }
 }
 

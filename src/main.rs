@@ -118,7 +118,7 @@ fn exec(args: ExecArgs) -> Result<Exit, Error> {
     // Force an exit now: a cancelled child's pipes must not keep the runtime waiting.
     rt.shutdown_background();
 
-    let ending = Ending::of(&executed.outcomes);
+    let ending = Ending::of(&executed.outcomes).with_scoring(&executed.scoring);
     let interrupted = ending == Ending::Interrupted;
     match mode {
         Mode::Human => {
@@ -135,9 +135,14 @@ fn exec(args: ExecArgs) -> Result<Exit, Error> {
         _ => {}
     }
     if ending == Ending::Missing {
-        eprintln!("error: --frozen: {} runs are not in the cache:", summary.missing.len());
+        if !summary.missing.is_empty() {
+            eprintln!("error: --frozen: {} runs are not in the cache:", summary.missing.len());
+        }
         for run in &summary.missing {
             eprintln!("  {run}");
+        }
+        if executed.scoring.not_cached > 0 {
+            eprintln!("error: --frozen: {} scoring nodes (judges, claims, smells, embeddings) are not in the cache", executed.scoring.not_cached);
         }
     }
     if ending == Ending::Interrupted {

@@ -76,6 +76,8 @@ pub enum SkipReason {
     ServerUnreachable { error: String },
     /// A node it requires (other than its subject) failed or was skipped.
     DependencyFailed { dependency: String, error: String },
+    /// Frozen mode and the cache lacks the node's result (a scoring call).
+    NotCached,
 }
 
 impl std::fmt::Display for SkipReason {
@@ -88,6 +90,7 @@ impl std::fmt::Display for SkipReason {
             // say so in words that repeat for all of them, so a summary folds them into one line.
             Self::ServerUnreachable { .. } => f.write_str("endpoint unreachable: not started, or stopped, once a run found the server down"),
             Self::DependencyFailed { dependency, error } => write!(f, "{dependency} failed: {error}"),
+            Self::NotCached => f.write_str("not in the cache (frozen)"),
         }
     }
 }

@@ -11,7 +11,7 @@ mod walk;
 
 pub use events::{Event, SkipReason};
 pub use stages::{Call, CallFuture, NodeInputs, Scored, Scorers};
-pub use walk::{execute, Conclusions, Execution, Materializer, ScoredView, WalkView};
+pub use walk::{execute, Conclusions, Execution, Materializer, ScoredView, ScoringTally, WalkView};
 
 use crate::cache::RunRecord;
 use crate::finding::Finding;

@@ -106,10 +106,20 @@ impl StageShared {
     }
 }
 
+/// Why a scoring node has no result.
+#[derive(Debug, Clone, PartialEq)]
+pub enum NodeError {
+    /// The execution was interrupted; finished calls are cached.
+    Interrupted,
+    /// Frozen mode and a call is not in the cache.
+    NotCached,
+    Failed(String),
+}
+
 /// Runs a scoring node's calls concurrently: each is taken from the cache when it is there,
 /// else run under the limits and stored. The first failure fails the node; what finished is
 /// stored already, so running again repeats none of it.
-pub async fn run_node(shared: StageShared, calls: Vec<Call>, subject: Option<Arc<Subject>>) -> Result<Scored, String> {
+pub async fn run_node(shared: StageShared, calls: Vec<Call>, subject: Option<Arc<Subject>>) -> Result<Scored, NodeError> {
     let total = calls.len();
     let payloads = calls.iter().map(|c| c.payload.clone()).collect();
     let mut pending = futures::stream::FuturesOrdered::new();
@@ -129,7 +139,7 @@ pub async fn run_node(shared: StageShared, calls: Vec<Call>, subject: Option<Arc
 }
 
 /// One call: the cached answer (`true`), or a fresh one, stored (`false`).
-async fn run_call(shared: &StageShared, call: Call, subject: Option<Arc<Subject>>) -> Result<(Value, bool), String> {
+async fn run_call(shared: &StageShared, call: Call, subject: Option<Arc<Subject>>) -> Result<(Value, bool), NodeError> {
     let key = call.key();
     if !shared.refresh {
         let cache = shared.cache.clone();
@@ -140,25 +150,25 @@ async fn run_call(shared: &StageShared, call: Call, subject: Option<Arc<Subject>
         }
     }
     if shared.frozen {
-        return Err(format!("a {} call is not in the cache (frozen)", call.stage));
+        return Err(NodeError::NotCached);
     }
     let endpoint = shared.endpoint(&call.endpoint);
-    let _global = shared.global.clone().acquire_owned().await.map_err(|e| e.to_string())?;
-    let _endpoint = endpoint.acquire_owned().await.map_err(|e| e.to_string())?;
+    let _global = shared.global.clone().acquire_owned().await.map_err(|e| NodeError::Failed(e.to_string()))?;
+    let _endpoint = endpoint.acquire_owned().await.map_err(|e| NodeError::Failed(e.to_string()))?;
     if *shared.cancel.borrow() {
-        return Err("interrupted".to_string());
+        return Err(NodeError::Interrupted);
     }
     let mut cancel = shared.cancel.clone();
     let (stage, inputs) = (call.stage, call.inputs.clone());
     let work = shared.scorers.clone().run(call, subject);
     let value = tokio::select! {
-        value = work => value?,
-        () = super::wait_cancel(&mut cancel) => return Err("interrupted".to_string()),
+        value = work => value.map_err(NodeError::Failed)?,
+        () = super::wait_cancel(&mut cancel) => return Err(NodeError::Interrupted),
     };
     let (cache, experiment, stored) = (shared.cache.clone(), shared.experiment.clone(), value.clone());
     tokio::task::spawn_blocking(move || cache.store_value(&experiment, stage, &key, &inputs, &stored))
         .await
-        .map_err(|e| format!("storing a {stage} answer failed: {e}"))?
-        .map_err(|e| format!("storing a {stage} answer failed: {e}"))?;
+        .map_err(|e| NodeError::Failed(format!("storing a {stage} answer failed: {e}")))?
+        .map_err(|e| NodeError::Failed(format!("storing a {stage} answer failed: {e}")))?;
     Ok((value, false))
 }

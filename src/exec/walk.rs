@@ -85,6 +85,17 @@ pub struct WalkView<'a, A, R> {
     scoring_nodes: &'a HashMap<Node, NodeIndex>,
 }
 
+/// How many scoring nodes ended which way.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ScoringTally {
+    pub done: usize,
+    /// Failed, or skipped because something they require failed.
+    pub failed: usize,
+    pub interrupted: usize,
+    /// Frozen mode and not in the cache.
+    pub not_cached: usize,
+}
+
 /// A scoring node's result as analyses read it.
 #[derive(Debug, Clone)]
 pub enum ScoredView<'a> {
@@ -118,6 +129,20 @@ impl<A, R> WalkView<'_, A, R> {
             Some(State::Skipped(reason)) => ScoredView::Failed(reason.to_string()),
             _ => ScoredView::Absent,
         }
+    }
+
+    /// How the scoring nodes ended so far.
+    pub fn scoring_tally(&self) -> ScoringTally {
+        let mut tally = ScoringTally::default();
+        for n in self.scoring_nodes.values() {
+            match &self.states[n.index()] {
+                State::Scored(_) => tally.done += 1,
+                State::Skipped(SkipReason::Interrupted) | State::Pending => tally.interrupted += 1,
+                State::Skipped(SkipReason::NotCached) => tally.not_cached += 1,
+                _ => tally.failed += 1,
+            }
+        }
+        tally
     }
 
     /// The materialized subjects.
@@ -265,7 +290,7 @@ pub async fn execute<C: Conclusions>(
         if let Some(scored) = stages::all_cached(cache.as_ref(), &calls) {
             states[n.index()] = State::Scored(Arc::new(scored));
         } else if options.frozen {
-            states[n.index()] = State::Failed(format!("{} is not in the cache (frozen)", describe(&graph[n])));
+            states[n.index()] = State::Skipped(SkipReason::NotCached);
         }
     }
 
@@ -393,7 +418,9 @@ pub async fn execute<C: Conclusions>(
                     let handle = tasks.spawn(async move {
                         let state = match stages::run_node(shared, calls, subject).await {
                             Ok(scored) => State::Scored(Arc::new(scored)),
-                            Err(e) => State::Failed(e),
+                            Err(stages::NodeError::Interrupted) => State::Skipped(SkipReason::Interrupted),
+                            Err(stages::NodeError::NotCached) => State::Skipped(SkipReason::NotCached),
+                            Err(stages::NodeError::Failed(e)) => State::Failed(e),
                         };
                         (node, state)
                     });
@@ -512,6 +539,7 @@ impl<A, R> Walk<'_, A, R> {
                 self.emitter.emit(Event::StageDone { node: describe(n), calls: scored.values.len(), cached: scored.cached })
             }
             (n, State::Failed(error)) if is_scoring(n) => self.emitter.emit(Event::StageFailed { node: describe(n), error: error.clone() }),
+            (n, State::Skipped(reason)) if is_scoring(n) => self.emitter.emit(Event::StageFailed { node: describe(n), error: reason.to_string() }),
             _ => {}
         }
         self.states[node.index()] = state;
