@@ -25,3 +25,4 @@ pub mod report;
 pub mod reviewer;
 pub mod study;
 pub mod subject;
+pub mod text;
