@@ -143,6 +143,10 @@ pub struct Calibration {
     pub skipped_items: usize,
 }
 
+/// One calibration item: a reference review's sentence vectors and its change's
+/// pseudo-reference vectors.
+pub type CalibrationItem<'a> = (Vec<&'a [f32]>, Vec<&'a [f32]>);
+
 /// τ the CRScore way (`scripts/compute_sts_thresh_v3.py`): for each item, a human reference
 /// review's sentences against its own change's pseudo-references; every sentence's best
 /// cosine similarity with any pseudo-reference is collected, pooled over all items, and τ is
@@ -151,7 +155,7 @@ pub struct Calibration {
 /// The authors' script scores blank placeholders for an empty side (see
 /// [`Alignment::crscore_scores`]); runner leaves such items out and counts them. `None` when
 /// no item has both sentences and pseudo-references.
-pub fn calibrate_tau(items: &[(Vec<&[f32]>, Vec<&[f32]>)]) -> Option<Calibration> {
+pub fn calibrate_tau(items: &[CalibrationItem<'_>]) -> Option<Calibration> {
     let (mut sum, mut sentences, mut used, mut skipped) = (0.0f64, 0usize, 0usize, 0usize);
     for (review, references) in items {
         if review.is_empty() || references.is_empty() {

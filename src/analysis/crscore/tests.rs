@@ -54,6 +54,8 @@ fn loads_the_study_with_the_authors_merge_rule() {
     assert!(data.items.iter().any(|i| i.lang == "py" && i.row == 500 && i.annotator == SECOND_ANNOTATOR));
     // Empty reviews are kept (scored 0, as the authors' blank placeholder is).
     assert_eq!(data.items.iter().filter(|i| i.review.is_empty()).count(), 134);
+    // 6,099 pieces by the authors' split, of which 95 are blank (dropped by runner).
+    assert_eq!(data.items.iter().map(|i| review_sentences(&i.review).len()).sum::<usize>(), 6004);
 }
 
 #[test]
