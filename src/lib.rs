@@ -26,3 +26,4 @@ pub mod reviewer;
 pub mod scoring;
 pub mod study;
 pub mod subject;
+pub mod text;

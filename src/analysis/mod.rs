@@ -3,8 +3,11 @@
 
 pub mod adjudication;
 pub mod aggregation;
+pub mod agreement;
+pub mod alignment;
 pub mod context_level;
 pub mod cost;
+pub mod crscore;
 pub mod distribution;
 pub mod fixture;
 pub mod id_stability;
