@@ -97,7 +97,14 @@ fn blind_item(f: &Finding, subject: &Subject) -> BlindItem {
     let file = cap(f.file.trim(), FILE_MAX_CHARS);
     let line = f.anchor_line();
     let suggestion = f.suggestion.as_deref().map(|s| normalize_text(s, MESSAGE_MAX_CHARS)).filter(|s| !s.is_empty());
-    BlindItem { id: String::new(), context: context(subject, f.file.trim(), line), file, line, message: normalize_text(&f.message, MESSAGE_MAX_CHARS), suggestion }
+    BlindItem {
+        id: String::new(),
+        context: context(subject, f.file.trim(), line),
+        file,
+        line,
+        message: normalize_text(&f.message, MESSAGE_MAX_CHARS),
+        suggestion,
+    }
 }
 
 /// The diff around `file:line` (see the module's rules).

@@ -130,7 +130,8 @@ mod tests {
     use crate::judge::spec::ModelSettings;
     use crate::reviewer::llm::Protocol;
 
-    const DIFF: &str = "diff --git a/calc.py b/calc.py\n--- a/calc.py\n+++ b/calc.py\n@@ -1,2 +1,2 @@\n def div(a, b):\n-    return a / b\n+    return a // b\n";
+    const DIFF: &str =
+        "diff --git a/calc.py b/calc.py\n--- a/calc.py\n+++ b/calc.py\n@@ -1,2 +1,2 @@\n def div(a, b):\n-    return a / b\n+    return a // b\n";
 
     fn generator(f: impl FnOnce(&mut ClaimsSpec)) -> ClaimsGenerator {
         let mut spec = ClaimsSpec::new(ModelSettings::new(Protocol::OpenAi, "http://127.0.0.1:9/v1", "q", "qwen"));

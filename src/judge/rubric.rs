@@ -278,7 +278,10 @@ mod tests {
     fn prompts_carry_the_item_but_not_its_id() {
         let j = judge(|_| {});
         let p = j.prompt(Rubric::Validity, &item()).expect("renders");
-        assert!(p.contains("VALID") && p.contains("avg divides by zero") && p.contains("Return 0 when xs is empty.") && p.contains("   10 +     return"), "{p}");
+        assert!(
+            p.contains("VALID") && p.contains("avg divides by zero") && p.contains("Return 0 when xs is empty.") && p.contains("   10 +     return"),
+            "{p}"
+        );
         assert!(!p.contains("item-3"), "the id stays out of the prompt");
         let a = j.prompt(Rubric::Actionability, &BlindItem { suggestion: None, ..item() }).expect("renders");
         assert!(a.contains("ACTIONABLE") && !a.contains("Suggested change"), "{a}");

@@ -471,7 +471,8 @@ mod tests {
         std::fs::write(dir.path().join("actionability.hbs"), "{{#if}").expect("write");
         assert!(read(&text).expect_err("bad template").contains("does not compile"));
         let empty = tempfile::tempdir().expect("tmp");
-        let err = read(&format!("[judges.a]\nprovider = \"openai\"\nmodel = \"m\"\nfamily = \"f\"\nrubric-dir = \"{}\"\n", empty.path().display())).expect_err("empty");
+        let err = read(&format!("[judges.a]\nprovider = \"openai\"\nmodel = \"m\"\nfamily = \"f\"\nrubric-dir = \"{}\"\n", empty.path().display()))
+            .expect_err("empty");
         assert!(err.contains("holds neither"), "{err}");
     }
 

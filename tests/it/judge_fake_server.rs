@@ -136,7 +136,14 @@ async fn write(stream: &mut TcpStream, status: u16, content_type: &str, body: &s
     stream.flush().await
 }
 
-async fn serve(mut stream: TcpStream, protocol: Protocol, seen: Arc<Mutex<Vec<Seen>>>, chats: Arc<AtomicUsize>, models: Vec<String>, handler: Handler) -> std::io::Result<()> {
+async fn serve(
+    mut stream: TcpStream,
+    protocol: Protocol,
+    seen: Arc<Mutex<Vec<Seen>>>,
+    chats: Arc<AtomicUsize>,
+    models: Vec<String>,
+    handler: Handler,
+) -> std::io::Result<()> {
     while let Some((method, path, body)) = read_request(&mut stream).await? {
         let raw = String::from_utf8_lossy(&body).to_string();
         let body: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
@@ -148,7 +155,8 @@ async fn serve(mut stream: TcpStream, protocol: Protocol, seen: Arc<Mutex<Vec<Se
                 write(&mut stream, 200, json, &json!({"object": "list", "data": data}).to_string()).await?;
             }
             (Protocol::Ollama, "GET", "/api/tags") => {
-                let list: Vec<Value> = models.iter().map(|m| json!({"name": m, "model": m, "digest": "d1", "details": {"quantization_level": "Q4_K_M"}})).collect();
+                let list: Vec<Value> =
+                    models.iter().map(|m| json!({"name": m, "model": m, "digest": "d1", "details": {"quantization_level": "Q4_K_M"}})).collect();
                 write(&mut stream, 200, json, &json!({"models": list}).to_string()).await?;
             }
             (Protocol::Ollama, "GET", "/api/version") => write(&mut stream, 200, json, r#"{"version":"0.6.2"}"#).await?,
@@ -287,7 +295,8 @@ async fn a_malformed_answer_is_asked_again_with_the_next_seed() {
         assert_eq!(chats[0].body["messages"], chats[1].body["messages"], "the same question is asked again");
     }
     // An answer cut at max-tokens is malformed too, even when its prefix would parse.
-    let server = fake(Protocol::OpenAi, &[JUDGE_MODEL], answers(vec![Reply::Answer("{\"reason\": \"x\", \"verdict\": \"no\"}".into(), "length"), good("yes")])).await;
+    let server =
+        fake(Protocol::OpenAi, &[JUDGE_MODEL], answers(vec![Reply::Answer("{\"reason\": \"x\", \"verdict\": \"no\"}".into(), "length"), good("yes")])).await;
     let out = judge(Protocol::OpenAi, &server.url, |_| {}).judge(Rubric::Validity, &item()).await.expect("judged");
     assert_eq!((out.verdict, out.attempts), (Verdict::Yes, 2));
 }
@@ -295,7 +304,10 @@ async fn a_malformed_answer_is_asked_again_with_the_next_seed() {
 #[tokio::test]
 async fn always_malformed_is_unparseable_after_one_plus_malformed_retries_requests() {
     let server = fake(Protocol::OpenAi, &[JUDGE_MODEL], answers(vec![Reply::Answer("{\"verdict\": \"maybe\", \"reason\": \"unsure\"}".into(), "stop")])).await;
-    let out = judge(Protocol::OpenAi, &server.url, |s| s.malformed_retries = 3).judge(Rubric::Actionability, &item()).await.expect("an unparseable judgement is not an error");
+    let out = judge(Protocol::OpenAi, &server.url, |s| s.malformed_retries = 3)
+        .judge(Rubric::Actionability, &item())
+        .await
+        .expect("an unparseable judgement is not an error");
     assert_eq!((out.verdict, out.attempts, out.seed, out.requests), (Verdict::Unparseable, 4, 43, 4));
     assert!(out.reason.contains("4 attempts") && out.reason.contains("\"maybe\""), "{}", out.reason);
     assert_eq!(out.raw, "{\"verdict\": \"maybe\", \"reason\": \"unsure\"}");
@@ -318,7 +330,8 @@ async fn a_503_is_retried_by_the_transport_not_counted_as_an_attempt() {
         let server = fake(protocol, &[JUDGE_MODEL], answers(vec![Reply::Status(503), Reply::Status(503), good("yes")])).await;
         let out = judge(protocol, &server.url, |_| {}).judge(Rubric::Validity, &item()).await.expect("judged after retries");
         assert_eq!((out.verdict, out.attempts, out.seed, out.requests), (Verdict::Yes, 1, 40, 3), "{protocol:?}");
-        let seeds: Vec<Value> = server.chats().iter().map(|c| if protocol == Protocol::OpenAi { c.body["seed"].clone() } else { c.body["options"]["seed"].clone() }).collect();
+        let seeds: Vec<Value> =
+            server.chats().iter().map(|c| if protocol == Protocol::OpenAi { c.body["seed"].clone() } else { c.body["options"]["seed"].clone() }).collect();
         assert_eq!(seeds, vec![json!(40); 3], "a transport retry resends the same request");
     }
     let busy = fake(Protocol::OpenAi, &[JUDGE_MODEL], answers(vec![Reply::Status(503)])).await;
@@ -377,13 +390,7 @@ async fn no_reviewer_identity_reaches_a_judge() {
         {"line": 9, "severity": "warning", "category": "correctness", "message": "The blank lines before avg are two, PEP 8 wants two: fine."}
     ]})
     .to_string();
-    let handler: Handler = Arc::new(move |_, body| {
-        if body["model"] == REVIEWER_MODEL {
-            Reply::Answer(findings_answer.clone(), "stop")
-        } else {
-            good("yes")
-        }
-    });
+    let handler: Handler = Arc::new(move |_, body| if body["model"] == REVIEWER_MODEL { Reply::Answer(findings_answer.clone(), "stop") } else { good("yes") });
     let server = fake(Protocol::Ollama, &[REVIEWER_MODEL, JUDGE_MODEL], handler).await;
 
     // The source run: cell, repeat, reviewer and model as a manifest would name them.

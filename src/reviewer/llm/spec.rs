@@ -383,7 +383,11 @@ pub(crate) fn check_api_key_env(t: &TableReader<'_, '_>, name: &Spanned<String>)
         && name.get_ref().chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
         && !name.get_ref().starts_with(|c: char| c.is_ascii_digit());
     if !valid {
-        t.problems().push_with_help(name.span(), "`api-key-env` must name an environment variable", "the manifest holds the variable's name, never the key itself");
+        t.problems().push_with_help(
+            name.span(),
+            "`api-key-env` must name an environment variable",
+            "the manifest holds the variable's name, never the key itself",
+        );
     }
     valid
 }
