@@ -84,6 +84,12 @@ impl<'c, 'i> TableReader<'c, 'i> {
         Self { problems, table, span, name: name.into(), asked: RefCell::new(BTreeSet::new()) }
     }
 
+    /// The same reader, named otherwise in messages (e.g. `[judges.NAME]` for a sub-table).
+    pub fn with_name(mut self, name: impl Into<String>) -> Self {
+        self.name = name.into();
+        self
+    }
+
     pub fn problems(&self) -> &'c Problems {
         self.problems
     }

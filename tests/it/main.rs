@@ -7,6 +7,8 @@ mod exec_corpus;
 mod git_target;
 mod ground_truth;
 mod ground_truth_eval;
+mod judge_fake_server;
+mod judge_real_server;
 mod layers;
 mod llm_fake_ollama;
 mod llm_real_server;

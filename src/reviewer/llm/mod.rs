@@ -316,6 +316,35 @@ impl LlmReviewer {
         }
     }
 
+    /// One request outside a review (a judge's verdict, a claims generator's answer), through
+    /// the same endpoints, limits, retries and fail-fast checks as a review's. Returns the
+    /// answer, the number of HTTP attempts and the time spent waiting for a free endpoint.
+    pub(crate) async fn complete(
+        &self,
+        model: &str,
+        messages: &[Message],
+        schema: Option<&Value>,
+        sampling: &Sampling,
+    ) -> Result<(Completion, u32, std::time::Duration), ReviewError> {
+        let pool = self.pool(model)?;
+        let api_key = self.api_key()?;
+        let mut waited = std::time::Duration::ZERO;
+        let (completion, attempts, _endpoint) = self.request(&pool, model, &Ask { messages, schema, sampling }, api_key.as_deref(), &mut waited).await?;
+        Ok((completion, attempts, waited))
+    }
+
+    /// What is known of the model that answers `p.model`: sampling, `models-json`, what the
+    /// server reports (checked against `models-json`) and the manifest's `provenance` table.
+    pub(crate) async fn served_provenance(&self, p: &Params) -> Result<BTreeMap<String, Value>, ReviewError> {
+        let pool = self.pool(&p.model)?;
+        let api_key = self.api_key()?;
+        let mut waited = std::time::Duration::ZERO;
+        let (endpoint, info) = self.preflight(&pool, &p.model, api_key.as_deref(), &mut waited).await?;
+        let mut provenance = self.base_provenance(p)?;
+        self.finish_provenance(&mut provenance, &p.model, &info, &endpoint)?;
+        Ok(provenance)
+    }
+
     /// Asks for one unit's review, continuing a truncated answer when configured to.
     async fn exchange(
         &self,

@@ -198,13 +198,19 @@ pub fn render(spec: &LlmSpec, subject: &Subject, unit: &Unit<'_>, definitions: &
         "severities": Severity::ALL.iter().map(|s| s.as_str()).collect::<Vec<_>>(),
         "categories": Category::ALL.iter().map(|c| c.as_str()).collect::<Vec<_>>(),
     });
+    let system = render_template(&format!("system prompt `{}`", spec.system_prompt.name), &spec.system_prompt.text, &vars)?;
+    let user = render_template(&format!("prompt `{}`", spec.prompt.name), &spec.prompt.text, &vars)?;
+    Ok(Prompts { system, user })
+}
+
+/// Renders a prompt template strictly (an unknown variable is an error) and without HTML
+/// escaping, trimmed; `what` names it in the error.
+pub(crate) fn render_template(what: &str, text: &str, vars: &Value) -> Result<String, String> {
     let mut hb = Handlebars::new();
     hb.set_strict_mode(true);
     hb.register_escape_fn(handlebars::no_escape);
-    let system =
-        hb.render_template(&spec.system_prompt.text, &vars).map_err(|e| format!("failed to render system prompt `{}`: {e}", spec.system_prompt.name))?;
-    let user = hb.render_template(&spec.prompt.text, &vars).map_err(|e| format!("failed to render prompt `{}`: {e}", spec.prompt.name))?;
-    Ok(Prompts { system: system.trim().to_string(), user: user.trim().to_string() })
+    let out = hb.render_template(text, vars).map_err(|e| format!("failed to render {what}: {e}"))?;
+    Ok(out.trim().to_string())
 }
 
 #[cfg(test)]

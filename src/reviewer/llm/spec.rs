@@ -158,7 +158,8 @@ impl LlmSpec {
     }
 }
 
-fn default_base_url(protocol: Protocol) -> &'static str {
+/// Where a server of `protocol` listens when the manifest names no URL.
+pub(crate) fn default_base_url(protocol: Protocol) -> &'static str {
     match protocol {
         Protocol::Ollama => "http://localhost:11434",
         Protocol::OpenAi => "http://127.0.0.1:8080/v1",
@@ -233,17 +234,7 @@ pub fn read_spec(t: &TableReader<'_, '_>, kind: &str, axes: &BTreeSet<String>, b
         None => {}
     }
     if let Some(name) = t.string("api-key-env") {
-        let valid = !name.get_ref().is_empty()
-            && name.get_ref().chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
-            && !name.get_ref().starts_with(|c: char| c.is_ascii_digit());
-        if !valid {
-            problems.push_with_help(
-                name.span(),
-                "`api-key-env` must name an environment variable",
-                "the manifest holds the variable's name, never the key itself",
-            );
-            ok = false;
-        }
+        ok &= check_api_key_env(t, &name);
         spec.api_key_env = Some(name.into_inner());
     }
     if let Some(v) = t.float("temperature", 0.0, 2.0) {
@@ -386,8 +377,23 @@ pub fn read_spec(t: &TableReader<'_, '_>, kind: &str, axes: &BTreeSet<String>, b
     ok.then_some(spec)
 }
 
+/// `api-key-env` must name an environment variable (never hold the key itself).
+pub(crate) fn check_api_key_env(t: &TableReader<'_, '_>, name: &Spanned<String>) -> bool {
+    let valid = !name.get_ref().is_empty()
+        && name.get_ref().chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+        && !name.get_ref().starts_with(|c: char| c.is_ascii_digit());
+    if !valid {
+        t.problems().push_with_help(
+            name.span(),
+            "`api-key-env` must name an environment variable",
+            "the manifest holds the variable's name, never the key itself",
+        );
+    }
+    valid
+}
+
 /// A URL must be http(s); one holding `${VAR}` is checked after expansion, when used.
-fn check_url(t: &TableReader<'_, '_>, url: &Spanned<String>) -> bool {
+pub(crate) fn check_url(t: &TableReader<'_, '_>, url: &Spanned<String>) -> bool {
     let u = url.get_ref();
     if let Some(problem) = env_reference_problem(u) {
         t.problems().push_with_help(url.span(), format!("`{u}`: {problem}"), "write `${VAR}` or `${VAR:-default}`");

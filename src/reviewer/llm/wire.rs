@@ -242,7 +242,9 @@ pub fn openai_body(model: &str, messages: &[Message], schema: Option<&Value>, s:
         body["seed"] = json!(seed);
     }
     if let Some(schema) = schema {
-        body["response_format"] = json!({ "type": "json_schema", "json_schema": { "name": "findings", "strict": true, "schema": schema } });
+        // The schema's `title` names it (a judge's verdict); a review's answer is `findings`.
+        let name = schema.get("title").and_then(Value::as_str).unwrap_or("findings");
+        body["response_format"] = json!({ "type": "json_schema", "json_schema": { "name": name, "strict": true, "schema": schema } });
     }
     body
 }

@@ -1,0 +1,450 @@
+//! Rubric judges and the claims generator against fake model servers started in the test:
+//! an OpenAI-compatible one (`GET /v1/models`, `POST /v1/chat/completions`, as llama.cpp
+//! answers, OBSERVED.md) and an Ollama one (`GET /api/tags`, `GET /api/version`, `POST
+//! /api/chat` as NDJSON), both following CONTRACTS.md. Every request body is kept as the
+//! bytes received, so the tests can read what a judge sent: the schema constraint in each
+//! protocol's field, the seed of each attempt, and that no reviewer identity is in it.
+
+use runner::judge::rubric::verdict_schema;
+use runner::judge::spec::ModelSettings;
+use runner::judge::{blind_items, BlindItem, ClaimsGenerator, ClaimsSpec, Judge, JudgeError, JudgeSpec, Rubric, Verdict};
+use runner::matrix::{AxisValue, Cell};
+use runner::reviewer::llm::{LlmReviewer, LlmSpec, Protocol};
+use runner::reviewer::{ReviewJob, Reviewer};
+use runner::subject::diff::parse_unified_diff;
+use runner::subject::Subject;
+use serde_json::{json, Value};
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+
+// ---------------------------------------------------------------- the fake servers
+
+/// One request the fake received.
+#[derive(Debug, Clone)]
+struct Seen {
+    path: String,
+    /// The body exactly as received.
+    raw: String,
+    body: Value,
+}
+
+/// What the fake answers to one chat request.
+#[derive(Clone)]
+enum Reply {
+    /// 200 with this text as the model's answer and this finish reason.
+    Answer(String, &'static str),
+    /// An error status with a JSON body.
+    Status(u16),
+}
+
+/// Answers the n-th (0-based, counted over the server's life) chat request.
+type Handler = Arc<dyn Fn(usize, &Value) -> Reply + Send + Sync>;
+
+struct Fake {
+    /// The base URL a client is given: `…/v1` (OpenAI-compatible) or the root (Ollama).
+    url: String,
+    seen: Arc<Mutex<Vec<Seen>>>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl Drop for Fake {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+impl Fake {
+    fn chats(&self) -> Vec<Seen> {
+        self.seen.lock().expect("lock").iter().filter(|s| s.path.ends_with("/chat/completions") || s.path == "/api/chat").cloned().collect()
+    }
+}
+
+const JUDGE_MODEL: &str = "judge-model";
+
+/// Starts a fake server speaking `protocol`, serving `models`.
+async fn fake(protocol: Protocol, models: &[&str], handler: Handler) -> Fake {
+    let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    let root = format!("http://{}", listener.local_addr().expect("addr"));
+    let url = match protocol {
+        Protocol::OpenAi => format!("{root}/v1"),
+        Protocol::Ollama => root,
+    };
+    let seen: Arc<Mutex<Vec<Seen>>> = Arc::default();
+    let chats = Arc::new(AtomicUsize::new(0));
+    let models: Vec<String> = models.iter().map(|m| m.to_string()).collect();
+    let s = seen.clone();
+    let task = tokio::spawn(async move {
+        loop {
+            let Ok((stream, _)) = listener.accept().await else { return };
+            let (seen, chats, models, handler) = (s.clone(), chats.clone(), models.clone(), handler.clone());
+            tokio::spawn(async move {
+                let _ = serve(stream, protocol, seen, chats, models, handler).await;
+            });
+        }
+    });
+    Fake { url, seen, task }
+}
+
+async fn read_request(stream: &mut TcpStream) -> std::io::Result<Option<(String, String, Vec<u8>)>> {
+    let mut buf = Vec::new();
+    let mut tmp = [0u8; 4096];
+    let header_end = loop {
+        if let Some(pos) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
+            break pos + 4;
+        }
+        let n = stream.read(&mut tmp).await?;
+        if n == 0 {
+            return Ok(None);
+        }
+        buf.extend_from_slice(&tmp[..n]);
+    };
+    let head = String::from_utf8_lossy(&buf[..header_end]).to_string();
+    let mut lines = head.lines();
+    let mut parts = lines.next().unwrap_or_default().split_whitespace();
+    let method = parts.next().unwrap_or_default().to_string();
+    let path = parts.next().unwrap_or_default().to_string();
+    let length: usize = lines
+        .filter_map(|l| l.split_once(':'))
+        .find(|(k, _)| k.trim().eq_ignore_ascii_case("content-length"))
+        .and_then(|(_, v)| v.trim().parse().ok())
+        .unwrap_or(0);
+    let mut body = buf[header_end..].to_vec();
+    while body.len() < length {
+        let n = stream.read(&mut tmp).await?;
+        if n == 0 {
+            break;
+        }
+        body.extend_from_slice(&tmp[..n]);
+    }
+    Ok(Some((method, path, body)))
+}
+
+async fn write(stream: &mut TcpStream, status: u16, content_type: &str, body: &str) -> std::io::Result<()> {
+    let reason = match status {
+        200 => "OK",
+        404 => "Not Found",
+        503 => "Service Unavailable",
+        _ => "Status",
+    };
+    let head = format!("HTTP/1.1 {status} {reason}\r\nContent-Type: {content_type}\r\nContent-Length: {}\r\n\r\n", body.len());
+    stream.write_all(head.as_bytes()).await?;
+    stream.write_all(body.as_bytes()).await?;
+    stream.flush().await
+}
+
+async fn serve(
+    mut stream: TcpStream,
+    protocol: Protocol,
+    seen: Arc<Mutex<Vec<Seen>>>,
+    chats: Arc<AtomicUsize>,
+    models: Vec<String>,
+    handler: Handler,
+) -> std::io::Result<()> {
+    while let Some((method, path, body)) = read_request(&mut stream).await? {
+        let raw = String::from_utf8_lossy(&body).to_string();
+        let body: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
+        seen.lock().expect("lock").push(Seen { path: path.clone(), raw, body: body.clone() });
+        let json = "application/json";
+        match (protocol, method.as_str(), path.as_str()) {
+            (Protocol::OpenAi, "GET", "/v1/models") => {
+                let data: Vec<Value> = models.iter().map(|m| json!({"id": m, "object": "model", "owned_by": "llamacpp"})).collect();
+                write(&mut stream, 200, json, &json!({"object": "list", "data": data}).to_string()).await?;
+            }
+            (Protocol::Ollama, "GET", "/api/tags") => {
+                let list: Vec<Value> =
+                    models.iter().map(|m| json!({"name": m, "model": m, "digest": "d1", "details": {"quantization_level": "Q4_K_M"}})).collect();
+                write(&mut stream, 200, json, &json!({"models": list}).to_string()).await?;
+            }
+            (Protocol::Ollama, "GET", "/api/version") => write(&mut stream, 200, json, r#"{"version":"0.6.2"}"#).await?,
+            (Protocol::OpenAi, "POST", "/v1/chat/completions") | (Protocol::Ollama, "POST", "/api/chat") => {
+                let n = chats.fetch_add(1, Ordering::SeqCst);
+                match handler(n, &body) {
+                    Reply::Status(status) => write(&mut stream, status, json, &json!({"error": {"code": status, "message": "busy"}}).to_string()).await?,
+                    Reply::Answer(text, finish) => {
+                        let model = body["model"].as_str().unwrap_or_default();
+                        if protocol == Protocol::OpenAi {
+                            let answer = json!({
+                                "choices": [{"finish_reason": finish, "index": 0, "message": {"role": "assistant", "content": text}}],
+                                "model": model, "object": "chat.completion",
+                                "usage": {"prompt_tokens": 150, "completion_tokens": 20, "total_tokens": 170},
+                                "timings": {"prompt_ms": 500.0, "predicted_ms": 200.0}
+                            });
+                            write(&mut stream, 200, json, &answer.to_string()).await?;
+                        } else {
+                            let line = json!({
+                                "model": model, "message": {"role": "assistant", "content": text}, "done": true, "done_reason": finish,
+                                "total_duration": 900_000_000u64, "prompt_eval_count": 140, "prompt_eval_duration": 500_000_000u64,
+                                "eval_count": 18, "eval_duration": 300_000_000u64
+                            });
+                            write(&mut stream, 200, "application/x-ndjson", &format!("{line}\n")).await?;
+                        }
+                    }
+                }
+            }
+            _ => write(&mut stream, 404, json, r#"{"error":"404 page not found"}"#).await?,
+        }
+    }
+    Ok(())
+}
+
+fn answers(replies: Vec<Reply>) -> Handler {
+    Arc::new(move |n, _| replies.get(n).or(replies.last()).cloned().expect("a reply"))
+}
+
+fn good(verdict: &str) -> Reply {
+    Reply::Answer(format!("{{\"reason\": \"The code shown supports it.\", \"verdict\": \"{verdict}\"}}"), "stop")
+}
+
+// ---------------------------------------------------------------- fixtures
+
+const DIFF: &str = "diff --git a/calc.py b/calc.py\nindex 1111111..2222222 100644\n--- a/calc.py\n+++ b/calc.py\n@@ -4,3 +4,7 @@ def add(a, b):\n \n def div(a, b):\n     return a / b\n+\n+\n+def avg(xs):\n+    return sum(xs) / len(xs)\n";
+
+fn subject() -> Arc<Subject> {
+    Arc::new(Subject {
+        id: "case-01".into(),
+        repo_dir: PathBuf::from("/nonexistent/repo"),
+        base_sha: "HEAD~1".into(),
+        head_sha: "HEAD".into(),
+        diff: DIFF.into(),
+        files: parse_unified_diff(DIFF),
+        stet_error: None,
+        review_task: None,
+        spec: None,
+    })
+}
+
+fn item() -> BlindItem {
+    BlindItem {
+        id: "item-1".into(),
+        file: "calc.py".into(),
+        line: 10,
+        message: "avg divides by zero when xs is empty.".into(),
+        suggestion: Some("Return 0 when xs is empty.".into()),
+        context: runner::judge::blind::context(&subject(), "calc.py", 10),
+    }
+}
+
+fn judge(protocol: Protocol, url: &str, f: impl FnOnce(&mut JudgeSpec)) -> Judge {
+    let mut settings = ModelSettings::new(protocol, url, JUDGE_MODEL, "smollm2");
+    settings.seed = 40;
+    settings.max_tokens = 128;
+    settings.retries = 3;
+    settings.retry_base_delay = Duration::from_millis(10);
+    settings.request_timeout = Duration::from_secs(30);
+    let mut spec = JudgeSpec::new("smol", settings);
+    f(&mut spec);
+    Judge::new(spec).expect("judge")
+}
+
+// ---------------------------------------------------------------- tests
+
+#[tokio::test]
+async fn openai_requests_carry_the_json_schema_and_a_good_answer_gives_the_verdict() {
+    let server = fake(Protocol::OpenAi, &[JUDGE_MODEL], answers(vec![good("yes")])).await;
+    let j = judge(Protocol::OpenAi, &server.url, |_| {});
+    let out = j.judge(Rubric::Validity, &item()).await.expect("judged");
+    assert_eq!((out.verdict, out.reason.as_str(), out.attempts, out.seed, out.requests), (Verdict::Yes, "The code shown supports it.", 1, 40, 1));
+    assert_eq!((out.tokens.prompt, out.tokens.completion), (150, 20));
+    assert!(out.raw.contains("\"verdict\": \"yes\""));
+    let chats = server.chats();
+    assert_eq!(chats.len(), 1);
+    let body = &chats[0].body;
+    assert_eq!(body["response_format"]["type"], "json_schema", "{body}");
+    assert_eq!(body["response_format"]["json_schema"]["schema"], verdict_schema());
+    assert_eq!(body["response_format"]["json_schema"]["name"], "verdict");
+    assert_eq!((body["temperature"].as_f64(), body["seed"].as_u64(), body["max_tokens"].as_u64()), (Some(0.0), Some(40), Some(128)));
+    let prompt = body["messages"][0]["content"].as_str().expect("prompt");
+    assert!(prompt.contains("VALID") && prompt.contains("avg divides by zero") && prompt.contains("   10 +     return sum(xs) / len(xs)"), "{prompt}");
+
+    let no = fake(Protocol::OpenAi, &[JUDGE_MODEL], answers(vec![good("no")])).await;
+    let out = judge(Protocol::OpenAi, &no.url, |_| {}).judge(Rubric::Actionability, &item()).await.expect("judged");
+    assert_eq!((out.verdict, out.attempts), (Verdict::No, 1));
+    assert!(no.chats()[0].body["messages"][0]["content"].as_str().expect("prompt").contains("ACTIONABLE"));
+}
+
+#[tokio::test]
+async fn ollama_requests_carry_the_schema_as_format() {
+    let server = fake(Protocol::Ollama, &[JUDGE_MODEL], answers(vec![good("no")])).await;
+    let out = judge(Protocol::Ollama, &server.url, |_| {}).judge(Rubric::Validity, &item()).await.expect("judged");
+    assert_eq!((out.verdict, out.attempts), (Verdict::No, 1));
+    assert_eq!((out.tokens.prompt, out.tokens.completion), (140, 18));
+    let body = &server.chats()[0].body;
+    assert_eq!(body["format"], verdict_schema(), "{body}");
+    assert!(body.get("response_format").is_none());
+    assert_eq!(body["options"], json!({"temperature": 0.0, "seed": 40, "num_predict": 128}));
+}
+
+#[tokio::test]
+async fn a_malformed_answer_is_asked_again_with_the_next_seed() {
+    for protocol in [Protocol::OpenAi, Protocol::Ollama] {
+        let server = fake(protocol, &[JUDGE_MODEL], answers(vec![Reply::Answer("Sure! The answer is yes.".into(), "stop"), good("yes")])).await;
+        let out = judge(protocol, &server.url, |_| {}).judge(Rubric::Validity, &item()).await.expect("judged");
+        assert_eq!((out.verdict, out.attempts, out.seed, out.requests), (Verdict::Yes, 2, 41, 2), "{protocol:?}");
+        assert_eq!(out.tokens.completion, if protocol == Protocol::OpenAi { 40 } else { 36 }, "both attempts are counted");
+        let seeds: Vec<u64> = server
+            .chats()
+            .iter()
+            .map(|c| if protocol == Protocol::OpenAi { c.body["seed"].as_u64() } else { c.body["options"]["seed"].as_u64() }.expect("seed"))
+            .collect();
+        assert_eq!(seeds, vec![40, 41], "{protocol:?}: the seed advances by one per attempt");
+        let chats = server.chats();
+        assert_eq!(chats[0].body["messages"], chats[1].body["messages"], "the same question is asked again");
+    }
+    // An answer cut at max-tokens is malformed too, even when its prefix would parse.
+    let server =
+        fake(Protocol::OpenAi, &[JUDGE_MODEL], answers(vec![Reply::Answer("{\"reason\": \"x\", \"verdict\": \"no\"}".into(), "length"), good("yes")])).await;
+    let out = judge(Protocol::OpenAi, &server.url, |_| {}).judge(Rubric::Validity, &item()).await.expect("judged");
+    assert_eq!((out.verdict, out.attempts), (Verdict::Yes, 2));
+}
+
+#[tokio::test]
+async fn always_malformed_is_unparseable_after_one_plus_malformed_retries_requests() {
+    let server = fake(Protocol::OpenAi, &[JUDGE_MODEL], answers(vec![Reply::Answer("{\"verdict\": \"maybe\", \"reason\": \"unsure\"}".into(), "stop")])).await;
+    let out = judge(Protocol::OpenAi, &server.url, |s| s.malformed_retries = 3)
+        .judge(Rubric::Actionability, &item())
+        .await
+        .expect("an unparseable judgement is not an error");
+    assert_eq!((out.verdict, out.attempts, out.seed, out.requests), (Verdict::Unparseable, 4, 43, 4));
+    assert!(out.reason.contains("4 attempts") && out.reason.contains("\"maybe\""), "{}", out.reason);
+    assert_eq!(out.raw, "{\"verdict\": \"maybe\", \"reason\": \"unsure\"}");
+    let seeds: Vec<u64> = server.chats().iter().map(|c| c.body["seed"].as_u64().expect("seed")).collect();
+    assert_eq!(seeds, vec![40, 41, 42, 43]);
+
+    let once = fake(Protocol::Ollama, &[JUDGE_MODEL], answers(vec![Reply::Answer("not json".into(), "stop")])).await;
+    let out = judge(Protocol::Ollama, &once.url, |s| s.malformed_retries = 0).judge(Rubric::Validity, &item()).await.expect("judged");
+    assert_eq!((out.verdict, out.attempts), (Verdict::Unparseable, 1));
+    assert_eq!(once.chats().len(), 1, "with malformed-retries = 0, one request");
+    let default = fake(Protocol::OpenAi, &[JUDGE_MODEL], answers(vec![Reply::Answer("[]".into(), "stop")])).await;
+    let out = judge(Protocol::OpenAi, &default.url, |_| {}).judge(Rubric::Validity, &item()).await.expect("judged");
+    assert_eq!((out.verdict, out.attempts), (Verdict::Unparseable, 3), "malformed-retries defaults to 2");
+    assert_eq!(default.chats().len(), 3);
+}
+
+#[tokio::test]
+async fn a_503_is_retried_by_the_transport_not_counted_as_an_attempt() {
+    for protocol in [Protocol::OpenAi, Protocol::Ollama] {
+        let server = fake(protocol, &[JUDGE_MODEL], answers(vec![Reply::Status(503), Reply::Status(503), good("yes")])).await;
+        let out = judge(protocol, &server.url, |_| {}).judge(Rubric::Validity, &item()).await.expect("judged after retries");
+        assert_eq!((out.verdict, out.attempts, out.seed, out.requests), (Verdict::Yes, 1, 40, 3), "{protocol:?}");
+        let seeds: Vec<Value> =
+            server.chats().iter().map(|c| if protocol == Protocol::OpenAi { c.body["seed"].clone() } else { c.body["options"]["seed"].clone() }).collect();
+        assert_eq!(seeds, vec![json!(40); 3], "a transport retry resends the same request");
+    }
+    let busy = fake(Protocol::OpenAi, &[JUDGE_MODEL], answers(vec![Reply::Status(503)])).await;
+    let err = judge(Protocol::OpenAi, &busy.url, |s| s.settings.retries = 1).judge(Rubric::Validity, &item()).await.expect_err("503 to the end");
+    assert!(matches!(&err, JudgeError::Failed(m) if m.contains("503") && m.contains("2 attempts")), "{err}");
+}
+
+#[tokio::test]
+async fn an_unreachable_server_or_unknown_model_is_an_error_not_a_verdict() {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let port = listener.local_addr().expect("addr").port();
+    drop(listener);
+    let url = format!("http://127.0.0.1:{port}/v1");
+    let err = judge(Protocol::OpenAi, &url, |s| s.settings.retries = 1).judge(Rubric::Validity, &item()).await.expect_err("nothing listens");
+    assert!(matches!(&err, JudgeError::Unreachable(m) if m.contains(&url)), "{err}");
+    let other = fake(Protocol::OpenAi, &["another-model"], answers(vec![good("yes")])).await;
+    let err = judge(Protocol::OpenAi, &other.url, |_| {}).judge(Rubric::Validity, &item()).await.expect_err("model not served");
+    assert!(matches!(&err, JudgeError::Unreachable(m) if m.contains("judge-model") && m.contains("another-model")), "{err}");
+    assert!(other.chats().is_empty(), "no judge request goes to a server that does not serve the model");
+}
+
+#[tokio::test]
+async fn claims_are_asked_for_in_two_numbered_sections_and_returned_as_written() {
+    let text = "Summary of changes:\n1. A function `avg` is added to calc.py.\n2. It returns sum(xs) / len(xs).\n\nImplications:\n1. avg([]) raises ZeroDivisionError.\n2. Callers must not pass an empty list.";
+    for protocol in [Protocol::OpenAi, Protocol::Ollama] {
+        let server = fake(protocol, &["claims-model"], answers(vec![Reply::Answer(text.into(), "stop")])).await;
+        let mut settings = ModelSettings::new(protocol, &server.url, "claims-model", "qwen");
+        settings.seed = 3;
+        let generator = ClaimsGenerator::new(ClaimsSpec::new(settings)).expect("generator");
+        let out = generator.generate(DIFF).await.expect("claims");
+        assert_eq!((out.raw.as_str(), out.truncated, out.requests), (text, false, 1));
+        assert!(out.tokens.prompt > 0 && out.tokens.completion > 0);
+        // What a test needs of the parser: four numbered points, two under each heading.
+        let points = out.raw.lines().filter(|l| l.split_once(". ").is_some_and(|(n, _)| n.parse::<u32>().is_ok())).count();
+        assert_eq!(points, 4);
+        let body = &server.chats()[0].body;
+        let prompt = body["messages"][0]["content"].as_str().expect("prompt");
+        assert!(prompt.contains("\"Summary of changes:\"") && prompt.contains("\"Implications:\""), "{prompt}");
+        assert!(prompt.contains("Lines added:\n\n\ndef avg(xs):\n    return sum(xs) / len(xs)"), "{prompt}");
+        assert!(!prompt.contains("Lines removed"), "nothing was removed: {prompt}");
+        assert!(body.get("response_format").is_none() && body.get("format").is_none(), "claims are prose, not schema-bound: {body}");
+    }
+}
+
+/// The blinding: a real reviewer run with distinctive identities (reviewer name, model, cell,
+/// repeat) produces findings; every byte the judges then send carries none of them.
+#[tokio::test]
+async fn no_reviewer_identity_reaches_a_judge() {
+    const REVIEWER_NAME: &str = "sentinel-reviewer-omega";
+    const REVIEWER_MODEL: &str = "sentinel-model-xq7";
+    const PERSONA: &str = "persona-zeta-19";
+    const REPEAT: u32 = 7;
+    let findings_answer = json!({"findings": [
+        {"line": 10, "severity": "error", "category": "bug", "message": "avg divides by zero when xs is empty.", "suggestion": "Return 0 for an empty list."},
+        {"line": 8, "severity": "info", "category": "style", "message": "avg has no docstring."},
+        {"line": 9, "severity": "warning", "category": "correctness", "message": "The blank lines before avg are two, PEP 8 wants two: fine."}
+    ]})
+    .to_string();
+    let handler: Handler = Arc::new(move |_, body| if body["model"] == REVIEWER_MODEL { Reply::Answer(findings_answer.clone(), "stop") } else { good("yes") });
+    let server = fake(Protocol::Ollama, &[REVIEWER_MODEL, JUDGE_MODEL], handler).await;
+
+    // The source run: cell, repeat, reviewer and model as a manifest would name them.
+    let mut spec = LlmSpec::new(Protocol::Ollama, &server.url);
+    spec.rag_max_definitions = 0;
+    spec.seed = Some(1);
+    let reviewer = LlmReviewer::new(spec).expect("reviewer");
+    let cell = Cell {
+        id: format!("reviewer={REVIEWER_NAME},model={REVIEWER_MODEL},persona={PERSONA}"),
+        values: [
+            ("reviewer".to_string(), AxisValue::Str(REVIEWER_NAME.into())),
+            ("model".to_string(), AxisValue::Str(REVIEWER_MODEL.into())),
+            ("persona".to_string(), AxisValue::Str(PERSONA.into())),
+        ]
+        .into(),
+    };
+    let out = reviewer.review(&ReviewJob { cell: cell.clone(), repeat: REPEAT, subject: subject(), timeout: Duration::from_secs(60) }).await.expect("review");
+    assert_eq!(out.findings.len(), 3, "{:?}", out.findings);
+    let reviewer_requests = server.chats().len();
+
+    let items = blind_items(&out.findings, &subject(), 99);
+    assert_eq!(items.len(), 3);
+    let mut mapped: Vec<usize> = items.iter().map(|(i, _)| *i).collect();
+    mapped.sort_unstable();
+    assert_eq!(mapped, vec![0, 1, 2], "every finding once");
+    let j = judge(Protocol::Ollama, &server.url, |_| {});
+    for (index, item) in &items {
+        assert_eq!(item.message, out.findings[*index].message);
+        for rubric in Rubric::ALL {
+            let verdict = j.judge(rubric, item).await.expect("judged");
+            assert_eq!(verdict.verdict, Verdict::Yes);
+        }
+    }
+    let judge_requests: Vec<Seen> = server.chats().into_iter().skip(reviewer_requests).collect();
+    assert_eq!(judge_requests.len(), 6);
+    let mut forbidden: Vec<String> = vec![
+        REVIEWER_NAME.into(),
+        REVIEWER_MODEL.into(),
+        PERSONA.into(),
+        cell.id.clone(),
+        format!("repeat={REPEAT}"),
+        format!("\"repeat\":{REPEAT}"),
+        format!("repeat {REPEAT}"),
+        "sentinel".into(),
+        subject().id.clone(),
+    ];
+    // stet's finding ids are a run's output too; the judges see none.
+    forbidden.extend(out.findings.iter().map(|f| f.id.clone()));
+    for request in &judge_requests {
+        assert_eq!(request.body["model"], JUDGE_MODEL);
+        for needle in &forbidden {
+            assert!(!request.raw.contains(needle.as_str()), "a judge request carries `{needle}`:\n{}", request.raw);
+        }
+    }
+    // The reviewer's own requests do carry its model: the check would have seen a leak.
+    assert!(server.chats()[..reviewer_requests].iter().all(|r| r.raw.contains(REVIEWER_MODEL)));
+}
