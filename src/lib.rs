@@ -17,6 +17,7 @@ pub mod exec;
 pub mod experiment;
 pub mod finding;
 pub mod ground_truth;
+pub mod judge;
 pub mod manifest;
 pub mod matrix;
 pub mod plan;

@@ -15,6 +15,7 @@ const LAYERS: &[&[&str]] = &[
     &["subject", "rag"],
     &["ground_truth"],
     &["reviewer", "cache"],
+    &["judge"],
     &["analysis"],
     &["study"],
     &["manifest"],
