@@ -9,7 +9,8 @@
 # the entry's pooling, and CTX defaults to the entry's context_length.
 # pid file: .models/run/server-PORT.pid, log: .models/run/server-PORT.log.
 # Waits until GET /health answers 200 (START_TIMEOUT, default 120 s).
-# Optional environment: CTX (per request, default 4096), THREADS (default 2),
+# Optional environment: CTX (per request, default 4096; an embedding model's context_length),
+# THREADS (default 2; 1 for an embedding model),
 # PARALLEL (slots, default 1), CACHE_PROMPT=1 (reuse prompt prefixes; off by default
 # because cached and uncached evaluations can differ, see README).
 # If the same model already runs on PORT (started by this script) it says so and exits 0.
@@ -45,6 +46,9 @@ if [ "$KIND" = embedding ]; then
   if [ -n "$POOLING" ]; then EMB+=(--pooling "$POOLING"); fi
 fi
 DEFAULT_CTX=4096; if [ "$KIND" = embedding ] && [ -n "$MODEL_CTX" ]; then DEFAULT_CTX="$MODEL_CTX"; fi
+# An embedding request is many tiny graph runs; with 2 threads on a busy 2-core machine ggml's
+# spinning workers were 5x slower than 1 thread (see README), so embeddings default to 1.
+DEFAULT_THREADS=2; if [ "$KIND" = embedding ]; then DEFAULT_THREADS=1; fi
 [ -f "$MODEL" ] || { echo "start.sh: $MODEL missing; run scripts/model-server/install.sh" >&2; exit 1; }
 
 mkdir -p "$RUN"
@@ -82,7 +86,7 @@ fi
 CP=""; if [ "${CACHE_PROMPT:-0}" = 1 ]; then CP="--cache-prompt"; fi
 T0=$(date +%s.%N)
 nohup "$VPY" "$SCRIPT_DIR/serve.py" --model "$MODEL" --port "$PORT" --alias "$NAME" \
-  --ctx "${CTX:-$DEFAULT_CTX}" --threads "${THREADS:-2}" --parallel "${PARALLEL:-1}" \
+  --ctx "${CTX:-$DEFAULT_CTX}" --threads "${THREADS:-$DEFAULT_THREADS}" --parallel "${PARALLEL:-1}" \
   $CP ${EMB[@]+"${EMB[@]}"} \
   >"$LOG" 2>&1 </dev/null &
 PID=$!

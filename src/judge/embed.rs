@@ -311,7 +311,15 @@ impl Embedder {
             req = req.bearer_auth(key);
         }
         let resp = req.send().await.map_err(|e| AttemptError::from_reqwest(&e, timeout))?;
-        let resp = check_status(resp).await?;
+        let resp = match check_status(resp).await {
+            // llama.cpp answers 500 for an input longer than its batch; retrying cannot help.
+            Err(AttemptError::Status { message, .. }) if message.contains("too large to process") => {
+                return Err(AttemptError::Model(format!(
+                    "{message}; runner does not truncate texts: shorten them, or start the server with a larger context (`CTX`) if the model has the positions for it"
+                )));
+            }
+            other => other?,
+        };
         let bytes = resp.bytes().await.map_err(|e| AttemptError::from_reqwest(&e, timeout))?;
         let v: Value = serde_json::from_slice(&bytes).map_err(|e| AttemptError::Protocol(format!("the embeddings answer is not JSON: {e}")))?;
         if let Some(err) = v.get("error") {
@@ -535,7 +543,7 @@ fn check_url(t: &TableReader<'_, '_>, url: &Spanned<String>) -> bool {
     t.problems().push_with_help(
         url.span(),
         format!("`{u}` is not an http(s) URL"),
-        "e.g. `http://127.0.0.1:8092/v1` (openai) or `http://localhost:11434` (ollama); `${VAR:-default}` reads the environment",
+        "e.g. `http://127.0.0.1:8093/v1` (openai) or `http://localhost:11434` (ollama); `${VAR:-default}` reads the environment",
     );
     false
 }
@@ -788,6 +796,17 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn a_text_longer_than_the_context_is_not_retried() {
+        // llama.cpp's exact answer (observed, see scripts/model-server/OBSERVED.md).
+        let too_long = json!({ "error": { "code": 500, "message": "input (602 tokens) is too large to process. increase the physical batch size (current batch size: 512)", "type": "server_error" } });
+        let f = fake(openai_server(move |_, _| (500, too_long.clone()))).await;
+        let err =
+            Embedder::new(spec(EmbedProtocol::OpenAi, &format!("{}/v1", f.url), "m")).expect("embedder").embed(&texts(&["long"])).await.expect_err("too long");
+        assert!(matches!(&err, EmbedError::Failed(m) if m.contains("602 tokens") && m.contains("does not truncate")), "{err}");
+        assert_eq!(f.posts().len(), 1, "not retried");
+    }
+
+    #[tokio::test]
     async fn an_unknown_model_or_a_dead_server_fails_fast() {
         let f = fake(openai_server(|_, body| openai_answer(body))).await;
         let err =
@@ -844,7 +863,7 @@ mod tests {
 
     #[test]
     fn fingerprint_holds_protocol_and_model_only() {
-        let mut s = EmbedderSpec::new(EmbedProtocol::OpenAi, "http://127.0.0.1:8092/v1", "minilm-l6-v2");
+        let mut s = EmbedderSpec::new(EmbedProtocol::OpenAi, "http://127.0.0.1:8093/v1", "minilm-l6-v2");
         let base = Embedder::new(s.clone()).expect("embedder").fingerprint();
         assert_eq!(base, json!({ "protocol": "openai", "model": "minilm-l6-v2" }));
         s.base_url = "https://elsewhere/v1".into();
@@ -884,12 +903,12 @@ mod tests {
     #[test]
     fn a_full_table_reads() {
         let (spec, problems) = read(
-            "provider = \"openai\"\nbase-url = \"${EMBED_URL:-http://127.0.0.1:8092/v1}\"\nmodel = \"minilm-l6-v2\"\napi-key-env = \"EMBED_KEY\"\nbatch-size = 8\nretries = 1\nrequest-timeout = \"30s\"\nmodels-json = \"../.models/MODELS.json\"\n",
+            "provider = \"openai\"\nbase-url = \"${EMBED_URL:-http://127.0.0.1:8093/v1}\"\nmodel = \"minilm-l6-v2\"\napi-key-env = \"EMBED_KEY\"\nbatch-size = 8\nretries = 1\nrequest-timeout = \"30s\"\nmodels-json = \"../.models/MODELS.json\"\n",
         );
         assert!(problems.is_empty(), "{problems:?}");
         let spec = spec.expect("valid");
         assert_eq!(spec.protocol, EmbedProtocol::OpenAi);
-        assert_eq!(spec.base_url, "${EMBED_URL:-http://127.0.0.1:8092/v1}");
+        assert_eq!(spec.base_url, "${EMBED_URL:-http://127.0.0.1:8093/v1}");
         assert_eq!((spec.batch_size, spec.retries, spec.request_timeout), (8, 1, Duration::from_secs(30)));
         assert_eq!(spec.api_key_env.as_deref(), Some("EMBED_KEY"));
         assert_eq!(spec.models_json, Some(PathBuf::from(".models/MODELS.json")));
