@@ -291,4 +291,4 @@ os.replace(tmp, out)
 EOF
 say "wrote .models/MODELS.json"
 say "done in $(( $(date +%s) - T0 ))s: smollm2-135m -> .models/$SMOL_FILE, gemma3-270m -> .models/$GEMMA_FILE, minilm-l6-v2 -> .models/$MINILM_FILE"
-say "start one with: scripts/model-server/start.sh smollm2-135m 8081 (embeddings: start.sh minilm-l6-v2 8093)"
+say "start one with: scripts/model-server/start.sh smollm2-135m 8081 (embeddings: start.sh minilm-l6-v2 8094)"

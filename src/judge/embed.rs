@@ -543,7 +543,7 @@ fn check_url(t: &TableReader<'_, '_>, url: &Spanned<String>) -> bool {
     t.problems().push_with_help(
         url.span(),
         format!("`{u}` is not an http(s) URL"),
-        "e.g. `http://127.0.0.1:8093/v1` (openai) or `http://localhost:11434` (ollama); `${VAR:-default}` reads the environment",
+        "e.g. `http://127.0.0.1:8094/v1` (openai) or `http://localhost:11434` (ollama); `${VAR:-default}` reads the environment",
     );
     false
 }
@@ -863,7 +863,7 @@ mod tests {
 
     #[test]
     fn fingerprint_holds_protocol_and_model_only() {
-        let mut s = EmbedderSpec::new(EmbedProtocol::OpenAi, "http://127.0.0.1:8093/v1", "minilm-l6-v2");
+        let mut s = EmbedderSpec::new(EmbedProtocol::OpenAi, "http://127.0.0.1:8094/v1", "minilm-l6-v2");
         let base = Embedder::new(s.clone()).expect("embedder").fingerprint();
         assert_eq!(base, json!({ "protocol": "openai", "model": "minilm-l6-v2" }));
         s.base_url = "https://elsewhere/v1".into();
@@ -903,12 +903,12 @@ mod tests {
     #[test]
     fn a_full_table_reads() {
         let (spec, problems) = read(
-            "provider = \"openai\"\nbase-url = \"${EMBED_URL:-http://127.0.0.1:8093/v1}\"\nmodel = \"minilm-l6-v2\"\napi-key-env = \"EMBED_KEY\"\nbatch-size = 8\nretries = 1\nrequest-timeout = \"30s\"\nmodels-json = \"../.models/MODELS.json\"\n",
+            "provider = \"openai\"\nbase-url = \"${EMBED_URL:-http://127.0.0.1:8094/v1}\"\nmodel = \"minilm-l6-v2\"\napi-key-env = \"EMBED_KEY\"\nbatch-size = 8\nretries = 1\nrequest-timeout = \"30s\"\nmodels-json = \"../.models/MODELS.json\"\n",
         );
         assert!(problems.is_empty(), "{problems:?}");
         let spec = spec.expect("valid");
         assert_eq!(spec.protocol, EmbedProtocol::OpenAi);
-        assert_eq!(spec.base_url, "${EMBED_URL:-http://127.0.0.1:8093/v1}");
+        assert_eq!(spec.base_url, "${EMBED_URL:-http://127.0.0.1:8094/v1}");
         assert_eq!((spec.batch_size, spec.retries, spec.request_timeout), (8, 1, Duration::from_secs(30)));
         assert_eq!(spec.api_key_env.as_deref(), Some("EMBED_KEY"));
         assert_eq!(spec.models_json, Some(PathBuf::from(".models/MODELS.json")));

@@ -7,9 +7,9 @@
 //!
 //! ```sh
 //! scripts/model-server/install.sh
-//! scripts/model-server/start.sh minilm-l6-v2 8093
-//! RUNNER_EMBED_URL=http://127.0.0.1:8093/v1 cargo test --test it embed_real_server -- --ignored
-//! scripts/model-server/stop.sh 8093
+//! scripts/model-server/start.sh minilm-l6-v2 8094
+//! RUNNER_EMBED_URL=http://127.0.0.1:8094/v1 cargo test --test it embed_real_server -- --ignored
+//! scripts/model-server/stop.sh 8094
 //! ```
 //!
 //! `RUNNER_EMBED_MODEL` is the name the server answers to (default `minilm-l6-v2`, the alias
@@ -24,7 +24,7 @@ use std::time::Duration;
 fn server() -> (String, String) {
     match std::env::var("RUNNER_EMBED_URL") {
         Ok(url) if !url.is_empty() => (url, std::env::var("RUNNER_EMBED_MODEL").unwrap_or_else(|_| "minilm-l6-v2".into())),
-        _ => panic!("RUNNER_EMBED_URL is not set: start a server (scripts/model-server/start.sh minilm-l6-v2 8093) and set it to http://127.0.0.1:8093/v1"),
+        _ => panic!("RUNNER_EMBED_URL is not set: start a server (scripts/model-server/start.sh minilm-l6-v2 8094) and set it to http://127.0.0.1:8094/v1"),
     }
 }
 
