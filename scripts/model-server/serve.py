@@ -10,6 +10,10 @@ It listens on 127.0.0.1:PORT (OpenAI-style /v1/chat/completions, /v1/models,
 /health, /props, /metrics, ...) until it gets SIGTERM or SIGINT, then shuts the
 server down and exits 0.
 
+With --embedding (the default for a model whose .models/MODELS.json entry has
+"kind": "embedding") it serves POST /v1/embeddings instead of chat, pooling the
+token states as --pooling says (default: the entry's "pooling", else the GGUF's).
+
 --ctx is the context each request (slot) gets; with --parallel N the server
 allocates N * ctx tokens of KV cache in total.
 """
@@ -69,6 +73,11 @@ def main() -> int:
     ap.add_argument("--chat-template-file", default=None,
                     help="Jinja chat template to use instead of the one in the GGUF (default: the "
                          "chat_template_file from .models/MODELS.json for this model, if any)")
+    ap.add_argument("--embedding", action="store_true",
+                    help="serve /v1/embeddings (default: on when .models/MODELS.json says kind = embedding)")
+    ap.add_argument("--pooling", choices=["mean", "cls", "last", "none"], default=None,
+                    help="how token states become one vector, with --embedding (default: the entry's "
+                         "\"pooling\" in .models/MODELS.json, else what the GGUF says)")
     args = ap.parse_args()
 
     model = Path(args.model)
@@ -80,6 +89,11 @@ def main() -> int:
         return 2
     entry = manifest_entry(model)
     alias = args.alias or entry.get("name") or model.stem
+    embedding = args.embedding or entry.get("kind") == "embedding"
+    pooling = args.pooling or (entry.get("pooling") if embedding else None)
+    if pooling and not embedding:
+        log("--pooling needs --embedding")
+        return 2
     template_file = args.chat_template_file
     if template_file is None and entry.get("chat_template_file"):
         template_file = str(REPO_ROOT / entry["chat_template_file"])
@@ -100,6 +114,12 @@ def main() -> int:
     p.cache_prompt = args.cache_prompt  # default for requests that do not send cache_prompt
     if not args.cache_prompt:
         p.cache_ram_mib = 0          # no host-memory prompt cache (llama.cpp default: 8192 MiB)
+    if embedding:
+        p.embedding = True           # /v1/embeddings; chat completions are refused
+        if pooling:
+            p.pooling_type = getattr(xllamacpp.llama_pooling_type, f"LLAMA_POOLING_TYPE_{pooling.upper()}")
+        # An input is embedded in one batch: let a batch hold a whole context.
+        p.n_batch = p.n_ubatch = args.ctx
     if template_file:
         # Must be Jinja text: with use_jinja on (the default) a built-in name such as
         # "gemma" is taken literally as the template, giving a 3-token prompt.
@@ -119,6 +139,7 @@ def main() -> int:
         f"b{xllamacpp.BUILD_INFO.get('build_number')}-{xllamacpp.BUILD_INFO.get('commit')}); "
         f"loading {model} as '{alias}' ctx={args.ctx}x{args.parallel} threads={args.threads} "
         f"cache_prompt={'on' if args.cache_prompt else 'off'}"
+        + (f" embedding pooling={pooling or 'from the GGUF'}" if embedding else "")
         + (f" chat_template={template_file}" if template_file else ""))
     t0 = time.monotonic()
     try:

@@ -3,11 +3,14 @@
 #
 #   scripts/model-server/start.sh NAME PORT
 #
-# NAME is a short name from .models/MODELS.json (smollm2-135m, gemma3-270m).
-# The server answers on http://127.0.0.1:PORT and reports NAME as its model.
+# NAME is a short name from .models/MODELS.json (smollm2-135m, gemma3-270m, minilm-l6-v2).
+# The server answers on http://127.0.0.1:PORT and reports NAME as its model. An entry with
+# "kind": "embedding" (minilm-l6-v2) is served in embedding mode (POST /v1/embeddings) with
+# the entry's pooling, and CTX defaults to the entry's context_length.
 # pid file: .models/run/server-PORT.pid, log: .models/run/server-PORT.log.
 # Waits until GET /health answers 200 (START_TIMEOUT, default 120 s).
-# Optional environment: CTX (per request, default 4096), THREADS (default 2),
+# Optional environment: CTX (per request, default 4096; an embedding model's context_length),
+# THREADS (default 2; 1 for an embedding model),
 # PARALLEL (slots, default 1), CACHE_PROMPT=1 (reuse prompt prefixes; off by default
 # because cached and uncached evaluations can differ, see README).
 # If the same model already runs on PORT (started by this script) it says so and exits 0.
@@ -19,21 +22,33 @@ MODELS="$ROOT/.models"
 VPY="$MODELS/venv/bin/python"
 RUN="$MODELS/run"
 
-[ $# -eq 2 ] || { echo "usage: $0 NAME PORT   (NAME: smollm2-135m | gemma3-270m)" >&2; exit 2; }
+[ $# -eq 2 ] || { echo "usage: $0 NAME PORT   (NAME: smollm2-135m | gemma3-270m | minilm-l6-v2)" >&2; exit 2; }
 NAME="$1"; PORT="$2"
 [[ "$PORT" =~ ^[0-9]+$ ]] && [ "$PORT" -ge 1 ] && [ "$PORT" -le 65535 ] || { echo "start.sh: bad port '$PORT'" >&2; exit 2; }
 [ -x "$VPY" ] && [ -f "$MODELS/MODELS.json" ] || { echo "start.sh: not installed; run scripts/model-server/install.sh first" >&2; exit 1; }
 
-MODEL="$("$VPY" - "$MODELS/MODELS.json" "$NAME" "$ROOT" <<'EOF'
+# one line: file<TAB>kind<TAB>pooling<TAB>context_length
+ENTRY="$("$VPY" - "$MODELS/MODELS.json" "$NAME" "$ROOT" <<'EOF'
 import json, sys
 doc = json.load(open(sys.argv[1]))
 for m in doc["models"]:
     if m["name"] == sys.argv[2]:
-        print(f'{sys.argv[3]}/{m["file"]}'); break
+        print("\t".join([f'{sys.argv[3]}/{m["file"]}', m.get("kind", "chat"), m.get("pooling", ""),
+                         str(m.get("context_length", ""))])); break
 else:
     sys.exit("start.sh: unknown model '%s'; known: %s" % (sys.argv[2], ", ".join(m["name"] for m in doc["models"])))
 EOF
 )"
+IFS=$'\t' read -r MODEL KIND POOLING MODEL_CTX <<<"$ENTRY"
+EMB=()
+if [ "$KIND" = embedding ]; then
+  EMB=(--embedding)
+  if [ -n "$POOLING" ]; then EMB+=(--pooling "$POOLING"); fi
+fi
+DEFAULT_CTX=4096; if [ "$KIND" = embedding ] && [ -n "$MODEL_CTX" ]; then DEFAULT_CTX="$MODEL_CTX"; fi
+# An embedding request is many tiny graph runs; with 2 threads on a busy 2-core machine ggml's
+# spinning workers were 5x slower than 1 thread (see README), so embeddings default to 1.
+DEFAULT_THREADS=2; if [ "$KIND" = embedding ]; then DEFAULT_THREADS=1; fi
 [ -f "$MODEL" ] || { echo "start.sh: $MODEL missing; run scripts/model-server/install.sh" >&2; exit 1; }
 
 mkdir -p "$RUN"
@@ -71,8 +86,8 @@ fi
 CP=""; if [ "${CACHE_PROMPT:-0}" = 1 ]; then CP="--cache-prompt"; fi
 T0=$(date +%s.%N)
 nohup "$VPY" "$SCRIPT_DIR/serve.py" --model "$MODEL" --port "$PORT" --alias "$NAME" \
-  --ctx "${CTX:-4096}" --threads "${THREADS:-2}" --parallel "${PARALLEL:-1}" \
-  $CP \
+  --ctx "${CTX:-$DEFAULT_CTX}" --threads "${THREADS:-$DEFAULT_THREADS}" --parallel "${PARALLEL:-1}" \
+  $CP ${EMB[@]+"${EMB[@]}"} \
   >"$LOG" 2>&1 </dev/null &
 PID=$!
 echo "$PID" > "$PIDF"
@@ -94,4 +109,5 @@ while :; do
 done
 ELAPSED="$(awk -v t0="$T0" -v now="$(date +%s.%N)" 'BEGIN{printf "%.1f", now-t0}')"
 RSS="$(awk '/^VmRSS/{printf "%d MB", $2/1024}' "/proc/$PID/status" 2>/dev/null || echo "?")"
-echo "start.sh: $NAME ready on $URL (pid $PID, ${ELAPSED}s, RSS $RSS); log $LOG"
+WHAT="$NAME"; if [ "$KIND" = embedding ]; then WHAT="$NAME (embedding${POOLING:+, $POOLING pooling})"; fi
+echo "start.sh: $WHAT ready on $URL (pid $PID, ${ELAPSED}s, RSS $RSS); log $LOG"

@@ -3,6 +3,7 @@
 pub mod blind;
 pub mod claims;
 pub mod client;
+pub mod embed;
 pub mod rubric;
 pub mod spec;
 
