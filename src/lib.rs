@@ -24,4 +24,5 @@ pub(crate) mod rag;
 pub mod report;
 pub mod reviewer;
 pub mod study;
+pub mod smells;
 pub mod subject;
