@@ -23,6 +23,6 @@ pub mod plan;
 pub(crate) mod rag;
 pub mod report;
 pub mod reviewer;
-pub mod study;
 pub mod smells;
+pub mod study;
 pub mod subject;

@@ -234,10 +234,14 @@ fn resolve_ruff(tools: &Path, search: Option<&OsStr>, sandbox: &Path) -> Result<
 fn resolve_jshint(tools: &Path, search: Option<&OsStr>, sandbox: &Path) -> Result<Analyzer, SmellError> {
     let local = tools.join("node/node_modules/.bin/jshint");
     let install = format!("run `{INSTALL}` (it installs jshint@{JSHINT_VERSION} from npm into .tools/node), or put jshint on PATH");
-    let script = Some(local.clone()).filter(|p| run::is_executable(p)).or_else(|| run::on_path("jshint", search)).ok_or_else(|| missing("jshint", vec![local], install))?;
+    let script = Some(local.clone())
+        .filter(|p| run::is_executable(p))
+        .or_else(|| run::on_path("jshint", search))
+        .ok_or_else(|| missing("jshint", vec![local], install))?;
     // The script itself, run by node: the child's PATH then decides nothing.
     let script = std::fs::canonicalize(&script).map_err(io(format!("cannot resolve `{}`", script.display())))?;
-    let node = run::on_path("node", search).ok_or_else(|| missing("node (for jshint)", Vec::new(), "install Node.js (Debian: apt-get install nodejs)".into()))?;
+    let node =
+        run::on_path("node", search).ok_or_else(|| missing("node (for jshint)", Vec::new(), "install Node.js (Debian: apt-get install nodejs)".into()))?;
     let lead = vec![script.into_os_string()];
     let version = version_of(&node, &lead, sandbox)?;
     let node_version = version_of(&node, &[], sandbox)?;
@@ -248,7 +252,9 @@ fn resolve_rust(search: Option<&OsStr>, sandbox: &Path) -> Result<Analyzer, Smel
     // The toolchain's own binaries, found in runner's environment: a rustup proxy needs a
     // HOME the analyzer does not get.
     let sysroot = run::on_path("rustc", search)
-        .and_then(|rustc| std::process::Command::new(rustc).args(["--print", "sysroot"]).stdin(std::process::Stdio::null()).stderr(std::process::Stdio::null()).output().ok())
+        .and_then(|rustc| {
+            std::process::Command::new(rustc).args(["--print", "sysroot"]).stdin(std::process::Stdio::null()).stderr(std::process::Stdio::null()).output().ok()
+        })
         .filter(|o| o.status.success())
         .map(|o| PathBuf::from(String::from_utf8_lossy(&o.stdout).trim()));
     let in_sysroot = |name: &str| sysroot.as_ref().map(|s| s.join("bin").join(name)).filter(|p| run::is_executable(p));
@@ -401,8 +407,12 @@ fn run_analyzer(analyzer: &Analyzer, files: &[ChangedFile], sandbox: &Path, limi
     let go = |args: Vec<OsString>, ok: &[i32], names: &str| -> Result<run::Finished, SmellError> {
         let mut all = analyzer.lead.clone();
         all.extend(args);
-        let done = run::run(&analyzer.program, &all, &root, &env, limits)
-            .map_err(|why| SmellError::Failed { analyzer: analyzer.name.into(), ending: why, files: names.into(), stderr: String::new() })?;
+        let done = run::run(&analyzer.program, &all, &root, &env, limits).map_err(|why| SmellError::Failed {
+            analyzer: analyzer.name.into(),
+            ending: why,
+            files: names.into(),
+            stderr: String::new(),
+        })?;
         match done.ending {
             Ending::Exited(code) if ok.contains(&code) => Ok(done),
             ref ending => Err(SmellError::Failed {

@@ -40,7 +40,10 @@ pub enum Ending {
     CpuLimit(u64),
     TimedOut(Duration),
     /// stdout or stderr went past [`Limits::output_bytes`].
-    OutputTooLarge { stream: &'static str, limit: usize },
+    OutputTooLarge {
+        stream: &'static str,
+        limit: usize,
+    },
 }
 
 impl std::fmt::Display for Ending {

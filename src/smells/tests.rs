@@ -18,7 +18,10 @@ fn set(analyzers: Vec<Analyzer>) -> AnalyzerSet {
 fn repo_subject(dir: &Path, base: &[(&str, &str)], head: &[(&str, Option<&str>)]) -> Subject {
     let repo = dir.join("repo");
     std::fs::create_dir_all(&repo).expect("mkdir");
-    let g = |args: &[&str]| git::git_with_env(&repo, args, &[("GIT_AUTHOR_NAME", "t"), ("GIT_AUTHOR_EMAIL", "t@e"), ("GIT_COMMITTER_NAME", "t"), ("GIT_COMMITTER_EMAIL", "t@e")]).expect("git");
+    let g = |args: &[&str]| {
+        git::git_with_env(&repo, args, &[("GIT_AUTHOR_NAME", "t"), ("GIT_AUTHOR_EMAIL", "t@e"), ("GIT_COMMITTER_NAME", "t"), ("GIT_COMMITTER_EMAIL", "t@e")])
+            .expect("git")
+    };
     g(&["init", "--quiet", "--initial-branch=main"]);
     for (path, text) in base {
         let p = repo.join(path);
@@ -156,7 +159,7 @@ fn a_missing_analyzer_names_the_install_command_and_the_package() {
     assert!(text.contains("venv/bin/ruff"), "{text}");
     assert!(text.contains(&format!("run `scripts/analyzers/install.sh` (it installs ruff=={RUFF_VERSION} from PyPI into .tools/venv)")), "{text}");
     let err = AnalyzerSet::resolve_in(&[AnalyzerKind::Jshint], empty.path(), nothing).expect_err("no jshint").to_string();
-    assert!(err.contains(&format!("jshint is not installed")) && err.contains(&format!("jshint@{JSHINT_VERSION} from npm")), "{err}");
+    assert!(err.contains("jshint is not installed") && err.contains(&format!("jshint@{JSHINT_VERSION} from npm")), "{err}");
     let err = AnalyzerSet::resolve_in(&[AnalyzerKind::Rust], empty.path(), nothing).expect_err("no rustc").to_string();
     assert!(err.starts_with("rustc is not installed") && err.contains("rustup"), "{err}");
 }
@@ -167,7 +170,8 @@ fn the_pins_are_the_install_scripts() {
     let script = std::fs::read_to_string(root.join("scripts/analyzers/install.sh")).expect("install.sh");
     assert!(script.contains(&format!("RUFF_VERSION=\"{RUFF_VERSION}\"")), "install.sh pins another ruff");
     assert!(script.contains(&format!("JSHINT_VERSION=\"{JSHINT_VERSION}\"")), "install.sh pins another jshint");
-    let lock: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(root.join("scripts/analyzers/package-lock.json")).expect("lock")).expect("json");
+    let lock: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(root.join("scripts/analyzers/package-lock.json")).expect("lock")).expect("json");
     assert_eq!(lock["packages"]["node_modules/jshint"]["version"], JSHINT_VERSION);
 }
 
@@ -186,7 +190,13 @@ fn identity_holds_each_version_and_the_settings() {
 
 #[test]
 fn smells_read_as_crscore_issues_and_sort_stably() {
-    let s = |path: &str, line: u32, analyzer: &str, code: &str| Smell { analyzer: analyzer.into(), path: path.into(), line, code: code.into(), message: "m".into() };
+    let s = |path: &str, line: u32, analyzer: &str, code: &str| Smell {
+        analyzer: analyzer.into(),
+        path: path.into(),
+        line,
+        code: code.into(),
+        message: "m".into(),
+    };
     assert_eq!(s("a.py", 7, "ruff", "F401").text(), "line 7, F401:\tm");
     let mut v = vec![s("b.py", 1, "ruff", "F1"), s("a.py", 9, "ruff", "F1"), s("a.py", 2, "ruff", "F2"), s("a.py", 2, "ruff", "E1")];
     v.sort_by(|a, b| a.order_key().cmp(&b.order_key()));
@@ -208,7 +218,10 @@ fn analyze_keeps_smells_on_changed_lines_of_files_at_the_head() {
     );
     let smells = analyze(&set(vec![sh_analyzer(AnalyzerKind::Ruff, "ruff", FAKE_RUFF)]), &subject, &dir.path().join("scratch")).expect("analyzed");
     let got: Vec<(String, u32, String)> = smells.iter().map(|s| (s.path.clone(), s.line, s.code.clone())).collect();
-    assert_eq!(got, [("new.py".into(), 1, "X1".into()), ("new.py".into(), 2, "X2".into()), ("pkg/a.py".into(), 2, "X2".into()), ("pkg/a.py".into(), 4, "X4".into())]);
+    assert_eq!(
+        got,
+        [("new.py".into(), 1, "X1".into()), ("new.py".into(), 2, "X2".into()), ("pkg/a.py".into(), 2, "X2".into()), ("pkg/a.py".into(), 4, "X4".into())]
+    );
     assert!(smells.iter().all(|s| s.analyzer == "ruff"));
     // The scratch directory is left empty.
     assert_eq!(std::fs::read_dir(dir.path().join("scratch")).expect("scratch").count(), 0);
@@ -227,8 +240,8 @@ fn an_analyzer_that_finds_nothing_gives_no_smells_and_one_that_crashes_is_named(
     let garbage = set(vec![sh_analyzer(AnalyzerKind::Ruff, "ruff", "echo 'not json'; exit 1")]);
     let err = analyze(&garbage, &subject, &scratch).expect_err("unreadable").to_string();
     assert!(err.starts_with("ruff's output could not be read: its JSON output does not parse"), "{err}");
-    let flood = set(vec![sh_analyzer(AnalyzerKind::Ruff, "ruff", "head -c 5000 /dev/zero; exit 1")])
-        .with_limits(Limits { output_bytes: 1024, ..Limits::default() });
+    let flood =
+        set(vec![sh_analyzer(AnalyzerKind::Ruff, "ruff", "head -c 5000 /dev/zero; exit 1")]).with_limits(Limits { output_bytes: 1024, ..Limits::default() });
     let err = analyze(&flood, &subject, &scratch).expect_err("flooded").to_string();
     assert!(err.starts_with("ruff failed (printed more than 1024 bytes on stdout) on `a.py`"), "{err}");
 }
@@ -262,10 +275,8 @@ fn hostile_paths_and_non_files_are_skipped_without_running_anything() {
         raw_file: Vec::new(),
         raw_text: Vec::new(),
     };
-    subject.files = ["../evil.py", "/etc/evil.py", "a/../../evil.rs", "missing.js"]
-        .iter()
-        .map(|p| diff::FileDiff { path: p.to_string(), hunks: vec![hunk(p)] })
-        .collect();
+    subject.files =
+        ["../evil.py", "/etc/evil.py", "a/../../evil.rs", "missing.js"].iter().map(|p| diff::FileDiff { path: p.to_string(), hunks: vec![hunk(p)] }).collect();
     let never = set(vec![
         Analyzer { kind: AnalyzerKind::Ruff, name: "ruff", program: "/nonexistent/ruff".into(), lead: Vec::new(), version: String::new() },
         Analyzer { kind: AnalyzerKind::Jshint, name: "jshint", program: "/nonexistent/node".into(), lead: Vec::new(), version: String::new() },
