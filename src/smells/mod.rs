@@ -20,7 +20,7 @@ pub mod run;
 use crate::subject::diff::FileDiff;
 use crate::subject::{git, Subject};
 use run::{Ending, Limits};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet};
 use std::ffi::{OsStr, OsString};
 use std::path::{Component, Path, PathBuf};
@@ -298,7 +298,7 @@ fn files_of(files: &[FileDiff]) -> Vec<ChangedFile> {
 }
 
 /// One analyzer finding on a changed line.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Smell {
     /// `ruff`, `jshint`, `clippy` or `rustc`.
     pub analyzer: String,

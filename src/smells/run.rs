@@ -1,7 +1,7 @@
 //! One analyzer process, hermetic and bounded, the way ground-truth programs run
 //! (`ground_truth::program`, whose session, limit and reaping helpers this reuses): its own
 //! session, a cleared environment (`PATH`, a `HOME` and `TMPDIR` of its own, the C.UTF-8
-//! locale, no colour), `RLIMIT_CPU`, `RLIMIT_FSIZE` and no core files, a wall-clock
+//! locale, no colour), `RLIMIT_CPU`, `RLIMIT_FSIZE`, `RLIMIT_AS` and no core files, a wall-clock
 //! backstop, and stdout and stderr read whole up to a bound: an analyzer that prints more is
 //! an error, never a truncated parse.
 
@@ -24,11 +24,21 @@ pub struct Limits {
     pub output_bytes: usize,
     /// The largest file the process may write.
     pub file_bytes: u64,
+    /// Address space (`RLIMIT_AS`): a file that makes an analyzer read without end (rustc's
+    /// `include_bytes!("/dev/zero")`) ends in an allocation failure, not in the machine's
+    /// memory running out.
+    pub memory_bytes: u64,
 }
 
 impl Default for Limits {
     fn default() -> Self {
-        Self { cpu: Duration::from_secs(120), wall: Duration::from_secs(600), output_bytes: 32 * 1024 * 1024, file_bytes: 64 * 1024 * 1024 }
+        Self {
+            cpu: Duration::from_secs(120),
+            wall: Duration::from_secs(600),
+            output_bytes: 32 * 1024 * 1024,
+            file_bytes: 64 * 1024 * 1024,
+            memory_bytes: 4 * 1024 * 1024 * 1024,
+        }
     }
 }
 
@@ -91,7 +101,7 @@ pub fn run(program: &Path, args: &[OsString], cwd: &Path, env: &[(String, OsStri
     static RUNS: AtomicU64 = AtomicU64::new(0);
     let marker = format!("smells-{}-{}", std::process::id(), RUNS.fetch_add(1, Ordering::Relaxed));
     let cpu = limits.cpu.as_secs_f64().ceil().max(1.0) as u64;
-    let file_bytes = limits.file_bytes;
+    let (file_bytes, memory_bytes) = (limits.file_bytes, limits.memory_bytes);
     let mut command = Command::new(program);
     command
         .args(args)
@@ -112,6 +122,7 @@ pub fn run(program: &Path, args: &[OsString], cwd: &Path, env: &[(String, OsStri
             limit(libc::RLIMIT_CPU, cpu, cpu + 1)?;
             limit(libc::RLIMIT_FSIZE, file_bytes, file_bytes)?;
             limit(libc::RLIMIT_CORE, 0, 0)?;
+            limit(libc::RLIMIT_AS, memory_bytes, memory_bytes)?;
             Ok(())
         });
     }
@@ -259,6 +270,20 @@ mod tests {
     fn cpu_time_bounds_a_spinning_process() {
         let out = sh("while :; do :; done", Limits { cpu: Duration::from_secs(1), ..Limits::default() });
         assert_eq!(out.ending, Ending::CpuLimit(1));
+    }
+
+    #[test]
+    fn address_space_bounds_an_allocation() {
+        let python = std::process::Command::new("python3").args(["-c", "import sys; print(sys.executable)"]).output().expect("python3 runs");
+        let python = PathBuf::from(String::from_utf8_lossy(&python.stdout).trim());
+        let dir = sandbox();
+        let env = hermetic_env(dir.path());
+        let limits = Limits { memory_bytes: 256 * 1024 * 1024, ..Limits::default() };
+        let script = "try:\n    b = bytearray(1024 * 1024 * 1024)\nexcept MemoryError:\n    raise SystemExit(7)";
+        let out = run(&python, &["-c".into(), script.into()], dir.path(), &env, limits).expect("runs");
+        assert_eq!(out.ending, Ending::Exited(7), "{}", String::from_utf8_lossy(&out.stderr));
+        let out = run(&python, &["-c".into(), "b = bytearray(64 * 1024 * 1024)".into()], dir.path(), &env, limits).expect("runs");
+        assert_eq!(out.ending, Ending::Exited(0), "{}", String::from_utf8_lossy(&out.stderr));
     }
 
     #[test]

@@ -98,11 +98,31 @@ fn real_analyzers_keep_only_smells_on_changed_lines() {
 }
 
 #[test]
-fn a_subject_with_nothing_to_analyze_runs_no_analyzer() {
+fn a_set_of_one_analyzer_checks_only_its_own_files() {
     let dir = tempfile::tempdir().expect("tempdir");
     let subject = subject_of(dir.path());
     let set = AnalyzerSet::resolve(&[AnalyzerKind::Ruff], &project_root().join(".tools")).unwrap_or_else(|e| panic!("{e}"));
     let only_ruff = smells::analyze(&set, &subject, &dir.path().join("scratch")).expect("analyzed");
     assert!(only_ruff.iter().all(|s| s.analyzer == "ruff" && s.path == "calc.py"), "{only_ruff:?}");
     assert_eq!(set.identity().as_object().expect("object").keys().collect::<Vec<_>>(), ["ruff", "settings"]);
+}
+
+#[test]
+fn a_rust_file_that_reads_without_end_is_bounded_by_memory() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let repo = dir.path().join("repo");
+    std::fs::create_dir_all(&repo).expect("mkdir");
+    git(&repo, &["init", "--quiet", "--initial-branch=main"]);
+    git(&repo, &["commit", "--quiet", "--allow-empty", "-m", "base"]);
+    std::fs::write(repo.join("zero.rs"), "pub static Z: &[u8] = include_bytes!(\"/dev/zero\");\n\npub fn f() {\n    let unused = 1;\n}\n").expect("write");
+    git(&repo, &["add", "--all"]);
+    git(&repo, &["commit", "--quiet", "-m", "head"]);
+    let (base_sha, head_sha) = (git(&repo, &["rev-parse", "HEAD~1"]), git(&repo, &["rev-parse", "HEAD"]));
+    let spec = SubjectSpec { id: "b".into(), identity: "t".into(), source: SubjectSource::Git { repo, base_sha, head_sha }, holdout: false };
+    let subject = subject::materialize(&spec, &dir.path().join("work")).expect("materialized");
+    let limits = smells::run::Limits { memory_bytes: 1024 * 1024 * 1024, ..Default::default() };
+    let set = AnalyzerSet::resolve(&[AnalyzerKind::Rust], &project_root().join(".tools")).unwrap_or_else(|e| panic!("{e}")).with_limits(limits);
+    let found = smells::analyze(&set, &subject, &dir.path().join("scratch")).expect("rustc's allocation failure is one of its errors");
+    let codes: Vec<(u32, &str)> = found.iter().map(|s| (s.line, s.code.as_str())).collect();
+    assert_eq!(codes, [(4, "unused_variables")]);
 }
