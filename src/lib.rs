@@ -25,6 +25,7 @@ pub(crate) mod rag;
 pub mod report;
 pub mod reviewer;
 pub mod scoring;
+pub mod smells;
 pub mod study;
 pub mod subject;
 pub mod text;

@@ -550,7 +550,7 @@ impl Child {
 }
 
 /// Sets a resource limit, never above the hard limit runner itself has.
-fn limit(resource: libc::__rlimit_resource_t, soft: u64, hard: u64) -> std::io::Result<()> {
+pub(crate) fn limit(resource: libc::__rlimit_resource_t, soft: u64, hard: u64) -> std::io::Result<()> {
     let mut current = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
     // SAFETY: `current` is a valid rlimit to write into.
     if unsafe { libc::getrlimit(resource, &mut current) } == -1 {
@@ -566,7 +566,7 @@ fn limit(resource: libc::__rlimit_resource_t, soft: u64, hard: u64) -> std::io::
 }
 
 /// Whether the child has ended, leaving it unreaped (`WNOWAIT`).
-fn has_ended(pid: libc::pid_t) -> std::io::Result<bool> {
+pub(crate) fn has_ended(pid: libc::pid_t) -> std::io::Result<bool> {
     loop {
         // SAFETY: an all-zero siginfo is a valid value of that plain C struct.
         let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
@@ -585,7 +585,7 @@ fn has_ended(pid: libc::pid_t) -> std::io::Result<bool> {
 
 /// Reaps the child (it has ended or been killed): its raw wait status and the CPU time
 /// (user + system) it and the descendants it waited for used.
-fn reap(pid: libc::pid_t) -> std::io::Result<(libc::c_int, Duration)> {
+pub(crate) fn reap(pid: libc::pid_t) -> std::io::Result<(libc::c_int, Duration)> {
     loop {
         let mut status: libc::c_int = 0;
         // SAFETY: an all-zero rusage is a valid value of that plain C struct.
@@ -605,7 +605,7 @@ fn reap(pid: libc::pid_t) -> std::io::Result<(libc::c_int, Duration)> {
 
 /// Kills the run's whole session, then every process still in it or carrying the run's
 /// marker (a daemon that called `setsid` after a double fork), until none is left.
-fn kill_run(sid: libc::pid_t, marker: &str) {
+pub(crate) fn kill_run(sid: libc::pid_t, marker: &str) {
     let needle = format!("{MARKER_VAR}={marker}\0").into_bytes();
     for round in 0..50 {
         // SAFETY: `kill` has no memory-safety preconditions; a negative pid names the

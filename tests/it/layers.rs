@@ -14,6 +14,7 @@ const LAYERS: &[&[&str]] = &[
     &["finding", "matrix", "config", "text"],
     &["subject", "rag"],
     &["ground_truth"],
+    &["smells"],
     &["reviewer", "cache"],
     &["judge"],
     &["analysis"],

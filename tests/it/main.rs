@@ -16,6 +16,7 @@ mod llm_real_server;
 mod manifest_errors;
 mod named_reviewers;
 mod resume;
+mod smells;
 mod stet_hunks;
 
 use assert_cmd::Command;
