@@ -88,7 +88,10 @@ fn prepare_manifest(manifest: Manifest, locations: &Locations, options: &Prepare
 
 /// The scoring clients, when the plan has scoring nodes, and each `rqs` analysis's τ and
 /// anchor set. Analyzers are looked up only when the plan runs smells.
-fn load_scoring(manifest: &Manifest, plan: &Plan) -> Result<(Option<Arc<ExperimentScorers>>, BTreeMap<usize, RqsResources>), Error> {
+/// The scoring clients and, per `rqs` analysis index, its resources.
+type Scoring = (Option<Arc<ExperimentScorers>>, BTreeMap<usize, RqsResources>);
+
+fn load_scoring(manifest: &Manifest, plan: &Plan) -> Result<Scoring, Error> {
     let counts = plan.node_counts();
     let scoring_kinds = [plan::NodeKind::Claims, plan::NodeKind::Smells, plan::NodeKind::Judge, plan::NodeKind::Embed];
     if !scoring_kinds.iter().any(|k| counts.contains_key(k)) {

@@ -4,7 +4,7 @@ mod cli;
 
 use clap::Parser;
 use cli::{
-    AdjudicateCommand, AdjudicateExportArgs, AdjudicateImportArgs, CacheCommand, Cli, Command, CorpusCommand, CorpusValidateArgs, DiffArgs, ExecArgs,
+    AdjudicateCommand, AdjudicateExportArgs, AdjudicateImportArgs, CacheCommand, Cli, Command, CorpusCommand, CorpusValidateArgs, CrscoreArgs, DiffArgs, ExecArgs,
     LocationArgs, PlanArgs, ScoreArgs,
 };
 use runner::analysis::score::ScoreError;

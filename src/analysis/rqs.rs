@@ -574,7 +574,9 @@ struct AnchorAgreement {
 /// however many runs reported it (the first run's votes, in plan order).
 fn anchor_agreement(anchor: &Anchor, input: &AnalysisInput<'_>, rqs: &RqsInput) -> Vec<[AnchorAgreement; 2]> {
     let norm = |s: &str| crate::finding::collapse_whitespace(s).trim().to_string();
-    let mut labelled: BTreeMap<(String, String, u32, String), (Option<bool>, Option<bool>)> = BTreeMap::new();
+    // (subject, file, line, message) → (valid, actionable)
+    type Labels = (Option<bool>, Option<bool>);
+    let mut labelled: BTreeMap<(String, String, u32, String), Labels> = BTreeMap::new();
     for item in &anchor.items {
         labelled.insert((item.subject.clone(), item.file.clone(), item.line, norm(&item.message)), (item.valid, item.actionable));
     }

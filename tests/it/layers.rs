@@ -22,6 +22,7 @@ const LAYERS: &[&[&str]] = &[
     &["manifest"],
     &["plan"],
     &["exec"],
+    &["scoring"],
     &["report"],
     &["error"],
     &["experiment"],
