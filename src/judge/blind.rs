@@ -24,7 +24,7 @@ use crate::reviewer::llm::prompt::numbered;
 use crate::subject::diff::Hunk;
 use crate::subject::Subject;
 use rand::{RngCore, SeedableRng};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// Version of the normalization and context rules above.
 pub const BLIND_VERSION: &str = "blind-1";
@@ -36,7 +36,7 @@ pub const CONTEXT_MAX_LINES: usize = 60;
 pub const CONTEXT_MAX_CHARS: usize = 6000;
 
 /// One finding as a judge sees it. Nothing here names who or what produced it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct BlindItem {
     /// Anonymous, assigned after the shuffle (`item-7`); never shown to the judge.
     pub id: String,

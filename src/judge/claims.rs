@@ -14,7 +14,7 @@ use super::spec::ClaimsSpec;
 use crate::reviewer::llm::prompt::render_template;
 use crate::reviewer::llm::wire::Message;
 use crate::subject::diff::parse_unified_diff;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
 
@@ -25,7 +25,7 @@ pub const DIFF_MAX_CHARS: usize = 6000;
 pub const LINES_MAX_CHARS: usize = 2000;
 
 /// The claims generator's answer, unparsed.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ClaimsAnswer {
     pub raw: String,
     pub tokens: Tokens,

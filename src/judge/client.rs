@@ -6,7 +6,7 @@ use super::spec::ModelSettings;
 use crate::reviewer::llm::wire::{Completion, Message, Sampling};
 use crate::reviewer::llm::{LlmReviewer, Params};
 use crate::reviewer::ReviewError;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::collections::BTreeMap;
 use std::time::Instant;
@@ -34,7 +34,7 @@ impl From<ReviewError> for JudgeError {
 }
 
 /// Tokens a model read and wrote, summed over requests.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Tokens {
     pub prompt: u64,
     pub completion: u64,

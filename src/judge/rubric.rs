@@ -18,7 +18,7 @@ use super::client::{short_hash, JudgeError, ModelClient, Tokens};
 use super::spec::JudgeSpec;
 use crate::reviewer::llm::prompt::render_template;
 use crate::reviewer::llm::wire::Message;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
 
@@ -30,7 +30,7 @@ pub const PARSE_VERSION: &str = "verdict-parse-1";
 pub const REASON_MAX_CHARS: u32 = 300;
 
 /// Which question a judge answers.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Rubric {
     /// Is the finding grounded in the diff?
@@ -50,7 +50,7 @@ impl Rubric {
     }
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Verdict {
     Yes,
@@ -70,7 +70,7 @@ impl Verdict {
 }
 
 /// One judge's answer about one item.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Judgement {
     pub verdict: Verdict,
     /// The model's reason; for [`Verdict::Unparseable`], what was wrong with the last answer.
@@ -319,6 +319,23 @@ mod tests {
             s.actionability.text.push('!');
         });
         assert_eq!(same.fingerprint(Rubric::Validity), base);
+    }
+
+    #[test]
+    fn judgements_read_back_as_written() {
+        let j = Judgement {
+            verdict: Verdict::Unparseable,
+            reason: "r".into(),
+            attempts: 3,
+            seed: 2,
+            requests: 4,
+            tokens: Tokens { prompt: 10, completion: 5 },
+            seconds: 1.5,
+            raw: "x".into(),
+        };
+        let text = serde_json::to_string(&j).expect("serializes");
+        assert!(text.contains("\"verdict\":\"unparseable\""), "{text}");
+        assert_eq!(serde_json::from_str::<Judgement>(&text).expect("reads back"), j);
     }
 
     #[test]
