@@ -53,8 +53,9 @@ pub enum SmellError {
     Missing { what: String, looked: String, install: String },
     #[error("`{program} --version` did not give a version ({why}); reinstall it with `{INSTALL}`")]
     Version { program: String, why: String },
-    #[error("{analyzer} failed ({ending}) on {files}: {stderr}")]
-    Failed { analyzer: String, ending: String, files: String, stderr: String },
+    /// `why` is how it ended, with the tail of its stderr when it printed any.
+    #[error("{analyzer} failed on {files}: {why}")]
+    Failed { analyzer: String, files: String, why: String },
     #[error("{analyzer}'s output could not be read: {message}")]
     Output { analyzer: String, message: String },
     #[error("cannot read `{path}` at {sha}: {source}")]
@@ -210,7 +211,8 @@ fn version_of(program: &Path, lead: &[OsString], sandbox: &Path) -> Result<Strin
     let mut args = lead.to_vec();
     args.push("--version".into());
     let limits = Limits { cpu: std::time::Duration::from_secs(30), wall: std::time::Duration::from_secs(120), output_bytes: 64 * 1024, ..Limits::default() };
-    let fail = |why: String| SmellError::Version { program: program.display().to_string(), why };
+    let command = std::iter::once(program.as_os_str()).chain(lead.iter().map(OsString::as_os_str)).map(|a| a.to_string_lossy()).collect::<Vec<_>>().join(" ");
+    let fail = |why: String| SmellError::Version { program: command.clone(), why };
     let done = run::run(program, &args, sandbox, &run::hermetic_env(sandbox), limits).map_err(fail)?;
     if done.ending != Ending::Exited(0) {
         return Err(fail(format!("{}: {}", done.ending, run::tail(&done.stderr, 300))));
@@ -407,20 +409,14 @@ fn run_analyzer(analyzer: &Analyzer, files: &[ChangedFile], sandbox: &Path, limi
     let go = |args: Vec<OsString>, ok: &[i32], names: &str| -> Result<run::Finished, SmellError> {
         let mut all = analyzer.lead.clone();
         all.extend(args);
-        let done = run::run(&analyzer.program, &all, &root, &env, limits).map_err(|why| SmellError::Failed {
-            analyzer: analyzer.name.into(),
-            ending: why,
-            files: names.into(),
-            stderr: String::new(),
-        })?;
+        let failed = |why: String| SmellError::Failed { analyzer: analyzer.name.into(), files: names.into(), why };
+        let done = run::run(&analyzer.program, &all, &root, &env, limits).map_err(failed)?;
         match done.ending {
             Ending::Exited(code) if ok.contains(&code) => Ok(done),
-            ref ending => Err(SmellError::Failed {
-                analyzer: analyzer.name.into(),
-                ending: ending.to_string(),
-                files: names.into(),
-                stderr: run::tail(&done.stderr, 2000),
-            }),
+            ref ending => {
+                let stderr = run::tail(&done.stderr, 2000);
+                Err(failed(if stderr.is_empty() { ending.to_string() } else { format!("{ending}: {stderr}") }))
+            }
         }
     };
     let names = files.iter().map(|f| format!("`{}`", f.path)).collect::<Vec<_>>().join(", ");
