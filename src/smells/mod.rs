@@ -430,10 +430,19 @@ fn run_analyzer(analyzer: &Analyzer, files: &[ChangedFile], sandbox: &Path, limi
             parse::ruff(&done.stdout).map_err(bad)?
         }
         AnalyzerKind::Jshint => {
-            let (config, reporter) = (sandbox.join("runner/jshintrc.json"), sandbox.join("runner/jshint-reporter.js"));
+            let runner = sandbox.join("runner");
+            let (config, reporter, ignore) = (runner.join("jshintrc.json"), runner.join("jshint-reporter.js"), runner.join("jshintignore"));
             std::fs::write(&config, JSHINTRC).map_err(io("cannot write JSHint's configuration"))?;
             std::fs::write(&reporter, JSHINT_REPORTER).map_err(io("cannot write JSHint's reporter"))?;
-            let mut args: Vec<OsString> = vec!["--config".into(), config.into_os_string(), "--reporter".into(), reporter.into_os_string()];
+            // An empty ignore file: JSHint otherwise looks for `.jshintignore` from its
+            // directory upwards, and one above the scratch directory could silence it.
+            std::fs::write(&ignore, "").map_err(io("cannot write JSHint's ignore file"))?;
+            let mut args: Vec<OsString> = ["--config", "--reporter", "--exclude-path"]
+                .into_iter()
+                .map(OsString::from)
+                .zip([config, reporter, ignore].map(PathBuf::into_os_string))
+                .flat_map(|(flag, value)| [flag, value])
+                .collect();
             args.extend(files.iter().map(|f| argument(&f.path)));
             // 0: nothing found, 2: findings; 1: a usage or configuration error.
             let done = go(args, &[0, 2], &names)?;
