@@ -42,6 +42,8 @@ const RUFF_ARGS: &[&str] = &["check", "--isolated", "--no-cache", "--output-form
 /// crate of its own, so `dead_code` (an item used elsewhere in its crate) is not a smell.
 const RUST_ARGS: &[&str] =
     &["--edition", "2021", "--crate-type=lib", "--crate-name", "smells", "--emit=metadata", "--error-format=json", "--cap-lints=warn", "-A", "dead_code"];
+/// clippy's configuration: its defaults.
+const CLIPPY_TOML: &str = "# runner's clippy configuration: clippy's defaults\n";
 /// Larger head-side files are not analyzed.
 pub const MAX_SOURCE_BYTES: u64 = 2 * 1024 * 1024;
 
@@ -184,7 +186,7 @@ impl AnalyzerSet {
             let fixed: Vec<&str> = match a.kind {
                 AnalyzerKind::Ruff => RUFF_ARGS.to_vec(),
                 AnalyzerKind::Jshint => vec![JSHINTRC, JSHINT_REPORTER],
-                AnalyzerKind::Rust => RUST_ARGS.to_vec(),
+                AnalyzerKind::Rust => RUST_ARGS.iter().copied().chain([CLIPPY_TOML]).collect(),
             };
             settings.update(a.name.as_bytes());
             for part in fixed {
@@ -405,7 +407,13 @@ fn argument(path: &str) -> OsString {
 
 fn run_analyzer(analyzer: &Analyzer, files: &[ChangedFile], sandbox: &Path, limits: Limits) -> Result<Vec<Smell>, SmellError> {
     let root = sandbox.join("files");
-    let env = run::hermetic_env(sandbox);
+    let mut env = run::hermetic_env(sandbox);
+    if analyzer.kind == AnalyzerKind::Rust {
+        // clippy looks for `clippy.toml` from CLIPPY_CONF_DIR (else the working directory)
+        // upwards: runner's own, empty one is found first, so none above the scratch applies.
+        std::fs::write(sandbox.join("runner/clippy.toml"), CLIPPY_TOML).map_err(io("cannot write clippy's configuration"))?;
+        env.push(("CLIPPY_CONF_DIR".into(), sandbox.join("runner").into_os_string()));
+    }
     let go = |args: Vec<OsString>, ok: &[i32], names: &str| -> Result<run::Finished, SmellError> {
         let mut all = analyzer.lead.clone();
         all.extend(args);
@@ -431,10 +439,11 @@ fn run_analyzer(analyzer: &Analyzer, files: &[ChangedFile], sandbox: &Path, limi
         }
         AnalyzerKind::Jshint => {
             let runner = sandbox.join("runner");
-            let (config, reporter, ignore) = (runner.join("jshintrc.json"), runner.join("jshint-reporter.js"), runner.join("jshintignore"));
+            let (config, reporter, ignore) = (runner.join("jshintrc.json"), runner.join("jshint-reporter.cjs"), runner.join("jshintignore"));
             std::fs::write(&config, JSHINTRC).map_err(io("cannot write JSHint's configuration"))?;
             std::fs::write(&reporter, JSHINT_REPORTER).map_err(io("cannot write JSHint's reporter"))?;
-            // An empty ignore file: JSHint otherwise looks for `.jshintignore` from its
+            // The reporter is `.cjs`, CommonJS whatever a `package.json` above says; the
+            // ignore file is empty: JSHint otherwise looks for `.jshintignore` from its
             // directory upwards, and one above the scratch directory could silence it.
             std::fs::write(&ignore, "").map_err(io("cannot write JSHint's ignore file"))?;
             let mut args: Vec<OsString> = ["--config", "--reporter", "--exclude-path"]

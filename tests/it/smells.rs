@@ -19,7 +19,7 @@ const BASE: &[(&str, &str)] = &[
     ("pyproject.toml", "[tool.ruff.lint]\nignore = [\"F401\", \"F841\"]\n"),
     (".jshintrc", "{\"asi\": true, \"unused\": false, \"undef\": false}\n"),
     (".jshintignore", "**\n"),
-    ("package.json", "{\"jshintConfig\": {\"asi\": true}}\n"),
+    ("package.json", "{\"type\": \"module\", \"jshintConfig\": {\"asi\": true}}\n"),
 ];
 
 /// A scratch directory under one whose files would silence the analyzers if they were read.
@@ -30,6 +30,7 @@ fn hostile_scratch(dir: &Path) -> std::path::PathBuf {
         std::fs::write(above.join(name), text).expect("write");
     }
     std::fs::write(above.join(".gitignore"), "*\n").expect("write");
+    std::fs::write(above.join("clippy.toml"), "disallowed-names = [\"b\", \"v\"]\n").expect("write");
     above.join("scratch")
 }
 
