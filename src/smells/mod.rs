@@ -18,7 +18,7 @@ mod parse;
 pub mod run;
 
 use crate::subject::diff::FileDiff;
-use crate::subject::{git, Subject};
+use crate::subject::{corpus, git, Subject};
 use run::{Ending, Limits};
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet};
@@ -326,11 +326,11 @@ impl Smell {
     }
 }
 
-/// A repository path that stays inside whatever directory it is joined to: relative, and
-/// only plain `/`-separated parts (no empty part, no `.` or `..`).
+/// A repository path that stays inside whatever directory it is joined to and out of any
+/// `.git`: one that [`corpus::normalize_relative_path`] leaves as it is (relative, no empty,
+/// `.` or `..` part, no `\`).
 fn safe_relative(path: &str) -> Option<PathBuf> {
-    let plain = path.split('/').all(|part| !part.is_empty() && part != "." && part != ".." && !part.contains('\0'));
-    plain.then(|| PathBuf::from(path))
+    (corpus::normalize_relative_path(path).as_deref() == Some(path)).then(|| PathBuf::from(path))
 }
 
 /// The head-side content of `path`: a regular file's blob at `sha` of at most
