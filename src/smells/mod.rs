@@ -18,7 +18,7 @@ mod parse;
 pub mod run;
 
 use crate::subject::diff::FileDiff;
-use crate::subject::{git, Subject};
+use crate::subject::{corpus, git, Subject};
 use run::{Ending, Limits};
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet};
@@ -42,6 +42,8 @@ const RUFF_ARGS: &[&str] = &["check", "--isolated", "--no-cache", "--output-form
 /// crate of its own, so `dead_code` (an item used elsewhere in its crate) is not a smell.
 const RUST_ARGS: &[&str] =
     &["--edition", "2021", "--crate-type=lib", "--crate-name", "smells", "--emit=metadata", "--error-format=json", "--cap-lints=warn", "-A", "dead_code"];
+/// clippy's configuration: its defaults.
+const CLIPPY_TOML: &str = "# runner's clippy configuration: clippy's defaults\n";
 /// Larger head-side files are not analyzed.
 pub const MAX_SOURCE_BYTES: u64 = 2 * 1024 * 1024;
 
@@ -53,8 +55,9 @@ pub enum SmellError {
     Missing { what: String, looked: String, install: String },
     #[error("`{program} --version` did not give a version ({why}); reinstall it with `{INSTALL}`")]
     Version { program: String, why: String },
-    #[error("{analyzer} failed ({ending}) on {files}: {stderr}")]
-    Failed { analyzer: String, ending: String, files: String, stderr: String },
+    /// `why` is how it ended, with the tail of its stderr when it printed any.
+    #[error("{analyzer} failed on {files}: {why}")]
+    Failed { analyzer: String, files: String, why: String },
     #[error("{analyzer}'s output could not be read: {message}")]
     Output { analyzer: String, message: String },
     #[error("cannot read `{path}` at {sha}: {source}")]
@@ -183,7 +186,7 @@ impl AnalyzerSet {
             let fixed: Vec<&str> = match a.kind {
                 AnalyzerKind::Ruff => RUFF_ARGS.to_vec(),
                 AnalyzerKind::Jshint => vec![JSHINTRC, JSHINT_REPORTER],
-                AnalyzerKind::Rust => RUST_ARGS.to_vec(),
+                AnalyzerKind::Rust => RUST_ARGS.iter().copied().chain([CLIPPY_TOML]).collect(),
             };
             settings.update(a.name.as_bytes());
             for part in fixed {
@@ -210,7 +213,8 @@ fn version_of(program: &Path, lead: &[OsString], sandbox: &Path) -> Result<Strin
     let mut args = lead.to_vec();
     args.push("--version".into());
     let limits = Limits { cpu: std::time::Duration::from_secs(30), wall: std::time::Duration::from_secs(120), output_bytes: 64 * 1024, ..Limits::default() };
-    let fail = |why: String| SmellError::Version { program: program.display().to_string(), why };
+    let command = std::iter::once(program.as_os_str()).chain(lead.iter().map(OsString::as_os_str)).map(|a| a.to_string_lossy()).collect::<Vec<_>>().join(" ");
+    let fail = |why: String| SmellError::Version { program: command.clone(), why };
     let done = run::run(program, &args, sandbox, &run::hermetic_env(sandbox), limits).map_err(fail)?;
     if done.ending != Ending::Exited(0) {
         return Err(fail(format!("{}: {}", done.ending, run::tail(&done.stderr, 300))));
@@ -322,11 +326,11 @@ impl Smell {
     }
 }
 
-/// A repository path that stays inside whatever directory it is joined to: relative, and
-/// only plain `/`-separated parts (no empty part, no `.` or `..`).
+/// A repository path that stays inside whatever directory it is joined to and out of any
+/// `.git`: one that [`corpus::normalize_relative_path`] leaves as it is (relative, no empty,
+/// `.` or `..` part, no `\`).
 fn safe_relative(path: &str) -> Option<PathBuf> {
-    let plain = path.split('/').all(|part| !part.is_empty() && part != "." && part != ".." && !part.contains('\0'));
-    plain.then(|| PathBuf::from(path))
+    (corpus::normalize_relative_path(path).as_deref() == Some(path)).then(|| PathBuf::from(path))
 }
 
 /// The head-side content of `path`: a regular file's blob at `sha` of at most
@@ -403,24 +407,24 @@ fn argument(path: &str) -> OsString {
 
 fn run_analyzer(analyzer: &Analyzer, files: &[ChangedFile], sandbox: &Path, limits: Limits) -> Result<Vec<Smell>, SmellError> {
     let root = sandbox.join("files");
-    let env = run::hermetic_env(sandbox);
+    let mut env = run::hermetic_env(sandbox);
+    if analyzer.kind == AnalyzerKind::Rust {
+        // clippy looks for `clippy.toml` from CLIPPY_CONF_DIR (else the working directory)
+        // upwards: runner's own, empty one is found first, so none above the scratch applies.
+        std::fs::write(sandbox.join("runner/clippy.toml"), CLIPPY_TOML).map_err(io("cannot write clippy's configuration"))?;
+        env.push(("CLIPPY_CONF_DIR".into(), sandbox.join("runner").into_os_string()));
+    }
     let go = |args: Vec<OsString>, ok: &[i32], names: &str| -> Result<run::Finished, SmellError> {
         let mut all = analyzer.lead.clone();
         all.extend(args);
-        let done = run::run(&analyzer.program, &all, &root, &env, limits).map_err(|why| SmellError::Failed {
-            analyzer: analyzer.name.into(),
-            ending: why,
-            files: names.into(),
-            stderr: String::new(),
-        })?;
+        let failed = |why: String| SmellError::Failed { analyzer: analyzer.name.into(), files: names.into(), why };
+        let done = run::run(&analyzer.program, &all, &root, &env, limits).map_err(failed)?;
         match done.ending {
             Ending::Exited(code) if ok.contains(&code) => Ok(done),
-            ref ending => Err(SmellError::Failed {
-                analyzer: analyzer.name.into(),
-                ending: ending.to_string(),
-                files: names.into(),
-                stderr: run::tail(&done.stderr, 2000),
-            }),
+            ref ending => {
+                let stderr = run::tail(&done.stderr, 2000);
+                Err(failed(if stderr.is_empty() { ending.to_string() } else { format!("{ending}: {stderr}") }))
+            }
         }
     };
     let names = files.iter().map(|f| format!("`{}`", f.path)).collect::<Vec<_>>().join(", ");
@@ -434,10 +438,20 @@ fn run_analyzer(analyzer: &Analyzer, files: &[ChangedFile], sandbox: &Path, limi
             parse::ruff(&done.stdout).map_err(bad)?
         }
         AnalyzerKind::Jshint => {
-            let (config, reporter) = (sandbox.join("runner/jshintrc.json"), sandbox.join("runner/jshint-reporter.js"));
+            let runner = sandbox.join("runner");
+            let (config, reporter, ignore) = (runner.join("jshintrc.json"), runner.join("jshint-reporter.cjs"), runner.join("jshintignore"));
             std::fs::write(&config, JSHINTRC).map_err(io("cannot write JSHint's configuration"))?;
             std::fs::write(&reporter, JSHINT_REPORTER).map_err(io("cannot write JSHint's reporter"))?;
-            let mut args: Vec<OsString> = vec!["--config".into(), config.into_os_string(), "--reporter".into(), reporter.into_os_string()];
+            // The reporter is `.cjs`, CommonJS whatever a `package.json` above says; the
+            // ignore file is empty: JSHint otherwise looks for `.jshintignore` from its
+            // directory upwards, and one above the scratch directory could silence it.
+            std::fs::write(&ignore, "").map_err(io("cannot write JSHint's ignore file"))?;
+            let mut args: Vec<OsString> = ["--config", "--reporter", "--exclude-path"]
+                .into_iter()
+                .map(OsString::from)
+                .zip([config, reporter, ignore].map(PathBuf::into_os_string))
+                .flat_map(|(flag, value)| [flag, value])
+                .collect();
             args.extend(files.iter().map(|f| argument(&f.path)));
             // 0: nothing found, 2: findings; 1: a usage or configuration error.
             let done = go(args, &[0, 2], &names)?;

@@ -1,7 +1,8 @@
 //! Smells from the real analyzers (`scripts/analyzers/install.sh` installs them into
 //! `.tools/`; without them this fails with the install message): a real git repository
 //! whose change touches a Python, a JavaScript and a Rust file, each with analyzer findings
-//! on lines the change adds and on lines it leaves alone.
+//! on lines the change adds and on lines it leaves alone, and analyzer configuration in
+//! the repository and above the scratch directory that none of them may read.
 
 use crate::{git, project_root};
 use runner::smells::{self, AnalyzerKind, AnalyzerSet, Smell};
@@ -13,7 +14,25 @@ const BASE: &[(&str, &str)] = &[
     ("web/app.js", "function f(a) {\n  return a;\n}\nmodule.exports = f\n"),
     ("src/lib.rs", "pub fn f(x: i32) -> i32 {\n    let a = 1;\n    x\n}\n"),
     ("old.py", "import sys\n"),
+    // The repository's own analyzer configuration, which must not apply.
+    ("ruff.toml", "[lint]\nignore = [\"F401\", \"F841\"]\n"),
+    ("pyproject.toml", "[tool.ruff.lint]\nignore = [\"F401\", \"F841\"]\n"),
+    (".jshintrc", "{\"asi\": true, \"unused\": false, \"undef\": false}\n"),
+    (".jshintignore", "**\n"),
+    ("package.json", "{\"type\": \"module\", \"jshintConfig\": {\"asi\": true}}\n"),
 ];
+
+/// A scratch directory under one whose files would silence the analyzers if they were read.
+fn hostile_scratch(dir: &Path) -> std::path::PathBuf {
+    let above = dir.join("above");
+    std::fs::create_dir_all(&above).expect("mkdir");
+    for (name, text) in &BASE[4..] {
+        std::fs::write(above.join(name), text).expect("write");
+    }
+    std::fs::write(above.join(".gitignore"), "*\n").expect("write");
+    std::fs::write(above.join("clippy.toml"), "disallowed-names = [\"b\", \"v\"]\n").expect("write");
+    above.join("scratch")
+}
 
 const HEAD: &[(&str, &str)] = &[
     // line 1 (`os` unused) is not changed; 2 and 6 are added
@@ -67,7 +86,7 @@ fn real_analyzers_keep_only_smells_on_changed_lines() {
     assert!(id[rust].as_str().expect("rust").starts_with(rust), "{id}");
     assert!(id["settings"].is_string(), "{id}");
 
-    let found = smells::analyze(&set, &subject, &dir.path().join("scratch")).expect("analyzed");
+    let found = smells::analyze(&set, &subject, &hostile_scratch(dir.path())).expect("analyzed");
     let changed = smells::changed_files(&subject);
     for smell in &found {
         let file = changed.iter().find(|f| f.path == smell.path).expect("a changed file");
