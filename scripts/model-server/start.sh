@@ -3,7 +3,8 @@
 #
 #   scripts/model-server/start.sh NAME PORT
 #
-# NAME is a short name from .models/MODELS.json (smollm2-135m, gemma3-270m, minilm-l6-v2).
+# NAME is a short name from .models/MODELS.json (smollm2-135m, gemma3-270m, minilm-l6-v2,
+# qwen2.5-coder-0.5b after `install.sh --with qwen`).
 # The server answers on http://127.0.0.1:PORT and reports NAME as its model. An entry with
 # "kind": "embedding" (minilm-l6-v2) is served in embedding mode (POST /v1/embeddings) with
 # the entry's pooling, and CTX defaults to the entry's context_length.
@@ -22,7 +23,7 @@ MODELS="$ROOT/.models"
 VPY="$MODELS/venv/bin/python"
 RUN="$MODELS/run"
 
-[ $# -eq 2 ] || { echo "usage: $0 NAME PORT   (NAME: smollm2-135m | gemma3-270m | minilm-l6-v2)" >&2; exit 2; }
+[ $# -eq 2 ] || { echo "usage: $0 NAME PORT   (NAME: smollm2-135m | gemma3-270m | minilm-l6-v2 | qwen2.5-coder-0.5b)" >&2; exit 2; }
 NAME="$1"; PORT="$2"
 [[ "$PORT" =~ ^[0-9]+$ ]] && [ "$PORT" -ge 1 ] && [ "$PORT" -le 65535 ] || { echo "start.sh: bad port '$PORT'" >&2; exit 2; }
 [ -x "$VPY" ] && [ -f "$MODELS/MODELS.json" ] || { echo "start.sh: not installed; run scripts/model-server/install.sh first" >&2; exit 1; }

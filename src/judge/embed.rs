@@ -245,13 +245,17 @@ impl Embedder {
         let api_key = self.api_key()?;
         let endpoint = self.transport.endpoint(&self.base);
         let pool = [endpoint.clone()];
-        let expected_dim = self.models_entry()?.and_then(|e| e.get("dimension").and_then(Value::as_u64)).map(|d| d as usize);
-        let mut dim: Option<(usize, usize)> = expected_dim.map(|d| (d, usize::MAX));
+        // The dimension every vector must have: what `models-json` lists, else the first one's.
+        let listed = self.models_entry()?.and_then(|e| e.get("dimension").and_then(Value::as_u64)).map(|d| (d as usize, "`models-json` lists".to_string()));
+        let mut want: Option<(usize, String)> = listed;
+        {
+            let (_, _permit) = self.transport.acquire(&pool).await.map_err(EmbedError::Unreachable)?;
+            let info = self.check(&endpoint, api_key.as_deref()).await?;
+            self.check_against_models_json(&info)?;
+        }
         let mut offset = 0usize;
         for chunk in texts.chunks(self.spec.batch_size) {
             let (_, permit) = self.transport.acquire(&pool).await.map_err(EmbedError::Unreachable)?;
-            let info = self.check(&endpoint, api_key.as_deref()).await?;
-            self.check_against_models_json(&info)?;
             let result = self.transport.with_retries(&self.base, &self.spec.model, || self.send(chunk, api_key.as_deref())).await;
             drop(permit);
             let (batch, attempts) = match result {
@@ -273,16 +277,14 @@ impl Embedder {
                 )));
             }
             for (i, v) in batch.vectors.iter().enumerate() {
-                let at = offset + i;
-                match dim {
-                    None => dim = Some((v.len(), at)),
-                    Some((d, first)) if d != v.len() => {
-                        let whose = if first == usize::MAX { "`models-json` lists".to_string() } else { format!("text {} has", first + 1) };
+                let at = offset + i + 1;
+                match &want {
+                    None => want = Some((v.len(), format!("text {at} has"))),
+                    Some((d, whose)) if *d != v.len() => {
                         return Err(EmbedError::Failed(format!(
-                            "embedding model `{}` at `{}` gave text {} a vector of dimension {}, but {whose} dimension {d}",
+                            "embedding model `{}` at `{}` gave text {at} a vector of dimension {}, but {whose} dimension {d}",
                             self.spec.model,
                             self.base,
-                            at + 1,
                             v.len()
                         )));
                     }
