@@ -170,7 +170,7 @@ pub(crate) struct CrscoreArgs {
     #[arg(long, default_value = "openai", value_parser = ["openai", "ollama"])]
     pub provider: String,
     /// The embedding server's base URL.
-    #[arg(long, env = "RUNNER_EMBED_URL", default_value = "http://127.0.0.1:8093/v1")]
+    #[arg(long, env = "RUNNER_EMBED_URL", default_value = "http://127.0.0.1:8094/v1")]
     pub embedder_url: String,
     /// The embedding model, as the server names it.
     #[arg(long, default_value = "minilm-l6-v2")]

@@ -223,7 +223,8 @@ pub async fn execute(
     let materializer: exec::Materializer = Arc::new(|spec, work_dir| crate::subject::materialize(spec, work_dir).map_err(|e| e.to_string()));
     let scorers = prepared.scorers.clone().map(|s| s as Arc<dyn exec::Scorers>);
     let execution =
-        exec::execute(&prepared.plan, &prepared.reviewers, scorers, materializer, Arc::new(prepared.cache.clone()), &options, &conclusions, emitter, cancel).await;
+        exec::execute(&prepared.plan, &prepared.reviewers, scorers, materializer, Arc::new(prepared.cache.clone()), &options, &conclusions, emitter, cancel)
+            .await;
     let rendered = execution.report.ok_or(Error::NotRendered)??;
     Ok(Executed { outcomes: execution.outcomes, scoring: rendered.scoring, results: rendered.results, written: rendered.written })
 }

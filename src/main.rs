@@ -4,8 +4,8 @@ mod cli;
 
 use clap::Parser;
 use cli::{
-    AdjudicateCommand, AdjudicateExportArgs, AdjudicateImportArgs, CacheCommand, Cli, Command, CorpusCommand, CorpusValidateArgs, CrscoreArgs, DiffArgs, ExecArgs,
-    LocationArgs, PlanArgs, ScoreArgs,
+    AdjudicateCommand, AdjudicateExportArgs, AdjudicateImportArgs, CacheCommand, Cli, Command, CorpusCommand, CorpusValidateArgs, CrscoreArgs, DiffArgs,
+    ExecArgs, LocationArgs, PlanArgs, ScoreArgs,
 };
 use runner::analysis::score::ScoreError;
 use runner::cache::Lookup;

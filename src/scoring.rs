@@ -98,11 +98,21 @@ impl Scorers for ExperimentScorers {
         match node {
             Node::Claims { .. } => {
                 let claims = self.claims.as_ref().ok_or("no claims model is declared")?;
-                Ok(vec![Call { stage: "claims", inputs: json!({"generator": claims.fingerprint(), "subject": subject}), endpoint: "claims".into(), payload: Value::Null }])
+                Ok(vec![Call {
+                    stage: "claims",
+                    inputs: json!({"generator": claims.fingerprint(), "subject": subject}),
+                    endpoint: "claims".into(),
+                    payload: Value::Null,
+                }])
             }
             Node::Smells { .. } => {
                 let analyzers = self.analyzers.as_ref().ok_or("no analyzers are declared")?;
-                Ok(vec![Call { stage: "smells", inputs: json!({"analyzers": analyzers.identity(), "subject": subject}), endpoint: "analyzers".into(), payload: Value::Null }])
+                Ok(vec![Call {
+                    stage: "smells",
+                    inputs: json!({"analyzers": analyzers.identity(), "subject": subject}),
+                    endpoint: "analyzers".into(),
+                    payload: Value::Null,
+                }])
             }
             Node::Judge { judge, .. } => {
                 let j = self.judges.get(*judge).ok_or_else(|| format!("no judge number {}", judge + 1))?;
@@ -148,7 +158,9 @@ impl Scorers for ExperimentScorers {
                     let generator = self.claims.as_ref().ok_or("no claims model is declared")?;
                     let answer = generator.generate(&subject.diff).await.map_err(|e| e.to_string())?;
                     let claims = crate::text::parse_claims(&answer.raw);
-                    Ok(json!({"claims": claims, "raw": answer.raw, "truncated": answer.truncated, "tokens": answer.tokens.prompt + answer.tokens.completion, "seconds": answer.seconds}))
+                    Ok(
+                        json!({"claims": claims, "raw": answer.raw, "truncated": answer.truncated, "tokens": answer.tokens.prompt + answer.tokens.completion, "seconds": answer.seconds}),
+                    )
                 }
                 "smells" => {
                     let subject = subject.ok_or("smells need the subject's repository")?;
@@ -298,7 +310,8 @@ pub fn rqs_input<A, R>(plan: &Plan, view: &WalkView<'_, A, R>, scorers: &Experim
 /// `message`, and `valid` and/or `actionable` (`yes`/`no`, empty when not labelled). Every
 /// problem is reported, with its row.
 pub fn read_anchor(path: &std::path::Path) -> Result<crate::analysis::rqs::Anchor, String> {
-    let mut reader = csv::ReaderBuilder::new().comment(Some(b'#')).from_path(path).map_err(|e| format!("cannot read the anchor set `{}`: {e}", path.display()))?;
+    let mut reader =
+        csv::ReaderBuilder::new().comment(Some(b'#')).from_path(path).map_err(|e| format!("cannot read the anchor set `{}`: {e}", path.display()))?;
     let headers = reader.headers().map_err(|e| format!("`{}`: {e}", path.display()))?.clone();
     let column = |name: &str| headers.iter().position(|h| h.trim() == name);
     let (Some(subject), Some(file), Some(line), Some(message)) = (column("subject"), column("file"), column("line"), column("message")) else {
@@ -381,7 +394,13 @@ pub const EMBED_BATCH: usize = 256;
 /// Embeds `texts` in batches of [`EMBED_BATCH`], each batch a cached `embed` value keyed like
 /// a scoring call's (the embedder's fingerprint and the texts), so a second run embeds
 /// nothing and `frozen` embeds nothing at all (failing when a batch is missing).
-pub async fn embed_cached(embedder: &Embedder, cache: &crate::cache::CacheStore, experiment: &str, texts: &[String], frozen: bool) -> Result<EmbeddedTexts, String> {
+pub async fn embed_cached(
+    embedder: &Embedder,
+    cache: &crate::cache::CacheStore,
+    experiment: &str,
+    texts: &[String],
+    frozen: bool,
+) -> Result<EmbeddedTexts, String> {
     let mut out = EmbeddedTexts { vectors: std::collections::HashMap::new(), cached: 0, fresh: 0 };
     let fingerprint = embedder.fingerprint();
     for batch in texts.chunks(EMBED_BATCH) {
@@ -418,7 +437,7 @@ pub fn write_crscore(out: &std::path::Path, report: &crate::analysis::crscore::C
         written.push(path);
         Ok(())
     };
-    let reproduce = "Reproduce: `runner crscore --frozen` (from the committed cache), or live against the embedding server: `scripts/model-server/start.sh minilm-l6-v2 8093 && runner crscore`.";
+    let reproduce = "Reproduce: `runner crscore --frozen` (from the committed cache), or live against the embedding server: `scripts/model-server/start.sh minilm-l6-v2 8094 && runner crscore`.";
     write("RESULTS.md", format!("# CRScore's human study, scored by runner\n\n{}\n{reproduce}\n", report.to_markdown()))?;
     write("crscore.json", serde_json::to_string_pretty(report).map_err(|e| e.to_string())? + "\n")?;
     let source = match &report.calibration {

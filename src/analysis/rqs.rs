@@ -191,7 +191,8 @@ impl Tally {
 
 /// Inter-judge agreement on one rubric: κ over the findings every judge decided.
 fn jury_kappa(items: &[&[Vote]], judges: usize) -> (Option<f64>, usize) {
-    let decided: Vec<Vec<bool>> = items.iter().filter_map(|votes| votes.iter().map(|v| v.decided()).collect::<Option<Vec<bool>>>()).filter(|v| v.len() == judges).collect();
+    let decided: Vec<Vec<bool>> =
+        items.iter().filter_map(|votes| votes.iter().map(|v| v.decided()).collect::<Option<Vec<bool>>>()).filter(|v| v.len() == judges).collect();
     let n = decided.len();
     if judges < 2 || n == 0 {
         return (None, n);
@@ -453,7 +454,11 @@ pub fn compute(spec: &AnalysisSpec, input: &AnalysisInput<'_>) -> AnalysisResult
                 Some(false) => "**no** (below 85 % agreement with the anchor)".into(),
                 None => "unknown (no anchor items)".into(),
             },
-            if self_pref.is_empty() { "–".into() } else { format!("**flagged** in {}", self_pref.iter().map(|c| format!("`{c}`")).collect::<Vec<_>>().join(", ")).into() },
+            if self_pref.is_empty() {
+                "–".into()
+            } else {
+                format!("**flagged** in {}", self_pref.iter().map(|c| format!("`{c}`")).collect::<Vec<_>>().join(", ")).into()
+            },
         ]);
         judges_json.push(serde_json::json!({
             "name": judge.name, "model": judge.model, "family": judge.family,
@@ -487,7 +492,10 @@ pub fn compute(spec: &AnalysisSpec, input: &AnalysisInput<'_>) -> AnalysisResult
         show(kappa_a),
         if judges == 2 { "Cohen's κ" } else { "Fleiss' κ" }
     ));
-    result.notes.push(format!("Blind presentation: findings are shown without reviewer, model, cell or repeat, normalized, in a shuffle seeded with {}.", rqs.shuffle_seed));
+    result.notes.push(format!(
+        "Blind presentation: findings are shown without reviewer, model, cell or repeat, normalized, in a shuffle seeded with {}.",
+        rqs.shuffle_seed
+    ));
     if families.len() < judges {
         result.notes.push("Two judges of the jury share a model family: seed 001 asks for judges from different families.".into());
     }
@@ -640,6 +648,82 @@ mod tests {
         assert!(same_family("Gemma", "gemma3-270m"));
         assert!(!same_family("qwen", "smollm2-135m"));
         assert!(!same_family("", "anything"));
+    }
+
+    #[test]
+    fn per_cell_scores_kappa_alignment_and_the_anchor_are_computed_by_hand() {
+        use crate::analysis::spec::AnalysisKind;
+        use crate::analysis::test_support::{finding, s, spec, Fixture};
+        let mut fx = Fixture::new(&[("model", vec![s("smol-1")])], 1);
+        fx.add("model=smol-1", 1, "s1", vec![finding("a.rs", 1, "first"), finding("a.rs", 2, "second")]);
+        fx.add("model=smol-1", 1, "s2", vec![finding("b.rs", 3, "third")]);
+        let (y, n) = (Vote::Yes, Vote::No);
+        let votes = |v: [Vote; 2], a: [Vote; 2]| FindingVotes { validity: v.to_vec(), actionability: a.to_vec() };
+        let mut rqs = RqsInput {
+            judges: vec![
+                JudgeInfo { name: "j1".into(), model: "m1".into(), family: "gemma".into() },
+                JudgeInfo { name: "j2".into(), model: "m2".into(), family: "smol".into() },
+            ],
+            embedder: Some(EmbedderInfo { identity: "e".into(), tau: 0.5, tau_source: "given".into() }),
+            shuffle_seed: 7,
+            ..Default::default()
+        };
+        let cost = StageCost { tokens: 10, seconds: 1.5, calls: 1 };
+        rqs.runs.insert(
+            RunId::new("model=smol-1", 1, "s1"),
+            RunScoring {
+                votes: vec![votes([y, y], [y, n]), votes([n, n], [n, n])],
+                judge_cost: vec![cost, cost],
+                sentences: Some(vec![vec![1.0, 0.0], vec![0.0, 1.0]]),
+                ..Default::default()
+            },
+        );
+        rqs.runs.insert(
+            RunId::new("model=smol-1", 1, "s2"),
+            RunScoring { votes: vec![votes([y, n], [y, y])], judge_cost: vec![cost, cost], sentences: Some(vec![vec![0.0, 1.0]]), ..Default::default() },
+        );
+        for subject in ["s1", "s2"] {
+            rqs.references.insert(subject.into(), SubjectReferences { claims: 1, vectors: Some(vec![vec![1.0, 0.0]]), ..Default::default() });
+        }
+        let item = |subject: &str, file: &str, line: u32, message: &str, valid: bool| AnchorItem {
+            subject: subject.into(),
+            file: file.into(),
+            line,
+            message: message.into(),
+            valid: Some(valid),
+            actionable: None,
+        };
+        rqs.anchor = Some(Anchor {
+            source: "anchor.csv".into(),
+            items: vec![item("s1", "a.rs", 1, "first", true), item("s1", "a.rs", 2, " second ", false), item("s2", "b.rs", 3, "third", false)],
+        });
+        let mut input = fx.input();
+        input.rqs = Some(&rqs);
+        let result = compute(&spec(AnalysisKind::Rqs, None), &input);
+        let cell = &result.data["cells"][0];
+        // Validity majorities: yes, no, tie → 1 / (1 + 1); actionability: tie, no, yes → the same.
+        assert_eq!(cell["precision_jury"], 0.5);
+        assert_eq!(cell["actionability"], 0.5);
+        assert_eq!(cell["validity"]["ties"], 1);
+        // Cohen's κ over (y,y), (n,n), (y,n): p_o = 2/3, p_e = 4/9, κ = (2/9) / (5/9) = 0.4.
+        assert!((cell["kappa_validity"].as_f64().expect("kappa") - 0.4).abs() < 1e-12, "{cell}");
+        assert_eq!(cell["kappa_validity_items"], 3);
+        // s1: P = 1/2, R = 1, F = 2/3; s2: 0, 0, 0 — then averaged per review.
+        assert!((cell["conciseness"].as_f64().expect("P") - 0.25).abs() < 1e-12);
+        assert!((cell["comprehensiveness"].as_f64().expect("R") - 0.5).abs() < 1e-12);
+        assert!((cell["relevance"].as_f64().expect("F") - 1.0 / 3.0).abs() < 1e-12);
+        // No oracle: no recall, so no headline.
+        assert!(cell["weighted_recall"].is_null() && cell["headline"].is_null());
+        assert_eq!(cell["judge_tokens"], 40);
+        assert_eq!(cell["self_preference"], serde_json::json!(["j2"]));
+        // The anchor: j1 says y, n, y against y, n, n (2/3); j2 says y, n, n (3/3).
+        let judges = &result.data["judges"];
+        assert!((judges[0]["anchor"]["validity"]["agreement"].as_f64().expect("agreement") - 2.0 / 3.0).abs() < 1e-12);
+        assert_eq!(judges[0]["stands_alone"], false);
+        assert_eq!(judges[1]["anchor"]["validity"]["agreement"], 1.0);
+        assert_eq!(judges[1]["stands_alone"], true);
+        assert_eq!(judges[1]["anchor"]["actionability"]["items"], 0);
+        assert_eq!(result.data["shuffle_seed"], 7);
     }
 
     #[test]

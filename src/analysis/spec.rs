@@ -204,8 +204,7 @@ pub fn read_analysis(t: &TableReader<'_, '_>, axes: &BTreeSet<String>, base_dir:
             "calibration",
             "anchor",
             "shuffle-seed",
-        ]
-        {
+        ] {
             t.allow(key);
         }
         problems.push_with_help(kind_text.span(), format!("unknown analysis kind `{}`", kind_text.get_ref()), help);

@@ -37,7 +37,15 @@ pub(crate) fn with_kind(mut f: Finding, category: Category, severity: Severity) 
 }
 
 pub(crate) fn spec(kind: AnalysisKind, axis: Option<&str>) -> AnalysisSpec {
-    AnalysisSpec { kind, title: None, axis: axis.map(str::to_string), matching: MatchRule::default(), oracle_rule: Default::default(), adjudication: None, rqs: None }
+    AnalysisSpec {
+        kind,
+        title: None,
+        axis: axis.map(str::to_string),
+        matching: MatchRule::default(),
+        oracle_rule: Default::default(),
+        adjudication: None,
+        rqs: None,
+    }
 }
 
 pub(crate) fn s(v: &str) -> AxisValue {

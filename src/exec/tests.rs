@@ -171,7 +171,8 @@ async fn walk(
     let calls = Arc::new(AtomicUsize::new(0));
     let reviewers: ReviewerSet = [("fake".to_string(), reviewer as Arc<dyn Reviewer>)].into();
     let execution =
-        execute(plan, &reviewers, None, materializer(calls.clone(), &[]), Arc::new(cache.clone()), opts, &Counting::default(), &Emitter::silent(), cancel).await;
+        execute(plan, &reviewers, None, materializer(calls.clone(), &[]), Arc::new(cache.clone()), opts, &Counting::default(), &Emitter::silent(), cancel)
+            .await;
     (execution, calls)
 }
 
@@ -273,7 +274,10 @@ async fn a_failed_materialization_skips_exactly_its_dependents() {
     let reviewers: ReviewerSet = [("fake".to_string(), reviewer.clone() as Arc<dyn Reviewer>)].into();
     let conclusions = Counting::default();
     let calls = Arc::new(AtomicUsize::new(0));
-    let execution = execute(&plan, &reviewers, None,
+    let execution = execute(
+        &plan,
+        &reviewers,
+        None,
         materializer(calls, &["broken"]),
         Arc::new(cache.clone()),
         &options(4, None),
@@ -314,9 +318,18 @@ async fn named_reviewers_run_their_own_cells_under_their_own_limits() {
     let mut opts = options(8, None);
     opts.reviewers.insert("serial".into(), ReviewerLimits { max_concurrency: Some(1), timeout: Duration::from_secs(30) });
     let calls = Arc::new(AtomicUsize::new(0));
-    let execution =
-        execute(&plan, &reviewers, None, materializer(calls, &[]), Arc::new(cache.clone()), &opts, &Counting::default(), &Emitter::silent(), watch::channel(false).1)
-            .await;
+    let execution = execute(
+        &plan,
+        &reviewers,
+        None,
+        materializer(calls, &[]),
+        Arc::new(cache.clone()),
+        &opts,
+        &Counting::default(),
+        &Emitter::silent(),
+        watch::channel(false).1,
+    )
+    .await;
     assert!(execution.outcomes.iter().all(|o| o.success().is_some()));
     assert_eq!(serial.calls.load(Ordering::SeqCst), 4);
     assert_eq!(wide.calls.load(Ordering::SeqCst), 4);
@@ -345,7 +358,10 @@ async fn an_unreachable_reviewer_stops_its_queue() {
     let down = Arc::new(Down(AtomicUsize::new(0)));
     let reviewers: ReviewerSet = [("fake".to_string(), down.clone() as Arc<dyn Reviewer>)].into();
     let calls = Arc::new(AtomicUsize::new(0));
-    let execution = execute(&plan, &reviewers, None,
+    let execution = execute(
+        &plan,
+        &reviewers,
+        None,
         materializer(calls, &[]),
         Arc::new(CacheStore::new(dir.path())),
         &options(1, None),
@@ -450,7 +466,10 @@ async fn the_engine_uses_any_store_and_takes_a_result_another_holder_of_the_lock
     let reviewer = Arc::new(FakeReviewer::default());
     let reviewers: ReviewerSet = [("fake".to_string(), reviewer.clone() as Arc<dyn Reviewer>)].into();
     let calls = Arc::new(AtomicUsize::new(0));
-    let execution = execute(&plan, &reviewers, None,
+    let execution = execute(
+        &plan,
+        &reviewers,
+        None,
         materializer(calls, &[]),
         store.clone(),
         &options(2, None),
@@ -569,7 +588,8 @@ async fn judged_walk(
     let calls = Arc::new(AtomicUsize::new(0));
     let reviewers: ReviewerSet = [("fake".to_string(), reviewer as Arc<dyn Reviewer>)].into();
     let execution =
-        execute(plan, &reviewers, Some(scorers), materializer(calls.clone(), &[]), Arc::new(cache.clone()), opts, &CountingJudged, &Emitter::silent(), cancel).await;
+        execute(plan, &reviewers, Some(scorers), materializer(calls.clone(), &[]), Arc::new(cache.clone()), opts, &CountingJudged, &Emitter::silent(), cancel)
+            .await;
     (execution.analyses.first().copied().unwrap_or_default(), calls.load(Ordering::SeqCst))
 }
 

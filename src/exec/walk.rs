@@ -265,7 +265,9 @@ pub async fn execute<C: Conclusions>(
     scoring_order.sort_unstable();
     for &n in &scoring_order {
         let requires = || graph.edges_directed(n, Direction::Incoming).filter(|e| *e.weight() == Dependency::Requires);
-        if let Some(failed) = requires().find(|e| !matches!(graph[e.source()], Node::Materialize { .. }) && is_done(&states[e.source().index()]) && !states[e.source().index()].succeeded()) {
+        if let Some(failed) = requires()
+            .find(|e| !matches!(graph[e.source()], Node::Materialize { .. }) && is_done(&states[e.source().index()]) && !states[e.source().index()].succeeded())
+        {
             let reason = SkipReason::DependencyFailed { dependency: describe(&graph[failed.source()]), error: states[failed.source().index()].error() };
             states[n.index()] = State::Skipped(reason);
             continue;

@@ -68,3 +68,98 @@ pub(super) fn read_scoring(root: &TableReader<'_, '_>, base_dir: &Path, analyses
     }
     references_ok.then_some(Scoring { judges, claims, analyzers, embedder })
 }
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+
+    const BASE: &str = r#"version = 1
+[experiment]
+name = "e"
+[target]
+repo = "."
+[matrix]
+ref = ["HEAD~1"]
+[reviewer]
+kind = "builtin"
+name = "dry-run"
+[report]
+output = "out"
+"#;
+
+    fn problems(extra: &str) -> String {
+        match crate::manifest::parse(Path::new("e.toml"), &format!("{BASE}{extra}")) {
+            Ok(_) => String::new(),
+            Err(e) => e.render(false),
+        }
+    }
+
+    #[test]
+    fn a_full_scoring_section_reads_with_its_jury_in_name_order() {
+        let extra = r#"
+[judges.b]
+provider = "openai"
+model = "m2"
+family = "gemma"
+[judges.a]
+provider = "ollama"
+model = "m1"
+family = "smollm2"
+[pseudo-references]
+provider = "openai"
+model = "m1"
+family = "smollm2"
+analyzers = ["ruff", "jshint", "rustc"]
+[embedder]
+provider = "openai"
+model = "e"
+[[analysis]]
+kind = "rqs"
+tau = 0.5
+shuffle-seed = 3
+"#;
+        let manifest = crate::manifest::parse(Path::new("e.toml"), &format!("{BASE}{extra}")).map_err(|e| e.render(false)).expect("valid");
+        let names: Vec<&str> = manifest.scoring.judges.iter().map(|j| j.name.as_str()).collect();
+        assert_eq!(names, ["a", "b"]);
+        assert_eq!(manifest.scoring.analyzers.len(), 3);
+        assert!(manifest.scoring.claims.is_some() && manifest.scoring.embedder.is_some());
+        let options = manifest.analyses[0].rqs.as_ref().expect("rqs options");
+        assert_eq!((options.tau, options.shuffle_seed), (Some(0.5), 3));
+    }
+
+    #[test]
+    fn every_scoring_problem_is_reported_at_once() {
+        let extra = r#"
+[judges.a]
+provider = "openai"
+model = "m1"
+family = "gemma"
+[judges.b]
+provider = "openai"
+model = "m2"
+family = "gemma"
+[pseudo-references]
+analyzers = ["ruff", "pylint"]
+[embedder]
+provider = "openai"
+model = "e"
+[[analysis]]
+kind = "rqs"
+tau = 0.5
+calibration = "c.json"
+"#;
+        let text = problems(extra);
+        assert!(text.contains("unknown analyzer") || text.contains("pylint"), "{text}");
+        assert!(text.contains("both of the `gemma` family"), "{text}");
+        assert!(text.contains("`tau` or `calibration`, not both"), "{text}");
+    }
+
+    #[test]
+    fn an_rqs_analysis_needs_a_jury_and_a_threshold_for_its_embedder() {
+        let text = problems("[embedder]\nprovider = \"openai\"\nmodel = \"e\"\n[[analysis]]\nkind = \"rqs\"\n");
+        assert!(text.contains("analysis `rqs` needs a jury"), "{text}");
+        assert!(text.contains("names no threshold"), "{text}");
+        let text = problems("[[analysis]]\nkind = \"cost\"\ntau = 0.5\n");
+        assert!(text.contains("tau"), "a non-rqs analysis refuses `tau`: {text}");
+    }
+}

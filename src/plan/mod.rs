@@ -298,7 +298,12 @@ pub fn thousands(n: u64) -> String {
 /// The scoring stages a manifest declares.
 pub fn scoring_stages(manifest: &Manifest) -> ScoringStages {
     let scoring = &manifest.scoring;
-    ScoringStages { judges: scoring.judges.len(), claims: scoring.claims.is_some(), smells: !scoring.analyzers.is_empty(), embedder: scoring.embedder.is_some() }
+    ScoringStages {
+        judges: scoring.judges.len(),
+        claims: scoring.claims.is_some(),
+        smells: !scoring.analyzers.is_empty(),
+        embedder: scoring.embedder.is_some(),
+    }
 }
 
 /// The scoring nodes (claims, smells, judges, embeddings) when an `rqs` analysis reads them:
