@@ -100,7 +100,10 @@ fn load_scoring(manifest: &Manifest, plan: &Plan) -> Result<Scoring, Error> {
     let options: Vec<(usize, &crate::analysis::spec::RqsOptions)> =
         manifest.analyses.iter().enumerate().filter_map(|(i, a)| a.rqs.as_ref().map(|o| (i, o))).collect();
     let shuffle_seed = options.first().map_or(0, |(_, o)| o.shuffle_seed);
-    let tools_dir = crate::config::project_root(&manifest.base_dir).join(".tools");
+    // Absolute: analyzers run in a scratch directory.
+    let root = crate::config::project_root(&manifest.base_dir);
+    let root = if root.as_os_str().is_empty() { PathBuf::from(".") } else { root };
+    let tools_dir = std::path::absolute(&root).unwrap_or(root).join(".tools");
     let scorers = ExperimentScorers::new(&manifest.scoring, shuffle_seed, &tools_dir, counts.contains_key(&plan::NodeKind::Smells)).map_err(Error::Scoring)?;
     let mut rqs = BTreeMap::new();
     for (index, o) in options {

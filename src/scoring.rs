@@ -191,7 +191,7 @@ impl Scorers for ExperimentScorers {
                     let embedder = self.embedder.as_ref().ok_or("no embedder is declared")?;
                     let texts = strings(&call.inputs["texts"]);
                     let embedded = embedder.embed(&texts).await.map_err(|e| e.to_string())?;
-                    Ok(json!({"vectors": embedded.vectors, "tokens": embedded.tokens, "seconds": embedded.seconds}))
+                    Ok(json!({"vectors": encode_vectors(&embedded.vectors), "tokens": embedded.tokens, "seconds": embedded.seconds}))
                 }
                 other => Err(format!("unknown scoring stage `{other}`")),
             }
@@ -216,8 +216,31 @@ fn strings(value: &Value) -> Vec<String> {
     value.as_array().map(|a| a.iter().filter_map(|v| v.as_str().map(str::to_string)).collect()).unwrap_or_default()
 }
 
+/// Embedding vectors as stored: each one the base64 of its f32s, little-endian — exact, and a
+/// third the size of JSON numbers.
+fn encode_vectors(vectors: &[Vec<f32>]) -> Value {
+    use base64::Engine;
+    let engine = base64::engine::general_purpose::STANDARD;
+    Value::Array(vectors.iter().map(|v| Value::String(engine.encode(v.iter().flat_map(|x| x.to_le_bytes()).collect::<Vec<u8>>()))).collect())
+}
+
+/// Stored vectors back: base64 strings of little-endian f32s ([`encode_vectors`]), or arrays
+/// of JSON numbers (older entries).
 fn vectors(value: &Value) -> Option<Vec<Vec<f32>>> {
-    value.as_array()?.iter().map(|row| row.as_array().map(|r| r.iter().map(|x| x.as_f64().unwrap_or(0.0) as f32).collect())).collect()
+    use base64::Engine;
+    let engine = base64::engine::general_purpose::STANDARD;
+    value
+        .as_array()?
+        .iter()
+        .map(|row| match row {
+            Value::String(text) => {
+                let bytes = engine.decode(text).ok()?;
+                (bytes.len() % 4 == 0).then(|| bytes.chunks_exact(4).map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect())
+            }
+            Value::Array(r) => r.iter().map(|x| x.as_f64().map(|f| f as f32)).collect(),
+            _ => None,
+        })
+        .collect()
 }
 
 fn cost(value: &Value) -> StageCost {
@@ -414,7 +437,7 @@ pub async fn embed_cached(
             _ if frozen => return Err(format!("an embedding batch of {} texts is not in the cache `{}` (frozen)", batch.len(), cache.root().display())),
             _ => {
                 let embedded = embedder.embed(batch).await.map_err(|e| e.to_string())?;
-                let value = json!({"vectors": embedded.vectors, "tokens": embedded.tokens, "seconds": embedded.seconds});
+                let value = json!({"vectors": encode_vectors(&embedded.vectors), "tokens": embedded.tokens, "seconds": embedded.seconds});
                 cache.store_value(experiment, "embed", &key, &inputs, &value).map_err(|e| e.to_string())?;
                 out.fresh += 1;
                 value
@@ -447,4 +470,18 @@ pub fn write_crscore(out: &std::path::Path, report: &crate::analysis::crscore::C
     let calibration = json!({"tau": report.tau, "embedder": embedder, "source": source, "calibration": report.calibration});
     write("calibration.json", serde_json::to_string_pretty(&calibration).map_err(|e| e.to_string())? + "\n")?;
     Ok(written)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn vectors_round_trip_exactly_through_base64_and_old_entries_still_read() {
+        let v = vec![vec![0.1f32, -2.5, f32::MIN_POSITIVE, 1.0 / 3.0], vec![]];
+        assert_eq!(vectors(&encode_vectors(&v)), Some(v));
+        assert_eq!(vectors(&json!([[0.5, 1.0]])), Some(vec![vec![0.5f32, 1.0]]));
+        assert_eq!(vectors(&json!(["not base64!"])), None);
+        assert_eq!(vectors(&json!([42])), None);
+    }
 }

@@ -420,6 +420,7 @@ pub fn compute(spec: &AnalysisSpec, input: &AnalysisInput<'_>) -> AnalysisResult
             "Judge",
             "Model",
             "Family",
+            "Unparseable answers",
             "Anchor items (validity)",
             "Agreement (validity)",
             "κ (validity)",
@@ -432,7 +433,17 @@ pub fn compute(spec: &AnalysisSpec, input: &AnalysisInput<'_>) -> AnalysisResult
     );
     let anchors = rqs.anchor.as_ref().map(|a| anchor_agreement(a, input, rqs)).unwrap_or_default();
     let mut judges_json = Vec::new();
+    // Per judge: answers that were not in the schema after every retry, of all answers.
+    let answered = |j: usize| -> (usize, usize) {
+        let votes = rqs.runs.values().flat_map(|r| r.votes.iter()).flat_map(|v| [v.validity.get(j), v.actionability.get(j)]).flatten();
+        votes.fold((0, 0), |(bad, all), v| match v {
+            Vote::Unparseable => (bad + 1, all + 1),
+            Vote::Absent => (bad, all),
+            Vote::Yes | Vote::No => (bad, all + 1),
+        })
+    };
     for (j, judge) in rqs.judges.iter().enumerate() {
+        let (unparseable, answers) = answered(j);
         let [validity, actionability] = anchors.get(j).copied().unwrap_or_default();
         // Seed 000 H5: a judge stands alone only at 85 % agreement or more on every rubric
         // the anchor labels.
@@ -443,6 +454,7 @@ pub fn compute(spec: &AnalysisSpec, input: &AnalysisInput<'_>) -> AnalysisResult
             format!("`{}`", judge.name).into(),
             format!("`{}`", judge.model).into(),
             judge.family.clone().into(),
+            super::fmt_share(unparseable, answers),
             validity.items.into(),
             fmt_ratio(validity.agreement),
             fmt_ratio(validity.kappa),
@@ -461,7 +473,7 @@ pub fn compute(spec: &AnalysisSpec, input: &AnalysisInput<'_>) -> AnalysisResult
             },
         ]);
         judges_json.push(serde_json::json!({
-            "name": judge.name, "model": judge.model, "family": judge.family,
+            "name": judge.name, "model": judge.model, "family": judge.family, "unparseable": unparseable, "answers": answers,
             "anchor": {
                 "validity": {"items": validity.items, "agreement": json_num(validity.agreement), "kappa": json_num(validity.kappa)},
                 "actionability": {"items": actionability.items, "agreement": json_num(actionability.agreement), "kappa": json_num(actionability.kappa)},
@@ -724,6 +736,53 @@ mod tests {
         assert_eq!(judges[1]["stands_alone"], true);
         assert_eq!(judges[1]["anchor"]["actionability"]["items"], 0);
         assert_eq!(result.data["shuffle_seed"], 7);
+    }
+
+    #[test]
+    fn recall_is_weighted_by_severity_and_oracle_precision_shown_beside_the_jury() {
+        use crate::analysis::matching::tests::{oracle as ofinding, record, reported};
+        use crate::analysis::test_support::spec;
+        use crate::finding::Category;
+        use crate::ground_truth::oracle::{Oracle, OracleCase};
+        let mut nit = ofinding("F2", "a.py", 30, Category::Style, "the import is unused");
+        nit.blocking = false;
+        let oracle = Oracle {
+            version: 1,
+            findings: vec![ofinding("F1", "a.py", 10, Category::Bug, "off by one in the page count"), nit],
+            cases: vec![OracleCase {
+                id: "c1".into(),
+                expected_finding_ids: vec!["F1".into(), "F2".into()],
+                rationale: String::new(),
+                split: None,
+                interpreter: None,
+                ground_truth: Default::default(),
+            }],
+        };
+        let cell = crate::matrix::Cell { id: "m=a".into(), values: BTreeMap::new() };
+        let rec = record(&cell, None);
+        // The blocking F1 is found, the nit F2 missed, and one report is an extra.
+        let findings = vec![reported("a", "a.py", 10, Category::Bug, "page count is off by one"), reported("n", "a.py", 50, Category::Style, "rename this")];
+        let view = RunView { cell: &cell, repeat: 1, subject: "c1", record: &rec, findings: &findings };
+        let cells = [cell.clone()];
+        let rqs = RqsInput { judges: vec![JudgeInfo { name: "j".into(), model: "m".into(), family: "f".into() }], ..Default::default() };
+        let input = AnalysisInput {
+            runs: vec![view],
+            cells: &cells,
+            axis_order: &[],
+            missing: Vec::new(),
+            repeat: 1,
+            oracle: Some(&oracle),
+            scopes: None,
+            adjudications: &crate::analysis::NO_ADJUDICATIONS,
+            rqs: Some(&rqs),
+        };
+        let result = compute(&spec(crate::analysis::spec::AnalysisKind::Rqs, None), &input);
+        let c = &result.data["cells"][0];
+        // Found weight 2 (blocking) of 2 + 1 expected; precision 1 found of 1 found + 1 extra.
+        assert!((c["weighted_recall"].as_f64().expect("recall") - 2.0 / 3.0).abs() < 1e-12, "{c}");
+        assert_eq!(c["precision_oracle"], 0.5);
+        assert!(c["precision_jury"].is_null(), "no judge ran, so no jury precision: {c}");
+        assert!(result.rule.as_deref().unwrap_or_default().contains("blocking ×2"));
     }
 
     #[test]

@@ -248,7 +248,8 @@ impl CacheStore {
 
     /// Stores a stage value: objects first, then the pointer, so a crash leaves no half entry.
     pub fn store_value(&self, experiment: &str, stage: &str, key: &CacheKey, inputs: &serde_json::Value, value: &serde_json::Value) -> Result<(), CacheError> {
-        let value_bytes = serde_json::to_vec_pretty(value).map_err(|e| CacheError::Encode(e.to_string()))?;
+        // Compact: values are machine-read (embeddings are large); the record stays readable.
+        let value_bytes = serde_json::to_vec(value).map_err(|e| CacheError::Encode(e.to_string()))?;
         let record = ValueRecord {
             schema: VALUE_SCHEMA,
             key: key.clone(),

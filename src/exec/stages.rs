@@ -1,7 +1,7 @@
 //! Scoring stages (RQS v2): claims, smells, judges and embeddings. A scoring node is a list
 //! of calls; each call is cached under its own key ([`stage_key`] of the stage and what
 //! determines the answer), so an interrupted node repeats no finished call, and runs under
-//! the global `--jobs` limit and its endpoint's own limit.
+//! its endpoint's own limit.
 //!
 //! The experiment supplies what the calls are ([`Scorers`]); the engine decides when they
 //! run, whether the cache already has them, and records what they produced.
@@ -94,7 +94,6 @@ pub struct StageShared {
     pub experiment: String,
     pub refresh: bool,
     pub frozen: bool,
-    pub global: Arc<Semaphore>,
     pub endpoints: Arc<StdMutex<HashMap<String, Arc<Semaphore>>>>,
     pub cancel: watch::Receiver<bool>,
 }
@@ -152,8 +151,10 @@ async fn run_call(shared: &StageShared, call: Call, subject: Option<Arc<Subject>
     if shared.frozen {
         return Err(NodeError::NotCached);
     }
+    // Only the endpoint's own limit applies: a call mostly waits on its server, and holding a
+    // `--jobs` permit meanwhile would starve the other stages (claims behind judges, say).
+    // Local work (the analyzers) is its own endpoint, limited to the machine's cores.
     let endpoint = shared.endpoint(&call.endpoint);
-    let _global = shared.global.clone().acquire_owned().await.map_err(|e| NodeError::Failed(e.to_string()))?;
     let _endpoint = endpoint.acquire_owned().await.map_err(|e| NodeError::Failed(e.to_string()))?;
     if *shared.cancel.borrow() {
         return Err(NodeError::Interrupted);

@@ -310,7 +310,6 @@ pub async fn execute<C: Conclusions>(
         experiment: options.experiment.clone(),
         refresh: options.refresh,
         frozen: options.frozen,
-        global: Arc::new(Semaphore::new(options.jobs.max(1))),
         endpoints: Arc::default(),
         cancel: cancel.clone(),
     });

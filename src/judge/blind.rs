@@ -27,13 +27,13 @@ use rand::{RngCore, SeedableRng};
 use serde::{Deserialize, Serialize};
 
 /// Version of the normalization and context rules above.
-pub const BLIND_VERSION: &str = "blind-1";
+pub const BLIND_VERSION: &str = "blind-2";
 pub const FILE_MAX_CHARS: usize = 300;
 pub const MESSAGE_MAX_CHARS: usize = 1000;
 /// Lines either side of a hunk's new-side span that still count as "around" it.
 pub const CONTEXT_SLACK: u32 = 3;
-pub const CONTEXT_MAX_LINES: usize = 60;
-pub const CONTEXT_MAX_CHARS: usize = 6000;
+pub const CONTEXT_MAX_LINES: usize = 24;
+pub const CONTEXT_MAX_CHARS: usize = 2400;
 
 /// One finding as a judge sees it. Nothing here names who or what produced it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

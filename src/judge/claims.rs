@@ -20,9 +20,9 @@ use std::collections::BTreeMap;
 
 /// Version of the prompt's inputs (what is cut, how lines are listed); the template's text
 /// is hashed into the fingerprint too.
-pub const CLAIMS_PROMPT_VERSION: &str = "claims-1";
-pub const DIFF_MAX_CHARS: usize = 6000;
-pub const LINES_MAX_CHARS: usize = 2000;
+pub const CLAIMS_PROMPT_VERSION: &str = "claims-2";
+pub const DIFF_MAX_CHARS: usize = 3000;
+pub const LINES_MAX_CHARS: usize = 1000;
 
 /// The claims generator's answer, unparsed.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

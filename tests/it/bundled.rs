@@ -28,6 +28,46 @@ fn every_bundled_experiment_reproduces_its_committed_results_byte_for_byte() {
     assert!(tmp.path().join("work/executions").is_dir(), "the execution logs went to --work-dir");
 }
 
+/// `runner crscore --frozen` reproduces the committed CRScore correlation table from the
+/// embeddings in the committed cache.
+#[test]
+fn the_crscore_check_reproduces_its_committed_results_from_the_cache() {
+    let root = project_root();
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let run = runner(&root).args(["crscore", "--frozen", "--cache", "cache", "--out"]).arg(tmp.path()).output().expect("runs");
+    assert!(run.status.success(), "{}", String::from_utf8_lossy(&run.stderr));
+    for file in ["RESULTS.md", "crscore.json", "calibration.json"] {
+        let committed = std::fs::read_to_string(root.join("results/crscore").join(file)).expect("committed");
+        let written = std::fs::read_to_string(tmp.path().join(file)).unwrap_or_else(|e| panic!("{file}: {e}"));
+        assert!(written == committed, "crscore/{file} differs; first differing line: {:?}", first_difference(&committed, &written));
+    }
+}
+
+/// RQS v2's bundled experiment reproduces its committed results with `--frozen`: every judge
+/// call, claims answer, analyzer run and embedding comes from the committed cache. Its smells'
+/// keys hold the analyzers' versions, so it needs them installed.
+#[test]
+#[ignore = "needs the analyzers of scripts/analyzers/install.sh; .ci/run installs them and runs this with --ignored"]
+fn real_analyzers_rqs_reproduces_its_committed_results_byte_for_byte() {
+    let root = project_root();
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let out = tmp.path().join("rqs");
+    let run = runner(&root)
+        .args(["exec", "--frozen", "--quiet", "--cache-dir", "cache", "--work-dir"])
+        .arg(tmp.path().join("work"))
+        .arg("--output")
+        .arg(&out)
+        .arg("experiments/rqs.toml")
+        .output()
+        .expect("runs");
+    assert!(run.status.success(), "{}", String::from_utf8_lossy(&run.stderr));
+    for file in ["RESULTS.md", "results.json"] {
+        let committed = std::fs::read_to_string(root.join("results/rqs").join(file)).expect("committed");
+        let written = std::fs::read_to_string(out.join(file)).unwrap_or_else(|e| panic!("rqs/{file}: {e}"));
+        assert!(written == committed, "rqs/{file} differs; first differing line: {:?}", first_difference(&committed, &written));
+    }
+}
+
 fn first_difference(a: &str, b: &str) -> Option<(usize, String, String)> {
     a.lines().zip(b.lines()).enumerate().find(|(_, (x, y))| x != y).map(|(i, (x, y))| (i + 1, x.to_string(), y.to_string()))
 }

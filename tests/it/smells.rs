@@ -75,6 +75,7 @@ fn resolve() -> AnalyzerSet {
 }
 
 #[test]
+#[ignore = "needs the analyzers of scripts/analyzers/install.sh; .ci/run installs them and runs this with --ignored"]
 fn real_analyzers_keep_only_smells_on_changed_lines() {
     let dir = tempfile::tempdir().expect("tempdir");
     let subject = subject_of(dir.path());
@@ -117,7 +118,8 @@ fn real_analyzers_keep_only_smells_on_changed_lines() {
 }
 
 #[test]
-fn a_set_of_one_analyzer_checks_only_its_own_files() {
+#[ignore = "needs the analyzers of scripts/analyzers/install.sh; .ci/run installs them and runs this with --ignored"]
+fn real_analyzers_in_a_set_of_one_check_only_their_own_files() {
     let dir = tempfile::tempdir().expect("tempdir");
     let subject = subject_of(dir.path());
     let set = AnalyzerSet::resolve(&[AnalyzerKind::Ruff], &project_root().join(".tools")).unwrap_or_else(|e| panic!("{e}"));
