@@ -82,6 +82,22 @@ pub fn resolve_path(base_dir: &Path, relative: &str) -> PathBuf {
     out
 }
 
+/// Reads duration keys (`500ms`, `30s`, `5m`) into their slots; a bad one is reported and
+/// clears `ok`.
+pub fn read_durations(t: &TableReader<'_, '_>, slots: &mut [(&str, &mut Duration)], ok: &mut bool) {
+    for (key, slot) in slots.iter_mut() {
+        if let Some(s) = t.string(key) {
+            match parse_duration(s.get_ref()) {
+                Some(d) => **slot = d,
+                None => {
+                    t.problems().push(s.span(), format!("`{key}` must be a duration such as `500ms`, `30s` or `5m`, found `{}`", s.get_ref()));
+                    *ok = false;
+                }
+            }
+        }
+    }
+}
+
 pub fn parse_duration(text: &str) -> Option<Duration> {
     let text = text.trim();
     let (number, unit) = text.split_at(text.find(|c: char| !c.is_ascii_digit() && c != '.').unwrap_or(text.len()));

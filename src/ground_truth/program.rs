@@ -495,24 +495,8 @@ impl Child {
         };
         let pid = child.id() as libc::pid_t;
         let streams = [child.stdout.take().map(drain), child.stderr.take().map(drain)];
-        let deadline = Instant::now() + bounds.wall;
-        let mut pause = Duration::from_millis(2);
-        let mut timed_out = false;
-        loop {
-            match has_ended(pid) {
-                Ok(true) => break,
-                Ok(false) if Instant::now() >= deadline => {
-                    // Output may still be flooding: the backstop holds all the same.
-                    timed_out = true;
-                    break;
-                }
-                Ok(false) => {
-                    std::thread::sleep(pause);
-                    pause = (pause * 2).min(Duration::from_millis(25));
-                }
-                Err(_) => break,
-            }
-        }
+        // Output may still be flooding: the backstop holds all the same.
+        let timed_out = wait_until_ended(pid, Instant::now() + bounds.wall);
         // Whatever the program left behind goes too: its session and its marked strays. The
         // child is not reaped yet, so its pid (the session's id) cannot have been reused.
         kill_run(pid, &sandbox.marker);
@@ -563,6 +547,22 @@ pub(crate) fn limit(resource: libc::__rlimit_resource_t, soft: u64, hard: u64) -
         return Err(std::io::Error::last_os_error());
     }
     Ok(())
+}
+
+/// Polls (2 ms, doubling up to 25 ms) until the child has ended, leaving it unreaped, or
+/// `deadline` passes: `true` when the deadline came first.
+pub(crate) fn wait_until_ended(pid: libc::pid_t, deadline: Instant) -> bool {
+    let mut pause = Duration::from_millis(2);
+    loop {
+        match has_ended(pid) {
+            Ok(true) | Err(_) => return false,
+            Ok(false) if Instant::now() >= deadline => return true,
+            Ok(false) => {
+                std::thread::sleep(pause);
+                pause = (pause * 2).min(Duration::from_millis(25));
+            }
+        }
+    }
 }
 
 /// Whether the child has ended, leaving it unreaped (`WNOWAIT`).

@@ -1,6 +1,6 @@
 //! Embeddings from a real embedding model behind an HTTP server: OpenAI-compatible
 //! `POST {base}/embeddings` (llama.cpp's server in embedding mode, vLLM, hosted APIs) or
-//! Ollama's `POST {base}/api/embed`, plus the [`cosine`] similarity that compares them.
+//! Ollama's `POST {base}/api/embed` (vectors compare with [`crate::text::cosine`]).
 //!
 //! An [`Embedder`] sends the texts in batches of `batch-size`, one batch at a time, and hands
 //! back one vector per text in the order given; it checks that the server answered once per
@@ -16,7 +16,7 @@
 //! `models-json`, the file and sha256 that `scripts/model-server/install.sh` recorded; a
 //! server that serves another file than `models-json` names is an error.
 
-use crate::config::{parse_duration, resolve_path, TableReader};
+use crate::config::{resolve_path, TableReader};
 use crate::reviewer::llm::spec::{expand_env, Protocol};
 use crate::reviewer::llm::transport::{Endpoint, Failure, Policy, ServerInfo, Transport};
 use crate::reviewer::llm::wire::{check_status, AttemptError};
@@ -423,25 +423,6 @@ fn read_ollama(v: &Value) -> Result<Batch, AttemptError> {
     Ok(Batch { vectors, tokens: v.get("prompt_eval_count").and_then(Value::as_u64) })
 }
 
-/// Cosine similarity of two vectors, computed in f64. 0 when either is all zeros; NaN when
-/// their lengths differ (such vectors come from different models and do not compare).
-pub fn cosine(a: &[f32], b: &[f32]) -> f32 {
-    if a.len() != b.len() {
-        return f32::NAN;
-    }
-    let (mut dot, mut na, mut nb) = (0f64, 0f64, 0f64);
-    for (x, y) in a.iter().zip(b) {
-        let (x, y) = (f64::from(*x), f64::from(*y));
-        dot += x * y;
-        na += x * x;
-        nb += y * y;
-    }
-    if na == 0.0 || nb == 0.0 {
-        return 0.0;
-    }
-    (dot / (na.sqrt() * nb.sqrt())) as f32
-}
-
 const PROVIDERS: [&str; 2] = ["openai", "ollama"];
 
 /// Reads an embedder table (kebab-case keys: `provider`, `base-url`, `model`, `api-key-env`,
@@ -514,22 +495,16 @@ pub fn read_embedder_spec(t: &TableReader<'_, '_>, base_dir: &Path) -> Option<Em
     if let Some(v) = t.integer("retries", 0, 20) {
         spec.retries = *v.get_ref() as u32;
     }
-    for (key, slot) in [
-        ("retry-base-delay", &mut spec.retry_base_delay),
-        ("retry-max-delay", &mut spec.retry_max_delay),
-        ("request-timeout", &mut spec.request_timeout),
-        ("connect-timeout", &mut spec.connect_timeout),
-    ] {
-        if let Some(s) = t.string(key) {
-            match parse_duration(s.get_ref()) {
-                Some(d) => *slot = d,
-                None => {
-                    problems.push(s.span(), format!("`{key}` must be a duration such as `500ms`, `30s` or `5m`, found `{}`", s.get_ref()));
-                    ok = false;
-                }
-            }
-        }
-    }
+    crate::config::read_durations(
+        t,
+        &mut [
+            ("retry-base-delay", &mut spec.retry_base_delay),
+            ("retry-max-delay", &mut spec.retry_max_delay),
+            ("request-timeout", &mut spec.request_timeout),
+            ("connect-timeout", &mut spec.connect_timeout),
+        ],
+        &mut ok,
+    );
     if let Some(p) = t.string("models-json") {
         spec.models_json = Some(resolve_path(base_dir, p.get_ref()));
     }
@@ -877,17 +852,6 @@ mod tests {
         assert_ne!(Embedder::new(s).expect("embedder").fingerprint(), base);
         let bad = Embedder::new(EmbedderSpec::new(EmbedProtocol::Ollama, "localhost:11434", "m"));
         assert!(matches!(bad, Err(EmbedError::Config(m)) if m.contains("not an http(s) URL")));
-    }
-
-    #[test]
-    fn cosine_of_known_vectors() {
-        assert!((cosine(&[1.0, 0.0], &[1.0, 0.0]) - 1.0).abs() < 1e-6);
-        assert!(cosine(&[1.0, 0.0], &[0.0, 2.0]).abs() < 1e-6);
-        assert!((cosine(&[1.0, 2.0, 3.0], &[-1.0, -2.0, -3.0]) + 1.0).abs() < 1e-6);
-        // (1·4 + 2·5 + 3·6) / (√14 · √77) = 32 / 32.8329…
-        assert!((cosine(&[1.0, 2.0, 3.0], &[4.0, 5.0, 6.0]) - 0.974_631_8).abs() < 1e-6);
-        assert_eq!(cosine(&[0.0, 0.0], &[1.0, 1.0]), 0.0);
-        assert!(cosine(&[1.0], &[1.0, 2.0]).is_nan());
     }
 
     /// Reads `body` as an embedder table; the spec and the rendered problems.

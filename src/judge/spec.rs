@@ -20,8 +20,8 @@
 //! `templates/prompts/claims.hbs`); [`read_claims`] reads them and leaves the table's other
 //! keys and its unknown-key check to the table's owner.
 
-use crate::config::{parse_duration, Problems, TableReader};
-use crate::reviewer::llm::spec::{check_api_key_env, check_url, default_base_url};
+use crate::config::{Problems, TableReader};
+use crate::reviewer::llm::spec::{check_api_key_env, default_base_url};
 use crate::reviewer::llm::{LlmSpec, PromptTemplate, Protocol};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -285,28 +285,7 @@ fn read_settings(t: &TableReader<'_, '_>, base_dir: &Path, max_tokens: u32) -> O
         None => None,
     };
     let protocol = provider.unwrap_or(Protocol::OpenAi);
-    let mut base_urls = vec![default_base_url(protocol).to_string()];
-    match (t.string("base-url"), t.strings("base-urls")) {
-        (Some(one), None) => {
-            ok &= check_url(t, &one);
-            base_urls = vec![one.into_inner()];
-        }
-        (None, Some(many)) => {
-            if many.is_empty() {
-                problems.push(t.get("base-urls").map(|v| v.span()).unwrap_or_else(|| t.span()), "`base-urls` needs at least one URL");
-                ok = false;
-            }
-            for u in &many {
-                ok &= check_url(t, u);
-            }
-            base_urls = many.into_iter().map(Spanned::into_inner).collect();
-        }
-        (Some(one), Some(_)) => {
-            problems.push(one.span(), "give either `base-url` or `base-urls`, not both");
-            ok = false;
-        }
-        (None, None) => {}
-    }
+    let base_urls = crate::reviewer::llm::spec::read_base_urls(t, &mut ok).unwrap_or_else(|| vec![default_base_url(protocol).to_string()]);
     let model = t.required_string("model");
     if let Some(m) = &model {
         if m.get_ref().trim().is_empty() {
@@ -362,15 +341,7 @@ fn read_settings(t: &TableReader<'_, '_>, base_dir: &Path, max_tokens: u32) -> O
     if let Some(v) = t.integer("retries", 0, 20) {
         s.retries = *v.get_ref() as u32;
     }
-    if let Some(d) = t.string("request-timeout") {
-        match parse_duration(d.get_ref()) {
-            Some(d) => s.request_timeout = d,
-            None => {
-                problems.push(d.span(), format!("`request-timeout` must be a duration such as `30s` or `5m`, found `{}`", d.get_ref()));
-                ok = false;
-            }
-        }
-    }
+    crate::config::read_durations(t, &mut [("request-timeout", &mut s.request_timeout)], &mut ok);
     if let Some(v) = t.integer("max-concurrency", 1, 1024) {
         s.max_concurrency = *v.get_ref() as usize;
     }

@@ -5,7 +5,7 @@
 //! backstop, and stdout and stderr read whole up to a bound: an analyzer that prints more is
 //! an error, never a truncated parse.
 
-use crate::ground_truth::program::{has_ended, kill_run, limit, reap, MARKER_VAR};
+use crate::ground_truth::program::{kill_run, limit, reap, MARKER_VAR};
 use std::ffi::OsString;
 use std::io::Read;
 use std::path::{Path, PathBuf};
@@ -129,23 +129,7 @@ pub fn run(program: &Path, args: &[OsString], cwd: &Path, env: &[(String, OsStri
     let mut child = command.spawn().map_err(|e| format!("cannot start `{}`: {e}", program.display()))?;
     let pid = child.id() as libc::pid_t;
     let readers = [child.stdout.take().map(|s| read_bounded(s, limits.output_bytes)), child.stderr.take().map(|s| read_bounded(s, limits.output_bytes))];
-    let deadline = Instant::now() + limits.wall;
-    let mut pause = Duration::from_millis(2);
-    let mut timed_out = false;
-    loop {
-        match has_ended(pid) {
-            Ok(true) => break,
-            Ok(false) if Instant::now() >= deadline => {
-                timed_out = true;
-                break;
-            }
-            Ok(false) => {
-                std::thread::sleep(pause);
-                pause = (pause * 2).min(Duration::from_millis(25));
-            }
-            Err(_) => break,
-        }
-    }
+    let timed_out = crate::ground_truth::program::wait_until_ended(pid, Instant::now() + limits.wall);
     kill_run(pid, &marker);
     let ended = reap(pid);
     drop(child);

@@ -17,7 +17,8 @@
 //! file, its sha256 and dimension to the checks when it exists. Time limits only catch a hung
 //! server.
 
-use runner::judge::embed::{cosine, EmbedError, EmbedProtocol, Embedder, EmbedderSpec};
+use runner::judge::embed::{EmbedError, EmbedProtocol, Embedder, EmbedderSpec};
+use runner::text::cosine;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 

@@ -1,7 +1,7 @@
 //! The `[reviewer]` table of an `ollama` or `openai` reviewer: read key by key with located
 //! errors, into an [`LlmSpec`].
 
-use crate::config::{check_template, parse_duration, TableReader};
+use crate::config::{check_template, TableReader};
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -167,32 +167,42 @@ pub(crate) fn default_base_url(protocol: Protocol) -> &'static str {
 }
 
 /// Reads an `ollama` or `openai` `[reviewer]` table. Every problem is reported with its location.
+/// `base-url` (one) or `base-urls` (several), each checked; `None` when neither is given.
+/// Problems go to the table's list and clear `ok`.
+pub(crate) fn read_base_urls(t: &TableReader<'_, '_>, ok: &mut bool) -> Option<Vec<String>> {
+    let problems = t.problems();
+    match (t.string("base-url"), t.strings("base-urls")) {
+        (Some(one), None) => {
+            *ok &= check_url(t, &one);
+            Some(vec![one.into_inner()])
+        }
+        (None, Some(many)) => {
+            if many.is_empty() {
+                problems.push(t.get("base-urls").map(|v| v.span()).unwrap_or_else(|| t.span()), "`base-urls` needs at least one URL");
+                *ok = false;
+            }
+            for u in &many {
+                *ok &= check_url(t, u);
+            }
+            Some(many.into_iter().map(Spanned::into_inner).collect())
+        }
+        (Some(one), Some(_)) => {
+            problems.push(one.span(), "give either `base-url` or `base-urls`, not both");
+            *ok = false;
+            None
+        }
+        (None, None) => None,
+    }
+}
+
 pub fn read_spec(t: &TableReader<'_, '_>, kind: &str, axes: &BTreeSet<String>, base_dir: &Path) -> Option<LlmSpec> {
     let problems = t.problems();
     let protocol = if kind == "ollama" { Protocol::Ollama } else { Protocol::OpenAi };
     let mut spec = LlmSpec::new(protocol, default_base_url(protocol));
     let mut ok = true;
 
-    match (t.string("base-url"), t.strings("base-urls")) {
-        (Some(one), None) => {
-            ok &= check_url(t, &one);
-            spec.base_urls = vec![one.into_inner()];
-        }
-        (None, Some(many)) => {
-            if many.is_empty() {
-                problems.push(t.get("base-urls").map(|v| v.span()).unwrap_or_else(|| t.span()), "`base-urls` needs at least one URL");
-                ok = false;
-            }
-            for u in &many {
-                ok &= check_url(t, u);
-            }
-            spec.base_urls = many.into_iter().map(Spanned::into_inner).collect();
-        }
-        (Some(one), Some(_)) => {
-            problems.push(one.span(), "give either `base-url` or `base-urls`, not both");
-            ok = false;
-        }
-        (None, None) => {}
+    if let Some(urls) = read_base_urls(t, &mut ok) {
+        spec.base_urls = urls;
     }
     if let Some(table) = t.table("endpoints") {
         for (model, _) in table.keys() {
@@ -334,22 +344,16 @@ pub fn read_spec(t: &TableReader<'_, '_>, kind: &str, axes: &BTreeSet<String>, b
     if let Some(v) = t.integer("retries", 0, 20) {
         spec.retries = *v.get_ref() as u32;
     }
-    for (key, slot) in [
-        ("retry-base-delay", &mut spec.retry_base_delay),
-        ("retry-max-delay", &mut spec.retry_max_delay),
-        ("request-timeout", &mut spec.request_timeout),
-        ("connect-timeout", &mut spec.connect_timeout),
-    ] {
-        if let Some(s) = t.string(key) {
-            match parse_duration(s.get_ref()) {
-                Some(d) => *slot = d,
-                None => {
-                    problems.push(s.span(), format!("`{key}` must be a duration such as `500ms`, `30s` or `5m`, found `{}`", s.get_ref()));
-                    ok = false;
-                }
-            }
-        }
-    }
+    crate::config::read_durations(
+        t,
+        &mut [
+            ("retry-base-delay", &mut spec.retry_base_delay),
+            ("retry-max-delay", &mut spec.retry_max_delay),
+            ("request-timeout", &mut spec.request_timeout),
+            ("connect-timeout", &mut spec.connect_timeout),
+        ],
+        &mut ok,
+    );
     if let Some(p) = t.string("models-json") {
         spec.models_json = Some(base_dir.join(p.get_ref()));
     }
