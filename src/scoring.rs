@@ -64,6 +64,19 @@ impl ExperimentScorers {
     pub fn shuffle_seed(&self) -> u64 {
         self.shuffle_seed
     }
+
+    /// The claims model's name, when one is declared.
+    pub fn claims_model(&self) -> Option<String> {
+        self.claims.as_ref().map(|c| c.spec().settings.model.clone())
+    }
+
+    /// The analyzers and their versions, as their keys hold them: `…, ruff 0.17.5`.
+    pub fn analyzers(&self) -> Option<String> {
+        let identity = self.analyzers.as_ref()?.identity();
+        let versions: Vec<String> =
+            identity.as_object()?.iter().filter(|(k, _)| *k != "settings").filter_map(|(_, v)| v.as_str().map(str::to_string)).collect();
+        Some(versions.join(", "))
+    }
 }
 
 /// A finding as a judge's key sees it: what the blind item shows, before the diff context
@@ -267,6 +280,8 @@ pub fn rqs_input<A, R>(plan: &Plan, view: &WalkView<'_, A, R>, scorers: &Experim
         judges: jury.clone(),
         embedder: scorers.embedder_identity().zip(tau).map(|(identity, (tau, tau_source))| EmbedderInfo { identity, tau, tau_source }),
         shuffle_seed: scorers.shuffle_seed(),
+        claims_model: scorers.claims_model(),
+        analyzers: scorers.analyzers(),
         ..Default::default()
     };
     for subject in plan.subjects.keys() {

@@ -129,6 +129,9 @@ pub struct RqsInput {
     pub runs: BTreeMap<RunId, RunScoring>,
     pub references: BTreeMap<String, SubjectReferences>,
     pub anchor: Option<Anchor>,
+    /// The claims model (its name) and the analyzers (their versions), when declared.
+    pub claims_model: Option<String>,
+    pub analyzers: Option<String>,
 }
 
 /// The severity weight of an oracle finding: blocking ×2, otherwise ×1.
@@ -514,6 +517,22 @@ pub fn compute(spec: &AnalysisSpec, input: &AnalysisInput<'_>) -> AnalysisResult
     if judges < 2 {
         result.notes.push("A jury of one judge: no inter-judge agreement can be computed, and seed 001 advises against a single judge.".into());
     }
+    if !rqs.references.is_empty() {
+        let claims: usize = rqs.references.values().map(|r| r.claims).sum();
+        let smells: usize = rqs.references.values().map(|r| r.smells).sum();
+        let mut cost = StageCost::default();
+        for r in rqs.references.values() {
+            cost.add(r.claims_cost);
+        }
+        result.notes.push(format!(
+            "Pseudo-references: {claims} claims and {smells} smells over {} subjects; claims by {} ({} tokens, {:.1} s); smells by {}.",
+            rqs.references.len(),
+            rqs.claims_model.as_deref().map_or_else(|| "no model".to_string(), |m| format!("`{m}`")),
+            cost.tokens,
+            cost.seconds,
+            rqs.analyzers.as_deref().unwrap_or("no analyzer"),
+        ));
+    }
     for (subject, refs) in &rqs.references {
         for p in &refs.problems {
             result.notes.push(format!("`{subject}`: {p}"));
@@ -531,6 +550,8 @@ pub fn compute(spec: &AnalysisSpec, input: &AnalysisInput<'_>) -> AnalysisResult
         "judges": judges_json,
         "embedder": rqs.embedder,
         "shuffle_seed": rqs.shuffle_seed,
+        "claims_model": rqs.claims_model,
+        "analyzers": rqs.analyzers,
         "kappa": {"validity": json_num(kappa_v), "validity_items": items_v, "actionability": json_num(kappa_a), "actionability_items": items_a},
         "cells": cells_out,
     });
