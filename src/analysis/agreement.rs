@@ -203,10 +203,10 @@ mod tests {
                 b.push(y);
             }
         }
-        let k = cohen_kappa(&a, &b).unwrap();
+        let k = cohen_kappa(&a, &b).expect("defined");
         assert!(close(k.p_o, 0.7) && close(k.p_e, 0.5) && close(k.kappa, 0.4), "{k:?}");
         assert_eq!(k.items, 10);
-        assert!(close(percent_agreement(&a, &b).unwrap(), 0.7));
+        assert!(close(percent_agreement(&a, &b).expect("defined"), 0.7));
     }
 
     #[test]
@@ -214,7 +214,7 @@ mod tests {
         // A: [x, x, y, z], B: [x, y, y, y]. p_o = 2/4 = 0.5.
         // Marginals: x: A 2/4, B 1/4; y: A 1/4, B 3/4; z: A 1/4, B 0.
         // p_e = 0.5·0.25 + 0.25·0.75 + 0 = 0.3125; κ = (0.5 − 0.3125) / 0.6875 = 0.272727…
-        let k = cohen_kappa(&['x', 'x', 'y', 'z'], &['x', 'y', 'y', 'y']).unwrap();
+        let k = cohen_kappa(&['x', 'x', 'y', 'z'], &['x', 'y', 'y', 'y']).expect("defined");
         assert!(close(k.p_e, 0.3125));
         assert!(close(k.kappa, 0.1875 / 0.6875));
     }
@@ -228,8 +228,8 @@ mod tests {
         assert_eq!(percent_agreement(&[1, 2], &[1]), None);
         assert_eq!(percent_agreement::<u8>(&[], &[]), None);
         // Perfect agreement with two labels: κ = 1; systematic disagreement: κ = −1.
-        assert!(close(cohen_kappa(&[0, 1, 0, 1], &[0, 1, 0, 1]).unwrap().kappa, 1.0));
-        assert!(close(cohen_kappa(&[0, 1, 0, 1], &[1, 0, 1, 0]).unwrap().kappa, -1.0));
+        assert!(close(cohen_kappa(&[0, 1, 0, 1], &[0, 1, 0, 1]).expect("defined").kappa, 1.0));
+        assert!(close(cohen_kappa(&[0, 1, 0, 1], &[1, 0, 1, 0]).expect("defined").kappa, -1.0));
     }
 
     #[test]
@@ -255,7 +255,7 @@ mod tests {
         // + 94 + 74 + 98 + 58 + 46 + 66 + 66 = 828, so P̄ = (828 − 140) / 1820 = 0.378022…
         // κ = (0.378022 − 0.212755) / (1 − 0.212755) = 0.209930…
         let items: Vec<Vec<usize>> = table.iter().map(|row| row.iter().enumerate().flat_map(|(cat, &c)| std::iter::repeat_n(cat, c)).collect()).collect();
-        let k = fleiss_kappa(&items).unwrap();
+        let k = fleiss_kappa(&items).expect("defined");
         assert!(close(k.p_e, 4170.0 / 19600.0), "{k:?}");
         assert!(close(k.p_bar, 688.0 / 1820.0), "{k:?}");
         assert!(close(k.kappa, (688.0 / 1820.0 - 4170.0 / 19600.0) / (1.0 - 4170.0 / 19600.0)));
@@ -272,7 +272,7 @@ mod tests {
         //   item 4: T F F  → 1 + 4 = 5 → P = 2/6
         // P̄ = (1 + 1/3 + 1 + 1/3)/4 = 2/3; T: 6 of 12, F: 6 of 12 → P̄_e = 0.5; κ = (2/3 − 1/2)/(1/2) = 1/3.
         let items = vec![vec![true, true, true], vec![true, true, false], vec![false, false, false], vec![true, false, false]];
-        let k = fleiss_kappa(&items).unwrap();
+        let k = fleiss_kappa(&items).expect("defined");
         assert!(close(k.kappa, 1.0 / 3.0), "{k:?}");
         assert_eq!(fleiss_kappa::<bool>(&[]), None);
         assert_eq!(fleiss_kappa(&[vec![true], vec![false]]), None);
@@ -287,7 +287,7 @@ mod tests {
         assert_eq!(majority_vote(&[1, 2, 3]), Vote::Tie { labels: vec![1, 2, 3], votes: 1, of: 3 });
         assert_eq!(majority_vote(&[2, 1, 2, 3]), Vote::Winner { label: 2, votes: 2, of: 4 });
         assert_eq!(majority_vote::<u8>(&[]), Vote::NoVotes);
-        let json = serde_json::to_string(&majority_vote(&["a", "b"])).unwrap();
+        let json = serde_json::to_string(&majority_vote(&["a", "b"])).expect("serializes");
         assert_eq!(json, r#"{"outcome":"tie","labels":["a","b"],"votes":1,"of":2}"#);
     }
 
@@ -302,7 +302,7 @@ mod tests {
         // ρ = 3.5 / √(9.5 · 9.5) = 3.5 / 9.5 = 0.368421…
         assert_eq!(average_ranks(&[1.0, 2.0, 2.0, 3.0, 4.0]), vec![1.0, 2.5, 2.5, 4.0, 5.0]);
         assert_eq!(average_ranks(&[2.0, 1.0, 4.0, 3.0, 3.0]), vec![2.0, 1.0, 5.0, 3.5, 3.5]);
-        let rho = spearman(&[1.0, 2.0, 2.0, 3.0, 4.0], &[2.0, 1.0, 4.0, 3.0, 3.0]).unwrap();
+        let rho = spearman(&[1.0, 2.0, 2.0, 3.0, 4.0], &[2.0, 1.0, 4.0, 3.0, 3.0]).expect("defined");
         assert!(close(rho, 3.5 / 9.5), "{rho}");
     }
 
@@ -310,9 +310,9 @@ mod tests {
     fn spearman_without_ties_matches_the_d_squared_formula() {
         // x ranks [1..5], y = [5, 6, 7, 8, 7.5] → ranks [1, 2, 3, 5, 4]; d = [0, 0, 0, −1, 1];
         // ρ = 1 − 6·Σd² / (n(n² − 1)) = 1 − 12/120 = 0.9.
-        let rho = spearman(&[1.0, 2.0, 3.0, 4.0, 5.0], &[5.0, 6.0, 7.0, 8.0, 7.5]).unwrap();
+        let rho = spearman(&[1.0, 2.0, 3.0, 4.0, 5.0], &[5.0, 6.0, 7.0, 8.0, 7.5]).expect("defined");
         assert!(close(rho, 0.9));
-        assert!(close(spearman(&[1.0, 2.0, 3.0], &[30.0, 20.0, 10.0]).unwrap(), -1.0));
+        assert!(close(spearman(&[1.0, 2.0, 3.0], &[30.0, 20.0, 10.0]).expect("defined"), -1.0));
     }
 
     #[test]

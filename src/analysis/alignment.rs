@@ -199,9 +199,9 @@ mod tests {
         let r = [at(2.0), at(60.0), at(180.0)];
         let a = align(&refs(&s), &refs(&r), 0.9);
         assert_eq!((a.sentences, a.references, a.matched_sentences, a.covered_references), (3, 3, 2, 1));
-        assert!((a.conciseness.unwrap() - 2.0 / 3.0).abs() < 1e-12);
-        assert!((a.comprehensiveness.unwrap() - 1.0 / 3.0).abs() < 1e-12);
-        assert!((a.relevance.unwrap() - 4.0 / 9.0).abs() < 1e-12);
+        assert!((a.conciseness.expect("defined") - 2.0 / 3.0).abs() < 1e-12);
+        assert!((a.comprehensiveness.expect("defined") - 1.0 / 3.0).abs() < 1e-12);
+        assert!((a.relevance.expect("defined") - 4.0 / 9.0).abs() < 1e-12);
     }
 
     #[test]
@@ -245,7 +245,7 @@ mod tests {
         let empty = align(&[], &refs(&r3), 0.9);
         let full = align(&refs(&[at(0.0)]), &refs(&[at(1.0)]), 0.9);
         let all = [one, zero, empty, full];
-        let m = means(&all).unwrap();
+        let m = means(&all).expect("defined");
         assert!((m.conciseness - 0.5).abs() < 1e-12);
         assert!((m.comprehensiveness - 1.0 / 3.0).abs() < 1e-12);
         assert!((m.relevance - 0.375).abs() < 1e-12);
@@ -264,7 +264,7 @@ mod tests {
         let (a, b, c, d, e) = (at(0.0), at(60.0), at(90.0), at(45.0), at(10.0));
         let items =
             vec![(vec![a.as_slice(), b.as_slice()], vec![a.as_slice(), c.as_slice()]), (vec![d.as_slice()], vec![a.as_slice()]), (vec![e.as_slice()], vec![])];
-        let cal = calibrate_tau(&items).unwrap();
+        let cal = calibrate_tau(&items).expect("defined");
         let expect = (1.0 + 3f64.sqrt() / 2.0 + std::f64::consts::FRAC_1_SQRT_2) / 3.0;
         assert!((cal.mean - expect).abs() < 1e-6, "{cal:?}");
         assert_eq!(cal.tau, 0.8577);

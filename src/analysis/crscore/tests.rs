@@ -8,19 +8,19 @@ fn fixtures() -> PathBuf {
 }
 
 fn all_languages() -> CrscoreData {
-    CrscoreData::load(&fixtures()).unwrap()
+    CrscoreData::load(&fixtures()).expect("the study loads")
 }
 
 fn authors_values() -> BTreeMap<String, SystemScores> {
-    load_scores(&fixtures().join("human_eval_rel_scores_thresh_0.7314.json")).unwrap()
+    load_scores(&fixtures().join("human_eval_rel_scores_thresh_0.7314.json")).expect("the authors' values load")
 }
 
 fn r3(v: Option<f64>) -> String {
-    format!("{:.3}", v.unwrap())
+    format!("{:.3}", v.expect("defined"))
 }
 
 fn r4(v: Option<f64>) -> String {
-    format!("{:.4}", v.unwrap())
+    format!("{:.4}", v.expect("defined"))
 }
 
 #[test]
@@ -60,7 +60,7 @@ fn loads_the_study_with_the_authors_merge_rule() {
 
 #[test]
 fn python_and_java_alone_when_javascript_is_absent() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = tempfile::tempdir().expect("tempdir");
     for f in [
         "gpt-4o.jsonl",
         "py_marcus_review_qual_final.csv",
@@ -68,14 +68,14 @@ fn python_and_java_alone_when_javascript_is_absent() {
         "java_marcus_review_qual_final.csv",
         "java_atharva_review_qual_final.csv",
     ] {
-        std::fs::copy(fixtures().join(f), dir.path().join(f)).unwrap();
+        std::fs::copy(fixtures().join(f), dir.path().join(f)).expect("fixture copied");
     }
-    let data = CrscoreData::load(dir.path()).unwrap();
+    let data = CrscoreData::load(dir.path()).expect("the study loads");
     assert_eq!(data.languages, ["py", "java"]);
     assert_eq!(data.items.len(), 1764);
     assert_eq!(data, all_languages_restricted(&["py", "java"]));
 
-    std::fs::copy(fixtures().join("js_marcus_review_qual_final.csv"), dir.path().join("js_marcus_review_qual_final.csv")).unwrap();
+    std::fs::copy(fixtures().join("js_marcus_review_qual_final.csv"), dir.path().join("js_marcus_review_qual_final.csv")).expect("fixture copied");
     let err = CrscoreData::load(dir.path()).unwrap_err();
     assert!(matches!(err, CrscoreError::HalfLanguage { .. }), "{err}");
     assert!(err.to_string().contains("js_atharva_review_qual_final.csv"), "{err}");
@@ -85,14 +85,14 @@ fn python_and_java_alone_when_javascript_is_absent() {
 }
 
 fn all_languages_restricted(langs: &[&str]) -> CrscoreData {
-    CrscoreData::load_languages(&fixtures(), langs).unwrap()
+    CrscoreData::load_languages(&fixtures(), langs).expect("the study loads")
 }
 
 #[test]
 fn authors_values_reproduce_the_recomputed_figures() {
     // The authors' own CRScore values (mxbai-embed-large, τ = 0.7314) against the human
     // scores, all three languages, each dimension against human Rel (F).
-    let c = correlate_scores(&all_languages(), &authors_values()).unwrap();
+    let c = correlate_scores(&all_languages(), &authors_values()).expect("defined");
     assert_eq!((c.reviews, c.systems, c.unused_scores), (2619, 9, 0));
     let cl = &c.comment_level;
     assert_eq!((cl[0].dimension, cl[1].dimension, cl[2].dimension), ("conciseness", "comprehensiveness", "relevance"));
@@ -120,7 +120,7 @@ fn authors_values_reproduce_the_recomputed_figures() {
 fn authors_values_on_python_and_java_only() {
     // The shared reference holds Python and Java only: the first 196 values per system are
     // theirs, the last 95 (JavaScript) are unused.
-    let c = correlate_scores(&all_languages_restricted(&["py", "java"]), &authors_values()).unwrap();
+    let c = correlate_scores(&all_languages_restricted(&["py", "java"]), &authors_values()).expect("defined");
     assert_eq!((c.reviews, c.systems, c.unused_scores), (1764, 9, 9 * 95));
     let cl = &c.comment_level;
     assert_eq!(r4(cl[0].vs_human_relevance), "0.4686");
@@ -139,7 +139,7 @@ fn scores_must_cover_every_system() {
     values.remove("lstm");
     assert!(matches!(correlate_scores(&data, &values), Err(CrscoreError::MissingSystem { system }) if system == "lstm"));
     let mut values = authors_values();
-    values.get_mut("knn").unwrap().comprehensiveness.truncate(10);
+    values.get_mut("knn").expect("defined").comprehensiveness.truncate(10);
     let err = correlate_scores(&data, &values).unwrap_err();
     assert_eq!(err.to_string(), "scores: system `knn` has 10 `R` values, the study has 291 reviews of it");
 }
@@ -150,8 +150,8 @@ fn claims_of_every_response_are_numbered_points_without_headers() {
     let all: Vec<&String> = data.claims.values().flatten().collect();
     assert_eq!(all.len(), 1905);
     assert!(data.claims.values().all(|c| c.len() >= 2));
-    let header = regex::Regex::new(r"(?i)^[#*\s]*(summary of changes|implications)\b").unwrap();
-    let numbered = regex::Regex::new(r"^\d+[.)] ").unwrap();
+    let header = regex::Regex::new(r"(?i)^[#*\s]*(summary of changes|implications)\b").expect("valid regex");
+    let numbered = regex::Regex::new(r"^\d+[.)] ").expect("valid regex");
     for c in &all {
         assert!(!header.is_match(c), "{c}");
         assert!(!numbered.is_match(c), "{c}");
@@ -204,13 +204,13 @@ fn texts_are_every_sentence_and_claim_once() {
 fn evaluate_plumbs_embeddings_through_alignment_and_correlation() {
     let data = all_languages();
     let emb = toy_embeddings(&data);
-    let report = evaluate(&data, &emb, None).unwrap();
-    let cal = report.calibration.clone().unwrap();
+    let report = evaluate(&data, &emb, None).expect("defined");
+    let cal = report.calibration.clone().expect("defined");
     assert_eq!(report.tau, cal.tau);
     assert_eq!(cal.items + cal.skipped_items, data.references.iter().filter(|r| r.diff_id.is_some()).count());
     assert!(cal.tau > 0.0 && cal.tau < 1.0);
     // The report's correlations are those of its per-review scores.
-    let alignments = score_reviews(&data, &emb, report.tau).unwrap();
+    let alignments = score_reviews(&data, &emb, report.tau).expect("defined");
     let mut scores: BTreeMap<String, SystemScores> = BTreeMap::new();
     for (item, a) in data.items.iter().zip(&alignments) {
         let (p, r, f) = a.crscore_scores();
@@ -219,17 +219,17 @@ fn evaluate_plumbs_embeddings_through_alignment_and_correlation() {
         s.comprehensiveness.push(r);
         s.relevance.push(f);
     }
-    assert_eq!(report.correlations, correlate_scores(&data, &scores).unwrap());
-    assert_eq!(report.means.as_ref().unwrap().reviews, 2619);
+    assert_eq!(report.correlations, correlate_scores(&data, &scores).expect("defined"));
+    assert_eq!(report.means.as_ref().expect("defined").reviews, 2619);
     // An empty review has no sentences and scores 0.
-    let empty = data.items.iter().position(|i| i.review.is_empty()).unwrap();
+    let empty = data.items.iter().position(|i| i.review.is_empty()).expect("defined");
     assert_eq!(alignments[empty].sentences, 0);
     assert_eq!(alignments[empty].crscore_scores(), (0.0, 0.0, 0.0));
     // A given τ is used as is.
-    let given = evaluate(&data, &emb, Some(0.5)).unwrap();
+    let given = evaluate(&data, &emb, Some(0.5)).expect("defined");
     assert_eq!((given.tau, given.calibration.is_none()), (0.5, true));
     // Serializable and rendered.
-    let json = serde_json::to_value(&report).unwrap();
+    let json = serde_json::to_value(&report).expect("serializes");
     assert_eq!(json["published"]["recomputed_system"], 0.933);
     let md = report.to_markdown();
     assert!(md.contains("| Dimension | comment level vs human Rel |"), "{md}");
@@ -272,23 +272,23 @@ fn evaluate_on_a_hand_made_study() {
     }
     assert_eq!(texts(&data), ["c-x", "c-y", "c-z", "s-off", "s-x", "s-y", "s-z"]);
     // Calibration: the reference "s-x" best matches c-x at cos = 1/√1.01 = 0.99504 → τ 0.9950.
-    let report = evaluate(&data, &emb, None).unwrap();
+    let report = evaluate(&data, &emb, None).expect("defined");
     assert_eq!(report.tau, 0.995);
     // At τ 0.9: good/0 P 1 R 1; bad/0 (s-off: cos 1/√3 = .577) 0 0; good/1 1 1; bad/1 P 1/2 R 1 F 2/3.
-    let a = score_reviews(&data, &emb, 0.9).unwrap();
+    let a = score_reviews(&data, &emb, 0.9).expect("defined");
     let f: Vec<f64> = a.iter().map(|x| x.crscore_scores().2).collect();
     assert_eq!(&f[..3], &[1.0, 0.0, 1.0]);
     assert!((f[3] - 2.0 / 3.0).abs() < 1e-12);
-    let report = evaluate(&data, &emb, Some(0.9)).unwrap();
+    let report = evaluate(&data, &emb, Some(0.9)).expect("defined");
     let c = &report.correlations;
     // Relevance [1, 0, 1, 2/3] vs human Rel [5, 1, 4, 3]: ranks [3.5, 1, 3.5, 2] vs [4, 1, 3, 2];
     // means 2.5; d = [1, −1.5, 1, −.5] · [1.5, −1.5, .5, −.5] → Σ = 1.5 + 2.25 + .5 + .25 = 4.5;
     // Σdx² = 1 + 2.25 + 1 + .25 = 4.5, Σdy² = 2.25 + 2.25 + .25 + .25 = 5; ρ = 4.5/√22.5.
-    assert!((c.comment_level[2].vs_human_relevance.unwrap() - 4.5 / 22.5f64.sqrt()).abs() < 1e-12);
+    assert!((c.comment_level[2].vs_human_relevance.expect("defined") - 4.5 / 22.5f64.sqrt()).abs() < 1e-12);
     // Comprehensiveness has no human score here: no same-dimension pairs.
     assert_eq!((c.comment_level[1].vs_human_same, c.comment_level[1].items_same), (None, 0));
     // Two systems: good (F 1, human 4.5) above bad (F 1/3, human 2): ρ = 1.
-    assert!((c.system_level[2].vs_human_relevance.unwrap() - 1.0).abs() < 1e-12);
+    assert!((c.system_level[2].vs_human_relevance.expect("defined") - 1.0).abs() < 1e-12);
     assert_eq!(c.per_system[0].system, "good");
     assert_eq!(c.per_system[1].human_rel, 2.0);
 
