@@ -111,8 +111,7 @@ fn load_scoring(manifest: &Manifest, plan: &Plan) -> Result<Scoring, Error> {
         if let Some(tau) = o.tau {
             resources.tau = Some((tau, "given in the manifest (`tau`)".to_string()));
         }
-        if let (Some(path), Some(embedder)) = (&o.calibration, &manifest.scoring.embedder) {
-            let fingerprint = crate::judge::embed::Embedder::new(embedder.clone()).map_err(|e| Error::Scoring(e.to_string()))?.fingerprint();
+        if let (Some(path), Some(fingerprint)) = (&o.calibration, scorers.embedder_fingerprint()) {
             resources.tau = Some(crate::scoring::read_calibration(path, &fingerprint).map_err(Error::Scoring)?);
         }
         if let Some(path) = &o.anchor {

@@ -56,9 +56,9 @@ impl ExperimentScorers {
             .collect()
     }
 
-    /// The embedder's identity, as hashed into its keys.
-    pub fn embedder_identity(&self) -> Option<String> {
-        self.embedder.as_ref().map(|e| e.fingerprint().to_string())
+    /// The embedder's fingerprint, as hashed into its keys.
+    pub fn embedder_fingerprint(&self) -> Option<Value> {
+        self.embedder.as_ref().map(Embedder::fingerprint)
     }
 
     pub fn shuffle_seed(&self) -> u64 {
@@ -261,7 +261,7 @@ fn cost(value: &Value) -> StageCost {
         Value::Object(t) => t.values().filter_map(Value::as_u64).sum(),
         other => other.as_u64().unwrap_or(0),
     };
-    StageCost { tokens, seconds: value["seconds"].as_f64().unwrap_or(0.0), calls: 1 }
+    StageCost { tokens, seconds: value["seconds"].as_f64().unwrap_or(0.0) }
 }
 
 fn vote(value: &Value) -> Vote {
@@ -278,7 +278,11 @@ pub fn rqs_input<A, R>(plan: &Plan, view: &WalkView<'_, A, R>, scorers: &Experim
     let jury = scorers.jury();
     let mut input = RqsInput {
         judges: jury.clone(),
-        embedder: scorers.embedder_identity().zip(tau).map(|(identity, (tau, tau_source))| EmbedderInfo { identity, tau, tau_source }),
+        embedder: scorers.embedder_fingerprint().map(|f| f.to_string()).zip(tau).map(|(identity, (tau, tau_source))| EmbedderInfo {
+            identity,
+            tau,
+            tau_source,
+        }),
         shuffle_seed: scorers.shuffle_seed(),
         claims_model: scorers.claims_model(),
         analyzers: scorers.analyzers(),

@@ -56,14 +56,12 @@ pub struct EmbedderInfo {
 pub struct StageCost {
     pub tokens: u64,
     pub seconds: f64,
-    pub calls: u64,
 }
 
 impl StageCost {
     pub fn add(&mut self, other: StageCost) {
         self.tokens += other.tokens;
         self.seconds += other.seconds;
-        self.calls += other.calls;
     }
 }
 
@@ -701,7 +699,7 @@ mod tests {
             shuffle_seed: 7,
             ..Default::default()
         };
-        let cost = StageCost { tokens: 10, seconds: 1.5, calls: 1 };
+        let cost = StageCost { tokens: 10, seconds: 1.5 };
         rqs.runs.insert(
             RunId::new("model=smol-1", 1, "s1"),
             RunScoring {

@@ -540,7 +540,11 @@ impl<A, R> Walk<'_, A, R> {
                 self.emitter.emit(Event::StageDone { node: describe(n), calls: scored.values.len(), cached: scored.cached })
             }
             (n, State::Failed(error)) if is_scoring(n) => self.emitter.emit(Event::StageFailed { node: describe(n), error: error.clone() }),
-            (n, State::Skipped(reason)) if is_scoring(n) => self.emitter.emit(Event::StageFailed { node: describe(n), error: reason.to_string() }),
+            // An interrupted node is not a failure: the interruption is reported once, and
+            // running again completes it.
+            (n, State::Skipped(reason)) if is_scoring(n) && *reason != SkipReason::Interrupted => {
+                self.emitter.emit(Event::StageFailed { node: describe(n), error: reason.to_string() })
+            }
             _ => {}
         }
         self.states[node.index()] = state;
