@@ -26,6 +26,7 @@ pub mod report;
 pub mod reviewer;
 pub mod scoring;
 pub mod smells;
+pub mod stats;
 pub mod study;
 pub mod subject;
 pub mod text;

@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 
 /// Bottom to top; a module may import the modules of the layers before its own.
 const LAYERS: &[&[&str]] = &[
-    &["finding", "matrix", "config", "text"],
+    &["finding", "matrix", "config", "text", "stats"],
     &["subject", "rag"],
     &["ground_truth"],
     &["smells"],
