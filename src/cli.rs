@@ -91,6 +91,10 @@ pub(crate) struct ExecArgs {
     /// Refuse a plan of more runs than this.
     #[arg(long, value_name = "N", default_value_t = runner::plan::DEFAULT_MAX_RUNS)]
     pub max_runs: u64,
+    /// Also write a compact Markdown summary (verdict lines and cells) here, for a
+    /// pull-request comment or `$GITHUB_STEP_SUMMARY`.
+    #[arg(long, value_name = "PATH")]
+    pub summary: Option<PathBuf>,
     #[command(flatten)]
     pub locations: LocationArgs,
 }
@@ -123,6 +127,32 @@ pub(crate) struct DiffArgs {
     /// Print the comparison as JSON.
     #[arg(long)]
     pub json: bool,
+    /// Test one metric statistically instead of applying the keep rule: paired bootstrap
+    /// interval and sign-flip permutation test over subjects (recall, recall-with-partials,
+    /// precision, f1, noise, jaccard).
+    #[arg(long, value_name = "METRIC")]
+    pub metric: Option<String>,
+    /// With `--metric`: a difference smaller than this neither fails the gate nor counts as better.
+    #[arg(long, value_name = "X", default_value_t = 0.0, requires = "metric")]
+    pub min_effect: f64,
+    /// With `--metric`: the significance level (the interval's level is 1 − alpha).
+    #[arg(long, value_name = "A", default_value_t = 0.05, requires = "metric")]
+    pub alpha: f64,
+    /// With `--metric`: fail unless B is significantly better (not only when it is worse).
+    #[arg(long, requires = "metric")]
+    pub require_better: bool,
+    /// With `--metric`: bootstrap and permutation resamples.
+    #[arg(long, value_name = "N", default_value_t = 10_000, requires = "metric")]
+    pub resamples: usize,
+    /// With `--metric`: the resampling seed.
+    #[arg(long, value_name = "N", default_value_t = 0, requires = "metric")]
+    pub seed: u64,
+    /// With `--metric`: `bca` or `percentile` bootstrap interval.
+    #[arg(long, value_name = "METHOD", default_value = "bca", requires = "metric")]
+    pub interval: String,
+    /// Also write the gate's outcome as JUnit XML here (one test case per compared pair).
+    #[arg(long, value_name = "PATH")]
+    pub junit: Option<PathBuf>,
 }
 
 #[derive(Debug, Subcommand)]

@@ -64,6 +64,9 @@ pub enum Error {
     /// A command-line value that clap's types cannot check.
     #[error("`{flag}` must be {expected}, not `{value}`")]
     InvalidFlag { flag: String, value: String, expected: &'static str },
+    /// An output file the user asked for could not be written.
+    #[error("failed to write `{path}`: {source}")]
+    Write { path: std::path::PathBuf, source: std::io::Error },
     #[error("failed to start the async runtime: {0}")]
     Runtime(std::io::Error),
     /// The execution ended before its render node ran (it cannot be skipped: a bug if seen).

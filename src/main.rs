@@ -145,6 +145,13 @@ fn exec(args: ExecArgs) -> Result<Exit, Error> {
             eprintln!("error: --frozen: {} scoring nodes (judges, claims, smells, embeddings) are not in the cache", executed.scoring.not_cached);
         }
     }
+    if let Some(path) = &args.summary {
+        let results_json = prepared.manifest.report.output.join("results.json");
+        if executed.written.iter().any(|p| p == &results_json) {
+            let results = runner::report::model::Results::read(&results_json)?;
+            write_file(path, &runner::report::ci::summary_markdown(&results, &prepared.manifest.report.output.join("RESULTS.md").display().to_string()))?;
+        }
+    }
     if ending == Ending::Interrupted {
         eprintln!("interrupted: finished runs are cached; the reports were left as they were (an incomplete report never replaces them); run the same command again to complete the rest");
     }
@@ -420,6 +427,9 @@ fn diff(args: DiffArgs) -> Result<Exit, Error> {
     let results_file = |p: &Path| if p.is_dir() { p.join("results.json") } else { p.to_path_buf() };
     let a_path = results_file(&args.a);
     let b_path = args.b.as_deref().map(results_file).unwrap_or_else(|| a_path.clone());
+    if let Some(metric) = &args.metric {
+        return diff_metric(&args, metric, &a_path, &b_path);
+    }
     let a = diff::load_side(&a_path)?;
     let b = if b_path == a_path { a.clone() } else { diff::load_side(&b_path)? };
     let report = diff::compare(&a, &b, args.cell_a.as_deref(), args.cell_b.as_deref())?;
@@ -428,7 +438,58 @@ fn diff(args: DiffArgs) -> Result<Exit, Error> {
     } else {
         print!("{}", diff::render_text(&report));
     }
+    if let Some(path) = &args.junit {
+        write_file(path, &runner::report::ci::junit_keep(&report))?;
+    }
     Ok(if report.kept { Exit::Ok } else { Exit::Gate })
+}
+
+/// `runner diff --metric`: the statistical gate.
+fn diff_metric(args: &DiffArgs, metric: &str, a_path: &Path, b_path: &Path) -> Result<Exit, Error> {
+    use runner::analysis::spec::CompareMetric;
+    use runner::report::gate;
+    let metric = CompareMetric::parse(metric).ok_or_else(|| Error::InvalidFlag {
+        flag: "--metric".into(),
+        value: metric.to_string(),
+        expected: "recall, recall-with-partials, precision, f1, noise, findings or jaccard",
+    })?;
+    let interval = match args.interval.as_str() {
+        "bca" => runner::stats::IntervalMethod::Bca,
+        "percentile" => runner::stats::IntervalMethod::Percentile,
+        other => return Err(Error::InvalidFlag { flag: "--interval".into(), value: other.to_string(), expected: "`bca` or `percentile`" }),
+    };
+    if !(args.alpha > 0.0 && args.alpha < 1.0) {
+        return Err(Error::InvalidFlag { flag: "--alpha".into(), value: args.alpha.to_string(), expected: "between 0 and 1" });
+    }
+    let a = gate::load_metric(a_path, metric)?;
+    let b = if b_path == a_path { a.clone() } else { gate::load_metric(b_path, metric)? };
+    let options = gate::GateOptions {
+        metric,
+        min_effect: args.min_effect,
+        alpha: args.alpha,
+        require_better: args.require_better,
+        resamples: args.resamples.max(1),
+        seed: args.seed,
+        interval,
+    };
+    let report = gate::gate(&a, &b, args.cell_a.as_deref(), args.cell_b.as_deref(), &options)?;
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&report).unwrap_or_default());
+    } else {
+        print!("{}", gate::render_text(&report));
+    }
+    if let Some(path) = &args.junit {
+        write_file(path, &runner::report::ci::junit_gate(&report))?;
+    }
+    Ok(if report.passed { Exit::Ok } else { Exit::Gate })
+}
+
+/// Writes a file the user asked for, creating its directory.
+fn write_file(path: &Path, text: &str) -> Result<(), Error> {
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::create_dir_all(dir).map_err(|e| Error::Write { path: dir.to_path_buf(), source: e })?;
+    }
+    std::fs::write(path, text).map_err(|e| Error::Write { path: path.to_path_buf(), source: e })
 }
 
 fn cache(command: CacheCommand, locations: &LocationArgs) -> Result<Exit, Error> {

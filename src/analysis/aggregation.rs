@@ -104,7 +104,7 @@ pub fn compute(spec: &AnalysisSpec, input: &AnalysisInput<'_>) -> AnalysisResult
         title: String::new(),
         columns: [
             "Cell",
-            "Runs",
+            "Repeats",
             "Merged findings",
             "Single-run avg findings",
             "Union precision",
@@ -181,6 +181,7 @@ pub fn compute(spec: &AnalysisSpec, input: &AnalysisInput<'_>) -> AnalysisResult
         tables: vec![table],
         data: serde_json::json!({ "cells": cells_json }),
         notes,
+        headline: Vec::new(),
     }
 }
 
@@ -202,6 +203,7 @@ mod tests {
             oracle_rule: OracleRule::default(),
             adjudication: None,
             rqs: None,
+            compare: None,
         }
     }
 

@@ -131,6 +131,7 @@ pub fn compute(spec: &AnalysisSpec, input: &AnalysisInput<'_>) -> AnalysisResult
             "limitation": LIMITATION,
         }),
         notes,
+        headline: Vec::new(),
     }
 }
 

@@ -71,6 +71,7 @@ fn base_result(spec: &AnalysisSpec) -> AnalysisResult {
         tables: Vec::new(),
         data: serde_json::Value::Null,
         notes: Vec::new(),
+        headline: Vec::new(),
     }
 }
 

@@ -5,6 +5,7 @@ pub mod adjudication;
 pub mod aggregation;
 pub mod agreement;
 pub mod alignment;
+pub mod compare;
 pub mod context_level;
 pub mod cost;
 pub mod crscore;
@@ -272,6 +273,9 @@ pub struct AnalysisResult {
     /// The machine-readable result (the seed document's output JSON where it defines one).
     pub data: serde_json::Value,
     pub notes: Vec<String>,
+    /// Verdict lines that answer the experiment's question; RESULTS.md opens with them.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub headline: Vec<String>,
 }
 
 impl AnalysisResult {
@@ -286,6 +290,7 @@ impl AnalysisResult {
             tables: Vec::new(),
             data: serde_json::Value::Null,
             notes: Vec::new(),
+            headline: Vec::new(),
         }
     }
 }
@@ -313,6 +318,7 @@ pub fn compute(spec: &AnalysisSpec, input: &AnalysisInput<'_>) -> AnalysisResult
         AnalysisKind::ContextLevel => context_level::compute(spec, input),
         AnalysisKind::ReviewEval => crate::analysis::review_eval::compute(spec, input),
         AnalysisKind::Rqs => rqs::compute(spec, input),
+        AnalysisKind::Compare => compare::compute(spec, input),
     }
 }
 

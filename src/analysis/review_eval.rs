@@ -269,6 +269,7 @@ fn base_result(spec: &AnalysisSpec) -> AnalysisResult {
         tables: Vec::new(),
         data: serde_json::Value::Null,
         notes: Vec::new(),
+        headline: Vec::new(),
     }
 }
 
@@ -340,7 +341,7 @@ pub fn compute(spec: &AnalysisSpec, input: &AnalysisInput<'_>) -> AnalysisResult
 
 fn tables(oracle: &Oracle, cells: &[CellEval]) -> Vec<Table> {
     let with = |first: &[&str]| first.iter().copied().chain(SCORE_COLUMNS).map(String::from).collect::<Vec<_>>();
-    let mut per_cell = Table { title: "Per cell (all repeats)".into(), columns: with(&["Cell", "Runs"]), rows: Vec::new() };
+    let mut per_cell = Table { title: "Per cell (all repeats)".into(), columns: with(&["Cell", "Repeats"]), rows: Vec::new() };
     let mut per_run = Table { title: "Per run".into(), columns: with(&["Cell", "Repeat"]), rows: Vec::new() };
     let mut per_case = Table { title: "Per case (repeats summed)".into(), columns: with(&["Cell", "Case"]), rows: Vec::new() };
     let mut per_class = Table {

@@ -28,6 +28,104 @@ pub struct AnalysisSpec {
     /// RQS v2's own options (`kind = "rqs"`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub rqs: Option<RqsOptions>,
+    /// A paired comparison's options (`kind = "compare"`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub compare: Option<CompareOptions>,
+}
+
+/// A metric with a value per subject that a paired comparison can test.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, serde::Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum CompareMetric {
+    /// H2 recall: TP / (TP + FN) against the oracle.
+    Recall,
+    /// Seed 003: (found + partial) / oracle findings.
+    RecallWithPartials,
+    /// H2 precision: TP / (TP + FP).
+    Precision,
+    F1,
+    /// Seed 003: rejected extras / everything reported.
+    Noise,
+    /// Findings reported per run.
+    Findings,
+    /// A4: mean pairwise Jaccard between a subject's repeats.
+    Jaccard,
+}
+
+impl CompareMetric {
+    pub const ALL: [CompareMetric; 7] = [Self::Recall, Self::RecallWithPartials, Self::Precision, Self::F1, Self::Noise, Self::Findings, Self::Jaccard];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Recall => "recall",
+            Self::RecallWithPartials => "recall-with-partials",
+            Self::Precision => "precision",
+            Self::F1 => "f1",
+            Self::Noise => "noise",
+            Self::Findings => "findings",
+            Self::Jaccard => "jaccard",
+        }
+    }
+
+    pub fn parse(text: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|m| m.as_str() == text)
+    }
+
+    /// Whether a larger value is better (`None`: neither, e.g. how many findings).
+    pub fn higher_is_better(self) -> Option<bool> {
+        match self {
+            Self::Noise => Some(false),
+            Self::Findings => None,
+            _ => Some(true),
+        }
+    }
+
+    /// Whether the metric is computed against the oracle.
+    pub fn needs_oracle(self) -> bool {
+        !matches!(self, Self::Findings | Self::Jaccard)
+    }
+}
+
+/// The options of a `compare` analysis.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct CompareOptions {
+    /// Metrics compared, in table order (`metrics`).
+    pub metrics: Vec<CompareMetric>,
+    /// Metrics whose verdict lines open RESULTS.md (`headline`; default: recall, or the first metric).
+    pub headline: Vec<CompareMetric>,
+    /// The axis value every other value is compared with (`baseline`; default the first).
+    pub baseline: Option<String>,
+    /// Bootstrap and Monte Carlo permutation resamples (`resamples`).
+    pub resamples: usize,
+    /// The seed of both (`seed`).
+    pub seed: u64,
+    /// The significance level (`alpha`); the interval's level is 1 − alpha.
+    pub alpha: f64,
+    pub level: f64,
+    /// Differences smaller than this are not called (`min-effect`).
+    pub min_effect: f64,
+    /// `percentile` or `bca` (`interval`).
+    pub interval: crate::stats::IntervalMethod,
+    /// The rule A4 Jaccard matches findings between repeats with.
+    #[serde(skip)]
+    pub matching: MatchRule,
+}
+
+impl Default for CompareOptions {
+    fn default() -> Self {
+        Self {
+            metrics: vec![CompareMetric::Recall, CompareMetric::Precision, CompareMetric::F1, CompareMetric::Noise, CompareMetric::Findings],
+            headline: vec![CompareMetric::Recall],
+            baseline: None,
+            resamples: 10_000,
+            seed: 0,
+            alpha: 0.05,
+            level: 0.95,
+            min_effect: 0.0,
+            interval: crate::stats::IntervalMethod::Bca,
+            matching: MatchRule::default(),
+        }
+    }
 }
 
 /// The options of an `rqs` analysis.
@@ -73,10 +171,13 @@ pub enum AnalysisKind {
     /// Seed 001: RQS v2 — jury validity and actionability, pseudo-reference alignment,
     /// severity-weighted recall, cost and the headline.
     Rqs,
+    /// Paired statistics between the values of an axis: bootstrap intervals, permutation and
+    /// McNemar tests, Holm-corrected, with a verdict.
+    Compare,
 }
 
 impl AnalysisKind {
-    pub const ALL: [AnalysisKind; 13] = [
+    pub const ALL: [AnalysisKind; 14] = [
         Self::Overlap,
         Self::Latency,
         Self::Repeatability,
@@ -90,6 +191,7 @@ impl AnalysisKind {
         Self::ContextLevel,
         Self::ReviewEval,
         Self::Rqs,
+        Self::Compare,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -107,6 +209,7 @@ impl AnalysisKind {
             Self::ContextLevel => "context-level",
             Self::ReviewEval => "review-eval",
             Self::Rqs => "rqs",
+            Self::Compare => "compare",
         }
     }
 
@@ -116,7 +219,7 @@ impl AnalysisKind {
 
     /// Kinds that match findings to an oracle and read the oracle-matching keys.
     pub fn uses_oracle(self) -> bool {
-        matches!(self, Self::Fixture | Self::Aggregation | Self::ReviewEval | Self::Rqs)
+        matches!(self, Self::Fixture | Self::Aggregation | Self::ReviewEval | Self::Rqs | Self::Compare)
     }
 }
 
@@ -204,6 +307,14 @@ pub fn read_analysis(t: &TableReader<'_, '_>, axes: &BTreeSet<String>, base_dir:
             "calibration",
             "anchor",
             "shuffle-seed",
+            "metrics",
+            "headline",
+            "baseline",
+            "resamples",
+            "seed",
+            "alpha",
+            "min-effect",
+            "interval",
         ] {
             t.allow(key);
         }
@@ -276,7 +387,76 @@ pub fn read_analysis(t: &TableReader<'_, '_>, axes: &BTreeSet<String>, base_dir:
             shuffle_seed: t.integer("shuffle-seed", 0, i64::MAX).map_or(0, |n| *n.get_ref() as u64),
         }
     });
-    Some(AnalysisSpec { kind, title, axis, matching, oracle_rule, adjudication, rqs })
+    let compare = (kind == AnalysisKind::Compare).then(|| read_compare(t, axis.as_deref(), &matching));
+    Some(AnalysisSpec { kind, title, axis, matching, oracle_rule, adjudication, rqs, compare })
+}
+
+/// The options of a `compare` analysis; a `baseline` must be a value of its axis.
+fn read_compare(t: &TableReader<'_, '_>, axis: Option<&str>, matching: &MatchRule) -> CompareOptions {
+    let problems = t.problems();
+    let mut options = CompareOptions { matching: *matching, ..CompareOptions::default() };
+    let read_metrics = |key: &str| -> Option<Vec<CompareMetric>> {
+        let list = t.strings(key)?;
+        let mut out = Vec::new();
+        for m in list {
+            match CompareMetric::parse(m.get_ref()) {
+                Some(metric) if !out.contains(&metric) => out.push(metric),
+                Some(_) => problems.push(m.span(), format!("metric `{}` is listed twice", m.get_ref())),
+                None => {
+                    let all: Vec<&str> = CompareMetric::ALL.iter().map(|m| m.as_str()).collect();
+                    let help = match did_you_mean(m.get_ref(), all.iter().copied()) {
+                        Some(best) => format!("did you mean `{best}`? (metrics: {})", all.join(", ")),
+                        None => format!("metrics: {}", all.join(", ")),
+                    };
+                    problems.push_with_help(m.span(), format!("unknown metric `{}`", m.get_ref()), help);
+                }
+            }
+        }
+        Some(out)
+    };
+    if let Some(metrics) = read_metrics("metrics") {
+        if metrics.is_empty() {
+            problems.push(t.span(), "analysis `compare` lists no `metrics`");
+        }
+        options.metrics = metrics;
+    }
+    options.headline = match read_metrics("headline") {
+        Some(h) => {
+            if let Some(stray) = h.iter().find(|m| !options.metrics.contains(m)) {
+                problems.push(t.key_span("headline").unwrap_or_else(|| t.span()), format!("headline metric `{}` is not among `metrics`", stray.as_str()));
+            }
+            h
+        }
+        None if options.metrics.contains(&CompareMetric::Recall) => vec![CompareMetric::Recall],
+        None => options.metrics.first().copied().into_iter().collect(),
+    };
+    if let Some(b) = t.string("baseline") {
+        if axis.is_none() {
+            problems.push(b.span(), "`baseline` names a value of `axis`; add the `axis` compared");
+        }
+        options.baseline = Some(b.into_inner());
+    }
+    if let Some(n) = t.integer("resamples", 100, 10_000_000) {
+        options.resamples = *n.get_ref() as usize;
+    }
+    if let Some(n) = t.integer("seed", 0, i64::MAX) {
+        options.seed = *n.get_ref() as u64;
+    }
+    if let Some(a) = t.float("alpha", 0.0001, 0.5) {
+        options.alpha = *a.get_ref();
+        options.level = 1.0 - options.alpha;
+    }
+    if let Some(m) = t.float("min-effect", 0.0, 1e9) {
+        options.min_effect = *m.get_ref();
+    }
+    if let Some(i) = t.string("interval") {
+        match i.get_ref().as_str() {
+            "percentile" => options.interval = crate::stats::IntervalMethod::Percentile,
+            "bca" => options.interval = crate::stats::IntervalMethod::Bca,
+            other => problems.push_with_help(i.span(), format!("unknown interval method `{other}`"), "methods: bca (default), percentile"),
+        }
+    }
+    options
 }
 
 /// The oracle-matching keys of `fixture`, `aggregation` and `review-eval`: `line-tolerance`

@@ -27,6 +27,10 @@ pub enum DiffError {
     UnknownCell { path: PathBuf, cell: String, known: String },
     #[error("cannot tell which cells to compare ({reason}); name them with `--cell-a` and `--cell-b`")]
     Ambiguous { reason: String },
+    #[error("`{path}` has no per-subject values of `{metric}`: add `[[analysis]] kind = \"compare\"` with `metrics = [\"{metric}\"]` (or a review-eval analysis, for oracle metrics) to the experiment and run it again")]
+    NoMetric { path: PathBuf, metric: String },
+    #[error("metric `{0}` has no better direction to gate on; gate on recall, recall-with-partials, precision, f1, noise or jaccard")]
+    NoDirection(String),
 }
 
 /// One side of a comparison.

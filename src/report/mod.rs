@@ -1,7 +1,9 @@
 //! Reports: the results model, template rendering, and the reporters that consume engine
 //! events (progress bars, NDJSON, the end-of-execution summary).
 
+pub mod ci;
 pub mod diff;
+pub mod gate;
 pub mod model;
 pub mod progress;
 pub mod render;
@@ -143,6 +145,7 @@ pub fn build_results(
             description: manifest.experiment.description.trim().to_string(),
             manifest: manifest_label.to_string(),
         },
+        summary: analyses.iter().flat_map(|a| a.headline.iter().cloned()).collect(),
         matrix: MatrixInfo {
             axes: manifest.matrix.axes.iter().map(|a| AxisInfo { name: a.name.clone(), values: a.values.iter().map(|v| v.render()).collect() }).collect(),
             repeat: manifest.matrix.repeat,
@@ -156,6 +159,16 @@ pub fn build_results(
             description,
             subjects: plan.subjects.keys().cloned().collect(),
             unsealed_holdout: plan.subjects.values().filter(|s| s.holdout).map(|s| s.id.clone()).collect(),
+            revisions: plan
+                .subjects
+                .values()
+                .filter_map(|s| match &s.source {
+                    crate::subject::SubjectSource::Git { base_sha, head_sha, .. } | crate::subject::SubjectSource::Eval { base_sha, head_sha, .. } => {
+                        Some(Revision { subject: s.id.clone(), base: base_sha.clone(), head: head_sha.clone() })
+                    }
+                    crate::subject::SubjectSource::Case(_) => None,
+                })
+                .collect(),
         },
         provenance: group_provenance(provenance),
         totals,

@@ -53,6 +53,9 @@ impl Results {
 pub struct Results {
     pub schema_version: u32,
     pub experiment: ExperimentInfo,
+    /// The verdict lines of the experiment's comparisons, RESULTS.md's opening summary.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub summary: Vec<String>,
     pub matrix: MatrixInfo,
     pub reviewer: ReviewerInfo,
     pub target: TargetInfo,
@@ -112,6 +115,17 @@ pub struct TargetInfo {
     pub subjects: Vec<String>,
     /// Holdout cases this experiment ran because its manifest unsealed them.
     pub unsealed_holdout: Vec<String>,
+    /// The resolved commits of git and eval subjects, so a reader sees exactly what was reviewed.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub revisions: Vec<Revision>,
+}
+
+/// One subject's resolved range.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Revision {
+    pub subject: String,
+    pub base: String,
+    pub head: String,
 }
 
 /// What kind of subjects the experiment reviewed.

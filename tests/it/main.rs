@@ -3,6 +3,7 @@
 
 mod bundled;
 mod command_reviewer;
+mod comparisons;
 mod embed_real_server;
 mod exec_corpus;
 mod git_target;

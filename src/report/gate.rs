@@ -1,0 +1,252 @@
+//! `runner diff A B --metric M`: the statistical gate. Two executions' (or two cells') values
+//! of one metric per subject, read from results.json, are paired and tested exactly as the
+//! `compare` analysis tests them; the gate fails when B is significantly worse, or, with
+//! `--require-better`, when it is not significantly better.
+//!
+//! Per-subject values come from a `compare` analysis's data when the results hold one for the
+//! metric, else from the review-eval analysis's per-case counts (recall, recall with partials,
+//! precision, F1, noise), pooled over each cell's repeats as `compare` pools them.
+
+use super::diff::DiffError;
+use crate::analysis::compare::{self, correct_and_conclude, CellMetrics, CompareData, Comparison, Conclusion, MetricValues};
+use crate::analysis::matching::MatchCounts;
+use crate::analysis::review_eval::ReviewEvalData;
+use crate::analysis::spec::{AnalysisKind, CompareMetric, CompareOptions};
+use serde::Serialize;
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+
+/// What the gate tests and how strictly.
+#[derive(Debug, Clone)]
+pub struct GateOptions {
+    pub metric: CompareMetric,
+    /// A difference smaller than this neither fails nor passes `--require-better`.
+    pub min_effect: f64,
+    pub alpha: f64,
+    pub require_better: bool,
+    pub resamples: usize,
+    pub seed: u64,
+    pub interval: crate::stats::IntervalMethod,
+}
+
+/// One side's per-subject values of the metric, per cell.
+#[derive(Debug, Clone)]
+pub struct MetricSide {
+    pub path: PathBuf,
+    /// Where the values came from (`compare analysis`, `review-eval analysis`).
+    pub source: &'static str,
+    pub cells: Vec<CellMetrics>,
+}
+
+/// Reads the per-subject values of `metric` from a results.json.
+pub fn load_metric(path: &Path, metric: CompareMetric) -> Result<MetricSide, DiffError> {
+    let results = super::model::Results::read(path)?;
+    let parse = |what: &str, e: serde_json::Error| DiffError::Parse { path: path.to_path_buf(), message: format!("{what} data: {e}") };
+    for analysis in results.analyses.iter().filter(|a| a.kind == AnalysisKind::Compare && !a.data.is_null()) {
+        let data: CompareData = analysis.data_as().map_err(|e| parse("compare", e))?;
+        if data.cells.iter().any(|c| c.metrics.contains_key(metric.as_str())) {
+            return Ok(MetricSide { path: path.to_path_buf(), source: "compare analysis", cells: data.cells });
+        }
+    }
+    if metric.needs_oracle() {
+        if let Some(analysis) = results.analyses.iter().find(|a| a.kind == AnalysisKind::ReviewEval && !a.data.is_null()) {
+            let data: ReviewEvalData = analysis.data_as().map_err(|e| parse("review-eval", e))?;
+            return Ok(MetricSide { path: path.to_path_buf(), source: "review-eval analysis", cells: from_review_eval(&data, metric) });
+        }
+    }
+    Err(DiffError::NoMetric { path: path.to_path_buf(), metric: metric.as_str().to_string() })
+}
+
+/// Per-subject values from seed 003's per-case counts: a case pools its repeats, a repeat
+/// pools its cases.
+fn from_review_eval(data: &ReviewEvalData, metric: CompareMetric) -> Vec<CellMetrics> {
+    data.cells
+        .iter()
+        .map(|cell| {
+            let mut by_case: BTreeMap<&str, MatchCounts> = BTreeMap::new();
+            let mut repeats = Vec::new();
+            for run in &cell.runs {
+                let mut in_run = MatchCounts::default();
+                for case in &run.cases {
+                    *by_case.entry(case.case.as_str()).or_default() += case.scores.counts;
+                    in_run += case.scores.counts;
+                }
+                repeats.extend(compare::metric_from_counts(metric, &in_run));
+            }
+            let values = MetricValues {
+                subjects: by_case.into_iter().filter_map(|(k, c)| compare::metric_from_counts(metric, &c).map(|v| (k.to_string(), v))).collect(),
+                repeat_sd: crate::stats::sample_std_dev(&repeats),
+                repeats,
+            };
+            CellMetrics { cell: cell.cell.clone(), values: cell.values.clone(), metrics: BTreeMap::from([(metric.as_str().to_string(), values)]) }
+        })
+        .collect()
+}
+
+/// One tested pair of cells and whether it fails the gate.
+#[derive(Debug, Clone, Serialize)]
+pub struct GateRow {
+    #[serde(flatten)]
+    pub comparison: Comparison,
+    pub fails: bool,
+}
+
+/// The gate's verdict.
+#[derive(Debug, Clone, Serialize)]
+pub struct GateReport {
+    pub a: String,
+    pub b: String,
+    pub source_a: &'static str,
+    pub source_b: &'static str,
+    pub metric: CompareMetric,
+    pub rule: String,
+    pub pairs: Vec<GateRow>,
+    pub passed: bool,
+}
+
+fn find<'a>(side: &'a MetricSide, id: &str) -> Result<&'a CellMetrics, DiffError> {
+    side.cells.iter().find(|c| c.cell == id).ok_or_else(|| DiffError::UnknownCell {
+        path: side.path.clone(),
+        cell: id.to_string(),
+        known: side.cells.iter().map(|c| format!("`{}`", c.cell)).collect::<Vec<_>>().join(", "),
+    })
+}
+
+/// The cells compared, chosen as `runner diff` chooses them: as named, else the only cell of
+/// each side, else the cells with the same id on both sides.
+fn pairs<'a>(a: &'a MetricSide, b: &'a MetricSide, cell_a: Option<&str>, cell_b: Option<&str>) -> Result<Vec<(&'a CellMetrics, &'a CellMetrics)>, DiffError> {
+    Ok(match (cell_a.or(cell_b), cell_b.or(cell_a)) {
+        (Some(x), Some(y)) => vec![(find(a, x)?, find(b, y)?)],
+        _ => match (a.cells.as_slice(), b.cells.as_slice()) {
+            ([x], [y]) if a.path != b.path => vec![(x, y)],
+            _ if a.path == b.path => return Err(DiffError::Ambiguous { reason: "both sides are the same results file".into() }),
+            _ => {
+                let pairs: Vec<_> = a.cells.iter().filter_map(|x| b.cells.iter().find(|y| y.cell == x.cell).map(|y| (x, y))).collect();
+                if pairs.is_empty() {
+                    return Err(DiffError::Ambiguous { reason: "the two executions share no cell id".into() });
+                }
+                pairs
+            }
+        },
+    })
+}
+
+/// Tests B against A on every pair of cells.
+pub fn gate(a: &MetricSide, b: &MetricSide, cell_a: Option<&str>, cell_b: Option<&str>, options: &GateOptions) -> Result<GateReport, DiffError> {
+    if options.metric.higher_is_better().is_none() {
+        return Err(DiffError::NoDirection(options.metric.as_str().to_string()));
+    }
+    let compare_options = CompareOptions {
+        metrics: vec![options.metric],
+        headline: vec![options.metric],
+        resamples: options.resamples,
+        seed: options.seed,
+        alpha: options.alpha,
+        level: 1.0 - options.alpha,
+        min_effect: options.min_effect,
+        interval: options.interval,
+        ..CompareOptions::default()
+    };
+    let empty = MetricValues::default();
+    let mut comparisons: Vec<Comparison> = pairs(a, b, cell_a, cell_b)?
+        .into_iter()
+        .map(|(x, y)| {
+            let xv = x.metrics.get(options.metric.as_str()).unwrap_or(&empty);
+            let yv = y.metrics.get(options.metric.as_str()).unwrap_or(&empty);
+            let (xl, yl) = if a.path == b.path { (x.cell.clone(), y.cell.clone()) } else { (format!("A {}", x.cell), format!("B {}", y.cell)) };
+            compare::compare_values(options.metric, xv, yv, &compare_options, String::new(), (&x.cell, &y.cell), (&xl, &yl))
+        })
+        .collect();
+    correct_and_conclude(&mut comparisons, options.alpha, options.min_effect);
+    let rows: Vec<GateRow> = comparisons
+        .into_iter()
+        .map(|c| {
+            let fails = match c.conclusion {
+                Conclusion::Worse => true,
+                Conclusion::Better => false,
+                _ => options.require_better,
+            };
+            GateRow { comparison: c, fails }
+        })
+        .collect();
+    let rule = format!(
+        "fail when B is significantly worse{} (Holm-corrected p < {}, {:.0}% interval excluding 0{})",
+        if options.require_better { ", or not significantly better" } else { "" },
+        options.alpha,
+        (1.0 - options.alpha) * 100.0,
+        if options.min_effect > 0.0 { format!(", |B − A| ≥ {}", options.min_effect) } else { String::new() }
+    );
+    Ok(GateReport {
+        a: a.path.display().to_string(),
+        b: b.path.display().to_string(),
+        source_a: a.source,
+        source_b: b.source,
+        metric: options.metric,
+        rule,
+        passed: rows.iter().all(|r| !r.fails),
+        pairs: rows,
+    })
+}
+
+/// The gate's report for a terminal or a CI log.
+pub fn render_text(report: &GateReport) -> String {
+    let mut out = String::new();
+    let _ = writeln!(out, "A: {} ({})", report.a, report.source_a);
+    let _ = writeln!(out, "B: {} ({})", report.b, report.source_b);
+    let _ = writeln!(out, "Rule: {}", report.rule);
+    for row in &report.pairs {
+        let _ = writeln!(out, "{}{}", if row.fails { "FAIL " } else { "ok   " }, compare::verdict_line(&row.comparison, 3).replace("**", ""));
+    }
+    let _ = writeln!(out, "{}", if report.passed { "Gate passed." } else { "Gate failed." });
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn side(path: &str, cell: &str, values: &[f64]) -> MetricSide {
+        let subjects = values.iter().enumerate().map(|(i, v)| (format!("c{i:02}"), *v)).collect();
+        let metrics = BTreeMap::from([("recall".to_string(), MetricValues { subjects, repeats: Vec::new(), repeat_sd: None })]);
+        MetricSide { path: PathBuf::from(path), source: "compare analysis", cells: vec![CellMetrics { cell: cell.into(), values: BTreeMap::new(), metrics }] }
+    }
+
+    fn options(require_better: bool) -> GateOptions {
+        GateOptions {
+            metric: CompareMetric::Recall,
+            min_effect: 0.0,
+            alpha: 0.05,
+            require_better,
+            resamples: 10_000,
+            seed: 0,
+            interval: crate::stats::IntervalMethod::Percentile,
+        }
+    }
+
+    #[test]
+    fn a_significant_drop_fails_and_no_change_fails_only_when_better_is_required() {
+        let a = side("a/results.json", "x", &[1.0; 12]);
+        let worse = side("b/results.json", "x", &[0.0; 12]);
+        let report = gate(&a, &worse, None, None, &options(false)).expect("gate");
+        assert!(!report.passed);
+        assert_eq!(report.pairs[0].comparison.conclusion, Conclusion::Worse);
+        // Every one of 12 subjects fell by 1: 2 of 4096 sign patterns are as extreme.
+        let p = report.pairs[0].comparison.test.expect("tested").p_value;
+        assert!((p - 2.0 / 4096.0).abs() < 1e-12, "{p}");
+        assert!(render_text(&report).contains("FAIL recall, `B x` − `A x` = -1.000"), "{}", render_text(&report));
+        let same = side("b/results.json", "x", &[1.0; 12]);
+        assert!(gate(&a, &same, None, None, &options(false)).expect("gate").passed);
+        assert!(!gate(&a, &same, None, None, &options(true)).expect("gate").passed);
+        let better = gate(&worse, &a, None, None, &options(true)).expect("gate");
+        assert!(better.passed, "{}", render_text(&better));
+    }
+
+    #[test]
+    fn a_metric_without_a_direction_cannot_gate() {
+        let a = side("a/results.json", "x", &[1.0]);
+        let mut o = options(false);
+        o.metric = CompareMetric::Findings;
+        assert!(matches!(gate(&a, &a, Some("x"), Some("x"), &o), Err(DiffError::NoDirection(_))));
+    }
+}
