@@ -257,7 +257,9 @@ impl exec::Conclusions for ExperimentConclusions<'_> {
         let scopes: Option<BTreeMap<String, DiffScope>> = (spec.kind == AnalysisKind::ContextLevel)
             .then(|| view.subjects().into_iter().map(|(id, s)| (id.to_string(), DiffScope::from_files(&s.files))).collect());
         let outcomes = view.runs();
-        let rqs = match (&prepared.scorers, prepared.rqs.get(&index)) {
+        // A comparison of RQS v2 metrics reads the scoring stages as the (first) rqs analysis does.
+        let resources = prepared.rqs.get(&index).or_else(|| spec.reads_scoring().then(|| prepared.rqs.values().next()).flatten());
+        let rqs = match (&prepared.scorers, resources) {
             (Some(scorers), Some(resources)) => {
                 let mut input = crate::scoring::rqs_input(&prepared.plan, view, scorers, resources.tau.clone());
                 input.anchor = resources.anchor.clone();

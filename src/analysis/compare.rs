@@ -10,6 +10,7 @@
 
 use crate::analysis::matching::{adjudicate, score_runs, MatchCounts, ScoredRun, Verdict};
 use crate::analysis::repeatability::jaccard;
+use crate::analysis::rqs::{RqsScores, RunPart, RunParts};
 use crate::analysis::spec::{AnalysisSpec, CompareMetric, CompareOptions};
 use crate::analysis::{AnalysisInput, AnalysisResult, RunView, Table, TableCell};
 use crate::matrix::Cell;
@@ -166,9 +167,21 @@ fn group_runs<'r, 'a>(runs: impl Iterator<Item = &'r RunView<'a>>) -> CellRuns<'
     out
 }
 
+/// What the metrics are computed from: each run's oracle counts and RQS v2 part, by
+/// (cell, repeat, subject).
+struct Sources<'o> {
+    counts: BTreeMap<(String, u32, String), MatchCounts>,
+    rqs: BTreeMap<(String, u32, String), RunPart>,
+    options: &'o CompareOptions,
+}
+
+fn run_key(run: &RunView<'_>) -> (String, u32, String) {
+    (run.cell.id.clone(), run.repeat, run.subject.to_string())
+}
+
 /// A metric over a set of runs (one subject's repeats, or one repeat's subjects): counts are
 /// pooled over the runs, so a rate is one ratio of sums.
-fn metric_of(metric: CompareMetric, runs: &[&RunView<'_>], counts: &BTreeMap<(String, u32, String), MatchCounts>, options: &CompareOptions) -> Option<f64> {
+fn metric_of(metric: CompareMetric, runs: &[&RunView<'_>], sources: &Sources<'_>) -> Option<f64> {
     if runs.is_empty() {
         return None;
     }
@@ -176,7 +189,7 @@ fn metric_of(metric: CompareMetric, runs: &[&RunView<'_>], counts: &BTreeMap<(St
         let mut sum = MatchCounts::default();
         let mut any = false;
         for run in runs {
-            if let Some(c) = counts.get(&(run.cell.id.clone(), run.repeat, run.subject.to_string())) {
+            if let Some(c) = sources.counts.get(&run_key(run)) {
                 sum += *c;
                 any = true;
             }
@@ -194,11 +207,33 @@ fn metric_of(metric: CompareMetric, runs: &[&RunView<'_>], counts: &BTreeMap<(St
             let mut pairs = 0usize;
             for i in 0..runs.len() {
                 for j in i + 1..runs.len() {
-                    total += jaccard(runs[i].findings, runs[j].findings, &options.matching);
+                    total += jaccard(runs[i].findings, runs[j].findings, &sources.options.matching);
                     pairs += 1;
                 }
             }
             (pairs > 0).then(|| total / pairs as f64)
+        }
+        CompareMetric::RqsHeadline
+        | CompareMetric::WeightedRecall
+        | CompareMetric::JuryPrecision
+        | CompareMetric::Actionability
+        | CompareMetric::Conciseness
+        | CompareMetric::Comprehensiveness
+        | CompareMetric::Relevance => {
+            let parts: Vec<RunPart> = runs.iter().filter_map(|r| sources.rqs.get(&run_key(r)).copied()).collect();
+            if parts.is_empty() {
+                return None;
+            }
+            let scores = RqsScores::of(&parts);
+            match metric {
+                CompareMetric::RqsHeadline => scores.headline,
+                CompareMetric::WeightedRecall => scores.weighted_recall,
+                CompareMetric::JuryPrecision => scores.precision_jury,
+                CompareMetric::Actionability => scores.actionability,
+                CompareMetric::Conciseness => scores.conciseness,
+                CompareMetric::Comprehensiveness => scores.comprehensiveness,
+                _ => scores.relevance,
+            }
         }
     }
 }
@@ -212,17 +247,17 @@ pub fn metric_from_counts(metric: CompareMetric, c: &MatchCounts) -> Option<f64>
         CompareMetric::Precision => c.precision(),
         CompareMetric::F1 => c.f1(),
         CompareMetric::Noise => c.noise(),
-        CompareMetric::Findings | CompareMetric::Jaccard => None,
+        _ => None,
     }
 }
 
 /// Every compared metric of one cell.
-fn cell_metrics(cell: &Cell, runs: &CellRuns<'_, '_>, counts: &BTreeMap<(String, u32, String), MatchCounts>, options: &CompareOptions) -> CellMetrics {
+fn cell_metrics(cell: &Cell, runs: &CellRuns<'_, '_>, sources: &Sources<'_>) -> CellMetrics {
     let mut metrics = BTreeMap::new();
-    for &metric in &options.metrics {
+    for &metric in &sources.options.metrics {
         let mut values = MetricValues::default();
         for (subject, subject_runs) in &runs.by_subject {
-            if let Some(v) = metric_of(metric, subject_runs, counts, options) {
+            if let Some(v) = metric_of(metric, subject_runs, sources) {
                 values.subjects.insert(subject.to_string(), v);
             }
         }
@@ -233,7 +268,7 @@ fn cell_metrics(cell: &Cell, runs: &CellRuns<'_, '_>, counts: &BTreeMap<(String,
                 .by_repeat
                 .values()
                 .filter_map(|r| {
-                    let per_subject: Vec<f64> = r.iter().filter_map(|run| metric_of(metric, &[*run], counts, options)).collect();
+                    let per_subject: Vec<f64> = r.iter().filter_map(|run| metric_of(metric, &[*run], sources)).collect();
                     stats::mean(&per_subject)
                 })
                 .collect();
@@ -377,13 +412,16 @@ fn cell_pairs<'c>(input: &AnalysisInput<'c>, options: &CompareOptions, axis: Opt
                 }
                 groups.entry(key).or_default().push(cell);
             }
+            // The group is named by the other axes that vary; a single-valued axis says nothing.
+            let varying: Vec<&String> =
+                input.axis_order.iter().filter(|name| name.as_str() != axis && crate::analysis::axis_values(input, name).len() > 1).collect();
             for key in order {
                 let cells = &groups[&key];
                 let value_of = |c: &Cell| c.get(axis).map(|v| v.render()).unwrap_or_default();
                 let Some(a) = cells.iter().find(|c| value_of(c) == baseline) else { continue };
+                let group = varying.iter().filter_map(|name| a.get(name).map(|v| format!("{name}={}", v.render()))).collect::<Vec<_>>().join(",");
                 for b in cells.iter().filter(|c| value_of(c) != baseline) {
-                    let group = if key == "all" || key.is_empty() { String::new() } else { key.clone() };
-                    out.push((group, *a, *b, baseline.clone(), value_of(b)));
+                    out.push((group.clone(), *a, *b, baseline.clone(), value_of(b)));
                 }
             }
         }
@@ -474,16 +512,27 @@ pub fn compute(spec: &AnalysisSpec, input: &AnalysisInput<'_>) -> AnalysisResult
             }
         }
     }
-    let counts = oracle_counts(&scored);
-    let metrics: Vec<CompareMetric> = options.metrics.iter().copied().filter(|m| !m.needs_oracle() || input.oracle.is_some()).collect();
+    if input.rqs.is_none() && options.metrics.iter().any(|m| m.needs_scoring()) {
+        result.notes.push("No RQS v2 scoring stages: the RQS metrics are left out (add an `rqs` analysis with its judges and embedder).".into());
+    }
+    let metrics: Vec<CompareMetric> =
+        options.metrics.iter().copied().filter(|m| (!m.needs_oracle() || input.oracle.is_some()) && (!m.needs_scoring() || input.rqs.is_some())).collect();
     let options = CompareOptions { metrics, ..options };
+    let rqs_parts = match input.rqs {
+        Some(rqs) if options.metrics.iter().any(|m| m.needs_scoring()) => {
+            let parts = RunParts::new(input, rqs, &spec.oracle_rule);
+            input.runs.iter().map(|r| (run_key(r), parts.of(r))).collect()
+        }
+        _ => BTreeMap::new(),
+    };
+    let sources = Sources { counts: oracle_counts(&scored), rqs: rqs_parts, options: &options };
 
     let mut cells = Vec::new();
     let mut by_id: BTreeMap<&str, usize> = BTreeMap::new();
     for cell in input.cells {
         let runs = group_runs(crate::analysis::runs_of(input, cell));
         by_id.insert(cell.id.as_str(), cells.len());
-        cells.push(cell_metrics(cell, &runs, &counts, &options));
+        cells.push(cell_metrics(cell, &runs, &sources));
     }
 
     let pairs = cell_pairs(input, &options, axis);
@@ -540,9 +589,13 @@ pub fn compute(spec: &AnalysisSpec, input: &AnalysisInput<'_>) -> AnalysisResult
     result.tables = tables(&comparisons, &finding_pairs, &options);
     result.headline = comparisons.iter().filter(|c| options.headline.contains(&c.metric)).map(|c| verdict_line(c, 3)).collect();
     if comparisons.is_empty() {
-        result.notes.push(match axis {
-            Some(a) => format!("Nothing to compare: no two cells differ only in `{a}`."),
-            None => "Nothing to compare: the matrix has one cell.".to_string(),
+        let values = axis.map(|a| crate::analysis::axis_values(input, a)).unwrap_or_default();
+        result.notes.push(match (axis, &options.baseline) {
+            (Some(a), Some(b)) if !values.contains(b) => {
+                format!("Nothing to compare: the baseline `{b}` is not a value of `{a}` (values: {}).", values.join(", "))
+            }
+            (Some(a), _) => format!("Nothing to compare: no two cells differ only in `{a}`."),
+            (None, _) => "Nothing to compare: the matrix has one cell.".to_string(),
         });
     }
     if let Some(note) = crate::analysis::missing_note(input) {

@@ -262,6 +262,109 @@ fn align(sentences: &[Vec<f32>], references: &[Vec<f32>], tau: f64) -> (f64, f64
     super::alignment::align(&s, &r, tau).crscore_scores()
 }
 
+/// What one run contributes to RQS v2's sub-scores.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct RunPart {
+    /// Found and expected severity weights, found findings and extras against the oracle;
+    /// `None` when the subject is not an oracle case.
+    oracle: Option<(f64, f64, usize, usize)>,
+    validity: Tally,
+    actionable: Tally,
+    /// Conciseness, comprehensiveness and relevance of the review against its references.
+    alignment: Option<(f64, f64, f64)>,
+}
+
+/// Each run's part, looked up by run (oracle matching done once, for every run).
+pub struct RunParts<'i, 'a> {
+    rqs: &'i RqsInput,
+    oracle: Option<&'i crate::ground_truth::oracle::Oracle>,
+    scored: std::collections::HashMap<(&'a str, u32, &'a str), crate::analysis::matching::CaseMatch>,
+}
+
+impl<'i, 'a> RunParts<'i, 'a> {
+    pub fn new(input: &'i AnalysisInput<'a>, rqs: &'i RqsInput, rule: &crate::analysis::spec::OracleRule) -> Self {
+        let scored = match input.oracle {
+            Some(oracle) => {
+                score_runs(&input.runs, oracle, rule).0.into_iter().map(|s| ((s.view.cell.id.as_str(), s.view.repeat, s.view.subject), s.case)).collect()
+            }
+            None => Default::default(),
+        };
+        Self { rqs, oracle: input.oracle, scored }
+    }
+
+    pub fn of(&self, run: &RunView<'_>) -> RunPart {
+        let mut part = RunPart::default();
+        if let (Some(oracle), Some(case)) = (self.oracle, self.scored.get(&(run.cell.id.as_str(), run.repeat, run.subject))) {
+            let expected = oracle.expected_for(run.subject);
+            let (mut found_w, mut total_w) = (0.0, 0.0);
+            for (verdict, finding) in case.verdicts.iter().zip(&expected) {
+                let w = severity_weight(finding.blocking);
+                total_w += w;
+                if verdict.verdict == Verdict::Found {
+                    found_w += w;
+                }
+            }
+            let tp = case.verdicts.iter().filter(|v| v.verdict == Verdict::Found).count();
+            part.oracle = Some((found_w, total_w, tp, case.extras.len()));
+        }
+        let id = RunId::new(run.cell.id.clone(), run.repeat, run.subject.to_string());
+        if let Some(scoring) = self.rqs.runs.get(&id) {
+            for votes in &scoring.votes {
+                part.validity.add(majority(&votes.validity));
+                part.actionable.add(majority(&votes.actionability));
+            }
+            part.alignment = match (&scoring.sentences, self.rqs.references.get(run.subject).and_then(|r| r.vectors.as_ref()), &self.rqs.embedder) {
+                (Some(sentences), Some(references), Some(embedder)) => Some(align(sentences, references, embedder.tau)),
+                _ => None,
+            };
+        }
+        part
+    }
+}
+
+/// RQS v2's sub-scores and headline over a set of runs: a cell, or one subject's repeats.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct RqsScores {
+    validity: Tally,
+    actionable: Tally,
+    pub weighted_recall: Option<f64>,
+    pub precision_jury: Option<f64>,
+    pub precision_oracle: Option<f64>,
+    pub actionability: Option<f64>,
+    pub conciseness: Option<f64>,
+    pub comprehensiveness: Option<f64>,
+    pub relevance: Option<f64>,
+    pub headline: Option<f64>,
+}
+
+impl RqsScores {
+    /// Pools the runs' parts: weights and tallies summed, alignments averaged over reviews.
+    pub fn of(parts: &[RunPart]) -> Self {
+        let mut out = Self::default();
+        let (mut found_w, mut total_w, mut tp, mut fp, mut oracle_runs) = (0.0, 0.0, 0, 0, 0);
+        for part in parts {
+            if let Some((f, t, p, x)) = part.oracle {
+                found_w += f;
+                total_w += t;
+                tp += p;
+                fp += x;
+                oracle_runs += 1;
+            }
+            merge(&mut out.validity, part.validity);
+            merge(&mut out.actionable, part.actionable);
+        }
+        out.weighted_recall = (oracle_runs > 0).then(|| ratio(found_w, total_w)).flatten();
+        out.precision_oracle = (oracle_runs > 0).then(|| ratio(tp as f64, (tp + fp) as f64)).flatten();
+        out.precision_jury = out.validity.rate();
+        out.actionability = out.actionable.rate();
+        out.conciseness = mean(parts.iter().map(|p| p.alignment.map(|a| a.0)));
+        out.comprehensiveness = mean(parts.iter().map(|p| p.alignment.map(|a| a.1)));
+        out.relevance = mean(parts.iter().map(|p| p.alignment.map(|a| a.2)));
+        out.headline = harmonic_mean(&[out.weighted_recall, out.precision_jury, out.actionability]);
+        out
+    }
+}
+
 pub fn compute(spec: &AnalysisSpec, input: &AnalysisInput<'_>) -> AnalysisResult {
     let mut result = AnalysisResult::new(
         spec,
@@ -276,24 +379,7 @@ pub fn compute(spec: &AnalysisSpec, input: &AnalysisInput<'_>) -> AnalysisResult
     let judges = rqs.judges.len();
 
     // Oracle matching (automatic, the analysis's oracle rule), for recall and oracle precision.
-    let scored = input.oracle.map(|oracle| score_runs(&input.runs, oracle, &spec.oracle_rule).0);
-    let oracle_of = |run: &RunView<'_>| -> Option<(f64, f64, usize, usize)> {
-        let oracle = input.oracle?;
-        let scored = scored.as_ref()?;
-        let s = scored.iter().find(|s| s.view.cell.id == run.cell.id && s.view.repeat == run.repeat && s.view.subject == run.subject)?;
-        let expected = oracle.expected_for(run.subject);
-        let (mut found_w, mut total_w) = (0.0, 0.0);
-        for (verdict, finding) in s.case.verdicts.iter().zip(&expected) {
-            let w = severity_weight(finding.blocking);
-            total_w += w;
-            if verdict.verdict == Verdict::Found {
-                found_w += w;
-            }
-        }
-        let tp = s.case.verdicts.iter().filter(|v| v.verdict == Verdict::Found).count();
-        let fp = s.case.extras.len();
-        Some((found_w, total_w, tp, fp))
-    };
+    let parts = RunParts::new(input, rqs, &spec.oracle_rule);
 
     let mut cells_out = Vec::new();
     let mut all_validity: Vec<&[Vote]> = Vec::new();
@@ -305,64 +391,49 @@ pub fn compute(spec: &AnalysisSpec, input: &AnalysisInput<'_>) -> AnalysisResult
             continue;
         }
         let mut c = CellScores { cell: cell.id.clone(), runs: runs.len(), ..Default::default() };
-        let (mut found_w, mut total_w, mut tp, mut fp, mut oracle_runs) = (0.0, 0.0, 0, 0, 0);
         let (mut validity_items, mut actionability_items): (Vec<&[Vote]>, Vec<&[Vote]>) = (Vec::new(), Vec::new());
-        let mut alignments = Vec::new();
+        let mut run_parts = Vec::with_capacity(runs.len());
         for run in &runs {
             c.findings += run.findings.len();
             c.reviewer_tokens += run.record.cost.prompt_tokens.unwrap_or(0) + run.record.cost.completion_tokens.unwrap_or(0);
             c.reviewer_seconds += run.record.cost.wall_ms as f64 / 1000.0;
-            if let Some((f, t, p, x)) = oracle_of(run) {
-                found_w += f;
-                total_w += t;
-                tp += p;
-                fp += x;
-                oracle_runs += 1;
-            }
+            let part = parts.of(run);
+            run_parts.push(part);
             let id = RunId::new(run.cell.id.clone(), run.repeat, run.subject.to_string());
             let Some(scoring) = rqs.runs.get(&id) else { continue };
-            let (mut run_valid, mut run_actionable) = (Tally::default(), Tally::default());
             for votes in &scoring.votes {
-                run_valid.add(majority(&votes.validity));
-                run_actionable.add(majority(&votes.actionability));
                 validity_items.push(&votes.validity);
                 actionability_items.push(&votes.actionability);
             }
-            merge(&mut c.validity, run_valid);
-            merge(&mut c.actionable, run_actionable);
             for cost in &scoring.judge_cost {
                 c.judge_tokens += cost.tokens;
                 c.judge_seconds += cost.seconds;
             }
-            let alignment = match (&scoring.sentences, rqs.references.get(run.subject).and_then(|r| r.vectors.as_ref()), &rqs.embedder) {
-                (Some(sentences), Some(references), Some(embedder)) => Some(align(sentences, references, embedder.tau)),
-                _ => None,
-            };
             detail.rows.push(vec![
                 format!("`{}`", cell.id).into(),
                 format!("`{}`", run.subject).into(),
                 run.repeat.into(),
                 run.findings.len().into(),
-                fmt_ratio(run_valid.rate()),
-                fmt_ratio(run_actionable.rate()),
-                fmt_ratio(alignment.map(|a| a.0)),
-                fmt_ratio(alignment.map(|a| a.1)),
-                fmt_ratio(alignment.map(|a| a.2)),
+                fmt_ratio(part.validity.rate()),
+                fmt_ratio(part.actionable.rate()),
+                fmt_ratio(part.alignment.map(|a| a.0)),
+                fmt_ratio(part.alignment.map(|a| a.1)),
+                fmt_ratio(part.alignment.map(|a| a.2)),
             ]);
-            if let Some(a) = alignment {
-                alignments.push(a);
-            }
         }
-        c.weighted_recall = (oracle_runs > 0).then(|| ratio(found_w, total_w)).flatten();
-        c.precision_oracle = (oracle_runs > 0).then(|| ratio(tp as f64, (tp + fp) as f64)).flatten();
-        c.precision_jury = c.validity.rate();
-        c.actionability = c.actionable.rate();
-        c.conciseness = mean(alignments.iter().map(|a| Some(a.0)));
-        c.comprehensiveness = mean(alignments.iter().map(|a| Some(a.1)));
-        c.relevance = mean(alignments.iter().map(|a| Some(a.2)));
+        let scores = RqsScores::of(&run_parts);
+        c.validity = scores.validity;
+        c.actionable = scores.actionable;
+        c.weighted_recall = scores.weighted_recall;
+        c.precision_oracle = scores.precision_oracle;
+        c.precision_jury = scores.precision_jury;
+        c.actionability = scores.actionability;
+        c.conciseness = scores.conciseness;
+        c.comprehensiveness = scores.comprehensiveness;
+        c.relevance = scores.relevance;
         (c.kappa_validity, c.kappa_validity_items) = jury_kappa(&validity_items, judges);
         (c.kappa_actionability, c.kappa_actionability_items) = jury_kappa(&actionability_items, judges);
-        c.headline = harmonic_mean(&[c.weighted_recall, c.precision_jury, c.actionability]);
+        c.headline = scores.headline;
         let model = reviewer_model(runs[0]);
         c.self_preference = rqs.judges.iter().filter(|j| same_family(&j.family, &model)).map(|j| j.name.clone()).collect();
         all_validity.extend(validity_items);

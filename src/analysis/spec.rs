@@ -50,10 +50,40 @@ pub enum CompareMetric {
     Findings,
     /// A4: mean pairwise Jaccard between a subject's repeats.
     Jaccard,
+    /// RQS v2's headline: the harmonic mean of severity-weighted recall, jury precision and
+    /// actionability.
+    RqsHeadline,
+    /// RQS v2: found severity weights / expected weights.
+    WeightedRecall,
+    /// RQS v2: findings the jury's majority calls valid / decided findings.
+    JuryPrecision,
+    /// RQS v2: findings the jury's majority calls actionable / decided findings.
+    Actionability,
+    /// RQS v2 (CRScore): the share of review sentences aligned to a pseudo-reference.
+    Conciseness,
+    /// RQS v2 (CRScore): the share of pseudo-references a review sentence aligns to.
+    Comprehensiveness,
+    /// RQS v2 (CRScore): the harmonic mean of conciseness and comprehensiveness.
+    Relevance,
 }
 
 impl CompareMetric {
-    pub const ALL: [CompareMetric; 7] = [Self::Recall, Self::RecallWithPartials, Self::Precision, Self::F1, Self::Noise, Self::Findings, Self::Jaccard];
+    pub const ALL: [CompareMetric; 14] = [
+        Self::Recall,
+        Self::RecallWithPartials,
+        Self::Precision,
+        Self::F1,
+        Self::Noise,
+        Self::Findings,
+        Self::Jaccard,
+        Self::RqsHeadline,
+        Self::WeightedRecall,
+        Self::JuryPrecision,
+        Self::Actionability,
+        Self::Conciseness,
+        Self::Comprehensiveness,
+        Self::Relevance,
+    ];
 
     pub fn as_str(self) -> &'static str {
         match self {
@@ -64,6 +94,13 @@ impl CompareMetric {
             Self::Noise => "noise",
             Self::Findings => "findings",
             Self::Jaccard => "jaccard",
+            Self::RqsHeadline => "rqs-headline",
+            Self::WeightedRecall => "weighted-recall",
+            Self::JuryPrecision => "jury-precision",
+            Self::Actionability => "actionability",
+            Self::Conciseness => "conciseness",
+            Self::Comprehensiveness => "comprehensiveness",
+            Self::Relevance => "relevance",
         }
     }
 
@@ -82,7 +119,21 @@ impl CompareMetric {
 
     /// Whether the metric is computed against the oracle.
     pub fn needs_oracle(self) -> bool {
-        !matches!(self, Self::Findings | Self::Jaccard)
+        matches!(self, Self::Recall | Self::RecallWithPartials | Self::Precision | Self::F1 | Self::Noise | Self::WeightedRecall)
+    }
+
+    /// Whether the metric comes from RQS v2's scoring stages (judges, embeddings).
+    pub fn needs_scoring(self) -> bool {
+        matches!(
+            self,
+            Self::RqsHeadline
+                | Self::WeightedRecall
+                | Self::JuryPrecision
+                | Self::Actionability
+                | Self::Conciseness
+                | Self::Comprehensiveness
+                | Self::Relevance
+        )
     }
 }
 
@@ -125,6 +176,14 @@ impl Default for CompareOptions {
             interval: crate::stats::IntervalMethod::Bca,
             matching: MatchRule::default(),
         }
+    }
+}
+
+impl AnalysisSpec {
+    /// Whether the analysis reads the scoring stages' values: RQS v2 itself, and a comparison
+    /// of RQS v2 metrics.
+    pub fn reads_scoring(&self) -> bool {
+        self.kind == AnalysisKind::Rqs || self.compare.as_ref().is_some_and(|c| c.metrics.iter().any(|m| m.needs_scoring()))
     }
 }
 

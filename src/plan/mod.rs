@@ -433,7 +433,7 @@ pub fn build_limited(manifest: &Manifest, subjects: BTreeMap<String, SubjectSpec
         for &review in &reviews {
             graph.add_edge(review, node, Dependency::Observes);
         }
-        if spec.kind == AnalysisKind::Rqs {
+        if spec.reads_scoring() {
             for &n in &scoring {
                 graph.add_edge(n, node, Dependency::Observes);
             }
