@@ -19,6 +19,8 @@ pub enum RenderError {
     Render { template: String, message: String },
     #[error("failed to write `{path}`: {source}")]
     Write { path: String, source: std::io::Error },
+    #[error(transparent)]
+    Plot(#[from] super::plots::PlotError),
 }
 
 fn engine() -> Handlebars<'static> {
@@ -59,9 +61,24 @@ fn escape_markdown_cell(text: &str) -> String {
     text.replace('|', "\\|").replace('\n', " ")
 }
 
+/// What templates render: the results model, each analysis with the charts drawn for it
+/// (`plots`: a list of `{title, path}`, `path` relative to RESULTS.md).
+fn context(results: &Results) -> Result<serde_json::Value, RenderError> {
+    let mut value = serde_json::to_value(results).map_err(|e| RenderError::Render { template: "results".into(), message: e.to_string() })?;
+    let links = super::plots::links(results);
+    if let Some(analyses) = value.get_mut("analyses").and_then(serde_json::Value::as_array_mut) {
+        for (analysis, plots) in analyses.iter_mut().zip(links) {
+            if let Some(object) = analysis.as_object_mut() {
+                object.insert("plots".into(), serde_json::to_value(plots).unwrap_or_default());
+            }
+        }
+    }
+    Ok(value)
+}
+
 /// Renders RESULTS.md with the given template text.
 pub fn render_markdown(results: &Results, template: &str, template_name: &str) -> Result<String, RenderError> {
-    engine().render_template(template, results).map_err(|e| RenderError::Render { template: template_name.to_string(), message: e.to_string() })
+    engine().render_template(template, &context(results)?).map_err(|e| RenderError::Render { template: template_name.to_string(), message: e.to_string() })
 }
 
 /// Compiles the report template (the built-in one, or `template_override`) and renders it
@@ -77,10 +94,10 @@ pub fn check_template(results: &Results, template_override: Option<&Path>) -> Re
     let mut hb = engine();
     let fail = |message: String| RenderError::Render { template: name.clone(), message };
     hb.register_template_string(&name, &template).map_err(|e| fail(e.to_string()))?;
-    hb.render(&name, results).map(|_| ()).map_err(|e| fail(e.to_string()))
+    hb.render(&name, &context(results)?).map(|_| ()).map_err(|e| fail(e.to_string()))
 }
 
-/// Writes RESULTS.md and results.json into `dir`; returns their paths.
+/// Writes RESULTS.md, results.json and the charts (`plots/*.svg`) into `dir`; returns their paths.
 pub fn write_reports(results: &Results, dir: &Path, template_override: Option<&Path>) -> Result<Vec<std::path::PathBuf>, RenderError> {
     let (template, name) = match template_override {
         Some(path) => {
@@ -96,7 +113,9 @@ pub fn write_reports(results: &Results, dir: &Path, template_override: Option<&P
         crate::cache::store::atomic_write(path, text.as_bytes())
             .map_err(|e| RenderError::Write { path: path.display().to_string(), source: std::io::Error::other(e.to_string()) })?;
     }
-    Ok(vec![md_path, json_path])
+    let mut written = vec![md_path, json_path];
+    written.extend(super::plots::write(results, dir)?);
+    Ok(written)
 }
 
 #[cfg(test)]
