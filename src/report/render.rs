@@ -151,6 +151,19 @@ mod tests {
     }
 
     #[test]
+    fn templates_see_each_analysis_with_its_charts() {
+        let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("results/quickstart/results.json");
+        let results = Results::read(&path).expect("committed results");
+        let template = "{{#each analyses}}{{kind}}:{{#each plots}} {{path}} ({{title}}){{/each}};{{/each}}";
+        let out = render_markdown(&results, template, "t").expect("renders");
+        assert!(out.contains("latency: plots/latency-seconds.svg (Seconds per run, by cell);"), "{out}");
+        assert!(out.contains("distribution: plots/distribution-category.svg (Findings by stet category) plots/distribution-severity.svg"), "{out}");
+        // An analysis without charts has an empty list, so strict templates can always iterate it.
+        assert!(out.contains("schema:;"), "{out}");
+        check_template(&results, None).expect("the default template links them");
+    }
+
+    #[test]
     fn a_missing_field_is_an_error() {
         assert!(engine().render_template("{{fmt nothing digits=2}}", &serde_json::json!({})).is_err());
     }

@@ -210,7 +210,7 @@ impl Frame<'_> {
             .disable_y_axis()
             .y_labels(0)
             .x_labels(6)
-            .x_label_formatter(&|v| format!("{v:.digits$}"))
+            .x_label_formatter(&|v| format!("{:.digits$}", if v.abs() < (hi - lo) * 1e-9 { 0.0 } else { *v }))
             .x_desc(self.x_label)
             .label_style(text(NOTE_PX, MUTED, HPos::Center, VPos::Top))
             .axis_desc_style(text(NOTE_PX, MUTED, HPos::Center, VPos::Top))

@@ -209,7 +209,7 @@ fn scored_results_get_recall_with_intervals_and_recall_by_severity() {
     assert_eq!(recall.points.iter().map(|p| p.label.as_str()).collect::<Vec<_>>(), ["dry-run", "heuristic"]);
     // heuristic: 6 found of 26 verdicts (13 oracle findings × 2 repeats).
     let heuristic = &recall.points[1];
-    assert_eq!(heuristic.value, Some(6.0 / 26.0));
+    assert!(heuristic.value.is_some_and(|v| (v - 6.0 / 26.0).abs() < 1e-12), "{heuristic:?}");
     assert_eq!((heuristic.low, heuristic.high), wilson(6, 26).map(|(l, h)| (Some(l), Some(h))).expect("defined"));
     let Chart::Bars(severity) = &files[1].chart else { panic!("bars") };
     assert_eq!(severity.groups, ["error (11 oracle findings)", "warning (2 oracle findings)"]);
@@ -249,4 +249,32 @@ fn writing_replaces_stale_charts_and_makes_no_folder_without_charts() {
     none.analyses.clear();
     assert!(write(&none, empty.path()).expect("writes").is_empty());
     assert!(!empty.path().join("plots").exists());
+}
+
+#[test]
+fn an_interval_chart_of_differences_spans_zero_and_marks_it() {
+    let chart = IntervalChart {
+        title: "B − A: recall".into(),
+        interval: "paired bootstrap, 95 %".into(),
+        x_label: "difference".into(),
+        points: vec![
+            IntervalPoint { label: "gemma3-270m − smollm2-135m".into(), value: Some(0.12), low: Some(0.03), high: Some(0.21) },
+            IntervalPoint { label: "rag on − rag off".into(), value: Some(-0.02), low: Some(-0.3), high: Some(0.1) },
+        ],
+        range: None,
+        digits: 2,
+    };
+    let svg = Chart::Interval(chart).render_svg().expect("renders");
+    // To look at it: RUNNER_TEST_DUMP_SVG=/tmp/chart.svg cargo test --lib an_interval_chart_of_differences
+    if let Ok(path) = std::env::var("RUNNER_TEST_DUMP_SVG") {
+        std::fs::write(path, &svg).expect("dump");
+    }
+    let texts = texts(&svg);
+    // Ticks are round numbers on both sides of 0, and 0 is written without a sign.
+    for tick in ["-0.4", "-0.2", "0.0", "0.2"] {
+        assert!(texts.iter().any(|t| t == tick), "no tick {tick}: {texts:?}");
+    }
+    assert!(!texts.iter().any(|t| t == "-0.0"), "{texts:?}");
+    assert!(texts.iter().any(|t| t == "0.12 [0.03, 0.21]") && texts.iter().any(|t| t == "-0.02 [-0.30, 0.10]"), "{texts:?}");
+    assert_eq!(count(&well_formed(&svg), "circle"), 2);
 }
