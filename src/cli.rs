@@ -84,7 +84,7 @@ pub(crate) struct ExecArgs {
     /// Print only errors.
     #[arg(short, long)]
     pub quiet: bool,
-    /// Write RESULTS.md and results.json into this directory instead of the manifest's
+    /// Write RESULTS.md, results.json and the charts (plots/) into this directory instead of the manifest's
     /// `[report] output`.
     #[arg(long, value_name = "DIR")]
     pub output: Option<PathBuf>,

@@ -147,6 +147,9 @@ pub struct CompareData {
     pub min_effect: f64,
     pub interval: IntervalMethod,
     pub level: f64,
+    /// The metrics whose verdict lines open RESULTS.md.
+    #[serde(default)]
+    pub headline: Vec<CompareMetric>,
     pub cells: Vec<CellMetrics>,
     pub comparisons: Vec<Comparison>,
     pub finding_pairs: Vec<FindingPairs>,
@@ -610,6 +613,7 @@ pub fn compute(spec: &AnalysisSpec, input: &AnalysisInput<'_>) -> AnalysisResult
         min_effect: options.min_effect,
         interval: options.interval,
         level: options.level,
+        headline: options.headline.clone(),
         cells,
         comparisons,
         finding_pairs,

@@ -155,6 +155,10 @@ pub struct CellEval {
 pub struct ReviewEvalData {
     pub method: Method,
     pub cells: Vec<CellEval>,
+    /// The oracle's severity of each scored oracle finding that has one, by finding id (for
+    /// recall by severity); absent when no scored finding has a severity.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub severities: BTreeMap<String, crate::finding::Severity>,
 }
 
 /// The key of an oracle finding in [`CellEval::findings`]: `case/finding`, or the finding's id
@@ -335,7 +339,8 @@ pub fn compute(spec: &AnalysisSpec, input: &AnalysisInput<'_>) -> AnalysisResult
     if cells.iter().all(|c| c.scores.tokens.is_none()) {
         result.notes.push("No run reported tokens, so tokens per case and recall per 100k tokens are `–`.".into());
     }
-    result.data = serde_json::to_value(ReviewEvalData { method, cells }).unwrap_or(serde_json::Value::Null);
+    let severities = cells.iter().flat_map(|c| c.findings.values()).filter_map(|f| Some((f.finding.clone(), oracle.finding(&f.finding)?.severity?))).collect();
+    result.data = serde_json::to_value(ReviewEvalData { method, cells, severities }).unwrap_or(serde_json::Value::Null);
     result
 }
 
@@ -510,6 +515,34 @@ mod tests {
         assert_eq!(scored[1].case, match_case(&c1, &[&f1], &rule));
         let (method, notes) = adjudicate(&mut scored, None, &rule);
         assert!(matches!(method, Method::Automatic { .. }) && notes.is_empty());
+    }
+
+    #[test]
+    fn the_data_names_each_scored_oracle_findings_severity() {
+        use crate::analysis::test_support::{finding, s, spec, with_kind, Fixture};
+        use crate::finding::Severity;
+        use crate::ground_truth::oracle::{GroundTruth, OracleCase, Outcome};
+        let mut f1 = ofinding("F1", "a.rs", 10, Category::Bug, "the cache stores a rejected promise and serves it stale");
+        f1.severity = Some(Severity::Error);
+        let f2 = ofinding("F2", "a.rs", 50, Category::Security, "unvalidated direction is interpolated into the sql order clause");
+        let case = OracleCase {
+            id: "c1".into(),
+            expected_finding_ids: vec!["F1".into(), "F2".into()],
+            rationale: String::new(),
+            split: None,
+            interpreter: None,
+            ground_truth: GroundTruth { before: Outcome::Pass, after: Outcome::Fail, program: String::new() },
+        };
+        let oracle = Oracle { version: 1, findings: vec![f1, f2], cases: vec![case] };
+        let mut fx = Fixture::new(&[("m", vec![s("a")])], 1);
+        fx.add("m=a", 1, "c1", vec![with_kind(finding("a.rs", 10, "rejected promise is cached"), Category::Bug, Severity::Error)]);
+        let mut input = fx.input();
+        input.oracle = Some(&oracle);
+        let out = compute(&spec(crate::analysis::spec::AnalysisKind::ReviewEval, None), &input);
+        let data: ReviewEvalData = out.data_as().expect("typed data");
+        // F2 has no severity in the oracle, so only F1 is named.
+        assert_eq!(data.severities, BTreeMap::from([("F1".to_string(), Severity::Error)]));
+        assert_eq!(out.data["severities"]["F1"], "error");
     }
 
     #[test]

@@ -1,10 +1,11 @@
-//! Reports: the results model, template rendering, and the reporters that consume engine
-//! events (progress bars, NDJSON, the end-of-execution summary).
+//! Reports: the results model, template rendering, the SVG charts beside RESULTS.md, and the
+//! reporters that consume engine events (progress bars, NDJSON, the end-of-execution summary).
 
 pub mod ci;
 pub mod diff;
 pub mod gate;
 pub mod model;
+pub mod plots;
 pub mod progress;
 pub mod render;
 

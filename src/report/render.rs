@@ -19,6 +19,8 @@ pub enum RenderError {
     Render { template: String, message: String },
     #[error("failed to write `{path}`: {source}")]
     Write { path: String, source: std::io::Error },
+    #[error(transparent)]
+    Plot(#[from] super::plots::PlotError),
 }
 
 fn engine() -> Handlebars<'static> {
@@ -59,9 +61,24 @@ fn escape_markdown_cell(text: &str) -> String {
     text.replace('|', "\\|").replace('\n', " ")
 }
 
+/// What templates render: the results model, each analysis with the charts drawn for it
+/// (`plots`: a list of `{title, path}`, `path` relative to RESULTS.md).
+fn context(results: &Results) -> Result<serde_json::Value, RenderError> {
+    let mut value = serde_json::to_value(results).map_err(|e| RenderError::Render { template: "results".into(), message: e.to_string() })?;
+    let links = super::plots::links(results);
+    if let Some(analyses) = value.get_mut("analyses").and_then(serde_json::Value::as_array_mut) {
+        for (analysis, plots) in analyses.iter_mut().zip(links) {
+            if let Some(object) = analysis.as_object_mut() {
+                object.insert("plots".into(), serde_json::to_value(plots).unwrap_or_default());
+            }
+        }
+    }
+    Ok(value)
+}
+
 /// Renders RESULTS.md with the given template text.
 pub fn render_markdown(results: &Results, template: &str, template_name: &str) -> Result<String, RenderError> {
-    engine().render_template(template, results).map_err(|e| RenderError::Render { template: template_name.to_string(), message: e.to_string() })
+    engine().render_template(template, &context(results)?).map_err(|e| RenderError::Render { template: template_name.to_string(), message: e.to_string() })
 }
 
 /// Compiles the report template (the built-in one, or `template_override`) and renders it
@@ -77,10 +94,10 @@ pub fn check_template(results: &Results, template_override: Option<&Path>) -> Re
     let mut hb = engine();
     let fail = |message: String| RenderError::Render { template: name.clone(), message };
     hb.register_template_string(&name, &template).map_err(|e| fail(e.to_string()))?;
-    hb.render(&name, results).map(|_| ()).map_err(|e| fail(e.to_string()))
+    hb.render(&name, &context(results)?).map(|_| ()).map_err(|e| fail(e.to_string()))
 }
 
-/// Writes RESULTS.md and results.json into `dir`; returns their paths.
+/// Writes RESULTS.md, results.json and the charts (`plots/*.svg`) into `dir`; returns their paths.
 pub fn write_reports(results: &Results, dir: &Path, template_override: Option<&Path>) -> Result<Vec<std::path::PathBuf>, RenderError> {
     let (template, name) = match template_override {
         Some(path) => {
@@ -96,7 +113,9 @@ pub fn write_reports(results: &Results, dir: &Path, template_override: Option<&P
         crate::cache::store::atomic_write(path, text.as_bytes())
             .map_err(|e| RenderError::Write { path: path.display().to_string(), source: std::io::Error::other(e.to_string()) })?;
     }
-    Ok(vec![md_path, json_path])
+    let mut written = vec![md_path, json_path];
+    written.extend(super::plots::write(results, dir)?);
+    Ok(written)
 }
 
 #[cfg(test)]
@@ -129,6 +148,19 @@ mod tests {
         let back: Vec<TableCell> = serde_json::from_value(data["cells"].clone()).expect("reads back");
         assert_eq!(back, cells, "each kind reads back as itself");
         assert_eq!(render("{{#each cells}}[{{show this}}]{{/each}}", data), "[3][a \\| b c][0.500][–][4 (50.0%)][+1][-0.50]");
+    }
+
+    #[test]
+    fn templates_see_each_analysis_with_its_charts() {
+        let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("results/quickstart/results.json");
+        let results = Results::read(&path).expect("committed results");
+        let template = "{{#each analyses}}{{kind}}:{{#each plots}} {{path}} ({{title}}){{/each}};{{/each}}";
+        let out = render_markdown(&results, template, "t").expect("renders");
+        assert!(out.contains("latency: plots/latency-seconds.svg (Seconds per run, by cell);"), "{out}");
+        assert!(out.contains("distribution: plots/distribution-category.svg (Findings by stet category) plots/distribution-severity.svg"), "{out}");
+        // An analysis without charts has an empty list, so strict templates can always iterate it.
+        assert!(out.contains("schema:;"), "{out}");
+        check_template(&results, None).expect("the default template links them");
     }
 
     #[test]

@@ -24,6 +24,13 @@ fn every_bundled_experiment_reproduces_its_committed_results_byte_for_byte() {
             let written = std::fs::read_to_string(out.join(file)).unwrap_or_else(|e| panic!("{name}/{file}: {e}"));
             assert!(written == committed, "{name}/{file} differs from the committed one; first differing line: {:?}", first_difference(&committed, &written));
         }
+        same_charts(&root.join("results").join(name), &out, name);
+    }
+    for name in ["quickstart", "model-swap"] {
+        let charts = svg_files(&root.join("results").join(name).join("plots"));
+        for chart in ["latency-seconds.svg", "distribution-category.svg", "distribution-severity.svg"] {
+            assert!(charts.iter().any(|c| c == chart), "{name} has no {chart}: {charts:?}");
+        }
     }
     assert!(tmp.path().join("work/executions").is_dir(), "the execution logs went to --work-dir");
 }
@@ -65,6 +72,29 @@ fn real_analyzers_rqs_reproduces_its_committed_results_byte_for_byte() {
         let committed = std::fs::read_to_string(root.join("results/rqs").join(file)).expect("committed");
         let written = std::fs::read_to_string(out.join(file)).unwrap_or_else(|e| panic!("rqs/{file}: {e}"));
         assert!(written == committed, "rqs/{file} differs; first differing line: {:?}", first_difference(&committed, &written));
+    }
+    same_charts(&root.join("results/rqs"), &out, "rqs");
+}
+
+/// The `.svg` files directly in `dir`, sorted.
+fn svg_files(dir: &std::path::Path) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(dir)
+        .map(|entries| entries.filter_map(Result::ok).map(|e| e.file_name().to_string_lossy().into_owned()).filter(|n| n.ends_with(".svg")).collect())
+        .unwrap_or_default();
+    names.sort();
+    names
+}
+
+/// The charts written under `out/plots/` are the committed ones under `committed/plots/`, the
+/// same files byte for byte; and RESULTS.md links each of them.
+fn same_charts(committed: &std::path::Path, out: &std::path::Path, name: &str) {
+    let (expected, written) = (svg_files(&committed.join("plots")), svg_files(&out.join("plots")));
+    assert_eq!(written, expected, "{name}: the charts written are not the committed ones");
+    let markdown = std::fs::read_to_string(out.join("RESULTS.md")).expect("RESULTS.md");
+    for chart in &written {
+        let (a, b) = (std::fs::read(committed.join("plots").join(chart)).expect("committed"), std::fs::read(out.join("plots").join(chart)).expect("written"));
+        assert!(a == b, "{name}/plots/{chart} differs from the committed one");
+        assert!(markdown.contains(&format!("](plots/{chart})")), "{name}/RESULTS.md does not link plots/{chart}");
     }
 }
 
