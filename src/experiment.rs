@@ -191,7 +191,8 @@ pub fn load_adjudications(manifest: &Manifest) -> Result<BTreeMap<PathBuf, crate
     Ok(out)
 }
 
-/// The oracle of a corpus (`oracle.json`, when present) or of an eval set (its cases' findings).
+/// The oracle of a corpus (`oracle.json`, when present), of an eval set (its cases' findings) or
+/// of an external target (its `oracle` file).
 pub fn load_oracle(manifest: &Manifest) -> Result<Option<Oracle>, Error> {
     match &manifest.target {
         TargetSpec::Corpus { dir, .. } => Ok(ground_truth::oracle::load(dir)?),
@@ -199,7 +200,8 @@ pub fn load_oracle(manifest: &Manifest) -> Result<Option<Oracle>, Error> {
             let cases = ground_truth::evalcase::load_dir(dir)?;
             Ok(Some(ground_truth::evalcase::to_oracle(&cases)))
         }
-        TargetSpec::Git { .. } => Ok(None),
+        TargetSpec::External { oracle: Some(path), .. } => Ok(Some(ground_truth::oracle::load_file(path)?)),
+        TargetSpec::Git { .. } | TargetSpec::External { oracle: None, .. } => Ok(None),
     }
 }
 

@@ -202,6 +202,7 @@ mod tests {
             oracle_rule: OracleRule::default(),
             adjudication: None,
             rqs: None,
+            rank_by: None,
         }
     }
 

@@ -5,12 +5,15 @@
 //! the ground truth as found); FP = every other report (partial matches and rejected extras);
 //! FN = oracle findings not found. Counts are summed over a cell's repeats (micro-average).
 //! Per category, TP and FN count under the oracle finding's category, FP under the reported
-//! finding's.
+//! finding's. An oracle whose findings name their own severity levels (`severityLabel`, e.g. a
+//! benchmark's Critical / High / Medium / Low) also gets recall per level, most severe first
+//! (by runner's `severity` and `blocking`); `rank-by` adds a ranking of the cells.
 
-use crate::analysis::matching::{adjudicate, score_runs, ExtraVerdict, Prf, ScoredRun, Verdict};
-use crate::analysis::spec::AnalysisSpec;
+use crate::analysis::matching::{adjudicate_described, describe_rule_for, score_runs, ExtraVerdict, Prf, ScoredRun, Verdict};
+use crate::analysis::spec::{AnalysisSpec, RankBy};
 use crate::analysis::{fmt_ratio, AnalysisInput, AnalysisResult, Table, TableCell};
-use crate::ground_truth::oracle::Oracle;
+use crate::finding::Severity;
+use crate::ground_truth::oracle::{Oracle, OracleFinding};
 use std::collections::BTreeMap;
 
 pub const TEST_ID: &str = "H2";
@@ -22,6 +25,29 @@ pub struct CellFixture {
     pub overall: Prf,
     pub by_category: BTreeMap<String, Prf>,
     pub by_case: BTreeMap<String, Prf>,
+    /// Oracle findings found / expected per severity level, most severe first.
+    pub by_severity: BTreeMap<SeverityLevel, (usize, usize)>,
+}
+
+/// An oracle finding's severity level: ordered by runner's severity (blocking first), then by
+/// the oracle's own label.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub struct SeverityLevel {
+    rank: (u8, bool),
+    pub label: String,
+}
+
+impl SeverityLevel {
+    pub fn of(f: &OracleFinding) -> Self {
+        let severity = f.severity.map_or(Severity::ALL.len() as u8, |s| Severity::ALL.iter().position(|x| *x == s).unwrap_or(0) as u8);
+        let label = match (&f.severity_label, f.severity) {
+            (Some(label), _) => label.clone(),
+            (None, Some(s)) if f.blocking => format!("{} (blocking)", s.as_str()),
+            (None, Some(s)) => s.as_str().to_string(),
+            (None, None) => "unlabelled".to_string(),
+        };
+        Self { rank: (severity, !f.blocking), label }
+    }
 }
 
 /// Sums one cell's scored runs.
@@ -33,6 +59,11 @@ pub fn cell_fixture(oracle: &Oracle, runs: &[&ScoredRun<'_>]) -> CellFixture {
         *out.by_case.entry(run.view.subject.to_string()).or_default() += prf;
         let mut matched = vec![false; run.view.findings.len()];
         for v in &run.case.verdicts {
+            if let Some(f) = oracle.finding(&v.finding) {
+                let level = out.by_severity.entry(SeverityLevel::of(f)).or_default();
+                level.0 += usize::from(v.verdict == Verdict::Found);
+                level.1 += 1;
+            }
             let category = oracle.finding(&v.finding).and_then(|f| f.category).map(|c| c.as_str().to_string()).unwrap_or_else(|| "uncategorized".into());
             let entry = out.by_category.entry(category).or_default();
             if v.verdict == Verdict::Found {
@@ -82,7 +113,7 @@ pub fn compute(spec: &AnalysisSpec, input: &AnalysisInput<'_>) -> AnalysisResult
         return result;
     };
     let (mut scored, unknown) = score_runs(&input.runs, oracle, &spec.oracle_rule);
-    let (method, method_notes) = adjudicate(&mut scored, input.adjudication(spec), &spec.oracle_rule);
+    let (method, method_notes) = adjudicate_described(&mut scored, input.adjudication(spec), describe_rule_for(&spec.oracle_rule, oracle));
     result.rule = Some(method.describe());
     let mut overall = Table {
         title: "Overall".into(),
@@ -99,6 +130,13 @@ pub fn compute(spec: &AnalysisSpec, input: &AnalysisInput<'_>) -> AnalysisResult
         columns: ["Cell", "Case", "TP", "FP", "FN", "Precision", "Recall", "F1"].map(String::from).to_vec(),
         rows: Vec::new(),
     };
+    let labelled = oracle.findings.iter().any(|f| f.severity_label.is_some());
+    let mut by_severity = Table {
+        title: "Recall by severity".into(),
+        columns: ["Cell", "Severity", "Oracle findings", "Found", "Recall"].map(String::from).to_vec(),
+        rows: Vec::new(),
+    };
+    let mut ranked: Vec<(String, Prf)> = Vec::new();
     let mut cells_json = Vec::new();
     for cell in input.cells {
         let runs: Vec<&ScoredRun<'_>> = scored.iter().filter(|r| r.view.cell.id == cell.id).collect();
@@ -106,6 +144,16 @@ pub fn compute(spec: &AnalysisSpec, input: &AnalysisInput<'_>) -> AnalysisResult
             continue;
         }
         let fx = cell_fixture(oracle, &runs);
+        ranked.push((cell.id.clone(), fx.overall));
+        for (level, (found, total)) in fx.by_severity.iter().filter(|_| labelled) {
+            by_severity.rows.push(vec![
+                format!("`{}`", cell.id).into(),
+                level.label.clone().into(),
+                (*total).into(),
+                (*found).into(),
+                fmt_ratio((*total > 0).then(|| *found as f64 / *total as f64)),
+            ]);
+        }
         let mut row: Vec<TableCell> = vec![format!("`{}`", cell.id).into(), fx.runs.into()];
         row.extend(prf_cells(&fx.overall));
         overall.rows.push(row);
@@ -119,15 +167,30 @@ pub fn compute(spec: &AnalysisSpec, input: &AnalysisInput<'_>) -> AnalysisResult
             row.extend(prf_cells(prf));
             by_case.rows.push(row);
         }
-        cells_json.push(serde_json::json!({
+        let mut cell_json = serde_json::json!({
             "cell": cell.id,
             "runs": fx.runs,
             "overall": fx.overall.to_json(),
             "by_category": fx.by_category.iter().map(|(k, v)| (k.clone(), v.to_json())).collect::<serde_json::Map<_, _>>(),
             "by_case": fx.by_case.iter().map(|(k, v)| (k.clone(), v.to_json())).collect::<serde_json::Map<_, _>>(),
-        }));
+        });
+        if labelled {
+            cell_json["by_severity"] = fx
+                .by_severity
+                .iter()
+                .map(|(level, (found, total))| serde_json::json!({ "severity": level.label, "oracle": total, "found": found }))
+                .collect();
+        }
+        cells_json.push(cell_json);
     }
-    result.tables = vec![overall, by_category, by_case];
+    result.tables = vec![overall];
+    if let Some(rate) = spec.rank_by {
+        result.tables.push(ranking(rate, ranked));
+    }
+    if labelled {
+        result.tables.push(by_severity);
+    }
+    result.tables.extend([by_category, by_case]);
     if method_notes.is_empty() {
         result.notes.push("Method: automatic matching by the rule above (no adjudication).".into());
     } else {
@@ -144,6 +207,39 @@ pub fn compute(spec: &AnalysisSpec, input: &AnalysisInput<'_>) -> AnalysisResult
     }
     result.data = serde_json::json!({ "ground_truth_provided": true, "method": method, "cells": cells_json });
     result
+}
+
+/// The cells ranked by `rate`, best first; ties by F1, then recall, then cell id. A cell whose
+/// rate is undefined comes last.
+fn ranking(rate: RankBy, mut cells: Vec<(String, Prf)>) -> Table {
+    let value = |p: &Prf, r: RankBy| match r {
+        RankBy::F1 => p.f1(),
+        RankBy::Precision => p.precision(),
+        RankBy::Recall => p.recall(),
+    };
+    let key = |p: &Prf| [value(p, rate), p.f1(), p.recall()].map(|v| v.unwrap_or(-1.0));
+    cells.sort_by(|(a_id, a), (b_id, b)| {
+        let (ka, kb) = (key(a), key(b));
+        kb[0].total_cmp(&ka[0]).then(kb[1].total_cmp(&ka[1])).then(kb[2].total_cmp(&ka[2])).then(a_id.cmp(b_id))
+    });
+    let mut table = Table {
+        title: format!("Ranking by {}", if rate == RankBy::F1 { "F1".to_string() } else { rate.as_str().to_string() }),
+        columns: ["Rank", "Cell", "F1", "Precision", "Recall", "TP", "FP", "FN"].map(String::from).to_vec(),
+        rows: Vec::new(),
+    };
+    for (i, (id, p)) in cells.iter().enumerate() {
+        table.rows.push(vec![
+            (i + 1).into(),
+            format!("`{id}`").into(),
+            fmt_ratio(p.f1()),
+            fmt_ratio(p.precision()),
+            fmt_ratio(p.recall()),
+            p.tp.into(),
+            p.fp.into(),
+            p.fn_.into(),
+        ]);
+    }
+    table
 }
 
 #[cfg(test)]

@@ -11,7 +11,8 @@
 //! The rule (seed 003's definitions, made mechanical):
 //! - *located*: same file, and the reported span within `line-tolerance` lines of the oracle
 //!   finding's line or range (an oracle finding with a file but no line is located anywhere in
-//!   its file; one without a file cannot be located automatically);
+//!   its file; one without a file is matched at change level: text alone, see
+//!   [`grade_change_level`]);
 //! - `found`: located, with the configured evidence — message similarity to the oracle
 //!   description ≥ `similarity`, and/or category agreement (see [`Evidence`]);
 //! - `partial`: located, without that evidence, but with a similarity ≥ `partial-similarity`
@@ -471,9 +472,10 @@ fn report_text(f: &Finding) -> String {
     }
 }
 
-/// How one report relates to one oracle finding: its verdict, similarity and line gap.
+/// How one report relates to one oracle finding: its verdict, similarity and line gap. An
+/// oracle finding without a file is graded at change level ([`grade_change_level`]).
 pub fn grade(reported: &Finding, oracle: &OracleFinding, rule: &OracleRule) -> (Verdict, f64, u32) {
-    let Some(file) = &oracle.file else { return (Verdict::Missed, 0.0, u32::MAX) };
+    let Some(file) = &oracle.file else { return grade_change_level(reported, oracle, rule) };
     if !same_file(&reported.file, file) {
         return (Verdict::Missed, 0.0, u32::MAX);
     }
@@ -498,6 +500,48 @@ pub fn grade(reported: &Finding, oracle: &OracleFinding, rule: &OracleRule) -> (
         Verdict::Missed
     };
     (verdict, similarity, gap)
+}
+
+/// Change level, for an oracle finding that names no file (a benchmark that knows only which
+/// change a defect is in): every report on the change is a candidate, whatever file or line it
+/// names, and text alone decides — `found` at similarity ≥ `similarity`, `partial` at ≥
+/// `partial-similarity` (category is no evidence here). The gap is 0.
+pub fn grade_change_level(reported: &Finding, oracle: &OracleFinding, rule: &OracleRule) -> (Verdict, f64, u32) {
+    let similarity = rule.measure.similarity(&report_text(reported), &oracle.description);
+    let verdict = if similarity >= rule.similarity {
+        Verdict::Found
+    } else if similarity >= rule.partial_similarity {
+        Verdict::Partial
+    } else {
+        Verdict::Missed
+    };
+    (verdict, similarity, 0)
+}
+
+/// Whether an oracle finding can only be matched at change level (it names no file).
+pub fn is_change_level(o: &OracleFinding) -> bool {
+    o.file.is_none()
+}
+
+/// The rule as it applies to `oracle`: [`OracleRule::describe`] for line-anchored findings,
+/// the change-level rule for findings without a file, both when the oracle has both kinds.
+pub fn describe_rule_for(rule: &OracleRule, oracle: &Oracle) -> String {
+    let change_level = oracle.findings.iter().filter(|f| is_change_level(f)).count();
+    if change_level == 0 {
+        return rule.describe();
+    }
+    let text = format!(
+        "change-level matching ({change_level} of {} oracle findings name no file or line): found = {} (message and suggestion vs. the oracle description) ≥ {:.2}, by text alone, whatever file or line the report names; partial = similarity ≥ {:.2} but below that; one report per oracle finding, one to one and greedy (the most similar pair first); unmatched reports are extras, rejected (noise) unless adjudicated real",
+        oracle.findings.len(),
+        rule.measure.describe(),
+        rule.similarity,
+        rule.partial_similarity
+    );
+    if change_level == oracle.findings.len() {
+        text
+    } else {
+        format!("{}; {text}", rule.describe())
+    }
 }
 
 /// Matches one run's reports on a case to the case's oracle findings.
@@ -617,7 +661,11 @@ impl Adjudicated {
 /// method and notes naming the runs a person decided and those left to automatic matching.
 /// Without an adjudication the method is automatic and there are no notes.
 pub fn adjudicate(scored: &mut [ScoredRun<'_>], adjudication: Option<&super::adjudication::Adjudication>, rule: &OracleRule) -> (Method, Vec<String>) {
-    let rule = rule.describe();
+    adjudicate_described(scored, adjudication, rule.describe())
+}
+
+/// [`adjudicate`], with the automatic rule given in words (e.g. [`describe_rule_for`]).
+pub fn adjudicate_described(scored: &mut [ScoredRun<'_>], adjudication: Option<&super::adjudication::Adjudication>, rule: String) -> (Method, Vec<String>) {
     let Some(adjudication) = adjudication else { return (Method::Automatic { rule }, Vec::new()) };
     let label = |r: &ScoredRun<'_>| format!("`{}` repeat {} on `{}`", r.view.cell.id, r.view.repeat, r.view.subject);
     let (mut decided, mut automatic) = (Vec::new(), Vec::new());
@@ -690,6 +738,7 @@ pub(crate) mod tests {
             category: Some(category),
             severity: None,
             blocking: true,
+            severity_label: None,
         }
     }
 

@@ -28,6 +28,30 @@ pub struct AnalysisSpec {
     /// RQS v2's own options (`kind = "rqs"`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub rqs: Option<RqsOptions>,
+    /// `fixture`: a ranking of the cells by this rate (`rank-by`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rank_by: Option<RankBy>,
+}
+
+/// The rate a `fixture` analysis ranks its cells by.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum RankBy {
+    F1,
+    Precision,
+    Recall,
+}
+
+impl RankBy {
+    pub const ALL: [RankBy; 3] = [Self::F1, Self::Precision, Self::Recall];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::F1 => "f1",
+            Self::Precision => "precision",
+            Self::Recall => "recall",
+        }
+    }
 }
 
 /// The options of an `rqs` analysis.
@@ -204,6 +228,7 @@ pub fn read_analysis(t: &TableReader<'_, '_>, axes: &BTreeSet<String>, base_dir:
             "calibration",
             "anchor",
             "shuffle-seed",
+            "rank-by",
         ] {
             t.allow(key);
         }
@@ -276,7 +301,18 @@ pub fn read_analysis(t: &TableReader<'_, '_>, axes: &BTreeSet<String>, base_dir:
             shuffle_seed: t.integer("shuffle-seed", 0, i64::MAX).map_or(0, |n| *n.get_ref() as u64),
         }
     });
-    Some(AnalysisSpec { kind, title, axis, matching, oracle_rule, adjudication, rqs })
+    let rank_by = t.string("rank-by").and_then(|r| {
+        if kind != AnalysisKind::Fixture {
+            problems.push(r.span(), format!("analysis `{}` does not take `rank-by`: only `fixture` ranks its cells", kind.as_str()));
+            return None;
+        }
+        let found = RankBy::ALL.into_iter().find(|k| k.as_str() == r.get_ref());
+        if found.is_none() {
+            problems.push_with_help(r.span(), format!("unknown `rank-by` rate `{}`", r.get_ref()), "rates: f1, precision, recall");
+        }
+        found
+    });
+    Some(AnalysisSpec { kind, title, axis, matching, oracle_rule, adjudication, rqs, rank_by })
 }
 
 /// The oracle-matching keys of `fixture`, `aggregation` and `review-eval`: `line-tolerance`

@@ -45,6 +45,7 @@ pub(crate) fn spec(kind: AnalysisKind, axis: Option<&str>) -> AnalysisSpec {
         oracle_rule: Default::default(),
         adjudication: None,
         rqs: None,
+        rank_by: None,
     }
 }
 

@@ -238,7 +238,7 @@ impl PlanSize {
         let cells = manifest.matrix.axes.iter().try_fold(1u64, |n, axis| n.checked_mul(axis.values.len() as u64));
         let subjects_per_cell = match &manifest.target {
             TargetSpec::Git { .. } => 1,
-            TargetSpec::Corpus { .. } | TargetSpec::Evals { .. } => subjects.len() as u64,
+            TargetSpec::Corpus { .. } | TargetSpec::Evals { .. } | TargetSpec::External { .. } => subjects.len() as u64,
         };
         let repeat = u64::from(manifest.matrix.repeat);
         let runs = cells.and_then(|c| c.checked_mul(subjects_per_cell)).and_then(|n| n.checked_mul(repeat));
@@ -375,7 +375,7 @@ pub fn build_limited(manifest: &Manifest, subjects: BTreeMap<String, SubjectSpec
     PlanSize::new(manifest, &subjects).check(max_runs)?;
     let cells = expand(&manifest.matrix);
     let subject_order: Vec<String> = match &manifest.target {
-        TargetSpec::Corpus { .. } | TargetSpec::Evals { .. } => {
+        TargetSpec::Corpus { .. } | TargetSpec::Evals { .. } | TargetSpec::External { .. } => {
             let mut ids: Vec<&SubjectSpec> = subjects.values().collect();
             ids.sort_by(|a, b| a.id.cmp(&b.id));
             ids.into_iter().map(|s| s.id.clone()).collect()
@@ -390,7 +390,7 @@ pub fn build_limited(manifest: &Manifest, subjects: BTreeMap<String, SubjectSpec
         let fingerprint = reviewer.fingerprint(cell);
         let cell_subjects: Vec<String> = match &manifest.target {
             TargetSpec::Git { .. } => vec![cell.get("ref").map(|v| v.render()).unwrap_or_default()],
-            TargetSpec::Corpus { .. } | TargetSpec::Evals { .. } => subject_order.clone(),
+            TargetSpec::Corpus { .. } | TargetSpec::Evals { .. } | TargetSpec::External { .. } => subject_order.clone(),
         };
         for repeat in 1..=manifest.matrix.repeat {
             for subject_id in &cell_subjects {

@@ -121,6 +121,7 @@ pub enum TargetKind {
     Git,
     Corpus,
     Evals,
+    External,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]

@@ -27,7 +27,27 @@ pub enum ReviewerKindSpec {
     Llm(Box<crate::reviewer::llm::LlmSpec>),
 }
 
+/// What a reviewer reads of a subject besides its id.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SubjectNeeds {
+    /// A repository to run in (a command reviewer).
+    Repository,
+    /// The change's diff.
+    Diff,
+    /// Nothing: its findings come from elsewhere.
+    Nothing,
+}
+
 impl ReviewerKindSpec {
+    /// What this kind of reviewer reads of a subject: an external change without a diff can
+    /// only be reviewed by a reviewer that needs nothing.
+    pub fn needs(&self) -> SubjectNeeds {
+        match self {
+            Self::Builtin(_) | Self::Llm(_) => SubjectNeeds::Diff,
+            Self::Command(_) => SubjectNeeds::Repository,
+        }
+    }
+
     pub fn kind_name(&self) -> &'static str {
         match self {
             Self::Builtin(_) => "builtin",
