@@ -301,3 +301,86 @@ mod tests {
         assert_eq!(fx.by_category["style"], Prf { tp: 0, fp: 2, fn_: 0 });
     }
 }
+
+#[cfg(test)]
+mod severity_tests {
+    use super::*;
+    use crate::analysis::spec::AnalysisKind;
+    use crate::analysis::test_support::{finding, s, spec, Fixture};
+    use crate::analysis::TableCell;
+
+    fn golden(id: &str, severity: Severity, blocking: bool, label: &str, description: &str) -> (&'static str, OracleFinding) {
+        let f = OracleFinding {
+            id: id.into(),
+            case_id: Some("pr-1".into()),
+            description: description.into(),
+            file: None,
+            line: None,
+            range: None,
+            category: None,
+            severity: Some(severity),
+            blocking,
+            severity_label: Some(label.into()),
+        };
+        ("pr-1", f)
+    }
+
+    fn text(cell: &TableCell) -> String {
+        serde_json::to_value(cell).map(|v| v.to_string()).unwrap_or_default()
+    }
+
+    #[test]
+    fn recall_by_the_oracles_own_severity_levels_and_a_ranking_by_f1() {
+        let oracle = tests::oracle_of(vec![
+            golden("pr-1/G1", Severity::Info, false, "Low", "rename the misleading helper name"),
+            golden("pr-1/G2", Severity::Error, true, "Critical", "the async forEach callbacks are never awaited"),
+            golden("pr-1/G3", Severity::Error, false, "High", "the backup code check is case sensitive"),
+        ]);
+        let mut fx = Fixture::new(&[("reviewer", vec![s("a"), s("b")])], 1);
+        // a: finds G2 and G3, one noise report: P 2/3, R 2/3, F1 2/3.
+        fx.add(
+            "reviewer=a",
+            1,
+            "pr-1",
+            vec![
+                finding("", 0, "async forEach callbacks never awaited"),
+                finding("", 0, "backup code check is case sensitive"),
+                finding("", 0, "consider a faster hash"),
+            ],
+        );
+        // b: finds G1 only, exactly: P 1, R 1/3, F1 1/2.
+        fx.add("reviewer=b", 1, "pr-1", vec![finding("", 0, "misleading helper name, rename it")]);
+        let mut input = fx.input();
+        input.oracle = Some(&oracle);
+        let mut spec = spec(AnalysisKind::Fixture, None);
+        spec.rank_by = Some(RankBy::F1);
+        let result = compute(&spec, &input);
+        let titles: Vec<&str> = result.tables.iter().map(|t| t.title.as_str()).collect();
+        assert_eq!(titles, ["Overall", "Ranking by F1", "Recall by severity", "Per category", "Per case"]);
+        let rows: Vec<Vec<String>> = result.tables[2].rows.iter().map(|r| r.iter().map(text).collect()).collect();
+        let a: Vec<(String, String, String)> = rows.iter().filter(|r| r[0].contains("reviewer=a")).map(|r| (r[1].clone(), r[2].clone(), r[3].clone())).collect();
+        // Most severe first: Critical (error, blocking), High (error), Low (info).
+        let q = |x: &str| format!("\"{x}\"");
+        assert_eq!(a, vec![(q("Critical"), "1".into(), "1".into()), (q("High"), "1".into(), "1".into()), (q("Low"), "1".into(), "0".into())]);
+        let ranking: Vec<String> = result.tables[1].rows.iter().map(|r| text(&r[1])).collect();
+        assert_eq!(ranking, [q("`reviewer=a`"), q("`reviewer=b`")]);
+        assert!(result.rule.as_deref().is_some_and(|r| r.starts_with("change-level matching (3 of 3")), "{:?}", result.rule);
+        let by_severity = &result.data["cells"][1]["by_severity"];
+        assert_eq!(by_severity[2], serde_json::json!({ "severity": "Low", "oracle": 1, "found": 1 }));
+    }
+
+    #[test]
+    fn an_oracle_without_severity_labels_gets_no_severity_table() {
+        let mut f = golden("pr-1/G1", Severity::Info, false, "Low", "x").1;
+        f.severity_label = None;
+        let oracle = tests::oracle_of(vec![("pr-1", f)]);
+        let mut fx = Fixture::new(&[("reviewer", vec![s("a")])], 1);
+        fx.add("reviewer=a", 1, "pr-1", vec![]);
+        let mut input = fx.input();
+        input.oracle = Some(&oracle);
+        let result = compute(&spec(AnalysisKind::Fixture, None), &input);
+        let titles: Vec<&str> = result.tables.iter().map(|t| t.title.as_str()).collect();
+        assert_eq!(titles, ["Overall", "Per category", "Per case"]);
+        assert!(result.data["cells"][0].get("by_severity").is_none());
+    }
+}

@@ -828,6 +828,75 @@ pub(crate) mod tests {
         assert_eq!((c.tp(), c.fp(), c.fn_()), (1, 1, 1));
     }
 
+    fn change_level(id: &str, description: &str) -> OracleFinding {
+        OracleFinding { file: None, line: None, category: None, ..oracle(id, "", 0, Category::Bug, description) }
+    }
+
+    #[test]
+    fn change_level_findings_match_by_text_alone_whatever_the_report_names() {
+        let rule = OracleRule::default();
+        let o = change_level("G1", "Django querysets do not support negative slicing");
+        // Anywhere, any category: {negat, slici, djang, query, suppo} vs {djang, query, suppo,
+        // negat, slici} — the same five stems.
+        let r = reported("r", "", 0, Category::Style, "Negative slicing of a Django queryset is not supported");
+        let (verdict, similarity, gap) = grade(&r, &o, &rule);
+        assert_eq!((verdict, gap), (Verdict::Found, 0));
+        assert!((similarity - 1.0).abs() < 1e-9, "{similarity}");
+        let elsewhere = reported("r", "src/x.py", 99, Category::Bug, "Negative slicing of a Django queryset is not supported");
+        assert_eq!(grade(&elsewhere, &o, &rule).0, Verdict::Found, "a file or line the report names changes nothing");
+        // Category alone is no evidence at change level, even where it is for located findings.
+        let same_category = reported("r", "", 0, Category::Bug, "unrelated naming nit");
+        assert_eq!(grade(&same_category, &o, &rule).0, Verdict::Missed);
+        // {negat, offse, reach, queryset→query} shares {negat, query} with the 5 stems: 2·2/(4+5) = 0.444.
+        let some = reported("r", "", 0, Category::Bug, "negative offset reaches the queryset");
+        let (v, s, _) = grade(&some, &o, &rule);
+        assert!((s - 4.0 / 9.0).abs() < 1e-9, "{s}");
+        assert_eq!(v, Verdict::Found);
+        let strict = OracleRule { similarity: 0.5, partial_similarity: 0.25, ..rule };
+        assert_eq!(grade(&some, &o, &strict).0, Verdict::Partial);
+        let stricter = OracleRule { similarity: 0.9, partial_similarity: 0.6, ..rule };
+        assert_eq!(grade(&some, &o, &stricter).0, Verdict::Missed);
+    }
+
+    #[test]
+    fn change_level_matching_is_one_to_one_and_greedy_by_similarity() {
+        let rule = OracleRule { similarity: 0.3, partial_similarity: 0.15, ..OracleRule::default() };
+        let g1 = change_level("G1", "race condition: the backup code can be used twice by concurrent logins");
+        let g2 = change_level("G2", "backup code validation is case sensitive");
+        let reports = vec![
+            reported("a", "", 0, Category::Bug, "backup code validation is case sensitive, uppercase input fails"),
+            reported("b", "", 0, Category::Bug, "concurrent logins can reuse the same backup code (race condition)"),
+            reported("c", "", 0, Category::Bug, "race: concurrent logins use one backup code twice"),
+            reported("d", "", 0, Category::Style, "rename the component file"),
+        ];
+        // Stems (`code` is a stop word): G1 {race, condi, backu, used, twice, concu, login},
+        // G2 {backu, valid, case, sensi}; a–G2 4 shared of 7+4: 8/11; b–G1 5 of 7+7: 10/14;
+        // c {race, concu, login, use, backu, twice}–G1 5 of 6+7: 10/13, the best pair of all.
+        assert!((token_similarity(&reports[2].message, &g1.description) - 10.0 / 13.0).abs() < 1e-9);
+        assert!((token_similarity(&reports[1].message, &g1.description) - 10.0 / 14.0).abs() < 1e-9);
+        assert!((token_similarity(&reports[0].message, &g2.description) - 8.0 / 11.0).abs() < 1e-9);
+        let m = match_case(&reports, &[&g1, &g2], &rule);
+        let taken: Vec<(Verdict, Option<usize>)> = m.verdicts.iter().map(|v| (v.verdict, v.reported)).collect();
+        assert_eq!(taken, vec![(Verdict::Found, Some(2)), (Verdict::Found, Some(0))]);
+        assert_eq!(m.extras.iter().map(|e| e.reported).collect::<Vec<_>>(), [1, 3], "the second report of G1's defect is an extra");
+        let c = m.counts();
+        assert_eq!((c.tp(), c.fp(), c.fn_()), (2, 2, 0));
+    }
+
+    #[test]
+    fn the_change_level_rule_is_printed_beside_the_scores_only_where_it_applies() {
+        let rule = OracleRule::default();
+        let located = oracle("F1", "a.rs", 1, Category::Bug, "x");
+        let oracle_of = |findings: Vec<OracleFinding>| Oracle { version: 1, findings, cases: Vec::new() };
+        assert_eq!(describe_rule_for(&rule, &oracle_of(vec![located.clone()])), rule.describe(), "unchanged without change-level findings");
+        let only = describe_rule_for(&rule, &oracle_of(vec![change_level("G1", "y")]));
+        assert!(only.starts_with("change-level matching (1 of 1 oracle findings name no file or line)"), "{only}");
+        assert!(only.contains("≥ 0.30") && only.contains("by text alone") && only.contains("one to one"), "{only}");
+        assert!(!only.contains("same file"), "{only}");
+        let both = describe_rule_for(&rule, &oracle_of(vec![located, change_level("G1", "y")]));
+        assert!(both.starts_with(&rule.describe()) && both.contains("change-level matching (1 of 2"), "{both}");
+    }
+
     #[test]
     fn the_rule_is_printed_in_words() {
         let text = OracleRule::default().describe();
