@@ -5,6 +5,7 @@ mod bundled;
 mod command_reviewer;
 mod embed_real_server;
 mod exec_corpus;
+mod external_target;
 mod git_target;
 mod ground_truth;
 mod ground_truth_eval;
