@@ -2,6 +2,7 @@
 //! created in temporary directories, with real child processes as reviewers.
 
 mod bundled;
+mod code_review_benchmark;
 mod command_reviewer;
 mod embed_real_server;
 mod exec_corpus;
