@@ -359,6 +359,16 @@ fn add_scoring_nodes(
     out
 }
 
+/// A reviewer's fingerprint for one run: its cell fingerprint, plus what the run reads
+/// (`input`) for a reviewer that reads files per subject.
+fn with_run_input(fingerprint: &serde_json::Value, input: Option<serde_json::Value>) -> serde_json::Value {
+    let mut value = fingerprint.clone();
+    if let (Some(input), Some(object)) = (input, value.as_object_mut()) {
+        object.insert("input".to_string(), input);
+    }
+    value
+}
+
 /// The reviewers of an experiment by name, as the plan and the engine use them.
 pub type ReviewerSet = BTreeMap<String, Arc<dyn Reviewer>>;
 
@@ -397,7 +407,13 @@ pub fn build_limited(manifest: &Manifest, subjects: BTreeMap<String, SubjectSpec
                 let subject = subjects.get(subject_id).ok_or_else(|| PlanError::MissingSubject(subject_id.clone()))?;
                 // The review stage's key: its own inputs and the key of the subject it depends
                 // on (the subject's content identity). See `cache::key`.
-                let inputs = KeyInputs::new(reviewer.kind(), fingerprint.clone(), cell, &subject.identity, repeat);
+                let inputs = KeyInputs::new(
+                    reviewer.kind(),
+                    with_run_input(&fingerprint, reviewer.run_input(cell, subject_id, repeat)),
+                    cell,
+                    &subject.identity,
+                    repeat,
+                );
                 runs.push(PlannedRun {
                     cell: cell.clone(),
                     repeat,
