@@ -47,6 +47,7 @@ impl ReviewerKindSpec {
         match self {
             Self::Builtin(_) | Self::Llm(_) => SubjectNeeds::Diff,
             Self::Command(_) => SubjectNeeds::Repository,
+            Self::Replay(_) => SubjectNeeds::Nothing,
         }
     }
 
