@@ -175,11 +175,8 @@ pub fn compute(spec: &AnalysisSpec, input: &AnalysisInput<'_>) -> AnalysisResult
             "by_case": fx.by_case.iter().map(|(k, v)| (k.clone(), v.to_json())).collect::<serde_json::Map<_, _>>(),
         });
         if labelled {
-            cell_json["by_severity"] = fx
-                .by_severity
-                .iter()
-                .map(|(level, (found, total))| serde_json::json!({ "severity": level.label, "oracle": total, "found": found }))
-                .collect();
+            cell_json["by_severity"] =
+                fx.by_severity.iter().map(|(level, (found, total))| serde_json::json!({ "severity": level.label, "oracle": total, "found": found })).collect();
         }
         cells_json.push(cell_json);
     }
@@ -358,7 +355,8 @@ mod severity_tests {
         let titles: Vec<&str> = result.tables.iter().map(|t| t.title.as_str()).collect();
         assert_eq!(titles, ["Overall", "Ranking by F1", "Recall by severity", "Per category", "Per case"]);
         let rows: Vec<Vec<String>> = result.tables[2].rows.iter().map(|r| r.iter().map(text).collect()).collect();
-        let a: Vec<(String, String, String)> = rows.iter().filter(|r| r[0].contains("reviewer=a")).map(|r| (r[1].clone(), r[2].clone(), r[3].clone())).collect();
+        let a: Vec<(String, String, String)> =
+            rows.iter().filter(|r| r[0].contains("reviewer=a")).map(|r| (r[1].clone(), r[2].clone(), r[3].clone())).collect();
         // Most severe first: Critical (error, blocking), High (error), Low (info).
         let q = |x: &str| format!("\"{x}\"");
         assert_eq!(a, vec![(q("Critical"), "1".into(), "1".into()), (q("High"), "1".into(), "1".into()), (q("Low"), "1".into(), "0".into())]);

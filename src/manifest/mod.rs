@@ -223,7 +223,8 @@ fn read_target(t: &TableReader<'_, '_>, base_dir: &Path, check_paths: bool) -> O
         }
         (None, None) => {
             if !t.has("repo") && !t.has("corpus") {
-                t.problems().push(t.span(), "[target] needs `repo` (a git repository), `corpus` (a case directory) or `external` (changes without a repository)");
+                t.problems()
+                    .push(t.span(), "[target] needs `repo` (a git repository), `corpus` (a case directory) or `external` (changes without a repository)");
             }
             None
         }

@@ -130,7 +130,11 @@ pub fn build_results(
         TargetSpec::External { changes, oracle, .. } => (
             TargetKind::External,
             match oracle {
-                Some(o) => format!("the external changes of `{}` (no repository), scored against `{}`", relative(&manifest.base_dir, changes), relative(&manifest.base_dir, o)),
+                Some(o) => format!(
+                    "the external changes of `{}` (no repository), scored against `{}`",
+                    relative(&manifest.base_dir, changes),
+                    relative(&manifest.base_dir, o)
+                ),
                 None => format!("the external changes of `{}` (no repository)", relative(&manifest.base_dir, changes)),
             },
         ),

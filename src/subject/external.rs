@@ -77,9 +77,8 @@ fn invalid(path: &Path, message: String) -> TargetError {
 /// Reads `changes.json` and each change's diff; every problem is an error naming the file.
 pub fn load_changes(path: &Path) -> Result<Vec<ExternalChange>, TargetError> {
     let text = read_text(path).map_err(|e| invalid(path, format!("cannot read it: {e}")))?;
-    let raw: Vec<RawChange> = serde_json::from_str(&text).map_err(|e| {
-        invalid(path, format!("{e} (expected an array of {{\"id\", \"title\", \"url\", \"diff\"}}, `diff` a path relative to this file)"))
-    })?;
+    let raw: Vec<RawChange> = serde_json::from_str(&text)
+        .map_err(|e| invalid(path, format!("{e} (expected an array of {{\"id\", \"title\", \"url\", \"diff\"}}, `diff` a path relative to this file)")))?;
     if raw.is_empty() {
         return Err(invalid(path, "lists no change".into()));
     }

@@ -35,10 +35,14 @@ fn the_converter_writes_changes_oracle_and_one_jsonl_per_tool() {
               "augment": [{"text": "Backup codes compared case-sensitively", "path": null, "line": null, "source": "extracted"},
                           {"text": "Rename the file", "path": null, "line": null, "source": "extracted"}]}}"#,
     );
-    write(&src.join("pr_labels.json"), r#"{"https://github.com/getsentry/sentry/pull/93824": {"derived": {"language": "Python", "num_golden_comments": 2}, "llm_pr_labels": {"requires_context": "file"}}}"#);
+    write(
+        &src.join("pr_labels.json"),
+        r#"{"https://github.com/getsentry/sentry/pull/93824": {"derived": {"language": "Python", "num_golden_comments": 2}, "llm_pr_labels": {"requires_context": "file"}}}"#,
+    );
     write(&src.join("LICENSE"), "MIT License\n");
     let out = dir.path().join("out");
-    let run = StdCommand::new("python3").arg(project_root().join("scripts/code-review-benchmark/convert.py")).arg(&src).arg(&out).output().expect("python3 runs");
+    let run =
+        StdCommand::new("python3").arg(project_root().join("scripts/code-review-benchmark/convert.py")).arg(&src).arg(&out).output().expect("python3 runs");
     assert!(run.status.success(), "{}", stderr_of(&run));
     assert_eq!(stdout_of(&run), "3 subjects, 4 oracle findings (Critical 1, High 1, Medium 1, Low 1), 2 tools\n");
 
@@ -73,7 +77,8 @@ fn the_converter_writes_changes_oracle_and_one_jsonl_per_tool() {
 
     // Deterministic: a second conversion writes the same bytes.
     let again = dir.path().join("again");
-    let run = StdCommand::new("python3").arg(project_root().join("scripts/code-review-benchmark/convert.py")).arg(&src).arg(&again).output().expect("python3 runs");
+    let run =
+        StdCommand::new("python3").arg(project_root().join("scripts/code-review-benchmark/convert.py")).arg(&src).arg(&again).output().expect("python3 runs");
     assert!(run.status.success());
     for file in ["changes.json", "oracle.json", "tools/augment.jsonl", "README.md"] {
         assert_eq!(std::fs::read(out.join(file)).expect("first"), std::fs::read(again.join(file)).expect("second"), "{file}");
@@ -81,7 +86,12 @@ fn the_converter_writes_changes_oracle_and_one_jsonl_per_tool() {
 
     // A golden count that disagrees with pr_labels.json is an error, not a silent conversion.
     write(&src.join("pr_labels.json"), r#"{"https://github.com/getsentry/sentry/pull/93824": {"derived": {"num_golden_comments": 3}}}"#);
-    let run = StdCommand::new("python3").arg(project_root().join("scripts/code-review-benchmark/convert.py")).arg(&src).arg(dir.path().join("bad")).output().expect("python3 runs");
+    let run = StdCommand::new("python3")
+        .arg(project_root().join("scripts/code-review-benchmark/convert.py"))
+        .arg(&src)
+        .arg(dir.path().join("bad"))
+        .output()
+        .expect("python3 runs");
     assert!(!run.status.success() && stderr_of(&run).contains("pr_labels.json counts 3"), "{}", stderr_of(&run));
 }
 
@@ -99,8 +109,10 @@ fn the_committed_conversion_holds_the_benchmarks_counts() {
         assert!(f.get("file").is_none() && f.get("line").is_none(), "change level: {f}");
     }
     assert_eq!(levels, BTreeMap::from([("Critical".into(), 9), ("High".into(), 41), ("Medium".into(), 47), ("Low".into(), 40)]));
-    let mut tools: Vec<String> =
-        std::fs::read_dir(dir.join("tools")).expect("tools").map(|e| e.expect("entry").file_name().to_string_lossy().trim_end_matches(".jsonl").to_string()).collect();
+    let mut tools: Vec<String> = std::fs::read_dir(dir.join("tools"))
+        .expect("tools")
+        .map(|e| e.expect("entry").file_name().to_string_lossy().trim_end_matches(".jsonl").to_string())
+        .collect();
     tools.sort();
     assert_eq!(tools, ["augment", "baz", "bugbot", "claude", "coderabbit", "copilot", "gemini", "graphite", "greptile", "kg", "propel", "qodo"]);
     let ids: std::collections::BTreeSet<&str> = changes.iter().filter_map(|c| c["id"].as_str()).collect();
