@@ -221,7 +221,15 @@ def main(argv):
         print("### Per golden comment, against the GPT-5.2 judge's verdicts\n")
         print(f"{n} (tool, golden comment) pairs: both found {a}, runner only {b}, judge only {c}, neither {d};")
         print(f"agreement {po:.3f}, Cohen's κ = {(po - pe) / (1 - pe):.3f}; of the judge's matches runner finds {a / (a + c):.3f},")
-        print(f"of runner's matches the judge confirms {a / (a + b):.3f}.")
+        print(f"of runner's matches the judge confirms {a / (a + b):.3f}.\n")
+        label = {f["id"]: f["severityLabel"] for f in oracle["findings"]}
+        print("| severity | golden × tools | runner recall | judge recall |")
+        print("|---|---:|---:|---:|")
+        for level in ("Critical", "High", "Medium", "Low"):
+            keys = [k for k in verdicts if k in judge and label[k[1]] == level]
+            mine = sum(verdicts[k] for k in keys) / len(keys)
+            theirs = sum(judge[k] for k in keys) / len(keys)
+            print(f"| {level} | {len(keys)} | {mine:.3f} | {theirs:.3f} |")
     return 1 if mismatch else 0
 
 
