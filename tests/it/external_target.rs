@@ -110,3 +110,29 @@ fn external_target_keys_are_checked_where_they_are_written() {
         assert!(!out.status.success() && shown.contains(expected), "{expected}: {shown}");
     }
 }
+
+#[test]
+fn a_replay_reviewer_compares_changes_without_diffs_at_change_level() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let replay = "[matrix]\nreviewer = [\"tool\"]\n[reviewers.tool]\nkind = \"replay\"\nformat = \"jsonl\"\npath = \"captured.jsonl\"\nmissing = \"empty\"\ntool = \"Some tool\"";
+    let manifest = external(dir.path(), false, "");
+    let text = std::fs::read_to_string(&manifest).expect("read").replace("[matrix]\nrepeat = 1\n", &format!("{replay}\n"));
+    let manifest = write_manifest(dir.path(), "ext.toml", &text);
+    // p-1 has a finding close to its golden comment and one of noise; p-2 has no rows.
+    std::fs::write(
+        dir.path().join("captured.jsonl"),
+        "{\"subject\": \"p-1\", \"file\": null, \"line\": null, \"message\": \"eval runs untrusted code: arbitrary code execution\"}\n\
+         {\"subject\": \"p-1\", \"file\": null, \"line\": null, \"message\": \"rename the function\"}\n",
+    )
+    .expect("capture");
+    let validate = runner(dir.path()).arg("validate").arg(&manifest).output().expect("runs");
+    assert!(validate.status.success(), "{}{}", stdout_of(&validate), stderr_of(&validate));
+    let out = runner(dir.path()).args(["exec", "--cache-dir", "cache", "--work-dir", "work"]).arg(&manifest).output().expect("runs");
+    assert!(out.status.success(), "{}", stderr_of(&out));
+    let results: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(dir.path().join("out/results.json")).expect("results.json")).expect("json");
+    let overall = &results["analyses"][0]["data"]["cells"][0]["overall"];
+    // p-1's golden comment found, the noise a FP; p-2 (no rows: reviewed, nothing found) missed.
+    assert_eq!((overall["tp"].as_u64(), overall["fp"].as_u64(), overall["fn"].as_u64()), (Some(1), Some(1), Some(1)), "{overall}");
+    let severity = &results["analyses"][0]["data"]["cells"][0]["by_severity"];
+    assert_eq!(severity, &serde_json::json!([{"severity": "Critical", "oracle": 1, "found": 1}, {"severity": "Low", "oracle": 1, "found": 0}]));
+}
