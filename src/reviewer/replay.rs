@@ -484,7 +484,7 @@ impl ReplayReviewer {
             }
             None => self.spec.path.clone(),
         };
-        let base = self.spec.base_dir.canonicalize().map_err(|e| format!("cannot resolve the manifest's directory `{}`: {e}", self.spec.base_dir.display()))?;
+        let base = self.base_dir().canonicalize().map_err(|e| format!("cannot resolve the manifest's directory `{}`: {e}", self.base_dir().display()))?;
         let lexical = resolve_path(&base, &written);
         if !lexical.starts_with(root) {
             return Err(format!(
@@ -513,9 +513,18 @@ impl ReplayReviewer {
     /// Where the captures are, as reports show it: the manifest's `path` resolved and shown
     /// relative to the project root, `{subject}` kept.
     fn source_label(&self) -> String {
-        match self.spec.base_dir.canonicalize() {
+        match self.base_dir().canonicalize() {
             Ok(base) => self.display(&resolve_path(&base, &self.spec.path)),
             Err(_) => self.spec.path.clone(),
+        }
+    }
+
+    /// The manifest's directory (`.` for a manifest named without one).
+    fn base_dir(&self) -> &Path {
+        if self.spec.base_dir.as_os_str().is_empty() {
+            Path::new(".")
+        } else {
+            &self.spec.base_dir
         }
     }
 

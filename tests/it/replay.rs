@@ -92,7 +92,9 @@ fn rows(results: &serde_json::Value, index: usize) -> Vec<Vec<String>> {
 fn replayed_sarif_and_csv_are_compared_with_a_builtin_reviewer_and_scored() {
     let dir = tempfile::tempdir().expect("tempdir");
     let manifest = replay_project(dir.path());
-    let out = exec(dir.path(), &manifest);
+    // Named without a directory, the manifest's directory is the current one.
+    assert_eq!(manifest.parent(), Some(dir.path()));
+    let out = exec(dir.path(), Path::new("replayed.toml"));
     assert!(out.status.success(), "{}", stderr_of(&out));
     assert_eq!(count_events(&events(&out), "run_finished"), 9, "3 reviewers × 3 cases");
     let results: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(dir.path().join("out/results.json")).expect("results.json")).expect("json");
