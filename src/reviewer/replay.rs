@@ -318,7 +318,7 @@ pub struct Replayed {
 #[derive(Debug, Clone)]
 enum Loaded {
     /// Read: the bytes (kept as the run's raw output), their blake3, and what they say.
-    Read { file: String, raw: String, blake3: String, parsed: Result<Replayed, String> },
+    Read { raw: String, blake3: String, parsed: Result<Replayed, String> },
     /// No file, or no rows for the subject.
     Missing { what: String },
     /// Refused or unreadable: the run fails with this.
@@ -415,7 +415,7 @@ impl ReplayReviewer {
             }),
         }
         .map_err(|e| format!("captured file `{file}`: {e}"));
-        Loaded::Read { file, raw, blake3, parsed }
+        Loaded::Read { raw, blake3, parsed }
     }
 
     fn load_shared(&self, subject: &str, repeat: u32) -> Loaded {
@@ -435,12 +435,9 @@ impl ReplayReviewer {
         };
         let key = (subject.to_string(), (self.spec.format == ReplayFormat::Seed002).then_some(repeat));
         match shared.parts.get(&key) {
-            Some(part) => Loaded::Read {
-                file: shared.file.clone(),
-                raw: part.raw.clone(),
-                blake3: blake3::hash(part.raw.as_bytes()).to_hex().to_string(),
-                parsed: Ok(part.replayed.clone()),
-            },
+            Some(part) => {
+                Loaded::Read { raw: part.raw.clone(), blake3: blake3::hash(part.raw.as_bytes()).to_hex().to_string(), parsed: Ok(part.replayed.clone()) }
+            }
             None => {
                 let what = match shared.trials {
                     Some(n) if repeat as usize > n => format!(
@@ -487,7 +484,7 @@ impl ReplayReviewer {
             }
             None => self.spec.path.clone(),
         };
-        let base = self.spec.base_dir.canonicalize().map_err(|e| format!("cannot resolve the manifest's directory `{}`: {e}", self.spec.base_dir.display()))?;
+        let base = self.base_dir().canonicalize().map_err(|e| format!("cannot resolve the manifest's directory `{}`: {e}", self.base_dir().display()))?;
         let lexical = resolve_path(&base, &written);
         if !lexical.starts_with(root) {
             return Err(format!(
@@ -511,6 +508,24 @@ impl ReplayReviewer {
             ));
         }
         Ok(Some(real))
+    }
+
+    /// Where the captures are, as reports show it: the manifest's `path` resolved and shown
+    /// relative to the project root, `{subject}` kept.
+    fn source_label(&self) -> String {
+        match self.base_dir().canonicalize() {
+            Ok(base) => self.display(&resolve_path(&base, &self.spec.path)),
+            Err(_) => self.spec.path.clone(),
+        }
+    }
+
+    /// The manifest's directory (`.` for a manifest named without one).
+    fn base_dir(&self) -> &Path {
+        if self.spec.base_dir.as_os_str().is_empty() {
+            Path::new(".")
+        } else {
+            &self.spec.base_dir
+        }
     }
 
     /// A path as reports show it: relative to the project root.
@@ -581,24 +596,26 @@ impl Reviewer for ReplayReviewer {
             let loaded = self.load(&job.subject.id, job.repeat);
             let mut provenance: BTreeMap<String, serde_json::Value> = BTreeMap::new();
             provenance.insert("replay_format".into(), self.spec.format.as_str().into());
+            provenance.insert("replay_source".into(), self.source_label().into());
             if let Some(tool) = &self.spec.tool {
                 provenance.insert("replay_tool".into(), tool.clone().into());
             }
-            let (file, raw, blake3, replayed) = match &*loaded {
-                Loaded::Read { file, raw, blake3, parsed } => (file.clone(), raw.clone(), blake3.clone(), parsed.clone().map_err(ReviewError::failed)?),
+            let (raw, blake3, replayed) = match &*loaded {
+                Loaded::Read { raw, blake3, parsed, .. } => (raw.clone(), blake3.clone(), parsed.clone().map_err(ReviewError::failed)?),
                 Loaded::Missing { what } => match self.spec.missing {
                     Missing::Error => {
                         return Err(ReviewError::failed(format!("{what}; capture it, or set `missing = \"empty\"` to count it as reviewed with no findings")))
                     }
                     Missing::Empty => {
-                        provenance.insert("replay_file".into(), "(none: `missing = \"empty\"`)".into());
+                        provenance.insert("replay_blake3".into(), "(no capture: `missing = \"empty\"`)".into());
                         return Ok(ReviewOutput { cost: Cost { hunks, ..Cost::default() }, provenance, ..ReviewOutput::default() });
                     }
                 },
                 Loaded::Refused(e) => return Err(ReviewError::failed(e.clone())),
             };
-            provenance.insert("replay_file".into(), file.into());
-            provenance.insert("replay_blake3".into(), blake3.into());
+            // The full hash is in the run's key inputs (`reviewer.input.blake3`); provenance
+            // names the source once per reviewer and each run's hash shortened, as run keys are.
+            provenance.insert("replay_blake3".into(), blake3.get(..12).unwrap_or(&blake3).into());
             for (k, v) in &replayed.provenance {
                 provenance.insert(k.clone(), v.clone().into());
             }
