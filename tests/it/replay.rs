@@ -136,4 +136,11 @@ fn replayed_sarif_and_csv_are_compared_with_a_builtin_reviewer_and_scored() {
     assert_eq!(failed.status.code(), Some(3), "{}", stderr_of(&failed));
     let report = std::fs::read_to_string(dir.path().join("out/RESULTS.md")).expect("RESULTS.md");
     assert!(report.contains("captured file `captured/bot.csv` has no row for subject `case-04`"), "{report}");
+    // `runner validate` says so before anything runs, and names a malformed capture's line.
+    std::fs::write(dir.path().join("captured/sarif/case-07.sarif"), "{\"version\": \"2.1.0\",\n\"runs\": 3}").expect("edit");
+    let validated = runner(dir.path()).args(["validate", "replayed.toml"]).output().expect("runs");
+    assert_eq!(validated.status.code(), Some(1), "{}", stdout_of(&validated));
+    let errors = stderr_of(&validated);
+    assert!(errors.contains("reviewer `bot`: captured file `captured/bot.csv` has no row for subject `case-04` (`missing = \"error\"`)"), "{errors}");
+    assert!(errors.contains("reviewer `analyzer`: captured file `captured/sarif/case-07.sarif`: not a SARIF log") && errors.contains("line 2"), "{errors}");
 }
