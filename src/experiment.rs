@@ -160,6 +160,16 @@ pub fn check(manifest: Manifest, options: &PrepareOptions) -> Result<plan::PlanS
             }
         }
     }
+    // Runs that would fail from their inputs alone (a replayed capture missing or malformed),
+    // each distinct problem once.
+    for run in &prepared.plan.runs {
+        if let Some(problem) = prepared.reviewers.get(&run.reviewer).and_then(|r| r.input_problem(&run.cell, &run.subject_id, run.repeat)) {
+            let problem = format!("reviewer `{}`: {problem}", run.reviewer);
+            if !problems.contains(&problem) {
+                problems.push(problem);
+            }
+        }
+    }
     let missing = RunOutcome::Missing;
     let outcomes: Vec<&RunOutcome> = prepared.plan.runs.iter().map(|_| &missing).collect();
     // No run has results, so no diff scope is needed: nothing is materialized.

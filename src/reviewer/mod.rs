@@ -175,6 +175,12 @@ pub trait Reviewer: Send + Sync {
         None
     }
 
+    /// Why one run would fail from its inputs alone, before anything runs (a replayed
+    /// capture that is missing, malformed or outside the project), for `runner validate`.
+    fn input_problem(&self, _cell: &Cell, _subject: &str, _repeat: u32) -> Option<String> {
+        None
+    }
+
     /// Reviews one subject for one cell and repeat.
     fn review<'a>(&'a self, job: &'a ReviewJob) -> BoxFuture<'a, Result<ReviewOutput, ReviewError>>;
 }

@@ -590,6 +590,14 @@ impl Reviewer for ReplayReviewer {
         })
     }
 
+    fn input_problem(&self, _cell: &Cell, subject: &str, repeat: u32) -> Option<String> {
+        match &*self.load(subject, repeat) {
+            Loaded::Read { parsed: Err(e), .. } | Loaded::Refused(e) => Some(e.clone()),
+            Loaded::Missing { what } if self.spec.missing == Missing::Error => Some(format!("{what} (`missing = \"error\"`)")),
+            _ => None,
+        }
+    }
+
     fn review<'a>(&'a self, job: &'a ReviewJob) -> BoxFuture<'a, Result<ReviewOutput, ReviewError>> {
         Box::pin(async move {
             let hunks = crate::subject::diff::hunks(&job.subject.files).count() as u32;

@@ -136,4 +136,50 @@ fn replayed_sarif_and_csv_are_compared_with_a_builtin_reviewer_and_scored() {
     assert_eq!(failed.status.code(), Some(3), "{}", stderr_of(&failed));
     let report = std::fs::read_to_string(dir.path().join("out/RESULTS.md")).expect("RESULTS.md");
     assert!(report.contains("captured file `captured/bot.csv` has no row for subject `case-04`"), "{report}");
+    // `runner validate` says so before anything runs, and names a malformed capture's line.
+    std::fs::write(dir.path().join("captured/sarif/case-07.sarif"), "{\"version\": \"2.1.0\",\n\"runs\": 3}").expect("edit");
+    let validated = runner(dir.path()).args(["validate", "replayed.toml"]).output().expect("runs");
+    assert_eq!(validated.status.code(), Some(1), "{}", stdout_of(&validated));
+    let errors = stderr_of(&validated);
+    assert!(errors.contains("reviewer `bot`: captured file `captured/bot.csv` has no row for subject `case-04` (`missing = \"error\"`)"), "{errors}");
+    assert!(errors.contains("reviewer `analyzer`: captured file `captured/sarif/case-07.sarif`: not a SARIF log") && errors.contains("line 2"), "{errors}");
+}
+
+/// On a git target the subject is the `ref` value as written: `HEAD~1` names
+/// `captured/HEAD~1.jsonl`; a stet capture (`.json`) replays with stet's own ids.
+#[test]
+fn git_ranges_replay_the_capture_named_after_their_ref() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let repo = calc_repo(dir.path());
+    std::fs::create_dir_all(dir.path().join("captured")).expect("dir");
+    std::fs::write(
+        dir.path().join("captured/HEAD~1.jsonl"),
+        "{\"file\":\"calc.py\",\"line\":14,\"message\":\"eval of untrusted code\",\"severity\":\"error\",\"category\":\"security\"}\n",
+    )
+    .expect("write");
+    std::fs::write(
+        dir.path().join("captured/HEAD~2.json"),
+        "{\"findings\":[{\"id\":\"09fd85503157675d43d1845f0ae7fa4c7fe470b22b46d49cad2b02d5c64f9457\",\"file\":\"calc.py\",\"line\":4,\"severity\":\"info\",\"category\":\"maintainability\",\"confidence\":1,\"message\":\"Dry-run placeholder (CI)\"}]}\n",
+    )
+    .expect("write");
+    let text = format!(
+        "version = 1\n[experiment]\nname = \"git-replay\"\n[target]\nrepo = \"{}\"\n[matrix]\nref = [\"HEAD~1\", \"HEAD~2\"]\nreviewer = [\"jsonl\", \"stet\"]\n[reviewers.jsonl]\nkind = \"replay\"\npath = \"captured/{{subject}}.jsonl\"\nmissing = \"empty\"\n[reviewers.stet]\nkind = \"replay\"\npath = \"captured/{{subject}}.json\"\nmissing = \"empty\"\n[report]\noutput = \"out\"\n",
+        repo.display()
+    );
+    write_manifest(dir.path(), "git.toml", &text);
+    let out = runner(dir.path()).args(["exec", "--json", "--cache-dir", "cache", "--work-dir", "work", "git.toml"]).output().expect("runs");
+    assert!(out.status.success(), "{}", stderr_of(&out));
+    let results: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(dir.path().join("out/results.json")).expect("results.json")).expect("json");
+    let findings: Vec<(String, u64)> =
+        results["runs"].as_array().expect("runs").iter().map(|r| (r["cell"].as_str().unwrap_or("").to_string(), r["findings"].as_u64().unwrap_or(9))).collect();
+    assert_eq!(
+        findings,
+        vec![
+            ("ref=HEAD~1,reviewer=jsonl".to_string(), 1),
+            ("ref=HEAD~1,reviewer=stet".to_string(), 0),
+            ("ref=HEAD~2,reviewer=jsonl".to_string(), 0),
+            ("ref=HEAD~2,reviewer=stet".to_string(), 1)
+        ],
+        "{results}"
+    );
 }
