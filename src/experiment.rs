@@ -160,6 +160,16 @@ pub fn check(manifest: Manifest, options: &PrepareOptions) -> Result<plan::PlanS
             }
         }
     }
+    // Runs that would fail from their inputs alone (a replayed capture missing or malformed),
+    // each distinct problem once.
+    for run in &prepared.plan.runs {
+        if let Some(problem) = prepared.reviewers.get(&run.reviewer).and_then(|r| r.input_problem(&run.cell, &run.subject_id, run.repeat)) {
+            let problem = format!("reviewer `{}`: {problem}", run.reviewer);
+            if !problems.contains(&problem) {
+                problems.push(problem);
+            }
+        }
+    }
     let missing = RunOutcome::Missing;
     let outcomes: Vec<&RunOutcome> = prepared.plan.runs.iter().map(|_| &missing).collect();
     // No run has results, so no diff scope is needed: nothing is materialized.
@@ -191,7 +201,8 @@ pub fn load_adjudications(manifest: &Manifest) -> Result<BTreeMap<PathBuf, crate
     Ok(out)
 }
 
-/// The oracle of a corpus (`oracle.json`, when present) or of an eval set (its cases' findings).
+/// The oracle of a corpus (`oracle.json`, when present), of an eval set (its cases' findings) or
+/// of an external target (its `oracle` file).
 pub fn load_oracle(manifest: &Manifest) -> Result<Option<Oracle>, Error> {
     match &manifest.target {
         TargetSpec::Corpus { dir, .. } => Ok(ground_truth::oracle::load(dir)?),
@@ -199,7 +210,8 @@ pub fn load_oracle(manifest: &Manifest) -> Result<Option<Oracle>, Error> {
             let cases = ground_truth::evalcase::load_dir(dir)?;
             Ok(Some(ground_truth::evalcase::to_oracle(&cases)))
         }
-        TargetSpec::Git { .. } => Ok(None),
+        TargetSpec::External { oracle: Some(path), .. } => Ok(Some(ground_truth::oracle::load_file(path)?)),
+        TargetSpec::Git { .. } | TargetSpec::External { oracle: None, .. } => Ok(None),
     }
 }
 

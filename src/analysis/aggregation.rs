@@ -204,6 +204,7 @@ mod tests {
             adjudication: None,
             rqs: None,
             compare: None,
+            rank_by: None,
         }
     }
 

@@ -248,7 +248,12 @@ pub fn metric_from_counts(metric: CompareMetric, c: &MatchCounts) -> Option<f64>
         CompareMetric::Recall => c.recall(),
         CompareMetric::RecallWithPartials => c.recall_with_partials(),
         CompareMetric::Precision => c.precision(),
-        CompareMetric::F1 => c.f1(),
+        // 2TP / (2TP + FP + FN): equal to 2PR / (P + R) where both are defined, and also
+        // defined (0) for a subject where nothing was reported but something was expected.
+        CompareMetric::F1 => {
+            let (tp, fp, fn_) = (c.tp() as f64, c.fp() as f64, c.fn_() as f64);
+            crate::analysis::ratio(2.0 * tp, 2.0 * tp + fp + fn_)
+        }
         CompareMetric::Noise => c.noise(),
         _ => None,
     }
@@ -374,7 +379,8 @@ pub fn verdict_line(c: &Comparison, digits: usize) -> String {
         (Some(t), Some(p_holm)) => {
             let how = if t.exact { format!("exact over {} sign flips", grouped(t.resamples)) } else { format!("{} resamples", grouped(t.resamples)) };
             let holm = if (p_holm - t.p_value).abs() > 1e-12 { format!(", Holm-adjusted {}", format_p(p_holm)) } else { String::new() };
-            format!(", p = {}{holm} (paired permutation, {} subjects, {how})", format_p(t.p_value), c.subjects)
+            let p = if t.p_value < 0.001 { "p < 0.001".to_string() } else { format!("p = {}", format_p(t.p_value)) };
+            format!(", {p}{holm} (paired permutation, {} subjects, {how})", c.subjects)
         }
         _ => format!(" ({} subjects)", c.subjects),
     };

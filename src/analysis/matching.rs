@@ -11,7 +11,8 @@
 //! The rule (seed 003's definitions, made mechanical):
 //! - *located*: same file, and the reported span within `line-tolerance` lines of the oracle
 //!   finding's line or range (an oracle finding with a file but no line is located anywhere in
-//!   its file; one without a file cannot be located automatically);
+//!   its file; one without a file is matched at change level: text alone, see
+//!   [`grade_change_level`]);
 //! - `found`: located, with the configured evidence — message similarity to the oracle
 //!   description ≥ `similarity`, and/or category agreement (see [`Evidence`]);
 //! - `partial`: located, without that evidence, but with a similarity ≥ `partial-similarity`
@@ -471,9 +472,10 @@ fn report_text(f: &Finding) -> String {
     }
 }
 
-/// How one report relates to one oracle finding: its verdict, similarity and line gap.
+/// How one report relates to one oracle finding: its verdict, similarity and line gap. An
+/// oracle finding without a file is graded at change level ([`grade_change_level`]).
 pub fn grade(reported: &Finding, oracle: &OracleFinding, rule: &OracleRule) -> (Verdict, f64, u32) {
-    let Some(file) = &oracle.file else { return (Verdict::Missed, 0.0, u32::MAX) };
+    let Some(file) = &oracle.file else { return grade_change_level(reported, oracle, rule) };
     if !same_file(&reported.file, file) {
         return (Verdict::Missed, 0.0, u32::MAX);
     }
@@ -498,6 +500,48 @@ pub fn grade(reported: &Finding, oracle: &OracleFinding, rule: &OracleRule) -> (
         Verdict::Missed
     };
     (verdict, similarity, gap)
+}
+
+/// Change level, for an oracle finding that names no file (a benchmark that knows only which
+/// change a defect is in): every report on the change is a candidate, whatever file or line it
+/// names, and text alone decides — `found` at similarity ≥ `similarity`, `partial` at ≥
+/// `partial-similarity` (category is no evidence here). The gap is 0.
+pub fn grade_change_level(reported: &Finding, oracle: &OracleFinding, rule: &OracleRule) -> (Verdict, f64, u32) {
+    let similarity = rule.measure.similarity(&report_text(reported), &oracle.description);
+    let verdict = if similarity >= rule.similarity {
+        Verdict::Found
+    } else if similarity >= rule.partial_similarity {
+        Verdict::Partial
+    } else {
+        Verdict::Missed
+    };
+    (verdict, similarity, 0)
+}
+
+/// Whether an oracle finding can only be matched at change level (it names no file).
+pub fn is_change_level(o: &OracleFinding) -> bool {
+    o.file.is_none()
+}
+
+/// The rule as it applies to `oracle`: [`OracleRule::describe`] for line-anchored findings,
+/// the change-level rule for findings without a file, both when the oracle has both kinds.
+pub fn describe_rule_for(rule: &OracleRule, oracle: &Oracle) -> String {
+    let change_level = oracle.findings.iter().filter(|f| is_change_level(f)).count();
+    if change_level == 0 {
+        return rule.describe();
+    }
+    let text = format!(
+        "change-level matching ({change_level} of {} oracle findings name no file or line): found = {} (message and suggestion vs. the oracle description) ≥ {:.2}, by text alone, whatever file or line the report names; partial = similarity ≥ {:.2} but below that; one report per oracle finding, one to one and greedy (the most similar pair first); unmatched reports are extras, rejected (noise) unless adjudicated real",
+        oracle.findings.len(),
+        rule.measure.describe(),
+        rule.similarity,
+        rule.partial_similarity
+    );
+    if change_level == oracle.findings.len() {
+        text
+    } else {
+        format!("{}; {text}", rule.describe())
+    }
 }
 
 /// Matches one run's reports on a case to the case's oracle findings.
@@ -617,7 +661,11 @@ impl Adjudicated {
 /// method and notes naming the runs a person decided and those left to automatic matching.
 /// Without an adjudication the method is automatic and there are no notes.
 pub fn adjudicate(scored: &mut [ScoredRun<'_>], adjudication: Option<&super::adjudication::Adjudication>, rule: &OracleRule) -> (Method, Vec<String>) {
-    let rule = rule.describe();
+    adjudicate_described(scored, adjudication, rule.describe())
+}
+
+/// [`adjudicate`], with the automatic rule given in words (e.g. [`describe_rule_for`]).
+pub fn adjudicate_described(scored: &mut [ScoredRun<'_>], adjudication: Option<&super::adjudication::Adjudication>, rule: String) -> (Method, Vec<String>) {
     let Some(adjudication) = adjudication else { return (Method::Automatic { rule }, Vec::new()) };
     let label = |r: &ScoredRun<'_>| format!("`{}` repeat {} on `{}`", r.view.cell.id, r.view.repeat, r.view.subject);
     let (mut decided, mut automatic) = (Vec::new(), Vec::new());
@@ -690,6 +738,7 @@ pub(crate) mod tests {
             category: Some(category),
             severity: None,
             blocking: true,
+            severity_label: None,
         }
     }
 
@@ -777,6 +826,75 @@ pub(crate) mod tests {
         assert_eq!(c.noise(), Some(0.5));
         // H2 counts the real extra as a TP; the released report is a FP.
         assert_eq!((c.tp(), c.fp(), c.fn_()), (1, 1, 1));
+    }
+
+    fn change_level(id: &str, description: &str) -> OracleFinding {
+        OracleFinding { file: None, line: None, category: None, ..oracle(id, "", 0, Category::Bug, description) }
+    }
+
+    #[test]
+    fn change_level_findings_match_by_text_alone_whatever_the_report_names() {
+        let rule = OracleRule::default();
+        let o = change_level("G1", "Django querysets do not support negative slicing");
+        // Anywhere, any category: {negat, slici, djang, query, suppo} vs {djang, query, suppo,
+        // negat, slici} — the same five stems.
+        let r = reported("r", "", 0, Category::Style, "Negative slicing of a Django queryset is not supported");
+        let (verdict, similarity, gap) = grade(&r, &o, &rule);
+        assert_eq!((verdict, gap), (Verdict::Found, 0));
+        assert!((similarity - 1.0).abs() < 1e-9, "{similarity}");
+        let elsewhere = reported("r", "src/x.py", 99, Category::Bug, "Negative slicing of a Django queryset is not supported");
+        assert_eq!(grade(&elsewhere, &o, &rule).0, Verdict::Found, "a file or line the report names changes nothing");
+        // Category alone is no evidence at change level, even where it is for located findings.
+        let same_category = reported("r", "", 0, Category::Bug, "unrelated naming nit");
+        assert_eq!(grade(&same_category, &o, &rule).0, Verdict::Missed);
+        // {negat, offse, reach, queryset→query} shares {negat, query} with the 5 stems: 2·2/(4+5) = 0.444.
+        let some = reported("r", "", 0, Category::Bug, "negative offset reaches the queryset");
+        let (v, s, _) = grade(&some, &o, &rule);
+        assert!((s - 4.0 / 9.0).abs() < 1e-9, "{s}");
+        assert_eq!(v, Verdict::Found);
+        let strict = OracleRule { similarity: 0.5, partial_similarity: 0.25, ..rule };
+        assert_eq!(grade(&some, &o, &strict).0, Verdict::Partial);
+        let stricter = OracleRule { similarity: 0.9, partial_similarity: 0.6, ..rule };
+        assert_eq!(grade(&some, &o, &stricter).0, Verdict::Missed);
+    }
+
+    #[test]
+    fn change_level_matching_is_one_to_one_and_greedy_by_similarity() {
+        let rule = OracleRule { similarity: 0.3, partial_similarity: 0.15, ..OracleRule::default() };
+        let g1 = change_level("G1", "race condition: the backup code can be used twice by concurrent logins");
+        let g2 = change_level("G2", "backup code validation is case sensitive");
+        let reports = vec![
+            reported("a", "", 0, Category::Bug, "backup code validation is case sensitive, uppercase input fails"),
+            reported("b", "", 0, Category::Bug, "concurrent logins can reuse the same backup code (race condition)"),
+            reported("c", "", 0, Category::Bug, "race: concurrent logins use one backup code twice"),
+            reported("d", "", 0, Category::Style, "rename the component file"),
+        ];
+        // Stems (`code` is a stop word): G1 {race, condi, backu, used, twice, concu, login},
+        // G2 {backu, valid, case, sensi}; a–G2 4 shared of 7+4: 8/11; b–G1 5 of 7+7: 10/14;
+        // c {race, concu, login, use, backu, twice}–G1 5 of 6+7: 10/13, the best pair of all.
+        assert!((token_similarity(&reports[2].message, &g1.description) - 10.0 / 13.0).abs() < 1e-9);
+        assert!((token_similarity(&reports[1].message, &g1.description) - 10.0 / 14.0).abs() < 1e-9);
+        assert!((token_similarity(&reports[0].message, &g2.description) - 8.0 / 11.0).abs() < 1e-9);
+        let m = match_case(&reports, &[&g1, &g2], &rule);
+        let taken: Vec<(Verdict, Option<usize>)> = m.verdicts.iter().map(|v| (v.verdict, v.reported)).collect();
+        assert_eq!(taken, vec![(Verdict::Found, Some(2)), (Verdict::Found, Some(0))]);
+        assert_eq!(m.extras.iter().map(|e| e.reported).collect::<Vec<_>>(), [1, 3], "the second report of G1's defect is an extra");
+        let c = m.counts();
+        assert_eq!((c.tp(), c.fp(), c.fn_()), (2, 2, 0));
+    }
+
+    #[test]
+    fn the_change_level_rule_is_printed_beside_the_scores_only_where_it_applies() {
+        let rule = OracleRule::default();
+        let located = oracle("F1", "a.rs", 1, Category::Bug, "x");
+        let oracle_of = |findings: Vec<OracleFinding>| Oracle { version: 1, findings, cases: Vec::new() };
+        assert_eq!(describe_rule_for(&rule, &oracle_of(vec![located.clone()])), rule.describe(), "unchanged without change-level findings");
+        let only = describe_rule_for(&rule, &oracle_of(vec![change_level("G1", "y")]));
+        assert!(only.starts_with("change-level matching (1 of 1 oracle findings name no file or line)"), "{only}");
+        assert!(only.contains("≥ 0.30") && only.contains("by text alone") && only.contains("one to one"), "{only}");
+        assert!(!only.contains("same file"), "{only}");
+        let both = describe_rule_for(&rule, &oracle_of(vec![located, change_level("G1", "y")]));
+        assert!(both.starts_with(&rule.describe()) && both.contains("change-level matching (1 of 2"), "{both}");
     }
 
     #[test]

@@ -31,6 +31,9 @@ pub struct AnalysisSpec {
     /// A paired comparison's options (`kind = "compare"`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub compare: Option<CompareOptions>,
+    /// `fixture`: a ranking of the cells by this rate (`rank-by`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rank_by: Option<RankBy>,
 }
 
 /// A metric with a value per subject that a paired comparison can test.
@@ -184,6 +187,27 @@ impl AnalysisSpec {
     /// of RQS v2 metrics.
     pub fn reads_scoring(&self) -> bool {
         self.kind == AnalysisKind::Rqs || self.compare.as_ref().is_some_and(|c| c.metrics.iter().any(|m| m.needs_scoring()))
+    }
+}
+
+/// The rate a `fixture` analysis ranks its cells by.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum RankBy {
+    F1,
+    Precision,
+    Recall,
+}
+
+impl RankBy {
+    pub const ALL: [RankBy; 3] = [Self::F1, Self::Precision, Self::Recall];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::F1 => "f1",
+            Self::Precision => "precision",
+            Self::Recall => "recall",
+        }
     }
 }
 
@@ -374,6 +398,7 @@ pub fn read_analysis(t: &TableReader<'_, '_>, axes: &BTreeSet<String>, base_dir:
             "alpha",
             "min-effect",
             "interval",
+            "rank-by",
         ] {
             t.allow(key);
         }
@@ -447,7 +472,18 @@ pub fn read_analysis(t: &TableReader<'_, '_>, axes: &BTreeSet<String>, base_dir:
         }
     });
     let compare = (kind == AnalysisKind::Compare).then(|| read_compare(t, axis.as_deref(), &matching));
-    Some(AnalysisSpec { kind, title, axis, matching, oracle_rule, adjudication, rqs, compare })
+    let rank_by = t.string("rank-by").and_then(|r| {
+        if kind != AnalysisKind::Fixture {
+            problems.push(r.span(), format!("analysis `{}` does not take `rank-by`: only `fixture` ranks its cells", kind.as_str()));
+            return None;
+        }
+        let found = RankBy::ALL.into_iter().find(|k| k.as_str() == r.get_ref());
+        if found.is_none() {
+            problems.push_with_help(r.span(), format!("unknown `rank-by` rate `{}`", r.get_ref()), "rates: f1, precision, recall");
+        }
+        found
+    });
+    Some(AnalysisSpec { kind, title, axis, matching, oracle_rule, adjudication, rqs, compare, rank_by })
 }
 
 /// The options of a `compare` analysis; a `baseline` must be a value of its axis.

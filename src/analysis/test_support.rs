@@ -46,6 +46,7 @@ pub(crate) fn spec(kind: AnalysisKind, axis: Option<&str>) -> AnalysisSpec {
         adjudication: None,
         rqs: None,
         compare: None,
+        rank_by: None,
     }
 }
 

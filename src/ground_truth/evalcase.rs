@@ -193,6 +193,7 @@ pub fn to_oracle(cases: &[EvalCase]) -> Oracle {
                 category: Category::parse_lenient(&f.class),
                 severity: None,
                 blocking: true,
+                severity_label: None,
             });
         }
         let mut rationale = format!("Source: {}", c.source);

@@ -7,7 +7,9 @@
 //! interpreter, no location fields) is accepted as it is: `groundTruth` is an object
 //! `{before, after, program}` with `before`/`after` `"pass"` or `"fail"`. The bare-string
 //! `groundTruth` of earlier runner versions is still read (as `before: pass` and `after: fail`
-//! for a finding case, `pass` for a clean one), but `corpus validate` rejects it.
+//! for a finding case, `pass` for a clean one), but `corpus validate` rejects it. An oracle
+//! without `groundTruth` (an external target's, whose changes have no program) reads as an
+//! empty program; `corpus validate` and `exec` on a corpus require one.
 
 use crate::finding::{Category, LineRange, Severity};
 use serde::{Deserialize, Serialize};
@@ -45,6 +47,10 @@ pub struct OracleFinding {
     pub severity: Option<Severity>,
     #[serde(default)]
     pub blocking: bool,
+    /// The oracle's own name for the finding's severity (a benchmark's `Critical`, `High`, …),
+    /// kept beside runner's `severity` and `blocking`; recall is reported per label.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub severity_label: Option<String>,
 }
 
 /// Which half of a tuning/holdout split a case belongs to.
@@ -119,12 +125,22 @@ struct RawOracleCase {
     split: Option<Split>,
     #[serde(default)]
     interpreter: Option<Interpreter>,
+    #[serde(default = "RawGroundTruth::absent")]
     ground_truth: RawGroundTruth,
 }
 
 enum RawGroundTruth {
     Object(GroundTruth),
     Legacy(String),
+    /// No `groundTruth`: an oracle of changes without a program (an external target's);
+    /// `corpus validate` requires one for a corpus.
+    Absent,
+}
+
+impl RawGroundTruth {
+    fn absent() -> Self {
+        Self::Absent
+    }
 }
 
 impl<'de> Deserialize<'de> for RawGroundTruth {
@@ -146,6 +162,7 @@ impl From<RawOracleCase> for OracleCase {
     fn from(raw: RawOracleCase) -> Self {
         let ground_truth = match raw.ground_truth {
             RawGroundTruth::Object(g) => g,
+            RawGroundTruth::Absent => GroundTruth::default(),
             RawGroundTruth::Legacy(program) => {
                 GroundTruth { before: Outcome::Pass, after: if raw.expected_finding_ids.is_empty() { Outcome::Pass } else { Outcome::Fail }, program }
             }
@@ -292,6 +309,16 @@ mod tests {
         }
         let e = serde_json::from_str::<Oracle>(r#"{"version":2,"findings":[],"cases":[]}"#).expect_err("version 2");
         assert!(e.to_string().contains("`version` must be 1"), "{e}");
+    }
+
+    #[test]
+    fn an_external_oracle_needs_no_ground_truth_and_keeps_its_severity_labels() {
+        let text = r#"{"version":1,"findings":[{"id":"p-1/G1","caseId":"p-1","description":"d","severity":"error","blocking":true,"severityLabel":"Critical"}],
+            "cases":[{"id":"p-1","expectedFindingIds":["p-1/G1"],"rationale":"r"}]}"#;
+        let oracle: Oracle = serde_json::from_str(text).expect("parses");
+        assert_eq!(oracle.cases[0].ground_truth, GroundTruth::default());
+        let f = &oracle.findings[0];
+        assert_eq!((f.file.as_deref(), f.line, f.severity_label.as_deref(), f.blocking), (None, None, Some("Critical"), true));
     }
 
     #[test]

@@ -31,7 +31,7 @@ pub const PUBLIC_SOURCE_KEYS: [&str; 3] = ["path", "before", "after"];
 pub const ORACLE_TOP_KEYS: [&str; 3] = ["version", "findings", "cases"];
 /// Seed 002's keys; the optional ones are runner's additions.
 pub const ORACLE_FINDING_REQUIRED: [&str; 3] = ["id", "caseId", "description"];
-pub const ORACLE_FINDING_OPTIONAL: [&str; 6] = ["file", "line", "range", "category", "severity", "blocking"];
+pub const ORACLE_FINDING_OPTIONAL: [&str; 7] = ["file", "line", "range", "category", "severity", "blocking", "severityLabel"];
 pub const ORACLE_CASE_REQUIRED: [&str; 4] = ["id", "expectedFindingIds", "groundTruth", "rationale"];
 pub const ORACLE_CASE_OPTIONAL: [&str; 2] = ["split", "interpreter"];
 pub const GROUND_TRUTH_KEYS: [&str; 3] = ["before", "after", "program"];

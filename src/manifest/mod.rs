@@ -193,6 +193,12 @@ fn read_target(t: &TableReader<'_, '_>, base_dir: &Path, check_paths: bool) -> O
             }
         }
     }
+    if t.has("external") {
+        return read_external_target(t, base_dir, check_paths, repo.is_some() || corpus.is_some() || t.has("evals"));
+    }
+    if let Some(oracle) = t.get("oracle") {
+        t.problems().push(oracle.span(), "`oracle` applies to an `external` target only; a corpus's oracle is its `oracle.json`");
+    }
     match (repo, corpus) {
         (Some(repo), None) if t.has("evals") => {
             let evals = t.string("evals")?;
@@ -217,11 +223,49 @@ fn read_target(t: &TableReader<'_, '_>, base_dir: &Path, check_paths: bool) -> O
         }
         (None, None) => {
             if !t.has("repo") && !t.has("corpus") {
-                t.problems().push(t.span(), "[target] needs `repo` (a git repository) or `corpus` (a case directory)");
+                t.problems()
+                    .push(t.span(), "[target] needs `repo` (a git repository), `corpus` (a case directory) or `external` (changes without a repository)");
             }
             None
         }
     }
+}
+
+/// `[target] external = "changes.json"` (changes without a repository) and its optional
+/// `oracle` file; `cases` selects changes by id.
+fn read_external_target(t: &TableReader<'_, '_>, base_dir: &Path, check_paths: bool, other: bool) -> Option<TargetSpec> {
+    let changes = t.string("external");
+    let oracle = t.string("oracle");
+    t.allow("evals");
+    if other {
+        t.problems().push(
+            t.key_span("external").unwrap_or(0..0),
+            "[target] takes one of `repo` (a git repository), `corpus` (a case directory) or `external` (changes without a repository)",
+        );
+    }
+    for key in ["head", "unseal-holdout"] {
+        if let Some(v) = t.get(key) {
+            t.problems().push(v.span(), format!("`{key}` does not apply to an `external` target"));
+        }
+    }
+    if check_paths {
+        for (key, file) in [("external", &changes), ("oracle", &oracle)] {
+            if let Some(file) = file {
+                let resolved = resolve_path(base_dir, file.get_ref());
+                if !resolved.is_file() {
+                    t.problems().push_with_help(
+                        file.span(),
+                        format!("{key} file `{}` does not exist", resolved.display()),
+                        "paths in a manifest are relative to the manifest's directory",
+                    );
+                }
+            }
+        }
+    }
+    let cases = t.strings("cases").map(|v| v.into_iter().map(Spanned::into_inner).collect());
+    let oracle = oracle.map(|o| resolve_path(base_dir, o.get_ref()));
+    (!other).then_some(())?;
+    Some(TargetSpec::External { changes: resolve_path(base_dir, changes?.get_ref()), oracle, cases })
 }
 
 fn read_matrix(t: &TableReader<'_, '_>) -> Option<Matrix> {
@@ -318,6 +362,9 @@ fn check_target_axes(root: &TableReader<'_, '_>, target: &TargetSpec, matrix: &M
         }
         TargetSpec::Corpus { .. } if matrix.axis("ref").is_some() => {
             root.problems().push(root.span(), "the `ref` axis applies to git targets only; a corpus target reviews each case's before..after");
+        }
+        TargetSpec::External { .. } if matrix.axis("ref").is_some() => {
+            root.problems().push(root.span(), "the `ref` axis does not apply to an `external` target: each change is reviewed as it is");
         }
         TargetSpec::Evals { .. } if matrix.axis("ref").is_some() => {
             root.problems().push(root.span(), "the `ref` axis does not apply with `evals`: each eval case's `Range: base..tip` is reviewed");

@@ -238,7 +238,7 @@ impl PlanSize {
         let cells = manifest.matrix.axes.iter().try_fold(1u64, |n, axis| n.checked_mul(axis.values.len() as u64));
         let subjects_per_cell = match &manifest.target {
             TargetSpec::Git { .. } => 1,
-            TargetSpec::Corpus { .. } | TargetSpec::Evals { .. } => subjects.len() as u64,
+            TargetSpec::Corpus { .. } | TargetSpec::Evals { .. } | TargetSpec::External { .. } => subjects.len() as u64,
         };
         let repeat = u64::from(manifest.matrix.repeat);
         let runs = cells.and_then(|c| c.checked_mul(subjects_per_cell)).and_then(|n| n.checked_mul(repeat));
@@ -359,6 +359,16 @@ fn add_scoring_nodes(
     out
 }
 
+/// A reviewer's fingerprint for one run: its cell fingerprint, plus what the run reads
+/// (`input`) for a reviewer that reads files per subject.
+fn with_run_input(fingerprint: &serde_json::Value, input: Option<serde_json::Value>) -> serde_json::Value {
+    let mut value = fingerprint.clone();
+    if let (Some(input), Some(object)) = (input, value.as_object_mut()) {
+        object.insert("input".to_string(), input);
+    }
+    value
+}
+
 /// The reviewers of an experiment by name, as the plan and the engine use them.
 pub type ReviewerSet = BTreeMap<String, Arc<dyn Reviewer>>;
 
@@ -375,7 +385,7 @@ pub fn build_limited(manifest: &Manifest, subjects: BTreeMap<String, SubjectSpec
     PlanSize::new(manifest, &subjects).check(max_runs)?;
     let cells = expand(&manifest.matrix);
     let subject_order: Vec<String> = match &manifest.target {
-        TargetSpec::Corpus { .. } | TargetSpec::Evals { .. } => {
+        TargetSpec::Corpus { .. } | TargetSpec::Evals { .. } | TargetSpec::External { .. } => {
             let mut ids: Vec<&SubjectSpec> = subjects.values().collect();
             ids.sort_by(|a, b| a.id.cmp(&b.id));
             ids.into_iter().map(|s| s.id.clone()).collect()
@@ -390,14 +400,20 @@ pub fn build_limited(manifest: &Manifest, subjects: BTreeMap<String, SubjectSpec
         let fingerprint = reviewer.fingerprint(cell);
         let cell_subjects: Vec<String> = match &manifest.target {
             TargetSpec::Git { .. } => vec![cell.get("ref").map(|v| v.render()).unwrap_or_default()],
-            TargetSpec::Corpus { .. } | TargetSpec::Evals { .. } => subject_order.clone(),
+            TargetSpec::Corpus { .. } | TargetSpec::Evals { .. } | TargetSpec::External { .. } => subject_order.clone(),
         };
         for repeat in 1..=manifest.matrix.repeat {
             for subject_id in &cell_subjects {
                 let subject = subjects.get(subject_id).ok_or_else(|| PlanError::MissingSubject(subject_id.clone()))?;
                 // The review stage's key: its own inputs and the key of the subject it depends
                 // on (the subject's content identity). See `cache::key`.
-                let inputs = KeyInputs::new(reviewer.kind(), fingerprint.clone(), cell, &subject.identity, repeat);
+                let inputs = KeyInputs::new(
+                    reviewer.kind(),
+                    with_run_input(&fingerprint, reviewer.run_input(cell, subject_id, repeat)),
+                    cell,
+                    &subject.identity,
+                    repeat,
+                );
                 runs.push(PlannedRun {
                     cell: cell.clone(),
                     repeat,

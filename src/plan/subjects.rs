@@ -5,7 +5,9 @@
 use crate::ground_truth::evalcase;
 use crate::ground_truth::holdout::HoldoutError;
 use crate::manifest::Manifest;
+use crate::reviewer::spec::SubjectNeeds;
 use crate::subject::corpus::{self, CorpusError, PublicCase};
+use crate::subject::external::{self, ExternalChange};
 use crate::subject::{git, SubjectSource, SubjectSpec, TargetError, TargetSpec};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -58,6 +60,7 @@ pub fn resolve(manifest: &Manifest) -> Result<BTreeMap<String, SubjectSpec>, Res
             Ok(out)
         }
         TargetSpec::Evals { repo, dir, cases: wanted } => resolve_evals(repo, dir, wanted.as_deref()),
+        TargetSpec::External { changes, cases: wanted, .. } => resolve_external(manifest, changes, wanted.as_deref()),
         TargetSpec::Corpus { dir, cases: wanted, unseal_holdout } => {
             let cases = corpus::load_public_cases(dir)?;
             if let Some(wanted) = wanted {
@@ -78,6 +81,51 @@ pub fn resolve(manifest: &Manifest) -> Result<BTreeMap<String, SubjectSpec>, Res
                 .collect())
         }
     }
+}
+
+/// One subject per external change (sorted by id); every reviewer must be able to review them
+/// as they are: a command reviewer needs a repository, which an external change lacks, and a
+/// built-in or LLM reviewer needs each change's diff.
+fn resolve_external(manifest: &Manifest, path: &Path, wanted: Option<&[String]>) -> Result<BTreeMap<String, SubjectSpec>, ResolveError> {
+    let changes = external::load_changes(path)?;
+    if let Some(missing) = wanted.and_then(|w| w.iter().find(|w| !changes.iter().any(|c| &c.id == *w))) {
+        return Err(TargetError::External(format!("change `{missing}` is listed in the manifest's `cases` but not in `{}`", path.display())).into());
+    }
+    let selected: Vec<ExternalChange> = changes.into_iter().filter(|c| wanted.is_none_or(|w| w.contains(&c.id))).collect();
+    let without_diff: Vec<&str> = selected.iter().filter(|c| c.diff.is_none()).map(|c| c.id.as_str()).collect();
+    for named in &manifest.reviewers.entries {
+        let kind = named.spec.kind.kind_name();
+        match named.spec.kind.needs() {
+            SubjectNeeds::Repository => {
+                return Err(TargetError::External(format!(
+                    "reviewer `{}` ({kind}) runs in the subject's repository, but the external target `{}` has none: review these changes with a `replay` reviewer (what a tool already said) or a built-in or LLM reviewer (each change needs a `diff`)",
+                    named.name,
+                    path.display()
+                ))
+                .into());
+            }
+            SubjectNeeds::Diff if !without_diff.is_empty() => {
+                let shown: Vec<&str> = without_diff.iter().take(5).copied().collect();
+                let more = if without_diff.len() > 5 { format!(" and {} more", without_diff.len() - 5) } else { String::new() };
+                return Err(TargetError::External(format!(
+                    "reviewer `{}` ({kind}) reviews a change's diff, but {} of the external changes in `{}` have no `diff` ({}{more}): give each a `diff` file, or compare what tools already said with a `replay` reviewer",
+                    named.name,
+                    without_diff.len(),
+                    path.display(),
+                    shown.join(", ")
+                ))
+                .into());
+            }
+            _ => {}
+        }
+    }
+    Ok(selected
+        .into_iter()
+        .map(|c| {
+            let identity = c.identity();
+            (c.id.clone(), SubjectSpec { id: c.id.clone(), identity, source: SubjectSource::External(Box::new(c)), holdout: false })
+        })
+        .collect())
 }
 
 /// The eval set's directory relative to the repository, when it lies inside it.

@@ -130,6 +130,17 @@ pub fn build_results(
     let (kind, description) = match &manifest.target {
         TargetSpec::Git { repo, head } => (TargetKind::Git, format!("`{}` reviewed as `ref..{head}`", relative(&manifest.base_dir, repo))),
         TargetSpec::Corpus { dir, .. } => (TargetKind::Corpus, format!("`{}`, each case as a two-commit repository", relative(&manifest.base_dir, dir))),
+        TargetSpec::External { changes, oracle, .. } => (
+            TargetKind::External,
+            match oracle {
+                Some(o) => format!(
+                    "the external changes of `{}` (no repository), scored against `{}`",
+                    relative(&manifest.base_dir, changes),
+                    relative(&manifest.base_dir, o)
+                ),
+                None => format!("the external changes of `{}` (no repository)", relative(&manifest.base_dir, changes)),
+            },
+        ),
         TargetSpec::Evals { repo, dir, .. } => (
             TargetKind::Evals,
             format!(
@@ -167,7 +178,7 @@ pub fn build_results(
                     crate::subject::SubjectSource::Git { base_sha, head_sha, .. } | crate::subject::SubjectSource::Eval { base_sha, head_sha, .. } => {
                         Some(Revision { subject: s.id.clone(), base: base_sha.clone(), head: head_sha.clone() })
                     }
-                    crate::subject::SubjectSource::Case(_) => None,
+                    crate::subject::SubjectSource::Case(_) | crate::subject::SubjectSource::External(_) => None,
                 })
                 .collect(),
         },

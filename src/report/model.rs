@@ -135,6 +135,7 @@ pub enum TargetKind {
     Git,
     Corpus,
     Evals,
+    External,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]

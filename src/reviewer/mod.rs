@@ -8,6 +8,7 @@ pub mod command;
 pub mod llm;
 pub mod parse;
 pub mod redact;
+pub mod replay;
 pub mod spec;
 pub mod template;
 
@@ -166,6 +167,20 @@ pub trait Reviewer: Send + Sync {
         Box::pin(async { Ok(()) })
     }
 
+    /// What one run reads beyond the cell's configuration, for a reviewer whose output depends
+    /// on files read per subject (a replayed capture: the blake3 of its bytes). Hashed into
+    /// that run's key as the fingerprint's `input`; `None`, every other reviewer's answer,
+    /// leaves keys as they were.
+    fn run_input(&self, _cell: &Cell, _subject: &str, _repeat: u32) -> Option<serde_json::Value> {
+        None
+    }
+
+    /// Why one run would fail from its inputs alone, before anything runs (a replayed
+    /// capture that is missing, malformed or outside the project), for `runner validate`.
+    fn input_problem(&self, _cell: &Cell, _subject: &str, _repeat: u32) -> Option<String> {
+        None
+    }
+
     /// Reviews one subject for one cell and repeat.
     fn review<'a>(&'a self, job: &'a ReviewJob) -> BoxFuture<'a, Result<ReviewOutput, ReviewError>>;
 }
@@ -177,6 +192,7 @@ pub fn from_spec(spec: &crate::reviewer::spec::ReviewerSpec) -> Result<Arc<dyn R
         K::Builtin(b) => Arc::new(builtin::BuiltinReviewer::new(b.clone())),
         K::Command(c) => Arc::new(command::CommandReviewer::new(c.as_ref().clone())),
         K::Llm(l) => Arc::new(llm::LlmReviewer::new(l.as_ref().clone())?),
+        K::Replay(r) => Arc::new(replay::ReplayReviewer::new(r.clone())),
     })
 }
 

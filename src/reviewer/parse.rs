@@ -30,7 +30,8 @@ pub fn parse_stet_output(stdout: &str) -> Result<Parsed, String> {
     parse_stream(trimmed)
 }
 
-fn parse_findings_document(doc: &Value) -> Result<Parsed, String> {
+/// Reads stet's `{"findings":[…]}` document (already parsed as JSON).
+pub fn parse_findings_document(doc: &Value) -> Result<Parsed, String> {
     let items = doc.get("findings").and_then(Value::as_array).ok_or("`findings` must be an array")?;
     let mut parsed = Parsed::default();
     for (i, item) in items.iter().enumerate() {
@@ -39,7 +40,8 @@ fn parse_findings_document(doc: &Value) -> Result<Parsed, String> {
     Ok(parsed)
 }
 
-fn parse_stream(text: &str) -> Result<Parsed, String> {
+/// Reads stet's NDJSON stream of `progress`/`finding`/`done` events.
+pub fn parse_stream(text: &str) -> Result<Parsed, String> {
     let mut parsed = Parsed::default();
     for (n, line) in text.lines().enumerate() {
         let line = line.trim();

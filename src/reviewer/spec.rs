@@ -25,14 +25,38 @@ pub enum ReviewerKindSpec {
     Command(Box<CommandSpec>),
     /// Boxed: an LLM reviewer's configuration is much larger than the others.
     Llm(Box<crate::reviewer::llm::LlmSpec>),
+    /// Findings read from captured files.
+    Replay(super::replay::ReplaySpec),
+}
+
+/// What a reviewer reads of a subject besides its id.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SubjectNeeds {
+    /// A repository to run in (a command reviewer).
+    Repository,
+    /// The change's diff.
+    Diff,
+    /// Nothing: its findings come from elsewhere.
+    Nothing,
 }
 
 impl ReviewerKindSpec {
+    /// What this kind of reviewer reads of a subject: an external change without a diff can
+    /// only be reviewed by a reviewer that needs nothing.
+    pub fn needs(&self) -> SubjectNeeds {
+        match self {
+            Self::Builtin(_) | Self::Llm(_) => SubjectNeeds::Diff,
+            Self::Command(_) => SubjectNeeds::Repository,
+            Self::Replay(_) => SubjectNeeds::Nothing,
+        }
+    }
+
     pub fn kind_name(&self) -> &'static str {
         match self {
             Self::Builtin(_) => "builtin",
             Self::Command(_) => "command",
             Self::Llm(spec) => spec.protocol.as_str(),
+            Self::Replay(_) => "replay",
         }
     }
 }
@@ -57,8 +81,9 @@ pub fn read_reviewer(t: &TableReader<'_, '_>, axes: &BTreeSet<String>, base_dir:
         "builtin" => super::builtin::read_spec(t, axes).map(ReviewerKindSpec::Builtin),
         "command" => super::command::read_spec(t, axes, base_dir).map(|c| ReviewerKindSpec::Command(Box::new(c))),
         "ollama" | "openai" => super::llm::read_spec(t, kind.get_ref(), axes, base_dir).map(|s| ReviewerKindSpec::Llm(Box::new(s))),
+        "replay" => super::replay::read_spec(t, base_dir).map(ReviewerKindSpec::Replay),
         other => {
-            let kinds = ["builtin", "command", "ollama", "openai"];
+            let kinds = ["builtin", "command", "ollama", "openai", "replay"];
             let help = match did_you_mean(other, kinds) {
                 Some(best) => format!("did you mean `{best}`? (kinds: {})", kinds.join(", ")),
                 None => format!("kinds: {}", kinds.join(", ")),
@@ -76,7 +101,7 @@ pub fn read_reviewer(t: &TableReader<'_, '_>, axes: &BTreeSet<String>, base_dir:
 /// `reviewer_axis` is the axis that picks the reviewer, when one does.
 pub fn check_unused_axes(root: &TableReader<'_, '_>, reviewer: &ReviewerSpec, matrix: &Matrix, reviewer_axis: Option<&str>) {
     let texts: Vec<&str> = match &reviewer.kind {
-        ReviewerKindSpec::Builtin(_) | ReviewerKindSpec::Llm(_) => return,
+        ReviewerKindSpec::Builtin(_) | ReviewerKindSpec::Llm(_) | ReviewerKindSpec::Replay(_) => return,
         ReviewerKindSpec::Command(c) => std::iter::once(c.program.as_str())
             .chain(c.args.iter().map(String::as_str))
             .chain(c.env.values().map(String::as_str))

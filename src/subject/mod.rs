@@ -4,6 +4,7 @@
 pub mod corpus;
 pub mod diff;
 pub mod evals;
+pub mod external;
 pub mod files;
 pub mod git;
 
@@ -22,6 +23,9 @@ pub enum TargetSpec {
     /// A git repository with seed 003's eval cases (`<dir>/<id>/case.md`): each case's
     /// `Range: base..tip` is a subject, reviewed in a blind clone, and its findings are the oracle.
     Evals { repo: PathBuf, dir: PathBuf, cases: Option<Vec<String>> },
+    /// Changes without a repository (`changes.json`: ids, titles, URLs, optional diffs), with
+    /// an optional oracle file in runner's format.
+    External { changes: PathBuf, oracle: Option<PathBuf>, cases: Option<Vec<String>> },
 }
 
 /// What one review node reviews, known before anything runs.
@@ -55,6 +59,8 @@ pub enum SubjectSource {
         head_sha: String,
         strip: Option<PathBuf>,
     },
+    /// An external change: an id, a title and URL, and its diff when it has one.
+    External(Box<external::ExternalChange>),
 }
 
 /// A subject ready for a reviewer: a repository on disk and the diff of `base..head`.
@@ -90,6 +96,8 @@ pub enum TargetError {
     Git(#[from] git::GitError),
     #[error("eval case `{0}` is listed in the manifest but not in the eval set")]
     UnknownEvalCase(String),
+    #[error("{0}")]
+    External(String),
 }
 
 /// Puts a subject on disk (corpus cases become repositories under `work_dir`) and reads its diff.
@@ -113,6 +121,7 @@ pub fn materialize(spec: &SubjectSpec, work_dir: &Path) -> Result<Subject, Targe
         SubjectSource::Eval { repo, base_sha, head_sha, strip } => {
             evals::materialize(&spec.id, &spec.identity, repo, base_sha, head_sha, strip.as_deref(), work_dir)
         }
+        SubjectSource::External(change) => external::materialize(change, &spec.identity, work_dir),
         SubjectSource::Case(case) => {
             let repo = corpus::materialize(case, &work_dir.join("cases"))?;
             let shas = git::resolve_commits(&repo, &["HEAD~1", "HEAD"])?;

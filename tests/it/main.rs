@@ -2,10 +2,12 @@
 //! created in temporary directories, with real child processes as reviewers.
 
 mod bundled;
+mod code_review_benchmark;
 mod command_reviewer;
 mod comparisons;
 mod embed_real_server;
 mod exec_corpus;
+mod external_target;
 mod git_target;
 mod ground_truth;
 mod ground_truth_eval;
@@ -16,6 +18,7 @@ mod llm_fake_ollama;
 mod llm_real_server;
 mod manifest_errors;
 mod named_reviewers;
+mod replay;
 mod resume;
 mod smells;
 mod stet_hunks;

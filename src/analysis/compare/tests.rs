@@ -22,6 +22,7 @@ fn oracle(subjects: &[&str]) -> Oracle {
                 category: None,
                 severity: None,
                 blocking: true,
+                severity_label: None,
             })
             .collect(),
         cases: subjects

@@ -268,7 +268,7 @@ fn key_sets_match_the_models() {
     assert_eq!(keys(&v), set(&PUBLIC_CASE_KEYS));
     assert_eq!(keys(&v["source"]), set(&PUBLIC_SOURCE_KEYS));
     let finding: OracleFinding = serde_json::from_value(json!({"id": "F01", "caseId": "case-01", "description": "d", "file": "a", "line": 1,
-        "range": {"start": 1, "end": 1}, "category": "bug", "severity": "error", "blocking": true}))
+        "range": {"start": 1, "end": 1}, "category": "bug", "severity": "error", "blocking": true, "severityLabel": "Critical"}))
     .expect("every optional key");
     let all: Vec<&str> = ORACLE_FINDING_REQUIRED.iter().chain(&ORACLE_FINDING_OPTIONAL).copied().collect();
     assert_eq!(keys(&serde_json::to_value(&finding).expect("json")), set(&all));
