@@ -16,6 +16,7 @@ mod llm_real_server;
 mod manifest_errors;
 mod named_reviewers;
 mod resume;
+mod scipy_reference;
 mod smells;
 mod stet_hunks;
 
