@@ -91,6 +91,11 @@ pub(crate) struct ExecArgs {
     /// Refuse a plan of more runs than this.
     #[arg(long, value_name = "N", default_value_t = runner::plan::DEFAULT_MAX_RUNS)]
     pub max_runs: u64,
+    /// Start no new review once the reviews this execution ran cost this much: tokens
+    /// (`50000tokens`, `50k-tokens`) or review seconds (`600s`, `10m`); the rest is left
+    /// unrun (exit 6) and a re-run with a larger budget continues from the cache.
+    #[arg(long, value_name = "COST")]
+    pub max_cost: Option<runner::exec::Budget>,
     #[command(flatten)]
     pub locations: LocationArgs,
 }

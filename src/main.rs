@@ -91,13 +91,14 @@ fn exec(args: ExecArgs) -> Result<Exit, Error> {
         work_dir: work_dir.clone(),
         experiment: prepared.manifest.experiment.name.clone(),
         reviewers: prepared.reviewer_limits(),
+        max_cost: args.max_cost,
     };
     let log_path = work_dir.join("executions").join(format!("{}-{}.ndjson", prepared.manifest.experiment.name, unix_millis()));
     let log = std::fs::create_dir_all(log_path.parent().unwrap_or(Path::new("."))).ok().and_then(|_| std::fs::File::create(&log_path).ok());
     let label = manifest_label(&args.manifest, &prepared.manifest.base_dir);
 
     let rt = runtime()?;
-    let (executed, summary) = rt.block_on(async {
+    let (executed, mut summary) = rt.block_on(async {
         let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
         let (cancel_tx, cancel_rx) = tokio::sync::watch::channel(false);
         // Ctrl-C and SIGTERM (CI cancellation, `timeout`, `docker stop`) take the same path:
@@ -118,6 +119,7 @@ fn exec(args: ExecArgs) -> Result<Exit, Error> {
     // Force an exit now: a cancelled child's pipes must not keep the runtime waiting.
     rt.shutdown_background();
 
+    summary.cost = Some(executed.cost);
     let ending = Ending::of(&executed.outcomes).with_scoring(&executed.scoring);
     let interrupted = ending == Ending::Interrupted;
     match mode {
@@ -131,7 +133,7 @@ fn exec(args: ExecArgs) -> Result<Exit, Error> {
             }
         }
         // Quiet still shows errors: what failed and why.
-        Mode::Quiet if summary.failed + summary.skipped > 0 => eprint!("{}", summary.render()),
+        Mode::Quiet if summary.failed + summary.skipped + summary.unrun > 0 => eprint!("{}", summary.render()),
         _ => {}
     }
     if ending == Ending::Missing {

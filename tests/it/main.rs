@@ -3,6 +3,7 @@
 
 mod bundled;
 mod command_reviewer;
+mod cost_budget;
 mod embed_real_server;
 mod exec_corpus;
 mod git_target;
