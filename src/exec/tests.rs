@@ -68,7 +68,12 @@ impl Reviewer for FakeReviewer {
                 return Err(ReviewError::Failed { message: format!("model {model} broke"), stderr_tail: "boom".into() });
             }
             let findings = (0..self.findings).map(|i| test_finding(&format!("{model} finding {i}"), i as u32 + 1)).collect();
-            Ok(ReviewOutput { raw: model, findings, cost: Cost { wall_ms: self.latency_ms, prompt_tokens: self.tokens, ..Cost::default() }, ..ReviewOutput::default() })
+            Ok(ReviewOutput {
+                raw: model,
+                findings,
+                cost: Cost { wall_ms: self.latency_ms, prompt_tokens: self.tokens, ..Cost::default() },
+                ..ReviewOutput::default()
+            })
         })
     }
 }

@@ -268,10 +268,7 @@ impl ExecutionSummary {
         }
         if self.unrun > 0 {
             let budget = self.cost.and_then(|c| c.budget).map(|b| format!(" (--max-cost {b})")).unwrap_or_default();
-            out.push_str(&format!(
-                "  left unrun: {} runs, over budget{budget}; run again with a larger --max-cost to continue from the cache\n",
-                self.unrun
-            ));
+            out.push_str(&format!("  left unrun: {} runs, over budget{budget}; run again with a larger --max-cost to continue from the cache\n", self.unrun));
         }
         for c in &self.corrupt {
             out.push_str(&format!("  corrupt cache entry (recomputed): {c}\n"));
