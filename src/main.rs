@@ -98,7 +98,7 @@ fn exec(args: ExecArgs) -> Result<Exit, Error> {
     let label = manifest_label(&args.manifest, &prepared.manifest.base_dir);
 
     let rt = runtime()?;
-    let (executed, mut summary) = rt.block_on(async {
+    let (executed, summary) = rt.block_on(async {
         let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
         let (cancel_tx, cancel_rx) = tokio::sync::watch::channel(false);
         // Ctrl-C and SIGTERM (CI cancellation, `timeout`, `docker stop`) take the same path:
@@ -119,7 +119,6 @@ fn exec(args: ExecArgs) -> Result<Exit, Error> {
     // Force an exit now: a cancelled child's pipes must not keep the runtime waiting.
     rt.shutdown_background();
 
-    summary.cost = Some(executed.cost);
     let ending = Ending::of(&executed.outcomes).with_scoring(&executed.scoring);
     let interrupted = ending == Ending::Interrupted;
     match mode {

@@ -60,6 +60,9 @@ pub enum Event {
         error: String,
     },
     Interrupted,
+    /// The walk is over: what the reviews it ran cost, what the cache saved, and how many
+    /// runs `--max-cost` left unrun.
+    Cost(super::CostReport),
 }
 
 /// Why a planned run was not attempted, or was abandoned.

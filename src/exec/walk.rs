@@ -503,6 +503,7 @@ pub async fn execute<C: Conclusions>(
         }
     }
     let cost = CostReport { budget: options.max_cost, incurred: meter.spent(), saved, unrun: outcomes.iter().filter(|o| o.is_over_budget()).count() };
+    emitter.emit(Event::Cost(cost));
     Execution { outcomes, analyses, report, cost }
 }
 

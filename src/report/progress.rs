@@ -139,7 +139,7 @@ impl ProgressReporter {
                     b.set_message(node.clone());
                 }
             }
-            Event::RunCached { .. } | Event::RunMissing { .. } | Event::Interrupted => {}
+            Event::RunCached { .. } | Event::RunMissing { .. } | Event::Interrupted | Event::Cost(_) => {}
         }
     }
 
@@ -185,6 +185,7 @@ impl SummaryReporter {
             Event::RunMissing { run } => summary.missing.push(run.to_string()),
             Event::CacheCorrupt { run, detail } => summary.corrupt.push(format!("{run}: {detail}")),
             Event::StageFailed { node, error } => summary.scoring_failures.push(format!("{node}: {error}")),
+            Event::Cost(cost) => summary.cost = Some(*cost),
             Event::RunStarted { .. } | Event::MaterializeFailed { .. } | Event::RunCached { .. } | Event::StageDone { .. } | Event::Interrupted => {}
         }
     }

@@ -67,6 +67,10 @@ fn a_token_budget_leaves_runs_unrun_and_a_larger_one_continues_from_the_cache() 
     assert_eq!(executions(dir.path()), 8, "only the runs left unrun ran");
     let ev = events(&out);
     assert_eq!((count_events(&ev, "run_cached"), count_events(&ev, "run_finished")), (3, 5));
+    let cost = ev.iter().find(|e| e["event"] == "cost").expect("a cost event ends the stream");
+    assert_eq!(cost["budget"], serde_json::json!({"unit": "tokens", "limit": 1000}));
+    assert_eq!((cost["incurred"]["tokens"].as_u64(), cost["incurred"]["runs"].as_u64()), (Some(500), Some(5)));
+    assert_eq!((cost["saved"]["tokens"].as_u64(), cost["saved"]["runs"].as_u64(), cost["unrun"].as_u64()), (Some(300), Some(3), Some(0)));
 
     // Everything cached: nothing incurred, all 800 tokens saved; --frozen agrees.
     let out = runner(dir.path()).args(["exec", "--max-cost", "1tokens"]).arg(&manifest).output().expect("runs");
