@@ -95,6 +95,11 @@ pub(crate) struct ExecArgs {
     /// pull-request comment or `$GITHUB_STEP_SUMMARY`.
     #[arg(long, value_name = "PATH")]
     pub summary: Option<PathBuf>,
+    /// Start no new review once the reviews this execution ran cost this much: tokens
+    /// (`50000tokens`, `50k-tokens`) or review seconds (`600s`, `10m`); the rest is left
+    /// unrun (exit 6) and a re-run with a larger budget continues from the cache.
+    #[arg(long, value_name = "COST")]
+    pub max_cost: Option<runner::exec::Budget>,
     #[command(flatten)]
     pub locations: LocationArgs,
 }

@@ -18,6 +18,8 @@ pub enum Exit {
     Missing = 4,
     /// A quality gate (e.g. `runner diff`) failed.
     Gate = 5,
+    /// `--max-cost` was reached: some runs were left unrun (run again with a larger budget).
+    OverBudget = 6,
 }
 
 impl From<Exit> for ExitCode {
@@ -96,13 +98,15 @@ pub enum Ending {
     Interrupted,
     /// A reviewer's model server could not be reached.
     Unreachable,
+    /// `--max-cost` was reached and some runs were not started.
+    OverBudget,
     /// Some runs failed or were skipped; the rest completed.
     RunsFailed,
 }
 
 impl Ending {
     /// The ending of an execution with these outcomes; the first that applies of missing,
-    /// interrupted, unreachable, failed.
+    /// interrupted, unreachable, over budget, failed.
     pub fn of(outcomes: &[RunOutcome]) -> Self {
         if outcomes.iter().any(|o| matches!(o, RunOutcome::Missing)) {
             Self::Missing
@@ -110,6 +114,8 @@ impl Ending {
             Self::Interrupted
         } else if outcomes.iter().any(|o| matches!(o, RunOutcome::Failed(e) if e.is_unreachable())) {
             Self::Unreachable
+        } else if outcomes.iter().any(RunOutcome::is_over_budget) {
+            Self::OverBudget
         } else if outcomes.iter().any(|o| o.success().is_none()) {
             Self::RunsFailed
         } else {
@@ -134,6 +140,7 @@ impl Ending {
             Self::Missing => Exit::Missing,
             Self::Interrupted => Exit::Error,
             Self::Unreachable => Exit::Unreachable,
+            Self::OverBudget => Exit::OverBudget,
             Self::RunsFailed => Exit::RunsFailed,
         }
     }
@@ -156,5 +163,8 @@ mod tests {
         assert_eq!(ending(vec![RunOutcome::Failed(failed.clone()), RunOutcome::Failed(unreachable.clone())]), 2);
         assert_eq!(ending(vec![RunOutcome::Failed(unreachable), RunOutcome::Skipped(SkipReason::Interrupted)]), 1);
         assert_eq!(ending(vec![RunOutcome::Skipped(SkipReason::Interrupted), RunOutcome::Missing]), 4);
+        let over = || RunOutcome::Skipped(SkipReason::OverBudget { budget: "10 tokens".into() });
+        assert_eq!(ending(vec![RunOutcome::Failed(failed.clone()), over()]), 6);
+        assert_eq!(ending(vec![over(), RunOutcome::Skipped(SkipReason::Interrupted)]), 1);
     }
 }

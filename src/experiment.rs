@@ -218,6 +218,8 @@ pub fn load_oracle(manifest: &Manifest) -> Result<Option<Oracle>, Error> {
 /// What `exec` produced.
 pub struct Executed {
     pub outcomes: Vec<RunOutcome>,
+    /// What the executed reviews cost, what the cache saved, and what `--max-cost` left unrun.
+    pub cost: exec::CostReport,
     /// How the scoring nodes (RQS v2) ended.
     pub scoring: exec::ScoringTally,
     pub results: Results,
@@ -240,7 +242,7 @@ pub async fn execute(
         exec::execute(&prepared.plan, &prepared.reviewers, scorers, materializer, Arc::new(prepared.cache.clone()), &options, &conclusions, emitter, cancel)
             .await;
     let rendered = execution.report.ok_or(Error::NotRendered)??;
-    Ok(Executed { outcomes: execution.outcomes, scoring: rendered.scoring, results: rendered.results, written: rendered.written })
+    Ok(Executed { outcomes: execution.outcomes, cost: execution.cost, scoring: rendered.scoring, results: rendered.results, written: rendered.written })
 }
 
 /// The meaning of the plan's analyze and render nodes for one experiment.

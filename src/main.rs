@@ -91,6 +91,7 @@ fn exec(args: ExecArgs) -> Result<Exit, Error> {
         work_dir: work_dir.clone(),
         experiment: prepared.manifest.experiment.name.clone(),
         reviewers: prepared.reviewer_limits(),
+        max_cost: args.max_cost,
     };
     let log_path = work_dir.join("executions").join(format!("{}-{}.ndjson", prepared.manifest.experiment.name, unix_millis()));
     let log = std::fs::create_dir_all(log_path.parent().unwrap_or(Path::new("."))).ok().and_then(|_| std::fs::File::create(&log_path).ok());
@@ -131,7 +132,7 @@ fn exec(args: ExecArgs) -> Result<Exit, Error> {
             }
         }
         // Quiet still shows errors: what failed and why.
-        Mode::Quiet if summary.failed + summary.skipped > 0 => eprint!("{}", summary.render()),
+        Mode::Quiet if summary.failed + summary.skipped + summary.unrun > 0 => eprint!("{}", summary.render()),
         _ => {}
     }
     if ending == Ending::Missing {

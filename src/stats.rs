@@ -349,7 +349,7 @@ fn binomial_half_cdf_exact(k: u64, n: u64) -> f64 {
         term = term * u128::from(n - j + 1) / u128::from(j);
         total += term;
     }
-    total as f64 / (n as f64).exp2()
+    total as f64 / (1u128 << n) as f64
 }
 
 fn binomial_half_cdf_log(k: u64, n: u64) -> f64 {

@@ -60,6 +60,9 @@ pub enum Event {
         error: String,
     },
     Interrupted,
+    /// The walk is over: what the reviews it ran cost, what the cache saved, and how many
+    /// runs `--max-cost` left unrun.
+    Cost(super::CostReport),
 }
 
 /// Why a planned run was not attempted, or was abandoned.
@@ -78,6 +81,9 @@ pub enum SkipReason {
     DependencyFailed { dependency: String, error: String },
     /// Frozen mode and the cache lacks the node's result (a scoring call).
     NotCached,
+    /// The execution's cost budget (`--max-cost`) was reached before the run could start;
+    /// running again with a larger budget continues from the cache.
+    OverBudget { budget: String },
 }
 
 impl std::fmt::Display for SkipReason {
@@ -91,6 +97,7 @@ impl std::fmt::Display for SkipReason {
             Self::ServerUnreachable { .. } => f.write_str("endpoint unreachable: not started, or stopped, once a run found the server down"),
             Self::DependencyFailed { dependency, error } => write!(f, "{dependency} failed: {error}"),
             Self::NotCached => f.write_str("not in the cache (frozen)"),
+            Self::OverBudget { budget } => write!(f, "over budget: not started once the reviews run had cost --max-cost {budget}"),
         }
     }
 }

@@ -4,11 +4,13 @@
 //! results from the cache where it can and storing new ones as they finish, so an
 //! interrupted execution resumes where it stopped.
 
+pub mod budget;
 pub mod events;
 mod review;
 pub mod stages;
 mod walk;
 
+pub use budget::{Budget, CostReport, Spent};
 pub use events::{Event, SkipReason};
 pub use stages::{Call, CallFuture, NodeInputs, Scored, Scorers};
 pub use walk::{execute, Conclusions, Execution, Materializer, ScoredView, ScoringTally, WalkView};
@@ -35,6 +37,8 @@ pub struct ExecOptions {
     pub experiment: String,
     /// Each reviewer's own limits, by reviewer name.
     pub reviewers: BTreeMap<String, ReviewerLimits>,
+    /// Start no new review once the reviews run so far cost this much (`--max-cost`).
+    pub max_cost: Option<Budget>,
 }
 
 /// One reviewer's scheduling limits.
@@ -79,6 +83,11 @@ impl RunOutcome {
 
     pub fn is_interrupted(&self) -> bool {
         matches!(self, Self::Skipped(SkipReason::Interrupted))
+    }
+
+    /// Not started because the execution's cost budget was reached.
+    pub fn is_over_budget(&self) -> bool {
+        matches!(self, Self::Skipped(SkipReason::OverBudget { .. }))
     }
 }
 

@@ -1,14 +1,15 @@
 //! The review node: one run of a reviewer on a subject, under its scope lock, its reviewer's
 //! limit and the global limit, stored in the cache the moment it finishes.
 
+use super::budget::Meter;
 use super::{wait_cancel, Emitter, Event, RunOutcome, SkipReason};
 use crate::cache::{CacheKey, Guard, KeyInputs, Lookup, RunRecord, Store};
 use crate::matrix::RunId;
 use crate::reviewer::redact::Redactor;
-use crate::reviewer::{ReviewError, ReviewJob, ReviewOutput, Reviewer};
+use crate::reviewer::{Cost, ReviewError, ReviewJob, ReviewOutput, Reviewer};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex as StdMutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 use tokio::sync::{watch, Mutex, Semaphore};
 
 /// Shared by every review of one execution.
@@ -24,6 +25,8 @@ pub(super) struct ReviewShared {
     pub scopes: Arc<StdMutex<HashMap<String, Arc<Mutex<()>>>>>,
     /// Model servers found unreachable, with the first error's text.
     pub unreachable: Arc<StdMutex<HashMap<Down, String>>>,
+    /// What the reviews run so far cost, against `--max-cost`.
+    pub meter: Arc<Meter>,
     pub cancel: watch::Receiver<bool>,
 }
 
@@ -51,6 +54,10 @@ pub(super) enum Down {
 
 pub(super) async fn run(mut shared: ReviewShared, task: ReviewTask) -> RunOutcome {
     let job = &task.job;
+    // Over budget already: no need to wait for a slot.
+    if !shared.meter.may_start() {
+        return skip_over_budget(&shared, &task);
+    }
     // Scope lock first (held without a slot), then the reviewer's and the global limits.
     let scope_lock = task.reviewer.exclusive_scope(job).map(|scope| {
         let mut map = shared.scopes.lock().unwrap_or_else(|p| p.into_inner());
@@ -89,9 +96,15 @@ pub(super) async fn run(mut shared: ReviewShared, task: ReviewTask) -> RunOutcom
             return RunOutcome::Cached { record, findings };
         }
     }
+    // The budget is checked as the run would start (its slot held), so at most the reviews
+    // already in flight take the incurred cost past it.
+    if !shared.meter.may_start() {
+        return skip_over_budget(&shared, &task);
+    }
     shared.emitter.emit(Event::RunStarted { run: task.label.clone() });
     // A backstop above the reviewer's own timeout, for backends that cannot enforce one.
     let limit = job.timeout + Duration::from_secs(5);
+    let started = Instant::now();
     let result = tokio::select! {
         r = tokio::time::timeout(limit, task.reviewer.review(job)) => match r {
             Ok(r) => r,
@@ -99,6 +112,13 @@ pub(super) async fn run(mut shared: ReviewShared, task: ReviewTask) -> RunOutcom
         },
         _ = wait_cancel(&mut shared.cancel) => Err(ReviewError::Cancelled),
     };
+    // Counted before the slot is released, so the next run to start sees it. A failed run
+    // reports no tokens; its wall time counts.
+    match &result {
+        Ok(output) => shared.meter.add(&output.cost),
+        Err(ReviewError::Cancelled) => {}
+        Err(_) => shared.meter.add(&Cost { wall_ms: started.elapsed().as_millis() as u64, ..Cost::default() }),
+    }
     drop(guards);
     let _run_lock = run_lock;
     // Every outcome is redacted as it enters the engine, before any writer sees it.
@@ -134,6 +154,14 @@ pub(super) async fn run(mut shared: ReviewShared, task: ReviewTask) -> RunOutcom
             RunOutcome::Failed(error)
         }
     }
+}
+
+/// Skips a run because the execution's cost budget is reached.
+fn skip_over_budget(shared: &ReviewShared, task: &ReviewTask) -> RunOutcome {
+    let budget = shared.meter.budget.map(|b| b.to_string()).unwrap_or_default();
+    let reason = SkipReason::OverBudget { budget };
+    shared.emitter.emit(Event::RunSkipped { run: task.label.clone(), reason: reason.clone() });
+    RunOutcome::Skipped(reason)
 }
 
 /// Skips a run because its reviewer's server is known to be down (one run failed saying so).

@@ -27,6 +27,8 @@ struct FakeReviewer {
     gate: Option<watch::Receiver<bool>>,
     /// Findings each review reports.
     findings: usize,
+    /// Prompt tokens each review reports.
+    tokens: Option<u64>,
 }
 
 impl Reviewer for FakeReviewer {
@@ -66,7 +68,12 @@ impl Reviewer for FakeReviewer {
                 return Err(ReviewError::Failed { message: format!("model {model} broke"), stderr_tail: "boom".into() });
             }
             let findings = (0..self.findings).map(|i| test_finding(&format!("{model} finding {i}"), i as u32 + 1)).collect();
-            Ok(ReviewOutput { raw: model, findings, cost: Cost { wall_ms: self.latency_ms, ..Cost::default() }, ..ReviewOutput::default() })
+            Ok(ReviewOutput {
+                raw: model,
+                findings,
+                cost: Cost { wall_ms: self.latency_ms, prompt_tokens: self.tokens, ..Cost::default() },
+                ..ReviewOutput::default()
+            })
         })
     }
 }
@@ -119,6 +126,7 @@ fn options(jobs: usize, limit: Option<usize>) -> ExecOptions {
         work_dir: PathBuf::from("/nonexistent"),
         experiment: "t".into(),
         reviewers: [("fake".to_string(), ReviewerLimits { max_concurrency: limit, timeout: Duration::from_secs(30) })].into(),
+        max_cost: None,
     }
 }
 
@@ -646,4 +654,52 @@ async fn a_failed_review_skips_exactly_its_judge_node() {
     let (seen, _) = judged_walk(&plan, reviewer, scorers.clone(), &cache, &options(2, None), watch::channel(false).1).await;
     assert_eq!(seen, (2, 1), "the good run is judged, the broken run's judge node is skipped");
     assert_eq!(scorers.runs.load(Ordering::SeqCst), 2);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cost_budget_stops_new_reviews_and_a_larger_one_continues_from_the_cache() {
+    // 12 runs of 100 tokens each, 3 at a time, under a budget of 250 tokens: a review starts
+    // only while fewer than 250 tokens are spent, so at least 3 run (0, 100, 200 spent when
+    // they start) and at most the in-flight ones overshoot: 2 finished + 3 in flight = 5.
+    let plan = plan(&["a", "b"], 1, &["s1", "s2", "s3", "s4", "s5", "s6"]);
+    let dir = tempfile::tempdir().expect("tempdir");
+    let cache = CacheStore::new(dir.path().join("cache"));
+    let reviewer = Arc::new(FakeReviewer { latency_ms: 5, tokens: Some(100), ..FakeReviewer::default() });
+    let opts = ExecOptions { max_cost: Some(Budget::Tokens(250)), ..options(3, None) };
+    let (_tx, rx) = watch::channel(false);
+    let (execution, _) = walk(&plan, reviewer.clone(), &cache, &opts, rx).await;
+    let ran = reviewer.calls.load(Ordering::SeqCst);
+    assert!((3..=5).contains(&ran), "{ran} reviews ran");
+    let over = execution.outcomes.iter().filter(|o| o.is_over_budget()).count();
+    assert_eq!(over, 12 - ran, "every run not started is over budget");
+    assert_eq!(execution.outcomes.iter().filter(|o| matches!(o, RunOutcome::Fresh { .. })).count(), ran);
+    assert_eq!(execution.cost.incurred, Spent { tokens: 100 * ran as u64, review_ms: 5 * ran as u64, runs: ran });
+    assert_eq!((execution.cost.saved.runs, execution.cost.unrun), (0, 12 - ran));
+    assert_eq!(crate::error::Ending::of(&execution.outcomes).exit() as u8, 6);
+
+    // A larger budget: the finished runs come from the cache (their cost saved), only the rest run.
+    let again = Arc::new(FakeReviewer { latency_ms: 5, tokens: Some(100), ..FakeReviewer::default() });
+    let opts = ExecOptions { max_cost: Some(Budget::Tokens(5_000)), ..options(3, None) };
+    let (_tx, rx) = watch::channel(false);
+    let (execution, _) = walk(&plan, again.clone(), &cache, &opts, rx).await;
+    assert_eq!(again.calls.load(Ordering::SeqCst), 12 - ran, "only the runs left unrun ran");
+    assert!(execution.outcomes.iter().all(|o| o.success().is_some()));
+    assert_eq!(execution.cost.saved, Spent { tokens: 100 * ran as u64, review_ms: 5 * ran as u64, runs: ran });
+    assert_eq!(execution.cost.incurred.tokens, 100 * (12 - ran) as u64);
+    assert_eq!(execution.cost.unrun, 0);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_budget_in_seconds_counts_review_wall_time() {
+    // Each review records 40 ms; at most one in flight: under 100 ms, reviews start at 0, 40
+    // and 80 ms spent, so exactly 3 run.
+    let plan = plan(&["a"], 1, &["s1", "s2", "s3", "s4", "s5"]);
+    let dir = tempfile::tempdir().expect("tempdir");
+    let cache = CacheStore::new(dir.path().join("cache"));
+    let reviewer = Arc::new(FakeReviewer { latency_ms: 40, ..FakeReviewer::default() });
+    let opts = ExecOptions { max_cost: Some(Budget::Seconds(0.1)), ..options(1, None) };
+    let (_tx, rx) = watch::channel(false);
+    let (execution, _) = walk(&plan, reviewer.clone(), &cache, &opts, rx).await;
+    assert_eq!(reviewer.calls.load(Ordering::SeqCst), 3);
+    assert_eq!((execution.cost.incurred.review_ms, execution.cost.unrun), (120, 2));
 }

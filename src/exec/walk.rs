@@ -4,6 +4,7 @@
 //! fully cached execution builds no repository. A node whose
 //! `Requires` dependency failed is skipped, and so, transitively, are exactly its dependents.
 
+use super::budget::{CostReport, Meter, Spent};
 use super::review::{self, ReviewShared, ReviewTask};
 use super::stages::{self, NodeInputs, Scored, Scorers, StageShared};
 use super::{Emitter, Event, ExecOptions, RunOutcome, SkipReason};
@@ -165,6 +166,8 @@ pub struct Execution<A, R, E> {
     pub analyses: Vec<A>,
     /// The render node's result; `None` if it did not run.
     pub report: Option<Result<R, E>>,
+    /// What the reviews run cost, what the cache saved, and what the budget left unrun.
+    pub cost: CostReport,
 }
 
 /// Walks the plan. `cancel` turning true stops new materializations and reviews and abandons
@@ -333,6 +336,7 @@ pub async fn execute<C: Conclusions>(
         })
         .collect();
     let redactors: HashMap<&str, Arc<Redactor>> = reviewers.iter().map(|(name, r)| (name.as_str(), Arc::new(Redactor::new(r.secrets())))).collect();
+    let meter = Arc::new(Meter::new(options.max_cost));
     let shared = ReviewShared {
         cache: cache.clone(),
         refresh: options.refresh,
@@ -341,6 +345,7 @@ pub async fn execute<C: Conclusions>(
         global: global.clone(),
         scopes: Arc::default(),
         unreachable: Arc::new(StdMutex::new(HashMap::new())),
+        meter: meter.clone(),
         cancel: cancel.clone(),
     };
     let mut tasks: tokio::task::JoinSet<Finished<C::Analysis, C::Report>> = tokio::task::JoinSet::new();
@@ -491,7 +496,15 @@ pub async fn execute<C: Conclusions>(
         _ => None,
     });
     let report = report.or_else(|| render_error.map(Err));
-    Execution { outcomes, analyses, report }
+    let mut saved = Spent::default();
+    for outcome in &outcomes {
+        if let RunOutcome::Cached { record, .. } = outcome {
+            saved.add_cost(&record.cost);
+        }
+    }
+    let cost = CostReport { budget: options.max_cost, incurred: meter.spent(), saved, unrun: outcomes.iter().filter(|o| o.is_over_budget()).count() };
+    emitter.emit(Event::Cost(cost));
+    Execution { outcomes, analyses, report, cost }
 }
 
 /// The analyze nodes in manifest order.

@@ -2,7 +2,7 @@
 //! the execution summary (wall time, cache hits, failures with stderr tails). Each writes to
 //! an injected writer, so each is tested against a buffer.
 
-use crate::exec::Event;
+use crate::exec::{CostReport, Event, SkipReason, Spent};
 use indicatif::{ProgressBar, ProgressStyle};
 use serde::Serialize;
 use std::io::Write;
@@ -35,6 +35,12 @@ pub struct ExecutionSummary {
     /// Scoring nodes (claims, smells, judges, embeddings) that failed, with why.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub scoring_failures: Vec<String>,
+    /// Runs not started because `--max-cost` was reached (not failures: running again with a
+    /// larger budget does them).
+    pub unrun: usize,
+    /// What the executed reviews cost and what the cache saved; set once the execution ends.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cost: Option<CostReport>,
     pub wall_seconds: f64,
 }
 
@@ -133,7 +139,7 @@ impl ProgressReporter {
                     b.set_message(node.clone());
                 }
             }
-            Event::RunCached { .. } | Event::RunMissing { .. } | Event::Interrupted => {}
+            Event::RunCached { .. } | Event::RunMissing { .. } | Event::Interrupted | Event::Cost(_) => {}
         }
     }
 
@@ -171,6 +177,7 @@ impl SummaryReporter {
                 summary.failed += 1;
                 summary.failures.push(FailureLine { run: run.to_string(), error: error.to_string(), stderr_tail: error.stderr_tail().to_string() });
             }
+            Event::RunSkipped { reason: SkipReason::OverBudget { .. }, .. } => summary.unrun += 1,
             Event::RunSkipped { run, reason } => {
                 summary.skipped += 1;
                 summary.failures.push(FailureLine { run: run.to_string(), error: format!("skipped: {reason}"), stderr_tail: String::new() });
@@ -178,6 +185,7 @@ impl SummaryReporter {
             Event::RunMissing { run } => summary.missing.push(run.to_string()),
             Event::CacheCorrupt { run, detail } => summary.corrupt.push(format!("{run}: {detail}")),
             Event::StageFailed { node, error } => summary.scoring_failures.push(format!("{node}: {error}")),
+            Event::Cost(cost) => summary.cost = Some(*cost),
             Event::RunStarted { .. } | Event::MaterializeFailed { .. } | Event::RunCached { .. } | Event::StageDone { .. } | Event::Interrupted => {}
         }
     }
@@ -256,6 +264,13 @@ impl ExecutionSummary {
             "{}: {} runs: {} from cache, {} ran, {} failed, {} skipped in {:.2}s\n",
             self.experiment, self.planned, self.cached, self.ran, self.failed, self.skipped, self.wall_seconds
         );
+        if let Some(cost) = &self.cost {
+            out.push_str(&cost_line(cost));
+        }
+        if self.unrun > 0 {
+            let budget = self.cost.and_then(|c| c.budget).map(|b| format!(" (--max-cost {b})")).unwrap_or_default();
+            out.push_str(&format!("  left unrun: {} runs, over budget{budget}; run again with a larger --max-cost to continue from the cache\n", self.unrun));
+        }
         for c in &self.corrupt {
             out.push_str(&format!("  corrupt cache entry (recomputed): {c}\n"));
         }
@@ -288,6 +303,22 @@ impl ExecutionSummary {
         }
         out
     }
+}
+
+/// `  cost: incurred …; saved by the cache …`, or nothing when neither was spent nor saved.
+fn cost_line(cost: &CostReport) -> String {
+    fn spent(s: &Spent) -> String {
+        if s.runs == 0 {
+            return "nothing".to_string();
+        }
+        let tokens = if s.tokens > 0 { format!("{} tokens, ", s.tokens) } else { String::new() };
+        format!("{tokens}{:.2} review s ({} runs)", s.review_ms as f64 / 1000.0, s.runs)
+    }
+    if cost.incurred.runs == 0 && cost.saved.runs == 0 {
+        return String::new();
+    }
+    let budget = cost.budget.map(|b| format!(" against --max-cost {b}")).unwrap_or_default();
+    format!("  cost: incurred {}{budget}; saved by the cache {}\n", spent(&cost.incurred), spent(&cost.saved))
 }
 
 #[cfg(test)]
@@ -377,6 +408,31 @@ mod tests {
              \x20     | line 2\n\
              \x20     | panic: boom\n\
              \x20 ✗ d #1 @s2: skipped: subject `s2` could not be materialized: git failed\n"
+        );
+    }
+
+    #[test]
+    fn summary_reports_cost_incurred_and_saved_and_what_the_budget_left_unrun() {
+        let mut reporter = SummaryReporter::default();
+        reporter.event(&Event::Planned { experiment: "demo".into(), runs: 5, cached: 1, to_run: 4 });
+        reporter.event(&Event::RunFinished { run: RunId::new("a", 1, "s1"), findings: 0, wall_ms: 1000 });
+        for s in ["s2", "s3", "s4"] {
+            reporter.event(&Event::RunSkipped { run: RunId::new("a", 1, s), reason: SkipReason::OverBudget { budget: "100 tokens".into() } });
+        }
+        let mut summary = reporter.finish();
+        assert_eq!((summary.ran, summary.skipped, summary.unrun, summary.failures.len()), (1, 0, 3, 0), "unrun runs are not failures");
+        summary.cost = Some(CostReport {
+            budget: Some(crate::exec::Budget::Tokens(100)),
+            incurred: Spent { tokens: 150, review_ms: 1000, runs: 1 },
+            saved: Spent { tokens: 120, review_ms: 800, runs: 1 },
+            unrun: 3,
+        });
+        let text = ExecutionSummary { wall_seconds: 0.5, ..summary }.render();
+        assert_eq!(
+            text,
+            "demo: 5 runs: 1 from cache, 1 ran, 0 failed, 0 skipped in 0.50s\n\
+             \x20 cost: incurred 150 tokens, 1.00 review s (1 runs) against --max-cost 100 tokens; saved by the cache 120 tokens, 0.80 review s (1 runs)\n\
+             \x20 left unrun: 3 runs, over budget (--max-cost 100 tokens); run again with a larger --max-cost to continue from the cache\n"
         );
     }
 

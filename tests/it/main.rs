@@ -5,6 +5,7 @@ mod bundled;
 mod code_review_benchmark;
 mod command_reviewer;
 mod comparisons;
+mod cost_budget;
 mod embed_real_server;
 mod exec_corpus;
 mod external_target;
@@ -20,6 +21,7 @@ mod manifest_errors;
 mod named_reviewers;
 mod replay;
 mod resume;
+mod scipy_reference;
 mod smells;
 mod stet_hunks;
 
