@@ -2,9 +2,11 @@
 //! events (progress bars, NDJSON, the end-of-execution summary).
 
 pub mod diff;
+pub mod html;
 pub mod model;
 pub mod progress;
 pub mod render;
+pub mod show;
 
 use crate::analysis::AnalysisResult;
 use crate::exec::RunOutcome;
