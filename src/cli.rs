@@ -97,6 +97,10 @@ pub(crate) struct ExecArgs {
     /// Refuse a plan of more runs than this.
     #[arg(long, value_name = "N", default_value_t = runner::plan::DEFAULT_MAX_RUNS)]
     pub max_runs: u64,
+    /// Also write report.html (as `runner report` does) beside RESULTS.md, as `[report] html
+    /// = true` does.
+    #[arg(long)]
+    pub html: bool,
     #[command(flatten)]
     pub locations: LocationArgs,
 }

@@ -392,7 +392,8 @@ pub fn report_side(results_path: &std::path::Path, manifest: Option<&std::path::
         Some(path) => Ok(path.to_path_buf()),
         None => html::manifest_of(results_path, &results),
     };
-    let mut side = html::Side { results_path: results_path.display().to_string(), results, findings: Err(String::new()), diffs: BTreeMap::new(), plots, note: None };
+    let mut side =
+        html::Side { results_path: results_path.display().to_string(), results, findings: Err(String::new()), diffs: BTreeMap::new(), plots, note: None };
     match manifest_path.and_then(|path| prepare_to_read(&path, locations).map_err(|e| format!("its manifest `{}` could not be read: {e}", path.display()))) {
         Ok(prepared) => {
             side.findings = show(&prepared, &report::show::Selection::default()).map_err(|e| e.to_string());

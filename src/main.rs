@@ -116,9 +116,21 @@ fn exec(args: ExecArgs) -> Result<Exit, Error> {
         let summary = reporter.await.unwrap_or_default();
         (executed, summary)
     });
-    let executed = executed?;
+    let mut executed = executed?;
     // Force an exit now: a cancelled child's pipes must not keep the runtime waiting.
     rt.shutdown_background();
+    // The HTML page beside the reports it was written from (only when they were written).
+    if args.html || prepared.manifest.report.html {
+        if let Some(results) = executed.written.iter().find(|p| p.ends_with("results.json")).cloned() {
+            let mut side = experiment::report_side(&results, Some(&args.manifest), &locations(&args.locations))?;
+            // Named as the file beside the page, so the page does not depend on where it was written.
+            side.results_path = "results.json".to_string();
+            let page = runner::report::html::render(&[side])?;
+            let path = results.with_file_name("report.html");
+            runner::cache::store::atomic_write(&path, page.as_bytes())?;
+            executed.written.push(path);
+        }
+    }
 
     let ending = Ending::of(&executed.outcomes).with_scoring(&executed.scoring);
     let interrupted = ending == Ending::Interrupted;

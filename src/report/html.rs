@@ -27,7 +27,8 @@ const TABLE_PARTIAL: &str = concat!(
 );
 
 /// Spans of inline Markdown (see [`Span`]).
-const MD_PARTIAL: &str = "{{#each this}}{{#if code}}<code>{{text}}</code>{{else}}{{#if strong}}<strong>{{text}}</strong>{{else}}{{text}}{{/if}}{{/if}}{{/each}}";
+const MD_PARTIAL: &str =
+    "{{#each this}}{{#if code}}<code>{{text}}</code>{{else}}{{#if strong}}<strong>{{text}}</strong>{{else}}{{text}}{{/if}}{{/if}}{{/each}}";
 
 /// A subject's diff is cut after this many lines (the page says so).
 const MAX_DIFF_LINES: usize = 4000;
@@ -379,7 +380,12 @@ impl Page {
                 let Ok(shown) = &side.findings else { continue };
                 for run in shown.runs.iter().filter(|r| r.subject == *subject) {
                     if run.status != ShownStatus::Cached {
-                        unavailable.push(format!("{}{}: {}", if compare { format!("{} ", id.to_ascii_uppercase()) } else { String::new() }, run.run, run.status.as_str()));
+                        unavailable.push(format!(
+                            "{}{}: {}",
+                            if compare { format!("{} ", id.to_ascii_uppercase()) } else { String::new() },
+                            run.run,
+                            run.status.as_str()
+                        ));
                     }
                     for f in &run.findings {
                         let verdict = f.verdict.as_ref().map(|v| v.verdict.clone()).unwrap_or_else(|| "unscored".to_string());
@@ -448,7 +454,11 @@ fn side_view(side: &Side, id: &str) -> SideView {
             "Matrix",
             format!(
                 "{}repeat {}",
-                r.matrix.axes.iter().map(|a| format!("`{}` ∈ {{{}}} × ", a.name, a.values.iter().map(|v| format!("`{v}`")).collect::<Vec<_>>().join(", "))).collect::<String>(),
+                r.matrix
+                    .axes
+                    .iter()
+                    .map(|a| format!("`{}` ∈ {{{}}} × ", a.name, a.values.iter().map(|v| format!("`{v}`")).collect::<Vec<_>>().join(", ")))
+                    .collect::<String>(),
                 r.matrix.repeat
             ),
         ),
@@ -470,7 +480,13 @@ fn side_view(side: &Side, id: &str) -> SideView {
         facts.push(fact("Tokens", format!("{} prompt, {} completion", r.totals.prompt_tokens, r.totals.completion_tokens)));
     }
     if !r.target.unsealed_holdout.is_empty() {
-        facts.push(fact("Holdout", format!("**unsealed** (`[target] unseal-holdout = true`): {}", r.target.unsealed_holdout.iter().map(|h| format!("`{h}`")).collect::<Vec<_>>().join(", "))));
+        facts.push(fact(
+            "Holdout",
+            format!(
+                "**unsealed** (`[target] unseal-holdout = true`): {}",
+                r.target.unsealed_holdout.iter().map(|h| format!("`{h}`")).collect::<Vec<_>>().join(", ")
+            ),
+        ));
     }
     let mut cells = TableView::new(
         format!("{id}-cells"),
@@ -537,7 +553,12 @@ fn side_view(side: &Side, id: &str) -> SideView {
         facts,
         config_count: r.reviewer.configs.len(),
         provenance_count: r.provenance.len(),
-        configs: r.reviewer.configs.iter().map(|c| Fact { key: c.cells.clone(), value: vec![Span { text: c.config.clone(), code: true, strong: false }] }).collect(),
+        configs: r
+            .reviewer
+            .configs
+            .iter()
+            .map(|c| Fact { key: c.cells.clone(), value: vec![Span { text: c.config.clone(), code: true, strong: false }] })
+            .collect(),
         provenance: r
             .provenance
             .iter()
@@ -546,11 +567,7 @@ fn side_view(side: &Side, id: &str) -> SideView {
         cells,
         failures,
         runs,
-        plots: side
-            .plots
-            .iter()
-            .map(|p| PlotView { name: p.name.clone(), data: base64::engine::general_purpose::STANDARD.encode(&p.svg) })
-            .collect(),
+        plots: side.plots.iter().map(|p| PlotView { name: p.name.clone(), data: base64::engine::general_purpose::STANDARD.encode(&p.svg) }).collect(),
         notes: side.findings.as_ref().err().map(|why| format!("Findings cannot be shown: {why}")).into_iter().chain(side.note.clone()).collect(),
     }
 }
@@ -591,7 +608,8 @@ impl TableView {
 
     /// Appends a row; its cells are right-aligned where their column is numeric.
     fn push(&mut self, cells: Vec<String>, cell: Option<String>, reviewer: Option<String>) {
-        let cells = cells.into_iter().enumerate().map(|(i, text)| CellView { spans: spans(&text), numeric: self.columns.get(i).is_some_and(|c| c.numeric) }).collect();
+        let cells =
+            cells.into_iter().enumerate().map(|(i, text)| CellView { spans: spans(&text), numeric: self.columns.get(i).is_some_and(|c| c.numeric) }).collect();
         self.rows.push(RowView { cells, cell, reviewer });
         self.row_count = self.rows.len();
     }
@@ -618,12 +636,15 @@ impl TableView {
     }
 }
 
+/// An analysis's kind, seed test id and title: how the two sides' analyses are paired.
+type AnalysisKey = (String, String, String);
+
 /// The analyses of both sides, paired by kind, seed test id and title (in A's order, then
 /// B's unpaired ones).
 fn pair_analyses(sides: &[Side], ids: &[&str]) -> Vec<AnalysisPair> {
     let key = |a: &AnalysisResult| (a.kind.as_str().to_string(), a.test_id.clone(), a.title.clone());
-    let mut order: Vec<(String, String, String)> = Vec::new();
-    let mut by_side: Vec<BTreeMap<(String, String, String), Vec<(usize, &AnalysisResult)>>> = Vec::new();
+    let mut order: Vec<AnalysisKey> = Vec::new();
+    let mut by_side: Vec<BTreeMap<AnalysisKey, Vec<(usize, &AnalysisResult)>>> = Vec::new();
     for side in sides {
         let mut map: BTreeMap<_, Vec<_>> = BTreeMap::new();
         for (i, a) in side.results.analyses.iter().enumerate() {
@@ -637,7 +658,7 @@ fn pair_analyses(sides: &[Side], ids: &[&str]) -> Vec<AnalysisPair> {
         }
         by_side.push(map);
     }
-    let mut seen: BTreeMap<(String, String, String), usize> = BTreeMap::new();
+    let mut seen: BTreeMap<AnalysisKey, usize> = BTreeMap::new();
     order
         .into_iter()
         .enumerate()
@@ -658,7 +679,9 @@ fn pair_analyses(sides: &[Side], ids: &[&str]) -> Vec<AnalysisPair> {
                             tables: a.tables.iter().enumerate().map(|(j, t)| TableView::of(t, format!("{id}-analysis-{i}-table-{j}"), &cell_ids)).collect(),
                             notes: a.notes.iter().map(|n| spans(n)).collect(),
                         },
-                        None => AnalysisView { side: id.to_string(), present: false, description: Vec::new(), rule: None, tables: Vec::new(), notes: Vec::new() },
+                        None => {
+                            AnalysisView { side: id.to_string(), present: false, description: Vec::new(), rule: None, tables: Vec::new(), notes: Vec::new() }
+                        }
                     }
                 })
                 .collect();
@@ -749,6 +772,15 @@ fn hunk_header(line: &str) -> Option<(u32, u32, u32, u32)> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn inline_markdown_becomes_spans_and_an_unpaired_mark_stays_text() {
+        let s = |text: &str, code: bool, strong: bool| Span { text: text.to_string(), code, strong };
+        assert_eq!(spans("a `b` **c** d"), vec![s("a ", false, false), s("b", true, false), s(" ", false, false), s("c", false, true), s(" d", false, false)]);
+        assert_eq!(spans("x ` y"), vec![s("x ", false, false), s("` y", false, false)]);
+        assert_eq!(spans("**x"), vec![s("**x", false, false)]);
+        assert_eq!(plain(&spans("`model=a` <b>")), "model=a <b>");
+    }
 
     #[test]
     fn diff_lines_carry_both_line_numbers_and_flag_what_findings_point_at() {

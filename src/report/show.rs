@@ -169,13 +169,7 @@ pub struct Shown {
 /// The findings of the planned runs `selection` picks, read from `cache` (a read-only lookup:
 /// nothing is written, locked or run). With an oracle, each finding of a subject it knows
 /// carries its verdict under `rule`.
-pub fn collect(
-    experiment: &str,
-    plan: &Plan,
-    cache: &CacheStore,
-    oracle: Option<(&Oracle, &OracleRule)>,
-    selection: &Selection,
-) -> Result<Shown, ShowError> {
+pub fn collect(experiment: &str, plan: &Plan, cache: &CacheStore, oracle: Option<(&Oracle, &OracleRule)>, selection: &Selection) -> Result<Shown, ShowError> {
     let selected: Vec<&crate::plan::PlannedRun> = plan.runs.iter().filter(|r| selection.matches(r)).collect();
     if selected.is_empty() {
         let cells: Vec<&str> = plan.cells.iter().map(|c| c.id.as_str()).collect();
@@ -430,7 +424,10 @@ mod tests {
     #[test]
     fn a_cell_is_selected_by_its_id_or_some_of_its_values() {
         use crate::matrix::{AxisValue, Cell};
-        let cell = Cell { id: "model=a,rag=0".into(), values: [("model".to_string(), AxisValue::Str("a".into())), ("rag".to_string(), AxisValue::Str("0".into()))].into_iter().collect() };
+        let cell = Cell {
+            id: "model=a,rag=0".into(),
+            values: [("model".to_string(), AxisValue::Str("a".into())), ("rag".to_string(), AxisValue::Str("0".into()))].into_iter().collect(),
+        };
         let pick = |c: &str| Selection { cell: Some(c.into()), ..Selection::default() }.cell_matches(&cell);
         assert!(pick("model=a,rag=0") && pick("model=a") && pick("rag=0"));
         assert!(!pick("model=b") && !pick("model") && !pick("model=a,x"));

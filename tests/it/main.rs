@@ -15,6 +15,7 @@ mod llm_fake_ollama;
 mod llm_real_server;
 mod manifest_errors;
 mod named_reviewers;
+mod report_html;
 mod resume;
 mod smells;
 mod stet_hunks;
