@@ -137,9 +137,9 @@ pub(crate) struct DiffArgs {
 
 #[derive(Debug, Args)]
 pub(crate) struct ShowArgs {
-    /// A manifest, a results.json (or its directory: its manifest is the one it names), or a
-    /// run's cache key as results.json and RESULTS.md print it (looked up in `--cache-dir`,
-    /// default `./cache`).
+    /// A manifest, a results.json (or its directory: its manifest is the one it names), or one
+    /// run: its cache key as results.json prints it, or its label `cell #repeat @subject` as
+    /// RESULTS.md prints it (looked up in `--cache-dir`, default `./cache`).
     pub target: PathBuf,
     /// Only this cell: its id, or some of its `axis=value` pairs (`model=gemma3-270m`).
     #[arg(long)]

@@ -456,7 +456,7 @@ fn show(args: &ShowArgs) -> Result<Exit, Error> {
         experiment::show(&prepared, &selection)?
     } else {
         let store = runner::cache::CacheStore::new(args.locations.cache_dir.clone().unwrap_or_else(|| PathBuf::from("cache")));
-        show::collect_by_key(&store, &target.display().to_string())?
+        show::collect_run(&store, &target.display().to_string())?
     };
     if args.json {
         println!("{}", serde_json::to_string_pretty(&shown).unwrap_or_default());

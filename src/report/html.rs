@@ -128,6 +128,8 @@ struct Page {
     analyses: Vec<AnalysisPair>,
     filters: Filters,
     findings_total: usize,
+    /// How verdicts were computed, per execution that has an oracle.
+    verdict_rules: Vec<String>,
     subjects: Vec<SubjectView>,
 }
 
@@ -162,7 +164,7 @@ struct SideView {
     failures: Option<TableView>,
     runs: TableView,
     plots: Vec<PlotView>,
-    notes: Vec<String>,
+    notes: Vec<Vec<Span>>,
 }
 
 #[derive(Serialize)]
@@ -437,6 +439,14 @@ impl Page {
             analyses,
             filters: Filters { cells, reviewers: reviewers.into_iter().filter(|r| !r.is_empty()).collect(), verdicts },
             findings_total,
+            verdict_rules: sides
+                .iter()
+                .zip(ids)
+                .filter_map(|(s, id)| {
+                    let rule = s.findings.as_ref().ok()?.rule.as_ref()?;
+                    Some(if compare { format!("{}: {rule}", id.to_ascii_uppercase()) } else { rule.clone() })
+                })
+                .collect(),
             subjects,
         }
     }
@@ -568,7 +578,7 @@ fn side_view(side: &Side, id: &str) -> SideView {
         failures,
         runs,
         plots: side.plots.iter().map(|p| PlotView { name: p.name.clone(), data: base64::engine::general_purpose::STANDARD.encode(&p.svg) }).collect(),
-        notes: side.findings.as_ref().err().map(|why| format!("Findings cannot be shown: {why}")).into_iter().chain(side.note.clone()).collect(),
+        notes: side.findings.as_ref().err().map(|why| format!("Findings cannot be shown: {why}")).into_iter().chain(side.note.clone()).map(|n| spans(&n)).collect(),
     }
 }
 

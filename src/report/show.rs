@@ -4,7 +4,7 @@
 
 use crate::analysis::matching::{match_case, Verdict};
 use crate::analysis::spec::OracleRule;
-use crate::cache::{CacheKey, CacheStore, Lookup};
+use crate::cache::{CacheKey, CacheStore, Lookup, RunRecord};
 use crate::finding::Finding;
 use crate::ground_truth::oracle::Oracle;
 use crate::plan::Plan;
@@ -25,12 +25,14 @@ pub struct Selection {
 pub enum ShowError {
     #[error("no planned run matches {what}; {hint}")]
     NoMatch { what: String, hint: String },
-    #[error("`{0}` is not a run key (hex digits, at least 6, as results.json's `key` column prints them) nor a manifest or results.json")]
+    #[error("`{0}` is neither a manifest, a results.json, a run key (hex digits, at least 6, as results.json's `key` column prints them) nor a run label (`cell #repeat @subject`)")]
     BadKey(String),
     #[error("no run in the cache `{cache}` has a key starting with `{prefix}`: pass the experiment's manifest or results.json, or `--cache-dir`")]
     UnknownKey { prefix: String, cache: String },
     #[error("`{results}`: {why}")]
     Manifest { results: String, why: String },
+    #[error("no run in the cache `{cache}` is labelled `{label}`: pass the experiment's manifest or results.json (with `--cell`, `--subject`, `--repeat`), or `--cache-dir`")]
+    UnknownLabel { label: String, cache: String },
     #[error("key prefix `{prefix}` is ambiguous in `{cache}`: {count} runs start with it; give more digits")]
     Ambiguous { prefix: String, cache: String, count: usize },
 }
@@ -201,43 +203,57 @@ pub fn collect(experiment: &str, plan: &Plan, cache: &CacheStore, oracle: Option
     Ok(Shown { experiment: experiment.to_string(), rule: oracle.map(|(_, rule)| rule.describe()), runs })
 }
 
-/// The run whose cache key starts with `prefix`, from its record alone (no manifest: no
-/// reviewer name, no verdicts).
-pub fn collect_by_key(cache: &CacheStore, prefix: &str) -> Result<Shown, ShowError> {
-    let prefix = prefix.trim().to_ascii_lowercase();
+/// A run named without a manifest, from the cache records alone (no reviewer name, no
+/// verdicts): by its cache key or a prefix of one (results.json's `key` column), or by its
+/// label `cell #repeat @subject` (RESULTS.md's run column), which can name the same run of
+/// several experiments: each is shown.
+pub fn collect_run(cache: &CacheStore, id: &str) -> Result<Shown, ShowError> {
+    let id = id.trim();
+    let cache_name = cache.root().display().to_string();
+    if parse_label(id).is_some() {
+        let mut records: Vec<RunRecord> = cache.list().into_iter().filter_map(Result::ok).filter(|r| r.label == id).collect();
+        if records.is_empty() {
+            return Err(ShowError::UnknownLabel { label: id.to_string(), cache: cache_name });
+        }
+        records.sort_by(|a, b| (&a.experiment, &a.key.0).cmp(&(&b.experiment, &b.key.0)));
+        let runs: Vec<ShownRun> = records.iter().map(|r| record_run(cache, &r.key)).collect();
+        let experiment = if runs.iter().all(|r| r.experiment == runs[0].experiment) { runs[0].experiment.clone() } else { String::new() };
+        return Ok(Shown { experiment, rule: None, runs });
+    }
+    let prefix = id.to_ascii_lowercase();
     if prefix.len() < 6 || prefix.len() > 64 || !prefix.bytes().all(|b| b.is_ascii_hexdigit()) {
         return Err(ShowError::BadKey(prefix));
     }
-    let cache_name = cache.root().display().to_string();
     let keys = cache.run_keys_with_prefix(&prefix);
     let key = match keys.as_slice() {
         [] => return Err(ShowError::UnknownKey { prefix, cache: cache_name }),
         [key] => key.clone(),
         many => return Err(ShowError::Ambiguous { prefix, cache: cache_name, count: many.len() }),
     };
-    let (status, findings, record) = match cache.lookup(&key) {
+    let run = record_run(cache, &key);
+    Ok(Shown { experiment: run.experiment.clone(), rule: None, runs: vec![run] })
+}
+
+/// One run from its cache record.
+fn record_run(cache: &CacheStore, key: &CacheKey) -> ShownRun {
+    let (status, findings, record) = match cache.lookup(key) {
         Lookup::Hit { record, findings } => (ShownStatus::Cached, findings, Some(record)),
         Lookup::Miss => (ShownStatus::NotCached(None), Vec::new(), None),
         Lookup::Corrupt(detail) => (ShownStatus::Corrupt(detail), Vec::new(), None),
     };
     let label = record.as_ref().map(|r| r.label.clone()).unwrap_or_default();
-    let experiment = record.as_ref().map(|r| r.experiment.clone()).unwrap_or_default();
     let (cell, repeat, subject) = parse_label(&label).unwrap_or_default();
-    Ok(Shown {
-        experiment: experiment.clone(),
-        rule: None,
-        runs: vec![ShownRun {
-            run: label,
-            experiment,
-            cell,
-            repeat,
-            subject,
-            reviewer: String::new(),
-            key: key.0,
-            status,
-            findings: shown_findings(&findings, None),
-        }],
-    })
+    ShownRun {
+        run: label,
+        experiment: record.map(|r| r.experiment).unwrap_or_default(),
+        cell,
+        repeat,
+        subject,
+        reviewer: String::new(),
+        key: key.0.clone(),
+        status,
+        findings: shown_findings(&findings, None),
+    }
 }
 
 /// `cell #repeat @subject` back into its parts.
@@ -331,7 +347,10 @@ pub fn render_text(shown: &Shown) -> String {
     }
     for run in &shown.runs {
         let _ = writeln!(out);
-        let reviewer = if run.reviewer.is_empty() { String::new() } else { format!(", reviewer `{}`", run.reviewer) };
+        let mut reviewer = if run.reviewer.is_empty() { String::new() } else { format!(", reviewer `{}`", run.reviewer) };
+        if run.experiment != shown.experiment {
+            reviewer.push_str(&format!(", experiment `{}`", run.experiment));
+        }
         let what = match &run.status {
             ShownStatus::Cached => format!("{} finding{}", run.findings.len(), if run.findings.len() == 1 { "" } else { "s" }),
             ShownStatus::NotCached(None) => "not in the cache (never run, or run elsewhere): nothing to show".to_string(),

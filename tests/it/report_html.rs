@@ -50,6 +50,9 @@ fn show_prints_a_runs_findings_from_the_committed_cache_as_text_and_json() {
     assert!(by_key.status.success(), "{}", stderr_of(&by_key));
     let by_key = stdout_of(&by_key);
     assert!(by_key.contains("baseline=heuristic #1 @case-07") && by_key.contains("src/query.mjs:37  error security\n"), "{by_key}");
+    let by_label = runner(&root).args(["show", "baseline=heuristic #1 @case-07", "--cache-dir", "cache"]).output().expect("runs");
+    assert!(by_label.status.success(), "{}", stderr_of(&by_label));
+    assert!(stdout_of(&by_label).contains(&format!("baseline=heuristic #1 @case-07  (key {key}): 2 findings")), "{}", stdout_of(&by_label));
     let via_results =
         runner(&root).args(["show", "results/quickstart", "--subject", "case-07", "--cell", "baseline=heuristic", "--repeat", "1"]).output().expect("runs");
     assert!(via_results.status.success(), "{}", stderr_of(&via_results));
@@ -145,14 +148,18 @@ fn report_inlines_the_plots_beside_results_json_in_name_order_as_images() {
     std::fs::write(dir.join("plots/b-latency.svg"), svg("b")).expect("write");
     std::fs::write(dir.join("plots/a-headline.svg"), svg("a")).expect("write");
     std::fs::write(dir.join("plots/notes.txt"), "not a plot").expect("write");
-    let page = report(&root, &dir.join("results.json").display().to_string(), None, &tmp.path().join("p.html"), &tmp.path().join("work"));
+    // Run from a directory where the manifest results.json names is not found.
+    let page = report(tmp.path(), &dir.join("results.json").display().to_string(), None, &tmp.path().join("p.html"), &tmp.path().join("work"));
     use base64::Engine as _;
     let a = page.find(&base64::engine::general_purpose::STANDARD.encode(svg("a"))).expect("a-headline.svg inline");
     let b = page.find(&base64::engine::general_purpose::STANDARD.encode(svg("b"))).expect("b-latency.svg inline");
     assert!(a < b, "plots in file-name order");
     assert_eq!(page.matches("<figure class=\"plot\">").count(), 2);
     assert!(!page.contains("alert(1)"), "an SVG is an image (data: URI), never markup of the page");
-    assert!(page.contains("Findings cannot be shown") || page.contains("<div class=\"finding\""), "the manifest is found or its absence said");
+    // What cannot be read is said on the page.
+    assert!(page.contains("Findings cannot be shown: the manifest <code>experiments/quickstart.toml</code> it names was not found"), "the missing manifest is said");
+    assert_eq!(page.matches("No diff is available for this subject.").count(), 16);
+    assert!(!page.contains("<div class=\"finding\""));
 }
 
 /// A project whose reviewer reports markup and whose diff is markup: `(dir, results.json)`.
