@@ -578,7 +578,15 @@ fn side_view(side: &Side, id: &str) -> SideView {
         failures,
         runs,
         plots: side.plots.iter().map(|p| PlotView { name: p.name.clone(), data: base64::engine::general_purpose::STANDARD.encode(&p.svg) }).collect(),
-        notes: side.findings.as_ref().err().map(|why| format!("Findings cannot be shown: {why}")).into_iter().chain(side.note.clone()).map(|n| spans(&n)).collect(),
+        notes: side
+            .findings
+            .as_ref()
+            .err()
+            .map(|why| format!("Findings cannot be shown: {why}"))
+            .into_iter()
+            .chain(side.note.clone())
+            .map(|n| spans(&n))
+            .collect(),
     }
 }
 

@@ -157,7 +157,10 @@ fn report_inlines_the_plots_beside_results_json_in_name_order_as_images() {
     assert_eq!(page.matches("<figure class=\"plot\">").count(), 2);
     assert!(!page.contains("alert(1)"), "an SVG is an image (data: URI), never markup of the page");
     // What cannot be read is said on the page.
-    assert!(page.contains("Findings cannot be shown: the manifest <code>experiments/quickstart.toml</code> it names was not found"), "the missing manifest is said");
+    assert!(
+        page.contains("Findings cannot be shown: the manifest <code>experiments/quickstart.toml</code> it names was not found"),
+        "the missing manifest is said"
+    );
     assert_eq!(page.matches("No diff is available for this subject.").count(), 16);
     assert!(!page.contains("<div class=\"finding\""));
 }
