@@ -190,8 +190,11 @@ fn hostile_project(dir: &Path) -> PathBuf {
             repo.display()
         ),
     );
-    let out = runner(dir).arg("exec").arg("--quiet").arg(&manifest).output().expect("runs");
+    let out = runner(dir).arg("exec").arg("--quiet").arg("--html").arg(&manifest).output().expect("runs");
     assert!(out.status.success(), "{}", stderr_of(&out));
+    // `--html`: the page beside RESULTS.md, naming results.json as the file beside it.
+    let page = std::fs::read_to_string(dir.join("out/report.html")).expect("exec --html writes report.html");
+    assert!(page.contains("<span class=\"absent\">(results.json)</span>") && page.contains("<div class=\"finding\""));
     dir.join("out/results.json")
 }
 
