@@ -28,6 +28,12 @@ pub(crate) enum Command {
     /// Compare the review-eval verdicts of two executions (or two cells of one) and apply the
     /// keep rule: exit 0 to keep the change, 5 when a finding regressed or noise rose.
     Diff(DiffArgs),
+    /// Show what reviewers said: every finding of an experiment's runs (or of one run), read
+    /// from the cache; nothing is run.
+    Show(ShowArgs),
+    /// Write one self-contained HTML page from results.json: the tables, the plots, the
+    /// findings beside each subject's diff, filters; `--against` puts a second execution beside it.
+    Report(ReportArgs),
     /// Work with before/after corpora.
     Corpus {
         #[command(subcommand)]
@@ -100,6 +106,10 @@ pub(crate) struct ExecArgs {
     /// unrun (exit 6) and a re-run with a larger budget continues from the cache.
     #[arg(long, value_name = "COST")]
     pub max_cost: Option<runner::exec::Budget>,
+    /// Also write report.html (as `runner report` does) beside RESULTS.md, as `[report] html
+    /// = true` does.
+    #[arg(long)]
+    pub html: bool,
     #[command(flatten)]
     pub locations: LocationArgs,
 }
@@ -158,6 +168,49 @@ pub(crate) struct DiffArgs {
     /// Also write the gate's outcome as JUnit XML here (one test case per compared pair).
     #[arg(long, value_name = "PATH")]
     pub junit: Option<PathBuf>,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct ShowArgs {
+    /// A manifest, a results.json (or its directory: its manifest is the one it names), or one
+    /// run: its cache key as results.json prints it, or its label `cell #repeat @subject` as
+    /// RESULTS.md prints it (looked up in `--cache-dir`, default `./cache`).
+    pub target: PathBuf,
+    /// Only this cell: its id, or some of its `axis=value` pairs (`model=gemma3-270m`).
+    #[arg(long)]
+    pub cell: Option<String>,
+    /// Only this subject (a case id, or a git target's ref).
+    #[arg(long)]
+    pub subject: Option<String>,
+    /// Only this repeat (1-based).
+    #[arg(long)]
+    pub repeat: Option<u32>,
+    /// Only the run whose cache key starts with this.
+    #[arg(long)]
+    pub key: Option<String>,
+    /// Print the runs and their findings as JSON.
+    #[arg(long)]
+    pub json: bool,
+    #[command(flatten)]
+    pub locations: LocationArgs,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct ReportArgs {
+    /// results.json (or its directory) of the execution to show.
+    pub results: PathBuf,
+    /// A second execution's results.json (or directory), shown beside the first.
+    #[arg(long, value_name = "OTHER")]
+    pub against: Option<PathBuf>,
+    /// Where to write the page (default: report.html beside the first results.json).
+    #[arg(short, long, value_name = "FILE")]
+    pub output: Option<PathBuf>,
+    /// The first execution's manifest, when results.json's own `experiment.manifest` is not
+    /// found (it is looked up at the project root of results.json).
+    #[arg(long)]
+    pub manifest: Option<PathBuf>,
+    #[command(flatten)]
+    pub locations: LocationArgs,
 }
 
 #[derive(Debug, Subcommand)]

@@ -59,6 +59,8 @@ pub enum Error {
     Diff(#[from] crate::report::diff::DiffError),
     #[error(transparent)]
     Results(#[from] crate::report::model::ResultsError),
+    #[error(transparent)]
+    Show(#[from] crate::report::show::ShowError),
     /// RQS v2's scoring resources could not be set up (a judge, the embedder, an analyzer,
     /// the anchor set or the calibration).
     #[error("scoring: {0}")]

@@ -372,3 +372,66 @@ pub fn sheet_source(prepared: &Prepared) -> crate::study::adjudication::SheetSou
         cache: &prepared.cache,
     }
 }
+
+/// A manifest's plan, cache and oracle, to read what its runs said (`runner show`, `runner
+/// report`): no scoring client or adjudication is loaded, and nothing is run or written.
+pub fn prepare_to_read(manifest_path: &std::path::Path, locations: &Locations) -> Result<Prepared, Error> {
+    let manifest = crate::manifest::load(manifest_path)?;
+    let mut reviewers = ReviewerSet::new();
+    for named in &manifest.reviewers.entries {
+        reviewers.insert(named.name.clone(), reviewer::from_spec(&named.spec)?);
+    }
+    let subjects = crate::plan::subjects::resolve(&manifest)?;
+    let plan = plan::build_limited(&manifest, subjects, &reviewers, PrepareOptions::default().max_runs)?;
+    let cache = CacheStore::new(locations.cache_dir.clone().unwrap_or_else(|| manifest.cache_dir.clone()));
+    let oracle = load_oracle(&manifest)?;
+    Ok(Prepared { manifest, reviewers, plan, cache, oracle, adjudications: BTreeMap::new(), scorers: None, rqs: BTreeMap::new() })
+}
+
+/// `runner show`: the findings of the runs `selection` picks, from the cache, with their
+/// verdicts against the oracle under the matching rule of the manifest's first analysis that
+/// scores against it (the default rule when none does).
+pub fn show(prepared: &Prepared, selection: &report::show::Selection) -> Result<report::show::Shown, Error> {
+    let rule = prepared.manifest.analyses.iter().find(|a| a.kind.uses_oracle()).map(|a| a.oracle_rule).unwrap_or_default();
+    let oracle = prepared.oracle.as_ref().map(|o| (o, &rule));
+    Ok(report::show::collect(&prepared.manifest.experiment.name, &prepared.plan, &prepared.cache, oracle, selection)?)
+}
+
+/// One execution for `runner report`: its results.json, the plots beside it and, through the
+/// manifest it names (or `manifest`), its runs' findings from the cache and its subjects'
+/// diffs. What cannot be read is said on the page, not an error.
+pub fn report_side(results_path: &std::path::Path, manifest: Option<&std::path::Path>, locations: &Locations) -> Result<report::html::Side, Error> {
+    use report::html;
+    let results = Results::read(results_path)?;
+    let plots = html::read_plots(results_path);
+    let manifest_path = match manifest {
+        Some(path) => Ok(path.to_path_buf()),
+        None => html::manifest_of(results_path, &results),
+    };
+    let mut side =
+        html::Side { results_path: results_path.display().to_string(), results, findings: Err(String::new()), diffs: BTreeMap::new(), plots, note: None };
+    match manifest_path.and_then(|path| prepare_to_read(&path, locations).map_err(|e| format!("its manifest `{}` could not be read: {e}", path.display()))) {
+        Ok(prepared) => {
+            side.findings = show(&prepared, &report::show::Selection::default()).map_err(|e| e.to_string());
+            let work_dir = locations.work_dir.clone().unwrap_or_else(|| crate::config::project_root(&prepared.manifest.base_dir).join(".runner"));
+            side.diffs = html::subject_diffs(&prepared.plan, &work_dir);
+            // The manifest may have changed since results.json was written: say so.
+            let recorded: BTreeMap<(&str, u32, &str), &str> =
+                side.results.runs.iter().map(|r| ((r.cell.as_str(), r.repeat, r.subject.as_str()), r.key.as_str())).collect();
+            let changed = prepared
+                .plan
+                .runs
+                .iter()
+                .filter(|r| recorded.get(&(r.cell.id.as_str(), r.repeat, r.subject_id.as_str())).is_none_or(|k| !r.key.0.starts_with(k)))
+                .count();
+            if changed > 0 || prepared.plan.runs.len() != side.results.runs.len() {
+                side.note = Some(format!(
+                    "The manifest plans {} runs, {changed} of them not as results.json records them: it changed since results.json was written, and the findings shown are those of its current plan.",
+                    prepared.plan.runs.len()
+                ));
+            }
+        }
+        Err(why) => side.findings = Err(why),
+    }
+    Ok(side)
+}

@@ -5,7 +5,7 @@ mod cli;
 use clap::Parser;
 use cli::{
     AdjudicateCommand, AdjudicateExportArgs, AdjudicateImportArgs, CacheCommand, Cli, Command, CorpusCommand, CorpusValidateArgs, CrscoreArgs, DiffArgs,
-    ExecArgs, LocationArgs, PlanArgs, ScoreArgs,
+    ExecArgs, LocationArgs, PlanArgs, ReportArgs, ScoreArgs, ShowArgs,
 };
 use runner::analysis::score::ScoreError;
 use runner::cache::Lookup;
@@ -31,6 +31,8 @@ fn main() -> ExitCode {
         Command::Plan(args) => plan(args),
         Command::Validate { files, max_runs } => validate(&files, max_runs),
         Command::Diff(args) => diff(args),
+        Command::Show(args) => show(&args),
+        Command::Report(args) => report(&args),
         Command::Cache { command, locations } => cache(command, &locations),
         Command::Corpus { command: CorpusCommand::Validate(args) } => corpus_validate(&args),
         Command::Score(args) => score(&args),
@@ -115,9 +117,21 @@ fn exec(args: ExecArgs) -> Result<Exit, Error> {
         let summary = reporter.await.unwrap_or_default();
         (executed, summary)
     });
-    let executed = executed?;
+    let mut executed = executed?;
     // Force an exit now: a cancelled child's pipes must not keep the runtime waiting.
     rt.shutdown_background();
+    // The HTML page beside the reports it was written from (only when they were written).
+    if args.html || prepared.manifest.report.html {
+        if let Some(results) = executed.written.iter().find(|p| p.ends_with("results.json")).cloned() {
+            let mut side = experiment::report_side(&results, Some(&args.manifest), &locations(&args.locations))?;
+            // Named as the file beside the page, so the page does not depend on where it was written.
+            side.results_path = "results.json".to_string();
+            let page = runner::report::html::render(&[side])?;
+            let path = results.with_file_name("report.html");
+            runner::cache::store::atomic_write(&path, page.as_bytes())?;
+            executed.written.push(path);
+        }
+    }
 
     let ending = Ending::of(&executed.outcomes).with_scoring(&executed.scoring);
     let interrupted = ending == Ending::Interrupted;
@@ -419,6 +433,64 @@ fn adjudicate_import(args: &AdjudicateImportArgs) -> Result<Exit, Error> {
         println!("wrote {}", file.display());
     }
     println!("score it: runner score {} --oracle {}", args.out.display(), imported.oracle.display());
+    Ok(Exit::Ok)
+}
+
+/// results.json given as itself or as its directory.
+fn results_file(path: &Path) -> PathBuf {
+    if path.is_dir() {
+        path.join("results.json")
+    } else {
+        path.to_path_buf()
+    }
+}
+
+/// `runner show`: what the selected runs' reviewers said, from the cache.
+fn show(args: &ShowArgs) -> Result<Exit, Error> {
+    use runner::report::show::{self, Selection, ShowError};
+    let target = &args.target;
+    let is_manifest = target.extension().is_some_and(|e| e == "toml");
+    let is_results = !is_manifest && (target.is_dir() || target.extension().is_some_and(|e| e == "json"));
+    let shown = if is_manifest || is_results {
+        let manifest = if is_manifest {
+            target.clone()
+        } else {
+            let path = results_file(target);
+            let results = runner::report::model::Results::read(&path)?;
+            runner::report::html::manifest_of(&path, &results).map_err(|why| ShowError::Manifest { results: path.display().to_string(), why })?
+        };
+        let prepared = experiment::prepare_to_read(&manifest, &locations(&args.locations))?;
+        let selection = Selection { cell: args.cell.clone(), subject: args.subject.clone(), repeat: args.repeat, key: args.key.clone() };
+        experiment::show(&prepared, &selection)?
+    } else {
+        let store = runner::cache::CacheStore::new(args.locations.cache_dir.clone().unwrap_or_else(|| PathBuf::from("cache")));
+        show::collect_run(&store, &target.display().to_string())?
+    };
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&shown).unwrap_or_default());
+    } else {
+        print!("{}", show::render_text(&shown));
+    }
+    Ok(Exit::Ok)
+}
+
+/// `runner report`: the self-contained HTML page.
+fn report(args: &ReportArgs) -> Result<Exit, Error> {
+    let places = locations(&args.locations);
+    let first = results_file(&args.results);
+    let mut sides = vec![experiment::report_side(&first, args.manifest.as_deref(), &places)?];
+    if let Some(other) = &args.against {
+        sides.push(experiment::report_side(&results_file(other), None, &places)?);
+    }
+    let page = runner::report::html::render(&sides)?;
+    let out = args.output.clone().unwrap_or_else(|| first.parent().unwrap_or(Path::new(".")).join("report.html"));
+    runner::cache::store::atomic_write(&out, page.as_bytes())?;
+    for side in &sides {
+        for note in side.findings.as_ref().err().into_iter().chain(side.note.as_ref()) {
+            eprintln!("{}: {note}", side.results_path);
+        }
+    }
+    eprintln!("wrote {} ({} bytes)", out.display(), page.len());
     Ok(Exit::Ok)
 }
 

@@ -362,6 +362,23 @@ impl CacheStore {
         }
     }
 
+    /// The keys of the cached runs whose key starts with `prefix` (at least two hex digits),
+    /// sorted; reads one shard directory, nothing else.
+    pub fn run_keys_with_prefix(&self, prefix: &str) -> Vec<CacheKey> {
+        if prefix.len() < 2 || !prefix.bytes().all(|b| b.is_ascii_hexdigit()) {
+            return Vec::new();
+        }
+        let Ok(entries) = std::fs::read_dir(self.root.join("runs").join(&prefix[..2])) else { return Vec::new() };
+        let mut keys: Vec<CacheKey> = entries
+            .flatten()
+            .filter_map(|e| e.file_name().to_str().map(str::to_string))
+            .filter(|name| is_hex64(name) && name.starts_with(prefix))
+            .map(CacheKey)
+            .collect();
+        keys.sort_by(|a, b| a.0.cmp(&b.0));
+        keys
+    }
+
     /// Every run record, verified: its objects (record, findings, raw output) hash to their
     /// names, and the record is for the key its pointer is filed under.
     pub fn list(&self) -> Vec<Result<RunRecord, (PathBuf, String)>> {

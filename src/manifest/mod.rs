@@ -478,7 +478,8 @@ fn read_report(t: &TableReader<'_, '_>, base_dir: &Path) -> Option<ReportSpec> {
             }
         }
     }
-    Some(ReportSpec { output: resolve_path(base_dir, output?.get_ref()), template })
+    let html = t.boolean("html").unwrap_or(false);
+    Some(ReportSpec { output: resolve_path(base_dir, output?.get_ref()), template, html })
 }
 
 #[cfg(test)]

@@ -90,4 +90,6 @@ pub struct ReportSpec {
     pub output: PathBuf,
     /// Template overriding `templates/results.md.hbs`.
     pub template: Option<PathBuf>,
+    /// Also write report.html (`runner report`'s page) beside RESULTS.md.
+    pub html: bool,
 }

@@ -4,10 +4,12 @@
 pub mod ci;
 pub mod diff;
 pub mod gate;
+pub mod html;
 pub mod model;
 pub mod plots;
 pub mod progress;
 pub mod render;
+pub mod show;
 
 use crate::analysis::AnalysisResult;
 use crate::exec::RunOutcome;

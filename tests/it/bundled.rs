@@ -19,7 +19,9 @@ fn every_bundled_experiment_reproduces_its_committed_results_byte_for_byte() {
             .output()
             .expect("runs");
         assert!(run.status.success(), "{name}: {}", String::from_utf8_lossy(&run.stderr));
-        for file in ["RESULTS.md", "results.json"] {
+        // report.html where the manifest asks for it (`[report] html = true`: model-swap).
+        let html = root.join("results").join(name).join("report.html").is_file();
+        for file in ["RESULTS.md", "results.json", "report.html"].into_iter().filter(|f| html || *f != "report.html") {
             let committed = std::fs::read_to_string(root.join("results").join(name).join(file)).expect("committed");
             let written = std::fs::read_to_string(out.join(file)).unwrap_or_else(|e| panic!("{name}/{file}: {e}"));
             assert!(written == committed, "{name}/{file} differs from the committed one; first differing line: {:?}", first_difference(&committed, &written));

@@ -20,6 +20,7 @@ mod llm_real_server;
 mod manifest_errors;
 mod named_reviewers;
 mod replay;
+mod report_html;
 mod resume;
 mod scipy_reference;
 mod smells;

@@ -1,0 +1,454 @@
+//! What reviewers said: the findings of selected runs, read from the cache (never by running
+//! a reviewer), with each finding's verdict against the oracle when the target has one.
+//! `runner show` prints them ([`render_text`], or JSON); the HTML report lists them per subject.
+
+use crate::analysis::matching::{match_case, Verdict};
+use crate::analysis::spec::OracleRule;
+use crate::cache::{CacheKey, CacheStore, Lookup, RunRecord};
+use crate::finding::Finding;
+use crate::ground_truth::oracle::Oracle;
+use crate::plan::Plan;
+use serde::Serialize;
+
+/// Which planned runs to show; every `None` selects all.
+#[derive(Debug, Clone, Default)]
+pub struct Selection {
+    /// A cell id (`model=a,rag=0`), or some of its `axis=value` pairs (`model=a`).
+    pub cell: Option<String>,
+    pub subject: Option<String>,
+    pub repeat: Option<u32>,
+    /// A cache key or a prefix of one (results.json's `key` column).
+    pub key: Option<String>,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ShowError {
+    #[error("no planned run matches {what}; {hint}")]
+    NoMatch { what: String, hint: String },
+    #[error("`{0}` is neither a manifest, a results.json, a run key (hex digits, at least 6, as results.json's `key` column prints them) nor a run label (`cell #repeat @subject`)")]
+    BadKey(String),
+    #[error("no run in the cache `{cache}` has a key starting with `{prefix}`: pass the experiment's manifest or results.json, or `--cache-dir`")]
+    UnknownKey { prefix: String, cache: String },
+    #[error("`{results}`: {why}")]
+    Manifest { results: String, why: String },
+    #[error("no run in the cache `{cache}` is labelled `{label}`: pass the experiment's manifest or results.json (with `--cell`, `--subject`, `--repeat`), or `--cache-dir`")]
+    UnknownLabel { label: String, cache: String },
+    #[error("key prefix `{prefix}` is ambiguous in `{cache}`: {count} runs start with it; give more digits")]
+    Ambiguous { prefix: String, cache: String, count: usize },
+}
+
+impl Selection {
+    fn cell_matches(&self, cell: &crate::matrix::Cell) -> bool {
+        let Some(wanted) = &self.cell else { return true };
+        if *wanted == cell.id {
+            return true;
+        }
+        let pairs: Vec<(&str, &str)> = wanted.split(',').filter_map(|p| p.split_once('=')).collect();
+        !pairs.is_empty()
+            && pairs.len() == wanted.split(',').count()
+            && pairs.iter().all(|(axis, value)| cell.values.get(*axis).is_some_and(|v| v.render() == *value))
+    }
+
+    fn matches(&self, run: &crate::plan::PlannedRun) -> bool {
+        self.cell_matches(&run.cell)
+            && self.subject.as_ref().is_none_or(|s| *s == run.subject_id)
+            && self.repeat.is_none_or(|r| r == run.repeat)
+            && self.key.as_ref().is_none_or(|k| run.key.0.starts_with(&k.to_ascii_lowercase()))
+    }
+
+    fn describe(&self) -> String {
+        let mut parts = Vec::new();
+        if let Some(c) = &self.cell {
+            parts.push(format!("cell `{c}`"));
+        }
+        if let Some(s) = &self.subject {
+            parts.push(format!("subject `{s}`"));
+        }
+        if let Some(r) = self.repeat {
+            parts.push(format!("repeat {r}"));
+        }
+        if let Some(k) = &self.key {
+            parts.push(format!("key `{k}`"));
+        }
+        if parts.is_empty() {
+            "the selection".to_string()
+        } else {
+            parts.join(", ")
+        }
+    }
+}
+
+/// Where a shown run's findings came from.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "snake_case", tag = "status", content = "detail")]
+pub enum ShownStatus {
+    /// Read from the cache.
+    Cached,
+    /// Not in the cache: never run, or its last attempt failed (the error, when recorded).
+    NotCached(Option<String>),
+    /// In the cache but failing verification.
+    Corrupt(String),
+}
+
+impl ShownStatus {
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Self::Cached => "cached",
+            Self::NotCached(_) => "not in the cache",
+            Self::Corrupt(_) => "corrupt in the cache",
+        }
+    }
+}
+
+/// One finding as shown, with its verdict against the oracle.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ShownFinding {
+    pub file: String,
+    pub line: u32,
+    /// The last line of its range, when the reviewer gave one past `line`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub end_line: Option<u32>,
+    pub severity: String,
+    pub category: String,
+    pub confidence: f64,
+    pub message: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub suggestion: Option<String>,
+    /// `found`, `partial` (with the oracle finding) or `noise`; `None` without an oracle.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub verdict: Option<FindingVerdict>,
+}
+
+/// A reported finding against the subject's oracle findings (automatic matching).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct FindingVerdict {
+    /// `found`, `partial` or `noise`.
+    pub verdict: String,
+    /// The oracle finding it matched.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub oracle: Option<String>,
+}
+
+impl FindingVerdict {
+    /// `found F01`, `partial F02`, `noise`.
+    pub fn label(&self) -> String {
+        match &self.oracle {
+            Some(id) => format!("{} {id}", self.verdict),
+            None => self.verdict.clone(),
+        }
+    }
+}
+
+/// One run and what its reviewer said.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ShownRun {
+    /// `cell #repeat @subject`.
+    pub run: String,
+    pub experiment: String,
+    pub cell: String,
+    pub repeat: u32,
+    pub subject: String,
+    /// The reviewer's name (`reviewer` for a single `[reviewer]` table); empty when only the
+    /// cache record is known.
+    pub reviewer: String,
+    /// The full cache key.
+    pub key: String,
+    #[serde(flatten)]
+    pub status: ShownStatus,
+    pub findings: Vec<ShownFinding>,
+}
+
+/// The shown runs of one selection.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Shown {
+    pub experiment: String,
+    /// The rule verdicts were computed under, when the target has an oracle.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rule: Option<String>,
+    pub runs: Vec<ShownRun>,
+}
+
+/// The findings of the planned runs `selection` picks, read from `cache` (a read-only lookup:
+/// nothing is written, locked or run). With an oracle, each finding of a subject it knows
+/// carries its verdict under `rule`.
+pub fn collect(experiment: &str, plan: &Plan, cache: &CacheStore, oracle: Option<(&Oracle, &OracleRule)>, selection: &Selection) -> Result<Shown, ShowError> {
+    let selected: Vec<&crate::plan::PlannedRun> = plan.runs.iter().filter(|r| selection.matches(r)).collect();
+    if selected.is_empty() {
+        let cells: Vec<&str> = plan.cells.iter().map(|c| c.id.as_str()).collect();
+        let subjects: Vec<&str> = plan.subjects.keys().map(String::as_str).collect();
+        let repeats = plan.runs.iter().map(|r| r.repeat).max().unwrap_or(0);
+        return Err(ShowError::NoMatch {
+            what: selection.describe(),
+            hint: format!("cells: {}; subjects: {}; repeats 1..={repeats}", list(&cells), list(&subjects)),
+        });
+    }
+    let runs = selected
+        .into_iter()
+        .map(|run| {
+            let (status, findings) = read_run(cache, &run.key);
+            let verdicts = oracle.and_then(|(o, rule)| verdicts(&findings, &run.subject_id, o, rule));
+            ShownRun {
+                run: run.label(),
+                experiment: experiment.to_string(),
+                cell: run.cell.id.clone(),
+                repeat: run.repeat,
+                subject: run.subject_id.clone(),
+                reviewer: run.reviewer.clone(),
+                key: run.key.0.clone(),
+                status,
+                findings: shown_findings(&findings, verdicts),
+            }
+        })
+        .collect();
+    Ok(Shown { experiment: experiment.to_string(), rule: oracle.map(|(_, rule)| rule.describe()), runs })
+}
+
+/// A run named without a manifest, from the cache records alone (no reviewer name, no
+/// verdicts): by its cache key or a prefix of one (results.json's `key` column), or by its
+/// label `cell #repeat @subject` (RESULTS.md's run column), which can name the same run of
+/// several experiments: each is shown.
+pub fn collect_run(cache: &CacheStore, id: &str) -> Result<Shown, ShowError> {
+    let id = id.trim();
+    let cache_name = cache.root().display().to_string();
+    if parse_label(id).is_some() {
+        let mut records: Vec<RunRecord> = cache.list().into_iter().filter_map(Result::ok).filter(|r| r.label == id).collect();
+        if records.is_empty() {
+            return Err(ShowError::UnknownLabel { label: id.to_string(), cache: cache_name });
+        }
+        records.sort_by(|a, b| (&a.experiment, &a.key.0).cmp(&(&b.experiment, &b.key.0)));
+        let runs: Vec<ShownRun> = records.iter().map(|r| record_run(cache, &r.key)).collect();
+        let experiment = if runs.iter().all(|r| r.experiment == runs[0].experiment) { runs[0].experiment.clone() } else { String::new() };
+        return Ok(Shown { experiment, rule: None, runs });
+    }
+    let prefix = id.to_ascii_lowercase();
+    if prefix.len() < 6 || prefix.len() > 64 || !prefix.bytes().all(|b| b.is_ascii_hexdigit()) {
+        return Err(ShowError::BadKey(prefix));
+    }
+    let keys = cache.run_keys_with_prefix(&prefix);
+    let key = match keys.as_slice() {
+        [] => return Err(ShowError::UnknownKey { prefix, cache: cache_name }),
+        [key] => key.clone(),
+        many => return Err(ShowError::Ambiguous { prefix, cache: cache_name, count: many.len() }),
+    };
+    let run = record_run(cache, &key);
+    Ok(Shown { experiment: run.experiment.clone(), rule: None, runs: vec![run] })
+}
+
+/// One run from its cache record.
+fn record_run(cache: &CacheStore, key: &CacheKey) -> ShownRun {
+    let (status, findings, record) = match cache.lookup(key) {
+        Lookup::Hit { record, findings } => (ShownStatus::Cached, findings, Some(record)),
+        Lookup::Miss => (ShownStatus::NotCached(None), Vec::new(), None),
+        Lookup::Corrupt(detail) => (ShownStatus::Corrupt(detail), Vec::new(), None),
+    };
+    let label = record.as_ref().map(|r| r.label.clone()).unwrap_or_default();
+    let (cell, repeat, subject) = parse_label(&label).unwrap_or_default();
+    ShownRun {
+        run: label,
+        experiment: record.map(|r| r.experiment).unwrap_or_default(),
+        cell,
+        repeat,
+        subject,
+        reviewer: String::new(),
+        key: key.0.clone(),
+        status,
+        findings: shown_findings(&findings, None),
+    }
+}
+
+/// `cell #repeat @subject` back into its parts.
+fn parse_label(label: &str) -> Option<(String, u32, String)> {
+    let (rest, subject) = label.rsplit_once(" @")?;
+    let (cell, repeat) = rest.rsplit_once(" #")?;
+    Some((cell.to_string(), repeat.parse().ok()?, subject.to_string()))
+}
+
+fn list(items: &[&str]) -> String {
+    const MAX: usize = 12;
+    let shown: Vec<String> = items.iter().take(MAX).map(|i| format!("`{i}`")).collect();
+    if items.len() > MAX {
+        format!("{} and {} more", shown.join(", "), items.len() - MAX)
+    } else {
+        shown.join(", ")
+    }
+}
+
+/// A run's cached findings, or why there are none.
+fn read_run(cache: &CacheStore, key: &CacheKey) -> (ShownStatus, Vec<Finding>) {
+    match cache.lookup(key) {
+        Lookup::Hit { findings, .. } => (ShownStatus::Cached, findings),
+        Lookup::Miss => (ShownStatus::NotCached(cache.failure(key).map(|f| f.error.to_string())), Vec::new()),
+        Lookup::Corrupt(detail) => (ShownStatus::Corrupt(detail), Vec::new()),
+    }
+}
+
+/// Each finding's verdict on `subject`, in report order; `None` when the oracle lacks the subject.
+fn verdicts(findings: &[Finding], subject: &str, oracle: &Oracle, rule: &OracleRule) -> Option<Vec<FindingVerdict>> {
+    oracle.case(subject)?;
+    let matched = match_case(findings, &oracle.expected_for(subject), rule);
+    let mut out = vec![FindingVerdict { verdict: "noise".to_string(), oracle: None }; findings.len()];
+    for v in &matched.verdicts {
+        if let (Some(index), Verdict::Found | Verdict::Partial) = (v.reported, v.verdict) {
+            if let Some(slot) = out.get_mut(index) {
+                *slot = FindingVerdict { verdict: v.verdict.as_str().to_string(), oracle: Some(v.finding.clone()) };
+            }
+        }
+    }
+    Some(out)
+}
+
+fn shown_findings(findings: &[Finding], verdicts: Option<Vec<FindingVerdict>>) -> Vec<ShownFinding> {
+    let mut verdicts = verdicts.map(Vec::into_iter);
+    findings
+        .iter()
+        .map(|f| {
+            let (start, end) = f.span();
+            ShownFinding {
+                file: f.file.clone(),
+                line: start,
+                end_line: (end > start).then_some(end),
+                severity: f.severity.as_str().to_string(),
+                category: f.category.as_str().to_string(),
+                confidence: f.confidence,
+                message: f.message.clone(),
+                suggestion: f.suggestion.clone().filter(|s| !s.trim().is_empty()),
+                verdict: verdicts.as_mut().and_then(Iterator::next),
+            }
+        })
+        .collect()
+}
+
+impl ShownFinding {
+    /// `file:line` or `file:start-end`.
+    pub fn location(&self) -> String {
+        match self.end_line {
+            Some(end) => format!("{}:{}-{end}", self.file, self.line),
+            None => format!("{}:{}", self.file, self.line),
+        }
+    }
+}
+
+/// `runner show`'s plain text: each run with its status, then its findings.
+pub fn render_text(shown: &Shown) -> String {
+    use std::fmt::Write;
+    let mut out = String::new();
+    let cached = shown.runs.iter().filter(|r| r.status == ShownStatus::Cached).count();
+    let findings: usize = shown.runs.iter().map(|r| r.findings.len()).sum();
+    let _ = writeln!(
+        out,
+        "{}: {} run{} selected, {cached} in the cache, {findings} finding{}",
+        if shown.experiment.is_empty() { "runner" } else { &shown.experiment },
+        shown.runs.len(),
+        if shown.runs.len() == 1 { "" } else { "s" },
+        if findings == 1 { "" } else { "s" }
+    );
+    if let Some(rule) = &shown.rule {
+        let _ = writeln!(out, "verdicts against the oracle: {rule}");
+    }
+    for run in &shown.runs {
+        let _ = writeln!(out);
+        let mut reviewer = if run.reviewer.is_empty() { String::new() } else { format!(", reviewer `{}`", run.reviewer) };
+        if run.experiment != shown.experiment {
+            reviewer.push_str(&format!(", experiment `{}`", run.experiment));
+        }
+        let what = match &run.status {
+            ShownStatus::Cached => format!("{} finding{}", run.findings.len(), if run.findings.len() == 1 { "" } else { "s" }),
+            ShownStatus::NotCached(None) => "not in the cache (never run, or run elsewhere): nothing to show".to_string(),
+            ShownStatus::NotCached(Some(error)) => format!("not in the cache; its last attempt failed: {}", one_line(error)),
+            ShownStatus::Corrupt(detail) => format!("corrupt in the cache: {}", one_line(detail)),
+        };
+        let _ = writeln!(out, "{}  (key {}{reviewer}): {what}", run.run, short(&run.key));
+        for f in &run.findings {
+            let verdict = f.verdict.as_ref().map(|v| format!("  [{}]", v.label())).unwrap_or_default();
+            let _ = writeln!(out, "  {}  {} {}{verdict}", f.location(), f.severity, f.category);
+            for line in f.message.lines() {
+                let _ = writeln!(out, "      {}", sanitize(line));
+            }
+            if let Some(s) = &f.suggestion {
+                let mut lines = s.lines();
+                if let Some(first) = lines.next() {
+                    let _ = writeln!(out, "      suggestion: {}", sanitize(first));
+                }
+                for line in lines {
+                    let _ = writeln!(out, "        {}", sanitize(line));
+                }
+            }
+        }
+    }
+    out
+}
+
+fn short(key: &str) -> &str {
+    &key[..12.min(key.len())]
+}
+
+fn one_line(text: &str) -> String {
+    sanitize(&text.split_whitespace().collect::<Vec<_>>().join(" "))
+}
+
+/// Reviewer text printed to a terminal: control characters (escape sequences) shown as `�`.
+fn sanitize(text: &str) -> String {
+    text.chars().map(|c| if c.is_control() && c != '\t' { '\u{fffd}' } else { c }).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::finding::{Category, Severity};
+
+    fn finding(file: &str, line: u32, message: &str) -> Finding {
+        Finding {
+            id: "x".into(),
+            file: file.into(),
+            line,
+            range: None,
+            severity: Severity::Warning,
+            category: Category::Bug,
+            confidence: 0.5,
+            message: message.into(),
+            suggestion: Some("fix it\nnow".into()),
+            cursor_uri: None,
+            evidence_lines: None,
+        }
+    }
+
+    #[test]
+    fn labels_parse_back_into_their_parts() {
+        assert_eq!(parse_label("model=a,t=0 #2 @case-01"), Some(("model=a,t=0".into(), 2, "case-01".into())));
+        assert_eq!(parse_label("no label"), None);
+    }
+
+    #[test]
+    fn text_shows_every_field_and_neutralizes_escape_sequences() {
+        let shown = Shown {
+            experiment: "e".into(),
+            rule: None,
+            runs: vec![ShownRun {
+                run: "c #1 @s".into(),
+                experiment: "e".into(),
+                cell: "c".into(),
+                repeat: 1,
+                subject: "s".into(),
+                reviewer: "r".into(),
+                key: "0123456789abcdef".into(),
+                status: ShownStatus::Cached,
+                findings: shown_findings(&[finding("a.py", 3, "bad \u{1b}[31mred")], None),
+            }],
+        };
+        let text = render_text(&shown);
+        assert!(text.contains("c #1 @s  (key 0123456789ab, reviewer `r`): 1 finding"), "{text}");
+        assert!(text.contains("  a.py:3  warning bug\n      bad \u{fffd}[31mred\n      suggestion: fix it\n        now\n"), "{text}");
+    }
+
+    #[test]
+    fn a_cell_is_selected_by_its_id_or_some_of_its_values() {
+        use crate::matrix::{AxisValue, Cell};
+        let cell = Cell {
+            id: "model=a,rag=0".into(),
+            values: [("model".to_string(), AxisValue::Str("a".into())), ("rag".to_string(), AxisValue::Str("0".into()))].into_iter().collect(),
+        };
+        let pick = |c: &str| Selection { cell: Some(c.into()), ..Selection::default() }.cell_matches(&cell);
+        assert!(pick("model=a,rag=0") && pick("model=a") && pick("rag=0"));
+        assert!(!pick("model=b") && !pick("model") && !pick("model=a,x"));
+    }
+}

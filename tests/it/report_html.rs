@@ -1,0 +1,295 @@
+//! `runner show` (what reviewers said, from the cache) and `runner report` (the self-contained
+//! HTML page), driven from the CLI on the bundled experiments and their committed caches, and
+//! on a hostile reviewer whose findings and diff carry markup. The `html_report_chromium_*`
+//! tests open the page in a real headless Chromium (`.ci/run` installs Debian's `chromium`).
+
+use crate::{calc_repo, git, project_root, runner, stderr_of, stdout_of, write_manifest};
+use std::path::{Path, PathBuf};
+
+/// The committed results.json of a bundled experiment.
+fn committed(name: &str) -> serde_json::Value {
+    serde_json::from_slice(&std::fs::read(project_root().join("results").join(name).join("results.json")).expect("committed results.json")).expect("json")
+}
+
+#[test]
+fn show_prints_a_runs_findings_from_the_committed_cache_as_text_and_json() {
+    let root = project_root();
+    let args = ["show", "experiments/quickstart.toml", "--cell", "baseline=heuristic", "--subject", "case-07", "--repeat", "1", "--cache-dir", "cache"];
+    let out = runner(&root).args(args).output().expect("runs");
+    assert!(out.status.success(), "{}", stderr_of(&out));
+    let text = stdout_of(&out);
+    assert!(text.starts_with("quickstart: 1 run selected, 1 in the cache, 2 findings\n"), "{text}");
+    assert!(text.contains("baseline=heuristic #1 @case-07  (key "), "{text}");
+    assert!(text.contains("  src/query.mjs:37  error security  [found F05]\n      SQL text is built from interpolated values"), "{text}");
+    assert!(text.contains("      suggestion: Use bound parameters"), "{text}");
+
+    let out = runner(&root).args(args).arg("--json").output().expect("runs");
+    assert!(out.status.success(), "{}", stderr_of(&out));
+    let json: serde_json::Value = serde_json::from_str(&stdout_of(&out)).expect("json");
+    let run = &json["runs"][0];
+    assert_eq!(json["runs"].as_array().map(Vec::len), Some(1));
+    assert_eq!((run["status"].as_str(), run["reviewer"].as_str(), run["repeat"].as_u64()), (Some("cached"), Some("reviewer"), Some(1)));
+    let findings = run["findings"].as_array().expect("findings");
+    assert_eq!(findings.len(), 2);
+    assert_eq!(findings[1]["file"], "src/query.mjs");
+    assert_eq!(findings[1]["line"], 37);
+    assert_eq!(findings[1]["verdict"], serde_json::json!({"verdict": "found", "oracle": "F05"}));
+
+    // The same run by the key results.json prints, with no manifest; and through results.json.
+    let results = committed("quickstart");
+    let key = results["runs"]
+        .as_array()
+        .expect("runs")
+        .iter()
+        .find(|r| r["cell"] == "baseline=heuristic" && r["subject"] == "case-07" && r["repeat"] == 1)
+        .and_then(|r| r["key"].as_str())
+        .expect("the run's key")
+        .to_string();
+    assert_eq!(run["key"].as_str().map(|k| &k[..12]), Some(key.as_str()));
+    let by_key = runner(&root).args(["show", &key, "--cache-dir", "cache"]).output().expect("runs");
+    assert!(by_key.status.success(), "{}", stderr_of(&by_key));
+    let by_key = stdout_of(&by_key);
+    assert!(by_key.contains("baseline=heuristic #1 @case-07") && by_key.contains("src/query.mjs:37  error security\n"), "{by_key}");
+    let by_label = runner(&root).args(["show", "baseline=heuristic #1 @case-07", "--cache-dir", "cache"]).output().expect("runs");
+    assert!(by_label.status.success(), "{}", stderr_of(&by_label));
+    assert!(stdout_of(&by_label).contains(&format!("baseline=heuristic #1 @case-07  (key {key}): 2 findings")), "{}", stdout_of(&by_label));
+    let via_results =
+        runner(&root).args(["show", "results/quickstart", "--subject", "case-07", "--cell", "baseline=heuristic", "--repeat", "1"]).output().expect("runs");
+    assert!(via_results.status.success(), "{}", stderr_of(&via_results));
+    assert_eq!(stdout_of(&via_results), text);
+}
+
+#[test]
+fn show_says_which_runs_are_not_in_the_cache_and_what_a_selection_can_name() {
+    let root = project_root();
+    let empty = tempfile::tempdir().expect("tempdir");
+    let out = runner(&root).args(["show", "experiments/quickstart.toml", "--subject", "case-01", "--cache-dir"]).arg(empty.path()).output().expect("runs");
+    assert!(out.status.success(), "{}", stderr_of(&out));
+    let text = stdout_of(&out);
+    assert!(text.starts_with("quickstart: 4 runs selected, 0 in the cache, 0 findings\n"), "{text}");
+    assert_eq!(text.matches("not in the cache (never run, or run elsewhere): nothing to show").count(), 4, "{text}");
+
+    let out = runner(&root).args(["show", "experiments/quickstart.toml", "--cell", "baseline=nope"]).output().expect("runs");
+    assert_eq!(out.status.code(), Some(1));
+    assert!(stderr_of(&out).contains("no planned run matches cell `baseline=nope`; cells: `baseline=dry-run`, `baseline=heuristic`"), "{}", stderr_of(&out));
+
+    let out = runner(&root).args(["show", "0123456789ab", "--cache-dir"]).arg(empty.path()).output().expect("runs");
+    assert_eq!(out.status.code(), Some(1));
+    assert!(stderr_of(&out).contains("no run in the cache") && stderr_of(&out).contains("starting with `0123456789ab`"), "{}", stderr_of(&out));
+}
+
+/// Renders `runner report` for `results` (and `against`) into `out`; returns the page.
+fn report(dir: &Path, results: &str, against: Option<&str>, out: &Path, work: &Path) -> String {
+    let mut cmd = runner(dir);
+    cmd.args(["report", results]);
+    if let Some(b) = against {
+        cmd.args(["--against", b]);
+    }
+    let run = cmd.arg("-o").arg(out).arg("--work-dir").arg(work).output().expect("runs");
+    assert!(run.status.success(), "{}", stderr_of(&run));
+    std::fs::read_to_string(out).expect("the page")
+}
+
+/// The element ids every analysis table of `results` gets on side `side`.
+fn table_ids(results: &serde_json::Value, side: &str) -> Vec<String> {
+    let mut ids = Vec::new();
+    for (i, analysis) in results["analyses"].as_array().expect("analyses").iter().enumerate() {
+        for j in 0..analysis["tables"].as_array().map_or(0, Vec::len) {
+            ids.push(format!("{side}-analysis-{i}-table-{j}"));
+        }
+    }
+    ids
+}
+
+#[test]
+fn report_writes_one_self_contained_deterministic_page_with_every_table_and_finding() {
+    let root = project_root();
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let (first, second) = (tmp.path().join("a.html"), tmp.path().join("b.html"));
+    let page = report(&root, "results/scored/results.json", None, &first, &tmp.path().join("work"));
+    let again = report(&root, "results/scored/results.json", None, &second, &tmp.path().join("work2"));
+    assert!(page == again, "the page is byte-stable");
+    let results = committed("scored");
+    let ids = table_ids(&results, "a");
+    assert!(ids.len() > 5, "{ids:?}");
+    for id in &ids {
+        assert!(page.contains(&format!("id=\"{id}\" class=\"analysis-table\"")), "{id} missing");
+    }
+    assert_eq!(page.matches("class=\"analysis-table\"").count(), ids.len());
+    let findings = results["totals"]["findings"].as_u64().expect("findings") as usize;
+    assert_eq!(page.matches("<div class=\"finding\"").count(), findings);
+    // Every subject with its diff, every verdict kind the oracle gives.
+    assert_eq!(page.matches("<section class=\"subject\"").count(), 16);
+    assert!(page.contains("diff --git a/src/query.mjs b/src/query.mjs"));
+    assert!(page.contains("data-verdict=\"found\"") && page.contains("data-verdict=\"noise\""));
+    // Nothing is fetched at view time.
+    for remote in ["src=\"http", "href=\"http", "<link", "@import", "url(", "fetch(", "XMLHttpRequest"] {
+        assert!(!page.contains(remote), "the page refers to `{remote}`");
+    }
+    assert!(page.contains("<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none';"));
+    assert_eq!(page.matches("<script").count(), 1, "only the page's own script");
+
+    // Two executions side by side: both sides' tables, an execution filter.
+    let both = report(&root, "results/quickstart/results.json", Some("results/scored/results.json"), &tmp.path().join("ab.html"), &tmp.path().join("work"));
+    for id in table_ids(&committed("quickstart"), "a").iter().chain(&ids.iter().map(|i| i.replacen("a-", "b-", 1)).collect::<Vec<_>>()) {
+        assert!(both.contains(&format!("id=\"{id}\"")), "{id} missing from the side-by-side page");
+    }
+    assert!(both.contains("<title>quickstart vs scored · runner report</title>") && both.contains("<option value=\"b\">B: scored</option>"));
+}
+
+#[test]
+fn report_inlines_the_plots_beside_results_json_in_name_order_as_images() {
+    let root = project_root();
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let dir = tmp.path().join("exec");
+    std::fs::create_dir_all(dir.join("plots")).expect("mkdir");
+    std::fs::copy(root.join("results/quickstart/results.json"), dir.join("results.json")).expect("copy");
+    let svg = |label: &str| format!("<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"10\" height=\"10\"><script>alert(1)</script><text>{label}</text></svg>");
+    std::fs::write(dir.join("plots/b-latency.svg"), svg("b")).expect("write");
+    std::fs::write(dir.join("plots/a-headline.svg"), svg("a")).expect("write");
+    std::fs::write(dir.join("plots/notes.txt"), "not a plot").expect("write");
+    // Run from a directory where the manifest results.json names is not found.
+    let page = report(tmp.path(), &dir.join("results.json").display().to_string(), None, &tmp.path().join("p.html"), &tmp.path().join("work"));
+    use base64::Engine as _;
+    let a = page.find(&base64::engine::general_purpose::STANDARD.encode(svg("a"))).expect("a-headline.svg inline");
+    let b = page.find(&base64::engine::general_purpose::STANDARD.encode(svg("b"))).expect("b-latency.svg inline");
+    assert!(a < b, "plots in file-name order");
+    assert_eq!(page.matches("<figure class=\"plot\">").count(), 2);
+    assert!(!page.contains("alert(1)"), "an SVG is an image (data: URI), never markup of the page");
+    // What cannot be read is said on the page.
+    assert!(
+        page.contains("Findings cannot be shown: the manifest <code>experiments/quickstart.toml</code> it names was not found"),
+        "the missing manifest is said"
+    );
+    assert_eq!(page.matches("No diff is available for this subject.").count(), 16);
+    assert!(!page.contains("<div class=\"finding\""));
+}
+
+/// A project whose reviewer reports markup and whose diff is markup: `(dir, results.json)`.
+fn hostile_project(dir: &Path) -> PathBuf {
+    let repo = calc_repo(dir);
+    std::fs::write(repo.join("page.html"), "</div></pre><script>document.title='pwned-by-diff'</script>\n").expect("write");
+    git(&repo, &["add", "page.html"]);
+    git(&repo, &["commit", "--quiet", "-m", "markup"]);
+    let script = dir.join("hostile.sh");
+    let message = r#"<script>document.title='pwned-by-finding'</script><img src=x onerror=\"document.title='pwned-by-img'\"> & \"quotes\""#;
+    std::fs::write(
+        &script,
+        format!(
+            "#!/bin/sh\ncat <<'EOF'\n{{\"findings\":[{{\"id\":\"h1\",\"file\":\"page.html\",\"line\":1,\"severity\":\"error\",\"category\":\"security\",\"confidence\":1,\"message\":\"{message}\",\"suggestion\":\"</textarea><script>alert(2)</script>\"}}]}}\nEOF\n"
+        ),
+    )
+    .expect("write script");
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    let manifest = write_manifest(
+        dir,
+        "hostile.toml",
+        &format!(
+            "version = 1\n[experiment]\nname = \"hostile\"\n[target]\nrepo = \"{}\"\n[matrix]\nref = [\"HEAD~1\"]\n[reviewer]\nkind = \"command\"\nprogram = \"./hostile.sh\"\n[report]\noutput = \"out\"\n",
+            repo.display()
+        ),
+    );
+    let out = runner(dir).arg("exec").arg("--quiet").arg("--html").arg(&manifest).output().expect("runs");
+    assert!(out.status.success(), "{}", stderr_of(&out));
+    // `--html`: the page beside RESULTS.md, naming results.json as the file beside it.
+    let page = std::fs::read_to_string(dir.join("out/report.html")).expect("exec --html writes report.html");
+    assert!(page.contains("<span class=\"absent\">(results.json)</span>") && page.contains("<div class=\"finding\""));
+    dir.join("out/results.json")
+}
+
+#[test]
+fn report_escapes_hostile_findings_and_diffs() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let results = hostile_project(tmp.path());
+    let page = report(tmp.path(), &results.display().to_string(), None, &tmp.path().join("r.html"), &tmp.path().join("work"));
+    assert_eq!(page.matches("<script").count(), 1, "only the page's own script");
+    assert!(!page.contains("<img src=x"), "no markup of a finding reaches the page");
+    assert!(page.contains("&lt;script&gt;document.title&#x3D;&#x27;pwned-by-finding&#x27;&lt;/script&gt;"), "the message is shown, escaped");
+    assert!(page.contains("&lt;/div&gt;&lt;/pre&gt;&lt;script&gt;document.title"), "the diff is shown, escaped");
+    assert!(page.contains("Suggestion: &lt;/textarea&gt;"));
+}
+
+/// Chromium, headless and isolated, on `url`, with `extra` arguments; returns its stdout.
+fn chromium(profile: &Path, url: &str, extra: &[&str]) -> String {
+    let out = std::process::Command::new("chromium")
+        .args(["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking"])
+        .args(["--disable-component-update", "--disable-sync"])
+        .arg(format!("--user-data-dir={}", profile.display()))
+        .args(extra)
+        .arg(url)
+        .output()
+        .expect("chromium runs (Debian's `chromium` package; .ci/run installs it)");
+    assert!(out.status.success(), "chromium: {}", stderr_of(&out));
+    stdout_of(&out)
+}
+
+/// The opening tags in `dom` that start with `start`.
+fn tags<'a>(dom: &'a str, start: &str) -> Vec<&'a str> {
+    dom.match_indices(start).map(|(i, _)| &dom[i..i + dom[i..].find('>').unwrap_or(dom.len() - i)]).collect()
+}
+
+fn file_url(path: &Path) -> String {
+    format!("file://{}", path.canonicalize().expect("absolute").display())
+}
+
+#[test]
+#[ignore = "needs Debian's chromium; .ci/run installs it and runs this with --ignored"]
+fn html_report_chromium_renders_the_model_swap_report_with_every_table_and_a_working_filter() {
+    let root = project_root();
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let page_path = tmp.path().join("report.html");
+    report(&root, "results/model-swap/results.json", None, &page_path, &tmp.path().join("work"));
+    let results = committed("model-swap");
+    let url = file_url(&page_path);
+
+    // After the page's script ran: every table, every finding, nothing hidden.
+    let dom = chromium(&tmp.path().join("p1"), &url, &["--dump-dom"]);
+    let ids = table_ids(&results, "a");
+    assert!(ids.len() >= 10, "{ids:?}");
+    for id in &ids {
+        assert!(dom.contains(&format!("id=\"{id}\"")), "{id} missing from the DOM");
+    }
+    let findings = results["totals"]["findings"].as_u64().expect("findings") as usize;
+    assert_eq!(dom.matches("<div class=\"finding\"").count(), findings);
+    assert!(dom.contains(&format!("<span id=\"finding-count\" data-shown=\"{findings}\">{findings} findings</span>")), "the script ran");
+    assert!(tags(&dom, "<div class=\"finding\"").iter().all(|t| !t.contains("hidden")), "no finding is hidden");
+
+    // A cell selected from the URL fragment: the other cells' findings and rows are hidden.
+    let cell = "model=gemma3-270m,rag_symbol_max_definitions=5";
+    let of_cell = results["cells"].as_array().expect("cells").iter().find(|c| c["cell"] == cell).and_then(|c| c["findings"].as_u64()).expect("cell") as usize;
+    let fragment = format!("#cell={}", cell.replace('=', "%3D").replace(',', "%2C"));
+    let dom = chromium(&tmp.path().join("p2"), &format!("{url}{fragment}"), &["--dump-dom"]);
+    assert!(dom.contains(&format!("data-shown=\"{of_cell}\">{of_cell} of {findings} findings shown</span>")), "the filter applied");
+    let finding_tags = tags(&dom, "<div class=\"finding\"");
+    let hidden: Vec<&&str> = finding_tags.iter().filter(|t| t.contains("hidden=\"\"")).collect();
+    assert_eq!(hidden.len(), findings - of_cell);
+    assert!(hidden.iter().all(|t| !t.contains(&format!("data-cell=\"{cell}\""))), "only other cells' findings are hidden");
+    let rows = tags(&dom, "<tr data-cell=");
+    let (mine, others): (Vec<&&str>, Vec<&&str>) = rows.iter().partition(|t| t.starts_with(&format!("<tr data-cell=\"{cell}\"")));
+    assert!(!mine.is_empty() && mine.iter().all(|t| !t.contains("hidden")), "the selected cell's table rows stay");
+    assert!(!others.is_empty() && others.iter().all(|t| t.contains("hidden=\"\"")), "other cells' table rows are hidden");
+
+    // And a screenshot that is a real picture of the page.
+    let png = tmp.path().join("report.png");
+    chromium(&tmp.path().join("p3"), &url, &[&format!("--screenshot={}", png.display()), "--window-size=1280,2000"]);
+    let bytes = std::fs::read(&png).expect("the screenshot");
+    assert!(bytes.starts_with(b"\x89PNG") && bytes.len() > 50_000, "a non-trivial PNG: {} bytes", bytes.len());
+    if let Ok(dir) = std::env::var("RUNNER_SCREENSHOT_DIR") {
+        std::fs::copy(&png, Path::new(&dir).join("report-model-swap.png")).expect("copy the screenshot");
+    }
+}
+
+#[test]
+#[ignore = "needs Debian's chromium; .ci/run installs it and runs this with --ignored"]
+fn html_report_chromium_runs_no_script_of_a_hostile_finding_or_diff() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let results = hostile_project(tmp.path());
+    let page_path = tmp.path().join("r.html");
+    report(tmp.path(), &results.display().to_string(), None, &page_path, &tmp.path().join("work"));
+    let dom = chromium(&tmp.path().join("p"), &file_url(&page_path), &["--dump-dom", "--virtual-time-budget=2000"]);
+    assert!(dom.contains("<title>hostile · runner report</title>"), "no injected script changed the title");
+    assert_eq!(dom.matches("<script").count(), 1, "the DOM holds only the page's own script");
+    assert!(!dom.contains("<img src=\"x\""), "no element of a finding reached the DOM");
+    assert!(dom.contains("&lt;script&gt;document.title='pwned-by-finding'&lt;/script&gt;"), "the message is text");
+}
