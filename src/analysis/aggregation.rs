@@ -175,7 +175,7 @@ pub fn compute(spec: &AnalysisSpec, input: &AnalysisInput<'_>) -> AnalysisResult
     AnalysisResult {
         kind: spec.kind,
         test_id: TEST_ID.into(),
-        title: spec.title.clone().unwrap_or_else(|| "Multi-run aggregation".to_string()),
+        title: spec.title.clone().unwrap_or_else(|| "Merging repeats: the union of runs against a single run".to_string()),
         description: "Per cell, the union of its repeats' findings on each subject against the average single run: does merging N runs raise recall, and what does it cost in precision? Single-run figures are the mean over repeats.".to_string(),
         rule: Some(rule),
         tables: vec![table],

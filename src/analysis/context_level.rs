@@ -121,7 +121,7 @@ pub fn compute(spec: &AnalysisSpec, input: &AnalysisInput<'_>) -> AnalysisResult
     AnalysisResult {
         kind: spec.kind,
         test_id: TEST_ID.into(),
-        title: spec.title.clone().unwrap_or_else(|| "Context level".to_string()),
+        title: spec.title.clone().unwrap_or_else(|| "How much context each finding needed".to_string()),
         description: "Each finding tagged with the context it needed: `diff` inside a hunk the reviewer was shown (context lines included), `file` in a changed file outside every hunk (or without a line), `repo` in a file the change did not touch. Counts over all runs of each cell.".to_string(),
         rule: None,
         tables: vec![table],

@@ -23,7 +23,7 @@ pub fn compute(spec: &AnalysisSpec, input: &AnalysisInput<'_>) -> AnalysisResult
     let mut result = AnalysisResult::new(
         spec,
         "A5",
-        "Category and severity distribution",
+        "Findings by category and severity",
         format!("Findings counted by stet category and by severity per {grouping}, over every successful run and subject; the percentage is the share of that row's findings."),
     );
 

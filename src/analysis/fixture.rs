@@ -96,7 +96,7 @@ fn base_result(spec: &AnalysisSpec) -> AnalysisResult {
     AnalysisResult {
         kind: spec.kind,
         test_id: TEST_ID.into(),
-        title: spec.title.clone().unwrap_or_else(|| "Fixture benchmark".to_string()),
+        title: spec.title.clone().unwrap_or_else(|| "Precision, recall and F1 against the oracle".to_string()),
         description: "Each run's reported findings matched to the oracle: TP = reports matched as found (plus extras an adjudication calls real), FP = every other report (partial matches and rejected extras), FN = oracle findings not found; precision = TP/(TP+FP), recall = TP/(TP+FN), F1 = 2PR/(P+R). Counts are summed over each cell's repeats.".to_string(),
         rule: Some(spec.oracle_rule.describe()),
         tables: Vec::new(),

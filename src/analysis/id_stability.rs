@@ -29,7 +29,7 @@ pub fn compute(spec: &AnalysisSpec, input: &AnalysisInput<'_>) -> AnalysisResult
     let mut result = AnalysisResult::new(
         spec,
         "A6",
-        "Finding-ID stability",
+        "Stable finding ids across repeats",
         "Across the repeats of each cell and subject, findings with the same file, line and normalized message \
          (lowercased words, punctuation dropped) must carry identical ids. A cell fails if any such finding has different ids in different repeats.",
     );

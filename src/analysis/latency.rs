@@ -18,7 +18,7 @@ pub fn compute(spec: &AnalysisSpec, input: &AnalysisInput<'_>) -> AnalysisResult
     let mut result = AnalysisResult::new(
         spec,
         "A3",
-        "Latency and throughput",
+        "Review time",
         "Wall-clock review time per cell as runner measured it around each reviewer run, summed over runs, \
          divided by the hunks reviewed and by the runs; model-reported generation and prompt-processing times where the server gives them.",
     );

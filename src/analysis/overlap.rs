@@ -66,7 +66,7 @@ pub fn compute(spec: &AnalysisSpec, input: &AnalysisInput<'_>) -> AnalysisResult
     let mut result = AnalysisResult::new(
         spec,
         "A1",
-        "Overlap between values",
+        "Findings in common between values of an axis",
         "Findings of two values of one axis on the same subject and repeat (all other axes equal), matched one to one: \
          exact overlap needs the same location, fuzzy overlap also tolerates nearby lines but needs similar messages. \
          A finding is unique to its side when it has no fuzzy match.",

@@ -34,7 +34,7 @@ pub fn compute(spec: &AnalysisSpec, input: &AnalysisInput<'_>) -> AnalysisResult
     let mut result = AnalysisResult::new(
         spec,
         "A10",
-        "RAG ablation",
+        "RAG-lite on against off",
         format!(
             "Runs with `{axis}` = 0 (retrieval off) against runs with each positive value (retrieval on), for cells equal in every other axis: \
              finding counts, counts per category, and how many findings the two sides share (fuzzy one-to-one matching of the same subject and repeat)."

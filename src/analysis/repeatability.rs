@@ -63,7 +63,7 @@ pub fn compute(spec: &AnalysisSpec, input: &AnalysisInput<'_>) -> AnalysisResult
     let mut result = AnalysisResult::new(
         spec,
         "A4",
-        "Repeatability across repeats",
+        "Same findings across repeats",
         "For each cell and subject, the findings of every pair of repeats are compared: Jaccard = matched / (|A| + |B| − matched), \
          with findings matched one to one by the fuzzy rule, then averaged over pairs and subjects. \
          A finding is counted once per subject: in all repeats, or in only some.",

@@ -267,7 +267,7 @@ fn base_result(spec: &AnalysisSpec) -> AnalysisResult {
     AnalysisResult {
         kind: spec.kind,
         test_id: TEST_ID.into(),
-        title: spec.title.clone().unwrap_or_else(|| "Review eval: recall and noise".to_string()),
+        title: spec.title.clone().unwrap_or_else(|| "Found, partial and missed oracle findings; noise".to_string()),
         description: "Each oracle finding is found, partial or missed in each run (a cell's repeat over its cases); each other report is an extra, real or rejected. Recall (strict) = found / oracle findings; with partials = (found + partial) / oracle findings; noise = rejected extras / everything reported; tokens per case = reported prompt + completion tokens / cases; recall per 100k tokens = strict recall / (tokens per case / 100 000). `–`: undefined (no oracle finding, nothing reported, or no tokens reported).".to_string(),
         rule: Some(spec.oracle_rule.describe()),
         tables: Vec::new(),

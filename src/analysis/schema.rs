@@ -54,7 +54,7 @@ pub fn compute(spec: &AnalysisSpec, input: &AnalysisInput<'_>) -> AnalysisResult
     let mut result = AnalysisResult::new(
         spec,
         "A7",
-        "Schema conformance",
+        "Output schema conformance",
         "Each stored finding is re-checked against stet's schema (required file, severity, category, confidence, message; \
          severity and category in stet's sets; confidence in [0, 1]; a 64-hex id), together with the problems found in the raw output when it was parsed. \
          For dry-run reviewers, an empty result for a diff with hunks also fails.",

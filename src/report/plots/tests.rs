@@ -201,7 +201,7 @@ fn the_model_swap_gets_latency_and_distribution_charts() {
     // The comparisons' headline metrics (recall and F1) per group of the other axis, with their intervals.
     let Chart::Interval(differences) = &charts(&results)[0].chart else { panic!("an interval chart") };
     assert_eq!(differences.points.len(), 4);
-    assert_eq!(differences.title, "SmolLM2 against Gemma: gemma3-270m − smollm2-135m");
+    assert_eq!(differences.title, "Does the model matter? SmolLM2 against Gemma: gemma3-270m − smollm2-135m");
     assert_eq!(differences.points[0].label, "recall (rag_symbol_max_definitions=0)");
     assert!(differences.points.iter().all(|p| p.low <= p.value && p.value <= p.high), "{differences:?}");
     let Chart::Distribution(latency) = &files[0].chart else { panic!("latency is a distribution chart") };
