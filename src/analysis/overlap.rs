@@ -140,6 +140,38 @@ pub fn compute(spec: &AnalysisSpec, input: &AnalysisInput<'_>) -> AnalysisResult
     }
     result.tables.push(summary);
 
+    // With three or more values (H4's tools), what each value found that no other did.
+    if values.len() > 2 {
+        let mut columns: Vec<String> = Vec::new();
+        if show_group {
+            columns.push("Other axes".into());
+        }
+        columns.extend([axis.to_string(), "Findings".into(), "Unique to it".into()]);
+        let mut table = Table { title: format!("Found by one value of `{axis}` only (no fuzzy match in any other value's run)"), columns, rows: Vec::new() };
+        for group in &groups {
+            for value in &values {
+                let (mut total, mut unique) = (0usize, 0usize);
+                for ((g, _, _), by_value) in &slots {
+                    let Some(run) = by_value.get(value).filter(|_| g == group) else { continue };
+                    let others: Vec<&&RunView<'_>> = by_value.iter().filter(|(v, _)| *v != value).map(|(_, r)| r).collect();
+                    for f in run.findings {
+                        total += 1;
+                        if !others.iter().any(|o| o.findings.iter().any(|g| fuzzy_match(f, g, &spec.matching))) {
+                            unique += 1;
+                        }
+                    }
+                }
+                let mut row: Vec<TableCell> = Vec::new();
+                if show_group {
+                    row.push(format!("`{group}`").into());
+                }
+                row.extend([format!("`{value}`").into(), total.into(), crate::analysis::fmt_share(unique, total)]);
+                table.rows.push(row);
+            }
+        }
+        result.tables.push(table);
+    }
+
     let subjects: std::collections::BTreeSet<&String> = comparisons.iter().flat_map(|c| c.per_subject.keys()).collect();
     if subjects.len() > 1 {
         let mut columns: Vec<String> = Vec::new();
@@ -240,6 +272,24 @@ mod tests {
         assert_eq!(r.data["per_subject"]["s2"]["unique_b"], 1);
         assert_eq!(r.tables[0].rows[0], vec!["`a`", "`b`", "2", "4", "4", "2", "1", "3", "3"]);
         assert_eq!(r.tables.len(), 2, "per-subject table for two subjects");
+    }
+
+    #[test]
+    fn with_three_tools_each_tools_unique_findings_are_counted() {
+        let mut fx = Fixture::new(&[("reviewer", vec![s("a"), s("b"), s("c")])], 1);
+        fx.add("reviewer=a", 1, "s1", vec![finding("x.py", 10, "unused import os"), finding("x.py", 30, "sql injection in query")]);
+        fx.add("reviewer=b", 1, "s1", vec![finding("x.py", 11, "unused import os")]);
+        fx.add("reviewer=c", 1, "s1", vec![finding("y.py", 5, "panics on empty input")]);
+        let r = compute(&spec(AnalysisKind::Overlap, Some("reviewer")), &fx.input());
+        let unique = r.tables.iter().find(|t| t.title.starts_with("Found by one value")).expect("unique table");
+        // a's unused import is matched by b's (fuzzy: a line apart, same message); a's SQL
+        // injection and c's panic are found by no other tool.
+        assert_eq!(unique.rows[0], vec!["`a`", "2", "1 (50.0%)"]);
+        assert_eq!(unique.rows[1], vec!["`b`", "1", "0"]);
+        assert_eq!(unique.rows[2], vec!["`c`", "1", "1 (100.0%)"]);
+        // Two tools only: no such table (the pair table says it).
+        let two = compute(&spec(AnalysisKind::Overlap, Some("model")), &fixture().input());
+        assert!(two.tables.iter().all(|t| !t.title.starts_with("Found by one value")));
     }
 
     #[test]
