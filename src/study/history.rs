@@ -630,3 +630,181 @@ impl A2Report {
         out
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn findings(prefix: &str, n: usize) -> Vec<Value> {
+        (1..=n)
+            .map(|i| json!({"id": format!("{prefix}{i}"), "file": "calc.py", "line": i, "severity": "warning", "category": "correctness", "confidence": 0.8, "message": format!("issue {i}")}))
+            .collect()
+    }
+
+    /// One record in CONTRACTS.md's `history.jsonl` shape.
+    fn record(diff_ref: &str, prefix: &str, n: usize, ids: &[&str], dismissals: &[(&str, &str)], finished_at: Option<&str>, model: &str) -> String {
+        let mut action = serde_json::Map::new();
+        if !ids.is_empty() {
+            action.insert("dismissed_ids".into(), json!(ids));
+        }
+        if !dismissals.is_empty() {
+            let d: Vec<Value> = dismissals.iter().map(|(id, r)| json!({"finding_id": id, "reason": r, "prompt_context": "calc.py:1"})).collect();
+            action.insert("dismissals".into(), json!(d));
+        }
+        let mut rec = json!({"diff_ref": diff_ref, "review_output": findings(prefix, n), "run_config": {"model": model, "strictness": "default", "rag_symbol_max_definitions": 10}});
+        if let Some(at) = finished_at {
+            action.insert("finished_at".into(), json!(at));
+            rec["prompt_tokens"] = json!(1200);
+            rec["completion_tokens"] = json!(300);
+            rec["eval_duration_ns"] = json!(5_000_000);
+        }
+        rec["user_action"] = Value::Object(action);
+        rec.to_string()
+    }
+
+    /// Line by line:
+    /// 1–3 session A (4 findings): dismiss a1 (false_positive), dismiss a2 (wrong_suggestion), finish
+    ///     with [a1, a2] → 2 dismissed, actionability 1 − 2/4 = 0.5.
+    /// 4   malformed (truncated JSON).
+    /// 5   session B (3 findings), nothing dismissed, finish → 1.0.
+    /// 6–8 session C (5 findings): dismiss c1 (already_correct), dismiss c2 (out_of_scope), finish
+    ///     with [c1, c2] → 1 − 2/5 = 0.6.
+    /// 9   a dismiss record of session D (2 findings) that never finished.
+    /// A2 by hand over A, B, C: 12 findings, 4 dismissed, mean (0.5 + 1.0 + 0.6)/3 = 0.7, pooled
+    /// 1 − 4/12; one dismissal of each reason.
+    /// Stet (METRICS.md: every record a session, summed): 8 records; findings 4+4+4+3+5+5+5+2 = 32;
+    /// dismissed_ids 1+2+2+0+1+2+2+1 = 11; rate 1 − 11/32; reasons summed over records:
+    /// false_positive 1+1+1 = 3 (lines 1, 2, 9), wrong_suggestion 1, already_correct 2 (6, 7),
+    /// out_of_scope 1.
+    fn history() -> String {
+        let q = "qwen2.5-coder:7b";
+        [
+            record("aaa1111", "a", 4, &["a1"], &[("a1", "false_positive")], None, q),
+            record("aaa1111", "a", 4, &["a1", "a2"], &[("a1", "false_positive"), ("a2", "wrong_suggestion")], None, q),
+            record("aaa1111", "a", 4, &["a1", "a2"], &[], Some("2026-11-30T10:00:00Z"), q),
+            r#"{"diff_ref":"bbb2222","review_output":[{"id":"b1""#.to_string(),
+            record("bbb2222", "b", 3, &[], &[], Some("2026-11-30T11:00:00Z"), "llama3.1:8b"),
+            record("ccc3333", "c", 5, &["c1"], &[("c1", "already_correct")], None, q),
+            record("ccc3333", "c", 5, &["c1", "c2"], &[("c1", "already_correct"), ("c2", "out_of_scope")], None, q),
+            record("ccc3333", "c", 5, &["c1", "c2"], &[], Some("2026-11-30T12:00:00Z"), q),
+            record("ddd4444", "d", 2, &["d1"], &[("d1", "false_positive")], None, q),
+        ]
+        .join("\n")
+            + "\n"
+    }
+
+    fn counts(pairs: &[(&str, usize)]) -> BTreeMap<String, usize> {
+        pairs.iter().map(|(k, v)| (k.to_string(), *v)).collect()
+    }
+
+    fn close(a: Option<f64>, b: f64) -> bool {
+        a.is_some_and(|a| (a - b).abs() < 1e-12)
+    }
+
+    #[test]
+    fn sessions_match_the_hand_count() {
+        let r = analyze(&history(), "history.jsonl", None);
+        assert_eq!(r.lines_read, 8);
+        assert_eq!(r.skipped.len(), 1);
+        assert_eq!(r.skipped[0].line, 4);
+        assert!(r.skipped[0].why.starts_with("not JSON"), "{}", r.skipped[0].why);
+        let keys: Vec<&str> = r.sessions.iter().map(|s| s.key.as_str()).collect();
+        assert_eq!(keys, ["aaa1111@2026-11-30T10:00:00Z", "bbb2222@2026-11-30T11:00:00Z", "ccc3333@2026-11-30T12:00:00Z", "ddd4444@unfinished:9"]);
+        let a = &r.sessions[0];
+        assert_eq!((a.lines.clone(), a.findings, a.dismissed), (vec![1, 2, 3], 4, 2));
+        assert!(close(a.actionability, 0.5));
+        assert_eq!(a.reasons, counts(&[("false_positive", 1), ("wrong_suggestion", 1)]));
+        assert!(close(r.sessions[1].actionability, 1.0));
+        assert!(r.sessions[1].reasons.is_empty());
+        assert!(close(r.sessions[2].actionability, 0.6));
+        assert!(!r.sessions[3].finished);
+
+        let s = &r.summary;
+        assert_eq!((s.sessions, s.unfinished_sessions, s.total_findings, s.total_dismissed), (3, 1, 12, 4));
+        assert!(close(s.mean_actionability, 0.7));
+        assert!(close(s.pooled_actionability, 1.0 - 4.0 / 12.0));
+        assert_eq!(s.reason_breakdown, counts(&[("false_positive", 1), ("already_correct", 1), ("wrong_suggestion", 1), ("out_of_scope", 1)]));
+    }
+
+    #[test]
+    fn stet_double_counts_where_metrics_says() {
+        let r = analyze(&history(), "history.jsonl", None);
+        let q = &r.stet_stats_quality;
+        assert_eq!((q.records_processed, q.total_findings, q.total_dismissed), (8, 32, 11));
+        assert!(close(q.actionability_rate, 1.0 - 11.0 / 32.0));
+        assert_eq!(q.reason_breakdown, counts(&[("false_positive", 3), ("already_correct", 2), ("wrong_suggestion", 1), ("out_of_scope", 1)]));
+        assert_eq!(r.differences.len(), 4, "{:?}", r.differences);
+        assert!(r.differences[1].contains("32 findings, against 12"), "{}", r.differences[1]);
+    }
+
+    #[test]
+    fn one_record_sessions_agree_with_stet() {
+        let text = record("eee", "e", 4, &["e1"], &[("e1", "false_positive")], Some("2026-11-30T13:00:00Z"), "m") + "\n";
+        let r = analyze(&text, "h", None);
+        assert_eq!(r.stet_stats_quality.total_findings, r.summary.total_findings);
+        assert_eq!(r.stet_stats_quality.reason_breakdown, r.summary.reason_breakdown);
+        assert_eq!(r.differences, ["No difference: every record is its own finished session."]);
+    }
+
+    #[test]
+    fn models_from_run_config_with_wilson_intervals() {
+        let r = analyze(&history(), "history.jsonl", None);
+        let names: Vec<&str> = r.models.iter().map(|m| m.model.as_str()).collect();
+        assert_eq!(names, ["llama3.1:8b", "qwen2.5-coder:7b"]);
+        let qwen = &r.models[1];
+        // A and C: 9 findings, 4 dismissed, mean (0.5 + 0.6) / 2; 5 of 9 not dismissed.
+        assert_eq!((qwen.sessions, qwen.findings, qwen.dismissed), (2, 9, 4));
+        assert!(close(qwen.mean_actionability, 0.55));
+        let (low, high) = wilson_interval(5, 9, 0.95).unwrap();
+        assert!(close(qwen.wilson_low, low) && close(qwen.wilson_high, high));
+        assert_eq!(qwen.reasons, counts(&[("false_positive", 1), ("already_correct", 1), ("wrong_suggestion", 1), ("out_of_scope", 1)]));
+    }
+
+    #[test]
+    fn a_side_file_tags_sessions_and_names_unknown_keys() {
+        let csv = "session,model\nbbb2222@2026-11-30T11:00:00Z,gpt-4o-mini\nzzz@2026-01-01T00:00:00Z,other\n";
+        let side = SideFile::parse(csv, Path::new("models.csv")).unwrap();
+        let r = analyze(&history(), "history.jsonl", Some(&side));
+        assert_eq!(r.sessions[1].model, "gpt-4o-mini");
+        assert_eq!(r.sessions[1].model_source, "side file");
+        assert_eq!(r.sessions[0].model_source, "run_config");
+        assert!(r.models.iter().any(|m| m.model == "gpt-4o-mini"));
+        assert_eq!(r.warnings, ["side file line 3: no session `zzz@2026-01-01T00:00:00Z` in the history"]);
+    }
+
+    #[test]
+    fn a_side_file_without_the_columns_is_refused() {
+        let e = SideFile::parse("diff_ref,model\nx,y\n", Path::new("m.csv")).unwrap_err();
+        assert!(e.to_string().contains("no `session` column"), "{e}");
+    }
+
+    #[test]
+    fn an_orphaned_dismiss_record_does_not_join_the_next_session() {
+        // `stet start` replaced session X (dismissed x1) before it finished; session Y finished.
+        let text = [
+            record("xxx", "x", 3, &["x1"], &[("x1", "out_of_scope")], None, "m"),
+            record("yyy", "y", 2, &["y1"], &[("y1", "false_positive")], None, "m"),
+            record("yyy", "y", 2, &["y1"], &[], Some("2026-11-30T14:00:00Z"), "m"),
+        ]
+        .join("\n");
+        let r = analyze(&text, "h", None);
+        assert_eq!(r.sessions.len(), 2);
+        assert_eq!(r.sessions[0].key, "xxx@unfinished:1");
+        assert_eq!(r.sessions[1].lines, [2, 3]);
+        assert_eq!(r.summary.reason_breakdown, counts(&[("false_positive", 1)]));
+    }
+
+    #[test]
+    fn malformed_lines_say_why_and_an_unreadable_file_is_empty() {
+        let text = "[1]\n\n{\"diff_ref\":\"a\"}\n{\"diff_ref\":\"a\",\"review_output\":[],\"user_action\":{\"dismissed_ids\":\"x\"}}\n";
+        let r = analyze(text, "h", None);
+        let why: Vec<(usize, &str)> = r.skipped.iter().map(|s| (s.line, s.why.as_str())).collect();
+        assert_eq!(
+            why,
+            [(1, "not a JSON object"), (2, "blank line"), (3, "no `review_output` array"), (4, "`user_action.dismissed_ids` is not an array")]
+        );
+        assert!(r.is_empty());
+        assert!(r.render().contains("0 records read, 4 lines skipped."));
+    }
+}
