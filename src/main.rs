@@ -4,8 +4,8 @@ mod cli;
 
 use clap::Parser;
 use cli::{
-    A2Args, AdjudicateCommand, AdjudicateExportArgs, AdjudicateImportArgs, CacheCommand, Cli, Command, CorpusCommand, CorpusValidateArgs, CrscoreArgs, DiffArgs,
-    ExecArgs, LocationArgs, PlanArgs, ReportArgs, ScoreArgs, ShowArgs,
+    A2Args, AdjudicateCommand, AdjudicateExportArgs, AdjudicateImportArgs, CacheCommand, Cli, Command, CorpusCommand, CorpusValidateArgs, CrscoreArgs,
+    DiffArgs, ExecArgs, LocationArgs, PlanArgs, ReportArgs, ScoreArgs, ShowArgs,
 };
 use runner::analysis::score::ScoreError;
 use runner::cache::Lookup;

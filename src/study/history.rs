@@ -287,12 +287,9 @@ fn session_of(records: &[Record], finish: Option<&Record>, side: Option<&SideFil
             f.findings,
             f.dismissed_ids.iter().cloned().collect(),
         ),
-        None => (
-            format!("{}@unfinished:{}", first.diff_ref, first.line),
-            None,
-            last.findings,
-            records.iter().flat_map(|r| ids_dismissed(r).cloned()).collect(),
-        ),
+        None => {
+            (format!("{}@unfinished:{}", first.diff_ref, first.line), None, last.findings, records.iter().flat_map(|r| ids_dismissed(r).cloned()).collect())
+        }
     };
     let mut reason_of: BTreeMap<&str, &str> = BTreeMap::new();
     for record in records {
@@ -476,8 +473,8 @@ fn differences(summary: &Summary, stet: &StetQuality, sessions: &[Session]) -> V
     let unfinished: usize = sessions.iter().filter(|s| !s.finished).map(|s| s.lines.len()).sum();
     if stet.records_processed != summary.sessions {
         out.push(format!(
-            "stet counts {} records as {} sessions; there are {} finished sessions: {} dismiss records repeat a finished session, {} belong to unfinished sessions.",
-            stet.records_processed, stet.records_processed, summary.sessions, repeated, unfinished
+            "stet counts each of its {} records as a session; there are {} finished sessions (dismiss records repeating a finished session: {}; records of unfinished sessions: {}).",
+            stet.records_processed, summary.sessions, repeated, unfinished
         ));
     }
     if stet.total_findings != summary.total_findings {
@@ -800,10 +797,7 @@ mod tests {
         let text = "[1]\n\n{\"diff_ref\":\"a\"}\n{\"diff_ref\":\"a\",\"review_output\":[],\"user_action\":{\"dismissed_ids\":\"x\"}}\n";
         let r = analyze(text, "h", None);
         let why: Vec<(usize, &str)> = r.skipped.iter().map(|s| (s.line, s.why.as_str())).collect();
-        assert_eq!(
-            why,
-            [(1, "not a JSON object"), (2, "blank line"), (3, "no `review_output` array"), (4, "`user_action.dismissed_ids` is not an array")]
-        );
+        assert_eq!(why, [(1, "not a JSON object"), (2, "blank line"), (3, "no `review_output` array"), (4, "`user_action.dismissed_ids` is not an array")]);
         assert!(r.is_empty());
         assert!(r.render().contains("0 records read, 4 lines skipped."));
     }
