@@ -50,6 +50,9 @@ pub(crate) enum Command {
         #[command(subcommand)]
         command: AdjudicateCommand,
     },
+    /// A2: actionability from stet's `.review/history.jsonl`, per session, per reason and per
+    /// model, beside what stet's own `stats quality` reports.
+    A2(A2Args),
     /// Inspect and maintain the cache.
     Cache {
         #[command(subcommand)]
@@ -278,6 +281,22 @@ pub(crate) struct CrscoreArgs {
     /// Call no embedder: fail, listing what the cache lacks.
     #[arg(long)]
     pub frozen: bool,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct A2Args {
+    /// stet's history file (`.review/history.jsonl`).
+    pub history: PathBuf,
+    /// A CSV `session,model` tagging sessions (`diff_ref@finished_at`) with a model; without
+    /// it, each session's `run_config.model` is used.
+    #[arg(long, value_name = "SIDE.csv")]
+    pub models: Option<PathBuf>,
+    /// Print the report as JSON.
+    #[arg(long)]
+    pub json: bool,
+    /// Write `A2.md` and `a2.json` into this directory instead of printing.
+    #[arg(long, value_name = "DIR")]
+    pub out: Option<PathBuf>,
 }
 
 #[derive(Debug, Subcommand)]

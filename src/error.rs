@@ -50,6 +50,8 @@ pub enum Error {
     Score(#[from] crate::analysis::score::ScoreError),
     #[error(transparent)]
     Adjudication(#[from] crate::study::adjudication::AdjudicationError),
+    #[error(transparent)]
+    History(#[from] crate::study::history::HistoryError),
     /// An analysis's `adjudication` file could not be loaded.
     #[error("analysis `{analysis}`: `adjudication`: {source}")]
     AnalysisAdjudication { analysis: String, source: crate::analysis::adjudication::RecordError },

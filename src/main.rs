@@ -4,8 +4,8 @@ mod cli;
 
 use clap::Parser;
 use cli::{
-    AdjudicateCommand, AdjudicateExportArgs, AdjudicateImportArgs, CacheCommand, Cli, Command, CorpusCommand, CorpusValidateArgs, CrscoreArgs, DiffArgs,
-    ExecArgs, LocationArgs, PlanArgs, ReportArgs, ScoreArgs, ShowArgs,
+    A2Args, AdjudicateCommand, AdjudicateExportArgs, AdjudicateImportArgs, CacheCommand, Cli, Command, CorpusCommand, CorpusValidateArgs, CrscoreArgs,
+    DiffArgs, ExecArgs, LocationArgs, PlanArgs, ReportArgs, ScoreArgs, ShowArgs,
 };
 use runner::analysis::score::ScoreError;
 use runner::cache::Lookup;
@@ -37,6 +37,7 @@ fn main() -> ExitCode {
         Command::Corpus { command: CorpusCommand::Validate(args) } => corpus_validate(&args),
         Command::Score(args) => score(&args),
         Command::Crscore(args) => crscore(&args),
+        Command::A2(args) => a2(&args),
         Command::Adjudicate { command: AdjudicateCommand::Export(args) } => adjudicate_export(&args),
         Command::Adjudicate { command: AdjudicateCommand::Import(args) } => adjudicate_import(&args),
     };
@@ -366,6 +367,33 @@ fn score(args: &ScoreArgs) -> Result<Exit, Error> {
         println!("{}", serde_json::to_string_pretty(&scored).unwrap_or_default());
     } else {
         print!("{}", scored.render());
+    }
+    Ok(Exit::Ok)
+}
+
+fn a2(args: &A2Args) -> Result<Exit, Error> {
+    use runner::study::history;
+    let side = args.models.as_deref().map(history::SideFile::load).transpose()?;
+    let report = history::load(&args.history, side.as_ref())?;
+    let json = serde_json::to_string_pretty(&report).unwrap_or_default();
+    if let Some(dir) = &args.out {
+        std::fs::create_dir_all(dir).map_err(|source| Error::Write { path: dir.clone(), source })?;
+        for (name, text) in [("A2.md", report.render()), ("a2.json", format!("{json}\n"))] {
+            let path = dir.join(name);
+            std::fs::write(&path, text).map_err(|source| Error::Write { path, source })?;
+        }
+        eprintln!("wrote {} and {}", dir.join("A2.md").display(), dir.join("a2.json").display());
+    } else if args.json {
+        println!("{json}");
+    } else {
+        print!("{}", report.render());
+    }
+    for s in &report.skipped {
+        eprintln!("warning: `{}` line {} skipped: {}", args.history.display(), s.line, s.why);
+    }
+    if report.is_empty() {
+        eprintln!("error: no record could be read from `{}`: is it stet's `.review/history.jsonl`?", args.history.display());
+        return Ok(Exit::Error);
     }
     Ok(Exit::Ok)
 }

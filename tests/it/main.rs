@@ -24,6 +24,7 @@ mod report_html;
 mod resume;
 mod scipy_reference;
 mod smells;
+mod stet_history;
 mod stet_hunks;
 
 use assert_cmd::Command;
