@@ -2,4 +2,4 @@
 //! adjudication records that analyses apply over automatic matching, and the CSV they use.
 
 pub mod adjudication;
-pub mod csv;
+pub mod sheet;
