@@ -103,7 +103,7 @@ pub enum AdjudicationError {
     Invalid { path: PathBuf, problems: Vec<String> },
 }
 
-fn write_file(path: &Path, text: &str) -> Result<(), AdjudicationError> {
+pub(crate) fn write_file(path: &Path, text: &str) -> Result<(), AdjudicationError> {
     std::fs::write(path, text).map_err(|source| AdjudicationError::Write { path: path.to_path_buf(), source })
 }
 
@@ -119,18 +119,18 @@ pub struct Exported {
 
 /// The text a row shows; identical findings of a case (from any run) share one row.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
-struct RowContent {
-    case: String,
-    file: String,
-    line: String,
-    severity: String,
-    category: String,
-    message: String,
-    suggestion: String,
+pub(crate) struct RowContent {
+    pub(crate) case: String,
+    pub(crate) file: String,
+    pub(crate) line: String,
+    pub(crate) severity: String,
+    pub(crate) category: String,
+    pub(crate) message: String,
+    pub(crate) suggestion: String,
 }
 
 impl RowContent {
-    fn of(case: &str, f: &Finding) -> Self {
+    pub(crate) fn of(case: &str, f: &Finding) -> Self {
         let line = match f.range {
             Some(r) if r.is_valid() && r.end != r.start => format!("{}-{}", r.start, r.end),
             _ => f.anchor_line().to_string(),

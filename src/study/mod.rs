@@ -2,4 +2,5 @@
 //! adjudication records that analyses apply over automatic matching, and the CSV they use.
 
 pub mod adjudication;
+pub mod findings;
 pub mod sheet;
