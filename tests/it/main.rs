@@ -25,6 +25,7 @@ mod resume;
 mod scipy_reference;
 mod smells;
 mod stet_hunks;
+mod studies;
 
 use assert_cmd::Command;
 use std::path::{Path, PathBuf};
