@@ -121,6 +121,9 @@ pub struct Exported {
     pub eligible: usize,
 }
 
+/// A sampling candidate: its cell, what the row shows, and (repeat, finding id) per run.
+type Candidate = (String, RowContent, Vec<(u32, String)>);
+
 /// Exports a blind H7 or H8 sheet of `sample` findings of `source`'s cached runs into `out`.
 pub fn export(source: &SheetSource<'_>, study: Study, manifest_label: &str, out: &Path, seed: u64, sample: usize) -> Result<Exported, AdjudicationError> {
     let mut distinct: BTreeMap<(String, RowContent), Vec<(u32, String)>> = BTreeMap::new();
@@ -133,7 +136,7 @@ pub fn export(source: &SheetSource<'_>, study: Study, manifest_label: &str, out:
     }
     let eligible = distinct.len();
     let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
-    let mut strata: BTreeMap<(String, String), Vec<(String, RowContent, Vec<(u32, String)>)>> = BTreeMap::new();
+    let mut strata: BTreeMap<(String, String), Vec<Candidate>> = BTreeMap::new();
     for ((cell, row), occ) in distinct {
         strata.entry((cell.clone(), row.severity.clone())).or_default().push((cell, row, occ));
     }
