@@ -1,5 +1,5 @@
-//! H7/H8 finding studies end to end: the bundled H7 example re-exports byte for byte from the
-//! committed quickstart cache and imports to its committed result; an H8 sheet is blind and
+//! H7/H8 finding studies end to end: the bundled H7 and H8 examples re-export byte for byte from the
+//! committed quickstart cache and import to their committed results; an H8 sheet is blind and
 //! stratified by cell.
 
 use crate::{project_root, runner};
@@ -22,11 +22,17 @@ fn read(path: &Path) -> String {
 }
 
 #[test]
-fn the_bundled_h7_example_round_trips() {
+fn the_bundled_examples_round_trip() {
+    round_trip("h7", "40");
+    round_trip("h8", "12");
+}
+
+fn round_trip(study: &str, sample: &str) {
     let root = project_root();
-    let bundled = root.join("results/studies/h7-quickstart");
+    let name = format!("results/studies/{study}-quickstart");
+    let bundled = root.join(&name);
     let dir = tempfile::tempdir().expect("tempdir");
-    export(dir.path(), "h7", "0", "40");
+    export(dir.path(), study, "0", sample);
     assert_eq!(read(&dir.path().join("key.json")), read(&bundled.join("key.json")), "the same seed gives the same key");
     // The committed sheet is the exported one with the label columns filled.
     let blank = |text: &str| -> Vec<Vec<String>> {
@@ -36,7 +42,7 @@ fn the_bundled_h7_example_round_trips() {
     assert_eq!(blank(&read(&dir.path().join("sheet.csv"))), blank(&read(&bundled.join("sheet.csv"))));
 
     let o = runner(&root)
-        .args(["study", "import", "results/studies/h7-quickstart/sheet.csv", "--key", "results/studies/h7-quickstart/key.json", "--out"])
+        .args(["study", "import", &format!("{name}/sheet.csv"), "--key", &format!("{name}/key.json"), "--out"])
         .arg(dir.path().join("result"))
         .output()
         .expect("runs");
