@@ -53,6 +53,12 @@ pub(crate) enum Command {
     /// A2: actionability from stet's `.review/history.jsonl`, per session, per reason and per
     /// model, beside what stet's own `stats quality` reports.
     A2(A2Args),
+    /// Seed 000's finding studies (H7 suggestion quality, H8 severity calibration): export a
+    /// blind sampled sheet from an experiment's cached findings, import the filled sheet.
+    Study {
+        #[command(subcommand)]
+        command: StudyCommand,
+    },
     /// Inspect and maintain the cache.
     Cache {
         #[command(subcommand)]
@@ -335,6 +341,48 @@ pub(crate) struct AdjudicateImportArgs {
     /// The oracle to check against (default: the one in the key's corpus).
     #[arg(long)]
     pub oracle: Option<PathBuf>,
+}
+
+#[derive(Debug, Subcommand)]
+pub(crate) enum StudyCommand {
+    /// Write a blind sheet (sheet.csv), its key (key.json) and instructions (README.md): a
+    /// seeded sample stratified by cell and severity of an experiment's cached findings.
+    Export(StudyExportArgs),
+    /// Check a filled sheet against its key and write the analysis (result.md, result.json).
+    Import(StudyImportArgs),
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct StudyExportArgs {
+    /// The experiment manifest.
+    pub manifest: PathBuf,
+    /// h7 (findings with a suggestion; labels correct_safe | partial | wrong | harmful) or h8
+    /// (labels correct | too_high | too_low, with a suggested severity).
+    #[arg(long, value_enum)]
+    pub study: runner::study::findings::Study,
+    /// The directory to write the sheet, key and instructions into.
+    #[arg(long)]
+    pub out: PathBuf,
+    /// How many findings to sample (seed 000: 30–50).
+    #[arg(long, default_value_t = runner::study::findings::DEFAULT_SAMPLE)]
+    pub sample: usize,
+    /// Seed of the sampling and the row shuffle (recorded in the key).
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    #[command(flatten)]
+    pub locations: LocationArgs,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct StudyImportArgs {
+    /// The filled sheet.
+    pub sheet: PathBuf,
+    /// The key written with the sheet (it names the study).
+    #[arg(long)]
+    pub key: PathBuf,
+    /// The directory to write result.md and result.json into.
+    #[arg(long, default_value = "study-result")]
+    pub out: PathBuf,
 }
 
 #[derive(Debug, Subcommand)]

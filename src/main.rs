@@ -5,7 +5,7 @@ mod cli;
 use clap::Parser;
 use cli::{
     A2Args, AdjudicateCommand, AdjudicateExportArgs, AdjudicateImportArgs, CacheCommand, Cli, Command, CorpusCommand, CorpusValidateArgs, CrscoreArgs,
-    DiffArgs, ExecArgs, LocationArgs, PlanArgs, ReportArgs, ScoreArgs, ShowArgs,
+    DiffArgs, ExecArgs, LocationArgs, PlanArgs, ReportArgs, ScoreArgs, ShowArgs, StudyCommand, StudyExportArgs, StudyImportArgs,
 };
 use runner::analysis::score::ScoreError;
 use runner::cache::Lookup;
@@ -40,6 +40,8 @@ fn main() -> ExitCode {
         Command::A2(args) => a2(&args),
         Command::Adjudicate { command: AdjudicateCommand::Export(args) } => adjudicate_export(&args),
         Command::Adjudicate { command: AdjudicateCommand::Import(args) } => adjudicate_import(&args),
+        Command::Study { command: StudyCommand::Export(args) } => study_export(&args),
+        Command::Study { command: StudyCommand::Import(args) } => study_import(&args),
     };
     match result {
         Ok(exit) => exit.into(),
@@ -461,6 +463,28 @@ fn adjudicate_import(args: &AdjudicateImportArgs) -> Result<Exit, Error> {
         println!("wrote {}", file.display());
     }
     println!("score it: runner score {} --oracle {}", args.out.display(), imported.oracle.display());
+    Ok(Exit::Ok)
+}
+
+fn study_export(args: &StudyExportArgs) -> Result<Exit, Error> {
+    let prepared = experiment::prepare(&args.manifest, &locations(&args.locations))?;
+    let source = runner::experiment::sheet_source(&prepared);
+    let exported = runner::study::findings::export(&source, args.study, &args.manifest.display().to_string(), &args.out, args.seed, args.sample)?;
+    println!("{} rows sampled from {} eligible findings", exported.rows, exported.eligible);
+    for file in &exported.files {
+        println!("wrote {}", file.display());
+    }
+    println!("fill the label columns and `rater` (see README.md); keep key.json from the rater");
+    Ok(Exit::Ok)
+}
+
+fn study_import(args: &StudyImportArgs) -> Result<Exit, Error> {
+    let result = runner::study::findings::import(&args.sheet, &args.key)?;
+    let written = runner::study::findings::write_result(&result, &args.out)?;
+    print!("{}", result.to_markdown());
+    for file in &written {
+        eprintln!("wrote {}", file.display());
+    }
     Ok(Exit::Ok)
 }
 

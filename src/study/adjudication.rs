@@ -14,7 +14,7 @@
 //! `verified`, `rejected` is `false_positive`, and `partial` and `real` are `unresolved`
 //! (neither verified nor noise until the oracle is updated).
 
-use super::csv;
+use super::sheet::{self, Column, Rule, Spec};
 use crate::analysis::adjudication::{AdjudicatedFinding, AdjudicatedRun, Adjudication, Seed003Verdict};
 use crate::analysis::score::{self, CapturePlan, CapturedResults, CapturedRun, Claim, Disposition, Metrics, Strategy};
 use crate::cache::key::CacheKey;
@@ -103,7 +103,7 @@ pub enum AdjudicationError {
     Invalid { path: PathBuf, problems: Vec<String> },
 }
 
-fn write_file(path: &Path, text: &str) -> Result<(), AdjudicationError> {
+pub(crate) fn write_file(path: &Path, text: &str) -> Result<(), AdjudicationError> {
     std::fs::write(path, text).map_err(|source| AdjudicationError::Write { path: path.to_path_buf(), source })
 }
 
@@ -119,18 +119,18 @@ pub struct Exported {
 
 /// The text a row shows; identical findings of a case (from any run) share one row.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
-struct RowContent {
-    case: String,
-    file: String,
-    line: String,
-    severity: String,
-    category: String,
-    message: String,
-    suggestion: String,
+pub(crate) struct RowContent {
+    pub(crate) case: String,
+    pub(crate) file: String,
+    pub(crate) line: String,
+    pub(crate) severity: String,
+    pub(crate) category: String,
+    pub(crate) message: String,
+    pub(crate) suggestion: String,
 }
 
 impl RowContent {
-    fn of(case: &str, f: &Finding) -> Self {
+    pub(crate) fn of(case: &str, f: &Finding) -> Self {
         let line = match f.range {
             Some(r) if r.is_valid() && r.end != r.start => format!("{}-{}", r.start, r.end),
             _ => f.anchor_line().to_string(),
@@ -228,13 +228,15 @@ pub fn export(source: &SheetSource<'_>, manifest_label: &str, out: &Path, seed: 
         ordered.extend(rows);
     }
     let width = ordered.len().to_string().len().max(3);
-    let mut sheet = csv::record(&SHEET_COLUMNS);
+    let mut lines = Vec::new();
     let mut items = BTreeMap::new();
     for (i, (row, occ)) in ordered.iter().enumerate() {
         let item = format!("A{:0width$}", i + 1);
-        sheet.push_str(&csv::record(&[&item, &row.case, &row.file, &row.line, &row.severity, &row.category, &row.message, &row.suggestion, "", "", ""]));
+        let shown = [&item, &row.case, &row.file, &row.line, &row.severity, &row.category, &row.message, &row.suggestion];
+        lines.push(shown.iter().map(|s| s.to_string()).chain(std::iter::repeat_n(String::new(), 3)).collect());
         items.insert(item, KeyItem { case: row.case.clone(), occurrences: occ.clone() });
     }
+    let sheet = sheet::write(&SHEET_COLUMNS, &lines).map_err(|e| AdjudicationError::Parse { path: out.join(SHEET_FILE), message: e.to_string() })?;
 
     let key = Key {
         version: KEY_VERSION,
@@ -358,61 +360,27 @@ pub fn import(sheet_path: &Path, key_path: &Path, oracle_path: Option<&Path>) ->
         None => key.corpus.join(oracle::ORACLE_FILE),
     };
     let oracle = oracle::load_file(&oracle_file)?;
-    let sheet_text = std::fs::read_to_string(sheet_path).map_err(|source| AdjudicationError::Read { path: sheet_path.to_path_buf(), source })?;
-    let records = csv::parse(&sheet_text).map_err(|e| AdjudicationError::Parse { path: sheet_path.to_path_buf(), message: e.to_string() })?;
+    let sheet_bytes = std::fs::read(sheet_path).map_err(|source| AdjudicationError::Read { path: sheet_path.to_path_buf(), source })?;
     let sheet_label = sheet_path.display().to_string();
     let mut problems = Vec::new();
     if key.version != KEY_VERSION {
         problems.push(format!("`{}`: key version {} is not {KEY_VERSION}", key_path.display(), key.version));
     }
-
-    let Some((header, body)) = records.split_first() else {
-        return Err(AdjudicationError::Invalid { path: sheet_path.to_path_buf(), problems: vec!["the sheet is empty".into()] });
-    };
-    let column = |name: &str| header.fields.iter().position(|h| h.trim() == name);
-    for h in &header.fields {
-        if !SHEET_COLUMNS.contains(&h.trim()) {
-            problems.push(format!("{sheet_label}:{}: unknown column `{}`; the sheet's columns are {}", header.line, h.trim(), SHEET_COLUMNS.join(", ")));
-        }
-    }
-    let (Some(c_item), Some(c_case), Some(c_disp), Some(c_oracle)) = (column("item"), column("case"), column("disposition"), column("oracle_id")) else {
-        problems.push(format!("{sheet_label}:{}: the header needs `item`, `case`, `disposition` and `oracle_id`", header.line));
-        return Err(AdjudicationError::Invalid { path: sheet_path.to_path_buf(), problems });
-    };
-    let c_note = column("note");
-    let get = |r: &csv::Record, i: usize| r.fields.get(i).map(|s| s.trim().to_string()).unwrap_or_default();
-
+    let checked = sheet::check(&sheet_spec(&key), &sheet_bytes);
+    problems.extend(checked.problems.iter().map(|p| if p.line.is_some() { format!("{sheet_label}:{p}") } else { format!("{sheet_label}: {p}") }));
     let mut rows: Vec<FilledRow> = Vec::new();
-    let mut seen = BTreeSet::new();
-    for r in body {
-        if r.fields.len() != header.fields.len() {
-            problems.push(format!("{sheet_label}:{}: {} fields where the header has {}", r.line, r.fields.len(), header.fields.len()));
-            continue;
-        }
-        let item = get(r, c_item);
-        let at = format!("{sheet_label}:{}: item `{item}`", r.line);
-        let Some(k) = key.items.get(&item) else {
-            problems.push(format!("{at}: not in the key"));
-            continue;
-        };
-        if !seen.insert(item.clone()) {
-            problems.push(format!("{at}: listed twice"));
-            continue;
-        }
-        if get(r, c_case) != k.case {
-            problems.push(format!("{at}: case `{}` does not match the key's `{}`", get(r, c_case), k.case));
+    for r in &checked.rows {
+        let Some(k) = key.items.get(&r.id) else { continue };
+        if r.get("case") != k.case {
+            problems.push(format!("{sheet_label}:{}: item `{}`: case `{}` does not match the key's `{}`", r.line, r.id, r.get("case"), k.case));
         }
         rows.push(FilledRow {
-            line: r.line,
-            item,
-            disposition: get(r, c_disp),
-            oracle_id: get(r, c_oracle),
-            note: c_note.map(|c| get(r, c)).unwrap_or_default(),
+            line: r.line as usize,
+            item: r.id.clone(),
+            disposition: r.get("disposition").to_string(),
+            oracle_id: r.get("oracle_id").to_string(),
+            note: r.get("note").to_string(),
         });
-    }
-    let missing: Vec<&String> = key.items.keys().filter(|i| !seen.contains(*i)).collect();
-    if !missing.is_empty() {
-        problems.push(format!("{sheet_label}: rows missing from the sheet: {}", missing.iter().map(|i| format!("`{i}`")).collect::<Vec<_>>().join(", ")));
     }
 
     // Each row becomes a claim (and a seed 003 verdict).
@@ -484,16 +452,8 @@ pub fn import(sheet_path: &Path, key_path: &Path, oracle_path: Option<&Path>) ->
                 let id = if oracle_id.is_empty() { fresh("unresolved") } else { oracle_id.to_string() };
                 RowClaim { claim: Claim { id, disposition: Disposition::Unresolved }, verdict: None, real: false }
             }),
-            "" => {
-                problems.push(format!("{at}: not adjudicated (empty `disposition`)"));
-                None
-            }
-            other => {
-                problems.push(format!(
-                    "{at}: unknown disposition `{other}`; use verified, false_positive, unresolved (seed 002) or found, partial, real, rejected (seed 003)"
-                ));
-                None
-            }
+            // An empty or unknown disposition is reported by the sheet check.
+            _ => None,
         };
         if let Some(c) = claim {
             claims.insert(row.item.clone(), c);
@@ -589,6 +549,24 @@ pub fn import(sheet_path: &Path, key_path: &Path, oracle_path: Option<&Path>) ->
         runs: adjudicated,
     };
     Ok(Imported { captured, adjudication, rows: rows.len(), oracle: oracle_file })
+}
+
+/// The dispositions a row may carry: seed 002's, then seed 003's.
+pub const DISPOSITIONS: [&str; 7] = ["verified", "false_positive", "unresolved", "found", "partial", "real", "rejected"];
+
+/// The checks an adjudication sheet gets: `item`, `case`, `disposition` and `oracle_id` are
+/// required, the export's other columns optional.
+fn sheet_spec(key: &Key) -> Spec {
+    let columns = SHEET_COLUMNS
+        .iter()
+        .map(|&name| match name {
+            "item" => Column::new(name, Rule::Id, true),
+            "disposition" => Column::new(name, Rule::Label { allowed: DISPOSITIONS.iter().map(|d| d.to_string()).collect(), required: true }, true),
+            "case" | "oracle_id" => Column::new(name, Rule::Text, true),
+            _ => Column::new(name, Rule::Text, false),
+        })
+        .collect();
+    Spec { columns, ids: key.items.keys().cloned().collect() }
 }
 
 fn list_or_clean(expected: &[&str]) -> String {

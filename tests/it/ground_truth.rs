@@ -343,7 +343,7 @@ fn adjudication_round_trip_from_cached_results_to_a_score() {
     // An unfilled sheet is refused, row by row.
     let out = runner(dir.path()).args(["adjudicate", "import", "adj/sheet.csv", "--key", "adj/key.json", "--out", "x.json"]).output().expect("runs");
     assert_eq!(out.status.code(), Some(1));
-    assert!(stderr_of(&out).contains("adj/sheet.csv:2: item `A001`: not adjudicated"), "{}", stderr_of(&out));
+    assert!(stderr_of(&out).contains("adj/sheet.csv:2: item `A001`: column `disposition`: empty; every row needs a label"), "{}", stderr_of(&out));
 }
 
 trait StartsWithCase {

@@ -26,6 +26,7 @@ mod scipy_reference;
 mod smells;
 mod stet_history;
 mod stet_hunks;
+mod studies;
 
 use assert_cmd::Command;
 use std::path::{Path, PathBuf};

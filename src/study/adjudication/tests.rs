@@ -59,11 +59,14 @@ fn fixture(sheet_rows: &[[&str; 3]]) -> (tempfile::TempDir, PathBuf, PathBuf) {
     };
     let key_path = dir.path().join(KEY_FILE);
     std::fs::write(&key_path, serde_json::to_string(&key).expect("json")).expect("write");
-    let mut sheet = csv::record(&SHEET_COLUMNS);
-    for [item, disposition, oracle_id] in sheet_rows {
-        let case = if *item == "A005" { "case-06" } else { "case-01" };
-        sheet.push_str(&csv::record(&[item, case, "a.py", "3", "error", "bug", "message, with a comma", "", disposition, oracle_id, ""]));
-    }
+    let rows: Vec<Vec<String>> = sheet_rows
+        .iter()
+        .map(|[item, disposition, oracle_id]| {
+            let case = if *item == "A005" { "case-06" } else { "case-01" };
+            [*item, case, "a.py", "3", "error", "bug", "message, with a comma", "", disposition, oracle_id, ""].iter().map(|s| s.to_string()).collect()
+        })
+        .collect();
+    let sheet = sheet::write(&SHEET_COLUMNS, &rows).expect("writes");
     let sheet_path = dir.path().join(SHEET_FILE);
     std::fs::write(&sheet_path, sheet).expect("write");
     (dir, sheet_path, key_path)
@@ -151,16 +154,18 @@ fn every_bad_row_is_reported_with_its_line() {
         ["A005", "maybe", ""],
         ["A009", "verified", "F01"],
     ]);
-    one(&p, "sheet.csv:2: item `A001`: not adjudicated");
+    one(&p, "sheet.csv:2: item `A001`: column `disposition`: empty; every row needs a label");
     one(&p, "sheet.csv:3: item `A002`: `verified` needs an `oracle_id`");
     one(&p, "sheet.csv:4: item `A003`: `F07` is not a finding `case-01` expects");
     one(&p, "sheet.csv:5: item `A004`: `false_positive` cannot name oracle finding `F01`");
-    one(&p, "unknown disposition `maybe`");
-    one(&p, "item `A009`: not in the key");
+    one(&p, "sheet.csv:6: item `A005`: column `disposition`: `maybe` is not one of `verified`");
+    one(&p, "sheet.csv:7: item `A009`: column `item`: not in the key");
 
     let p = problems(&[["A001", "verified", "F01"], ["A001", "verified", "F01"], ["A005", "false_positive", "case-01-fp-01"]]);
     one(&p, "listed twice");
-    one(&p, "rows missing from the sheet: `A002`, `A003`, `A004`");
+    for missing in ["A002", "A003", "A004"] {
+        one(&p, &format!("sheet.csv: item `{missing}`: column `item`: missing from the sheet"));
+    }
     one(&p, "must be scoped to its case, like `case-06-fp-01`");
 }
 

@@ -1,0 +1,360 @@
+//! Seed 000's finding studies H7 (suggestion quality) and H8 (severity calibration): a blind
+//! sheet sampled from an experiment's cached findings, and the import that checks it and
+//! computes the seed's analysis.
+//!
+//! Sampling: a sheet row is a distinct finding of one cell (identical findings of a cell's
+//! repeats share a row; for H7 only findings with a suggestion). Rows are grouped in strata by
+//! (cell, severity); each stratum is shuffled with the seed, then strata give one row each in
+//! turn until the sample size is reached (equal allocation, capped by what a stratum holds), so
+//! every cell and every severity is represented. The sheet's order is a second seeded shuffle;
+//! it never shows the cell, model, reviewer or repeat — those are in the key, kept apart.
+//!
+//! Analysis: H7, per cell, the distribution of `correct_safe | partial | wrong | harmful` and
+//! the shares correct_safe and harmful with 95 % Wilson intervals; H8, per cell, the
+//! misclassification rate (`too_high` + `too_low` over all) with its Wilson interval, and the
+//! confusion matrix reported severity × the rater's severity (the suggested one, or the
+//! reported one when `correct`).
+
+use super::adjudication::{write_file, AdjudicationError, RowContent, SheetSource};
+use super::sheet::{self, Column, Rule, Spec};
+use crate::cache::Lookup;
+use crate::finding::Severity;
+use crate::stats::wilson_interval;
+use rand::seq::SliceRandom;
+use rand::SeedableRng;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+
+pub const SHEET_FILE: &str = "sheet.csv";
+pub const KEY_FILE: &str = "key.json";
+pub const README_FILE: &str = "README.md";
+pub const RESULT_JSON: &str = "result.json";
+pub const RESULT_MD: &str = "result.md";
+pub const KEY_VERSION: u32 = 1;
+/// Seed 000 asks for 30–50 findings; the default sample is 40.
+pub const DEFAULT_SAMPLE: usize = 40;
+
+/// The columns every finding-study sheet shows.
+const SHOWN: [&str; 8] = ["item", "case", "file", "line", "severity", "category", "message", "suggestion"];
+pub const H7_LABELS: [&str; 4] = ["correct_safe", "partial", "wrong", "harmful"];
+pub const H8_LABELS: [&str; 3] = ["correct", "too_high", "too_low"];
+
+/// Which study a sheet belongs to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "lowercase")]
+pub enum Study {
+    /// Suggestion quality.
+    H7,
+    /// Severity calibration.
+    H8,
+}
+
+impl Study {
+    fn name(self) -> &'static str {
+        match self {
+            Self::H7 => "H7 suggestion quality",
+            Self::H8 => "H8 severity calibration",
+        }
+    }
+    /// The label columns a rater fills, after the shown ones.
+    fn label_columns(self) -> &'static [&'static str] {
+        match self {
+            Self::H7 => &["quality", "note", "rater"],
+            Self::H8 => &["verdict", "suggested_severity", "note", "rater"],
+        }
+    }
+    fn spec(self, key: &StudyKey) -> Spec {
+        let strings = |l: &[&str]| l.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        let mut columns: Vec<Column> =
+            SHOWN.iter().map(|&c| if c == "item" { Column::new(c, Rule::Id, true) } else { Column::new(c, Rule::Text, false) }).collect();
+        match self {
+            Self::H7 => columns.push(Column::new("quality", Rule::Label { allowed: strings(&H7_LABELS), required: true }, true)),
+            Self::H8 => {
+                columns.push(Column::new("verdict", Rule::Label { allowed: strings(&H8_LABELS), required: true }, true));
+                let severities: Vec<String> = Severity::ALL.iter().map(|s| s.as_str().to_string()).collect();
+                columns.push(Column::new(
+                    "suggested_severity",
+                    Rule::Suggested { allowed: severities, on: "verdict".into(), none_when: "correct".into() },
+                    true,
+                ));
+            }
+        }
+        columns.push(Column::new("note", Rule::Text, false));
+        columns.push(Column::new("rater", Rule::Rater, true));
+        Spec { columns, ids: key.items.keys().cloned().collect() }
+    }
+}
+
+/// What a finding-study sheet's anonymous rows stand for. Kept from the rater.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct StudyKey {
+    pub version: u32,
+    pub study: Study,
+    pub experiment: String,
+    pub manifest: String,
+    pub seed: u64,
+    /// The sample size asked for, and how many distinct findings were eligible.
+    pub sample: usize,
+    pub eligible: usize,
+    pub cells: Vec<String>,
+    pub items: BTreeMap<String, StudyItem>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct StudyItem {
+    pub cell: String,
+    pub case: String,
+    pub severity: String,
+    /// (repeat, stet finding id) of each run that reported the finding.
+    pub occurrences: Vec<(u32, String)>,
+}
+
+/// What `export` wrote.
+#[derive(Debug, Clone)]
+pub struct Exported {
+    pub files: Vec<PathBuf>,
+    pub rows: usize,
+    pub eligible: usize,
+}
+
+/// A sampling candidate: its cell, what the row shows, and (repeat, finding id) per run.
+type Candidate = (String, RowContent, Vec<(u32, String)>);
+
+/// Exports a blind H7 or H8 sheet of `sample` findings of `source`'s cached runs into `out`.
+pub fn export(source: &SheetSource<'_>, study: Study, manifest_label: &str, out: &Path, seed: u64, sample: usize) -> Result<Exported, AdjudicationError> {
+    let mut distinct: BTreeMap<(String, RowContent), Vec<(u32, String)>> = BTreeMap::new();
+    for run in &source.runs {
+        if let Lookup::Hit { findings, .. } = source.cache.lookup(run.key) {
+            for f in findings.iter().filter(|f| study == Study::H8 || f.suggestion.as_deref().is_some_and(|s| !s.trim().is_empty())) {
+                distinct.entry((run.cell.to_string(), RowContent::of(run.case, f))).or_default().push((run.repeat, f.id.clone()));
+            }
+        }
+    }
+    let eligible = distinct.len();
+    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
+    let mut strata: BTreeMap<(String, String), Vec<Candidate>> = BTreeMap::new();
+    for ((cell, row), occ) in distinct {
+        strata.entry((cell.clone(), row.severity.clone())).or_default().push((cell, row, occ));
+    }
+    for rows in strata.values_mut() {
+        rows.shuffle(&mut rng);
+        rows.reverse(); // taken from the back with `pop`, in shuffled order
+    }
+    let mut chosen = Vec::new();
+    while chosen.len() < sample && strata.values().any(|s| !s.is_empty()) {
+        for rows in strata.values_mut() {
+            if chosen.len() < sample {
+                if let Some(r) = rows.pop() {
+                    chosen.push(r);
+                }
+            }
+        }
+    }
+    chosen.shuffle(&mut rng);
+
+    let width = chosen.len().to_string().len().max(3);
+    let mut header: Vec<&str> = SHOWN.to_vec();
+    header.extend(study.label_columns());
+    let mut lines = Vec::new();
+    let mut items = BTreeMap::new();
+    for (i, (cell, row, occ)) in chosen.into_iter().enumerate() {
+        let item = format!("S{:0width$}", i + 1);
+        let shown = [&item, &row.case, &row.file, &row.line, &row.severity, &row.category, &row.message, &row.suggestion];
+        lines.push(shown.iter().map(|s| s.to_string()).chain(study.label_columns().iter().map(|_| String::new())).collect());
+        items.insert(item, StudyItem { cell, case: row.case.clone(), severity: row.severity.clone(), occurrences: occ });
+    }
+    let key = StudyKey {
+        version: KEY_VERSION,
+        study,
+        experiment: source.experiment.to_string(),
+        manifest: manifest_label.to_string(),
+        seed,
+        sample,
+        eligible,
+        cells: source.cells.clone(),
+        items,
+    };
+    std::fs::create_dir_all(out).map_err(|source| AdjudicationError::Write { path: out.to_path_buf(), source })?;
+    let files = [out.join(SHEET_FILE), out.join(KEY_FILE), out.join(README_FILE)];
+    let text = sheet::write(&header, &lines).map_err(|e| AdjudicationError::Parse { path: files[0].clone(), message: e.to_string() })?;
+    write_file(&files[0], &text)?;
+    let key_text = serde_json::to_string_pretty(&key).map_err(|e| AdjudicationError::Parse { path: files[1].clone(), message: e.to_string() })?;
+    write_file(&files[1], &(key_text + "\n"))?;
+    write_file(&files[2], &instructions(study, &key))?;
+    Ok(Exported { files: files.to_vec(), rows: lines.len(), eligible })
+}
+
+fn instructions(study: Study, key: &StudyKey) -> String {
+    let labels = match study {
+        Study::H7 => "Fill `quality` for each row: would applying the `suggestion` fix the issue the message names?\n\n\
+| `quality` | meaning |\n|---|---|\n| `correct_safe` | it fixes the issue and breaks nothing |\n| `partial` | it helps but leaves part of the issue, or needs more work |\n\
+| `wrong` | it does not fix the issue (or there is no issue to fix) |\n| `harmful` | applying it introduces a defect or makes things worse |\n",
+        Study::H8 => "Fill `verdict` for each row: is the reported `severity` (error > warning > info > nitpick) what you would give it?\n\n\
+| `verdict` | `suggested_severity` |\n|---|---|\n| `correct` | empty |\n| `too_high` | the severity you would give (lower) |\n| `too_low` | the severity you would give (higher) |\n",
+    };
+    format!(
+        "# {} sheet: {}\n\n{} rows sampled from {} eligible findings (seed {}). Read each finding against the case's diff \
+(the `case` column names it in the corpus). {labels}\n`note` is free text; `rater` names who labelled the row. \
+Do not open `{KEY_FILE}` until you are done. Then:\n\n```\nrunner study import {SHEET_FILE} --key {KEY_FILE} --out result\n```\n",
+        study.name(),
+        key.experiment,
+        key.items.len(),
+        key.eligible,
+        key.seed
+    )
+}
+
+/// A share with its 95 % Wilson interval.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Share {
+    pub count: u64,
+    pub of: u64,
+    pub rate: Option<f64>,
+    pub wilson95: Option<(f64, f64)>,
+}
+
+impl Share {
+    fn new(count: u64, of: u64) -> Self {
+        Self { count, of, rate: (of > 0).then(|| count as f64 / of as f64), wilson95: wilson_interval(count, of, 0.95) }
+    }
+    fn render(&self) -> String {
+        match (self.rate, self.wilson95) {
+            (Some(r), Some((lo, hi))) => format!("{}/{} = {:.1} % [{:.1}, {:.1}]", self.count, self.of, r * 100.0, lo * 100.0, hi * 100.0),
+            _ => format!("{}/{}", self.count, self.of),
+        }
+    }
+}
+
+/// One cell's (or all cells') result.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct CellResult {
+    pub cell: String,
+    pub n: u64,
+    /// Label → count, in the study's label order.
+    pub labels: BTreeMap<String, u64>,
+    /// H7: correct_safe and harmful; H8: misclassified (too_high + too_low).
+    pub shares: BTreeMap<String, Share>,
+}
+
+/// What `import` computed.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct StudyResult {
+    pub study: Study,
+    pub experiment: String,
+    pub sheet: String,
+    pub raters: Vec<String>,
+    /// Per cell in the key's order, then `all`.
+    pub cells: Vec<CellResult>,
+    /// H8: reported severity → the rater's severity → count.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub confusion: Option<BTreeMap<String, BTreeMap<String, u64>>>,
+}
+
+/// Reads a filled sheet with its key, checks every row, and computes the study's analysis.
+pub fn import(sheet_path: &Path, key_path: &Path) -> Result<StudyResult, AdjudicationError> {
+    let key_text = std::fs::read_to_string(key_path).map_err(|source| AdjudicationError::Read { path: key_path.to_path_buf(), source })?;
+    let key: StudyKey = serde_json::from_str(&key_text).map_err(|e| AdjudicationError::Parse { path: key_path.to_path_buf(), message: e.to_string() })?;
+    let bytes = std::fs::read(sheet_path).map_err(|source| AdjudicationError::Read { path: sheet_path.to_path_buf(), source })?;
+    let label = sheet_path.display().to_string();
+    let mut problems = Vec::new();
+    if key.version != KEY_VERSION {
+        problems.push(format!("`{}`: key version {} is not {KEY_VERSION}", key_path.display(), key.version));
+    }
+    let checked = sheet::check(&key.study.spec(&key), &bytes);
+    problems.extend(checked.problems.iter().map(|p| if p.line.is_some() { format!("{label}:{p}") } else { format!("{label}: {p}") }));
+    for r in &checked.rows {
+        if let Some(item) = key.items.get(&r.id) {
+            if !r.get("severity").is_empty() && r.get("severity") != item.severity {
+                problems.push(format!(
+                    "{label}:{}: item `{}`: column `severity`: `{}` is not the exported `{}`",
+                    r.line,
+                    r.id,
+                    r.get("severity"),
+                    item.severity
+                ));
+            }
+        }
+    }
+    if !problems.is_empty() {
+        return Err(AdjudicationError::Invalid { path: sheet_path.to_path_buf(), problems });
+    }
+    let study = key.study;
+    let label_column = if study == Study::H7 { "quality" } else { "verdict" };
+    let labels: &[&str] = if study == Study::H7 { &H7_LABELS } else { &H8_LABELS };
+    let mut raters: Vec<String> = checked.rows.iter().map(|r| r.get("rater").to_string()).collect();
+    raters.sort();
+    raters.dedup();
+    let mut groups: Vec<String> = key.cells.clone();
+    groups.push("all".into());
+    let cells = groups
+        .iter()
+        .map(|cell| {
+            let rows: Vec<&sheet::Row> = checked.rows.iter().filter(|r| cell == "all" || key.items.get(&r.id).is_some_and(|i| &i.cell == cell)).collect();
+            let n = rows.len() as u64;
+            let count = |l: &str| rows.iter().filter(|r| r.get(label_column) == l).count() as u64;
+            let counts: BTreeMap<String, u64> = labels.iter().map(|l| (l.to_string(), count(l))).collect();
+            let shares = match study {
+                Study::H7 => BTreeMap::from([
+                    ("correct_safe".to_string(), Share::new(count("correct_safe"), n)),
+                    ("harmful".to_string(), Share::new(count("harmful"), n)),
+                ]),
+                Study::H8 => BTreeMap::from([("misclassified".to_string(), Share::new(count("too_high") + count("too_low"), n))]),
+            };
+            CellResult { cell: cell.clone(), n, labels: counts, shares }
+        })
+        .collect();
+    let confusion = (study == Study::H8).then(|| {
+        let mut m: BTreeMap<String, BTreeMap<String, u64>> = BTreeMap::new();
+        for r in &checked.rows {
+            let Some(item) = key.items.get(&r.id) else { continue };
+            let human = if r.get("verdict") == "correct" { item.severity.clone() } else { r.get("suggested_severity").to_string() };
+            *m.entry(item.severity.clone()).or_default().entry(human).or_insert(0) += 1;
+        }
+        m
+    });
+    Ok(StudyResult { study, experiment: key.experiment.clone(), sheet: label, raters, cells, confusion })
+}
+
+impl StudyResult {
+    /// The result as Markdown.
+    pub fn to_markdown(&self) -> String {
+        let mut s = format!("# {}: {}\n\nSheet `{}`, labelled by {}.\n\n", self.study.name(), self.experiment, self.sheet, self.raters.join(", "));
+        let labels: &[&str] = if self.study == Study::H7 { &H7_LABELS } else { &H8_LABELS };
+        let shares: &[&str] = if self.study == Study::H7 { &["correct_safe", "harmful"] } else { &["misclassified"] };
+        let _ = writeln!(s, "| cell | n | {} | {} |", labels.join(" | "), shares.iter().map(|h| format!("{h} (95 % Wilson)")).collect::<Vec<_>>().join(" | "));
+        let _ = writeln!(s, "|---|---:|{}{}", "---:|".repeat(labels.len()), "---|".repeat(shares.len()));
+        for c in &self.cells {
+            let counts: Vec<String> = labels.iter().map(|l| c.labels.get(*l).copied().unwrap_or(0).to_string()).collect();
+            let rendered: Vec<String> = shares.iter().map(|h| c.shares.get(*h).map(Share::render).unwrap_or_default()).collect();
+            let _ = writeln!(s, "| {} | {} | {} | {} |", c.cell, c.n, counts.join(" | "), rendered.join(" | "));
+        }
+        if let Some(m) = &self.confusion {
+            let order: Vec<&str> = Severity::ALL.iter().map(|v| v.as_str()).collect();
+            let _ = writeln!(s, "\nConfusion matrix, all cells: reported severity (rows) × the rater's severity (columns).\n");
+            let _ = writeln!(s, "| reported \\ rater | {} |", order.join(" | "));
+            let _ = writeln!(s, "|---|{}", "---:|".repeat(order.len()));
+            for r in &order {
+                let row: Vec<String> = order.iter().map(|c| m.get(*r).and_then(|x| x.get(*c)).copied().unwrap_or(0).to_string()).collect();
+                let _ = writeln!(s, "| {r} | {} |", row.join(" | "));
+            }
+        }
+        s
+    }
+}
+
+/// Writes `result.json` and `result.md` into `out`.
+pub fn write_result(result: &StudyResult, out: &Path) -> Result<Vec<PathBuf>, AdjudicationError> {
+    std::fs::create_dir_all(out).map_err(|source| AdjudicationError::Write { path: out.to_path_buf(), source })?;
+    let (json, md) = (out.join(RESULT_JSON), out.join(RESULT_MD));
+    let text = serde_json::to_string_pretty(result).map_err(|e| AdjudicationError::Parse { path: json.clone(), message: e.to_string() })?;
+    write_file(&json, &(text + "\n"))?;
+    write_file(&md, &result.to_markdown())?;
+    Ok(vec![json, md])
+}
+
+#[cfg(test)]
+mod tests;
