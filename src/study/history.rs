@@ -753,7 +753,7 @@ mod tests {
         // A and C: 9 findings, 4 dismissed, mean (0.5 + 0.6) / 2; 5 of 9 not dismissed.
         assert_eq!((qwen.sessions, qwen.findings, qwen.dismissed), (2, 9, 4));
         assert!(close(qwen.mean_actionability, 0.55));
-        let (low, high) = wilson_interval(5, 9, 0.95).unwrap();
+        let (low, high) = wilson_interval(5, 9, 0.95).expect("9 trials");
         assert!(close(qwen.wilson_low, low) && close(qwen.wilson_high, high));
         assert_eq!(qwen.reasons, counts(&[("false_positive", 1), ("already_correct", 1), ("wrong_suggestion", 1), ("out_of_scope", 1)]));
     }
@@ -761,7 +761,7 @@ mod tests {
     #[test]
     fn a_side_file_tags_sessions_and_names_unknown_keys() {
         let csv = "session,model\nbbb2222@2026-11-30T11:00:00Z,gpt-4o-mini\nzzz@2026-01-01T00:00:00Z,other\n";
-        let side = SideFile::parse(csv, Path::new("models.csv")).unwrap();
+        let side = SideFile::parse(csv, Path::new("models.csv")).expect("a valid side file");
         let r = analyze(&history(), "history.jsonl", Some(&side));
         assert_eq!(r.sessions[1].model, "gpt-4o-mini");
         assert_eq!(r.sessions[1].model_source, "side file");

@@ -1,3 +1,5 @@
+//! The replay reviewer's formats, mappings, path confinement and cache keys, by hand.
+
 use super::*;
 use crate::finding::{Category, Severity};
 use std::path::Path;
