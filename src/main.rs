@@ -379,10 +379,8 @@ fn a2(args: &A2Args) -> Result<Exit, Error> {
     let report = history::load(&args.history, side.as_ref())?;
     let json = serde_json::to_string_pretty(&report).unwrap_or_default();
     if let Some(dir) = &args.out {
-        std::fs::create_dir_all(dir).map_err(|source| Error::Write { path: dir.clone(), source })?;
         for (name, text) in [("A2.md", report.render()), ("a2.json", format!("{json}\n"))] {
-            let path = dir.join(name);
-            std::fs::write(&path, text).map_err(|source| Error::Write { path, source })?;
+            write_file(&dir.join(name), &text)?;
         }
         eprintln!("wrote {} and {}", dir.join("A2.md").display(), dir.join("a2.json").display());
     } else if args.json {

@@ -309,7 +309,7 @@ pub fn compare_values(
         }
     }
     let difference = stats::mean(&diffs);
-    let interval = stats::bootstrap_mean_interval(&diffs, options.resamples, options.seed, options.level, options.interval);
+    let interval = stats::bootstrap_mean_interval(&diffs, options.resamples, options.seed, options.level(), options.interval);
     let test = stats::sign_flip_test(&diffs, options.resamples, options.seed);
     Comparison {
         metric,
@@ -464,7 +464,7 @@ fn consensus_found(scored: &[ScoredRun<'_>], cell: &str) -> BTreeMap<(String, St
             tally.entry((run.view.subject.to_string(), v.finding.clone())).or_default()[slot] += 1;
         }
     }
-    tally.into_iter().map(|(k, [found, partial, missed])| (k, found > partial && found > missed)).collect()
+    tally.into_iter().map(|(k, [found, partial, missed])| (k, crate::analysis::review_eval::consensus(found, partial, missed) == Verdict::Found)).collect()
 }
 
 fn interval_cell(i: Option<&Interval>, digits: u8) -> TableCell {
@@ -495,7 +495,7 @@ pub fn compute(spec: &AnalysisSpec, input: &AnalysisInput<'_>) -> AnalysisResult
         format!(
             "Each pair of cells differing only in {} is compared subject by subject: B − A is the mean of the per-subject differences, with a paired {method} bootstrap {:.0}% interval over subjects ({} resamples, seed {}) and a two-sided sign-flip permutation test (exact when the sign patterns number at most the resamples). A subject's value pools its repeats; beside each mean, the standard deviation across repeats of the repeat's mean over subjects shows the run-to-run spread. p-values are Holm-corrected over the table; a difference is called when the corrected p < {} and the interval excludes 0{}.",
             axis.map(|a| format!("`{a}`")).unwrap_or_else(|| "their configuration".to_string()),
-            options.level * 100.0,
+            options.level() * 100.0,
             grouped(options.resamples),
             options.seed,
             options.alpha,
@@ -618,7 +618,7 @@ pub fn compute(spec: &AnalysisSpec, input: &AnalysisInput<'_>) -> AnalysisResult
         alpha: options.alpha,
         min_effect: options.min_effect,
         interval: options.interval,
-        level: options.level,
+        level: options.level(),
         headline: options.headline.clone(),
         cells,
         comparisons,
@@ -629,7 +629,7 @@ pub fn compute(spec: &AnalysisSpec, input: &AnalysisInput<'_>) -> AnalysisResult
 }
 
 fn tables(comparisons: &[Comparison], finding_pairs: &[FindingPairs], options: &CompareOptions) -> Vec<Table> {
-    let level = format!("{:.0}% interval", options.level * 100.0);
+    let level = format!("{:.0}% interval", options.level() * 100.0);
     let mut main = Table::new(
         "",
         &["Metric", "Other axes", "A", "B", "Mean A (sd over repeats)", "Mean B (sd over repeats)", "B − A", &level, "p", "p (Holm)", "Subjects", "Verdict"],

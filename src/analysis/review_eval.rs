@@ -183,7 +183,7 @@ fn run_tokens(view: &RunView<'_>) -> Option<u64> {
 }
 
 /// The most frequent verdict; a tie goes to the worse one.
-fn consensus(found: usize, partial: usize, missed: usize) -> Verdict {
+pub(crate) fn consensus(found: usize, partial: usize, missed: usize) -> Verdict {
     let mut best = (Verdict::Missed, missed);
     for (v, n) in [(Verdict::Partial, partial), (Verdict::Found, found)] {
         if n > best.1 {

@@ -153,9 +153,8 @@ pub struct CompareOptions {
     pub resamples: usize,
     /// The seed of both (`seed`).
     pub seed: u64,
-    /// The significance level (`alpha`); the interval's level is 1 − alpha.
+    /// The significance level (`alpha`); the interval's level is 1 − alpha ([`Self::level`]).
     pub alpha: f64,
-    pub level: f64,
     /// Differences smaller than this are not called (`min-effect`).
     pub min_effect: f64,
     /// `percentile` or `bca` (`interval`).
@@ -163,6 +162,13 @@ pub struct CompareOptions {
     /// The rule A4 Jaccard matches findings between repeats with.
     #[serde(skip)]
     pub matching: MatchRule,
+}
+
+impl CompareOptions {
+    /// The confidence level of the intervals: 1 − alpha.
+    pub fn level(&self) -> f64 {
+        1.0 - self.alpha
+    }
 }
 
 impl Default for CompareOptions {
@@ -174,7 +180,6 @@ impl Default for CompareOptions {
             resamples: 10_000,
             seed: 0,
             alpha: 0.05,
-            level: 0.95,
             min_effect: 0.0,
             interval: crate::stats::IntervalMethod::Bca,
             matching: MatchRule::default(),
@@ -539,7 +544,6 @@ fn read_compare(t: &TableReader<'_, '_>, axis: Option<&str>, matching: &MatchRul
     }
     if let Some(a) = t.float("alpha", 0.0001, 0.5) {
         options.alpha = *a.get_ref();
-        options.level = 1.0 - options.alpha;
     }
     if let Some(m) = t.float("min-effect", 0.0, 1e9) {
         options.min_effect = *m.get_ref();

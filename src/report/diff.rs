@@ -161,11 +161,38 @@ pub struct DiffReport {
 
 pub const KEEP_RULE: &str = "keep only if no oracle finding went from found to missed or partial, and noise did not rise";
 
-fn find_cell<'a>(side: &'a Side, id: &str) -> Result<&'a CellEval, DiffError> {
-    side.data.cells.iter().find(|c| c.cell == id).ok_or_else(|| DiffError::UnknownCell {
-        path: side.path.clone(),
+/// The cell named `id` of one side's cells.
+fn find_cell<'a, T>(path: &Path, cells: &'a [T], id: &str, id_of: &impl Fn(&T) -> &str) -> Result<&'a T, DiffError> {
+    cells.iter().find(|c| id_of(c) == id).ok_or_else(|| DiffError::UnknownCell {
+        path: path.to_path_buf(),
         cell: id.to_string(),
-        known: side.data.cells.iter().map(|c| format!("`{}`", c.cell)).collect::<Vec<_>>().join(", "),
+        known: cells.iter().map(|c| format!("`{}`", id_of(c))).collect::<Vec<_>>().join(", "),
+    })
+}
+
+/// The pairs of cells two sides compare: as named (`--cell-a`/`--cell-b`, one name serving
+/// both sides when only one is given), else the only cell of each side, else the cells with
+/// the same id on both sides. Shared by the keep rule and the statistical gate.
+pub(crate) fn pick_pairs<'a, T>(
+    (path_a, a): (&Path, &'a [T]),
+    (path_b, b): (&Path, &'a [T]),
+    id_of: impl Fn(&T) -> &str,
+    cell_a: Option<&str>,
+    cell_b: Option<&str>,
+) -> Result<Vec<(&'a T, &'a T)>, DiffError> {
+    Ok(match (cell_a.or(cell_b), cell_b.or(cell_a)) {
+        (Some(x), Some(y)) => vec![(find_cell(path_a, a, x, &id_of)?, find_cell(path_b, b, y, &id_of)?)],
+        _ => match (a, b) {
+            ([x], [y]) if path_a != path_b => vec![(x, y)],
+            _ if path_a == path_b => return Err(DiffError::Ambiguous { reason: "both sides are the same results file".into() }),
+            _ => {
+                let pairs: Vec<_> = a.iter().filter_map(|x| b.iter().find(|y| id_of(y) == id_of(x)).map(|y| (x, y))).collect();
+                if pairs.is_empty() {
+                    return Err(DiffError::Ambiguous { reason: "the two executions share no cell id".into() });
+                }
+                pairs
+            }
+        },
     })
 }
 
@@ -212,20 +239,7 @@ pub fn compare_cells(a: &CellEval, b: &CellEval) -> CellDiff {
 
 /// Compares two sides (the same file twice for two cells of one execution).
 pub fn compare(a: &Side, b: &Side, cell_a: Option<&str>, cell_b: Option<&str>) -> Result<DiffReport, DiffError> {
-    let pairs: Vec<(&CellEval, &CellEval)> = match (cell_a.or(cell_b), cell_b.or(cell_a)) {
-        (Some(x), Some(y)) => vec![(find_cell(a, x)?, find_cell(b, y)?)],
-        _ => match (a.data.cells.as_slice(), b.data.cells.as_slice()) {
-            ([x], [y]) if a.path != b.path => vec![(x, y)],
-            _ if a.path == b.path => return Err(DiffError::Ambiguous { reason: "both sides are the same results file".into() }),
-            _ => {
-                let pairs: Vec<_> = a.data.cells.iter().filter_map(|x| b.data.cells.iter().find(|y| y.cell == x.cell).map(|y| (x, y))).collect();
-                if pairs.is_empty() {
-                    return Err(DiffError::Ambiguous { reason: "the two executions share no cell id".into() });
-                }
-                pairs
-            }
-        },
-    };
+    let pairs = pick_pairs((&a.path, &a.data.cells), (&b.path, &b.data.cells), |c: &CellEval| c.cell.as_str(), cell_a, cell_b)?;
     let pairs: Vec<CellDiff> = pairs.into_iter().map(|(x, y)| compare_cells(x, y)).collect();
     Ok(DiffReport {
         a: a.path.display().to_string(),

@@ -105,33 +105,6 @@ pub struct GateReport {
     pub passed: bool,
 }
 
-fn find<'a>(side: &'a MetricSide, id: &str) -> Result<&'a CellMetrics, DiffError> {
-    side.cells.iter().find(|c| c.cell == id).ok_or_else(|| DiffError::UnknownCell {
-        path: side.path.clone(),
-        cell: id.to_string(),
-        known: side.cells.iter().map(|c| format!("`{}`", c.cell)).collect::<Vec<_>>().join(", "),
-    })
-}
-
-/// The cells compared, chosen as `runner diff` chooses them: as named, else the only cell of
-/// each side, else the cells with the same id on both sides.
-fn pairs<'a>(a: &'a MetricSide, b: &'a MetricSide, cell_a: Option<&str>, cell_b: Option<&str>) -> Result<Vec<(&'a CellMetrics, &'a CellMetrics)>, DiffError> {
-    Ok(match (cell_a.or(cell_b), cell_b.or(cell_a)) {
-        (Some(x), Some(y)) => vec![(find(a, x)?, find(b, y)?)],
-        _ => match (a.cells.as_slice(), b.cells.as_slice()) {
-            ([x], [y]) if a.path != b.path => vec![(x, y)],
-            _ if a.path == b.path => return Err(DiffError::Ambiguous { reason: "both sides are the same results file".into() }),
-            _ => {
-                let pairs: Vec<_> = a.cells.iter().filter_map(|x| b.cells.iter().find(|y| y.cell == x.cell).map(|y| (x, y))).collect();
-                if pairs.is_empty() {
-                    return Err(DiffError::Ambiguous { reason: "the two executions share no cell id".into() });
-                }
-                pairs
-            }
-        },
-    })
-}
-
 /// Tests B against A on every pair of cells.
 pub fn gate(a: &MetricSide, b: &MetricSide, cell_a: Option<&str>, cell_b: Option<&str>, options: &GateOptions) -> Result<GateReport, DiffError> {
     if options.metric.higher_is_better().is_none() {
@@ -143,21 +116,21 @@ pub fn gate(a: &MetricSide, b: &MetricSide, cell_a: Option<&str>, cell_b: Option
         resamples: options.resamples,
         seed: options.seed,
         alpha: options.alpha,
-        level: 1.0 - options.alpha,
         min_effect: options.min_effect,
         interval: options.interval,
         ..CompareOptions::default()
     };
     let empty = MetricValues::default();
-    let mut comparisons: Vec<Comparison> = pairs(a, b, cell_a, cell_b)?
-        .into_iter()
-        .map(|(x, y)| {
-            let xv = x.metrics.get(options.metric.as_str()).unwrap_or(&empty);
-            let yv = y.metrics.get(options.metric.as_str()).unwrap_or(&empty);
-            let (xl, yl) = if a.path == b.path { (x.cell.clone(), y.cell.clone()) } else { (format!("A {}", x.cell), format!("B {}", y.cell)) };
-            compare::compare_values(options.metric, xv, yv, &compare_options, String::new(), (&x.cell, &y.cell), (&xl, &yl))
-        })
-        .collect();
+    let mut comparisons: Vec<Comparison> =
+        super::diff::pick_pairs((&a.path, &a.cells), (&b.path, &b.cells), |c: &CellMetrics| c.cell.as_str(), cell_a, cell_b)?
+            .into_iter()
+            .map(|(x, y)| {
+                let xv = x.metrics.get(options.metric.as_str()).unwrap_or(&empty);
+                let yv = y.metrics.get(options.metric.as_str()).unwrap_or(&empty);
+                let (xl, yl) = if a.path == b.path { (x.cell.clone(), y.cell.clone()) } else { (format!("A {}", x.cell), format!("B {}", y.cell)) };
+                compare::compare_values(options.metric, xv, yv, &compare_options, String::new(), (&x.cell, &y.cell), (&xl, &yl))
+            })
+            .collect();
     correct_and_conclude(&mut comparisons, options.alpha, options.min_effect);
     let rows: Vec<GateRow> = comparisons
         .into_iter()
