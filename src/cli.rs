@@ -16,6 +16,9 @@ pub(crate) enum Command {
     Exec(ExecArgs),
     /// Show what an experiment would run, what is cached, and why a cell misses.
     Plan(PlanArgs),
+    /// Assemble the reports of an experiment its shards (`exec --shard i/n`) executed: like
+    /// `exec --frozen`, it runs nothing and fails listing every run no shard stored.
+    Merge(MergeArgs),
     /// Check manifests and report every problem with its line and column.
     Validate {
         /// Manifest files.
@@ -78,6 +81,12 @@ pub(crate) struct LocationArgs {
     /// manifest's project root).
     #[arg(long, env = "RUNNER_WORK_DIR", global = true)]
     pub work_dir: Option<PathBuf>,
+    /// A shared cache behind the local one, in any S3-compatible store:
+    /// `s3://bucket/prefix`. Read-through and write-through; credentials and endpoint come
+    /// from the AWS environment variables (`AWS_ACCESS_KEY_ID`, `AWS_SECRET_ACCESS_KEY`,
+    /// `AWS_ENDPOINT_URL`, `AWS_REGION`) or `AWS_PROFILE`, never from here.
+    #[arg(long, env = "RUNNER_REMOTE_CACHE", global = true, value_name = "URL")]
+    pub remote_cache: Option<String>,
 }
 
 #[derive(Debug, Args)]
@@ -119,6 +128,43 @@ pub(crate) struct ExecArgs {
     /// = true` does.
     #[arg(long)]
     pub html: bool,
+    /// Execute only shard INDEX of COUNT (0-based): the runs whose `blake3(run key) mod
+    /// COUNT` is INDEX. Writes results to the cache and no report; `runner merge` assembles
+    /// the reports once every shard is done.
+    #[arg(long, value_name = "INDEX/COUNT", conflicts_with = "frozen")]
+    pub shard: Option<runner::plan::Shard>,
+    /// Set by `runner merge --shards`: name each missing run's shard.
+    #[arg(skip)]
+    pub shards: Option<u64>,
+    #[command(flatten)]
+    pub locations: LocationArgs,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct MergeArgs {
+    /// The experiment manifest the shards executed.
+    pub manifest: PathBuf,
+    /// How many shards executed it: each missing run is listed with the shard that owns it.
+    #[arg(long, value_name = "COUNT")]
+    pub shards: Option<u64>,
+    /// Print NDJSON events on stdout instead of progress.
+    #[arg(long, conflicts_with = "quiet")]
+    pub json: bool,
+    /// Print only errors.
+    #[arg(short, long)]
+    pub quiet: bool,
+    /// Write the reports into this directory instead of the manifest's `[report] output`.
+    #[arg(long, value_name = "DIR")]
+    pub output: Option<PathBuf>,
+    /// Refuse a plan of more runs than this.
+    #[arg(long, value_name = "N", default_value_t = runner::plan::DEFAULT_MAX_RUNS)]
+    pub max_runs: u64,
+    /// Also write a compact Markdown summary here (as `exec --summary`).
+    #[arg(long, value_name = "PATH")]
+    pub summary: Option<PathBuf>,
+    /// Also write report.html beside RESULTS.md.
+    #[arg(long)]
+    pub html: bool,
     #[command(flatten)]
     pub locations: LocationArgs,
 }
@@ -126,6 +172,9 @@ pub(crate) struct ExecArgs {
 #[derive(Debug, Args)]
 pub(crate) struct PlanArgs {
     pub manifest: PathBuf,
+    /// Show only shard INDEX of COUNT's runs (as `exec --shard` would execute them).
+    #[arg(long, value_name = "INDEX/COUNT")]
+    pub shard: Option<runner::plan::Shard>,
     /// Print the plan as JSON.
     #[arg(long)]
     pub json: bool,
@@ -231,6 +280,18 @@ pub(crate) enum CacheCommand {
     },
     /// Verify every object's hash and every run's references.
     Verify,
+    /// Copy the local cache's entries of these manifests' experiments (runs and stage values)
+    /// to the remote cache (`--remote-cache`), create-if-absent.
+    Push {
+        #[arg(required = true)]
+        manifests: Vec<PathBuf>,
+    },
+    /// Copy the remote cache's entries of these manifests' experiments into the local cache,
+    /// verifying every object.
+    Pull {
+        #[arg(required = true)]
+        manifests: Vec<PathBuf>,
+    },
     /// Remove unreferenced objects and failure records; with manifests, also runs they don't plan.
     Gc {
         /// Keep only runs planned by these manifests.
@@ -417,6 +478,6 @@ pub(crate) struct CorpusValidateArgs {
     pub json: bool,
 }
 
-fn default_jobs() -> usize {
+pub(crate) fn default_jobs() -> usize {
     std::thread::available_parallelism().map(|n| n.get() * 2).unwrap_or(4).max(4)
 }

@@ -43,6 +43,8 @@ pub enum Error {
     #[error(transparent)]
     Cache(#[from] crate::cache::store::CacheError),
     #[error("{0}")]
+    RemoteCache(#[from] crate::cache::RemoteError),
+    #[error("{0}")]
     Reviewer(#[from] crate::reviewer::ReviewError),
     #[error(transparent)]
     Oracle(#[from] crate::ground_truth::oracle::OracleError),
@@ -120,7 +122,7 @@ impl Ending {
             Self::Unreachable
         } else if outcomes.iter().any(RunOutcome::is_over_budget) {
             Self::OverBudget
-        } else if outcomes.iter().any(|o| o.success().is_none()) {
+        } else if outcomes.iter().any(|o| o.success().is_none() && !o.is_other_shard()) {
             Self::RunsFailed
         } else {
             Self::Complete

@@ -3,7 +3,7 @@
 use crate::analysis::context_level::DiffScope;
 use crate::analysis::spec::AnalysisKind;
 use crate::analysis::{self, AnalysisInput, AnalysisResult, RunView};
-use crate::cache::CacheStore;
+use crate::cache::{CacheStore, LayeredStore, RemoteStore, Store};
 use crate::error::Error;
 use crate::exec::{self, Emitter, ExecOptions, ReviewerLimits, RunOutcome, WalkView};
 use crate::ground_truth::{self, oracle::Oracle};
@@ -25,6 +25,8 @@ pub struct Prepared {
     pub reviewers: ReviewerSet,
     pub plan: Plan,
     pub cache: CacheStore,
+    /// The remote cache behind `cache`, when one is configured (`--remote-cache`).
+    pub remote: Option<Arc<RemoteStore>>,
     /// The target's ground truth, for analyses only: never passed to a reviewer.
     pub oracle: Option<Oracle>,
     /// Adjudication records named by analyses, by resolved path.
@@ -47,6 +49,8 @@ pub struct RqsResources {
 pub struct Locations {
     pub cache_dir: Option<PathBuf>,
     pub work_dir: Option<PathBuf>,
+    /// A remote cache behind the local one (`s3://bucket/prefix`).
+    pub remote_cache: Option<String>,
 }
 
 /// Limits on what a plan may hold; CLI flags set them.
@@ -83,7 +87,13 @@ fn prepare_manifest(manifest: Manifest, locations: &Locations, options: &Prepare
     let oracle = load_oracle(&manifest)?;
     let adjudications = load_adjudications(&manifest)?;
     let (scorers, rqs) = load_scoring(&manifest, &plan)?;
-    Ok(Prepared { manifest, reviewers, plan, cache, oracle, adjudications, scorers, rqs })
+    let remote = open_remote(locations)?;
+    Ok(Prepared { manifest, reviewers, plan, cache, remote, oracle, adjudications, scorers, rqs })
+}
+
+/// The remote cache `locations` names, opened (nothing is sent until it is used).
+fn open_remote(locations: &Locations) -> Result<Option<Arc<RemoteStore>>, Error> {
+    Ok(locations.remote_cache.as_deref().filter(|u| !u.trim().is_empty()).map(RemoteStore::open).transpose()?.map(Arc::new))
 }
 
 /// The scoring clients, when the plan has scoring nodes, and each `rqs` analysis's τ and
@@ -123,6 +133,20 @@ fn load_scoring(manifest: &Manifest, plan: &Plan) -> Result<Scoring, Error> {
 }
 
 impl Prepared {
+    /// The store executions read and write: the local cache, with the remote behind it when
+    /// one is configured. `warn` is told once if the remote fails.
+    pub fn store(&self, warn: crate::cache::layered::Warn) -> Arc<dyn Store> {
+        match &self.remote {
+            Some(remote) => Arc::new(LayeredStore::new(self.cache.clone(), remote.clone(), warn)),
+            None => Arc::new(self.cache.clone()),
+        }
+    }
+
+    /// The layered store itself, for `cache push` and `cache pull`.
+    pub fn layered(&self, warn: crate::cache::layered::Warn) -> Option<LayeredStore> {
+        self.remote.as_ref().map(|remote| LayeredStore::new(self.cache.clone(), remote.clone(), warn))
+    }
+
     /// Each reviewer's limits, as the engine applies them.
     pub fn reviewer_limits(&self) -> BTreeMap<String, ReviewerLimits> {
         self.manifest
@@ -235,12 +259,12 @@ pub async fn execute(
     emitter: &Emitter,
     cancel: watch::Receiver<bool>,
 ) -> Result<Executed, Error> {
-    let conclusions = ExperimentConclusions { prepared, manifest_label, frozen: options.frozen };
+    let conclusions = ExperimentConclusions { prepared, manifest_label, frozen: options.frozen, sharded: options.shard.is_some() };
     let materializer: exec::Materializer = Arc::new(|spec, work_dir| crate::subject::materialize(spec, work_dir).map_err(|e| e.to_string()));
     let scorers = prepared.scorers.clone().map(|s| s as Arc<dyn exec::Scorers>);
-    let execution =
-        exec::execute(&prepared.plan, &prepared.reviewers, scorers, materializer, Arc::new(prepared.cache.clone()), &options, &conclusions, emitter, cancel)
-            .await;
+    let warner = emitter.clone();
+    let store = prepared.store(Arc::new(move |message| warner.emit(exec::Event::Warning { message })));
+    let execution = exec::execute(&prepared.plan, &prepared.reviewers, scorers, materializer, store, &options, &conclusions, emitter, cancel).await;
     let rendered = execution.report.ok_or(Error::NotRendered)??;
     Ok(Executed { outcomes: execution.outcomes, cost: execution.cost, scoring: rendered.scoring, results: rendered.results, written: rendered.written })
 }
@@ -250,6 +274,8 @@ struct ExperimentConclusions<'a> {
     prepared: &'a Prepared,
     manifest_label: &'a str,
     frozen: bool,
+    /// `--shard`: this execution holds part of the runs, so it writes no report.
+    sharded: bool,
 }
 
 /// What the render node produced.
@@ -295,7 +321,7 @@ impl exec::Conclusions for ExperimentConclusions<'_> {
         let scoring = view.scoring_tally();
         let gaps = self.frozen && (outcomes.iter().any(|o| matches!(o, RunOutcome::Missing)) || scoring.not_cached > 0);
         let interrupted = outcomes.iter().any(|o| o.is_interrupted()) || scoring.interrupted > 0;
-        let written = if nothing_succeeded || gaps || interrupted {
+        let written = if nothing_succeeded || gaps || interrupted || self.sharded {
             Vec::new()
         } else {
             report::render::write_reports(&results, &prepared.manifest.report.output, prepared.manifest.report.template.as_deref())?
@@ -385,7 +411,8 @@ pub fn prepare_to_read(manifest_path: &std::path::Path, locations: &Locations) -
     let plan = plan::build_limited(&manifest, subjects, &reviewers, PrepareOptions::default().max_runs)?;
     let cache = CacheStore::new(locations.cache_dir.clone().unwrap_or_else(|| manifest.cache_dir.clone()));
     let oracle = load_oracle(&manifest)?;
-    Ok(Prepared { manifest, reviewers, plan, cache, oracle, adjudications: BTreeMap::new(), scorers: None, rqs: BTreeMap::new() })
+    let remote = open_remote(locations)?;
+    Ok(Prepared { manifest, reviewers, plan, cache, remote, oracle, adjudications: BTreeMap::new(), scorers: None, rqs: BTreeMap::new() })
 }
 
 /// `runner show`: the findings of the runs `selection` picks, from the cache, with their

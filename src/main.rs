@@ -5,7 +5,7 @@ mod cli;
 use clap::Parser;
 use cli::{
     A2Args, AdjudicateCommand, AdjudicateExportArgs, AdjudicateImportArgs, CacheCommand, Cli, Command, CorpusCommand, CorpusValidateArgs, CrscoreArgs,
-    DiffArgs, ExecArgs, LocationArgs, PlanArgs, ReportArgs, ScoreArgs, ShowArgs, StudyCommand, StudyExportArgs, StudyImportArgs,
+    DiffArgs, ExecArgs, LocationArgs, MergeArgs, PlanArgs, ReportArgs, ScoreArgs, ShowArgs, StudyCommand, StudyExportArgs, StudyImportArgs,
 };
 use runner::analysis::score::ScoreError;
 use runner::cache::Lookup;
@@ -29,6 +29,7 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Exec(args) => exec(args),
         Command::Plan(args) => plan(args),
+        Command::Merge(args) => merge(args),
         Command::Validate { files, max_runs } => validate(&files, max_runs),
         Command::Diff(args) => diff(args),
         Command::Show(args) => show(&args),
@@ -69,11 +70,31 @@ fn report_problems(what: &str, path: &Path, problems: &[String]) {
 }
 
 fn locations(args: &LocationArgs) -> Locations {
-    Locations { cache_dir: args.cache_dir.clone(), work_dir: args.work_dir.clone() }
+    Locations { cache_dir: args.cache_dir.clone(), work_dir: args.work_dir.clone(), remote_cache: args.remote_cache.clone() }
 }
 
 fn runtime() -> Result<tokio::runtime::Runtime, Error> {
     tokio::runtime::Builder::new_multi_thread().enable_all().build().map_err(Error::Runtime)
+}
+
+/// `runner merge`: `exec --frozen`, listing each missing run with the shard that owns it.
+fn merge(args: MergeArgs) -> Result<Exit, Error> {
+    exec(ExecArgs {
+        manifest: args.manifest,
+        jobs: cli::default_jobs(),
+        frozen: true,
+        refresh: false,
+        json: args.json,
+        quiet: args.quiet,
+        output: args.output,
+        max_runs: args.max_runs,
+        summary: args.summary,
+        max_cost: None,
+        html: args.html,
+        shard: None,
+        shards: args.shards,
+        locations: args.locations,
+    })
 }
 
 fn exec(args: ExecArgs) -> Result<Exit, Error> {
@@ -97,6 +118,7 @@ fn exec(args: ExecArgs) -> Result<Exit, Error> {
         experiment: prepared.manifest.experiment.name.clone(),
         reviewers: prepared.reviewer_limits(),
         max_cost: args.max_cost,
+        shard: args.shard,
     };
     let log_path = work_dir.join("executions").join(format!("{}-{}.ndjson", prepared.manifest.experiment.name, unix_millis()));
     let log = std::fs::create_dir_all(log_path.parent().unwrap_or(Path::new("."))).ok().and_then(|_| std::fs::File::create(&log_path).ok());
@@ -144,7 +166,7 @@ fn exec(args: ExecArgs) -> Result<Exit, Error> {
             for path in &executed.written {
                 eprintln!("wrote {}", path.display());
             }
-            if !interrupted && executed.written.is_empty() && summary.missing.is_empty() && !executed.outcomes.is_empty() {
+            if !interrupted && args.shard.is_none() && executed.written.is_empty() && summary.missing.is_empty() && !executed.outcomes.is_empty() {
                 eprintln!("no run succeeded: the reports were left as they were");
             }
         }
@@ -156,8 +178,14 @@ fn exec(args: ExecArgs) -> Result<Exit, Error> {
         if !summary.missing.is_empty() {
             eprintln!("error: --frozen: {} runs are not in the cache:", summary.missing.len());
         }
+        // With the shard count known (`runner merge --shards`), each names the shard to re-run.
+        let owners: std::collections::HashMap<String, &runner::cache::CacheKey> =
+            if args.shards.is_some() { prepared.plan.runs.iter().map(|r| (r.label(), &r.key)).collect() } else { Default::default() };
         for run in &summary.missing {
-            eprintln!("  {run}");
+            match (args.shards, owners.get(run)) {
+                (Some(count), Some(key)) => eprintln!("  {run}  (shard {}/{count})", runner::plan::Shard::of(key, count)),
+                _ => eprintln!("  {run}"),
+            }
         }
         if executed.scoring.not_cached > 0 {
             eprintln!("error: --frozen: {} scoring nodes (judges, claims, smells, embeddings) are not in the cache", executed.scoring.not_cached);
@@ -205,8 +233,12 @@ fn plan(args: PlanArgs) -> Result<Exit, Error> {
     let name = &prepared.manifest.experiment.name;
     let mut rows = Vec::new();
     let (mut cached, mut missing) = (0, 0);
-    for run in &prepared.plan.runs {
-        let (status, why) = match prepared.cache.lookup(&run.key) {
+    // With a remote cache, what it holds counts as cached (and is copied into the local one).
+    let store = prepared.store(std::sync::Arc::new(|message| eprintln!("warning: {message}")));
+    let runs: Vec<&runner::plan::PlannedRun> = prepared.plan.runs.iter().filter(|r| args.shard.is_none_or(|s| s.contains(&r.key))).collect();
+    store.prefetch(&runs.iter().map(|r| r.key.clone()).collect::<Vec<_>>());
+    for run in runs {
+        let (status, why) = match store.lookup(&run.key) {
             Lookup::Hit { .. } => {
                 cached += 1;
                 ("cached", String::new())
@@ -235,6 +267,7 @@ fn plan(args: PlanArgs) -> Result<Exit, Error> {
     if args.json {
         let doc = serde_json::json!({
             "experiment": name,
+            "shard": args.shard.map(|s| s.to_string()),
             "runs": rows,
             "cached": cached,
             "to_run": missing,
@@ -244,6 +277,9 @@ fn plan(args: PlanArgs) -> Result<Exit, Error> {
         println!("{}", serde_json::to_string_pretty(&doc).unwrap_or_default());
     } else {
         println!("{name}: {} ({} cached, {} to run)", prepared.plan.size(), cached, missing,);
+        if let Some(shard) = args.shard {
+            println!("shard {shard}: {} of the {} runs", cached + missing, prepared.plan.runs.len());
+        }
         println!("DAG: {} nodes, {} edges", prepared.plan.graph.node_count(), prepared.plan.graph.edge_count());
         for n in &nodes {
             println!("  {:<12} {:>6}  {}", n.kind.as_str(), n.count, n.status);
@@ -615,9 +651,66 @@ fn write_file(path: &Path, text: &str) -> Result<(), Error> {
     std::fs::write(path, text).map_err(|e| Error::Write { path: path.to_path_buf(), source: e })
 }
 
+/// `cache push` / `cache pull`: moves each manifest's runs and stage values between the local
+/// cache and the remote one.
+fn cache_transfer(manifests: &[PathBuf], locations: &LocationArgs, push: bool) -> Result<Exit, Error> {
+    if locations.remote_cache.is_none() {
+        return Err(Error::RemoteCache(runner::cache::RemoteError::Config(
+            "`cache push` and `cache pull` need a remote cache: pass --remote-cache s3://bucket/prefix or set RUNNER_REMOTE_CACHE".to_string(),
+        )));
+    }
+    let mut ok = true;
+    for manifest in manifests {
+        let prepared = experiment::prepare_to_read(manifest, &self::locations(locations))?;
+        let name = prepared.manifest.experiment.name.clone();
+        let Some(layered) = prepared.layered(std::sync::Arc::new(|message| eprintln!("warning: {message}"))) else { continue };
+        let keys: Vec<runner::cache::CacheKey> = prepared.plan.runs.iter().map(|r| r.key.clone()).collect();
+        let mut values = 0usize;
+        let runs = if push {
+            for record in prepared.cache.list_values().into_iter().flatten().filter(|r| r.experiment == name) {
+                values += usize::from(layered.push_value(&record));
+            }
+            keys.iter().filter(|k| layered.push_run(k)).count()
+        } else {
+            layered.prefetch_runs(&keys);
+            if layered.outage().is_none() {
+                values = layered.pull_values(&name)?;
+            }
+            keys.iter().filter(|k| matches!(layered.local().lookup(k), Lookup::Hit { .. })).count()
+        };
+        let moved = layered.transfer();
+        if let Some(outage) = layered.outage() {
+            eprintln!("error: {name}: the remote cache failed: {outage}");
+            ok = false;
+            continue;
+        }
+        if push {
+            println!(
+                "{name}: {runs} of {} runs and {values} stage values checked against {}: {} new there, {} already there",
+                keys.len(),
+                layered_url(&prepared),
+                moved.pushed,
+                moved.present
+            );
+        } else {
+            println!("{name}: {} entries copied from {}; {runs} of {} runs now in the local cache, {values} stage values copied", moved.pulled, layered_url(&prepared), keys.len());
+            if moved.corrupt > 0 {
+                eprintln!("warning: {name}: {} remote entries failed verification and were not used", moved.corrupt);
+            }
+        }
+    }
+    Ok(if ok { Exit::Ok } else { Exit::Error })
+}
+
+fn layered_url(prepared: &experiment::Prepared) -> String {
+    prepared.remote.as_ref().map(|r| r.url().to_string()).unwrap_or_default()
+}
+
 fn cache(command: CacheCommand, locations: &LocationArgs) -> Result<Exit, Error> {
     let store = runner::cache::CacheStore::new(locations.cache_dir.clone().unwrap_or_else(|| PathBuf::from("cache")));
     match command {
+        CacheCommand::Push { manifests } => cache_transfer(&manifests, locations, true),
+        CacheCommand::Pull { manifests } => cache_transfer(&manifests, locations, false),
         CacheCommand::Ls { json } => {
             let entries = store.list();
             for entry in &entries {
@@ -649,7 +742,7 @@ fn cache(command: CacheCommand, locations: &LocationArgs) -> Result<Exit, Error>
             } else {
                 let mut kept = runner::cache::Keep::default();
                 for m in &keep {
-                    let prepared = experiment::prepare(m, &Locations { cache_dir: Some(store.root().to_path_buf()), work_dir: None })?;
+                    let prepared = experiment::prepare(m, &Locations { cache_dir: Some(store.root().to_path_buf()), ..Locations::default() })?;
                     kept.runs.extend(prepared.plan.runs.iter().map(|r| r.key.clone()));
                     kept.experiments.insert(prepared.manifest.experiment.name.clone());
                 }

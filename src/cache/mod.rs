@@ -10,12 +10,17 @@
 //!   to explain which input changed when that slot misses.
 //!
 //! Writes are atomic (temp file, fsync, rename); reads verify hashes, and a corrupt entry is
-//! reported and treated as a miss.
+//! reported and treated as a miss. [`layered::LayeredStore`] puts an S3-compatible bucket
+//! ([`remote::RemoteStore`]) with the same layout behind the directory.
 
 pub mod key;
+pub mod layered;
+pub mod remote;
 pub mod store;
 
 pub use key::{CacheKey, KeyInputs};
+pub use layered::{LayeredStore, Transfer};
+pub use remote::{RemoteError, RemoteStore, RemoteUrl};
 pub use store::{CacheError, CacheStore, Keep, Lookup, RunRecord, ValueLookup, ValueRecord};
 
 use crate::reviewer::{ReviewError, ReviewOutput};
@@ -63,6 +68,10 @@ pub trait Store: Send + Sync {
 
     /// Stores a stage value atomically, with what its key was computed from.
     fn store_value(&self, experiment: &str, stage: &str, key: &CacheKey, inputs: &serde_json::Value, value: &serde_json::Value) -> Result<(), CacheError>;
+
+    /// A hint that these runs will be looked up next: a remote store fetches the ones it
+    /// has in parallel. Nothing for a local one.
+    fn prefetch(&self, _keys: &[CacheKey]) {}
 }
 
 impl Store for CacheStore {

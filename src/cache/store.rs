@@ -106,7 +106,7 @@ fn sharded(dir: &Path, name: &str) -> PathBuf {
     dir.join(&name[..2.min(name.len())]).join(name)
 }
 
-fn is_hex64(s: &str) -> bool {
+pub(crate) fn is_hex64(s: &str) -> bool {
     s.len() == 64 && s.bytes().all(|b| b.is_ascii_hexdigit())
 }
 
@@ -185,6 +185,26 @@ impl CacheStore {
             atomic_write(&path, bytes)?;
         }
         Ok(hash)
+    }
+
+    /// The record hash a run key points at, as filed (unverified); `None` when there is none.
+    pub fn run_pointer(&self, key: &CacheKey) -> Option<String> {
+        std::fs::read_to_string(self.run_path(key)).ok().map(|p| p.trim().to_string())
+    }
+
+    /// The record hash a stage value's key points at, as filed (unverified).
+    pub fn value_pointer(&self, key: &CacheKey) -> Option<String> {
+        std::fs::read_to_string(self.value_path(key)).ok().map(|p| p.trim().to_string())
+    }
+
+    /// Files `key` as pointing at the run record `hash`; the caller stored its objects first.
+    pub fn set_run_pointer(&self, key: &CacheKey, hash: &str) -> Result<(), CacheError> {
+        atomic_write(&self.run_path(key), format!("{hash}\n").as_bytes())
+    }
+
+    /// Files `key` as pointing at the value record `hash`; the caller stored its objects first.
+    pub fn set_value_pointer(&self, key: &CacheKey, hash: &str) -> Result<(), CacheError> {
+        atomic_write(&self.value_path(key), format!("{hash}\n").as_bytes())
     }
 
     /// Reads an object and checks that its bytes still hash to its name.

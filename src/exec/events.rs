@@ -60,6 +60,11 @@ pub enum Event {
         error: String,
     },
     Interrupted,
+    /// Something the user should know that changes no result (a remote cache unreachable,
+    /// so the execution went on with the local cache only).
+    Warning {
+        message: String,
+    },
     /// The walk is over: what the reviews it ran cost, what the cache saved, and how many
     /// runs `--max-cost` left unrun.
     Cost(super::CostReport),
@@ -84,6 +89,8 @@ pub enum SkipReason {
     /// The execution's cost budget (`--max-cost`) was reached before the run could start;
     /// running again with a larger budget continues from the cache.
     OverBudget { budget: String },
+    /// `--shard`: the run belongs to another shard, whose execution runs it.
+    OtherShard { shard: String },
 }
 
 impl std::fmt::Display for SkipReason {
@@ -97,6 +104,7 @@ impl std::fmt::Display for SkipReason {
             Self::ServerUnreachable { .. } => f.write_str("endpoint unreachable: not started, or stopped, once a run found the server down"),
             Self::DependencyFailed { dependency, error } => write!(f, "{dependency} failed: {error}"),
             Self::NotCached => f.write_str("not in the cache (frozen)"),
+            Self::OtherShard { shard } => write!(f, "belongs to shard {shard}"),
             Self::OverBudget { budget } => write!(f, "over budget: not started once the reviews run had cost --max-cost {budget}"),
         }
     }

@@ -39,6 +39,9 @@ pub struct ExecOptions {
     pub reviewers: BTreeMap<String, ReviewerLimits>,
     /// Start no new review once the reviews run so far cost this much (`--max-cost`).
     pub max_cost: Option<Budget>,
+    /// Execute only this shard's runs (`--shard i/n`); the others are left to other
+    /// machines, and no report is written.
+    pub shard: Option<crate::plan::Shard>,
 }
 
 /// One reviewer's scheduling limits.
@@ -88,6 +91,11 @@ impl RunOutcome {
     /// Not started because the execution's cost budget was reached.
     pub fn is_over_budget(&self) -> bool {
         matches!(self, Self::Skipped(SkipReason::OverBudget { .. }))
+    }
+
+    /// Left to another shard's execution (`--shard`).
+    pub fn is_other_shard(&self) -> bool {
+        matches!(self, Self::Skipped(SkipReason::OtherShard { .. }))
     }
 }
 

@@ -65,6 +65,14 @@ impl<A, R> State<A, R> {
         }
     }
 
+    /// `--shard`: this node is another shard's work, and so are the nodes that require it.
+    fn other_shard(&self) -> Option<SkipReason> {
+        match self {
+            Self::Skipped(reason @ SkipReason::OtherShard { .. }) | Self::Run(RunOutcome::Skipped(reason @ SkipReason::OtherShard { .. })) => Some(reason.clone()),
+            _ => None,
+        }
+    }
+
     fn error(&self) -> String {
         match self {
             Self::Failed(e) => e.clone(),
@@ -200,7 +208,12 @@ pub async fn execute<C: Conclusions>(
         })
         .collect();
 
-    // Reviews the cache already has are done before the walk starts.
+    // Reviews the cache already has are done before the walk starts; a remote cache
+    // fetches the ones it has first, in parallel.
+    if !options.refresh {
+        let (store, keys) = (cache.clone(), plan.runs.iter().map(|r| r.key.clone()).collect::<Vec<_>>());
+        let _ = tokio::task::spawn_blocking(move || store.prefetch(&keys)).await;
+    }
     let mut pending_runs = 0usize;
     for (i, run) in plan.runs.iter().enumerate() {
         let lookup = if options.refresh { Lookup::Miss } else { cache.lookup(&run.key) };
@@ -218,6 +231,17 @@ pub async fn execute<C: Conclusions>(
             }
         }
     }
+    // A shard executes its own runs only; the rest are other machines' work.
+    if let Some(shard) = options.shard {
+        for (i, run) in plan.runs.iter().enumerate() {
+            let state = &mut states[review_nodes[i].index()];
+            if matches!(state, State::Pending) && !shard.contains(&run.key) {
+                let owner = crate::plan::Shard { index: crate::plan::Shard::of(&run.key, shard.count), count: shard.count };
+                *state = State::Run(RunOutcome::Skipped(SkipReason::OtherShard { shard: owner.to_string() }));
+                pending_runs -= 1;
+            }
+        }
+    }
     emitter.emit(Event::Planned {
         experiment: options.experiment.clone(),
         runs: plan.runs.len(),
@@ -227,6 +251,11 @@ pub async fn execute<C: Conclusions>(
     for (i, run) in plan.runs.iter().enumerate() {
         if let State::Run(RunOutcome::Cached { findings, .. }) = &states[review_nodes[i].index()] {
             emitter.emit(Event::RunCached { run: run.id(), findings: findings.len() });
+        }
+    }
+    for (i, run) in plan.runs.iter().enumerate() {
+        if let State::Run(RunOutcome::Skipped(reason @ SkipReason::OtherShard { .. })) = &states[review_nodes[i].index()] {
+            emitter.emit(Event::RunSkipped { run: run.id(), reason: reason.clone() });
         }
     }
     if options.frozen {
@@ -271,7 +300,8 @@ pub async fn execute<C: Conclusions>(
         if let Some(failed) = requires()
             .find(|e| !matches!(graph[e.source()], Node::Materialize { .. }) && is_done(&states[e.source().index()]) && !states[e.source().index()].succeeded())
         {
-            let reason = SkipReason::DependencyFailed { dependency: describe(&graph[failed.source()]), error: states[failed.source().index()].error() };
+            let source = &states[failed.source().index()];
+            let reason = source.other_shard().unwrap_or_else(|| SkipReason::DependencyFailed { dependency: describe(&graph[failed.source()]), error: source.error() });
             states[n.index()] = State::Skipped(reason);
             continue;
         }
@@ -555,7 +585,7 @@ impl<A, R> Walk<'_, A, R> {
             (n, State::Failed(error)) if is_scoring(n) => self.emitter.emit(Event::StageFailed { node: describe(n), error: error.clone() }),
             // An interrupted node is not a failure: the interruption is reported once, and
             // running again completes it.
-            (n, State::Skipped(reason)) if is_scoring(n) && *reason != SkipReason::Interrupted => {
+            (n, State::Skipped(reason)) if is_scoring(n) && *reason != SkipReason::Interrupted && !matches!(reason, SkipReason::OtherShard { .. }) => {
                 self.emitter.emit(Event::StageFailed { node: describe(n), error: reason.to_string() })
             }
             _ => {}
@@ -564,6 +594,7 @@ impl<A, R> Walk<'_, A, R> {
         let mut done = vec![node];
         while let Some(node) = done.pop() {
             let failure = (!self.states[node.index()].succeeded()).then(|| self.states[node.index()].error());
+            let other_shard = self.states[node.index()].other_shard();
             for edge in graph.edges_directed(node, Direction::Outgoing) {
                 let next = edge.target();
                 if !matches!(self.states[next.index()], State::Pending) {
@@ -571,9 +602,10 @@ impl<A, R> Walk<'_, A, R> {
                 }
                 match (&failure, edge.weight()) {
                     (Some(error), Dependency::Requires) => {
-                        let reason = match &graph[node] {
-                            Node::Materialize { subject } => SkipReason::SubjectFailed { subject: subject.clone(), error: error.clone() },
-                            other => SkipReason::DependencyFailed { dependency: describe(other), error: error.clone() },
+                        let reason = match (&other_shard, &graph[node]) {
+                            (Some(reason), _) => reason.clone(),
+                            (None, Node::Materialize { subject }) => SkipReason::SubjectFailed { subject: subject.clone(), error: error.clone() },
+                            (None, other) => SkipReason::DependencyFailed { dependency: describe(other), error: error.clone() },
                         };
                         self.states[next.index()] = match &graph[next] {
                             Node::Review { run } => {

@@ -4,7 +4,10 @@
 //! The graph is acyclic by construction: every edge runs from an earlier stage to a later one
 //! (materialize → review → claims → smells → judge → embed → analyze → render).
 
+pub mod shard;
 pub mod subjects;
+
+pub use shard::Shard;
 
 use crate::analysis::spec::AnalysisKind;
 use crate::cache::key::{review_key, CacheKey, KeyInputs};

@@ -29,6 +29,10 @@ pub struct ExecutionSummary {
     pub ran: usize,
     pub failed: usize,
     pub skipped: usize,
+    /// Warnings that changed no result (a remote cache that went away).
+    pub warnings: Vec<String>,
+    /// `--shard`: runs left to the other shards.
+    pub other_shards: usize,
     pub missing: Vec<String>,
     pub corrupt: Vec<String>,
     pub failures: Vec<FailureLine>,
@@ -132,6 +136,7 @@ impl ProgressReporter {
                 }
             }
             Event::CacheCorrupt { run, detail } => self.line(format!("warning: corrupt cache entry for {run}: {detail}; recomputing")),
+            Event::Warning { message } => self.line(format!("warning: {message}")),
             Event::MaterializeFailed { subject, error } => self.line(format!("error: could not materialize {subject}: {error}")),
             Event::StageFailed { node, error } => self.line(format!("error: {node}: {error}")),
             Event::StageDone { node, .. } => {
@@ -178,12 +183,14 @@ impl SummaryReporter {
                 summary.failures.push(FailureLine { run: run.to_string(), error: error.to_string(), stderr_tail: error.stderr_tail().to_string() });
             }
             Event::RunSkipped { reason: SkipReason::OverBudget { .. }, .. } => summary.unrun += 1,
+            Event::RunSkipped { reason: SkipReason::OtherShard { .. }, .. } => summary.other_shards += 1,
             Event::RunSkipped { run, reason } => {
                 summary.skipped += 1;
                 summary.failures.push(FailureLine { run: run.to_string(), error: format!("skipped: {reason}"), stderr_tail: String::new() });
             }
             Event::RunMissing { run } => summary.missing.push(run.to_string()),
             Event::CacheCorrupt { run, detail } => summary.corrupt.push(format!("{run}: {detail}")),
+            Event::Warning { message } => summary.warnings.push(message.clone()),
             Event::StageFailed { node, error } => summary.scoring_failures.push(format!("{node}: {error}")),
             Event::Cost(cost) => summary.cost = Some(*cost),
             Event::RunStarted { .. } | Event::MaterializeFailed { .. } | Event::RunCached { .. } | Event::StageDone { .. } | Event::Interrupted => {}
@@ -264,6 +271,12 @@ impl ExecutionSummary {
             "{}: {} runs: {} from cache, {} ran, {} failed, {} skipped in {:.2}s\n",
             self.experiment, self.planned, self.cached, self.ran, self.failed, self.skipped, self.wall_seconds
         );
+        for w in &self.warnings {
+            out.push_str(&format!("  warning: {w}\n"));
+        }
+        if self.other_shards > 0 {
+            out.push_str(&format!("  left to other shards: {} runs; no report written (assemble with `runner merge` or `runner exec --frozen` once every shard is done)\n", self.other_shards));
+        }
         if let Some(cost) = &self.cost {
             out.push_str(&cost_line(cost));
         }

@@ -1,0 +1,413 @@
+//! The local cache in front of a remote one: reads are local first, then remote (what the
+//! remote has is verified and copied into the local cache); writes go to the local cache and
+//! then to the remote, create-if-absent. Every object read from the remote is checked against
+//! its blake3 name before it is used. A remote that cannot be reached degrades the execution
+//! to local-only, with one warning, never to a wrong result.
+//!
+//! Run pointers (`runs/ab/<key>` → record hash) and value pointers (`values/ab/<key>`) are
+//! objects of the remote too, so it needs no database: the remote mirrors the local layout.
+
+use super::key::{CacheKey, KeyInputs};
+use super::remote::{RemoteError, RemoteStore};
+use super::store::{is_hex64, CacheError, CacheStore, Lookup, RunRecord, ValueLookup, ValueRecord};
+use super::{Guard, Store};
+use crate::reviewer::{ReviewError, ReviewOutput};
+use std::collections::HashSet;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+
+/// Told once, when the remote first fails: what failed. The execution goes on locally.
+pub type Warn = Arc<dyn Fn(String) + Send + Sync>;
+
+/// How many requests a prefetch or a push keeps in flight.
+const PARALLEL: usize = 32;
+
+/// `dir/ab/name`, the layout of the local cache and of the remote.
+fn sharded(dir: &str, name: &str) -> String {
+    format!("{dir}/{}/{name}", &name[..2.min(name.len())])
+}
+
+/// What pulling one entry from the remote gave.
+#[derive(Debug, PartialEq)]
+enum Pulled {
+    /// Verified and copied into the local cache.
+    Copied,
+    /// The remote has no such entry.
+    Absent,
+    /// The remote's entry failed verification; it was not used.
+    Corrupt(String),
+    /// The remote could not be reached (now or earlier in this execution).
+    Down,
+}
+
+/// What moved between the local cache and the remote.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+pub struct Transfer {
+    /// Entries (runs and values) copied from the remote into the local cache.
+    pub pulled: usize,
+    /// Entries the remote did not have and now has.
+    pub pushed: usize,
+    /// Entries the remote already had.
+    pub present: usize,
+    /// Remote entries that failed verification.
+    pub corrupt: usize,
+}
+
+/// A local cache with a remote behind it.
+pub struct LayeredStore {
+    local: CacheStore,
+    remote: Arc<RemoteStore>,
+    warn: Warn,
+    /// Why the remote was given up on, once it failed.
+    down: Mutex<Option<String>>,
+    /// Remote names found corrupt: the next write replaces them instead of keeping them.
+    corrupt: Mutex<HashSet<String>>,
+    pulled: AtomicUsize,
+    pushed: AtomicUsize,
+    present: AtomicUsize,
+    corrupt_seen: AtomicUsize,
+}
+
+impl LayeredStore {
+    pub fn new(local: CacheStore, remote: Arc<RemoteStore>, warn: Warn) -> Self {
+        Self {
+            local,
+            remote,
+            warn,
+            down: Mutex::new(None),
+            corrupt: Mutex::new(HashSet::new()),
+            pulled: AtomicUsize::new(0),
+            pushed: AtomicUsize::new(0),
+            present: AtomicUsize::new(0),
+            corrupt_seen: AtomicUsize::new(0),
+        }
+    }
+
+    pub fn local(&self) -> &CacheStore {
+        &self.local
+    }
+
+    /// Why the remote was given up on in this execution, if it was.
+    pub fn outage(&self) -> Option<String> {
+        self.down.lock().ok().and_then(|d| d.clone())
+    }
+
+    /// What moved so far.
+    pub fn transfer(&self) -> Transfer {
+        Transfer {
+            pulled: self.pulled.load(Ordering::Relaxed),
+            pushed: self.pushed.load(Ordering::Relaxed),
+            present: self.present.load(Ordering::Relaxed),
+            corrupt: self.corrupt_seen.load(Ordering::Relaxed),
+        }
+    }
+
+    fn is_down(&self) -> bool {
+        self.down.lock().map(|d| d.is_some()).unwrap_or(true)
+    }
+
+    /// Records the first outage and warns once; later calls skip the remote.
+    fn give_up(&self, error: &RemoteError) {
+        let Ok(mut down) = self.down.lock() else { return };
+        if down.is_none() {
+            let detail = error.to_string();
+            *down = Some(detail.clone());
+            drop(down);
+            (self.warn)(format!("remote cache unavailable ({detail}); continuing with the local cache only"));
+        }
+    }
+
+    fn mark_corrupt(&self, name: &str) {
+        self.corrupt_seen.fetch_add(1, Ordering::Relaxed);
+        if let Ok(mut corrupt) = self.corrupt.lock() {
+            corrupt.insert(name.to_string());
+        }
+    }
+
+    fn known_corrupt(&self, name: &str) -> bool {
+        self.corrupt.lock().map(|c| c.contains(name)).unwrap_or(false)
+    }
+
+    /// Reads and verifies remote objects by hash, in parallel; `Err` names the first problem.
+    fn fetch_objects(&self, hashes: &[String]) -> Result<Vec<Vec<u8>>, Pulled> {
+        let names: Vec<String> = hashes.iter().map(|h| sharded("objects", h)).collect();
+        let mut out = Vec::with_capacity(hashes.len());
+        for ((hash, name), got) in hashes.iter().zip(&names).zip(self.remote.get_many(&names, PARALLEL)) {
+            match got {
+                Ok(Some(bytes)) => {
+                    let actual = blake3::hash(&bytes).to_hex().to_string();
+                    if actual != *hash {
+                        self.mark_corrupt(name);
+                        return Err(Pulled::Corrupt(format!("remote object `{}` is corrupt (its content hashes to `{}`)", short(hash), short(&actual))));
+                    }
+                    out.push(bytes);
+                }
+                Ok(None) => return Err(Pulled::Corrupt(format!("remote object `{}` is missing", short(hash)))),
+                Err(e) => {
+                    self.give_up(&e);
+                    return Err(Pulled::Down);
+                }
+            }
+        }
+        Ok(out)
+    }
+
+    /// The record hash a remote pointer names, verified to be a hash.
+    fn remote_pointer(&self, name: &str) -> Result<String, Pulled> {
+        match self.remote.get(name) {
+            Ok(Some(bytes)) => {
+                let pointer = String::from_utf8_lossy(&bytes).trim().to_string();
+                if is_hex64(&pointer) {
+                    Ok(pointer)
+                } else {
+                    self.mark_corrupt(name);
+                    Err(Pulled::Corrupt(format!("remote pointer `{name}` does not name an object")))
+                }
+            }
+            Ok(None) => Err(Pulled::Absent),
+            Err(e) => {
+                self.give_up(&e);
+                Err(Pulled::Down)
+            }
+        }
+    }
+
+    /// Copies verified bytes into the local cache.
+    fn keep_locally(&self, objects: &[Vec<u8>]) -> Result<(), Pulled> {
+        for bytes in objects {
+            self.local.put_object(bytes).map_err(|e| Pulled::Corrupt(format!("could not copy into the local cache: {e}")))?;
+        }
+        Ok(())
+    }
+
+    fn pull_run(&self, key: &CacheKey) -> Pulled {
+        if self.is_down() {
+            return Pulled::Down;
+        }
+        let pointer_name = sharded("runs", &key.0);
+        let result = (|| {
+            let pointer = self.remote_pointer(&pointer_name)?;
+            let record_bytes = self.fetch_objects(std::slice::from_ref(&pointer))?.remove(0);
+            let record: RunRecord = serde_json::from_slice(&record_bytes).map_err(|e| Pulled::Corrupt(format!("remote run record is not valid: {e}")))?;
+            if record.key != *key {
+                self.mark_corrupt(&pointer_name);
+                return Err(Pulled::Corrupt("the remote pointer names a record for another key".to_string()));
+            }
+            let mut hashes = vec![record.findings.clone(), record.raw.clone()];
+            hashes.extend(record.attachments.values().cloned());
+            let mut objects = self.fetch_objects(&hashes)?;
+            objects.push(record_bytes);
+            self.keep_locally(&objects)?;
+            self.local.set_run_pointer(key, &pointer).map_err(|e| Pulled::Corrupt(format!("could not copy into the local cache: {e}")))?;
+            Ok(())
+        })();
+        match result {
+            Ok(()) => {
+                self.pulled.fetch_add(1, Ordering::Relaxed);
+                Pulled::Copied
+            }
+            Err(pulled) => pulled,
+        }
+    }
+
+    fn pull_value(&self, key: &CacheKey, experiment: Option<&str>) -> Pulled {
+        if self.is_down() {
+            return Pulled::Down;
+        }
+        let pointer_name = sharded("values", &key.0);
+        let result = (|| {
+            let pointer = self.remote_pointer(&pointer_name)?;
+            let record_bytes = self.fetch_objects(std::slice::from_ref(&pointer))?.remove(0);
+            let record: ValueRecord = serde_json::from_slice(&record_bytes).map_err(|e| Pulled::Corrupt(format!("remote value record is not valid: {e}")))?;
+            if record.key != *key {
+                self.mark_corrupt(&pointer_name);
+                return Err(Pulled::Corrupt("the remote pointer names a record for another key".to_string()));
+            }
+            if experiment.is_some_and(|name| name != record.experiment) {
+                return Err(Pulled::Absent);
+            }
+            let mut objects = self.fetch_objects(std::slice::from_ref(&record.value))?;
+            objects.push(record_bytes);
+            self.keep_locally(&objects)?;
+            self.local.set_value_pointer(key, &pointer).map_err(|e| Pulled::Corrupt(format!("could not copy into the local cache: {e}")))?;
+            Ok(())
+        })();
+        match result {
+            Ok(()) => {
+                self.pulled.fetch_add(1, Ordering::Relaxed);
+                Pulled::Copied
+            }
+            Err(pulled) => pulled,
+        }
+    }
+
+    /// Writes objects (then the pointer) of a local entry to the remote, create-if-absent;
+    /// a name found corrupt earlier is replaced.
+    fn push_entry(&self, pointer_name: &str, pointer: &str, hashes: &[String]) {
+        if self.is_down() {
+            return;
+        }
+        let mut wrote_pointer = false;
+        let mut objects: Vec<(String, Vec<u8>)> = Vec::with_capacity(hashes.len());
+        for hash in hashes {
+            match self.local.get_object(hash) {
+                Ok(bytes) => objects.push((sharded("objects", hash), bytes)),
+                // A local entry that does not verify is never sent.
+                Err(_) => return,
+            }
+        }
+        objects.push((pointer_name.to_string(), format!("{pointer}\n").into_bytes()));
+        let last = objects.len() - 1;
+        for (i, (name, bytes)) in objects.into_iter().enumerate() {
+            match self.remote.put(&name, bytes, self.known_corrupt(&name)) {
+                Ok(created) => wrote_pointer = i == last && created,
+                Err(e) => {
+                    self.give_up(&e);
+                    return;
+                }
+            }
+        }
+        if wrote_pointer {
+            self.pushed.fetch_add(1, Ordering::Relaxed);
+        } else {
+            self.present.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
+    /// Pushes the local run entry for `key`, if the local cache has a verified one.
+    pub fn push_run(&self, key: &CacheKey) -> bool {
+        let Lookup::Hit { record, .. } = self.local.lookup(key) else { return false };
+        let Some(pointer) = self.local.run_pointer(key) else { return false };
+        let mut hashes = vec![record.findings.clone(), record.raw.clone()];
+        hashes.extend(record.attachments.values().cloned());
+        hashes.push(pointer.clone());
+        self.push_entry(&sharded("runs", &key.0), &pointer, &hashes);
+        true
+    }
+
+    /// Pushes the local value entry for `key`, if the local cache has a verified one.
+    pub fn push_value(&self, record: &ValueRecord) -> bool {
+        let Some(pointer) = self.local.value_pointer(&record.key) else { return false };
+        self.push_entry(&sharded("values", &record.key.0), &pointer, &[record.value.clone(), pointer.clone()]);
+        true
+    }
+
+    /// Copies into the local cache, in parallel, the remote entries of `keys` it lacks, so the
+    /// lookups that follow are local. Returns how many were copied.
+    pub fn prefetch_runs(&self, keys: &[CacheKey]) -> usize {
+        if self.is_down() {
+            return 0;
+        }
+        let missing: Vec<&CacheKey> = keys.iter().filter(|k| self.local.run_pointer(k).is_none()).collect();
+        if missing.is_empty() {
+            return 0;
+        }
+        let before = self.pulled.load(Ordering::Relaxed);
+        // Pointers first, in parallel; then each present entry's objects.
+        let names: Vec<String> = missing.iter().map(|k| sharded("runs", &k.0)).collect();
+        let present: Vec<&CacheKey> = missing
+            .iter()
+            .zip(self.remote.get_many(&names, PARALLEL))
+            .filter_map(|(key, got)| match got {
+                Ok(Some(_)) => Some(*key),
+                Ok(None) => None,
+                Err(e) => {
+                    self.give_up(&e);
+                    None
+                }
+            })
+            .collect();
+        std::thread::scope(|scope| {
+            let chunk = present.len().div_ceil(8).max(1);
+            for keys in present.chunks(chunk) {
+                scope.spawn(move || {
+                    for key in keys {
+                        self.pull_run(key);
+                    }
+                });
+            }
+        });
+        self.pulled.load(Ordering::Relaxed) - before
+    }
+
+    /// Copies every remote stage value of `experiment` that the local cache lacks.
+    pub fn pull_values(&self, experiment: &str) -> Result<usize, RemoteError> {
+        let names = self.remote.list("values")?;
+        let mut copied = 0;
+        for name in names {
+            let Some(key) = name.rsplit('/').next().filter(|k| is_hex64(k)).map(|k| CacheKey(k.to_string())) else { continue };
+            if self.local.value_pointer(&key).is_none() && self.pull_value(&key, Some(experiment)) == Pulled::Copied {
+                copied += 1;
+            }
+        }
+        Ok(copied)
+    }
+}
+
+fn short(hash: &str) -> &str {
+    &hash[..12.min(hash.len())]
+}
+
+impl Store for LayeredStore {
+    fn lookup(&self, key: &CacheKey) -> Lookup {
+        match self.local.lookup(key) {
+            Lookup::Hit { record, findings } => Lookup::Hit { record, findings },
+            local => match (self.pull_run(key), local) {
+                (Pulled::Copied, _) => self.local.lookup(key),
+                (Pulled::Corrupt(detail), _) => Lookup::Corrupt(format!("run `{}`: {detail}", key.short())),
+                (_, local) => local,
+            },
+        }
+    }
+
+    fn store_success(&self, experiment: &str, label: &str, slot: &str, key: &CacheKey, inputs: &KeyInputs, output: &ReviewOutput) -> Result<RunRecord, CacheError> {
+        let record = self.local.store_success(experiment, label, slot, key, inputs, output)?;
+        self.push_run(key);
+        Ok(record)
+    }
+
+    fn store_failure(&self, label: &str, slot: &str, key: &CacheKey, error: &ReviewError) -> Result<(), CacheError> {
+        self.local.store_failure(label, slot, key, error)
+    }
+
+    fn try_lock_run(&self, key: &CacheKey) -> Result<Option<Guard>, CacheError> {
+        Store::try_lock_run(&self.local, key)
+    }
+
+    fn hold(&self) -> Result<Guard, CacheError> {
+        Store::hold(&self.local)
+    }
+
+    fn remember_slot(&self, slot: &str, key: &CacheKey) -> Result<(), CacheError> {
+        self.local.remember_slot(slot, key)
+    }
+
+    fn lookup_value(&self, key: &CacheKey) -> ValueLookup {
+        match self.local.lookup_value(key) {
+            ValueLookup::Hit(value) => ValueLookup::Hit(value),
+            local => match (self.pull_value(key, None), local) {
+                (Pulled::Copied, _) => self.local.lookup_value(key),
+                (Pulled::Corrupt(detail), _) => ValueLookup::Corrupt(format!("value `{}`: {detail}", key.short())),
+                (_, local) => local,
+            },
+        }
+    }
+
+    fn store_value(&self, experiment: &str, stage: &str, key: &CacheKey, inputs: &serde_json::Value, value: &serde_json::Value) -> Result<(), CacheError> {
+        self.local.store_value(experiment, stage, key, inputs, value)?;
+        if let ValueLookup::Hit(_) = self.local.lookup_value(key) {
+            if let Some(pointer) = self.local.value_pointer(key) {
+                if let Ok(bytes) = self.local.get_object(&pointer) {
+                    if let Ok(record) = serde_json::from_slice::<ValueRecord>(&bytes) {
+                        self.push_value(&record);
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn prefetch(&self, keys: &[CacheKey]) {
+        self.prefetch_runs(keys);
+    }
+}
