@@ -693,7 +693,12 @@ fn cache_transfer(manifests: &[PathBuf], locations: &LocationArgs, push: bool) -
                 moved.present
             );
         } else {
-            println!("{name}: {} entries copied from {}; {runs} of {} runs now in the local cache, {values} stage values copied", moved.pulled, layered_url(&prepared), keys.len());
+            println!(
+                "{name}: {} entries copied from {}; {runs} of {} runs now in the local cache, {values} stage values copied",
+                moved.pulled,
+                layered_url(&prepared),
+                keys.len()
+            );
             if moved.corrupt > 0 {
                 eprintln!("warning: {name}: {} remote entries failed verification and were not used", moved.corrupt);
             }

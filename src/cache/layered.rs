@@ -119,6 +119,11 @@ impl LayeredStore {
 
     fn mark_corrupt(&self, name: &str) {
         self.corrupt_seen.fetch_add(1, Ordering::Relaxed);
+        self.replace_next(name);
+    }
+
+    /// The next write of `name` replaces what the remote holds there.
+    fn replace_next(&self, name: &str) {
         if let Ok(mut corrupt) = self.corrupt.lock() {
             corrupt.insert(name.to_string());
         }
@@ -206,6 +211,12 @@ impl LayeredStore {
                 self.pulled.fetch_add(1, Ordering::Relaxed);
                 Pulled::Copied
             }
+            // An entry whose objects do not verify is rewritten whole when this run is stored
+            // again: its pointer too, or it would keep naming the bad record.
+            Err(Pulled::Corrupt(detail)) => {
+                self.replace_next(&pointer_name);
+                Pulled::Corrupt(detail)
+            }
             Err(pulled) => pulled,
         }
     }
@@ -236,6 +247,12 @@ impl LayeredStore {
             Ok(()) => {
                 self.pulled.fetch_add(1, Ordering::Relaxed);
                 Pulled::Copied
+            }
+            // An entry whose objects do not verify is rewritten whole when this run is stored
+            // again: its pointer too, or it would keep naming the bad record.
+            Err(Pulled::Corrupt(detail)) => {
+                self.replace_next(&pointer_name);
+                Pulled::Corrupt(detail)
             }
             Err(pulled) => pulled,
         }
@@ -293,41 +310,69 @@ impl LayeredStore {
     }
 
     /// Copies into the local cache, in parallel, the remote entries of `keys` it lacks, so the
-    /// lookups that follow are local. Returns how many were copied.
+    /// lookups that follow are local: all pointers at once, then all records, then all their
+    /// objects. An entry that does not verify is left for its lookup to report. Returns how
+    /// many were copied.
     pub fn prefetch_runs(&self, keys: &[CacheKey]) -> usize {
-        if self.is_down() {
-            return 0;
-        }
+        // In batches, so memory stays flat however many runs there are.
+        keys.chunks(1024).map(|batch| if self.is_down() { 0 } else { self.prefetch_batch(batch) }).sum()
+    }
+
+    fn prefetch_batch(&self, keys: &[CacheKey]) -> usize {
         let missing: Vec<&CacheKey> = keys.iter().filter(|k| self.local.run_pointer(k).is_none()).collect();
-        if missing.is_empty() {
-            return 0;
-        }
-        let before = self.pulled.load(Ordering::Relaxed);
-        // Pointers first, in parallel; then each present entry's objects.
-        let names: Vec<String> = missing.iter().map(|k| sharded("runs", &k.0)).collect();
-        let present: Vec<&CacheKey> = missing
+        let Some(pointers) = self.gather(&missing.iter().map(|k| sharded("runs", &k.0)).collect::<Vec<_>>()) else { return 0 };
+        let present: Vec<(&CacheKey, String)> = missing
             .iter()
-            .zip(self.remote.get_many(&names, PARALLEL))
-            .filter_map(|(key, got)| match got {
-                Ok(Some(_)) => Some(*key),
-                Ok(None) => None,
+            .zip(pointers)
+            .filter_map(|(key, bytes)| Some((*key, String::from_utf8_lossy(&bytes?).trim().to_string())))
+            .filter(|(_, pointer)| is_hex64(pointer))
+            .collect();
+        let Some(records) = self.gather(&present.iter().map(|(_, p)| sharded("objects", p)).collect::<Vec<_>>()) else { return 0 };
+        let mut entries: Vec<(&CacheKey, &str, Vec<u8>, RunRecord)> = Vec::new();
+        for ((key, pointer), bytes) in present.iter().zip(records) {
+            let Some(bytes) = bytes.filter(|b| blake3::hash(b).to_hex().as_str() == pointer.as_str()) else { continue };
+            if let Ok(record) = serde_json::from_slice::<RunRecord>(&bytes) {
+                if record.key == **key {
+                    entries.push((*key, pointer.as_str(), bytes, record));
+                }
+            }
+        }
+        let wanted: Vec<String> =
+            entries.iter().flat_map(|(_, _, _, r)| [r.findings.clone(), r.raw.clone()].into_iter().chain(r.attachments.values().cloned())).collect();
+        let Some(objects) = self.gather(&wanted.iter().map(|h| sharded("objects", h)).collect::<Vec<_>>()) else { return 0 };
+        let mut objects = wanted.iter().zip(objects);
+        let mut copied = 0;
+        for (key, pointer, record_bytes, record) in entries {
+            let count = 2 + record.attachments.len();
+            let parts: Vec<Option<Vec<u8>>> =
+                objects.by_ref().take(count).map(|(hash, bytes)| bytes.filter(|b| blake3::hash(b).to_hex().as_str() == hash.as_str())).collect();
+            let Some(mut parts) = parts.into_iter().collect::<Option<Vec<Vec<u8>>>>() else { continue };
+            parts.push(record_bytes);
+            if self.keep_locally(&parts).is_ok() && self.local.set_run_pointer(key, pointer).is_ok() {
+                copied += 1;
+            }
+        }
+        self.pulled.fetch_add(copied, Ordering::Relaxed);
+        copied
+    }
+
+    /// The bytes of each remote name (`None` where absent), fetched in parallel; `None` if
+    /// the remote failed (and is then given up on).
+    fn gather(&self, names: &[String]) -> Option<Vec<Option<Vec<u8>>>> {
+        if names.is_empty() {
+            return Some(Vec::new());
+        }
+        let mut out = Vec::with_capacity(names.len());
+        for got in self.remote.get_many(names, PARALLEL) {
+            match got {
+                Ok(bytes) => out.push(bytes),
                 Err(e) => {
                     self.give_up(&e);
-                    None
+                    return None;
                 }
-            })
-            .collect();
-        std::thread::scope(|scope| {
-            let chunk = present.len().div_ceil(8).max(1);
-            for keys in present.chunks(chunk) {
-                scope.spawn(move || {
-                    for key in keys {
-                        self.pull_run(key);
-                    }
-                });
             }
-        });
-        self.pulled.load(Ordering::Relaxed) - before
+        }
+        Some(out)
     }
 
     /// Copies every remote stage value of `experiment` that the local cache lacks.
@@ -360,7 +405,15 @@ impl Store for LayeredStore {
         }
     }
 
-    fn store_success(&self, experiment: &str, label: &str, slot: &str, key: &CacheKey, inputs: &KeyInputs, output: &ReviewOutput) -> Result<RunRecord, CacheError> {
+    fn store_success(
+        &self,
+        experiment: &str,
+        label: &str,
+        slot: &str,
+        key: &CacheKey,
+        inputs: &KeyInputs,
+        output: &ReviewOutput,
+    ) -> Result<RunRecord, CacheError> {
         let record = self.local.store_success(experiment, label, slot, key, inputs, output)?;
         self.push_run(key);
         Ok(record)

@@ -35,9 +35,11 @@ impl RemoteUrl {
     /// Parses `s3://bucket[/prefix]`. Credentials in the URL are refused: they would end up in
     /// manifests, logs and shell histories.
     pub fn parse(url: &str) -> Result<Self, RemoteError> {
-        let rest = url
-            .strip_prefix("s3://")
-            .ok_or_else(|| RemoteError::Config(format!("remote cache `{url}`: only `s3://bucket/prefix` URLs are supported (any S3-compatible store, its endpoint in AWS_ENDPOINT_URL)")))?;
+        let rest = url.strip_prefix("s3://").ok_or_else(|| {
+            RemoteError::Config(format!(
+                "remote cache `{url}`: only `s3://bucket/prefix` URLs are supported (any S3-compatible store, its endpoint in AWS_ENDPOINT_URL)"
+            ))
+        })?;
         let (bucket, prefix) = rest.split_once('/').unwrap_or((rest, ""));
         if bucket.contains('@') || bucket.contains(':') {
             return Err(RemoteError::Config(format!(
@@ -94,14 +96,13 @@ impl Connection {
             (Some(id), Some(secret)) => (id, secret, var("AWS_SESSION_TOKEN")),
             _ => match (credentials.get("aws_access_key_id"), credentials.get("aws_secret_access_key")) {
                 (Some(id), Some(secret)) => (id.clone(), secret.clone(), credentials.get("aws_session_token").cloned()),
-                _ => {
-                    return Err(RemoteError::Config(format!(
-                        "no credentials for the remote cache: set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or AWS_PROFILE with a profile in {credentials_file}"
-                    )))
-                }
+                _ => return Err(RemoteError::Config(format!(
+                    "no credentials for the remote cache: set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or AWS_PROFILE with a profile in {credentials_file}"
+                ))),
             },
         };
-        let region = var("AWS_REGION").or_else(|| var("AWS_DEFAULT_REGION")).or_else(|| config.get("region").cloned()).unwrap_or_else(|| "us-east-1".to_string());
+        let region =
+            var("AWS_REGION").or_else(|| var("AWS_DEFAULT_REGION")).or_else(|| config.get("region").cloned()).unwrap_or_else(|| "us-east-1".to_string());
         let endpoint = var("AWS_ENDPOINT_URL_S3").or_else(|| var("AWS_ENDPOINT_URL")).or_else(|| config.get("endpoint_url").cloned());
         Ok(Self { endpoint, region, access_key_id, secret_access_key, session_token })
     }
@@ -308,8 +309,13 @@ mod tests {
             let files = files.clone();
             move |name: &str| files.iter().map(|(k, v)| (*k, v.as_str())).chain(extra.iter().copied()).find(|(k, _)| *k == name).map(|(_, v)| v.to_string())
         };
-        let env_keys = Connection::from_env(&lookup(&[("AWS_ACCESS_KEY_ID", "E"), ("AWS_SECRET_ACCESS_KEY", "ES"), ("AWS_ENDPOINT_URL", "http://127.0.0.1:8333")])).expect("env");
-        assert_eq!((env_keys.access_key_id.as_str(), env_keys.region.as_str(), env_keys.endpoint.as_deref()), ("E", "us-east-1", Some("http://127.0.0.1:8333")));
+        let env_keys =
+            Connection::from_env(&lookup(&[("AWS_ACCESS_KEY_ID", "E"), ("AWS_SECRET_ACCESS_KEY", "ES"), ("AWS_ENDPOINT_URL", "http://127.0.0.1:8333")]))
+                .expect("env");
+        assert_eq!(
+            (env_keys.access_key_id.as_str(), env_keys.region.as_str(), env_keys.endpoint.as_deref()),
+            ("E", "us-east-1", Some("http://127.0.0.1:8333"))
+        );
         let team = Connection::from_env(&lookup(&[("AWS_PROFILE", "team")])).expect("profile");
         assert_eq!(
             (team.access_key_id.as_str(), team.session_token.as_deref(), team.region.as_str(), team.endpoint.as_deref()),

@@ -68,7 +68,9 @@ impl<A, R> State<A, R> {
     /// `--shard`: this node is another shard's work, and so are the nodes that require it.
     fn other_shard(&self) -> Option<SkipReason> {
         match self {
-            Self::Skipped(reason @ SkipReason::OtherShard { .. }) | Self::Run(RunOutcome::Skipped(reason @ SkipReason::OtherShard { .. })) => Some(reason.clone()),
+            Self::Skipped(reason @ SkipReason::OtherShard { .. }) | Self::Run(RunOutcome::Skipped(reason @ SkipReason::OtherShard { .. })) => {
+                Some(reason.clone())
+            }
             _ => None,
         }
     }
@@ -301,7 +303,8 @@ pub async fn execute<C: Conclusions>(
             .find(|e| !matches!(graph[e.source()], Node::Materialize { .. }) && is_done(&states[e.source().index()]) && !states[e.source().index()].succeeded())
         {
             let source = &states[failed.source().index()];
-            let reason = source.other_shard().unwrap_or_else(|| SkipReason::DependencyFailed { dependency: describe(&graph[failed.source()]), error: source.error() });
+            let reason =
+                source.other_shard().unwrap_or_else(|| SkipReason::DependencyFailed { dependency: describe(&graph[failed.source()]), error: source.error() });
             states[n.index()] = State::Skipped(reason);
             continue;
         }

@@ -275,7 +275,10 @@ impl ExecutionSummary {
             out.push_str(&format!("  warning: {w}\n"));
         }
         if self.other_shards > 0 {
-            out.push_str(&format!("  left to other shards: {} runs; no report written (assemble with `runner merge` or `runner exec --frozen` once every shard is done)\n", self.other_shards));
+            out.push_str(&format!(
+                "  left to other shards: {} runs; no report written (assemble with `runner merge` or `runner exec --frozen` once every shard is done)\n",
+                self.other_shards
+            ));
         }
         if let Some(cost) = &self.cost {
             out.push_str(&cost_line(cost));
