@@ -62,6 +62,8 @@ pub struct LayeredStore {
     down: Mutex<Option<String>>,
     /// Remote names found corrupt: the next write replaces them instead of keeping them.
     corrupt: Mutex<HashSet<String>>,
+    /// Run keys a prefetch found absent from the remote: their lookups ask it no more.
+    absent: Mutex<HashSet<CacheKey>>,
     pulled: AtomicUsize,
     pushed: AtomicUsize,
     present: AtomicUsize,
@@ -76,6 +78,7 @@ impl LayeredStore {
             warn,
             down: Mutex::new(None),
             corrupt: Mutex::new(HashSet::new()),
+            absent: Mutex::new(HashSet::new()),
             pulled: AtomicUsize::new(0),
             pushed: AtomicUsize::new(0),
             present: AtomicUsize::new(0),
@@ -188,6 +191,9 @@ impl LayeredStore {
     fn pull_run(&self, key: &CacheKey) -> Pulled {
         if self.is_down() {
             return Pulled::Down;
+        }
+        if self.absent.lock().map(|a| a.contains(key)).unwrap_or(false) {
+            return Pulled::Absent;
         }
         let pointer_name = sharded("runs", &key.0);
         let result = (|| {
@@ -321,12 +327,18 @@ impl LayeredStore {
     fn prefetch_batch(&self, keys: &[CacheKey]) -> usize {
         let missing: Vec<&CacheKey> = keys.iter().filter(|k| self.local.run_pointer(k).is_none()).collect();
         let Some(pointers) = self.gather(&missing.iter().map(|k| sharded("runs", &k.0)).collect::<Vec<_>>()) else { return 0 };
-        let present: Vec<(&CacheKey, String)> = missing
-            .iter()
-            .zip(pointers)
-            .filter_map(|(key, bytes)| Some((*key, String::from_utf8_lossy(&bytes?).trim().to_string())))
-            .filter(|(_, pointer)| is_hex64(pointer))
-            .collect();
+        let mut present: Vec<(&CacheKey, String)> = Vec::new();
+        for (key, bytes) in missing.iter().zip(pointers) {
+            match bytes {
+                Some(bytes) => present.push((*key, String::from_utf8_lossy(&bytes).trim().to_string())),
+                None => {
+                    if let Ok(mut absent) = self.absent.lock() {
+                        absent.insert((*key).clone());
+                    }
+                }
+            }
+        }
+        present.retain(|(_, pointer)| is_hex64(pointer));
         let Some(records) = self.gather(&present.iter().map(|(_, p)| sharded("objects", p)).collect::<Vec<_>>()) else { return 0 };
         let mut entries: Vec<(&CacheKey, &str, Vec<u8>, RunRecord)> = Vec::new();
         for ((key, pointer), bytes) in present.iter().zip(records) {
