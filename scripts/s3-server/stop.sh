@@ -17,4 +17,4 @@ if [ -f "$dir/pid" ]; then
   fi
 fi
 rm -rf "$dir"
-echo "s3-server/stop.sh: stopped SeaweedFS on port $1"
+echo "s3-server/stop.sh: stopped the S3 server on port $1"
