@@ -133,6 +133,16 @@ pub(crate) struct ExecArgs {
     /// the reports once every shard is done.
     #[arg(long, value_name = "INDEX/COUNT", conflicts_with = "frozen")]
     pub shard: Option<runner::plan::Shard>,
+    /// With `--shard` and a remote cache: once this shard's runs are started, also take the
+    /// other shards' runs that no worker has started, each under a lease object in the bucket
+    /// (for shards that turn out uneven). A worker that dies loses its leases after
+    /// `--lease-ttl`.
+    #[arg(long, requires = "shard")]
+    pub steal: bool,
+    /// How long a lease lasts: longer than the longest run (default: the longest reviewer
+    /// timeout plus a minute).
+    #[arg(long, value_name = "SECONDS", requires = "steal")]
+    pub lease_ttl: Option<u64>,
     /// Set by `runner merge --shards`: name each missing run's shard.
     #[arg(skip)]
     pub shards: Option<u64>,

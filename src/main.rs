@@ -92,6 +92,8 @@ fn merge(args: MergeArgs) -> Result<Exit, Error> {
         max_cost: None,
         html: args.html,
         shard: None,
+        steal: false,
+        lease_ttl: None,
         shards: args.shards,
         locations: args.locations,
     })
@@ -101,6 +103,11 @@ fn exec(args: ExecArgs) -> Result<Exit, Error> {
     let mut prepared = experiment::prepare_with(&args.manifest, &locations(&args.locations), &experiment::PrepareOptions { max_runs: args.max_runs })?;
     if let Some(dir) = &args.output {
         prepared.manifest.report.output = dir.clone();
+    }
+    if args.steal && prepared.remote.is_none() {
+        return Err(Error::RemoteCache(runner::cache::RemoteError::Config(
+            "--steal takes runs under leases kept in the remote cache: pass --remote-cache s3://bucket/prefix or set RUNNER_REMOTE_CACHE".to_string(),
+        )));
     }
     let mode = if args.json {
         Mode::Json
@@ -119,6 +126,10 @@ fn exec(args: ExecArgs) -> Result<Exit, Error> {
         reviewers: prepared.reviewer_limits(),
         max_cost: args.max_cost,
         shard: args.shard,
+        steal: args.steal.then(|| {
+            let longest = prepared.manifest.reviewers.entries.iter().map(|r| r.spec.timeout).max().unwrap_or_default();
+            args.lease_ttl.map_or(longest + std::time::Duration::from_secs(60), std::time::Duration::from_secs)
+        }),
     };
     let log_path = work_dir.join("executions").join(format!("{}-{}.ndjson", prepared.manifest.experiment.name, unix_millis()));
     let log = std::fs::create_dir_all(log_path.parent().unwrap_or(Path::new("."))).ok().and_then(|_| std::fs::File::create(&log_path).ok());

@@ -10,7 +10,7 @@
 use super::key::{CacheKey, KeyInputs};
 use super::remote::{RemoteError, RemoteStore};
 use super::store::{is_hex64, CacheError, CacheStore, Lookup, RunRecord, ValueLookup, ValueRecord};
-use super::{Guard, Store};
+use super::{Guard, Lease, Store};
 use crate::reviewer::{ReviewError, ReviewOutput};
 use std::collections::HashSet;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -64,6 +64,8 @@ pub struct LayeredStore {
     corrupt: Mutex<HashSet<String>>,
     /// Run keys a prefetch found absent from the remote: their lookups ask it no more.
     absent: Mutex<HashSet<CacheKey>>,
+    /// This process, as its leases name it.
+    worker: String,
     pulled: AtomicUsize,
     pushed: AtomicUsize,
     present: AtomicUsize,
@@ -79,6 +81,7 @@ impl LayeredStore {
             down: Mutex::new(None),
             corrupt: Mutex::new(HashSet::new()),
             absent: Mutex::new(HashSet::new()),
+            worker: worker_id(),
             pulled: AtomicUsize::new(0),
             pushed: AtomicUsize::new(0),
             present: AtomicUsize::new(0),
@@ -475,4 +478,72 @@ impl Store for LayeredStore {
     fn prefetch(&self, keys: &[CacheKey]) {
         self.prefetch_runs(keys);
     }
+
+    fn lease(&self, key: &CacheKey, ttl: std::time::Duration) -> Lease {
+        if self.is_down() {
+            // No one to coordinate with: running it twice is harmless, waiting forever is not.
+            return Lease::Granted;
+        }
+        match self.remote.get(&sharded("runs", &key.0)) {
+            Ok(Some(_)) => {
+                // Stored by another worker since this one looked: look it up again.
+                if let Ok(mut absent) = self.absent.lock() {
+                    absent.remove(key);
+                }
+                return Lease::Done;
+            }
+            Ok(None) => {}
+            Err(e) => {
+                self.give_up(&e);
+                return Lease::Granted;
+            }
+        }
+        let name = sharded("leases", &key.0);
+        let now = unix_seconds();
+        let mine = serde_json::json!({ "holder": self.worker, "expires": now + ttl.as_secs() }).to_string().into_bytes();
+        let taken = match self.remote.put(&name, mine.clone(), false) {
+            Ok(true) => Ok(true),
+            Ok(false) => match self.remote.get(&name) {
+                Ok(Some(bytes)) => {
+                    let held: serde_json::Value = serde_json::from_slice(&bytes).unwrap_or_default();
+                    let holder = held["holder"].as_str().unwrap_or_default().to_string();
+                    let expired = held["expires"].as_u64().is_none_or(|expires| expires <= now);
+                    if holder == self.worker {
+                        Ok(true)
+                    } else if expired {
+                        // Its holder died (or outlived its lease): take it over.
+                        self.remote.put(&name, mine, true)
+                    } else {
+                        return Lease::Held { holder };
+                    }
+                }
+                Ok(None) => self.remote.put(&name, mine, false),
+                Err(e) => Err(e),
+            },
+            Err(e) => Err(e),
+        };
+        match taken {
+            Ok(true) => Lease::Granted,
+            Ok(false) => Lease::Held { holder: "another worker".to_string() },
+            Err(e) => {
+                self.give_up(&e);
+                Lease::Granted
+            }
+        }
+    }
+}
+
+fn unix_seconds() -> u64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0)
+}
+
+/// This process, as its leases name it: the host and the process id.
+fn worker_id() -> String {
+    let host = std::fs::read_to_string("/etc/hostname")
+        .ok()
+        .map(|h| h.trim().to_string())
+        .filter(|h| !h.is_empty())
+        .or_else(|| std::env::var("HOSTNAME").ok())
+        .unwrap_or_else(|| "host".to_string());
+    format!("{host}:{}", std::process::id())
 }

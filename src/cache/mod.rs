@@ -25,6 +25,17 @@ pub use store::{CacheError, CacheStore, Keep, Lookup, RunRecord, ValueLookup, Va
 
 use crate::reviewer::{ReviewError, ReviewOutput};
 
+/// The answer to [`Store::lease`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Lease {
+    /// This worker may run it.
+    Granted,
+    /// Another worker stored it meanwhile: look it up again.
+    Done,
+    /// Another worker holds an unexpired lease on it.
+    Held { holder: String },
+}
+
 /// A lock held while it lives: dropping it releases it.
 pub type Guard = Box<dyn Send + Sync>;
 
@@ -68,6 +79,13 @@ pub trait Store: Send + Sync {
 
     /// Stores a stage value atomically, with what its key was computed from.
     fn store_value(&self, experiment: &str, stage: &str, key: &CacheKey, inputs: &serde_json::Value, value: &serde_json::Value) -> Result<(), CacheError>;
+
+    /// `exec --steal`: takes the lease of a run before starting it, so that two workers of a
+    /// shared remote cache do not both start it. A store nothing else can see grants every
+    /// lease (its run locks already serialize the processes that share it).
+    fn lease(&self, _key: &CacheKey, _ttl: std::time::Duration) -> Lease {
+        Lease::Granted
+    }
 
     /// A hint that these runs will be looked up next: a remote store fetches the ones it
     /// has in parallel. Nothing for a local one.

@@ -96,9 +96,11 @@ impl Connection {
             (Some(id), Some(secret)) => (id, secret, var("AWS_SESSION_TOKEN")),
             _ => match (credentials.get("aws_access_key_id"), credentials.get("aws_secret_access_key")) {
                 (Some(id), Some(secret)) => (id.clone(), secret.clone(), credentials.get("aws_session_token").cloned()),
-                _ => return Err(RemoteError::Config(format!(
+                _ => {
+                    return Err(RemoteError::Config(format!(
                     "no credentials for the remote cache: set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or AWS_PROFILE with a profile in {credentials_file}"
-                ))),
+                )))
+                }
             },
         };
         let region =

@@ -91,6 +91,8 @@ pub enum SkipReason {
     OverBudget { budget: String },
     /// `--shard`: the run belongs to another shard, whose execution runs it.
     OtherShard { shard: String },
+    /// `--steal`: another worker holds the run's lease.
+    Leased { holder: String },
 }
 
 impl std::fmt::Display for SkipReason {
@@ -105,6 +107,7 @@ impl std::fmt::Display for SkipReason {
             Self::DependencyFailed { dependency, error } => write!(f, "{dependency} failed: {error}"),
             Self::NotCached => f.write_str("not in the cache (frozen)"),
             Self::OtherShard { shard } => write!(f, "belongs to shard {shard}"),
+            Self::Leased { holder } => write!(f, "taken by {holder}"),
             Self::OverBudget { budget } => write!(f, "over budget: not started once the reviews run had cost --max-cost {budget}"),
         }
     }

@@ -42,6 +42,9 @@ pub struct ExecOptions {
     /// Execute only this shard's runs (`--shard i/n`); the others are left to other
     /// machines, and no report is written.
     pub shard: Option<crate::plan::Shard>,
+    /// `--steal`: once its own runs are started, the shard also takes other shards' runs that
+    /// no worker has started, each under a lease of this long (`None`: no stealing).
+    pub steal: Option<Duration>,
 }
 
 /// One reviewer's scheduling limits.
@@ -95,7 +98,7 @@ impl RunOutcome {
 
     /// Left to another shard's execution (`--shard`).
     pub fn is_other_shard(&self) -> bool {
-        matches!(self, Self::Skipped(SkipReason::OtherShard { .. }))
+        matches!(self, Self::Skipped(SkipReason::OtherShard { .. } | SkipReason::Leased { .. }))
     }
 }
 

@@ -3,7 +3,7 @@
 
 use super::budget::Meter;
 use super::{wait_cancel, Emitter, Event, RunOutcome, SkipReason};
-use crate::cache::{CacheKey, Guard, KeyInputs, Lookup, RunRecord, Store};
+use crate::cache::{CacheKey, Guard, KeyInputs, Lease, Lookup, RunRecord, Store};
 use crate::matrix::RunId;
 use crate::reviewer::redact::Redactor;
 use crate::reviewer::{Cost, ReviewError, ReviewJob, ReviewOutput, Reviewer};
@@ -28,6 +28,8 @@ pub(super) struct ReviewShared {
     /// What the reviews run so far cost, against `--max-cost`.
     pub meter: Arc<Meter>,
     pub cancel: watch::Receiver<bool>,
+    /// `--steal`: each run starts only under a lease this long that no other worker holds.
+    pub lease: Option<Duration>,
 }
 
 /// One review to do.
@@ -94,6 +96,23 @@ pub(super) async fn run(mut shared: ReviewShared, task: ReviewTask) -> RunOutcom
         if let Lookup::Hit { record, findings } = shared.cache.lookup(&task.key) {
             shared.emitter.emit(Event::RunCached { run: task.label.clone(), findings: findings.len() });
             return RunOutcome::Cached { record, findings };
+        }
+    }
+    if let Some(ttl) = shared.lease {
+        let (cache, key) = (shared.cache.clone(), task.key.clone());
+        match tokio::task::spawn_blocking(move || cache.lease(&key, ttl)).await.unwrap_or(Lease::Granted) {
+            Lease::Granted => {}
+            Lease::Done => {
+                if let Lookup::Hit { record, findings } = shared.cache.lookup(&task.key) {
+                    shared.emitter.emit(Event::RunCached { run: task.label.clone(), findings: findings.len() });
+                    return RunOutcome::Cached { record, findings };
+                }
+            }
+            Lease::Held { holder } => {
+                let reason = SkipReason::Leased { holder };
+                shared.emitter.emit(Event::RunSkipped { run: task.label.clone(), reason: reason.clone() });
+                return RunOutcome::Skipped(reason);
+            }
         }
     }
     // The budget is checked as the run would start (its slot held), so at most the reviews

@@ -128,6 +128,7 @@ fn options(jobs: usize, limit: Option<usize>) -> ExecOptions {
         reviewers: [("fake".to_string(), ReviewerLimits { max_concurrency: limit, timeout: Duration::from_secs(30) })].into(),
         max_cost: None,
         shard: None,
+        steal: None,
     }
 }
 

@@ -233,11 +233,15 @@ pub async fn execute<C: Conclusions>(
             }
         }
     }
-    // A shard executes its own runs only; the rest are other machines' work.
+    // A shard executes its own runs only; the rest are other machines' work, or, with
+    // `--steal`, started after its own, each under a lease.
+    let mut deferred = vec![false; graph.node_count()];
     if let Some(shard) = options.shard {
         for (i, run) in plan.runs.iter().enumerate() {
             let state = &mut states[review_nodes[i].index()];
-            if matches!(state, State::Pending) && !shard.contains(&run.key) {
+            if matches!(state, State::Pending) && !shard.contains(&run.key) && options.steal.is_some() {
+                deferred[review_nodes[i].index()] = true;
+            } else if matches!(state, State::Pending) && !shard.contains(&run.key) {
                 let owner = crate::plan::Shard { index: crate::plan::Shard::of(&run.key, shard.count), count: shard.count };
                 *state = State::Run(RunOutcome::Skipped(SkipReason::OtherShard { shard: owner.to_string() }));
                 pending_runs -= 1;
@@ -349,13 +353,13 @@ pub async fn execute<C: Conclusions>(
         endpoints: Arc::default(),
         cancel: cancel.clone(),
     });
-    let mut walk = Walk { plan, states, remaining: vec![0; graph.node_count()], ready: VecDeque::new(), emitter };
+    let mut walk = Walk { plan, states, remaining: vec![0; graph.node_count()], ready: VecDeque::new(), later: VecDeque::new(), deferred, emitter };
     for n in graph.node_indices() {
         if matches!(walk.states[n.index()], State::Pending) {
             walk.remaining[n.index()] =
                 graph.edges_directed(n, Direction::Incoming).filter(|e| matches!(walk.states[e.source().index()], State::Pending)).count();
             if walk.remaining[n.index()] == 0 {
-                walk.ready.push_back(n);
+                walk.release(n);
             }
         }
     }
@@ -380,13 +384,14 @@ pub async fn execute<C: Conclusions>(
         unreachable: Arc::new(StdMutex::new(HashMap::new())),
         meter: meter.clone(),
         cancel: cancel.clone(),
+        lease: options.steal,
     };
     let mut tasks: tokio::task::JoinSet<Finished<C::Analysis, C::Report>> = tokio::task::JoinSet::new();
     let mut task_nodes: HashMap<tokio::task::Id, NodeIndex> = HashMap::new();
     let mut render_error: Option<C::Error> = None;
     let analyze_nodes = analysis_order(plan);
     loop {
-        while let Some(node) = walk.ready.pop_front() {
+        while let Some(node) = walk.ready.pop_front().or_else(|| walk.later.pop_front()) {
             let interrupted = *cancel.borrow();
             match &graph[node] {
                 Node::Materialize { .. } | Node::Review { .. } if interrupted => walk.finish(node, State::Skipped(SkipReason::Interrupted)),
@@ -561,10 +566,23 @@ struct Walk<'a, A, R> {
     /// Dependencies of each pending node not yet done.
     remaining: Vec<usize>,
     ready: VecDeque<NodeIndex>,
+    /// Ready nodes started only once `ready` is empty (`--steal`: other shards' reviews).
+    later: VecDeque<NodeIndex>,
+    /// Which nodes go to `later`.
+    deferred: Vec<bool>,
     emitter: &'a Emitter,
 }
 
 impl<A, R> Walk<'_, A, R> {
+    /// Queues a node whose dependencies are all done.
+    fn release(&mut self, node: NodeIndex) {
+        if self.deferred[node.index()] {
+            self.later.push_back(node);
+        } else {
+            self.ready.push_back(node);
+        }
+    }
+
     fn view<'v>(
         &'v self,
         review_nodes: &'v [NodeIndex],
@@ -624,7 +642,7 @@ impl<A, R> Walk<'_, A, R> {
                         let left = &mut self.remaining[next.index()];
                         *left = left.saturating_sub(1);
                         if *left == 0 {
-                            self.ready.push_back(next);
+                            self.release(next);
                         }
                     }
                 }

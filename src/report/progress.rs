@@ -183,7 +183,7 @@ impl SummaryReporter {
                 summary.failures.push(FailureLine { run: run.to_string(), error: error.to_string(), stderr_tail: error.stderr_tail().to_string() });
             }
             Event::RunSkipped { reason: SkipReason::OverBudget { .. }, .. } => summary.unrun += 1,
-            Event::RunSkipped { reason: SkipReason::OtherShard { .. }, .. } => summary.other_shards += 1,
+            Event::RunSkipped { reason: SkipReason::OtherShard { .. } | SkipReason::Leased { .. }, .. } => summary.other_shards += 1,
             Event::RunSkipped { run, reason } => {
                 summary.skipped += 1;
                 summary.failures.push(FailureLine { run: run.to_string(), error: format!("skipped: {reason}"), stderr_tail: String::new() });

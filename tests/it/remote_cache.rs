@@ -363,3 +363,73 @@ fn s3_cache_push_and_pull_move_an_experiment_explicitly() {
     assert_eq!(none.status.code(), Some(1));
     assert!(stderr_of(&none).contains("need a remote cache"), "{}", stderr_of(&none));
 }
+
+/// The runs an execution's NDJSON events say it ran.
+fn ran(out: &std::process::Output) -> std::collections::BTreeSet<String> {
+    events(out).iter().filter(|e| e["event"] == "run_finished").map(|e| e["run"].as_str().unwrap_or_default().to_string()).collect()
+}
+
+#[test]
+#[ignore = "needs the S3 server .ci/run starts"]
+fn s3_an_idle_worker_steals_runs_no_one_has_started_and_none_runs_twice() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let manifest = sleep_manifest(dir.path(), "uneven", 60, 1, 100);
+    let url = remote_url("steal");
+    let s3 = endpoint();
+    let own = |shard: &str| {
+        let out = runner(dir.path()).args(["plan", "--json", "--shard", shard]).arg(&manifest).output().expect("plan");
+        serde_json::from_slice::<serde_json::Value>(&out.stdout).expect("plan json")["runs"].as_array().map_or(0, Vec::len)
+    };
+    // Shard 0 starts alone; shard 1's worker arrives late, once shard 0 has moved on to its runs.
+    let first = runner_with(dir.path(), &url, &s3, "a")
+        .args(["exec", "--json", "--jobs", "2", "--shard", "0/2", "--steal"])
+        .arg(&manifest)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while remote_runs(&url) < own("0/2") + 6 && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let second =
+        runner_with(dir.path(), &url, &s3, "b").args(["exec", "--json", "--jobs", "2", "--shard", "1/2", "--steal"]).arg(&manifest).output().expect("exec");
+    let first = first.wait_with_output().expect("wait");
+    assert!(first.status.success() && second.status.success(), "{}\n{}", stderr_of(&first), stderr_of(&second));
+    let (a, b) = (ran(&first), ran(&second));
+    assert!(a.is_disjoint(&b), "a run ran on both workers: {:?}", a.intersection(&b).collect::<Vec<_>>());
+    assert_eq!(a.len() + b.len(), 60, "every run ran once");
+    assert!(a.len() > own("0/2"), "the idle worker took runs of shard 1: {} > {}", a.len(), own("0/2"));
+    assert!(count_events(&events(&second), "run_skipped") + count_events(&events(&second), "run_cached") > 0);
+    assert_eq!(remote_runs(&url), 60);
+    let merged = runner_with(dir.path(), &url, &s3, "c").args(["merge", "--quiet", "--shards", "2"]).arg(&manifest).output().expect("merge");
+    assert!(merged.status.success(), "{}", stderr_of(&merged));
+}
+
+#[test]
+#[ignore = "needs the S3 server .ci/run starts"]
+fn s3_a_dead_workers_leases_expire_and_another_takes_its_runs() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let manifest = sleep_manifest(dir.path(), "orphaned", 20, 1, 400);
+    let url = remote_url("expire");
+    let s3 = endpoint();
+    let mut doomed = runner_with(dir.path(), &url, &s3, "a")
+        .args(["exec", "--quiet", "--jobs", "4", "--shard", "0/1", "--steal", "--lease-ttl", "2"])
+        .arg(&manifest)
+        .spawn()
+        .expect("spawn");
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while remote_runs(&url) < 2 && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    doomed.kill().expect("kill -9");
+    let _ = doomed.wait();
+    let stored = remote_runs(&url);
+    let leases = open(&url).list("leases").expect("list").len();
+    assert!(leases > stored, "the dead worker left leases on runs it never stored: {leases} leases, {stored} runs");
+    std::thread::sleep(Duration::from_secs(3));
+    let out = runner_with(dir.path(), &url, &s3, "b").args(["exec", "--json", "--shard", "0/1", "--steal"]).arg(&manifest).output().expect("exec");
+    assert!(out.status.success(), "{}", stderr_of(&out));
+    assert_eq!(ran(&out).len(), 20 - stored, "the expired leases were taken over; nothing stored ran again");
+    assert_eq!(remote_runs(&url), 20);
+}
