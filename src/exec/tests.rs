@@ -29,6 +29,8 @@ struct FakeReviewer {
     findings: usize,
     /// Prompt tokens each review reports.
     tokens: Option<u64>,
+    /// The runs reviewed, in the order they started (`cell #repeat @subject`).
+    started: StdMutex<Vec<String>>,
 }
 
 impl Reviewer for FakeReviewer {
@@ -47,6 +49,7 @@ impl Reviewer for FakeReviewer {
     fn review<'a>(&'a self, job: &'a ReviewJob) -> BoxFuture<'a, Result<ReviewOutput, ReviewError>> {
         Box::pin(async move {
             self.calls.fetch_add(1, Ordering::SeqCst);
+            self.started.lock().expect("lock").push(crate::matrix::RunId::new(job.cell.id.clone(), job.repeat, job.subject.id.clone()).to_string());
             let now = self.in_flight.fetch_add(1, Ordering::SeqCst) + 1;
             self.max_in_flight.fetch_max(now, Ordering::SeqCst);
             tokio::time::sleep(Duration::from_millis(self.latency_ms)).await;
@@ -704,4 +707,55 @@ async fn a_budget_in_seconds_counts_review_wall_time() {
     let (execution, _) = walk(&plan, reviewer.clone(), &cache, &opts, rx).await;
     assert_eq!(reviewer.calls.load(Ordering::SeqCst), 3);
     assert_eq!((execution.cost.incurred.review_ms, execution.cost.unrun), (120, 2));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_shard_runs_its_own_runs_and_judges_and_leaves_the_rest_unfailed() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let cache = CacheStore::new(dir.path());
+    let plan = judged_plan(&["a", "b", "c", "d"], &["s1", "s2"]);
+    let shard = crate::plan::Shard { index: 0, count: 2 };
+    let own = plan.runs.iter().filter(|r| shard.contains(&r.key)).count();
+    assert!(own > 0 && own < 8, "both shards have runs: {own}");
+    let reviewer = Arc::new(FakeReviewer { findings: 2, ..Default::default() });
+    let scorers = Arc::new(FakeScorers::default());
+    let opts = ExecOptions { shard: Some(shard), ..options(2, None) };
+    let calls = Arc::new(AtomicUsize::new(0));
+    let reviewers: ReviewerSet = [("fake".to_string(), reviewer.clone() as Arc<dyn Reviewer>)].into();
+    let execution = execute(
+        &plan,
+        &reviewers,
+        Some(scorers.clone()),
+        materializer(calls, &[]),
+        Arc::new(cache.clone()),
+        &opts,
+        &CountingJudged,
+        &Emitter::silent(),
+        watch::channel(false).1,
+    )
+    .await;
+    assert_eq!(reviewer.calls.load(Ordering::SeqCst), own, "only this shard's runs are reviewed");
+    assert_eq!(scorers.runs.load(Ordering::SeqCst), own * 2, "and only their findings judged");
+    let others: Vec<&RunOutcome> = execution.outcomes.iter().filter(|o| o.success().is_none()).collect();
+    assert_eq!(others.len(), 8 - own);
+    assert!(others.iter().all(|o| o.is_other_shard()), "the rest are left to the other shard, not failed");
+    assert_eq!(crate::error::Ending::of(&execution.outcomes), crate::error::Ending::Complete);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stealing_shard_starts_its_own_runs_before_the_others() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let cache = CacheStore::new(dir.path());
+    let plan = plan(&["a", "b", "c", "d", "e", "f"], 2, &["s1"]);
+    let shard = crate::plan::Shard { index: 1, count: 3 };
+    let owned: std::collections::BTreeSet<String> = plan.runs.iter().filter(|r| shard.contains(&r.key)).map(|r| r.label()).collect();
+    let reviewer = Arc::new(FakeReviewer::default());
+    let opts = ExecOptions { shard: Some(shard), steal: Some(Duration::from_secs(60)), ..options(1, None) };
+    let outcomes = run_with(&plan, reviewer.clone(), &cache, &opts).await;
+    assert!(outcomes.iter().all(|o| o.success().is_some()), "a local store grants every lease: every run ran");
+    let started = reviewer.started.lock().expect("lock").clone();
+    assert_eq!(started.len(), 12);
+    // Spawned own runs first; two worker threads may swap the two tasks at the boundary.
+    let early = started[..owned.len()].iter().filter(|r| owned.contains(*r)).count();
+    assert!(early + 1 >= owned.len(), "own runs first: {started:?}");
 }
