@@ -192,73 +192,69 @@ impl LayeredStore {
     }
 
     fn pull_run(&self, key: &CacheKey) -> Pulled {
-        if self.is_down() {
-            return Pulled::Down;
-        }
         if self.absent.lock().map(|a| a.contains(key)).unwrap_or(false) {
             return Pulled::Absent;
         }
-        let pointer_name = sharded("runs", &key.0);
-        let result = (|| {
-            let pointer = self.remote_pointer(&pointer_name)?;
-            let record_bytes = self.fetch_objects(std::slice::from_ref(&pointer))?.remove(0);
-            let record: RunRecord = serde_json::from_slice(&record_bytes).map_err(|e| Pulled::Corrupt(format!("remote run record is not valid: {e}")))?;
-            if record.key != *key {
-                self.mark_corrupt(&pointer_name);
-                return Err(Pulled::Corrupt("the remote pointer names a record for another key".to_string()));
-            }
-            let mut hashes = vec![record.findings.clone(), record.raw.clone()];
-            hashes.extend(record.attachments.values().cloned());
-            let mut objects = self.fetch_objects(&hashes)?;
-            objects.push(record_bytes);
-            self.keep_locally(&objects)?;
-            self.local.set_run_pointer(key, &pointer).map_err(|e| Pulled::Corrupt(format!("could not copy into the local cache: {e}")))?;
-            Ok(())
-        })();
-        match result {
-            Ok(()) => {
-                self.pulled.fetch_add(1, Ordering::Relaxed);
-                Pulled::Copied
-            }
-            // An entry whose objects do not verify is rewritten whole when this run is stored
-            // again: its pointer too, or it would keep naming the bad record.
-            Err(Pulled::Corrupt(detail)) => {
-                self.replace_next(&pointer_name);
-                Pulled::Corrupt(detail)
-            }
-            Err(pulled) => pulled,
-        }
+        let parts = |bytes: &[u8]| {
+            let record: RunRecord = serde_json::from_slice(bytes).map_err(|e| Pulled::Corrupt(format!("remote run record is not valid: {e}")))?;
+            self.check_key(&record.key, "runs", key)?;
+            let mut hashes = vec![record.findings, record.raw];
+            hashes.extend(record.attachments.into_values());
+            Ok(hashes)
+        };
+        self.pull_entry("runs", key, parts, |pointer| self.local.set_run_pointer(key, pointer))
     }
 
     fn pull_value(&self, key: &CacheKey, experiment: Option<&str>) -> Pulled {
-        if self.is_down() {
-            return Pulled::Down;
-        }
-        let pointer_name = sharded("values", &key.0);
-        let result = (|| {
-            let pointer = self.remote_pointer(&pointer_name)?;
-            let record_bytes = self.fetch_objects(std::slice::from_ref(&pointer))?.remove(0);
-            let record: ValueRecord = serde_json::from_slice(&record_bytes).map_err(|e| Pulled::Corrupt(format!("remote value record is not valid: {e}")))?;
-            if record.key != *key {
-                self.mark_corrupt(&pointer_name);
-                return Err(Pulled::Corrupt("the remote pointer names a record for another key".to_string()));
-            }
+        let parts = |bytes: &[u8]| {
+            let record: ValueRecord = serde_json::from_slice(bytes).map_err(|e| Pulled::Corrupt(format!("remote value record is not valid: {e}")))?;
+            self.check_key(&record.key, "values", key)?;
             if experiment.is_some_and(|name| name != record.experiment) {
                 return Err(Pulled::Absent);
             }
-            let mut objects = self.fetch_objects(std::slice::from_ref(&record.value))?;
+            Ok(vec![record.value])
+        };
+        self.pull_entry("values", key, parts, |pointer| self.local.set_value_pointer(key, pointer))
+    }
+
+    /// A record filed under `key` must be for `key`.
+    fn check_key(&self, found: &CacheKey, dir: &str, key: &CacheKey) -> Result<(), Pulled> {
+        if found == key {
+            return Ok(());
+        }
+        self.mark_corrupt(&sharded(dir, &key.0));
+        Err(Pulled::Corrupt("the remote pointer names a record for another key".to_string()))
+    }
+
+    /// Pulls one entry: its pointer under `dir`, the record it names, and the objects `parts`
+    /// reads off the record, every one verified; then copies them into the local cache and
+    /// files the pointer there (`file`).
+    fn pull_entry(
+        &self,
+        dir: &str,
+        key: &CacheKey,
+        parts: impl Fn(&[u8]) -> Result<Vec<String>, Pulled>,
+        file: impl Fn(&str) -> Result<(), CacheError>,
+    ) -> Pulled {
+        if self.is_down() {
+            return Pulled::Down;
+        }
+        let pointer_name = sharded(dir, &key.0);
+        let result = (|| {
+            let pointer = self.remote_pointer(&pointer_name)?;
+            let record_bytes = self.fetch_objects(std::slice::from_ref(&pointer))?.remove(0);
+            let mut objects = self.fetch_objects(&parts(&record_bytes)?)?;
             objects.push(record_bytes);
             self.keep_locally(&objects)?;
-            self.local.set_value_pointer(key, &pointer).map_err(|e| Pulled::Corrupt(format!("could not copy into the local cache: {e}")))?;
-            Ok(())
+            file(&pointer).map_err(|e| Pulled::Corrupt(format!("could not copy into the local cache: {e}")))
         })();
         match result {
             Ok(()) => {
                 self.pulled.fetch_add(1, Ordering::Relaxed);
                 Pulled::Copied
             }
-            // An entry whose objects do not verify is rewritten whole when this run is stored
-            // again: its pointer too, or it would keep naming the bad record.
+            // An entry whose objects do not verify is rewritten whole when it is stored again:
+            // its pointer too, or it would keep naming the bad record.
             Err(Pulled::Corrupt(detail)) => {
                 self.replace_next(&pointer_name);
                 Pulled::Corrupt(detail)
