@@ -12,7 +12,7 @@ use super::remote::{RemoteError, RemoteStore};
 use super::store::{is_hex64, CacheError, CacheStore, Lookup, RunRecord, ValueLookup, ValueRecord};
 use super::{Guard, Lease, Store};
 use crate::reviewer::{ReviewError, ReviewOutput};
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
@@ -348,16 +348,30 @@ impl LayeredStore {
                 }
             }
         }
-        let wanted: Vec<String> =
-            entries.iter().flat_map(|(_, _, _, r)| [r.findings.clone(), r.raw.clone()].into_iter().chain(r.attachments.values().cloned())).collect();
+        // Each distinct object once, and none the local cache already holds intact.
+        let mut fetched: HashMap<String, Option<Vec<u8>>> = HashMap::new();
+        let parts_of = |r: &RunRecord| [r.findings.clone(), r.raw.clone()].into_iter().chain(r.attachments.values().cloned()).collect::<Vec<String>>();
+        let mut wanted: Vec<String> = Vec::new();
+        for (_, _, _, record) in &entries {
+            for hash in parts_of(record) {
+                if !fetched.contains_key(&hash) {
+                    let local = self.local.get_object(&hash).ok();
+                    if local.is_none() {
+                        wanted.push(hash.clone());
+                    }
+                    fetched.insert(hash, local);
+                }
+            }
+        }
         let Some(objects) = self.gather(&wanted.iter().map(|h| sharded("objects", h)).collect::<Vec<_>>()) else { return 0 };
-        let mut objects = wanted.iter().zip(objects);
+        for (hash, bytes) in wanted.into_iter().zip(objects) {
+            let verified = bytes.filter(|b| blake3::hash(b).to_hex().as_str() == hash.as_str());
+            fetched.insert(hash, verified);
+        }
         let mut copied = 0;
         for (key, pointer, record_bytes, record) in entries {
-            let count = 2 + record.attachments.len();
-            let parts: Vec<Option<Vec<u8>>> =
-                objects.by_ref().take(count).map(|(hash, bytes)| bytes.filter(|b| blake3::hash(b).to_hex().as_str() == hash.as_str())).collect();
-            let Some(mut parts) = parts.into_iter().collect::<Option<Vec<Vec<u8>>>>() else { continue };
+            let parts: Option<Vec<Vec<u8>>> = parts_of(&record).iter().map(|h| fetched.get(h).cloned().flatten()).collect();
+            let Some(mut parts) = parts else { continue };
             parts.push(record_bytes);
             if self.keep_locally(&parts).is_ok() && self.local.set_run_pointer(key, pointer).is_ok() {
                 copied += 1;
