@@ -354,12 +354,12 @@ impl LayeredStore {
         let mut wanted: Vec<String> = Vec::new();
         for (_, _, _, record) in &entries {
             for hash in parts_of(record) {
-                if !fetched.contains_key(&hash) {
-                    let local = self.local.get_object(&hash).ok();
+                if let std::collections::hash_map::Entry::Vacant(slot) = fetched.entry(hash) {
+                    let local = self.local.get_object(slot.key()).ok();
                     if local.is_none() {
-                        wanted.push(hash.clone());
+                        wanted.push(slot.key().clone());
                     }
-                    fetched.insert(hash, local);
+                    slot.insert(local);
                 }
             }
         }
