@@ -356,8 +356,9 @@ pub(crate) enum StudyCommand {
 pub(crate) struct StudyExportArgs {
     /// The experiment manifest.
     pub manifest: PathBuf,
-    /// h7 (findings with a suggestion; labels correct_safe | partial | wrong | harmful) or h8
-    /// (labels correct | too_high | too_low, with a suggested severity).
+    /// h1 (labels actionable | false_positive | wrong_suggestion | out_of_scope), h7 (findings
+    /// with a suggestion; labels correct_safe | partial | wrong | harmful) or h8 (labels
+    /// correct | too_high | too_low, with a suggested severity).
     #[arg(long, value_enum)]
     pub study: runner::study::findings::Study,
     /// The directory to write the sheet, key and instructions into.
@@ -375,8 +376,9 @@ pub(crate) struct StudyExportArgs {
 
 #[derive(Debug, Args)]
 pub(crate) struct StudyImportArgs {
-    /// The filled sheet.
-    pub sheet: PathBuf,
+    /// The filled sheet; for H1 one sheet per rater (each labels every row).
+    #[arg(required = true)]
+    pub sheets: Vec<PathBuf>,
     /// The key written with the sheet (it names the study).
     #[arg(long)]
     pub key: PathBuf,

@@ -477,7 +477,7 @@ fn study_export(args: &StudyExportArgs) -> Result<Exit, Error> {
 }
 
 fn study_import(args: &StudyImportArgs) -> Result<Exit, Error> {
-    let result = runner::study::findings::import(&args.sheet, &args.key)?;
+    let result = runner::study::findings::import_sheets(&args.sheets, &args.key)?;
     let written = runner::study::findings::write_result(&result, &args.out)?;
     print!("{}", result.to_markdown());
     for file in &written {
