@@ -465,7 +465,8 @@ fn adjudicate_import(args: &AdjudicateImportArgs) -> Result<Exit, Error> {
 }
 
 fn study_export(args: &StudyExportArgs) -> Result<Exit, Error> {
-    let prepared = experiment::prepare(&args.manifest, &locations(&args.locations))?;
+    // Only the plan and the cache are read: no scoring client is built, no analyzer looked up.
+    let prepared = experiment::prepare_to_read(&args.manifest, &locations(&args.locations))?;
     let source = runner::experiment::sheet_source(&prepared);
     let exported = runner::study::findings::export(&source, args.study, &args.manifest.display().to_string(), &args.out, args.seed, args.sample)?;
     println!("{} rows sampled from {} eligible findings", exported.rows, exported.eligible);

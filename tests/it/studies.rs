@@ -1,4 +1,4 @@
-//! H7/H8 finding studies end to end: the bundled H7 and H8 examples re-export byte for byte from the
+//! H1/H7/H8 finding studies end to end: the bundled H1, H7 and H8 examples re-export byte for byte from the
 //! committed quickstart cache and import to their committed results; an H8 sheet is blind and
 //! stratified by cell.
 
@@ -6,9 +6,13 @@ use crate::{project_root, runner};
 use std::path::Path;
 
 fn export(out: &Path, study: &str, seed: &str, sample: &str) {
+    export_from("experiments/quickstart.toml", out, study, seed, sample);
+}
+
+fn export_from(manifest: &str, out: &Path, study: &str, seed: &str, sample: &str) {
     let root = project_root();
     let o = runner(&root)
-        .args(["study", "export", "experiments/quickstart.toml", "--study", study, "--seed", seed, "--sample", sample, "--out"])
+        .args(["study", "export", manifest, "--study", study, "--seed", seed, "--sample", sample, "--out"])
         .arg(out)
         .arg("--cache-dir")
         .arg(root.join("cache"))
@@ -23,16 +27,19 @@ fn read(path: &Path) -> String {
 
 #[test]
 fn the_bundled_examples_round_trip() {
-    round_trip("h7", "40");
-    round_trip("h8", "12");
+    round_trip("h7", "40", "quickstart");
+    round_trip("h8", "12", "quickstart");
+    round_trip("h1", "12", "quickstart");
+    // The RQS v2 experiment's reviews, read from the cache without its scoring clients.
+    round_trip("h1", "44", "rqs");
 }
 
-fn round_trip(study: &str, sample: &str) {
+fn round_trip(study: &str, sample: &str, experiment: &str) {
     let root = project_root();
-    let name = format!("results/studies/{study}-quickstart");
+    let name = format!("results/studies/{study}-{experiment}");
     let bundled = root.join(&name);
     let dir = tempfile::tempdir().expect("tempdir");
-    export(dir.path(), study, "0", sample);
+    export_from(&format!("experiments/{experiment}.toml"), dir.path(), study, "0", sample);
     assert_eq!(read(&dir.path().join("key.json")), read(&bundled.join("key.json")), "the same seed gives the same key");
     // The committed sheet is the exported one with the label columns filled.
     let blank = |text: &str| -> Vec<Vec<String>> {
@@ -71,4 +78,36 @@ fn an_h8_sheet_is_blind_and_samples_every_cell() {
     assert_eq!(o.status.code(), Some(1));
     let stderr = String::from_utf8_lossy(&o.stderr);
     assert!(stderr.contains("sheet.csv:2: item `S001`: column `verdict`: empty; every row needs a label"), "{stderr}");
+}
+
+/// Two raters' copies of one H1 sheet, imported at once from the command line: Cohen's κ
+/// before aggregation, then precision over the plurality labels.
+#[test]
+fn two_h1_raters_import_together_with_cohen_kappa() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    export(dir.path(), "h1", "3", "4");
+    let sheet = read(&dir.path().join("sheet.csv"));
+    // ann: A A F F; bob: A F F F. p_o = 3/4; p_e = 2/4·1/4 + 2/4·3/4 = 1/2; κ = (3/4 − 1/2)/(1/2) = 0.5.
+    // Aggregated: A, tied, F, F: precision 1/4.
+    let fill = |rater: &str, labels: [&str; 4]| {
+        let mut r = csv::ReaderBuilder::new().from_reader(sheet.as_bytes());
+        let mut w = csv::Writer::from_writer(Vec::new());
+        w.write_record(r.headers().expect("header")).expect("write");
+        for (rec, label) in r.records().zip(labels) {
+            let mut rec: Vec<String> = rec.expect("row").iter().map(str::to_string).collect();
+            let n = rec.len();
+            (rec[n - 3], rec[n - 1]) = (label.to_string(), rater.to_string());
+            w.write_record(&rec).expect("write");
+        }
+        std::fs::write(dir.path().join(format!("{rater}.csv")), w.into_inner().expect("bytes")).expect("write");
+    };
+    fill("ann", ["actionable", "actionable", "false_positive", "false_positive"]);
+    fill("bob", ["actionable", "false_positive", "false_positive", "false_positive"]);
+    let o = runner(dir.path()).args(["study", "import", "ann.csv", "bob.csv", "--key", "key.json", "--out", "r"]).output().expect("runs");
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let md = read(&dir.path().join("r/result.md"));
+    assert!(md.contains("Agreement before aggregation: Cohen's κ = 0.500 over 4 findings rated by all 2 raters (observed agreement 0.750, chance 0.500)."), "{md}");
+    assert!(md.contains("| all | 4 | 1 | 2 | 0 | 0 | 1 | 1/4 = 25.0 % [4.6, 69.9] |"), "{md}");
+    let json: serde_json::Value = serde_json::from_str(&read(&dir.path().join("r/result.json"))).expect("json");
+    assert_eq!(json["agreement"]["kappa"], 0.5);
 }
