@@ -332,7 +332,11 @@ fn analyze(
         adjudications: &prepared.adjudications,
         rqs,
     };
-    analysis::compute(&prepared.manifest.analyses[index], &input)
+    let spec = &prepared.manifest.analyses[index];
+    if spec.kind == AnalysisKind::Study {
+        return crate::study::report::compute(spec, &input);
+    }
+    analysis::compute(spec, &input)
 }
 
 /// The results model of an execution.
