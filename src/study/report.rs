@@ -43,6 +43,8 @@ pub fn compute(spec: &AnalysisSpec, input: &AnalysisInput<'_>) -> AnalysisResult
         r.notes.push(format!("`{}` is the key of an {} sheet; study `{}` reads {} sheets.", shown_one(&options.key), name(key.study), options.study, name(wanted)));
         return r;
     }
+    let mut result = result;
+    result.sheet = options.sheets.iter().map(|p| shown_one(p)).collect::<Vec<_>>().join(", ");
     r.notes.push(format!("Sheets {sheets} (key `{}`), labelled by {}.", shown_one(&options.key), result.raters.join(", ")));
     match options.study.as_str() {
         "h5" => h5(&mut r, &key, &result, input),
@@ -59,11 +61,25 @@ fn parse(study: &str) -> Study {
     }
 }
 
-/// A path as the report shows it: its last three components, so the page does not depend on
-/// where the manifest was given from.
+/// A path as the report shows it: `..` taken out lexically (`experiments/../results/x` →
+/// `results/x`); an absolute one by its last four components, so the page does not depend on
+/// where the project lies.
 fn shown_one(path: &Path) -> String {
-    let parts: Vec<String> = path.components().map(|c| c.as_os_str().to_string_lossy().into_owned()).collect();
-    parts[parts.len().saturating_sub(3)..].join("/")
+    use std::path::Component;
+    let mut parts: Vec<String> = Vec::new();
+    let mut absolute = false;
+    for c in path.components() {
+        match c {
+            Component::ParentDir if parts.last().is_some_and(|p| p != "..") => {
+                parts.pop();
+            }
+            Component::CurDir => {}
+            Component::RootDir | Component::Prefix(_) => absolute = true,
+            other => parts.push(other.as_os_str().to_string_lossy().into_owned()),
+        }
+    }
+    let from = if absolute { parts.len().saturating_sub(4) } else { 0 };
+    parts[from..].join("/")
 }
 
 fn shown(paths: &[std::path::PathBuf]) -> String {
@@ -123,7 +139,7 @@ fn tables(r: &mut AnalysisResult, result: &StudyResult) {
         ));
     }
     if let Some(rule) = &result.aggregation {
-        r.rule = Some(format!("{rule}; precision = `actionable` / findings"));
+        r.notes.push(format!("Aggregation: {rule}. Precision = `actionable` / findings."));
     }
     if !result.per_rater.is_empty() {
         let mut t = Table::new("Each rater's precision, before aggregation", &["Rater", "Precision", "95 % Wilson"]);
@@ -204,14 +220,14 @@ fn h5(r: &mut AnalysisResult, key: &StudyKey, result: &StudyResult, input: &Anal
     let (compared, unmatched) = compared(key, &result.decided, input);
     let names: Vec<String> = rqs.judges.iter().map(|j| j.name.clone()).collect();
     let calibrations = calibration::calibrate(&names, &compared);
-    r.rule = Some(format!(
+    r.notes.push(format!(
         "H1 labels as judgements: `actionable` → valid yes, actionable yes; `wrong_suggestion` → valid yes, actionable no; `false_positive`, `out_of_scope` → no, no; tied findings give none. \
-Agreement = the share of findings where the judge's yes/no equals the person's; a judge below {:.0} % agreement may not be used alone",
+Agreement = the share of findings where the judge's yes/no equals the person's; a judge below {:.0} % agreement may not be used alone.",
         STANDS_ALONE * 100.0
     ));
     let mut t = Table::new(
         "",
-        &["Judge", "Rubric", "Findings", "Unanswered", "Agreement", "κ", "Human yes: judge yes", "Human yes: judge no", "Human no: judge yes", "Human no: judge no", "Alone"],
+        &["Judge", "Rubric", "Findings", "Unanswered", "Agreement", "κ", "Human yes: judge yes", "Human yes: judge no", "Human no: judge yes", "Human no: judge no", "Used alone"],
     );
     for c in &calibrations {
         for rc in &c.rubrics {
