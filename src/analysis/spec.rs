@@ -519,25 +519,26 @@ pub fn read_analysis(t: &TableReader<'_, '_>, axes: &BTreeSet<String>, base_dir:
 /// A `study` analysis's `study`, `sheets` and `key`.
 fn read_study(t: &TableReader<'_, '_>, base_dir: &Path) -> Option<StudyOptions> {
     let problems = t.problems();
-    let study = t.required_string("study")?;
-    if !STUDIES.contains(&study.get_ref().as_str()) {
-        let help = match did_you_mean(study.get_ref(), STUDIES.iter().copied()) {
-            Some(best) => format!("did you mean `{best}`? (studies: {})", STUDIES.join(", ")),
-            None => format!("studies: {}", STUDIES.join(", ")),
-        };
-        problems.push_with_help(study.span(), format!("unknown study `{}`", study.get_ref()), help);
+    // Every key is read before any is found missing, so none is reported as unknown.
+    let (study, key, sheets) = (t.required_string("study"), t.required_string("key"), t.strings("sheets"));
+    if let Some(study) = &study {
+        if !STUDIES.contains(&study.get_ref().as_str()) {
+            let help = match did_you_mean(study.get_ref(), STUDIES.iter().copied()) {
+                Some(best) => format!("did you mean `{best}`? (studies: {})", STUDIES.join(", ")),
+                None => format!("studies: {}", STUDIES.join(", ")),
+            };
+            problems.push_with_help(study.span(), format!("unknown study `{}`", study.get_ref()), help);
+        }
     }
-    let key = t.required_string("key")?;
-    let sheets = t.strings("sheets");
     match &sheets {
         None => problems.push_with_help(t.span(), "analysis `study` needs `sheets`, the filled sheets", "`sheets = [\"…/sheet.csv\"]` (one per rater for h1 and h5)"),
         Some(list) if list.is_empty() => problems.push(t.span(), "analysis `study` lists no `sheets`"),
         Some(_) => {}
     }
     Some(StudyOptions {
-        study: study.into_inner(),
+        study: study?.into_inner(),
         sheets: sheets?.iter().map(|s| resolve_path(base_dir, s.get_ref())).collect(),
-        key: resolve_path(base_dir, key.get_ref()),
+        key: resolve_path(base_dir, key?.get_ref()),
     })
 }
 

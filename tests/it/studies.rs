@@ -111,3 +111,23 @@ fn two_h1_raters_import_together_with_cohen_kappa() {
     let json: serde_json::Value = serde_json::from_str(&read(&dir.path().join("r/result.json"))).expect("json");
     assert_eq!(json["agreement"]["kappa"], 0.5);
 }
+
+/// A `study` analysis names a known study, its sheets and its key; every mistake is located.
+#[test]
+fn a_study_analysis_is_checked_in_the_manifest() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let corpus = project_root().join("corpus/quickstart");
+    let manifest = format!(
+        "version = 1\n[experiment]\nname = \"x\"\n[target]\ncorpus = \"{}\"\nunseal-holdout = true\n[matrix]\nrepeat = 1\n[reviewer]\nkind = \"builtin\"\nname = \"dry-run\"\n\
+[[analysis]]\nkind = \"study\"\nstudy = \"h11\"\nkey = \"k.json\"\n[[analysis]]\nkind = \"study\"\nstudy = \"h1\"\nsheets = [\"a.csv\"]\n[report]\noutput = \"o\"\n",
+        corpus.display()
+    );
+    std::fs::write(dir.path().join("bad.toml"), manifest).expect("write");
+    let o = runner(dir.path()).args(["validate", "bad.toml"]).output().expect("runs");
+    assert_eq!(o.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("unknown study `h11`") && err.contains("did you mean `h1`?"), "{err}");
+    assert!(err.contains("analysis `study` needs `sheets`, the filled sheets"), "{err}");
+    assert!(err.contains("missing key `key` in [[analysis]] #2"), "{err}");
+    assert!(!err.contains("unknown key `sheets`") && err.contains("3 problems"), "{err}");
+}
