@@ -19,6 +19,8 @@ use super::adjudication::{write_file, AdjudicationError, RowContent, SheetSource
 use super::sheet::{self, Column, Rule, Spec};
 use crate::analysis::agreement::{cohen_kappa, fleiss_kappa, majority_vote, percent_agreement, Vote as AgreementVote};
 use crate::cache::Lookup;
+use crate::subject::corpus::{self, CaseSource};
+use crate::subject::TargetSpec;
 use crate::finding::Severity;
 use crate::stats::wilson_interval;
 use rand::seq::SliceRandom;
@@ -38,7 +40,12 @@ pub const KEY_VERSION: u32 = 1;
 pub const DEFAULT_SAMPLE: usize = 40;
 
 /// The columns every finding-study sheet shows.
-const SHOWN: [&str; 8] = ["item", "case", "file", "line", "severity", "category", "message", "suggestion"];
+/// `context` is the code around the finding's line (older sheets without it still import).
+const SHOWN: [&str; 9] = ["item", "case", "file", "line", "context", "severity", "category", "message", "suggestion"];
+/// Lines shown before and after a finding's line (or range) in `context`.
+pub const CONTEXT_LINES: u32 = 2;
+/// At most this many lines of a long range are shown.
+const CONTEXT_MAX: usize = 12;
 pub const H1_LABELS: [&str; 4] = ["actionable", "false_positive", "wrong_suggestion", "out_of_scope"];
 pub const H7_LABELS: [&str; 4] = ["correct_safe", "partial", "wrong", "harmful"];
 pub const H8_LABELS: [&str; 3] = ["correct", "too_high", "too_low"];
@@ -164,13 +171,20 @@ pub fn export(source: &SheetSource<'_>, study: Study, manifest_label: &str, out:
     chosen.shuffle(&mut rng);
 
     let width = chosen.len().to_string().len().max(3);
+    // The code around each line, from the case's source after the change (corpus targets; a
+    // repository target's sheet leaves `context` empty).
+    let sources: BTreeMap<String, CaseSource> = match source.target {
+        TargetSpec::Corpus { dir, .. } => corpus::load_public_cases(dir)?.into_iter().map(|c| (c.id, c.source)).collect(),
+        _ => BTreeMap::new(),
+    };
     let mut header: Vec<&str> = SHOWN.to_vec();
     header.extend(study.label_columns());
     let mut lines = Vec::new();
     let mut items = BTreeMap::new();
     for (i, (cell, row, occ)) in chosen.into_iter().enumerate() {
         let item = format!("S{:0width$}", i + 1);
-        let shown = [&item, &row.case, &row.file, &row.line, &row.severity, &row.category, &row.message, &row.suggestion];
+        let context = sources.get(&row.case).map(|s| code_context(s, &row.file, &row.line)).unwrap_or_default();
+        let shown = [&item, &row.case, &row.file, &row.line, &context, &row.severity, &row.category, &row.message, &row.suggestion];
         lines.push(shown.iter().map(|s| s.to_string()).chain(study.label_columns().iter().map(|_| String::new())).collect());
         items.insert(item, StudyItem { cell, case: row.case.clone(), severity: row.severity.clone(), occurrences: occ });
     }
@@ -195,6 +209,29 @@ pub fn export(source: &SheetSource<'_>, study: Study, manifest_label: &str, out:
     Ok(Exported { files: files.to_vec(), rows: lines.len(), eligible })
 }
 
+/// Lines around `line` (`12` or `12-14`) of the source after the change, each `NN: text`, when
+/// `file` is the case's file and the line lies in it; otherwise empty.
+pub fn code_context(source: &CaseSource, file: &str, line: &str) -> String {
+    if source.path != file {
+        return String::new();
+    }
+    let mut ends = line.split('-').map(|n| n.trim().parse::<u32>().ok());
+    let (Some(Some(start)), end) = (ends.next(), ends.next()) else { return String::new() };
+    let end = end.flatten().unwrap_or(start).max(start);
+    let lines: Vec<&str> = source.after.lines().collect();
+    if start == 0 || start as usize > lines.len() {
+        return String::new();
+    }
+    let from = start.saturating_sub(CONTEXT_LINES).max(1);
+    let to = (end + CONTEXT_LINES).min(lines.len() as u32);
+    let width = to.to_string().len();
+    (from..=to)
+        .take(CONTEXT_MAX)
+        .map(|n| format!("{n:>width$}: {}", lines[n as usize - 1].trim_end()))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
 fn instructions(study: Study, key: &StudyKey) -> String {
     let labels = match study {
         Study::H1 => "Fill `label` for each row: what would you do with this finding in review?\n\n\
@@ -210,7 +247,7 @@ fn instructions(study: Study, key: &StudyKey) -> String {
     };
     format!(
         "# {} sheet: {}\n\n{} rows sampled from {} eligible findings (seed {}). Read each finding against the case's diff \
-(the `case` column names it in the corpus). {labels}\n`note` is free text; `rater` names who labelled the row. \
+(the `case` column names it in the corpus; `context` shows the code around the line after the change). {labels}\n`note` is free text; `rater` names who labelled the row. \
 Do not open `{KEY_FILE}` until you are done. Then:\n\n```\nrunner study import {SHEET_FILE} --key {KEY_FILE} --out result\n```\n",
         study.name(),
         key.experiment,

@@ -44,7 +44,7 @@ fn round_trip(study: &str, sample: &str, experiment: &str) {
     // The committed sheet is the exported one with the label columns filled.
     let blank = |text: &str| -> Vec<Vec<String>> {
         let mut r = csv::ReaderBuilder::new().has_headers(false).from_reader(text.as_bytes());
-        r.records().map(|rec| rec.expect("csv").iter().take(8).map(str::to_string).collect()).collect()
+        r.records().map(|rec| rec.expect("csv").iter().take(9).map(str::to_string).collect()).collect()
     };
     assert_eq!(blank(&read(&dir.path().join("sheet.csv"))), blank(&read(&bundled.join("sheet.csv"))));
 
@@ -63,8 +63,14 @@ fn an_h8_sheet_is_blind_and_samples_every_cell() {
     let dir = tempfile::tempdir().expect("tempdir");
     export(dir.path(), "h8", "3", "6");
     let sheet = read(&dir.path().join("sheet.csv"));
-    assert_eq!(sheet.lines().next(), Some("item,case,file,line,severity,category,message,suggestion,verdict,suggested_severity,note,rater"));
-    assert_eq!(sheet.lines().count(), 7, "{sheet}");
+    assert_eq!(sheet.lines().next(), Some("item,case,file,line,context,severity,category,message,suggestion,verdict,suggested_severity,note,rater"));
+    let rows: Vec<csv::StringRecord> = csv::Reader::from_reader(sheet.as_bytes()).records().map(|r| r.expect("row")).collect();
+    assert_eq!(rows.len(), 6, "{sheet}");
+    // Each row shows the code around its line, from the case's source after the change.
+    for row in &rows {
+        let line: u32 = row[3].split('-').next().and_then(|l| l.parse().ok()).expect("a line");
+        assert!(row[4].lines().any(|l| l.trim_start().starts_with(&format!("{line}: "))), "{:?}", &row);
+    }
     for hidden in ["baseline", "heuristic", "dry-run #", "repeat", "trial"] {
         assert!(!sheet.contains(hidden), "the sheet must not say `{hidden}`:\n{sheet}");
     }

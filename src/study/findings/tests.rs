@@ -2,6 +2,7 @@
 //! on small filled sheets; a sheet with the key's mistakes is refused.
 
 use super::*;
+use crate::subject::corpus::CaseSource;
 
 fn key(study: Study, items: &[(&str, &str, &str)]) -> StudyKey {
     StudyKey {
@@ -231,4 +232,19 @@ fn several_sheets_are_for_h1_only() {
     let Err(AdjudicationError::Invalid { problems, .. }) = import_sheets(&[path.clone(), path], &key_path) else { panic!("refused") };
     assert_eq!(problems.len(), 1, "{problems:#?}");
     assert!(problems[0].starts_with("2 sheets given: only H1 takes several"), "{problems:#?}");
+}
+
+#[test]
+fn the_code_context_is_the_lines_around_the_finding() {
+    let source = CaseSource { path: "a.py".into(), before: String::new(), after: (1..=12).map(|n| format!("line {n}  \n")).collect() };
+    // Two lines either side, numbered, trailing space trimmed.
+    assert_eq!(code_context(&source, "a.py", "3"), "1: line 1\n2: line 2\n3: line 3\n4: line 4\n5: line 5");
+    assert_eq!(code_context(&source, "a.py", "1"), "1: line 1\n2: line 2\n3: line 3");
+    assert_eq!(code_context(&source, "a.py", "9-10"), " 7: line 7\n 8: line 8\n 9: line 9\n10: line 10\n11: line 11\n12: line 12");
+    assert_eq!(code_context(&source, "b.py", "3"), "", "another file");
+    assert_eq!(code_context(&source, "a.py", "13"), "", "past the end");
+    assert_eq!(code_context(&source, "a.py", "0"), "");
+    assert_eq!(code_context(&source, "a.py", "x"), "");
+    let long = code_context(&source, "a.py", "1-12");
+    assert_eq!(long.lines().count(), 12);
 }
