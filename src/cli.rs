@@ -350,6 +350,25 @@ pub(crate) enum StudyCommand {
     Export(StudyExportArgs),
     /// Check a filled sheet against its key and write the analysis (result.md, result.json).
     Import(StudyImportArgs),
+    /// H6: cluster the findings filled H1 sheets label false_positive or wrong_suggestion by
+    /// message similarity, and write them as candidate patterns (CSV).
+    Audit(StudyAuditArgs),
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct StudyAuditArgs {
+    /// The filled H1 sheets (one per rater).
+    #[arg(required = true)]
+    pub sheets: Vec<PathBuf>,
+    /// The key written with the sheet.
+    #[arg(long)]
+    pub key: PathBuf,
+    /// The CSV to write: category, message_pattern, reason, note, findings, items.
+    #[arg(long, default_value = "patterns.csv")]
+    pub out: PathBuf,
+    /// How alike two messages must be to share a pattern (normalized Levenshtein, 0..1).
+    #[arg(long, default_value_t = runner::study::audit::DEFAULT_SIMILARITY)]
+    pub similarity: f64,
 }
 
 #[derive(Debug, Args)]

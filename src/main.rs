@@ -5,7 +5,7 @@ mod cli;
 use clap::Parser;
 use cli::{
     A2Args, AdjudicateCommand, AdjudicateExportArgs, AdjudicateImportArgs, CacheCommand, Cli, Command, CorpusCommand, CorpusValidateArgs, CrscoreArgs,
-    DiffArgs, ExecArgs, LocationArgs, PlanArgs, ReportArgs, ScoreArgs, ShowArgs, StudyCommand, StudyExportArgs, StudyImportArgs,
+    DiffArgs, ExecArgs, LocationArgs, PlanArgs, ReportArgs, ScoreArgs, ShowArgs, StudyCommand, StudyAuditArgs, StudyExportArgs, StudyImportArgs,
 };
 use runner::analysis::score::ScoreError;
 use runner::cache::Lookup;
@@ -42,6 +42,7 @@ fn main() -> ExitCode {
         Command::Adjudicate { command: AdjudicateCommand::Import(args) } => adjudicate_import(&args),
         Command::Study { command: StudyCommand::Export(args) } => study_export(&args),
         Command::Study { command: StudyCommand::Import(args) } => study_import(&args),
+        Command::Study { command: StudyCommand::Audit(args) } => study_audit(&args),
     };
     match result {
         Ok(exit) => exit.into(),
@@ -484,6 +485,19 @@ fn study_import(args: &StudyImportArgs) -> Result<Exit, Error> {
     for file in &written {
         eprintln!("wrote {}", file.display());
     }
+    Ok(Exit::Ok)
+}
+
+fn study_audit(args: &StudyAuditArgs) -> Result<Exit, Error> {
+    use runner::study::{adjudication::AdjudicationError, audit};
+    if !(0.0..=1.0).contains(&args.similarity) {
+        return Err(AdjudicationError::Invalid { path: args.key.clone(), problems: vec![format!("--similarity {} is not in 0..1", args.similarity)] }.into());
+    }
+    let (patterns, audited) = audit::audit(&args.sheets, &args.key, args.similarity)?;
+    let text = audit::to_csv(&patterns).map_err(|e| AdjudicationError::Parse { path: args.out.clone(), message: e.to_string() })?;
+    std::fs::write(&args.out, text).map_err(|source| AdjudicationError::Write { path: args.out.clone(), source })?;
+    println!("{audited} findings labelled false_positive or wrong_suggestion, in {} candidate patterns", patterns.len());
+    println!("wrote {}", args.out.display());
     Ok(Exit::Ok)
 }
 

@@ -358,6 +358,38 @@ pub fn read_key(key_path: &Path) -> Result<StudyKey, AdjudicationError> {
 /// Reads filled sheets with their key — one sheet, or for H1 one per rater, each labelling
 /// every row — checks every row of each, and computes the study's analysis.
 pub fn import_sheets(sheet_paths: &[PathBuf], key_path: &Path) -> Result<StudyResult, AdjudicationError> {
+    let (key, sheets) = read_sheets(sheet_paths, key_path)?;
+    Ok(analyse(&key, &sheets))
+}
+
+/// What a row of a checked sheet showed and what its rater wrote, for analyses that read the
+/// findings' text (H6).
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct RowText {
+    pub category: String,
+    pub message: String,
+    /// Each rater's note, in sheet order, empty ones left out.
+    pub notes: Vec<String>,
+}
+
+/// [`import_sheets`], with each row's text (from the first sheet that has the row).
+pub fn import_with_text(sheet_paths: &[PathBuf], key_path: &Path) -> Result<(StudyKey, StudyResult, BTreeMap<String, RowText>), AdjudicationError> {
+    let (key, sheets) = read_sheets(sheet_paths, key_path)?;
+    let result = analyse(&key, &sheets);
+    let mut text: BTreeMap<String, RowText> = BTreeMap::new();
+    for s in &sheets {
+        for r in &s.rows {
+            let t = text.entry(r.id.clone()).or_insert_with(|| RowText { category: r.get("category").to_string(), message: r.get("message").to_string(), notes: Vec::new() });
+            if !r.get("note").is_empty() {
+                t.notes.push(r.get("note").to_string());
+            }
+        }
+    }
+    Ok((key, result, text))
+}
+
+/// Reads the key and every sheet, each checked; all problems at once.
+fn read_sheets(sheet_paths: &[PathBuf], key_path: &Path) -> Result<(StudyKey, Vec<Read>), AdjudicationError> {
     let key = read_key(key_path)?;
     let mut problems = Vec::new();
     if key.version != KEY_VERSION {
@@ -413,7 +445,7 @@ pub fn import_sheets(sheet_paths: &[PathBuf], key_path: &Path) -> Result<StudyRe
     if !problems.is_empty() {
         return Err(AdjudicationError::Invalid { path: first.clone(), problems });
     }
-    Ok(analyse(&key, &sheets))
+    Ok((key, sheets))
 }
 
 /// The distinct raters a sheet names.

@@ -23,6 +23,7 @@ pub fn compute(spec: &AnalysisSpec, input: &AnalysisInput<'_>) -> AnalysisResult
     };
     let (id, title, description) = match options.study.as_str() {
         "h1" => ("H1", "Blind triage", "People label a blind, seeded sample of findings actionable, false_positive, wrong_suggestion or out_of_scope; precision is the share actionable (95 % Wilson interval), with Cohen's or Fleiss' κ between raters before aggregation."),
+        "h6" => ("H6", "False-positive audit", "The findings people labelled false_positive or wrong_suggestion in H1, clustered by message similarity (normalized Levenshtein ≥ 0.6 within one category and reason) into candidate patterns a reviewer could learn to suppress; `runner study audit` writes them as CSV."),
         "h5" => ("H5", "Judge calibration", "Each LLM judge's validity and actionability verdicts against people's H1 labels on the same findings: agreement, Cohen's κ, the confusion matrix and the accuracy per H1 label."),
         "h7" => ("H7", "Suggestion quality", "People label each suggestion correct_safe, partial, wrong or harmful; the distribution per cell and the shares correct_safe and harmful (95 % Wilson intervals)."),
         _ => ("H8", "Severity calibration", "People judge each reported severity correct, too_high or too_low (with the severity they would give); the misclassification rate per cell (95 % Wilson interval) and the confusion matrix."),
@@ -37,7 +38,7 @@ pub fn compute(spec: &AnalysisSpec, input: &AnalysisInput<'_>) -> AnalysisResult
             return r;
         }
     };
-    let wanted = if options.study == "h5" { Study::H1 } else { parse(&options.study) };
+    let wanted = if matches!(options.study.as_str(), "h5" | "h6") { Study::H1 } else { parse(&options.study) };
     if key.study != wanted {
         let name = |s: Study| serde_json::to_value(s).ok().and_then(|v| v.as_str().map(str::to_string)).unwrap_or_default();
         r.notes.push(format!("`{}` is the key of an {} sheet; study `{}` reads {} sheets.", shown_one(&options.key), name(key.study), options.study, name(wanted)));
@@ -48,6 +49,7 @@ pub fn compute(spec: &AnalysisSpec, input: &AnalysisInput<'_>) -> AnalysisResult
     r.notes.push(format!("Sheets {sheets} (key `{}`), labelled by {}.", shown_one(&options.key), result.raters.join(", ")));
     match options.study.as_str() {
         "h5" => h5(&mut r, &key, &result, input),
+        "h6" => h6(&mut r, &options.sheets, &options.key),
         _ => tables(&mut r, &result),
     }
     r
@@ -163,6 +165,30 @@ fn tables(r: &mut AnalysisResult, result: &StudyResult) {
         r.tables.push(t);
     }
     r.data = serde_json::to_value(result).unwrap_or_default();
+}
+
+fn h6(r: &mut AnalysisResult, sheets: &[std::path::PathBuf], key: &Path) {
+    let (patterns, audited) = match super::audit::audit(sheets, key, super::audit::DEFAULT_SIMILARITY) {
+        Ok(x) => x,
+        Err(e) => {
+            r.notes.push(format!("The sheets could not be read: {e}"));
+            return;
+        }
+    };
+    let mut t = Table::new("", &["Category", "Message pattern", "Reason", "Findings", "Items", "Note"]);
+    for p in &patterns {
+        t.rows.push(vec![
+            TableCell::Text(p.category.clone()),
+            TableCell::Text(p.message_pattern.clone()),
+            TableCell::Text(format!("`{}`", p.reason)),
+            TableCell::Int(p.items.len() as i64),
+            TableCell::Text(p.items.join(" ")),
+            TableCell::Text(p.note.clone()),
+        ]);
+    }
+    r.tables.push(t);
+    r.notes.push(format!("{audited} findings labelled false_positive or wrong_suggestion, in {} candidate patterns.", patterns.len()));
+    r.data = serde_json::json!({ "audited": audited, "patterns": patterns });
 }
 
 fn fmt3(x: Option<f64>) -> String {

@@ -137,3 +137,30 @@ fn a_study_analysis_is_checked_in_the_manifest() {
     assert!(err.contains("missing key `key` in [[analysis]] #2"), "{err}");
     assert!(!err.contains("unknown key `sheets`") && err.contains("3 problems"), "{err}");
 }
+
+/// H6 from the command line: the bundled H1 sheets' false positives and wrong suggestions
+/// become the committed candidate patterns.
+#[test]
+fn the_false_positive_audit_reproduces_the_bundled_patterns() {
+    let root = project_root();
+    let dir = tempfile::tempdir().expect("tempdir");
+    for x in ["quickstart", "rqs"] {
+        let out = dir.path().join(format!("{x}.csv"));
+        let o = runner(&root)
+            .args(["study", "audit", &format!("results/studies/h1-{x}/sheet.csv"), "--key", &format!("results/studies/h1-{x}/key.json"), "--out"])
+            .arg(&out)
+            .output()
+            .expect("runs");
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        assert_eq!(read(&out), read(&root.join(format!("results/studies/h6-{x}/patterns.csv"))), "{x}");
+    }
+    let patterns = read(&root.join("results/studies/h6-quickstart/patterns.csv"));
+    assert!(patterns.contains("maintainability,dry run placeholder ci,false_positive,"), "{patterns}");
+    // An H7 key is refused: H6 audits H1 labels.
+    let o = runner(&root)
+        .args(["study", "audit", "results/studies/h7-quickstart/sheet.csv", "--key", "results/studies/h7-quickstart/key.json", "--out"])
+        .arg(dir.path().join("x.csv"))
+        .output()
+        .expect("runs");
+    assert_eq!(o.status.code(), Some(1));
+}
