@@ -353,6 +353,28 @@ pub(crate) enum StudyCommand {
     /// H6: cluster the findings filled H1 sheets label false_positive or wrong_suggestion by
     /// message similarity, and write them as candidate patterns (CSV).
     Audit(StudyAuditArgs),
+    /// H9: a session log and a preference survey of an A/B between models; means per model
+    /// with bootstrap intervals, counterbalancing, preference counts (result.md, result.json).
+    Preference(StudyPreferenceArgs),
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct StudyPreferenceArgs {
+    /// The session log: user,model,date,findings,dismissals,fixes_applied,minutes.
+    #[arg(long)]
+    pub sessions: PathBuf,
+    /// The final survey: user,preferred,reason (`preferred` a model of the log or `none`).
+    #[arg(long)]
+    pub survey: PathBuf,
+    /// The directory to write result.md and result.json into.
+    #[arg(long, default_value = "study-result")]
+    pub out: PathBuf,
+    /// Bootstrap resamples of each mean's interval.
+    #[arg(long, default_value_t = runner::study::preference::DEFAULT_RESAMPLES)]
+    pub resamples: usize,
+    /// Seed of the bootstrap.
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
 }
 
 #[derive(Debug, Args)]

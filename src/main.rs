@@ -5,7 +5,7 @@ mod cli;
 use clap::Parser;
 use cli::{
     A2Args, AdjudicateCommand, AdjudicateExportArgs, AdjudicateImportArgs, CacheCommand, Cli, Command, CorpusCommand, CorpusValidateArgs, CrscoreArgs,
-    DiffArgs, ExecArgs, LocationArgs, PlanArgs, ReportArgs, ScoreArgs, ShowArgs, StudyCommand, StudyAuditArgs, StudyExportArgs, StudyImportArgs,
+    DiffArgs, ExecArgs, LocationArgs, PlanArgs, ReportArgs, ScoreArgs, ShowArgs, StudyCommand, StudyAuditArgs, StudyExportArgs, StudyPreferenceArgs, StudyImportArgs,
 };
 use runner::analysis::score::ScoreError;
 use runner::cache::Lookup;
@@ -43,6 +43,7 @@ fn main() -> ExitCode {
         Command::Study { command: StudyCommand::Export(args) } => study_export(&args),
         Command::Study { command: StudyCommand::Import(args) } => study_import(&args),
         Command::Study { command: StudyCommand::Audit(args) } => study_audit(&args),
+        Command::Study { command: StudyCommand::Preference(args) } => study_preference(&args),
     };
     match result {
         Ok(exit) => exit.into(),
@@ -498,6 +499,22 @@ fn study_audit(args: &StudyAuditArgs) -> Result<Exit, Error> {
     std::fs::write(&args.out, text).map_err(|source| AdjudicationError::Write { path: args.out.clone(), source })?;
     println!("{audited} findings labelled false_positive or wrong_suggestion, in {} candidate patterns", patterns.len());
     println!("wrote {}", args.out.display());
+    Ok(Exit::Ok)
+}
+
+fn study_preference(args: &StudyPreferenceArgs) -> Result<Exit, Error> {
+    use runner::study::{adjudication::AdjudicationError, preference};
+    let read = |p: &Path| std::fs::read(p).map_err(|source| AdjudicationError::Read { path: p.to_path_buf(), source });
+    let (log, survey) = (read(&args.sessions)?, read(&args.survey)?);
+    let result = preference::study(&args.sessions.display().to_string(), &log, &args.survey.display().to_string(), &survey, args.resamples, args.seed)
+        .map_err(|problems| AdjudicationError::Invalid { path: args.sessions.clone(), problems })?;
+    std::fs::create_dir_all(&args.out).map_err(|source| AdjudicationError::Write { path: args.out.clone(), source })?;
+    let (json, md) = (args.out.join("result.json"), args.out.join("result.md"));
+    let text = serde_json::to_string_pretty(&result).map_err(|e| AdjudicationError::Parse { path: json.clone(), message: e.to_string() })?;
+    std::fs::write(&json, text + "\n").map_err(|source| AdjudicationError::Write { path: json.clone(), source })?;
+    std::fs::write(&md, result.to_markdown()).map_err(|source| AdjudicationError::Write { path: md.clone(), source })?;
+    print!("{}", result.to_markdown());
+    eprintln!("wrote {}\nwrote {}", json.display(), md.display());
     Ok(Exit::Ok)
 }
 

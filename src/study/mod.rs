@@ -8,5 +8,6 @@ pub mod audit;
 pub mod calibration;
 pub mod findings;
 pub mod history;
+pub mod preference;
 pub mod report;
 pub mod sheet;

@@ -164,3 +164,33 @@ fn the_false_positive_audit_reproduces_the_bundled_patterns() {
         .expect("runs");
     assert_eq!(o.status.code(), Some(1));
 }
+
+/// H9 from the command line: the bundled format example (written by hand, and saying so in
+/// its result) reproduces its committed result; a bad log is refused with located problems.
+#[test]
+fn the_h9_format_example_reproduces_and_a_bad_log_is_refused() {
+    let root = project_root();
+    let dir = tempfile::tempdir().expect("tempdir");
+    let ex = "results/studies/h9-format-example";
+    let o = runner(&root)
+        .args(["study", "preference", "--sessions", &format!("{ex}/sessions.csv"), "--survey", &format!("{ex}/survey.csv"), "--out"])
+        .arg(dir.path())
+        .output()
+        .expect("runs");
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    for file in ["result.md", "result.json"] {
+        assert_eq!(read(&dir.path().join(file)), read(&root.join(ex).join(file)), "{file}");
+    }
+    assert!(read(&dir.path().join("result.md")).contains("> FORMAT EXAMPLE, written by hand"));
+    std::fs::write(dir.path().join("bad.csv"), "user,model,date,findings,dismissals,fixes_applied,minutes\nann,a,yesterday,1,0,0,1\n").expect("write");
+    let o = runner(&root)
+        .args(["study", "preference", "--survey", &format!("{ex}/survey.csv"), "--out"])
+        .arg(dir.path().join("r"))
+        .arg("--sessions")
+        .arg(dir.path().join("bad.csv"))
+        .output()
+        .expect("runs");
+    assert_eq!(o.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("bad.csv:2: column `date`: `yesterday` is not a date YYYY-MM-DD"), "{err}");
+}
