@@ -408,6 +408,10 @@ pub(crate) struct StudyExportArgs {
     /// How many findings to sample (seed 000: 30–50).
     #[arg(long, default_value_t = runner::study::findings::DEFAULT_SAMPLE)]
     pub sample: usize,
+    /// h4: the matrix axis whose values are the tools (default: the axis of the manifest's
+    /// first `overlap` analysis, whose matching rule decides what is unique).
+    #[arg(long)]
+    pub axis: Option<String>,
     /// Seed of the sampling and the row shuffle (recorded in the key).
     #[arg(long, default_value_t = 1)]
     pub seed: u64,

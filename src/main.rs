@@ -470,7 +470,22 @@ fn study_export(args: &StudyExportArgs) -> Result<Exit, Error> {
     // Only the plan and the cache are read: no scoring client is built, no analyzer looked up.
     let prepared = experiment::prepare_to_read(&args.manifest, &locations(&args.locations))?;
     let source = runner::experiment::sheet_source(&prepared);
-    let exported = runner::study::findings::export(&source, args.study, &args.manifest.display().to_string(), &args.out, args.seed, args.sample)?;
+    let label = args.manifest.display().to_string();
+    let exported = if args.study == runner::study::findings::Study::H4 {
+        let overlap = prepared.manifest.analyses.iter().find(|a| a.kind == runner::analysis::spec::AnalysisKind::Overlap);
+        let Some(axis) = args.axis.clone().or_else(|| overlap.and_then(|a| a.axis.clone())) else {
+            let problems = vec!["h4 compares the values of one axis: give `--axis NAME`, or declare an `overlap` analysis with `axis`".to_string()];
+            return Err(runner::study::adjudication::AdjudicationError::Invalid { path: args.manifest.clone(), problems }.into());
+        };
+        if !prepared.plan.axis_order.contains(&axis) {
+            let problems = vec![format!("`{axis}` is not an axis of the matrix ({})", prepared.plan.axis_order.join(", "))];
+            return Err(runner::study::adjudication::AdjudicationError::Invalid { path: args.manifest.clone(), problems }.into());
+        }
+        let rule = overlap.map(|a| a.matching).unwrap_or_default();
+        runner::study::findings::export_unique(&source, &axis, &prepared.plan.axis_order, &rule, &label, &args.out, args.seed, args.sample)?
+    } else {
+        runner::study::findings::export(&source, args.study, &label, &args.out, args.seed, args.sample)?
+    };
     println!("{} rows sampled from {} eligible findings", exported.rows, exported.eligible);
     for file in &exported.files {
         println!("wrote {}", file.display());

@@ -39,8 +39,8 @@ pub struct AnalysisSpec {
     pub study: Option<StudyOptions>,
 }
 
-/// The human studies a `study` analysis renders: seed 000's H1, H5, H6, H7 and H8.
-pub const STUDIES: [&str; 5] = ["h1", "h5", "h6", "h7", "h8"];
+/// The human studies a `study` analysis renders: seed 000's H1, H4, H5, H6, H7 and H8.
+pub const STUDIES: [&str; 6] = ["h1", "h4", "h5", "h6", "h7", "h8"];
 
 /// A `study` analysis: which study, its filled sheets and their key (paths resolved against
 /// the manifest's directory). H5 reads H1 sheets and the experiment's jury; H6 reads H1 sheets.

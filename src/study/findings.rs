@@ -49,6 +49,7 @@ const CONTEXT_MAX: usize = 12;
 pub const H1_LABELS: [&str; 4] = ["actionable", "false_positive", "wrong_suggestion", "out_of_scope"];
 pub const H7_LABELS: [&str; 4] = ["correct_safe", "partial", "wrong", "harmful"];
 pub const H8_LABELS: [&str; 3] = ["correct", "too_high", "too_low"];
+pub const H4_LABELS: [&str; 2] = ["valid", "invalid"];
 
 /// Which study a sheet belongs to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
@@ -60,6 +61,8 @@ pub enum Study {
     H7,
     /// Severity calibration.
     H8,
+    /// Human validity of the findings only one tool reported.
+    H4,
 }
 
 impl Study {
@@ -68,6 +71,7 @@ impl Study {
             Self::H1 => "H1 blind triage",
             Self::H7 => "H7 suggestion quality",
             Self::H8 => "H8 severity calibration",
+            Self::H4 => "H4 validity of unique findings",
         }
     }
     /// The label columns a rater fills, after the shown ones.
@@ -76,6 +80,7 @@ impl Study {
             Self::H1 => &["label", "note", "rater"],
             Self::H7 => &["quality", "note", "rater"],
             Self::H8 => &["verdict", "suggested_severity", "note", "rater"],
+            Self::H4 => &["validity", "note", "rater"],
         }
     }
     fn spec(self, key: &StudyKey) -> Spec {
@@ -84,6 +89,7 @@ impl Study {
             SHOWN.iter().map(|&c| if c == "item" { Column::new(c, Rule::Id, true) } else { Column::new(c, Rule::Text, false) }).collect();
         match self {
             Self::H1 => columns.push(Column::new("label", Rule::Label { allowed: strings(&H1_LABELS), required: true }, true)),
+            Self::H4 => columns.push(Column::new("validity", Rule::Label { allowed: strings(&H4_LABELS), required: true }, true)),
             Self::H7 => columns.push(Column::new("quality", Rule::Label { allowed: strings(&H7_LABELS), required: true }, true)),
             Self::H8 => {
                 columns.push(Column::new("verdict", Rule::Label { allowed: strings(&H8_LABELS), required: true }, true));
@@ -115,6 +121,9 @@ pub struct StudyKey {
     pub eligible: usize,
     pub cells: Vec<String>,
     pub items: BTreeMap<String, StudyItem>,
+    /// H4: the axis whose values are the tools compared.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub axis: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -138,9 +147,12 @@ pub struct Exported {
 /// A sampling candidate: its cell, what the row shows, and (repeat, finding id) per run.
 type Candidate = (String, RowContent, Vec<(u32, String)>);
 
-/// Exports a blind H7 or H8 sheet of `sample` findings of `source`'s cached runs into `out`.
+/// Distinct findings: (cell, what the row shows) → (repeat, stet id) of each run that reported it.
+type Distinct = BTreeMap<(String, RowContent), Vec<(u32, String)>>;
+
+/// Exports a blind H1, H7 or H8 sheet of `sample` findings of `source`'s cached runs into `out`.
 pub fn export(source: &SheetSource<'_>, study: Study, manifest_label: &str, out: &Path, seed: u64, sample: usize) -> Result<Exported, AdjudicationError> {
-    let mut distinct: BTreeMap<(String, RowContent), Vec<(u32, String)>> = BTreeMap::new();
+    let mut distinct: Distinct = BTreeMap::new();
     for run in &source.runs {
         if let Lookup::Hit { findings, .. } = source.cache.lookup(run.key) {
             for f in findings.iter().filter(|f| study != Study::H7 || f.suggestion.as_deref().is_some_and(|s| !s.trim().is_empty())) {
@@ -148,6 +160,58 @@ pub fn export(source: &SheetSource<'_>, study: Study, manifest_label: &str, out:
             }
         }
     }
+    write_sample(source, study, manifest_label, out, seed, sample, distinct, None)
+}
+
+/// Exports a blind H4 sheet: the findings each value of `axis` (each tool) reported that no
+/// other value's run of the same case, repeat and other axes matched (`rule`, as the overlap
+/// analysis's "found by one value only"), sampled as the other studies are.
+pub fn export_unique(
+    source: &SheetSource<'_>,
+    axis: &str,
+    axis_order: &[String],
+    rule: &crate::analysis::spec::MatchRule,
+    manifest_label: &str,
+    out: &Path,
+    seed: u64,
+    sample: usize,
+) -> Result<Exported, AdjudicationError> {
+    // (other axes, case, repeat) → value → (cell, findings).
+    type Slot = BTreeMap<String, (String, Vec<crate::finding::Finding>)>;
+    let mut slots: BTreeMap<(String, String, u32), Slot> = BTreeMap::new();
+    for run in &source.runs {
+        let Some(value) = run.matrix_cell.get(axis).map(|v| v.render()) else { continue };
+        if let Lookup::Hit { findings, .. } = source.cache.lookup(run.key) {
+            let slot = (run.matrix_cell.id_without(axis, axis_order), run.case.to_string(), run.repeat);
+            slots.entry(slot).or_default().insert(value, (run.cell.to_string(), findings));
+        }
+    }
+    let mut distinct: Distinct = BTreeMap::new();
+    for ((_, case, repeat), by_value) in &slots {
+        if by_value.len() < 2 {
+            continue;
+        }
+        for (value, (cell, findings)) in by_value {
+            let others: Vec<&crate::finding::Finding> = by_value.iter().filter(|(v, _)| *v != value).flat_map(|(_, (_, f))| f.iter()).collect();
+            for f in findings.iter().filter(|f| !others.iter().any(|g| crate::analysis::matching::fuzzy_match(f, g, rule))) {
+                distinct.entry((cell.clone(), RowContent::of(case, f))).or_default().push((*repeat, f.id.clone()));
+            }
+        }
+    }
+    write_sample(source, Study::H4, manifest_label, out, seed, sample, distinct, Some(axis.to_string()))
+}
+
+#[allow(clippy::too_many_arguments)]
+fn write_sample(
+    source: &SheetSource<'_>,
+    study: Study,
+    manifest_label: &str,
+    out: &Path,
+    seed: u64,
+    sample: usize,
+    distinct: Distinct,
+    axis: Option<String>,
+) -> Result<Exported, AdjudicationError> {
     let eligible = distinct.len();
     let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
     let mut strata: BTreeMap<(String, String), Vec<Candidate>> = BTreeMap::new();
@@ -198,6 +262,7 @@ pub fn export(source: &SheetSource<'_>, study: Study, manifest_label: &str, out:
         eligible,
         cells: source.cells.clone(),
         items,
+        axis,
     };
     std::fs::create_dir_all(out).map_err(|source| AdjudicationError::Write { path: out.to_path_buf(), source })?;
     let files = [out.join(SHEET_FILE), out.join(KEY_FILE), out.join(README_FILE)];
@@ -242,6 +307,9 @@ fn instructions(study: Study, key: &StudyKey) -> String {
         Study::H7 => "Fill `quality` for each row: would applying the `suggestion` fix the issue the message names?\n\n\
 | `quality` | meaning |\n|---|---|\n| `correct_safe` | it fixes the issue and breaks nothing |\n| `partial` | it helps but leaves part of the issue, or needs more work |\n\
 | `wrong` | it does not fix the issue (or there is no issue to fix) |\n| `harmful` | applying it introduces a defect or makes things worse |\n",
+        Study::H4 => "Each row is a finding that only one of the tools compared reported (no other tool's run of the case matched it). \
+Fill `validity` for each row: is it a real problem of the change, at or near its line?\n\n\
+| `validity` | meaning |\n|---|---|\n| `valid` | a real problem of the change |\n| `invalid` | no such problem (the code is fine, or the message describes nothing real) |\n",
         Study::H8 => "Fill `verdict` for each row: is the reported `severity` (error > warning > info > nitpick) what you would give it?\n\n\
 | `verdict` | `suggested_severity` |\n|---|---|\n| `correct` | empty |\n| `too_high` | the severity you would give (lower) |\n| `too_low` | the severity you would give (higher) |\n",
     };
@@ -550,8 +618,11 @@ fn analyse(key: &StudyKey, sheets: &[Read]) -> StudyResult {
     }
 
     let rows: Vec<&sheet::Row> = sheets.iter().flat_map(|s| s.rows.iter()).collect();
-    let label_column = if study == Study::H7 { "quality" } else { "verdict" };
-    let labels: &[&str] = if study == Study::H7 { &H7_LABELS } else { &H8_LABELS };
+    let (label_column, labels): (&str, &[&str]) = match study {
+        Study::H7 => ("quality", &H7_LABELS),
+        Study::H4 => ("validity", &H4_LABELS),
+        _ => ("verdict", &H8_LABELS),
+    };
     let cells = groups
         .iter()
         .map(|cell| {
@@ -564,6 +635,7 @@ fn analyse(key: &StudyKey, sheets: &[Read]) -> StudyResult {
                     ("correct_safe".to_string(), Share::new(count("correct_safe"), n)),
                     ("harmful".to_string(), Share::new(count("harmful"), n)),
                 ]),
+                Study::H4 => BTreeMap::from([("valid".to_string(), Share::new(count("valid"), n))]),
                 _ => BTreeMap::from([("misclassified".to_string(), Share::new(count("too_high") + count("too_low"), n))]),
             };
             CellResult { cell: cell.clone(), n, labels: counts, shares }
@@ -603,8 +675,11 @@ impl StudyResult {
             return self.h1_markdown();
         }
         let mut s = format!("# {}: {}\n\nSheet `{}`, labelled by {}.\n\n", self.study.name(), self.experiment, self.sheet, self.raters.join(", "));
-        let labels: &[&str] = if self.study == Study::H7 { &H7_LABELS } else { &H8_LABELS };
-        let shares: &[&str] = if self.study == Study::H7 { &["correct_safe", "harmful"] } else { &["misclassified"] };
+        let (labels, shares): (&[&str], &[&str]) = match self.study {
+            Study::H7 => (&H7_LABELS, &["correct_safe", "harmful"]),
+            Study::H4 => (&H4_LABELS, &["valid"]),
+            _ => (&H8_LABELS, &["misclassified"]),
+        };
         let _ = writeln!(s, "| cell | n | {} | {} |", labels.join(" | "), shares.iter().map(|h| format!("{h} (95 % Wilson)")).collect::<Vec<_>>().join(" | "));
         let _ = writeln!(s, "|---|---:|{}{}", "---:|".repeat(labels.len()), "---|".repeat(shares.len()));
         for c in &self.cells {

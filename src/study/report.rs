@@ -23,6 +23,7 @@ pub fn compute(spec: &AnalysisSpec, input: &AnalysisInput<'_>) -> AnalysisResult
     };
     let (id, title, description) = match options.study.as_str() {
         "h1" => ("H1", "Blind triage", "People label a blind, seeded sample of findings actionable, false_positive, wrong_suggestion or out_of_scope; precision is the share actionable (95 % Wilson interval), with Cohen's or Fleiss' κ between raters before aggregation."),
+        "h4" => ("H4", "Validity of unique findings", "People judge, blind, whether each finding that only one tool reported (the overlap analysis's \"found by one value only\") is a real problem of the change; the share valid per tool (95 % Wilson interval)."),
         "h6" => ("H6", "False-positive audit", "The findings people labelled false_positive or wrong_suggestion in H1, clustered by message similarity (normalized Levenshtein ≥ 0.6 within one category and reason) into candidate patterns a reviewer could learn to suppress; `runner study audit` writes them as CSV."),
         "h5" => ("H5", "Judge calibration", "Each LLM judge's validity and actionability verdicts against people's H1 labels on the same findings: agreement, Cohen's κ, the confusion matrix and the accuracy per H1 label."),
         "h7" => ("H7", "Suggestion quality", "People label each suggestion correct_safe, partial, wrong or harmful; the distribution per cell and the shares correct_safe and harmful (95 % Wilson intervals)."),
@@ -59,6 +60,7 @@ fn parse(study: &str) -> Study {
     match study {
         "h1" => Study::H1,
         "h7" => Study::H7,
+        "h4" => Study::H4,
         _ => Study::H8,
     }
 }
@@ -109,6 +111,7 @@ fn tables(r: &mut AnalysisResult, result: &StudyResult) {
         }
         Study::H7 => (H7_LABELS.to_vec(), vec!["correct_safe", "harmful"]),
         Study::H8 => (H8_LABELS.to_vec(), vec!["misclassified"]),
+        Study::H4 => (findings::H4_LABELS.to_vec(), vec!["valid"]),
     };
     let mut columns: Vec<String> = vec!["Cell".into(), "Findings".into()];
     columns.extend(labels.iter().map(|l| format!("`{l}`")));

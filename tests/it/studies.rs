@@ -32,6 +32,8 @@ fn the_bundled_examples_round_trip() {
     round_trip("h1", "12", "quickstart");
     // The RQS v2 experiment's reviews, read from the cache without its scoring clients.
     round_trip("h1", "44", "rqs");
+    // H4: the findings only one reviewer of the replay experiment reported.
+    round_trip("h4", "40", "replay-tools");
 }
 
 fn round_trip(study: &str, sample: &str, experiment: &str) {

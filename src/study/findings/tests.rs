@@ -23,6 +23,7 @@ fn key(study: Study, items: &[(&str, &str, &str)]) -> StudyKey {
                 )
             })
             .collect(),
+        axis: None,
     }
 }
 
@@ -247,4 +248,20 @@ fn the_code_context_is_the_lines_around_the_finding() {
     assert_eq!(code_context(&source, "a.py", "x"), "");
     let long = code_context(&source, "a.py", "1-12");
     assert_eq!(long.lines().count(), 12);
+}
+
+#[test]
+fn h4_validity_per_tool() {
+    // a: valid, valid, invalid → 2/3; b: invalid → 0/1; all 2/4.
+    let items = [("S001", "a", "error"), ("S002", "a", "warning"), ("S003", "a", "info"), ("S004", "b", "error")];
+    let head = "item,case,file,line,severity,category,message,suggestion,validity,note,rater\n";
+    let rows = [("S001", "valid"), ("S002", "valid"), ("S003", "invalid"), ("S004", "invalid")];
+    let sev = |id: &str| items.iter().find(|i| i.0 == id).map(|i| i.2).unwrap_or("");
+    let sheet: String = std::iter::once(head.to_string()).chain(rows.iter().map(|(id, v)| format!("{id},case-01,a.py,3,{},bug,m,,{v},,ann\n", sev(id)))).collect();
+    let (_dir, result) = run(Study::H4, &items, &sheet);
+    let r = result.expect("imports");
+    let [a, b, all] = &r.cells[..] else { panic!("three rows") };
+    assert_eq!((a.shares["valid"].count, a.n, b.shares["valid"].count, b.n, all.shares["valid"].count, all.n), (2, 3, 0, 1, 2, 4));
+    close(all.shares["valid"].wilson95, (0.15003898915214947, 0.8499610108478506));
+    assert!(r.to_markdown().contains("| a | 3 | 2 | 1 | 2/3 = 66.7 % ["), "{}", r.to_markdown());
 }

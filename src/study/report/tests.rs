@@ -22,6 +22,7 @@ fn key(items: &[(&str, &str, &str)]) -> StudyKey {
                 (id.to_string(), StudyItem { cell: cell.to_string(), case: "c1".into(), severity: "warning".into(), occurrences: vec![(1, fid.to_string())] })
             })
             .collect(),
+        axis: None,
     }
 }
 
