@@ -5,7 +5,8 @@ mod cli;
 use clap::Parser;
 use cli::{
     A2Args, AdjudicateCommand, AdjudicateExportArgs, AdjudicateImportArgs, CacheCommand, Cli, Command, CorpusCommand, CorpusValidateArgs, CrscoreArgs,
-    DiffArgs, ExecArgs, LocationArgs, PlanArgs, ReportArgs, ScoreArgs, ShowArgs, StudyCommand, StudyAuditArgs, StudyExportArgs, StudyPreferenceArgs, StudyImportArgs,
+    DiffArgs, ExecArgs, LocationArgs, PlanArgs, ReportArgs, ScoreArgs, ShowArgs, StudyAuditArgs, StudyCommand, StudyExportArgs, StudyImportArgs,
+    StudyPreferenceArgs,
 };
 use runner::analysis::score::ScoreError;
 use runner::cache::Lookup;

@@ -531,7 +531,11 @@ fn read_study(t: &TableReader<'_, '_>, base_dir: &Path) -> Option<StudyOptions> 
         }
     }
     match &sheets {
-        None => problems.push_with_help(t.span(), "analysis `study` needs `sheets`, the filled sheets", "`sheets = [\"…/sheet.csv\"]` (one per rater for h1 and h5)"),
+        None => problems.push_with_help(
+            t.span(),
+            "analysis `study` needs `sheets`, the filled sheets",
+            "`sheets = [\"…/sheet.csv\"]` (one per rater for h1 and h5)",
+        ),
         Some(list) if list.is_empty() => problems.push(t.span(), "analysis `study` lists no `sheets`"),
         Some(_) => {}
     }

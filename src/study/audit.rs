@@ -49,9 +49,8 @@ pub struct Pattern {
 pub fn cluster(audited: &[Audited], similarity: f64) -> Vec<Pattern> {
     let mut clusters: Vec<Vec<&Audited>> = Vec::new();
     for a in audited {
-        let home = clusters
-            .iter_mut()
-            .find(|c| c[0].category == a.category && c[0].reason == a.reason && message_similarity(&c[0].message, &a.message) >= similarity);
+        let home =
+            clusters.iter_mut().find(|c| c[0].category == a.category && c[0].reason == a.reason && message_similarity(&c[0].message, &a.message) >= similarity);
         match home {
             Some(c) => c.push(a),
             None => clusters.push(vec![a]),
@@ -70,10 +69,16 @@ pub fn cluster(audited: &[Audited], similarity: f64) -> Vec<Pattern> {
             }
             let top = counts.iter().map(|(_, k)| *k).max().unwrap_or(0);
             let note = counts.iter().find(|(_, k)| *k == top).map(|(n, _)| n.to_string()).unwrap_or_default();
-            Pattern { category: c[0].category.clone(), message_pattern: pattern_of(&messages), reason: c[0].reason.clone(), note, items: c.iter().map(|a| a.item.clone()).collect() }
+            Pattern {
+                category: c[0].category.clone(),
+                message_pattern: pattern_of(&messages),
+                reason: c[0].reason.clone(),
+                note,
+                items: c.iter().map(|a| a.item.clone()).collect(),
+            }
         })
         .collect();
-    patterns.sort_by(|a, b| b.items.len().cmp(&a.items.len()));
+    patterns.sort_by_key(|p| std::cmp::Reverse(p.items.len()));
     patterns
 }
 

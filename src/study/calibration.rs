@@ -144,7 +144,10 @@ mod tests {
     #[test]
     fn people_become_judgements_of_the_judges_type() {
         let h = human_judgement("wrong_suggestion", " the fix is wrong ", Rubric::Validity).expect("a judgement");
-        assert_eq!((h.verdict, h.reason.as_str(), h.raw.as_str(), h.attempts, h.tokens), (Verdict::Yes, "the fix is wrong", "wrong_suggestion", 0, Tokens::default()));
+        assert_eq!(
+            (h.verdict, h.reason.as_str(), h.raw.as_str(), h.attempts, h.tokens),
+            (Verdict::Yes, "the fix is wrong", "wrong_suggestion", 0, Tokens::default())
+        );
         assert_eq!(human_judgement("wrong_suggestion", "", Rubric::Actionability).map(|j| j.verdict), Some(Verdict::No));
         assert_eq!(human_judgement("out_of_scope", "", Rubric::Validity).map(|j| j.reason), Some("H1 label `out_of_scope`".to_string()));
         assert_eq!(human_judgement("tied", "", Rubric::Validity), None);

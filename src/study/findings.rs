@@ -19,10 +19,10 @@ use super::adjudication::{write_file, AdjudicationError, RowContent, SheetSource
 use super::sheet::{self, Column, Rule, Spec};
 use crate::analysis::agreement::{cohen_kappa, fleiss_kappa, majority_vote, percent_agreement, Vote as AgreementVote};
 use crate::cache::Lookup;
-use crate::subject::corpus::{self, CaseSource};
-use crate::subject::TargetSpec;
 use crate::finding::Severity;
 use crate::stats::wilson_interval;
+use crate::subject::corpus::{self, CaseSource};
+use crate::subject::TargetSpec;
 use rand::seq::SliceRandom;
 use rand::SeedableRng;
 use serde::{Deserialize, Serialize};
@@ -166,6 +166,7 @@ pub fn export(source: &SheetSource<'_>, study: Study, manifest_label: &str, out:
 /// Exports a blind H4 sheet: the findings each value of `axis` (each tool) reported that no
 /// other value's run of the same case, repeat and other axes matched (`rule`, as the overlap
 /// analysis's "found by one value only"), sampled as the other studies are.
+#[allow(clippy::too_many_arguments)]
 pub fn export_unique(
     source: &SheetSource<'_>,
     axis: &str,
@@ -290,11 +291,7 @@ pub fn code_context(source: &CaseSource, file: &str, line: &str) -> String {
     let from = start.saturating_sub(CONTEXT_LINES).max(1);
     let to = (end + CONTEXT_LINES).min(lines.len() as u32);
     let width = to.to_string().len();
-    (from..=to)
-        .take(CONTEXT_MAX)
-        .map(|n| format!("{n:>width$}: {}", lines[n as usize - 1].trim_end()))
-        .collect::<Vec<_>>()
-        .join("\n")
+    (from..=to).take(CONTEXT_MAX).map(|n| format!("{n:>width$}: {}", lines[n as usize - 1].trim_end())).collect::<Vec<_>>().join("\n")
 }
 
 fn instructions(study: Study, key: &StudyKey) -> String {
@@ -447,7 +444,11 @@ pub fn import_with_text(sheet_paths: &[PathBuf], key_path: &Path) -> Result<(Stu
     let mut text: BTreeMap<String, RowText> = BTreeMap::new();
     for s in &sheets {
         for r in &s.rows {
-            let t = text.entry(r.id.clone()).or_insert_with(|| RowText { category: r.get("category").to_string(), message: r.get("message").to_string(), notes: Vec::new() });
+            let t = text.entry(r.id.clone()).or_insert_with(|| RowText {
+                category: r.get("category").to_string(),
+                message: r.get("message").to_string(),
+                notes: Vec::new(),
+            });
             if !r.get("note").is_empty() {
                 t.notes.push(r.get("note").to_string());
             }
@@ -467,11 +468,7 @@ fn read_sheets(sheet_paths: &[PathBuf], key_path: &Path) -> Result<(StudyKey, Ve
         return Err(AdjudicationError::Invalid { path: key_path.to_path_buf(), problems: vec!["no sheet to import: name the filled sheet".into()] });
     };
     if sheet_paths.len() > 1 && key.study != Study::H1 {
-        problems.push(format!(
-            "{} sheets given: only H1 takes several (one per rater); import each {} sheet on its own",
-            sheet_paths.len(),
-            key.study.name()
-        ));
+        problems.push(format!("{} sheets given: only H1 takes several (one per rater); import each {} sheet on its own", sheet_paths.len(), key.study.name()));
     }
     let spec = key.study.spec(&key);
     let mut sheets = Vec::new();
@@ -501,7 +498,12 @@ fn read_sheets(sheet_paths: &[PathBuf], key_path: &Path) -> Result<(StudyKey, Ve
         for s in &sheets {
             let raters = sheet_rater(s);
             if raters.len() > 1 {
-                problems.push(format!("{}: column `rater`: the sheet names {} raters ({}); give each rater a sheet of their own", s.label, raters.len(), raters.join(", ")));
+                problems.push(format!(
+                    "{}: column `rater`: the sheet names {} raters ({}); give each rater a sheet of their own",
+                    s.label,
+                    raters.len(),
+                    raters.join(", ")
+                ));
             }
             for r in raters {
                 if let Some(other) = seen.insert(r.clone(), s.label.clone()) {
@@ -602,7 +604,8 @@ fn analyse(key: &StudyKey, sheets: &[Read]) -> StudyResult {
         } else {
             Vec::new()
         };
-        let aggregation = if sheets.len() > 1 { H1_AGGREGATION.to_string() } else { "one sheet: each finding's label is its one rating (no aggregation)".to_string() };
+        let aggregation =
+            if sheets.len() > 1 { H1_AGGREGATION.to_string() } else { "one sheet: each finding's label is its one rating (no aggregation)".to_string() };
         return StudyResult {
             study,
             experiment: key.experiment.clone(),

@@ -68,7 +68,8 @@ type RawRow = (u64, Result<BTreeMap<String, String>, String>);
 /// A CSV's rows in order, its leading `#` lines; header problems go to `problems`.
 fn rows(label: &str, bytes: &[u8], columns: &[&str], problems: &mut Vec<String>) -> (Vec<RawRow>, Vec<String>) {
     let text = String::from_utf8_lossy(bytes);
-    let comments: Vec<String> = text.lines().take_while(|l| l.trim_start().starts_with('#')).map(|l| l.trim_start().trim_start_matches('#').trim().to_string()).collect();
+    let comments: Vec<String> =
+        text.lines().take_while(|l| l.trim_start().starts_with('#')).map(|l| l.trim_start().trim_start_matches('#').trim().to_string()).collect();
     let mut reader = csv::ReaderBuilder::new().comment(Some(b'#')).flexible(true).from_reader(bytes);
     let header: Vec<String> = match reader.headers() {
         Ok(h) => h.iter().map(|c| c.trim().to_string()).collect(),
@@ -170,7 +171,16 @@ pub fn read_sessions(label: &str, bytes: &[u8], problems: &mut Vec<String>) -> (
             }
         }
         if problems.len() == before {
-            out.push(Session { line, user: v["user"].clone(), model: v["model"].clone(), date: v["date"].clone(), findings, dismissals, fixes_applied, minutes });
+            out.push(Session {
+                line,
+                user: v["user"].clone(),
+                model: v["model"].clone(),
+                date: v["date"].clone(),
+                findings,
+                dismissals,
+                fixes_applied,
+                minutes,
+            });
         }
     }
     (out, comments, named)

@@ -42,7 +42,13 @@ pub fn compute(spec: &AnalysisSpec, input: &AnalysisInput<'_>) -> AnalysisResult
     let wanted = if matches!(options.study.as_str(), "h5" | "h6") { Study::H1 } else { parse(&options.study) };
     if key.study != wanted {
         let name = |s: Study| serde_json::to_value(s).ok().and_then(|v| v.as_str().map(str::to_string)).unwrap_or_default();
-        r.notes.push(format!("`{}` is the key of an {} sheet; study `{}` reads {} sheets.", shown_one(&options.key), name(key.study), options.study, name(wanted)));
+        r.notes.push(format!(
+            "`{}` is the key of an {} sheet; study `{}` reads {} sheets.",
+            shown_one(&options.key),
+            name(key.study),
+            options.study,
+            name(wanted)
+        ));
         return r;
     }
     let mut result = result;
@@ -256,7 +262,19 @@ Agreement = the share of findings where the judge's yes/no equals the person's; 
     ));
     let mut t = Table::new(
         "",
-        &["Judge", "Rubric", "Findings", "Unanswered", "Agreement", "κ", "Human yes: judge yes", "Human yes: judge no", "Human no: judge yes", "Human no: judge no", "Used alone"],
+        &[
+            "Judge",
+            "Rubric",
+            "Findings",
+            "Unanswered",
+            "Agreement",
+            "κ",
+            "Human yes: judge yes",
+            "Human yes: judge no",
+            "Human no: judge yes",
+            "Human no: judge no",
+            "Used alone",
+        ],
     );
     for c in &calibrations {
         for rc in &c.rubrics {

@@ -114,7 +114,10 @@ fn two_h1_raters_import_together_with_cohen_kappa() {
     let o = runner(dir.path()).args(["study", "import", "ann.csv", "bob.csv", "--key", "key.json", "--out", "r"]).output().expect("runs");
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let md = read(&dir.path().join("r/result.md"));
-    assert!(md.contains("Agreement before aggregation: Cohen's κ = 0.500 over 4 findings rated by all 2 raters (observed agreement 0.750, chance 0.500)."), "{md}");
+    assert!(
+        md.contains("Agreement before aggregation: Cohen's κ = 0.500 over 4 findings rated by all 2 raters (observed agreement 0.750, chance 0.500)."),
+        "{md}"
+    );
     assert!(md.contains("| all | 4 | 1 | 2 | 0 | 0 | 1 | 1/4 = 25.0 % [4.6, 69.9] |"), "{md}");
     let json: serde_json::Value = serde_json::from_str(&read(&dir.path().join("r/result.json"))).expect("json");
     assert_eq!(json["agreement"]["kappa"], 0.5);

@@ -166,7 +166,10 @@ fn h1_two_raters_cohen_kappa_before_aggregation_then_precision_per_cell() {
     assert_eq!(r.decided["S006"], "out_of_scope");
     assert_eq!(r.per_rater.iter().map(|(n, s)| (n.as_str(), s.count, s.of)).collect::<Vec<_>>(), [("ann", 3, 6), ("bob", 3, 6)]);
     let md = r.to_markdown();
-    assert!(md.contains("Agreement before aggregation: Cohen's κ = 0.500 over 6 findings rated by all 2 raters (observed agreement 0.667, chance 0.333)."), "{md}");
+    assert!(
+        md.contains("Agreement before aggregation: Cohen's κ = 0.500 over 6 findings rated by all 2 raters (observed agreement 0.667, chance 0.333)."),
+        "{md}"
+    );
     assert!(md.contains(H1_AGGREGATION), "{md}");
     assert!(md.contains("| a | 4 | 1 | 1 | 0 | 0 | 2 | 1/4 = 25.0 % [4.6, 69.9] |"), "{md}");
     assert!(md.contains("| ann | 3/6 = 50.0 % [18.8, 81.2] |"), "{md}");
@@ -218,7 +221,10 @@ fn h1_one_sheet_needs_no_aggregation_and_several_sheets_are_checked() {
     let (first, second, mixed) = (sheet("1.csv", ["ann", "ann"]), sheet("2.csv", ["ann", "ann"]), sheet("3.csv", ["bob", "cy"]));
     let Err(AdjudicationError::Invalid { problems, .. }) = import_sheets(&[first, second, mixed], &key_path) else { panic!("refused") };
     assert_eq!(problems.len(), 2, "{problems:#?}");
-    assert!(problems[0].contains("2.csv: column `rater`: `ann` also labelled `") && problems[0].ends_with("1.csv`; each rater fills one sheet"), "{problems:#?}");
+    assert!(
+        problems[0].contains("2.csv: column `rater`: `ann` also labelled `") && problems[0].ends_with("1.csv`; each rater fills one sheet"),
+        "{problems:#?}"
+    );
     assert!(problems[1].ends_with("3.csv: column `rater`: the sheet names 2 raters (bob, cy); give each rater a sheet of their own"), "{problems:#?}");
 }
 
@@ -257,7 +263,8 @@ fn h4_validity_per_tool() {
     let head = "item,case,file,line,severity,category,message,suggestion,validity,note,rater\n";
     let rows = [("S001", "valid"), ("S002", "valid"), ("S003", "invalid"), ("S004", "invalid")];
     let sev = |id: &str| items.iter().find(|i| i.0 == id).map(|i| i.2).unwrap_or("");
-    let sheet: String = std::iter::once(head.to_string()).chain(rows.iter().map(|(id, v)| format!("{id},case-01,a.py,3,{},bug,m,,{v},,ann\n", sev(id)))).collect();
+    let sheet: String =
+        std::iter::once(head.to_string()).chain(rows.iter().map(|(id, v)| format!("{id},case-01,a.py,3,{},bug,m,,{v},,ann\n", sev(id)))).collect();
     let (_dir, result) = run(Study::H4, &items, &sheet);
     let r = result.expect("imports");
     let [a, b, all] = &r.cells[..] else { panic!("three rows") };

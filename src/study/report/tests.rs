@@ -63,7 +63,10 @@ fn h5_compares_each_judge_with_the_h1_labels_by_hand() {
         runs: BTreeMap::from([
             (
                 RunId::new("m=a", 1, "c1"),
-                RunScoring { votes: vec![fv([Vote::Yes, Vote::No], [Vote::Yes, Vote::Yes]), fv([Vote::No, Vote::No], [Vote::No, Vote::Unparseable])], ..Default::default() },
+                RunScoring {
+                    votes: vec![fv([Vote::Yes, Vote::No], [Vote::Yes, Vote::Yes]), fv([Vote::No, Vote::No], [Vote::No, Vote::Unparseable])],
+                    ..Default::default()
+                },
             ),
             (RunId::new("m=b", 1, "c1"), RunScoring { votes: vec![fv([Vote::Yes, Vote::Yes], [Vote::No, Vote::Absent])], ..Default::default() }),
         ]),
@@ -94,7 +97,11 @@ fn h5_compares_each_judge_with_the_h1_labels_by_hand() {
     assert!(per.contains(&"`j2` | validity | `actionable` | 1 | 0 | 0.000".to_string()), "{per:#?}");
     assert!(per.contains(&"`j1` | actionability | `wrong_suggestion` | 1 | 1 | 1.000".to_string()), "{per:#?}");
     assert!(r.notes.iter().any(|n| n.starts_with("1 H1 findings have no run of this experiment")), "{:?}", r.notes);
-    assert!(r.notes.iter().any(|n| n == "Judge `j2` agrees with people on 2 of 3 findings for validity (0.667): below 85 %, it may not be used alone."), "{:?}", r.notes);
+    assert!(
+        r.notes.iter().any(|n| n == "Judge `j2` agrees with people on 2 of 3 findings for validity (0.667): below 85 %, it may not be used alone."),
+        "{:?}",
+        r.notes
+    );
     assert_eq!(r.data["findings"], 3);
 
     // Without a jury, H5 says what it needs.
@@ -116,7 +123,11 @@ fn an_h1_study_renders_its_table_and_a_wrong_key_is_said() {
     assert_eq!((r.test_id.as_str(), r.title.as_str()), ("H1", "Blind triage"));
     assert_eq!(
         rendered(&r.tables[0]),
-        ["`m=a` | 1 | 1 | 0 | 0 | 0 | 1 (100.0%) | [0.207, 1.000]", "`m=b` | 1 | 0 | 0 | 0 | 1 | 0 | [0.000, 0.793]", "`all` | 2 | 1 | 0 | 0 | 1 | 1 (50.0%) | [0.095, 0.905]"]
+        [
+            "`m=a` | 1 | 1 | 0 | 0 | 0 | 1 (100.0%) | [0.207, 1.000]",
+            "`m=b` | 1 | 0 | 0 | 0 | 1 | 0 | [0.000, 0.793]",
+            "`all` | 2 | 1 | 0 | 0 | 1 | 1 (50.0%) | [0.095, 0.905]"
+        ]
     );
     assert!(r.notes.iter().any(|n| n.starts_with("Aggregation: one sheet")), "{:?}", r.notes);
     options.study = "h8".into();
