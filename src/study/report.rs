@@ -338,7 +338,18 @@ Agreement = the share of findings where the judge's yes/no equals the person's; 
             }
         }
     }
-    r.data = serde_json::json!({ "judges": calibrations, "findings": compared.len(), "unmatched": unmatched, "tied": tied });
+    // People's labels as the judges' own judgements, per finding and rubric.
+    let human: BTreeMap<&str, BTreeMap<&str, crate::judge::rubric::Judgement>> = compared
+        .iter()
+        .map(|c| {
+            let per_rubric = [crate::judge::rubric::Rubric::Validity, crate::judge::rubric::Rubric::Actionability]
+                .into_iter()
+                .filter_map(|rubric| calibration::human_judgement(&c.label, "", rubric).map(|j| (rubric.as_str(), j)))
+                .collect();
+            (c.item.as_str(), per_rubric)
+        })
+        .collect();
+    r.data = serde_json::json!({ "judges": calibrations, "findings": compared.len(), "unmatched": unmatched, "tied": tied, "human_judgements": human });
 }
 
 fn agreeing(rc: &calibration::RubricCalibration) -> usize {

@@ -103,6 +103,9 @@ fn h5_compares_each_judge_with_the_h1_labels_by_hand() {
         r.notes
     );
     assert_eq!(r.data["findings"], 3);
+    // People's labels are kept as judgements of the judges' type.
+    let human: crate::judge::rubric::Judgement = serde_json::from_value(r.data["human_judgements"]["S003"]["actionability"].clone()).expect("a judgement");
+    assert_eq!((human.verdict, human.raw.as_str()), (Verdict::No, "wrong_suggestion"));
 
     // Without a jury, H5 says what it needs.
     let r = compute(&spec, &fx.input());
