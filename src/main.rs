@@ -472,6 +472,10 @@ fn study_export(args: &StudyExportArgs) -> Result<Exit, Error> {
     let prepared = experiment::prepare_to_read(&args.manifest, &locations(&args.locations))?;
     let source = runner::experiment::sheet_source(&prepared);
     let label = args.manifest.display().to_string();
+    if args.axis.is_some() && args.study != runner::study::findings::Study::H4 {
+        let problems = vec!["`--axis` is for `--study h4` only (the tools it compares)".to_string()];
+        return Err(runner::study::adjudication::AdjudicationError::Invalid { path: args.manifest.clone(), problems }.into());
+    }
     let exported = if args.study == runner::study::findings::Study::H4 {
         let overlap = prepared.manifest.analyses.iter().find(|a| a.kind == runner::analysis::spec::AnalysisKind::Overlap);
         let Some(axis) = args.axis.clone().or_else(|| overlap.and_then(|a| a.axis.clone())) else {

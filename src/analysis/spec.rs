@@ -539,6 +539,13 @@ fn read_study(t: &TableReader<'_, '_>, base_dir: &Path) -> Option<StudyOptions> 
         Some(list) if list.is_empty() => problems.push(t.span(), "analysis `study` lists no `sheets`"),
         Some(_) => {}
     }
+    // Files that are not there are said now, not only in the report.
+    for file in sheets.iter().flatten().chain(key.iter()) {
+        let path = resolve_path(base_dir, file.get_ref());
+        if !path.is_file() {
+            problems.push(file.span(), format!("study file `{}` does not exist", path.display()));
+        }
+    }
     Some(StudyOptions {
         study: study?.into_inner(),
         sheets: sheets?.iter().map(|s| resolve_path(base_dir, s.get_ref())).collect(),

@@ -140,7 +140,25 @@ fn a_study_analysis_is_checked_in_the_manifest() {
     assert!(err.contains("unknown study `h11`") && err.contains("did you mean `h1`?"), "{err}");
     assert!(err.contains("analysis `study` needs `sheets`, the filled sheets"), "{err}");
     assert!(err.contains("missing key `key` in [[analysis]] #2"), "{err}");
-    assert!(!err.contains("unknown key `sheets`") && err.contains("3 problems"), "{err}");
+    assert!(err.contains("study file `") && err.contains("a.csv` does not exist"), "{err}");
+    assert!(err.contains("k.json` does not exist"), "{err}");
+    assert!(!err.contains("unknown key `sheets`") && err.contains("5 problems"), "{err}");
+    // `--axis` names H4's tools; another study is told so.
+    let root = project_root();
+    let o = runner(&root)
+        .args(["study", "export", "experiments/quickstart.toml", "--study", "h1", "--axis", "baseline", "--out"])
+        .arg(dir.path().join("x"))
+        .output()
+        .expect("runs");
+    assert_eq!(o.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("`--axis` is for `--study h4` only"), "{}", String::from_utf8_lossy(&o.stderr));
+    let o = runner(&root)
+        .args(["study", "export", "experiments/quickstart.toml", "--study", "h4", "--axis", "nope", "--out"])
+        .arg(dir.path().join("y"))
+        .output()
+        .expect("runs");
+    assert_eq!(o.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("`nope` is not an axis of the matrix (baseline)"), "{}", String::from_utf8_lossy(&o.stderr));
 }
 
 /// H6 from the command line: the bundled H1 sheets' false positives and wrong suggestions
