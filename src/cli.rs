@@ -421,14 +421,56 @@ pub(crate) enum StudyCommand {
     Export(StudyExportArgs),
     /// Check a filled sheet against its key and write the analysis (result.md, result.json).
     Import(StudyImportArgs),
+    /// H6: cluster the findings filled H1 sheets label false_positive or wrong_suggestion by
+    /// message similarity, and write them as candidate patterns (CSV).
+    Audit(StudyAuditArgs),
+    /// H9: a session log and a preference survey of an A/B between models; means per model
+    /// with bootstrap intervals, counterbalancing, preference counts (result.md, result.json).
+    Preference(StudyPreferenceArgs),
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct StudyPreferenceArgs {
+    /// The session log: user,model,date,findings,dismissals,fixes_applied,minutes.
+    #[arg(long)]
+    pub sessions: PathBuf,
+    /// The final survey: user,preferred,reason (`preferred` a model of the log or `none`).
+    #[arg(long)]
+    pub survey: PathBuf,
+    /// The directory to write result.md and result.json into.
+    #[arg(long, default_value = "study-result")]
+    pub out: PathBuf,
+    /// Bootstrap resamples of each mean's interval.
+    #[arg(long, default_value_t = runner::study::preference::DEFAULT_RESAMPLES)]
+    pub resamples: usize,
+    /// Seed of the bootstrap.
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct StudyAuditArgs {
+    /// The filled H1 sheets (one per rater).
+    #[arg(required = true)]
+    pub sheets: Vec<PathBuf>,
+    /// The key written with the sheet.
+    #[arg(long)]
+    pub key: PathBuf,
+    /// The CSV to write: category, message_pattern, reason, note, findings, items.
+    #[arg(long, default_value = "patterns.csv")]
+    pub out: PathBuf,
+    /// How alike two messages must be to share a pattern (normalized Levenshtein, 0..1).
+    #[arg(long, default_value_t = runner::study::audit::DEFAULT_SIMILARITY)]
+    pub similarity: f64,
 }
 
 #[derive(Debug, Args)]
 pub(crate) struct StudyExportArgs {
     /// The experiment manifest.
     pub manifest: PathBuf,
-    /// h7 (findings with a suggestion; labels correct_safe | partial | wrong | harmful) or h8
-    /// (labels correct | too_high | too_low, with a suggested severity).
+    /// h1 (labels actionable | false_positive | wrong_suggestion | out_of_scope), h7 (findings
+    /// with a suggestion; labels correct_safe | partial | wrong | harmful) or h8 (labels
+    /// correct | too_high | too_low, with a suggested severity).
     #[arg(long, value_enum)]
     pub study: runner::study::findings::Study,
     /// The directory to write the sheet, key and instructions into.
@@ -437,6 +479,10 @@ pub(crate) struct StudyExportArgs {
     /// How many findings to sample (seed 000: 30–50).
     #[arg(long, default_value_t = runner::study::findings::DEFAULT_SAMPLE)]
     pub sample: usize,
+    /// h4: the matrix axis whose values are the tools (default: the axis of the manifest's
+    /// first `overlap` analysis, whose matching rule decides what is unique).
+    #[arg(long)]
+    pub axis: Option<String>,
     /// Seed of the sampling and the row shuffle (recorded in the key).
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
@@ -446,8 +492,9 @@ pub(crate) struct StudyExportArgs {
 
 #[derive(Debug, Args)]
 pub(crate) struct StudyImportArgs {
-    /// The filled sheet.
-    pub sheet: PathBuf,
+    /// The filled sheet; for H1 one sheet per rater (each labels every row).
+    #[arg(required = true)]
+    pub sheets: Vec<PathBuf>,
     /// The key written with the sheet (it names the study).
     #[arg(long)]
     pub key: PathBuf,

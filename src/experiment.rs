@@ -358,7 +358,11 @@ fn analyze(
         adjudications: &prepared.adjudications,
         rqs,
     };
-    analysis::compute(&prepared.manifest.analyses[index], &input)
+    let spec = &prepared.manifest.analyses[index];
+    if spec.kind == AnalysisKind::Study {
+        return crate::study::report::compute(spec, &input);
+    }
+    analysis::compute(spec, &input)
 }
 
 /// The results model of an execution.
@@ -391,7 +395,12 @@ pub fn sheet_source(prepared: &Prepared) -> crate::study::adjudication::SheetSou
     SheetSource {
         experiment: &prepared.manifest.experiment.name,
         target: &prepared.manifest.target,
-        runs: prepared.plan.runs.iter().map(|r| SheetRun { cell: &r.cell.id, repeat: r.repeat, case: &r.subject_id, key: &r.key }).collect(),
+        runs: prepared
+            .plan
+            .runs
+            .iter()
+            .map(|r| SheetRun { cell: &r.cell.id, matrix_cell: &r.cell, repeat: r.repeat, case: &r.subject_id, key: &r.key })
+            .collect(),
         cases: prepared.plan.subjects.keys().cloned().collect(),
         cells: prepared.plan.cells.iter().map(|c| c.id.clone()).collect(),
         repeats: prepared.manifest.matrix.repeat,

@@ -5,7 +5,8 @@ mod cli;
 use clap::Parser;
 use cli::{
     A2Args, AdjudicateCommand, AdjudicateExportArgs, AdjudicateImportArgs, CacheCommand, Cli, Command, CorpusCommand, CorpusValidateArgs, CrscoreArgs,
-    DiffArgs, ExecArgs, LocationArgs, MergeArgs, PlanArgs, ReportArgs, ScoreArgs, ShowArgs, StudyCommand, StudyExportArgs, StudyImportArgs,
+    DiffArgs, ExecArgs, LocationArgs, MergeArgs, PlanArgs, ReportArgs, ScoreArgs, ShowArgs, StudyAuditArgs, StudyCommand, StudyExportArgs, StudyImportArgs,
+    StudyPreferenceArgs,
 };
 use runner::analysis::score::ScoreError;
 use runner::cache::Lookup;
@@ -43,6 +44,8 @@ fn main() -> ExitCode {
         Command::Adjudicate { command: AdjudicateCommand::Import(args) } => adjudicate_import(&args),
         Command::Study { command: StudyCommand::Export(args) } => study_export(&args),
         Command::Study { command: StudyCommand::Import(args) } => study_import(&args),
+        Command::Study { command: StudyCommand::Audit(args) } => study_audit(&args),
+        Command::Study { command: StudyCommand::Preference(args) } => study_preference(&args),
     };
     match result {
         Ok(exit) => exit.into(),
@@ -512,9 +515,29 @@ fn adjudicate_import(args: &AdjudicateImportArgs) -> Result<Exit, Error> {
 }
 
 fn study_export(args: &StudyExportArgs) -> Result<Exit, Error> {
-    let prepared = experiment::prepare(&args.manifest, &locations(&args.locations))?;
+    // Only the plan and the cache are read: no scoring client is built, no analyzer looked up.
+    let prepared = experiment::prepare_to_read(&args.manifest, &locations(&args.locations))?;
     let source = runner::experiment::sheet_source(&prepared);
-    let exported = runner::study::findings::export(&source, args.study, &args.manifest.display().to_string(), &args.out, args.seed, args.sample)?;
+    let label = args.manifest.display().to_string();
+    if args.axis.is_some() && args.study != runner::study::findings::Study::H4 {
+        let problems = vec!["`--axis` is for `--study h4` only (the tools it compares)".to_string()];
+        return Err(runner::study::adjudication::AdjudicationError::Invalid { path: args.manifest.clone(), problems }.into());
+    }
+    let exported = if args.study == runner::study::findings::Study::H4 {
+        let overlap = prepared.manifest.analyses.iter().find(|a| a.kind == runner::analysis::spec::AnalysisKind::Overlap);
+        let Some(axis) = args.axis.clone().or_else(|| overlap.and_then(|a| a.axis.clone())) else {
+            let problems = vec!["h4 compares the values of one axis: give `--axis NAME`, or declare an `overlap` analysis with `axis`".to_string()];
+            return Err(runner::study::adjudication::AdjudicationError::Invalid { path: args.manifest.clone(), problems }.into());
+        };
+        if !prepared.plan.axis_order.contains(&axis) {
+            let problems = vec![format!("`{axis}` is not an axis of the matrix ({})", prepared.plan.axis_order.join(", "))];
+            return Err(runner::study::adjudication::AdjudicationError::Invalid { path: args.manifest.clone(), problems }.into());
+        }
+        let rule = overlap.map(|a| a.matching).unwrap_or_default();
+        runner::study::findings::export_unique(&source, &axis, &prepared.plan.axis_order, &rule, &label, &args.out, args.seed, args.sample)?
+    } else {
+        runner::study::findings::export(&source, args.study, &label, &args.out, args.seed, args.sample)?
+    };
     println!("{} rows sampled from {} eligible findings", exported.rows, exported.eligible);
     for file in &exported.files {
         println!("wrote {}", file.display());
@@ -524,12 +547,41 @@ fn study_export(args: &StudyExportArgs) -> Result<Exit, Error> {
 }
 
 fn study_import(args: &StudyImportArgs) -> Result<Exit, Error> {
-    let result = runner::study::findings::import(&args.sheet, &args.key)?;
+    let result = runner::study::findings::import_sheets(&args.sheets, &args.key)?;
     let written = runner::study::findings::write_result(&result, &args.out)?;
     print!("{}", result.to_markdown());
     for file in &written {
         eprintln!("wrote {}", file.display());
     }
+    Ok(Exit::Ok)
+}
+
+fn study_audit(args: &StudyAuditArgs) -> Result<Exit, Error> {
+    use runner::study::{adjudication::AdjudicationError, audit};
+    if !(0.0..=1.0).contains(&args.similarity) {
+        return Err(AdjudicationError::Invalid { path: args.key.clone(), problems: vec![format!("--similarity {} is not in 0..1", args.similarity)] }.into());
+    }
+    let (patterns, audited) = audit::audit(&args.sheets, &args.key, args.similarity)?;
+    let text = audit::to_csv(&patterns).map_err(|e| AdjudicationError::Parse { path: args.out.clone(), message: e.to_string() })?;
+    std::fs::write(&args.out, text).map_err(|source| AdjudicationError::Write { path: args.out.clone(), source })?;
+    println!("{audited} findings labelled false_positive or wrong_suggestion, in {} candidate patterns", patterns.len());
+    println!("wrote {}", args.out.display());
+    Ok(Exit::Ok)
+}
+
+fn study_preference(args: &StudyPreferenceArgs) -> Result<Exit, Error> {
+    use runner::study::{adjudication::AdjudicationError, preference};
+    let read = |p: &Path| std::fs::read(p).map_err(|source| AdjudicationError::Read { path: p.to_path_buf(), source });
+    let (log, survey) = (read(&args.sessions)?, read(&args.survey)?);
+    let result = preference::study(&args.sessions.display().to_string(), &log, &args.survey.display().to_string(), &survey, args.resamples, args.seed)
+        .map_err(|problems| AdjudicationError::Invalid { path: args.sessions.clone(), problems })?;
+    std::fs::create_dir_all(&args.out).map_err(|source| AdjudicationError::Write { path: args.out.clone(), source })?;
+    let (json, md) = (args.out.join("result.json"), args.out.join("result.md"));
+    let text = serde_json::to_string_pretty(&result).map_err(|e| AdjudicationError::Parse { path: json.clone(), message: e.to_string() })?;
+    std::fs::write(&json, text + "\n").map_err(|source| AdjudicationError::Write { path: json.clone(), source })?;
+    std::fs::write(&md, result.to_markdown()).map_err(|source| AdjudicationError::Write { path: md.clone(), source })?;
+    print!("{}", result.to_markdown());
+    eprintln!("wrote {}\nwrote {}", json.display(), md.display());
     Ok(Exit::Ok)
 }
 

@@ -205,6 +205,7 @@ mod tests {
             rqs: None,
             compare: None,
             rank_by: None,
+            study: None,
         }
     }
 

@@ -319,6 +319,12 @@ pub fn compute(spec: &AnalysisSpec, input: &AnalysisInput<'_>) -> AnalysisResult
         AnalysisKind::ReviewEval => crate::analysis::review_eval::compute(spec, input),
         AnalysisKind::Rqs => rqs::compute(spec, input),
         AnalysisKind::Compare => compare::compute(spec, input),
+        // Read from filled sheets by the study layer (`crate::study::report`), which sits above.
+        AnalysisKind::Study => {
+            let mut r = AnalysisResult::new(spec, "H", "Human study", "A human study read from its filled sheets.");
+            r.notes.push("The study's sheets are read by the experiment, not by this function.".into());
+            r
+        }
     }
 }
 

@@ -34,6 +34,21 @@ pub struct AnalysisSpec {
     /// `fixture`: a ranking of the cells by this rate (`rank-by`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub rank_by: Option<RankBy>,
+    /// A human study's filled sheets (`kind = "study"`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub study: Option<StudyOptions>,
+}
+
+/// The human studies a `study` analysis renders: seed 000's H1, H4, H5, H6, H7 and H8.
+pub const STUDIES: [&str; 6] = ["h1", "h4", "h5", "h6", "h7", "h8"];
+
+/// A `study` analysis: which study, its filled sheets and their key (paths resolved against
+/// the manifest's directory). H5 reads H1 sheets and the experiment's jury; H6 reads H1 sheets.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct StudyOptions {
+    pub study: String,
+    pub sheets: Vec<std::path::PathBuf>,
+    pub key: std::path::PathBuf,
 }
 
 /// A metric with a value per subject that a paired comparison can test.
@@ -191,7 +206,9 @@ impl AnalysisSpec {
     /// Whether the analysis reads the scoring stages' values: RQS v2 itself, and a comparison
     /// of RQS v2 metrics.
     pub fn reads_scoring(&self) -> bool {
-        self.kind == AnalysisKind::Rqs || self.compare.as_ref().is_some_and(|c| c.metrics.iter().any(|m| m.needs_scoring()))
+        self.kind == AnalysisKind::Rqs
+            || self.study.as_ref().is_some_and(|s| s.study == "h5")
+            || self.compare.as_ref().is_some_and(|c| c.metrics.iter().any(|m| m.needs_scoring()))
     }
 }
 
@@ -262,10 +279,12 @@ pub enum AnalysisKind {
     /// Paired statistics between the values of an axis: bootstrap intervals, permutation and
     /// McNemar tests, Holm-corrected, with a verdict.
     Compare,
+    /// Seed 000's human studies (H1, H5, H7, H8) from filled sheets.
+    Study,
 }
 
 impl AnalysisKind {
-    pub const ALL: [AnalysisKind; 14] = [
+    pub const ALL: [AnalysisKind; 15] = [
         Self::Overlap,
         Self::Latency,
         Self::Repeatability,
@@ -280,6 +299,7 @@ impl AnalysisKind {
         Self::ReviewEval,
         Self::Rqs,
         Self::Compare,
+        Self::Study,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -298,6 +318,7 @@ impl AnalysisKind {
             Self::ReviewEval => "review-eval",
             Self::Rqs => "rqs",
             Self::Compare => "compare",
+            Self::Study => "study",
         }
     }
 
@@ -404,6 +425,9 @@ pub fn read_analysis(t: &TableReader<'_, '_>, axes: &BTreeSet<String>, base_dir:
             "min-effect",
             "interval",
             "rank-by",
+            "study",
+            "sheets",
+            "key",
         ] {
             t.allow(key);
         }
@@ -488,7 +512,45 @@ pub fn read_analysis(t: &TableReader<'_, '_>, axes: &BTreeSet<String>, base_dir:
         }
         found
     });
-    Some(AnalysisSpec { kind, title, axis, matching, oracle_rule, adjudication, rqs, compare, rank_by })
+    let study = (kind == AnalysisKind::Study).then(|| read_study(t, base_dir)).flatten();
+    Some(AnalysisSpec { kind, title, axis, matching, oracle_rule, adjudication, rqs, compare, rank_by, study })
+}
+
+/// A `study` analysis's `study`, `sheets` and `key`.
+fn read_study(t: &TableReader<'_, '_>, base_dir: &Path) -> Option<StudyOptions> {
+    let problems = t.problems();
+    // Every key is read before any is found missing, so none is reported as unknown.
+    let (study, key, sheets) = (t.required_string("study"), t.required_string("key"), t.strings("sheets"));
+    if let Some(study) = &study {
+        if !STUDIES.contains(&study.get_ref().as_str()) {
+            let help = match did_you_mean(study.get_ref(), STUDIES.iter().copied()) {
+                Some(best) => format!("did you mean `{best}`? (studies: {})", STUDIES.join(", ")),
+                None => format!("studies: {}", STUDIES.join(", ")),
+            };
+            problems.push_with_help(study.span(), format!("unknown study `{}`", study.get_ref()), help);
+        }
+    }
+    match &sheets {
+        None => problems.push_with_help(
+            t.span(),
+            "analysis `study` needs `sheets`, the filled sheets",
+            "`sheets = [\"…/sheet.csv\"]` (one per rater for h1 and h5)",
+        ),
+        Some(list) if list.is_empty() => problems.push(t.span(), "analysis `study` lists no `sheets`"),
+        Some(_) => {}
+    }
+    // Files that are not there are said now, not only in the report.
+    for file in sheets.iter().flatten().chain(key.iter()) {
+        let path = resolve_path(base_dir, file.get_ref());
+        if !path.is_file() {
+            problems.push(file.span(), format!("study file `{}` does not exist", path.display()));
+        }
+    }
+    Some(StudyOptions {
+        study: study?.into_inner(),
+        sheets: sheets?.iter().map(|s| resolve_path(base_dir, s.get_ref())).collect(),
+        key: resolve_path(base_dir, key?.get_ref()),
+    })
 }
 
 /// The options of a `compare` analysis; a `baseline` must be a value of its axis.

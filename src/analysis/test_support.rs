@@ -47,6 +47,7 @@ pub(crate) fn spec(kind: AnalysisKind, axis: Option<&str>) -> AnalysisSpec {
         rqs: None,
         compare: None,
         rank_by: None,
+        study: None,
     }
 }
 

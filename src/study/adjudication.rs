@@ -164,6 +164,8 @@ pub struct SheetSource<'a> {
 /// One planned run of a [`SheetSource`].
 pub struct SheetRun<'a> {
     pub cell: &'a str,
+    /// The cell's axis values (H4 groups runs by the other axes).
+    pub matrix_cell: &'a crate::matrix::Cell,
     pub repeat: u32,
     pub case: &'a str,
     pub key: &'a CacheKey,
