@@ -4,8 +4,9 @@
 #
 #   eval "$(scripts/s3-server/start.sh 18333)"    # exports AWS_* and RUNNER_TEST_S3_*
 #
-# The master, volume and filer listen on PORT+1, PORT+2, PORT+3 (and their gRPC ports,
-# +10000). Data lives in .tools/s3-server/PORT/ and is removed by stop.sh.
+# The master, volume and filer listen on PORT+1, PORT+2, PORT+3, and the gRPC ports of the
+# master, volume, filer and S3 gateway on PORT+4 to PORT+7. Data lives in
+# .tools/s3-server/PORT/ and is removed by stop.sh.
 set -euo pipefail
 
 SCRIPT_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -25,6 +26,7 @@ cat > "$dir/s3.json" <<JSON
 JSON
 nohup "$WEED" server -dir="$dir/data" -ip=127.0.0.1 -ip.bind=127.0.0.1 \
   -master.port=$((port + 1)) -volume.port=$((port + 2)) -filer.port=$((port + 3)) \
+  -master.port.grpc=$((port + 4)) -volume.port.grpc=$((port + 5)) -filer.port.grpc=$((port + 6)) -s3.port.grpc=$((port + 7)) \
   -s3 -s3.port="$port" -s3.port.iceberg=0 -s3.port.lance=0 -s3.config="$dir/s3.json" -volume.max=8 -master.volumeSizeLimitMB=64 \
   > "$dir/weed.log" 2>&1 &
 echo $! > "$dir/pid"
