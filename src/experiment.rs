@@ -331,6 +331,7 @@ fn analyze(
         scopes,
         adjudications: &prepared.adjudications,
         rqs,
+        by_cell: Default::default(),
     };
     analysis::compute(&prepared.manifest.analyses[index], &input)
 }

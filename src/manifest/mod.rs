@@ -15,7 +15,7 @@ use crate::matrix::{Axis, AxisValue, Matrix};
 use crate::reviewer::spec::{read_reviewer, ReviewerKindSpec};
 use crate::subject::TargetSpec;
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashSet};
 use std::path::{Path, PathBuf};
 use toml::de::{DeTable, DeValue};
 use toml::Spanned;
@@ -301,6 +301,9 @@ fn read_matrix(t: &TableReader<'_, '_>) -> Option<Matrix> {
             continue;
         }
         let mut values = Vec::new();
+        // Rendered values seen so far: a duplicate is found in constant time, so a long axis
+        // reads in time linear in its length.
+        let mut seen: HashSet<String> = HashSet::with_capacity(items.len());
         for item in items.iter() {
             let v = match item.get_ref() {
                 DeValue::String(s) => Some(AxisValue::Str(s.to_string())),
@@ -310,7 +313,7 @@ fn read_matrix(t: &TableReader<'_, '_>) -> Option<Matrix> {
                 _ => None,
             };
             match v {
-                Some(v) if values.iter().any(|seen: &AxisValue| seen.render() == v.render()) => {
+                Some(v) if !seen.insert(v.render()) => {
                     t.problems().push(item.span(), format!("axis `{name}` lists `{}` twice", v.render()));
                     ok = false;
                 }
