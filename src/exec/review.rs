@@ -28,6 +28,8 @@ pub(super) struct ReviewShared {
     /// What the reviews run so far cost, against `--max-cost`.
     pub meter: Arc<Meter>,
     pub cancel: watch::Receiver<bool>,
+    /// Bounds the cache writes in flight (fsyncs on blocking threads).
+    pub writers: super::writes::Writers,
 }
 
 /// One review to do.
@@ -149,7 +151,7 @@ pub(super) async fn run(mut shared: ReviewShared, task: ReviewTask) -> RunOutcom
                 down.insert(key, error.to_string());
             }
             let (cache, label, slot, key, e) = (shared.cache.clone(), task.label.to_string(), task.slot.clone(), task.key.clone(), error.clone());
-            let _ = tokio::task::spawn_blocking(move || cache.store_failure(&label, &slot, &key, &e)).await;
+            let _ = shared.writers.run(move || cache.store_failure(&label, &slot, &key, &e)).await;
             shared.emitter.emit(Event::RunFailed { run: task.label.clone(), error: error.clone() });
             RunOutcome::Failed(error)
         }
@@ -183,13 +185,13 @@ async fn lock_run(cache: &Arc<dyn Store>, key: &CacheKey) -> Option<Guard> {
     }
 }
 
-/// Stores a result on a blocking thread (files are fsynced) and hands the output back.
+/// Stores a result on a blocking thread (files are fsynced), within the writer bound, and
+/// hands the output back.
 async fn store_success(shared: &ReviewShared, task: &ReviewTask, output: ReviewOutput) -> Result<(RunRecord, ReviewOutput), String> {
     let (cache, experiment, label, slot, key, inputs) =
         (shared.cache.clone(), shared.experiment.clone(), task.label.to_string(), task.slot.clone(), task.key.clone(), task.inputs.clone());
-    tokio::task::spawn_blocking(move || {
-        cache.store_success(&experiment, &label, &slot, &key, &inputs, &output).map(|record| (record, output)).map_err(|e| e.to_string())
-    })
-    .await
-    .map_err(|e| e.to_string())?
+    shared
+        .writers
+        .run(move || cache.store_success(&experiment, &label, &slot, &key, &inputs, &output).map(|record| (record, output)).map_err(|e| e.to_string()))
+        .await?
 }
