@@ -108,6 +108,7 @@ def main():
         print(generate(int(n), shape, os.path.abspath(directory)))
         return
     os.makedirs(SCRATCH, exist_ok=True)
+    load_before = os.getloadavg()[0]
     rows = []
     for n in (int(s) for s in a.sizes.split(",")):
         for shape in a.shapes.split(","):
@@ -124,7 +125,7 @@ def main():
             print(json.dumps(row), file=sys.stderr, flush=True)
             if not a.keep:
                 shutil.rmtree(cache, ignore_errors=True)
-    print(f"load average before/after: {os.getloadavg()[0]:.2f}")
+    print(f"{os.cpu_count()} CPUs, 1-minute load average {load_before:.2f} before, {os.getloadavg()[0]:.2f} after")
     print("| runs | shape | validate | cold exec | warm re-report | peak RSS (validate / cold / warm) |")
     print("|---:|---|---:|---:|---:|---|")
     for r in rows:
