@@ -121,12 +121,18 @@ pub(super) async fn run(mut shared: ReviewShared, task: ReviewTask) -> RunOutcom
         Err(ReviewError::Cancelled) => {}
         Err(_) => shared.meter.add(&Cost { wall_ms: started.elapsed().as_millis() as u64, ..Cost::default() }),
     }
+    // A writer's place is taken before the slot is given back (a result to store will need
+    // one), so fast reviews cannot outrun the writers with finished results waiting in memory.
+    let writer = match &result {
+        Err(ReviewError::Cancelled) => None,
+        _ => shared.writers.permit().await.ok(),
+    };
     drop(guards);
     let _run_lock = run_lock;
     // Every outcome is redacted as it enters the engine, before any writer sees it.
     let result = result.map(|o| task.redactor.output(o)).map_err(|e| task.redactor.error(e));
     match result {
-        Ok(output) => match store_success(&shared, &task, output).await {
+        Ok(output) => match store_success(&shared, &task, output, writer).await {
             Ok((record, output)) => {
                 shared.emitter.emit(Event::RunFinished { run: task.label.clone(), findings: output.findings.len(), wall_ms: output.cost.wall_ms });
                 RunOutcome::Fresh { record: Box::new(record), findings: output.findings }
@@ -151,7 +157,11 @@ pub(super) async fn run(mut shared: ReviewShared, task: ReviewTask) -> RunOutcom
                 down.insert(key, error.to_string());
             }
             let (cache, label, slot, key, e) = (shared.cache.clone(), task.label.to_string(), task.slot.clone(), task.key.clone(), error.clone());
-            let _ = shared.writers.run(move || cache.store_failure(&label, &slot, &key, &e)).await;
+            let write = move || cache.store_failure(&label, &slot, &key, &e);
+            let _ = match writer {
+                Some(permit) => super::writes::Writers::run_with(permit, write).await,
+                None => shared.writers.run(write).await,
+            };
             shared.emitter.emit(Event::RunFailed { run: task.label.clone(), error: error.clone() });
             RunOutcome::Failed(error)
         }
@@ -187,11 +197,17 @@ async fn lock_run(cache: &Arc<dyn Store>, key: &CacheKey) -> Option<Guard> {
 
 /// Stores a result on a blocking thread (files are fsynced), within the writer bound, and
 /// hands the output back.
-async fn store_success(shared: &ReviewShared, task: &ReviewTask, output: ReviewOutput) -> Result<(RunRecord, ReviewOutput), String> {
+async fn store_success(
+    shared: &ReviewShared,
+    task: &ReviewTask,
+    output: ReviewOutput,
+    writer: Option<super::writes::Permit>,
+) -> Result<(RunRecord, ReviewOutput), String> {
     let (cache, experiment, label, slot, key, inputs) =
         (shared.cache.clone(), shared.experiment.clone(), task.label.to_string(), task.slot.clone(), task.key.clone(), task.inputs.clone());
-    shared
-        .writers
-        .run(move || cache.store_success(&experiment, &label, &slot, &key, &inputs, &output).map(|record| (record, output)).map_err(|e| e.to_string()))
-        .await?
+    let write = move || cache.store_success(&experiment, &label, &slot, &key, &inputs, &output).map(|record| (record, output)).map_err(|e| e.to_string());
+    match writer {
+        Some(permit) => super::writes::Writers::run_with(permit, write).await?,
+        None => shared.writers.run(write).await?,
+    }
 }
