@@ -523,7 +523,10 @@ mod tests {
         let messages: Vec<(String, usize)> = err.diagnostics.iter().map(|d| (d.message.clone(), d.span.start)).collect();
         let twice: Vec<&(String, usize)> = messages.iter().filter(|(m, _)| m.contains("twice")).collect();
         let named: Vec<&str> = twice.iter().map(|(m, _)| m.as_str()).collect();
-        assert_eq!(named, ["axis `shard` lists `17` twice", "axis `shard` lists `29998` twice", "axis `shard` lists `5` twice", "axis `shard` lists `5` twice"]);
+        assert_eq!(
+            named,
+            ["axis `shard` lists `17` twice", "axis `shard` lists `29998` twice", "axis `shard` lists `5` twice", "axis `shard` lists `5` twice"]
+        );
         let tail = text.find("17, \"29998\"").expect("appended values");
         assert!(twice.iter().all(|(_, at)| *at >= tail), "each duplicate is located at its repetition: {twice:?}");
     }

@@ -80,7 +80,9 @@ fn context(results: &Results) -> Result<Context, RenderError> {
 
 /// Renders RESULTS.md with the given template text.
 pub fn render_markdown(results: &Results, template: &str, template_name: &str) -> Result<String, RenderError> {
-    engine().render_template_with_context(template, &context(results)?).map_err(|e| RenderError::Render { template: template_name.to_string(), message: e.to_string() })
+    engine()
+        .render_template_with_context(template, &context(results)?)
+        .map_err(|e| RenderError::Render { template: template_name.to_string(), message: e.to_string() })
 }
 
 /// Compiles the report template (the built-in one, or `template_override`) and renders it
