@@ -71,10 +71,13 @@ pub struct AnalysisInput<'a> {
 
 /// Positions in an input's `runs`, and counts of its `missing`, by cell id.
 #[derive(Debug, Default)]
-pub struct CellIndex(std::sync::OnceLock<(std::collections::HashMap<String, Vec<usize>>, std::collections::HashMap<String, usize>)>);
+pub struct CellIndex(std::sync::OnceLock<ByCell>);
+
+/// Positions of a cell's runs, and its count of missing runs, by cell id.
+type ByCell = (std::collections::HashMap<String, Vec<usize>>, std::collections::HashMap<String, usize>);
 
 impl CellIndex {
-    fn get(&self, input: &AnalysisInput<'_>) -> &(std::collections::HashMap<String, Vec<usize>>, std::collections::HashMap<String, usize>) {
+    fn get(&self, input: &AnalysisInput<'_>) -> &ByCell {
         self.0.get_or_init(|| {
             let mut runs: std::collections::HashMap<String, Vec<usize>> = std::collections::HashMap::new();
             for (i, run) in input.runs.iter().enumerate() {
