@@ -357,6 +357,7 @@ fn analyze(
         scopes,
         adjudications: &prepared.adjudications,
         rqs,
+        by_cell: Default::default(),
     };
     let spec = &prepared.manifest.analyses[index];
     if spec.kind == AnalysisKind::Study {

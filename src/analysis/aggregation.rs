@@ -120,7 +120,7 @@ pub fn compute(spec: &AnalysisSpec, input: &AnalysisInput<'_>) -> AnalysisResult
     };
     let mut cells_json = Vec::new();
     for cell in input.cells {
-        let runs: Vec<&RunView<'_>> = input.runs.iter().filter(|r| r.cell.id == cell.id).collect();
+        let runs: Vec<&RunView<'_>> = super::runs_of(input, cell).collect();
         if runs.is_empty() {
             continue;
         }

@@ -74,7 +74,7 @@ pub fn compute(spec: &AnalysisSpec, input: &AnalysisInput<'_>) -> AnalysisResult
     let mut unscoped: std::collections::BTreeSet<&str> = std::collections::BTreeSet::new();
     let mut total: BTreeMap<Level, usize> = BTreeMap::new();
     for cell in input.cells {
-        let runs: Vec<_> = input.runs.iter().filter(|r| r.cell.id == cell.id).collect();
+        let runs: Vec<_> = super::runs_of(input, cell).collect();
         if runs.is_empty() {
             continue;
         }

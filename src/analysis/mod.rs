@@ -64,6 +64,42 @@ pub struct AnalysisInput<'a> {
     pub adjudications: &'a BTreeMap<std::path::PathBuf, adjudication::Adjudication>,
     /// What the scoring stages produced, for RQS v2.
     pub rqs: Option<&'a rqs::RqsInput>,
+    /// `runs` and `missing` by cell id, built on first use (`CellIndex::default()` when
+    /// constructing), so per-cell reads are linear in runs rather than cells × runs.
+    pub by_cell: CellIndex,
+}
+
+/// Positions in an input's `runs`, and counts of its `missing`, by cell id.
+#[derive(Debug, Default)]
+pub struct CellIndex(std::sync::OnceLock<ByCell>);
+
+/// Positions of a cell's runs, and its count of missing runs, by cell id.
+type ByCell = (std::collections::HashMap<String, Vec<usize>>, std::collections::HashMap<String, usize>);
+
+impl CellIndex {
+    fn get(&self, input: &AnalysisInput<'_>) -> &ByCell {
+        self.0.get_or_init(|| {
+            let mut runs: std::collections::HashMap<String, Vec<usize>> = std::collections::HashMap::new();
+            for (i, run) in input.runs.iter().enumerate() {
+                match runs.get_mut(run.cell.id.as_str()) {
+                    Some(at) => at.push(i),
+                    None => {
+                        runs.insert(run.cell.id.clone(), vec![i]);
+                    }
+                }
+            }
+            let mut missing: std::collections::HashMap<String, usize> = std::collections::HashMap::new();
+            for run in &input.missing {
+                match missing.get_mut(run.cell.as_str()) {
+                    Some(n) => *n += 1,
+                    None => {
+                        missing.insert(run.cell.clone(), 1);
+                    }
+                }
+            }
+            (runs, missing)
+        })
+    }
 }
 
 /// No adjudications, for inputs that have none.
@@ -364,12 +400,13 @@ pub fn one_or_many(mut items: Vec<serde_json::Value>) -> serde_json::Value {
 
 /// The successful runs of one cell, in plan order.
 pub fn runs_of<'i, 'a>(input: &'i AnalysisInput<'a>, cell: &'i Cell) -> impl Iterator<Item = &'i RunView<'a>> + 'i {
-    input.runs.iter().filter(move |r| r.cell.id == cell.id)
+    let at: &'i [usize] = input.by_cell.get(input).0.get(cell.id.as_str()).map(Vec::as_slice).unwrap_or(&[]);
+    at.iter().map(move |&i| &input.runs[i])
 }
 
 /// How many planned runs of `cell` produced no result.
 pub fn missing_in(input: &AnalysisInput<'_>, cell: &Cell) -> usize {
-    input.missing.iter().filter(|run| run.cell == cell.id).count()
+    input.by_cell.get(input).1.get(cell.id.as_str()).copied().unwrap_or(0)
 }
 
 /// The standard note on planned runs that produced no result, when there are any.
@@ -394,10 +431,11 @@ pub fn missing_note(input: &AnalysisInput<'_>) -> Option<String> {
 /// The values of `axis` in matrix order, rendered, without duplicates.
 pub fn axis_values(input: &AnalysisInput<'_>, axis: &str) -> Vec<String> {
     let mut out: Vec<String> = Vec::new();
+    let mut seen = std::collections::HashSet::new();
     for cell in input.cells {
         if let Some(v) = cell.get(axis) {
             let text = v.render();
-            if !out.contains(&text) {
+            if seen.insert(text.clone()) {
                 out.push(text);
             }
         }

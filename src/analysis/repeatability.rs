@@ -42,21 +42,127 @@ pub fn presence(runs: &[&[Finding]], rule: &MatchRule) -> (usize, usize) {
     (in_all, seen_in.len() - in_all)
 }
 
-#[derive(Default)]
+/// A cell's pairwise Jaccards, kept as their running sum (added in pair order, so the mean is
+/// the one a list of every pair would give), count and minimum.
 struct CellStats {
     subjects: usize,
-    jaccards: Vec<f64>,
+    sum: f64,
+    pairs: u64,
+    min: Option<f64>,
     in_all: usize,
     in_some: usize,
 }
 
+impl Default for CellStats {
+    fn default() -> Self {
+        // `-0.0` is where `Iterator::sum` of floats starts.
+        Self { subjects: 0, sum: -0.0, pairs: 0, min: None, in_all: 0, in_some: 0 }
+    }
+}
+
 impl CellStats {
     fn mean(&self) -> Option<f64> {
-        (!self.jaccards.is_empty()).then(|| self.jaccards.iter().sum::<f64>() / self.jaccards.len() as f64)
+        (self.pairs > 0).then(|| self.sum / self.pairs as f64)
     }
     fn min(&self) -> Option<f64> {
-        self.jaccards.iter().copied().reduce(f64::min)
+        self.min
     }
+}
+
+/// One subject's pairwise Jaccards: sum (in pair order), count and minimum.
+struct PairStats {
+    sum: f64,
+    pairs: u64,
+    min: f64,
+}
+
+/// Multiples of 2⁻²⁰ below 2⁵³ · 2⁻²⁰ add exactly, so their sum does not depend on the order.
+const GRID: f64 = 1_048_576.0;
+
+fn on_grid(x: f64) -> bool {
+    let y = x * GRID;
+    y.fract() == 0.0 && y.abs() < 9_007_199_254_740_992.0
+}
+
+/// The Jaccards of every pair `(i, j)`, `i < j`, of `sets`, added to `cell.sum` in that order
+/// (exactly what summing the list of every pair gives), without listing them: identical finding
+/// sets are grouped and each pair of groups is compared once. When every value and the running
+/// sums are exact multiples of 2⁻²⁰ (the usual 0, ½, 1), the sums are computed per group pair —
+/// exactly equal, in time quadratic in groups rather than repeats.
+fn pairwise(sets: &[&[Finding]], rule: &MatchRule, cell: &mut CellStats) -> PairStats {
+    // Group identical sets: same serialized form, confirmed equal.
+    let mut groups: Vec<(&[Finding], u64)> = Vec::new();
+    let mut by_text: std::collections::HashMap<String, Vec<usize>> = std::collections::HashMap::new();
+    let mut group_of = Vec::with_capacity(sets.len());
+    for set in sets {
+        let text = serde_json::to_string(set).unwrap_or_default();
+        let same = by_text.entry(text).or_default();
+        let g = match same.iter().copied().find(|&g| groups[g].0 == *set) {
+            Some(g) => g,
+            None => {
+                groups.push((set, 0));
+                same.push(groups.len() - 1);
+                groups.len() - 1
+            }
+        };
+        groups[g].1 += 1;
+        group_of.push(g);
+    }
+    let n = groups.len();
+    let mut local = PairStats { sum: -0.0, pairs: 0, min: 1.0 };
+    // A table of group pairs when it is small; otherwise every pair is compared as it comes.
+    let table: Option<Vec<f64>> = (n.saturating_mul(n) <= 1 << 22).then(|| {
+        let mut t = vec![0.0; n * n];
+        for g in 0..n {
+            for h in g..n {
+                let used = g != h || groups[g].1 > 1;
+                if used {
+                    let v = jaccard(groups[g].0, groups[h].0, rule);
+                    t[g * n + h] = v;
+                    t[h * n + g] = v;
+                }
+            }
+        }
+        t
+    });
+    if let Some(t) = &table {
+        let total_pairs = (sets.len() as u64) * (sets.len() as u64).saturating_sub(1) / 2;
+        let exact = on_grid(cell.sum) && (cell.sum.abs() + total_pairs as f64) * GRID < 9_007_199_254_740_992.0 && t.iter().all(|&v| on_grid(v));
+        if exact {
+            let mut sum = 0.0;
+            for g in 0..n {
+                for h in g..n {
+                    let count = if g == h { groups[g].1 * groups[g].1.saturating_sub(1) / 2 } else { groups[g].1 * groups[h].1 };
+                    if count > 0 {
+                        let v = t[g * n + h];
+                        sum += count as f64 * v;
+                        local.min = local.min.min(v);
+                        cell.min = Some(cell.min.map_or(v, |m| m.min(v)));
+                    }
+                }
+            }
+            local.sum += sum;
+            local.pairs = total_pairs;
+            cell.sum += sum;
+            cell.pairs += total_pairs;
+            return local;
+        }
+    }
+    for i in 0..sets.len() {
+        for j in i + 1..sets.len() {
+            let v = match &table {
+                Some(t) => t[group_of[i] * n + group_of[j]],
+                None => jaccard(sets[i], sets[j], rule),
+            };
+            local.sum += v;
+            local.pairs += 1;
+            local.min = local.min.min(v);
+            cell.sum += v;
+            cell.pairs += 1;
+            cell.min = Some(cell.min.map_or(v, |m| m.min(v)));
+        }
+    }
+    local
 }
 
 pub fn compute(spec: &AnalysisSpec, input: &AnalysisInput<'_>) -> AnalysisResult {
@@ -90,27 +196,20 @@ pub fn compute(spec: &AnalysisSpec, input: &AnalysisInput<'_>) -> AnalysisResult
             }
             repeats.sort_by_key(|(r, _)| *r);
             let sets: Vec<&[Finding]> = repeats.iter().map(|(_, f)| *f).collect();
-            let mut local = Vec::new();
-            for i in 0..sets.len() {
-                for j in i + 1..sets.len() {
-                    local.push(jaccard(sets[i], sets[j], &spec.matching));
-                }
-            }
+            let local = pairwise(&sets, &spec.matching, &mut stats);
             let (all, some) = presence(&sets, &spec.matching);
             stats.subjects += 1;
             stats.in_all += all;
             stats.in_some += some;
-            let local_min = local.iter().copied().fold(1.0, f64::min);
-            if local_min < 1.0 {
+            if local.min < 1.0 {
                 differing.rows.push(vec![
                     format!("`{}`", cell.id).into(),
                     subject.into(),
                     sets.iter().map(|s| s.len().to_string()).collect::<Vec<_>>().join(", ").into(),
-                    fmt_ratio(Some(local.iter().sum::<f64>() / local.len() as f64)),
-                    fmt_ratio(Some(local_min)),
+                    fmt_ratio(Some(local.sum / local.pairs as f64)),
+                    fmt_ratio(Some(local.min)),
                 ]);
             }
-            stats.jaccards.extend(local);
         }
         let counted = stats.subjects > 0;
         table.rows.push(vec![
@@ -211,7 +310,56 @@ mod tests {
         })
     }
 
+    /// Every pair's Jaccard listed and summed in pair order: what `pairwise` must equal.
+    fn listed(sets: &[&[Finding]], rule: &MatchRule) -> Vec<f64> {
+        let mut out = Vec::new();
+        for i in 0..sets.len() {
+            for j in i + 1..sets.len() {
+                out.push(jaccard(sets[i], sets[j], rule));
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn many_identical_repeats_are_summed_exactly_by_group() {
+        // 3000 repeats in three distinct sets (Jaccards 0, ½, 1): 4.5 million pairs.
+        let rule = MatchRule::default();
+        let a = [finding("f", 1, "null check missing")];
+        let b = [finding("f", 1, "null check missing"), finding("g", 9, "rename variable")];
+        let c: [Finding; 0] = [];
+        let sets: Vec<&[Finding]> = (0..3000).map(|i| [&a[..], &b[..], &c[..]][i % 3]).collect();
+        let mut cell = CellStats::default();
+        let local = pairwise(&sets, &rule, &mut cell);
+        assert_eq!(local.pairs, 3000 * 2999 / 2);
+        let per_group = 999_000.0 * 0.0 + 1_000_000.0 * 0.5 + 1_000_000.0 * 0.0 + 3.0 * 499_500.0;
+        assert_eq!(local.sum, per_group);
+        assert_eq!((local.min, cell.min, cell.pairs), (0.0, Some(0.0), local.pairs));
+    }
+
     proptest! {
+        #[test]
+        fn pairwise_equals_every_pair_listed(sets in proptest::collection::vec(arb_findings(), 2..9), before in proptest::collection::vec(0.0f64..1.0, 0..3)) {
+            let rule = MatchRule::default();
+            let views: Vec<&[Finding]> = sets.iter().map(Vec::as_slice).collect();
+            // A running cell sum that already holds earlier subjects' values (some off the grid).
+            let mut cell = CellStats::default();
+            let mut all: Vec<f64> = before.clone();
+            for v in &before {
+                cell.sum += v;
+                cell.pairs += 1;
+                cell.min = Some(cell.min.map_or(*v, |m| m.min(*v)));
+            }
+            let local = pairwise(&views, &rule, &mut cell);
+            let list = listed(&views, &rule);
+            prop_assert_eq!(local.sum.to_bits(), list.iter().sum::<f64>().to_bits());
+            prop_assert_eq!(local.pairs as usize, list.len());
+            prop_assert_eq!(local.min, list.iter().copied().fold(1.0, f64::min));
+            all.extend(&list);
+            prop_assert_eq!(cell.mean().map(f64::to_bits), Some((all.iter().sum::<f64>() / all.len() as f64).to_bits()));
+            prop_assert_eq!(cell.min(), all.iter().copied().reduce(f64::min));
+        }
+
         #[test]
         fn jaccard_is_bounded_and_symmetric(a in arb_findings(), b in arb_findings()) {
             let rule = MatchRule::default();

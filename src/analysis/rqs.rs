@@ -865,6 +865,7 @@ mod tests {
             scopes: None,
             adjudications: &crate::analysis::NO_ADJUDICATIONS,
             rqs: Some(&rqs),
+            by_cell: Default::default(),
         };
         let result = compute(&spec(crate::analysis::spec::AnalysisKind::Rqs, None), &input);
         let c = &result.data["cells"][0];

@@ -9,6 +9,7 @@ pub mod events;
 mod review;
 pub mod stages;
 mod walk;
+mod writes;
 
 pub use budget::{Budget, CostReport, Spent};
 pub use events::{Event, SkipReason};

@@ -30,6 +30,8 @@ pub(super) struct ReviewShared {
     pub cancel: watch::Receiver<bool>,
     /// `--steal`: each run starts only under a lease this long that no other worker holds.
     pub lease: Option<Duration>,
+    /// Bounds the cache writes in flight (fsyncs on blocking threads).
+    pub writers: super::writes::Writers,
 }
 
 /// One review to do.
@@ -138,12 +140,18 @@ pub(super) async fn run(mut shared: ReviewShared, task: ReviewTask) -> RunOutcom
         Err(ReviewError::Cancelled) => {}
         Err(_) => shared.meter.add(&Cost { wall_ms: started.elapsed().as_millis() as u64, ..Cost::default() }),
     }
+    // A writer's place is taken before the slot is given back (a result to store will need
+    // one), so fast reviews cannot outrun the writers with finished results waiting in memory.
+    let writer = match &result {
+        Err(ReviewError::Cancelled) => None,
+        _ => shared.writers.permit().await.ok(),
+    };
     drop(guards);
     let _run_lock = run_lock;
     // Every outcome is redacted as it enters the engine, before any writer sees it.
     let result = result.map(|o| task.redactor.output(o)).map_err(|e| task.redactor.error(e));
     match result {
-        Ok(output) => match store_success(&shared, &task, output).await {
+        Ok(output) => match store_success(&shared, &task, output, writer).await {
             Ok((record, output)) => {
                 shared.emitter.emit(Event::RunFinished { run: task.label.clone(), findings: output.findings.len(), wall_ms: output.cost.wall_ms });
                 RunOutcome::Fresh { record: Box::new(record), findings: output.findings }
@@ -168,7 +176,11 @@ pub(super) async fn run(mut shared: ReviewShared, task: ReviewTask) -> RunOutcom
                 down.insert(key, error.to_string());
             }
             let (cache, label, slot, key, e) = (shared.cache.clone(), task.label.to_string(), task.slot.clone(), task.key.clone(), error.clone());
-            let _ = tokio::task::spawn_blocking(move || cache.store_failure(&label, &slot, &key, &e)).await;
+            let write = move || cache.store_failure(&label, &slot, &key, &e);
+            let _ = match writer {
+                Some(permit) => super::writes::Writers::run_with(permit, write).await,
+                None => shared.writers.run(write).await,
+            };
             shared.emitter.emit(Event::RunFailed { run: task.label.clone(), error: error.clone() });
             RunOutcome::Failed(error)
         }
@@ -202,13 +214,19 @@ async fn lock_run(cache: &Arc<dyn Store>, key: &CacheKey) -> Option<Guard> {
     }
 }
 
-/// Stores a result on a blocking thread (files are fsynced) and hands the output back.
-async fn store_success(shared: &ReviewShared, task: &ReviewTask, output: ReviewOutput) -> Result<(RunRecord, ReviewOutput), String> {
+/// Stores a result on a blocking thread (files are fsynced), within the writer bound, and
+/// hands the output back.
+async fn store_success(
+    shared: &ReviewShared,
+    task: &ReviewTask,
+    output: ReviewOutput,
+    writer: Option<super::writes::Permit>,
+) -> Result<(RunRecord, ReviewOutput), String> {
     let (cache, experiment, label, slot, key, inputs) =
         (shared.cache.clone(), shared.experiment.clone(), task.label.to_string(), task.slot.clone(), task.key.clone(), task.inputs.clone());
-    tokio::task::spawn_blocking(move || {
-        cache.store_success(&experiment, &label, &slot, &key, &inputs, &output).map(|record| (record, output)).map_err(|e| e.to_string())
-    })
-    .await
-    .map_err(|e| e.to_string())?
+    let write = move || cache.store_success(&experiment, &label, &slot, &key, &inputs, &output).map(|record| (record, output)).map_err(|e| e.to_string());
+    match writer {
+        Some(permit) => super::writes::Writers::run_with(permit, write).await?,
+        None => shared.writers.run(write).await?,
+    }
 }

@@ -96,6 +96,8 @@ pub struct StageShared {
     pub frozen: bool,
     pub endpoints: Arc<StdMutex<HashMap<String, Arc<Semaphore>>>>,
     pub cancel: watch::Receiver<bool>,
+    /// Bounds the cache writes in flight, shared with the reviews.
+    pub(super) writers: super::writes::Writers,
 }
 
 impl StageShared {
@@ -167,7 +169,9 @@ async fn run_call(shared: &StageShared, call: Call, subject: Option<Arc<Subject>
         () = super::wait_cancel(&mut cancel) => return Err(NodeError::Interrupted),
     };
     let (cache, experiment, stored) = (shared.cache.clone(), shared.experiment.clone(), value.clone());
-    tokio::task::spawn_blocking(move || cache.store_value(&experiment, stage, &key, &inputs, &stored))
+    shared
+        .writers
+        .run(move || cache.store_value(&experiment, stage, &key, &inputs, &stored))
         .await
         .map_err(|e| NodeError::Failed(format!("storing a {stage} answer failed: {e}")))?
         .map_err(|e| NodeError::Failed(format!("storing a {stage} answer failed: {e}")))?;

@@ -497,6 +497,113 @@ async fn the_engine_uses_any_store_and_takes_a_result_another_holder_of_the_lock
     assert_eq!(store.successes.load(Ordering::SeqCst), 0);
 }
 
+/// A directory store whose writes take a while and count how many are in flight at once.
+struct SlowWrites {
+    inner: CacheStore,
+    in_flight: AtomicUsize,
+    max_in_flight: AtomicUsize,
+    writes: AtomicUsize,
+    /// The reviewer whose results are written, to see how many finished reviews wait.
+    reviewer: Arc<FakeReviewer>,
+    max_backlog: AtomicUsize,
+}
+
+impl SlowWrites {
+    fn write<T>(&self, write: impl FnOnce() -> T) -> T {
+        let now = self.in_flight.fetch_add(1, Ordering::SeqCst) + 1;
+        self.max_in_flight.fetch_max(now, Ordering::SeqCst);
+        let backlog = self.reviewer.finished.load(Ordering::SeqCst).saturating_sub(self.writes.load(Ordering::SeqCst));
+        self.max_backlog.fetch_max(backlog, Ordering::SeqCst);
+        // Long enough for fast reviews to pile up behind it if nothing bounded the writes.
+        std::thread::sleep(Duration::from_millis(20));
+        let out = write();
+        self.writes.fetch_add(1, Ordering::SeqCst);
+        self.in_flight.fetch_sub(1, Ordering::SeqCst);
+        out
+    }
+}
+
+impl Store for SlowWrites {
+    fn lookup(&self, key: &CacheKey) -> Lookup {
+        self.inner.lookup(key)
+    }
+
+    fn store_success(
+        &self,
+        experiment: &str,
+        label: &str,
+        slot: &str,
+        key: &CacheKey,
+        inputs: &KeyInputs,
+        output: &ReviewOutput,
+    ) -> Result<RunRecord, CacheError> {
+        self.write(|| self.inner.store_success(experiment, label, slot, key, inputs, output))
+    }
+
+    fn store_failure(&self, label: &str, slot: &str, key: &CacheKey, error: &ReviewError) -> Result<(), CacheError> {
+        self.write(|| self.inner.store_failure(label, slot, key, error))
+    }
+
+    fn lookup_value(&self, key: &CacheKey) -> crate::cache::ValueLookup {
+        self.inner.lookup_value(key)
+    }
+
+    fn store_value(&self, experiment: &str, stage: &str, key: &CacheKey, inputs: &serde_json::Value, value: &serde_json::Value) -> Result<(), CacheError> {
+        self.write(|| self.inner.store_value(experiment, stage, key, inputs, value))
+    }
+
+    fn try_lock_run(&self, key: &CacheKey) -> Result<Option<Guard>, CacheError> {
+        Store::try_lock_run(&self.inner, key)
+    }
+
+    fn hold(&self) -> Result<Guard, CacheError> {
+        self.inner.hold()
+    }
+
+    fn remember_slot(&self, slot: &str, key: &CacheKey) -> Result<(), CacheError> {
+        self.inner.remember_slot(slot, key)
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cache_writes_in_flight_and_waiting_never_exceed_the_writer_bound() {
+    assert_eq!((super::writes::writers_for(0), super::writes::writers_for(2), super::writes::writers_for(512)), (1, 2, super::writes::MAX_WRITERS));
+    let dir = tempfile::tempdir().expect("tempdir");
+    // 48 instant reviews, a failing model among them: each review's slot is free again long
+    // before its write is done, so unbounded writes would pile up far past `--jobs`.
+    let plan = plan(&["a", "b", "broken"], 16, &["s1"]);
+    let reviewer = Arc::new(FakeReviewer { fail_model: Some("broken".into()), ..FakeReviewer::default() });
+    let store = Arc::new(SlowWrites {
+        inner: CacheStore::new(dir.path()),
+        in_flight: AtomicUsize::new(0),
+        max_in_flight: AtomicUsize::new(0),
+        writes: AtomicUsize::new(0),
+        reviewer: reviewer.clone(),
+        max_backlog: AtomicUsize::new(0),
+    });
+    let reviewers: ReviewerSet = [("fake".to_string(), reviewer.clone() as Arc<dyn Reviewer>)].into();
+    let execution = execute(
+        &plan,
+        &reviewers,
+        None,
+        materializer(Arc::new(AtomicUsize::new(0)), &[]),
+        store.clone(),
+        &options(2, None),
+        &Counting::default(),
+        &Emitter::silent(),
+        watch::channel(false).1,
+    )
+    .await;
+    assert_eq!(execution.outcomes.iter().filter(|o| o.success().is_some()).count(), 32);
+    assert_eq!(store.writes.load(Ordering::SeqCst), 48, "every success and every failure was written");
+    let max = store.max_in_flight.load(Ordering::SeqCst);
+    assert!((1..=2).contains(&max), "{max} writes in flight at once with --jobs 2");
+    // Finished reviews not yet written: the writes in flight and the reviews waiting for a
+    // writer in their slots, never a queue of finished results (each holding a lock file).
+    let backlog = store.max_backlog.load(Ordering::SeqCst);
+    assert!(backlog <= 4, "{backlog} finished reviews waited to be written with --jobs 2");
+}
+
 fn test_finding(message: &str, line: u32) -> crate::finding::Finding {
     serde_json::from_value(serde_json::json!({
         "id": format!("f{line}"), "file": "a.rs", "line": line, "severity": "warning", "category": "bug", "confidence": 1, "message": message

@@ -344,6 +344,7 @@ pub async fn execute<C: Conclusions>(
         }
     }
 
+    let writers = super::writes::Writers::for_jobs(options.jobs);
     let stage_shared = scorers.clone().map(|scorers| StageShared {
         cache: cache.clone(),
         scorers,
@@ -352,6 +353,7 @@ pub async fn execute<C: Conclusions>(
         frozen: options.frozen,
         endpoints: Arc::default(),
         cancel: cancel.clone(),
+        writers: writers.clone(),
     });
     let mut walk = Walk { plan, states, remaining: vec![0; graph.node_count()], ready: VecDeque::new(), later: VecDeque::new(), deferred, emitter };
     for n in graph.node_indices() {
@@ -385,6 +387,7 @@ pub async fn execute<C: Conclusions>(
         meter: meter.clone(),
         cancel: cancel.clone(),
         lease: options.steal,
+        writers,
     };
     let mut tasks: tokio::task::JoinSet<Finished<C::Analysis, C::Report>> = tokio::task::JoinSet::new();
     let mut task_nodes: HashMap<tokio::task::Id, NodeIndex> = HashMap::new();

@@ -15,7 +15,7 @@ use crate::matrix::{Axis, AxisValue, Matrix};
 use crate::reviewer::spec::{read_reviewer, ReviewerKindSpec};
 use crate::subject::TargetSpec;
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashSet};
 use std::path::{Path, PathBuf};
 use toml::de::{DeTable, DeValue};
 use toml::Spanned;
@@ -301,6 +301,9 @@ fn read_matrix(t: &TableReader<'_, '_>) -> Option<Matrix> {
             continue;
         }
         let mut values = Vec::new();
+        // Rendered values seen so far: a duplicate is found in constant time, so a long axis
+        // reads in time linear in its length.
+        let mut seen: HashSet<String> = HashSet::with_capacity(items.len());
         for item in items.iter() {
             let v = match item.get_ref() {
                 DeValue::String(s) => Some(AxisValue::Str(s.to_string())),
@@ -310,7 +313,7 @@ fn read_matrix(t: &TableReader<'_, '_>) -> Option<Matrix> {
                 _ => None,
             };
             match v {
-                Some(v) if values.iter().any(|seen: &AxisValue| seen.render() == v.render()) => {
+                Some(v) if !seen.insert(v.render()) => {
                     t.problems().push(item.span(), format!("axis `{name}` lists `{}` twice", v.render()));
                     ok = false;
                 }
@@ -495,5 +498,36 @@ mod tests {
         assert_eq!(c.endpoint.as_deref(), Some("http://{{model}}:1"));
         let err = parse(Path::new("e.toml"), &text.replace("{{else}}", "{{elze}}")).expect_err("unknown variable");
         assert!(format!("{:?}", err.diagnostics).contains("elze"));
+    }
+
+    fn with_axis(values: &str) -> String {
+        format!("version = 1\n[experiment]\nname = \"e\"\n[target]\nrepo = \".\"\n[matrix]\nref = [\"HEAD~1\"]\nshard = [{values}]\n[reviewer]\nkind = \"builtin\"\nname = \"dry-run\"\n[report]\noutput = \"out\"\n")
+    }
+
+    #[test]
+    fn a_30k_value_axis_reads_and_its_duplicates_are_each_named() {
+        let values: Vec<String> = (0..30_000).map(|i| i.to_string()).collect();
+        let manifest = parse(Path::new("e.toml"), &with_axis(&values.join(", "))).map_err(|e| format!("{:?}", e.diagnostics)).expect("valid");
+        let shard = manifest.matrix.axis("shard").expect("axis");
+        assert_eq!(shard.values.len(), 30_000);
+        assert_eq!((shard.values[0].render(), shard.values[29_999].render()), ("0".to_string(), "29999".to_string()));
+        // Duplicates far apart, one of them written as a string that renders the same, and one
+        // value three times: each repetition is named, at its own place.
+        let mut dup = values.clone();
+        dup.push("17".into());
+        dup.push("\"29998\"".into());
+        dup.push("5".into());
+        dup.push("5".into());
+        let text = with_axis(&dup.join(", "));
+        let err = parse(Path::new("e.toml"), &text).expect_err("duplicates");
+        let messages: Vec<(String, usize)> = err.diagnostics.iter().map(|d| (d.message.clone(), d.span.start)).collect();
+        let twice: Vec<&(String, usize)> = messages.iter().filter(|(m, _)| m.contains("twice")).collect();
+        let named: Vec<&str> = twice.iter().map(|(m, _)| m.as_str()).collect();
+        assert_eq!(
+            named,
+            ["axis `shard` lists `17` twice", "axis `shard` lists `29998` twice", "axis `shard` lists `5` twice", "axis `shard` lists `5` twice"]
+        );
+        let tail = text.find("17, \"29998\"").expect("appended values");
+        assert!(twice.iter().all(|(_, at)| *at >= tail), "each duplicate is located at its repetition: {twice:?}");
     }
 }

@@ -4,7 +4,7 @@
 
 use super::model::Results;
 use crate::analysis::{format_number, format_share, TableCell};
-use handlebars::{handlebars_helper, Handlebars};
+use handlebars::{handlebars_helper, Context, Handlebars};
 use serde::Deserialize;
 use std::path::Path;
 
@@ -63,7 +63,9 @@ fn escape_markdown_cell(text: &str) -> String {
 
 /// What templates render: the results model, each analysis with the charts drawn for it
 /// (`plots`: a list of `{title, path}`, `path` relative to RESULTS.md).
-fn context(results: &Results) -> Result<serde_json::Value, RenderError> {
+/// Handed to handlebars as a `Context` built from the one JSON value, so the results are not
+/// copied a second time (`render` with a serializable value converts it again).
+fn context(results: &Results) -> Result<Context, RenderError> {
     let mut value = serde_json::to_value(results).map_err(|e| RenderError::Render { template: "results".into(), message: e.to_string() })?;
     let links = super::plots::links(results);
     if let Some(analyses) = value.get_mut("analyses").and_then(serde_json::Value::as_array_mut) {
@@ -73,12 +75,14 @@ fn context(results: &Results) -> Result<serde_json::Value, RenderError> {
             }
         }
     }
-    Ok(value)
+    Ok(Context::from(value))
 }
 
 /// Renders RESULTS.md with the given template text.
 pub fn render_markdown(results: &Results, template: &str, template_name: &str) -> Result<String, RenderError> {
-    engine().render_template(template, &context(results)?).map_err(|e| RenderError::Render { template: template_name.to_string(), message: e.to_string() })
+    engine()
+        .render_template_with_context(template, &context(results)?)
+        .map_err(|e| RenderError::Render { template: template_name.to_string(), message: e.to_string() })
 }
 
 /// Compiles the report template (the built-in one, or `template_override`) and renders it
@@ -94,7 +98,7 @@ pub fn check_template(results: &Results, template_override: Option<&Path>) -> Re
     let mut hb = engine();
     let fail = |message: String| RenderError::Render { template: name.clone(), message };
     hb.register_template_string(&name, &template).map_err(|e| fail(e.to_string()))?;
-    hb.render(&name, &context(results)?).map(|_| ()).map_err(|e| fail(e.to_string()))
+    hb.render_with_context(&name, &context(results)?).map(|_| ()).map_err(|e| fail(e.to_string()))
 }
 
 /// Writes RESULTS.md, results.json and the charts (`plots/*.svg`) into `dir`; returns their paths.
@@ -106,16 +110,32 @@ pub fn write_reports(results: &Results, dir: &Path, template_override: Option<&P
         None => (DEFAULT_TEMPLATE.to_string(), "templates/results.md.hbs".to_string()),
     };
     let markdown = render_markdown(results, &template, &name)?;
-    let json = serde_json::to_string_pretty(results).map_err(|e| RenderError::Render { template: "results.json".into(), message: e.to_string() })?;
     let md_path = dir.join("RESULTS.md");
     let json_path = dir.join("results.json");
-    for (path, text) in [(&md_path, markdown), (&json_path, format!("{json}\n"))] {
-        crate::cache::store::atomic_write(path, text.as_bytes())
-            .map_err(|e| RenderError::Write { path: path.display().to_string(), source: std::io::Error::other(e.to_string()) })?;
-    }
+    crate::cache::store::atomic_write(&md_path, markdown.as_bytes())
+        .map_err(|e| RenderError::Write { path: md_path.display().to_string(), source: std::io::Error::other(e.to_string()) })?;
+    drop(markdown);
+    write_json(&json_path, results)?;
     let mut written = vec![md_path, json_path];
     written.extend(super::plots::write(results, dir)?);
     Ok(written)
+}
+
+/// results.json, pretty-printed with a final newline, streamed into a temporary file beside it
+/// that is fsynced and renamed over it (as `atomic_write` does), never held whole in memory.
+fn write_json(path: &Path, results: &Results) -> Result<(), RenderError> {
+    use std::io::Write;
+    let fail = |source: std::io::Error| RenderError::Write { path: path.display().to_string(), source };
+    let dir = path.parent().unwrap_or(Path::new("."));
+    std::fs::create_dir_all(dir).map_err(fail)?;
+    let tmp = tempfile::Builder::new().prefix(".tmp").tempfile_in(dir).map_err(fail)?;
+    let mut out = std::io::BufWriter::new(tmp);
+    serde_json::to_writer_pretty(&mut out, results).map_err(|e| fail(std::io::Error::other(e)))?;
+    out.write_all(b"\n").map_err(fail)?;
+    let tmp = out.into_inner().map_err(|e| fail(e.into_error()))?;
+    tmp.as_file().sync_all().map_err(fail)?;
+    tmp.persist(path).map_err(|e| fail(e.error))?;
+    Ok(())
 }
 
 #[cfg(test)]
