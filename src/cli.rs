@@ -102,32 +102,13 @@ pub(crate) struct ExecArgs {
     /// Ignore cached results and run every review again.
     #[arg(long)]
     pub refresh: bool,
-    /// Print NDJSON events on stdout instead of progress.
-    #[arg(long, conflicts_with = "quiet")]
-    pub json: bool,
-    /// Print only errors.
-    #[arg(short, long)]
-    pub quiet: bool,
-    /// Write RESULTS.md, results.json and the charts (plots/) into this directory instead of the manifest's
-    /// `[report] output`.
-    #[arg(long, value_name = "DIR")]
-    pub output: Option<PathBuf>,
-    /// Refuse a plan of more runs than this.
-    #[arg(long, value_name = "N", default_value_t = runner::plan::DEFAULT_MAX_RUNS)]
-    pub max_runs: u64,
-    /// Also write a compact Markdown summary (verdict lines and cells) here, for a
-    /// pull-request comment or `$GITHUB_STEP_SUMMARY`.
-    #[arg(long, value_name = "PATH")]
-    pub summary: Option<PathBuf>,
+    #[command(flatten)]
+    pub reports: ReportFlags,
     /// Start no new review once the reviews this execution ran cost this much: tokens
     /// (`50000tokens`, `50k-tokens`) or review seconds (`600s`, `10m`); the rest is left
     /// unrun (exit 6) and a re-run with a larger budget continues from the cache.
     #[arg(long, value_name = "COST")]
     pub max_cost: Option<runner::exec::Budget>,
-    /// Also write report.html (as `runner report` does) beside RESULTS.md, as `[report] html
-    /// = true` does.
-    #[arg(long)]
-    pub html: bool,
     /// Execute only shard INDEX of COUNT (0-based): the runs whose `blake3(run key) mod
     /// COUNT` is INDEX. Writes results to the cache and no report; `runner merge` assembles
     /// the reports once every shard is done.
@@ -157,26 +138,36 @@ pub(crate) struct MergeArgs {
     /// How many shards executed it: each missing run is listed with the shard that owns it.
     #[arg(long, value_name = "COUNT")]
     pub shards: Option<u64>,
+    #[command(flatten)]
+    pub reports: ReportFlags,
+    #[command(flatten)]
+    pub locations: LocationArgs,
+}
+
+/// How an execution reports: the progress it prints and the files it writes.
+#[derive(Debug, Args)]
+pub(crate) struct ReportFlags {
     /// Print NDJSON events on stdout instead of progress.
     #[arg(long, conflicts_with = "quiet")]
     pub json: bool,
     /// Print only errors.
     #[arg(short, long)]
     pub quiet: bool,
-    /// Write the reports into this directory instead of the manifest's `[report] output`.
+    /// Write RESULTS.md, results.json and the charts (plots/) into this directory instead of the manifest's
+    /// `[report] output`.
     #[arg(long, value_name = "DIR")]
     pub output: Option<PathBuf>,
     /// Refuse a plan of more runs than this.
     #[arg(long, value_name = "N", default_value_t = runner::plan::DEFAULT_MAX_RUNS)]
     pub max_runs: u64,
-    /// Also write a compact Markdown summary here (as `exec --summary`).
+    /// Also write a compact Markdown summary (verdict lines and cells) here, for a
+    /// pull-request comment or `$GITHUB_STEP_SUMMARY`.
     #[arg(long, value_name = "PATH")]
     pub summary: Option<PathBuf>,
-    /// Also write report.html beside RESULTS.md.
+    /// Also write report.html (as `runner report` does) beside RESULTS.md, as `[report] html
+    /// = true` does.
     #[arg(long)]
     pub html: bool,
-    #[command(flatten)]
-    pub locations: LocationArgs,
 }
 
 #[derive(Debug, Args)]

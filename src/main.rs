@@ -87,13 +87,8 @@ fn merge(args: MergeArgs) -> Result<Exit, Error> {
         jobs: cli::default_jobs(),
         frozen: true,
         refresh: false,
-        json: args.json,
-        quiet: args.quiet,
-        output: args.output,
-        max_runs: args.max_runs,
-        summary: args.summary,
+        reports: args.reports,
         max_cost: None,
-        html: args.html,
         shard: None,
         steal: false,
         lease_ttl: None,
@@ -103,8 +98,8 @@ fn merge(args: MergeArgs) -> Result<Exit, Error> {
 }
 
 fn exec(args: ExecArgs) -> Result<Exit, Error> {
-    let mut prepared = experiment::prepare_with(&args.manifest, &locations(&args.locations), &experiment::PrepareOptions { max_runs: args.max_runs })?;
-    if let Some(dir) = &args.output {
+    let mut prepared = experiment::prepare_with(&args.manifest, &locations(&args.locations), &experiment::PrepareOptions { max_runs: args.reports.max_runs })?;
+    if let Some(dir) = &args.reports.output {
         prepared.manifest.report.output = dir.clone();
     }
     if args.steal && prepared.remote.is_none() {
@@ -112,9 +107,9 @@ fn exec(args: ExecArgs) -> Result<Exit, Error> {
             "--steal takes runs under leases kept in the remote cache: pass --remote-cache s3://bucket/prefix or set RUNNER_REMOTE_CACHE".to_string(),
         )));
     }
-    let mode = if args.json {
+    let mode = if args.reports.json {
         Mode::Json
-    } else if args.quiet {
+    } else if args.reports.quiet {
         Mode::Quiet
     } else {
         Mode::Human
@@ -160,7 +155,7 @@ fn exec(args: ExecArgs) -> Result<Exit, Error> {
     // Force an exit now: a cancelled child's pipes must not keep the runtime waiting.
     rt.shutdown_background();
     // The HTML page beside the reports it was written from (only when they were written).
-    if args.html || prepared.manifest.report.html {
+    if args.reports.html || prepared.manifest.report.html {
         if let Some(results) = executed.written.iter().find(|p| p.ends_with("results.json")).cloned() {
             let mut side = experiment::report_side(&results, Some(&args.manifest), &locations(&args.locations))?;
             // Named as the file beside the page, so the page does not depend on where it was written.
@@ -205,7 +200,7 @@ fn exec(args: ExecArgs) -> Result<Exit, Error> {
             eprintln!("error: --frozen: {} scoring nodes (judges, claims, smells, embeddings) are not in the cache", executed.scoring.not_cached);
         }
     }
-    if let Some(path) = &args.summary {
+    if let Some(path) = &args.reports.summary {
         let results_json = prepared.manifest.report.output.join("results.json");
         if executed.written.iter().any(|p| p == &results_json) {
             let results = runner::report::model::Results::read(&results_json)?;
