@@ -39,11 +39,13 @@ pub struct AnalysisSpec {
     pub study: Option<StudyOptions>,
 }
 
-/// The human studies a `study` analysis renders: seed 000's H1, H4, H5, H6, H7 and H8.
-pub const STUDIES: [&str; 6] = ["h1", "h4", "h5", "h6", "h7", "h8"];
+/// The human studies a `study` analysis renders: seed 000's H1, H4, H5, H6, H7, H8 and H9.
+pub const STUDIES: [&str; 7] = ["h1", "h4", "h5", "h6", "h7", "h8", "h9"];
 
 /// A `study` analysis: which study, its filled sheets and their key (paths resolved against
-/// the manifest's directory). H5 reads H1 sheets and the experiment's jury; H6 reads H1 sheets.
+/// the manifest's directory). H5 reads H1 sheets and the experiment's jury; H6 reads H1 sheets;
+/// H9 reads two files, the session log and the preference survey, and has no key (`key` is
+/// then empty).
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct StudyOptions {
     pub study: String,
@@ -520,7 +522,19 @@ pub fn read_analysis(t: &TableReader<'_, '_>, axes: &BTreeSet<String>, base_dir:
 fn read_study(t: &TableReader<'_, '_>, base_dir: &Path) -> Option<StudyOptions> {
     let problems = t.problems();
     // Every key is read before any is found missing, so none is reported as unknown.
-    let (study, key, sheets) = (t.required_string("study"), t.required_string("key"), t.strings("sheets"));
+    let study = t.required_string("study");
+    let preference = study.as_ref().is_some_and(|s| s.get_ref() == "h9");
+    // H9's two files are a session log and a survey: there is no blind sheet, so no key.
+    let (key, sheets) = (if preference { t.string("key") } else { t.required_string("key") }, t.strings("sheets"));
+    if let (true, Some(list)) = (preference, &sheets) {
+        if list.len() != 2 {
+            problems.push_with_help(
+                t.span(),
+                "study `h9` reads two files",
+                "`sheets = [\"…/sessions.csv\", \"…/survey.csv\"]`: the session log, then the preference survey",
+            );
+        }
+    }
     if let Some(study) = &study {
         if !STUDIES.contains(&study.get_ref().as_str()) {
             let help = match did_you_mean(study.get_ref(), STUDIES.iter().copied()) {
@@ -549,7 +563,11 @@ fn read_study(t: &TableReader<'_, '_>, base_dir: &Path) -> Option<StudyOptions> 
     Some(StudyOptions {
         study: study?.into_inner(),
         sheets: sheets?.iter().map(|s| resolve_path(base_dir, s.get_ref())).collect(),
-        key: resolve_path(base_dir, key?.get_ref()),
+        key: match key {
+            Some(key) => resolve_path(base_dir, key.get_ref()),
+            None if preference => std::path::PathBuf::new(),
+            None => return None,
+        },
     })
 }
 

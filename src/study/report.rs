@@ -26,10 +26,15 @@ pub fn compute(spec: &AnalysisSpec, input: &AnalysisInput<'_>) -> AnalysisResult
         "h4" => ("H4", "Validity of unique findings", "People judge, blind, whether each finding that only one tool reported (the overlap analysis's \"found by one value only\") is a real problem of the change; the share valid per tool (95 % Wilson interval)."),
         "h6" => ("H6", "False-positive audit", "The findings people labelled false_positive or wrong_suggestion in H1, clustered by message similarity (normalized Levenshtein ≥ 0.6 within one category and reason) into candidate patterns a reviewer could learn to suppress; `runner study audit` writes them as CSV."),
         "h5" => ("H5", "Judge calibration", "Each LLM judge's validity and actionability verdicts against people's H1 labels on the same findings: agreement, Cohen's κ, the confusion matrix and the accuracy per H1 label."),
+        "h9" => ("H9", "Preference A/B", "Developers use each model in turn for real work, logging each session (findings, dismissals, fixes applied, minutes), then say which model they prefer: the means per model with 95 % bootstrap intervals over sessions, whether the order was counterbalanced, and the preference counts."),
         "h7" => ("H7", "Suggestion quality", "People label each suggestion correct_safe, partial, wrong or harmful; the distribution per cell and the shares correct_safe and harmful (95 % Wilson intervals)."),
         _ => ("H8", "Severity calibration", "People judge each reported severity correct, too_high or too_low (with the severity they would give); the misclassification rate per cell (95 % Wilson interval) and the confusion matrix."),
     };
     let mut r = AnalysisResult::new(spec, id, title, description);
+    if options.study == "h9" {
+        h9(&mut r, &options.sheets);
+        return r;
+    }
     let sheets = shown(&options.sheets);
     let imported = findings::import_sheets(&options.sheets, &options.key).and_then(|result| Ok((findings::read_key(&options.key)?, result)));
     let (key, result) = match imported {
@@ -358,3 +363,60 @@ fn agreeing(rc: &calibration::RubricCalibration) -> usize {
 
 #[cfg(test)]
 mod tests;
+
+/// H9 from its session log and survey (`sheets = [sessions, survey]`).
+fn h9(r: &mut AnalysisResult, files: &[std::path::PathBuf]) {
+    use super::preference;
+    let [log, survey] = files else {
+        r.notes.push("Study `h9` reads two files: the session log, then the preference survey.".into());
+        return;
+    };
+    let read = |p: &Path| std::fs::read(p).map_err(|e| format!("`{}`: {e}", shown_one(p)));
+    let result = read(log).and_then(|l| read(survey).map(|s| (l, s))).and_then(|(l, s)| {
+        preference::study(&shown_one(log), &l, &shown_one(survey), &s, preference::DEFAULT_RESAMPLES, 1).map_err(|problems| problems.join("; "))
+    });
+    let result = match result {
+        Ok(result) => result,
+        Err(e) => {
+            r.notes.push(format!("The files could not be read: {e}"));
+            return;
+        }
+    };
+    let mut columns = vec!["Model".to_string(), "Sessions".into(), "Users".into()];
+    columns.extend(preference::MEASURES.iter().map(|m| format!("{} (95 % interval)", m.replace('_', " "))));
+    let refs: Vec<&str> = columns.iter().map(String::as_str).collect();
+    let mut t = Table::new("", &refs);
+    for m in &result.models {
+        let mut row = vec![TableCell::Text(format!("`{}`", m.model)), TableCell::Int(m.sessions as i64), TableCell::Int(m.users as i64)];
+        for measure in preference::MEASURES {
+            let text = match m.means.get(measure) {
+                Some(mean) => match (mean.mean, &mean.interval) {
+                    (Some(x), Some(i)) => format!("{x:.2} [{:.2}, {:.2}]", i.low, i.high),
+                    (Some(x), None) => format!("{x:.2}"),
+                    _ => "–".into(),
+                },
+                None => "–".into(),
+            };
+            row.push(TableCell::Text(text));
+        }
+        t.rows.push(row);
+    }
+    r.tables.push(t);
+    let mut prefs = Table::new("Preferred model (final survey)", &["Preferred", "Users"]);
+    for (model, n) in &result.preferences.counts {
+        prefs.rows.push(vec![TableCell::Text(format!("`{model}`")), TableCell::Int(*n as i64)]);
+    }
+    r.tables.push(prefs);
+    let c = &result.counterbalance;
+    let first: Vec<String> = c.first.iter().map(|(m, users)| format!("`{m}` first for {}", users.len())).collect();
+    r.notes.push(format!("Files {} and {}: {} sessions of {} users.", shown_one(log), shown_one(survey), result.sessions, result.users));
+    r.notes.push(format!(
+        "Counterbalancing: {}{}{}; {}.",
+        first.join(", "),
+        if c.ambiguous.is_empty() { String::new() } else { format!("; no first model for {}", c.ambiguous.join(", ")) },
+        if c.incomplete.is_empty() { String::new() } else { format!("; did not use every model: {}", c.incomplete.join(", ")) },
+        if c.balanced { "balanced" } else { "not balanced" }
+    ));
+    r.notes.extend(result.notes.iter().cloned());
+    r.data = serde_json::to_value(&result).unwrap_or_default();
+}

@@ -130,7 +130,7 @@ fn a_study_analysis_is_checked_in_the_manifest() {
     let corpus = project_root().join("corpus/quickstart");
     let manifest = format!(
         "version = 1\n[experiment]\nname = \"x\"\n[target]\ncorpus = \"{}\"\nunseal-holdout = true\n[matrix]\nrepeat = 1\n[reviewer]\nkind = \"builtin\"\nname = \"dry-run\"\n\
-[[analysis]]\nkind = \"study\"\nstudy = \"h11\"\nkey = \"k.json\"\n[[analysis]]\nkind = \"study\"\nstudy = \"h1\"\nsheets = [\"a.csv\"]\n[report]\noutput = \"o\"\n",
+[[analysis]]\nkind = \"study\"\nstudy = \"h11\"\nkey = \"k.json\"\n[[analysis]]\nkind = \"study\"\nstudy = \"h1\"\nsheets = [\"a.csv\"]\n[[analysis]]\nkind = \"study\"\nstudy = \"h9\"\nsheets = [\"s.csv\"]\n[report]\noutput = \"o\"\n",
         corpus.display()
     );
     std::fs::write(dir.path().join("bad.toml"), manifest).expect("write");
@@ -142,7 +142,10 @@ fn a_study_analysis_is_checked_in_the_manifest() {
     assert!(err.contains("missing key `key` in [[analysis]] #2"), "{err}");
     assert!(err.contains("study file `") && err.contains("a.csv` does not exist"), "{err}");
     assert!(err.contains("k.json` does not exist"), "{err}");
-    assert!(!err.contains("unknown key `sheets`") && err.contains("5 problems"), "{err}");
+    // H9 has no key, and reads exactly a session log and a survey.
+    assert!(err.contains("study `h9` reads two files") && !err.contains("missing key `key` in [[analysis]] #3"), "{err}");
+    assert!(err.contains("s.csv` does not exist"), "{err}");
+    assert!(!err.contains("unknown key `sheets`") && err.contains("7 problems"), "{err}");
     // `--axis` names H4's tools; another study is told so.
     let root = project_root();
     let o = runner(&root)
