@@ -393,8 +393,11 @@ pub async fn execute<C: Conclusions>(
     let mut task_nodes: HashMap<tokio::task::Id, NodeIndex> = HashMap::new();
     let mut render_error: Option<C::Error> = None;
     let analyze_nodes = analysis_order(plan);
+    let mut own_reviews_in_flight = 0usize;
     loop {
-        while let Some(node) = walk.ready.pop_front().or_else(|| walk.later.pop_front()) {
+        // Deferred reviews (`--steal`: other shards' runs) start only once every review of
+        // this shard has a slot, so none of them waits behind one of another shard's.
+        while let Some(node) = walk.ready.pop_front().or_else(|| if own_reviews_in_flight < options.jobs.max(1) { walk.later.pop_front() } else { None }) {
             let interrupted = *cancel.borrow();
             match &graph[node] {
                 Node::Materialize { .. } | Node::Review { .. } if interrupted => walk.finish(node, State::Skipped(SkipReason::Interrupted)),
@@ -442,6 +445,9 @@ pub async fn execute<C: Conclusions>(
                     let shared = shared.clone();
                     let handle = tasks.spawn(async move { (node, State::Run(review::run(shared, task).await)) });
                     task_nodes.insert(handle.id(), node);
+                    if !walk.deferred[node.index()] {
+                        own_reviews_in_flight += 1;
+                    }
                 }
                 Node::Claims { .. } | Node::Smells { .. } | Node::Judge { .. } | Node::Embed { .. } if interrupted => {
                     walk.finish(node, State::Skipped(SkipReason::Interrupted))
@@ -499,6 +505,13 @@ pub async fn execute<C: Conclusions>(
             }
         }
         let Some(joined) = tasks.join_next_with_id().await else { break };
+        let id = match &joined {
+            Ok((id, _)) => *id,
+            Err(e) => e.id(),
+        };
+        if task_nodes.get(&id).is_some_and(|n| matches!(graph[*n], Node::Review { .. }) && !walk.deferred[n.index()]) {
+            own_reviews_in_flight -= 1;
+        }
         match joined {
             Ok((_, (node, state))) => walk.finish(node, state),
             // A panicking reviewer fails its own run only.
