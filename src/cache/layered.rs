@@ -473,14 +473,10 @@ impl Store for LayeredStore {
 
     fn store_value(&self, experiment: &str, stage: &str, key: &CacheKey, inputs: &serde_json::Value, value: &serde_json::Value) -> Result<(), CacheError> {
         self.local.store_value(experiment, stage, key, inputs, value)?;
-        if let ValueLookup::Hit(_) = self.local.lookup_value(key) {
-            if let Some(pointer) = self.local.value_pointer(key) {
-                if let Ok(bytes) = self.local.get_object(&pointer) {
-                    if let Ok(record) = serde_json::from_slice::<ValueRecord>(&bytes) {
-                        self.push_value(&record);
-                    }
-                }
-            }
+        // The record just filed names the value object; the push verifies both as it reads them.
+        let record = self.local.value_pointer(key).and_then(|p| self.local.get_object(&p).ok()).and_then(|b| serde_json::from_slice::<ValueRecord>(&b).ok());
+        if let Some(record) = record {
+            self.push_value(&record);
         }
         Ok(())
     }
