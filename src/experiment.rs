@@ -197,7 +197,7 @@ pub fn check(manifest: Manifest, options: &PrepareOptions) -> Result<plan::PlanS
     let missing = RunOutcome::Missing;
     let outcomes: Vec<&RunOutcome> = prepared.plan.runs.iter().map(|_| &missing).collect();
     // No run has results, so no diff scope is needed: nothing is materialized.
-    let analyses = (0..prepared.manifest.analyses.len()).map(|i| analyze(&prepared, i, &outcomes, None, None)).collect();
+    let analyses = (0..prepared.manifest.analyses.len()).map(|i| Arc::new(analyze(&prepared, i, &outcomes, None, None))).collect();
     let results = build_results(&prepared, &prepared.manifest.path.display().to_string(), &outcomes, analyses);
     if let Err(e) = report::render::check_template(&results, template.as_deref()) {
         problems.push(e.to_string());
@@ -287,11 +287,11 @@ struct Rendered {
 }
 
 impl exec::Conclusions for ExperimentConclusions<'_> {
-    type Analysis = AnalysisResult;
+    type Analysis = Arc<AnalysisResult>;
     type Report = Rendered;
     type Error = report::render::RenderError;
 
-    fn analyze(&self, index: usize, view: &WalkView<'_, AnalysisResult, Rendered>) -> AnalysisResult {
+    fn analyze(&self, index: usize, view: &WalkView<'_, Arc<AnalysisResult>, Rendered>) -> Arc<AnalysisResult> {
         let prepared = self.prepared;
         let spec = &prepared.manifest.analyses[index];
         let scopes: Option<BTreeMap<String, DiffScope>> = (spec.kind == AnalysisKind::ContextLevel)
@@ -307,13 +307,13 @@ impl exec::Conclusions for ExperimentConclusions<'_> {
             }
             _ => None,
         };
-        analyze(prepared, index, &outcomes, scopes.as_ref(), rqs.as_ref())
+        Arc::new(analyze(prepared, index, &outcomes, scopes.as_ref(), rqs.as_ref()))
     }
 
-    fn render(&self, view: &WalkView<'_, AnalysisResult, Rendered>, analyses: &[&AnalysisResult]) -> Result<Rendered, report::render::RenderError> {
+    fn render(&self, view: &WalkView<'_, Arc<AnalysisResult>, Rendered>, analyses: &[&Arc<AnalysisResult>]) -> Result<Rendered, report::render::RenderError> {
         let prepared = self.prepared;
         let outcomes = view.runs();
-        let results = build_results(prepared, self.manifest_label, &outcomes, analyses.iter().map(|a| (*a).clone()).collect());
+        let results = build_results(prepared, self.manifest_label, &outcomes, analyses.iter().map(|a| Arc::clone(a)).collect());
         // Reports are not overwritten by an execution that has nothing to show: a frozen run
         // with gaps, or one where no run succeeded (a model server down, say).
         // Nor by an interrupted one: its report would be less complete than the one it replaces.
@@ -367,7 +367,7 @@ fn analyze(
 }
 
 /// The results model of an execution.
-fn build_results(prepared: &Prepared, manifest_label: &str, outcomes: &[&RunOutcome], analyses: Vec<AnalysisResult>) -> Results {
+fn build_results(prepared: &Prepared, manifest_label: &str, outcomes: &[&RunOutcome], analyses: Vec<Arc<AnalysisResult>>) -> Results {
     report::build_results(&prepared.manifest, manifest_label, &prepared.plan, outcomes, reviewer_configs(prepared), analyses)
 }
 

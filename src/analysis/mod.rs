@@ -260,9 +260,14 @@ impl Table {
     /// The Markdown separator cell of each column: right-aligned (`---:`) when every
     /// non-empty cell of the column reads as a number, `–`, or a `n (p%)` count.
     pub fn align(&self) -> Vec<&'static str> {
-        (0..self.columns.len())
+        Self::align_rows(self.columns.len(), &self.rows)
+    }
+
+    /// [`Self::align`] of `columns` columns over these rows.
+    pub fn align_rows(columns: usize, rows: &[Vec<TableCell>]) -> Vec<&'static str> {
+        (0..columns)
             .map(|i| {
-                let mut cells = self.rows.iter().filter_map(|r| r.get(i)).map(TableCell::render).filter(|c| !c.is_empty()).peekable();
+                let mut cells = rows.iter().filter_map(|r| r.get(i)).map(TableCell::render).filter(|c| !c.is_empty()).peekable();
                 let numeric = cells.peek().is_some() && cells.all(|c| looks_numeric(&c));
                 if numeric {
                     "---:"

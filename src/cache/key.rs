@@ -5,6 +5,7 @@ use crate::matrix::Cell;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::fmt;
+use std::sync::Arc;
 
 /// Bumped when the meaning of cached results changes; old entries then miss.
 pub const CACHE_SCHEMA: u32 = 1;
@@ -31,10 +32,10 @@ impl CacheKey {
 pub struct KeyInputs {
     pub schema: u32,
     pub reviewer_kind: String,
-    /// The reviewer's resolved configuration for this cell.
-    pub reviewer: serde_json::Value,
-    /// The cell's values, rendered as text.
-    pub cell: BTreeMap<String, String>,
+    /// The reviewer's resolved configuration for this cell (shared by the runs of a cell).
+    pub reviewer: Arc<serde_json::Value>,
+    /// The cell's values, rendered as text (shared by the runs of a cell).
+    pub cell: Arc<BTreeMap<String, String>>,
     /// blake3 identity of the subject (resolved SHAs, or a corpus case's content).
     pub subject: String,
     pub repeat: u32,
@@ -42,14 +43,18 @@ pub struct KeyInputs {
 
 impl KeyInputs {
     pub fn new(kind: &str, reviewer: serde_json::Value, cell: &Cell, subject: &str, repeat: u32) -> Self {
-        Self {
-            schema: CACHE_SCHEMA,
-            reviewer_kind: kind.to_string(),
-            reviewer,
-            cell: cell.values.iter().map(|(k, v)| (k.clone(), v.render())).collect(),
-            subject: subject.to_string(),
-            repeat,
-        }
+        Self::shared(kind, Arc::new(reviewer), Self::cell_values(cell), subject, repeat)
+    }
+
+    /// The inputs of one run, sharing its cell's reviewer configuration and values with the
+    /// cell's other runs (a 100k-run plan holds each once).
+    pub fn shared(kind: &str, reviewer: Arc<serde_json::Value>, cell: Arc<BTreeMap<String, String>>, subject: &str, repeat: u32) -> Self {
+        Self { schema: CACHE_SCHEMA, reviewer_kind: kind.to_string(), reviewer, cell, subject: subject.to_string(), repeat }
+    }
+
+    /// A cell's values as they enter keys: rendered as text, by axis name.
+    pub fn cell_values(cell: &Cell) -> Arc<BTreeMap<String, String>> {
+        Arc::new(cell.values.iter().map(|(k, v)| (k.clone(), v.render())).collect())
     }
 
     /// Canonical bytes: JSON with object keys sorted at every level.

@@ -6,8 +6,9 @@
 //! - `values/ab/<key>` — the hash of a stage value's record (judge calls, claims, smells,
 //!   embeddings: every cached stage other than a review);
 //! - `failures/ab/<key>.json` — the last failure for a key, never served as a result;
-//! - `slots/ab/<hash>` — the last key seen for an experiment's (cell, repeat, subject) slot,
-//!   to explain which input changed when that slot misses.
+//! - `slots/<hash>.jsonl` — per experiment, the last key seen for each (cell, repeat,
+//!   subject) slot, to explain which input changed when that slot misses (appended lines;
+//!   `slots/ab/<hash>`, a file per slot, is the older form, still read).
 //!
 //! Writes are atomic (temp file, fsync, rename); reads verify hashes, and a corrupt entry is
 //! reported and treated as a miss. [`layered::LayeredStore`] puts an S3-compatible bucket

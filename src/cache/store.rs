@@ -4,9 +4,10 @@ use super::key::{CacheKey, KeyInputs};
 use crate::finding::Finding;
 use crate::reviewer::{Cost, ReviewError};
 use serde::{Deserialize, Serialize};
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::io::Write;
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
 
 /// Format version of a stored run record.
 pub const RECORD_SCHEMA: u32 = 1;
@@ -100,6 +101,16 @@ pub enum CacheError {
 #[derive(Debug, Clone)]
 pub struct CacheStore {
     root: PathBuf,
+    /// Each experiment's slot journal as read so far (see [`CacheStore::remember_slot`]),
+    /// shared by the clones of this store.
+    slots: Arc<Mutex<HashMap<String, HashMap<String, String>>>>,
+}
+
+/// One line of an experiment's slot journal.
+#[derive(Serialize, Deserialize)]
+struct SlotLine {
+    slot: String,
+    key: String,
 }
 
 fn sharded(dir: &Path, name: &str) -> PathBuf {
@@ -112,7 +123,7 @@ pub(crate) fn is_hex64(s: &str) -> bool {
 
 impl CacheStore {
     pub fn new(root: impl Into<PathBuf>) -> Self {
-        Self { root: root.into() }
+        Self { root: root.into(), slots: Arc::default() }
     }
 
     pub fn root(&self) -> &Path {
@@ -135,6 +146,14 @@ impl CacheStore {
         sharded(&self.root.join("failures"), &format!("{}.json", key.0))
     }
 
+    /// The one file whose bytes are the runs' locks (see [`FileLock::acquire_byte`]).
+    #[cfg(target_os = "linux")]
+    fn run_locks_path(&self) -> PathBuf {
+        self.locks_dir().join("runs.lock")
+    }
+
+    /// A lock file per run key, where open-file-description byte locks are not available.
+    #[cfg(not(target_os = "linux"))]
     fn lock_path(&self, key: &CacheKey) -> PathBuf {
         sharded(&self.locks_dir().join("runs"), &format!("{}.lock", key.0))
     }
@@ -156,7 +175,10 @@ impl CacheStore {
     /// Takes the lock of one run key without waiting: `None` while another process (or
     /// another handle in this one) holds it. Held until dropped; a crash releases it.
     pub fn try_lock_run(&self, key: &CacheKey) -> Result<Option<FileLock>, CacheError> {
-        FileLock::acquire(&self.lock_path(key), LockMode::Exclusive, false)
+        #[cfg(target_os = "linux")]
+        return FileLock::acquire_byte(&self.run_locks_path(), run_lock_offset(key));
+        #[cfg(not(target_os = "linux"))]
+        return FileLock::acquire(&self.lock_path(key), LockMode::Exclusive, false);
     }
 
     /// The cache-wide lock an execution holds (shared) while it may write, so that `gc`
@@ -172,8 +194,28 @@ impl CacheStore {
         FileLock::acquire(&self.cache_lock_path(), LockMode::Exclusive, wait)
     }
 
+    /// A slot's file as earlier versions wrote it, one per slot (still read).
     fn slot_path(&self, slot: &str) -> PathBuf {
         sharded(&self.root.join("slots"), &blake3::hash(slot.as_bytes()).to_hex())
+    }
+
+    /// The slot journal of the experiment a slot belongs to (its text up to the first NUL).
+    fn slot_journal_path(&self, slot: &str) -> PathBuf {
+        let experiment = slot.split('\0').next().unwrap_or_default();
+        self.root.join("slots").join(format!("{}.jsonl", blake3::hash(experiment.as_bytes()).to_hex()))
+    }
+
+    /// The key a slot last had: its journal's last line for it, else its file of old.
+    fn slot_key(&self, slot: &str) -> Option<String> {
+        let journal = self.slot_journal_path(slot);
+        let name = journal.display().to_string();
+        let mut slots = self.slots.lock().unwrap_or_else(|p| p.into_inner());
+        let index = slots.entry(name).or_insert_with(|| read_slot_journal(&journal));
+        if let Some(key) = index.get(slot) {
+            return Some(key.clone());
+        }
+        drop(slots);
+        std::fs::read_to_string(self.slot_path(slot)).ok().map(|k| k.trim().to_string())
     }
 
     /// Stores bytes under their blake3 hash and returns it.
@@ -362,17 +404,35 @@ impl CacheStore {
     /// Records `key` as the slot's last executed key (written only when it changes): stores
     /// do it, and so does an execution served from the cache, so `plan` explains a later
     /// miss against what actually ran last.
+    ///
+    /// An experiment's slots are lines appended to one journal,
+    /// `slots/<blake3 of the experiment's name>.jsonl` (`{"slot": …, "key": …}`), the last
+    /// line for a slot winning: a run stored costs an append, not a file, and appends from
+    /// several processes do not interleave (each line is one `write` to a file opened for
+    /// appending). A torn last line, from a crash, is skipped when read.
     pub fn remember_slot(&self, slot: &str, key: &CacheKey) -> Result<(), CacheError> {
-        let path = self.slot_path(slot);
-        if std::fs::read_to_string(&path).is_ok_and(|k| k.trim() == key.0) {
+        if self.slot_key(slot).is_some_and(|k| k == key.0) {
             return Ok(());
         }
-        atomic_write(&path, format!("{key}\n").as_bytes())
+        let journal = self.slot_journal_path(slot);
+        let wrap = |source| CacheError::Write { path: journal.clone(), source };
+        let mut line = serde_json::to_vec(&SlotLine { slot: slot.to_string(), key: key.0.clone() }).map_err(|e| CacheError::Encode(e.to_string()))?;
+        line.push(b'\n');
+        if let Some(dir) = journal.parent() {
+            std::fs::create_dir_all(dir).map_err(wrap)?;
+        }
+        let mut file = std::fs::OpenOptions::new().create(true).append(true).open(&journal).map_err(wrap)?;
+        file.write_all(&line).map_err(wrap)?;
+        let mut slots = self.slots.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(index) = slots.get_mut(&journal.display().to_string()) {
+            index.insert(slot.to_string(), key.0.clone());
+        }
+        Ok(())
     }
 
     /// The inputs of the last successful entry for a slot, when it had another key.
     pub fn previous_inputs(&self, slot: &str, current: &CacheKey) -> Option<KeyInputs> {
-        let previous = CacheKey(std::fs::read_to_string(self.slot_path(slot)).ok()?.trim().to_string());
+        let previous = CacheKey(self.slot_key(slot)?);
         if previous == *current {
             return None;
         }
@@ -559,6 +619,13 @@ pub struct GcReport {
     pub bytes_freed: u64,
 }
 
+/// An experiment's slot journal, the last line for each slot winning; lines that do not
+/// parse (a torn write) are skipped. A missing journal is an empty one.
+fn read_slot_journal(path: &Path) -> HashMap<String, String> {
+    let Ok(text) = std::fs::read_to_string(path) else { return HashMap::new() };
+    text.lines().filter_map(|line| serde_json::from_str::<SlotLine>(line).ok()).map(|l| (l.slot, l.key)).collect()
+}
+
 /// Temporary files at least this old were left by a process that died mid-write.
 pub const STALE_TEMP_AGE: std::time::Duration = std::time::Duration::from_secs(60);
 
@@ -609,6 +676,46 @@ impl FileLock {
             }
         }
     }
+
+    /// Locks byte `offset` of `path` exclusively without waiting, with an open file
+    /// description lock (`F_OFD_SETLK`): `None` while another holder (another process, or
+    /// another handle in this one) has it. One file holds every run's lock, so locking a run
+    /// creates no file; the kernel releases the byte when the holder closes it or dies.
+    #[cfg(target_os = "linux")]
+    fn acquire_byte(path: &Path, offset: i64) -> Result<Option<Self>, CacheError> {
+        use std::os::fd::AsRawFd;
+        let wrap = |source| CacheError::Write { path: path.to_path_buf(), source };
+        let file = std::fs::OpenOptions::new().create(true).truncate(false).read(true).write(true).open(path).map_err(wrap)?;
+        // SAFETY: `flock` is a plain C struct for which all-zero bytes are a valid value.
+        let mut range: libc::flock = unsafe { std::mem::zeroed() };
+        range.l_type = libc::F_WRLCK as libc::c_short;
+        range.l_whence = libc::SEEK_SET as libc::c_short;
+        range.l_start = offset;
+        range.l_len = 1;
+        loop {
+            // SAFETY: fcntl on a descriptor this function owns, with a pointer to a local struct.
+            let rc = unsafe { libc::fcntl(file.as_raw_fd(), libc::F_OFD_SETLK, &mut range) };
+            if rc == 0 {
+                return Ok(Some(Self { _file: file }));
+            }
+            let err = std::io::Error::last_os_error();
+            match err.raw_os_error() {
+                Some(libc::EINTR) => continue,
+                Some(libc::EAGAIN) | Some(libc::EACCES) => return Ok(None),
+                _ => return Err(wrap(err)),
+            }
+        }
+    }
+}
+
+/// The byte of `locks/runs.lock` that is a run key's lock: 60 bits of the key's hash, so two
+/// keys of one cache share a byte with negligible probability (and then only wait in turn).
+#[cfg(target_os = "linux")]
+fn run_lock_offset(key: &CacheKey) -> i64 {
+    let hash = blake3::hash(key.0.as_bytes());
+    let mut first = [0u8; 8];
+    first.copy_from_slice(&hash.as_bytes()[..8]);
+    (u64::from_le_bytes(first) >> 4) as i64
 }
 
 /// Whether a file is one of `atomic_write`'s temporary files.
@@ -664,7 +771,14 @@ mod tests {
     use crate::reviewer::ReviewOutput;
 
     fn inputs() -> KeyInputs {
-        KeyInputs { schema: 1, reviewer_kind: "builtin".into(), reviewer: serde_json::json!({}), cell: BTreeMap::new(), subject: "s".into(), repeat: 1 }
+        KeyInputs {
+            schema: 1,
+            reviewer_kind: "builtin".into(),
+            reviewer: serde_json::json!({}).into(),
+            cell: BTreeMap::new().into(),
+            subject: "s".into(),
+            repeat: 1,
+        }
     }
 
     #[test]
@@ -757,6 +871,21 @@ mod tests {
         assert_eq!(std::fs::read_to_string(dir.path().join("locks/.gitignore")).expect("ignore"), "*\n");
     }
 
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn run_locks_create_no_file_per_run() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let store = CacheStore::new(dir.path());
+        let held: Vec<FileLock> = (0..200u32).map(|i| store.try_lock_run(&CacheKey(format!("{i:064x}"))).expect("lock").expect("free")).collect();
+        // Every key's lock is held at once, all in one file.
+        assert!(store.try_lock_run(&CacheKey(format!("{:064x}", 7))).expect("lock").is_none());
+        let mut files = walk_files(dir.path(), |_| true);
+        files.sort();
+        assert_eq!(files, vec![dir.path().join("locks/.gitignore"), dir.path().join("locks/runs.lock")]);
+        drop(held);
+        assert!(store.try_lock_run(&CacheKey(format!("{:064x}", 7))).expect("lock").is_some());
+    }
+
     #[test]
     fn gc_waits_for_executions_and_removes_stale_temp_files() {
         let dir = tempfile::tempdir().expect("tempdir");
@@ -792,5 +921,35 @@ mod tests {
         let prev = store.previous_inputs("slot", &new_key).expect("previous");
         let changed = KeyInputs { repeat: 2, ..inputs() }.changed_fields(&prev);
         assert_eq!(changed, vec!["repeat".to_string()]);
+    }
+
+    #[test]
+    fn slots_are_lines_of_one_journal_per_experiment_and_old_slot_files_still_read() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let store = CacheStore::new(dir.path());
+        let (a, b) = (CacheKey("a".repeat(64)), CacheKey("b".repeat(64)));
+        for i in 0..50 {
+            store.remember_slot(&format!("exp\0cell\0{i}\0s"), &a).expect("remember");
+        }
+        store.remember_slot("exp\0cell\00\0s", &a).expect("again");
+        store.remember_slot("exp\0cell\01\0s", &b).expect("changed");
+        store.remember_slot("other\0cell\01\0s", &b).expect("another experiment");
+        let journals: Vec<PathBuf> = walk_files(&dir.path().join("slots"), |_| true);
+        assert_eq!(journals.len(), 2, "one journal per experiment, no file per slot: {journals:?}");
+        let journal = store.slot_journal_path("exp\0x");
+        let text = std::fs::read_to_string(&journal).expect("journal");
+        assert_eq!(text.lines().count(), 51, "an unchanged slot is not written again; a changed one is appended");
+        // A torn last line (a crash mid-append) is skipped; a fresh handle reads the rest.
+        std::fs::write(&journal, format!("{text}{{\"slot\": \"exp")).expect("tear");
+        let fresh = CacheStore::new(dir.path());
+        assert_eq!(fresh.slot_key("exp\0cell\01\0s"), Some(b.0.clone()), "the last line wins");
+        assert_eq!(fresh.slot_key("exp\0cell\02\0s"), Some(a.0.clone()));
+        assert_eq!(fresh.slot_key("exp\0cell\099\0s"), None);
+        // A slot file of the older layout is read, and not rewritten when it agrees.
+        let old_slot = "old\0cell\01\0s";
+        atomic_write(&fresh.slot_path(old_slot), format!("{a}\n").as_bytes()).expect("old file");
+        assert_eq!(fresh.slot_key(old_slot), Some(a.0.clone()));
+        fresh.remember_slot(old_slot, &a).expect("agrees");
+        assert!(!fresh.slot_journal_path(old_slot).exists());
     }
 }

@@ -217,13 +217,11 @@ pub async fn execute<C: Conclusions>(
         let _ = tokio::task::spawn_blocking(move || store.prefetch(&keys)).await;
     }
     let mut pending_runs = 0usize;
-    for (i, run) in plan.runs.iter().enumerate() {
-        let lookup = if options.refresh { Lookup::Miss } else { cache.lookup(&run.key) };
+    let lookups = if options.refresh { plan.runs.iter().map(|_| Lookup::Miss).collect() } else { look_up_runs(cache.as_ref(), plan, &options.experiment) };
+    for (i, lookup) in lookups.into_iter().enumerate() {
+        let run = &plan.runs[i];
         match lookup {
             Lookup::Hit { record, findings } => {
-                // The slot remembers the key last used, so `plan` explains a later miss against
-                // it. Best effort: a read-only cache still serves hits.
-                let _ = cache.remember_slot(&run.slot(&options.experiment), &run.key);
                 states[review_nodes[i].index()] = State::Run(RunOutcome::Cached { record, findings });
             }
             Lookup::Miss => pending_runs += 1,
@@ -440,7 +438,7 @@ pub async fn execute<C: Conclusions>(
                         reviewer: reviewer.clone(),
                         per_reviewer: per_reviewer.get(planned.reviewer.as_str()).cloned().unwrap_or_else(|| global.clone()),
                         redactor: redactors.get(planned.reviewer.as_str()).cloned().unwrap_or_default(),
-                        job: ReviewJob { cell: planned.cell.clone(), repeat: planned.repeat, subject, timeout: limits.timeout },
+                        job: ReviewJob { cell: crate::matrix::Cell::clone(&planned.cell), repeat: planned.repeat, subject, timeout: limits.timeout },
                     };
                     let shared = shared.clone();
                     let handle = tasks.spawn(async move { (node, State::Run(review::run(shared, task).await)) });
@@ -562,6 +560,38 @@ pub async fn execute<C: Conclusions>(
 }
 
 /// The analyze nodes in manifest order.
+/// Every run's cache lookup, in plan order, on as many threads as the machine has cores
+/// (reading and verifying 100k entries is most of a fully cached execution). A hit also
+/// remembers its slot, so `plan` explains a later miss against the key last used; best
+/// effort, so a read-only cache still serves hits.
+fn look_up_runs(cache: &dyn Store, plan: &Plan, experiment: &str) -> Vec<Lookup> {
+    let look_up = |run: &crate::plan::PlannedRun| {
+        let mut lookup = cache.lookup(&run.key);
+        if let Lookup::Hit { record, .. } = &mut lookup {
+            let _ = cache.remember_slot(&run.slot(experiment), &run.key);
+            // The record's inputs are the plan's (the key is their hash): hold them once.
+            if record.inputs == run.inputs {
+                record.inputs = run.inputs.clone();
+            }
+        }
+        lookup
+    };
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).min(16);
+    if threads == 1 || plan.runs.len() < 256 {
+        return plan.runs.iter().map(look_up).collect();
+    }
+    let chunk = plan.runs.len().div_ceil(threads);
+    std::thread::scope(|scope| {
+        let workers: Vec<_> = plan.runs.chunks(chunk).map(|runs| scope.spawn(move || runs.iter().map(look_up).collect::<Vec<_>>())).collect();
+        // A worker that panicked loses nothing but its lookups: those runs count as misses.
+        workers
+            .into_iter()
+            .zip(plan.runs.chunks(chunk))
+            .flat_map(|(w, runs)| w.join().unwrap_or_else(|_| runs.iter().map(|_| Lookup::Miss).collect()))
+            .collect()
+    })
+}
+
 fn analysis_order(plan: &Plan) -> Vec<NodeIndex> {
     let mut nodes: Vec<(usize, NodeIndex)> = plan
         .graph

@@ -22,7 +22,8 @@ use std::sync::Arc;
 /// One review to run (or take from the cache).
 #[derive(Debug, Clone)]
 pub struct PlannedRun {
-    pub cell: Cell,
+    /// Shared by the cell's runs.
+    pub cell: Arc<Cell>,
     /// 1-based repeat index.
     pub repeat: u32,
     pub subject_id: String,
@@ -401,6 +402,8 @@ pub fn build_limited(manifest: &Manifest, subjects: BTreeMap<String, SubjectSpec
         let name = manifest.reviewers.name_for(axis_value.as_deref()).ok_or_else(|| PlanError::MissingReviewer(cell.id.clone()))?;
         let reviewer = reviewers.get(name).ok_or_else(|| PlanError::MissingReviewer(cell.id.clone()))?;
         let fingerprint = reviewer.fingerprint(cell);
+        // What every run of the cell shares, held once.
+        let (shared_cell, shared_config, cell_values) = (Arc::new(cell.clone()), Arc::new(fingerprint.clone()), KeyInputs::cell_values(cell));
         let cell_subjects: Vec<String> = match &manifest.target {
             TargetSpec::Git { .. } => vec![cell.get("ref").map(|v| v.render()).unwrap_or_default()],
             TargetSpec::Corpus { .. } | TargetSpec::Evals { .. } | TargetSpec::External { .. } => subject_order.clone(),
@@ -410,15 +413,13 @@ pub fn build_limited(manifest: &Manifest, subjects: BTreeMap<String, SubjectSpec
                 let subject = subjects.get(subject_id).ok_or_else(|| PlanError::MissingSubject(subject_id.clone()))?;
                 // The review stage's key: its own inputs and the key of the subject it depends
                 // on (the subject's content identity). See `cache::key`.
-                let inputs = KeyInputs::new(
-                    reviewer.kind(),
-                    with_run_input(&fingerprint, reviewer.run_input(cell, subject_id, repeat)),
-                    cell,
-                    &subject.identity,
-                    repeat,
-                );
+                let config = match reviewer.run_input(cell, subject_id, repeat) {
+                    Some(input) => Arc::new(with_run_input(&fingerprint, Some(input))),
+                    None => shared_config.clone(),
+                };
+                let inputs = KeyInputs::shared(reviewer.kind(), config, cell_values.clone(), &subject.identity, repeat);
                 runs.push(PlannedRun {
-                    cell: cell.clone(),
+                    cell: shared_cell.clone(),
                     repeat,
                     subject_id: subject_id.clone(),
                     reviewer: name.to_string(),

@@ -672,7 +672,7 @@ fn pair_analyses(sides: &[Side], ids: &[&str]) -> Vec<AnalysisPair> {
         for (i, a) in side.results.analyses.iter().enumerate() {
             let k = key(a);
             let list = map.entry(k.clone()).or_insert_with(Vec::new);
-            list.push((i, a));
+            list.push((i, a.as_ref()));
             let nth = list.len();
             if order.iter().filter(|o| **o == k).count() < nth {
                 order.push(k);

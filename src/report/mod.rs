@@ -26,7 +26,7 @@ pub fn build_results(
     plan: &Plan,
     outcomes: &[&RunOutcome],
     reviewer_configs: Vec<ReviewerConfig>,
-    analyses: Vec<AnalysisResult>,
+    analyses: Vec<std::sync::Arc<AnalysisResult>>,
 ) -> Results {
     let mut cells: Vec<CellRow> = Vec::new();
     let mut runs = Vec::new();

@@ -7,6 +7,7 @@ use crate::analysis::AnalysisResult;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 /// Bumped when results.json changes shape. 2: numbers as numbers, typed table cells, run status.
 pub const RESULTS_SCHEMA: u32 = 2;
@@ -65,7 +66,8 @@ pub struct Results {
     pub cells: Vec<CellRow>,
     pub runs: Vec<RunRow>,
     pub failures: Vec<FailureRow>,
-    pub analyses: Vec<AnalysisResult>,
+    /// Shared with the execution that computed them (a 100k-cell analysis is not copied).
+    pub analyses: Vec<Arc<AnalysisResult>>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]

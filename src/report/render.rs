@@ -2,10 +2,12 @@
 //! The model holds numbers; the templates format them with the helpers registered here:
 //! `{{fmt value digits=N}}`, `{{show cell}}` (a table cell) and `{{share count total}}`.
 
-use super::model::Results;
-use crate::analysis::{format_number, format_share, TableCell};
+use super::model::{CellRow, ExperimentInfo, FailureRow, MatrixInfo, ProvenanceRow, Results, ReviewerInfo, RunRow, TargetInfo, Totals};
+use super::plots::PlotLink;
+use crate::analysis::spec::AnalysisKind;
+use crate::analysis::{format_number, format_share, Table, TableCell};
 use handlebars::{handlebars_helper, Context, Handlebars};
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use std::path::Path;
 
 /// The built-in RESULTS.md template (`templates/results.md.hbs`).
@@ -61,27 +63,140 @@ fn escape_markdown_cell(text: &str) -> String {
     text.replace('|', "\\|").replace('\n', " ")
 }
 
-/// What templates render: the results model, each analysis with the charts drawn for it
-/// (`plots`: a list of `{title, path}`, `path` relative to RESULTS.md).
-/// Handed to handlebars as a `Context` built from the one JSON value, so the results are not
-/// copied a second time (`render` with a serializable value converts it again).
-fn context(results: &Results) -> Result<Context, RenderError> {
-    let mut value = serde_json::to_value(results).map_err(|e| RenderError::Render { template: "results".into(), message: e.to_string() })?;
-    let links = super::plots::links(results);
-    if let Some(analyses) = value.get_mut("analyses").and_then(serde_json::Value::as_array_mut) {
-        for (analysis, plots) in analyses.iter_mut().zip(links) {
-            if let Some(object) = analysis.as_object_mut() {
-                object.insert("plots".into(), serde_json::to_value(plots).unwrap_or_default());
-            }
+/// RESULTS.md lists at most this many rows of one table (the cells, the runs, the failures,
+/// an analysis's table); a longer one shows its first rows and says how many more there are.
+/// results.json always holds every row.
+pub const MARKDOWN_ROWS: usize = 1_000;
+
+/// What templates render: the results model with every list capped at [`MARKDOWN_ROWS`]
+/// (`omitted` says how many rows each left out), each analysis with the charts drawn for it
+/// (`plots`: a list of `{title, path, not_drawn}`, `path` relative to RESULTS.md). An
+/// analysis's machine-readable `data` is not in it: it is in results.json. Serialized from
+/// borrowed views, so a 100k-cell model is never copied whole.
+#[derive(Serialize)]
+struct MarkdownView<'a> {
+    schema_version: u32,
+    experiment: &'a ExperimentInfo,
+    #[serde(skip_serializing_if = "<[String]>::is_empty")]
+    summary: &'a [String],
+    matrix: &'a MatrixInfo,
+    reviewer: &'a ReviewerInfo,
+    target: &'a TargetInfo,
+    provenance: &'a [ProvenanceRow],
+    totals: &'a Totals,
+    cells: &'a [CellRow],
+    runs: &'a [RunRow],
+    failures: &'a [FailureRow],
+    omitted: Omitted,
+    shown_rows: usize,
+    analyses: Vec<AnalysisView<'a>>,
+}
+
+/// How many rows of the model's own lists RESULTS.md leaves out.
+#[derive(Serialize)]
+struct Omitted {
+    cells: usize,
+    runs: usize,
+    failures: usize,
+}
+
+#[derive(Serialize)]
+struct AnalysisView<'a> {
+    kind: AnalysisKind,
+    test_id: &'a str,
+    title: &'a str,
+    description: &'a str,
+    rule: &'a Option<String>,
+    tables: Vec<TableView<'a>>,
+    notes: &'a [String],
+    #[serde(skip_serializing_if = "<[String]>::is_empty")]
+    headline: &'a [String],
+    plots: Vec<PlotLink>,
+}
+
+/// A table as templates see it: the derived fields of [`Table`]'s own serialization, its
+/// rows capped, and `omitted`, the rows left out.
+#[derive(Serialize)]
+struct TableView<'a> {
+    title: &'a str,
+    columns: &'a [String],
+    align: Vec<&'static str>,
+    rows: &'a [Vec<TableCell>],
+    row_count: usize,
+    collapsed: bool,
+    omitted: usize,
+}
+
+/// The first [`MARKDOWN_ROWS`] items of a list, and how many are left out.
+fn capped<T>(items: &[T]) -> (&[T], usize) {
+    let shown = items.len().min(MARKDOWN_ROWS);
+    (&items[..shown], items.len() - shown)
+}
+
+impl<'a> TableView<'a> {
+    fn new(table: &'a Table) -> Self {
+        let (rows, omitted) = capped(&table.rows);
+        Self {
+            title: &table.title,
+            columns: &table.columns,
+            align: Table::align_rows(table.columns.len(), rows),
+            rows,
+            row_count: table.rows.len(),
+            collapsed: table.collapsed(),
+            omitted,
         }
     }
+}
+
+fn context(results: &Results, charts: &[super::plots::ChartFile]) -> Result<Context, RenderError> {
+    let links = super::plots::links_of(results, charts);
+    let (cells, cells_omitted) = capped(&results.cells);
+    let (runs, runs_omitted) = capped(&results.runs);
+    let (failures, failures_omitted) = capped(&results.failures);
+    let view = MarkdownView {
+        schema_version: results.schema_version,
+        experiment: &results.experiment,
+        summary: &results.summary,
+        matrix: &results.matrix,
+        reviewer: &results.reviewer,
+        target: &results.target,
+        provenance: &results.provenance,
+        totals: &results.totals,
+        cells,
+        runs,
+        failures,
+        omitted: Omitted { cells: cells_omitted, runs: runs_omitted, failures: failures_omitted },
+        shown_rows: MARKDOWN_ROWS,
+        analyses: results
+            .analyses
+            .iter()
+            .zip(links)
+            .map(|(a, plots)| AnalysisView {
+                kind: a.kind,
+                test_id: &a.test_id,
+                title: &a.title,
+                description: &a.description,
+                rule: &a.rule,
+                tables: a.tables.iter().map(TableView::new).collect(),
+                notes: &a.notes,
+                headline: &a.headline,
+                plots,
+            })
+            .collect(),
+    };
+    let value = serde_json::to_value(&view).map_err(|e| RenderError::Render { template: "results".into(), message: e.to_string() })?;
     Ok(Context::from(value))
 }
 
 /// Renders RESULTS.md with the given template text.
 pub fn render_markdown(results: &Results, template: &str, template_name: &str) -> Result<String, RenderError> {
+    render_markdown_with(results, &super::plots::charts(results), template, template_name)
+}
+
+/// [`render_markdown`] with the results' charts already computed.
+fn render_markdown_with(results: &Results, charts: &[super::plots::ChartFile], template: &str, template_name: &str) -> Result<String, RenderError> {
     engine()
-        .render_template_with_context(template, &context(results)?)
+        .render_template_with_context(template, &context(results, charts)?)
         .map_err(|e| RenderError::Render { template: template_name.to_string(), message: e.to_string() })
 }
 
@@ -98,7 +213,7 @@ pub fn check_template(results: &Results, template_override: Option<&Path>) -> Re
     let mut hb = engine();
     let fail = |message: String| RenderError::Render { template: name.clone(), message };
     hb.register_template_string(&name, &template).map_err(|e| fail(e.to_string()))?;
-    hb.render_with_context(&name, &context(results)?).map(|_| ()).map_err(|e| fail(e.to_string()))
+    hb.render_with_context(&name, &context(results, &super::plots::charts(results))?).map(|_| ()).map_err(|e| fail(e.to_string()))
 }
 
 /// Writes RESULTS.md, results.json and the charts (`plots/*.svg`) into `dir`; returns their paths.
@@ -109,7 +224,8 @@ pub fn write_reports(results: &Results, dir: &Path, template_override: Option<&P
         }
         None => (DEFAULT_TEMPLATE.to_string(), "templates/results.md.hbs".to_string()),
     };
-    let markdown = render_markdown(results, &template, &name)?;
+    let charts = super::plots::charts(results);
+    let markdown = render_markdown_with(results, &charts, &template, &name)?;
     let md_path = dir.join("RESULTS.md");
     let json_path = dir.join("results.json");
     crate::cache::store::atomic_write(&md_path, markdown.as_bytes())
@@ -117,7 +233,7 @@ pub fn write_reports(results: &Results, dir: &Path, template_override: Option<&P
     drop(markdown);
     write_json(&json_path, results)?;
     let mut written = vec![md_path, json_path];
-    written.extend(super::plots::write(results, dir)?);
+    written.extend(super::plots::write_charts(charts, dir)?);
     Ok(written)
 }
 

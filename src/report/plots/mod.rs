@@ -35,6 +35,11 @@ use std::path::{Path, PathBuf};
 /// The folder beside RESULTS.md that holds the charts.
 pub const PLOTS_DIR: &str = "plots";
 
+/// A chart with more marks than this (rows of an interval or distribution chart, bars of a
+/// bar chart) is not drawn: nobody reads 100,000 bars, and its SVG would run to hundreds of
+/// megabytes. RESULTS.md says so where the chart would be; the values are in results.json.
+pub const MAX_CHART_MARKS: usize = 2_000;
+
 /// Why a chart could not be drawn or written.
 #[derive(Debug, thiserror::Error)]
 pub enum PlotError {
@@ -129,6 +134,20 @@ impl Chart {
         }
     }
 
+    /// How many marks it draws: an interval or distribution chart's rows, a bar chart's bars.
+    pub fn marks(&self) -> usize {
+        match self {
+            Self::Interval(c) => c.points.len(),
+            Self::Bars(c) => c.groups.len() * c.series.len(),
+            Self::Distribution(c) => c.distributions.len(),
+        }
+    }
+
+    /// Whether it is drawn (see [`MAX_CHART_MARKS`]).
+    pub fn drawn(&self) -> bool {
+        self.marks() <= MAX_CHART_MARKS
+    }
+
     /// The chart as an SVG document.
     pub fn render_svg(&self) -> Result<String, PlotError> {
         match self {
@@ -157,11 +176,14 @@ pub struct ChartFile {
     pub chart: Chart,
 }
 
-/// What a template sees of a chart, under its analysis's `plots`.
+/// What a template sees of a chart, under its analysis's `plots`: its title, and its path, or
+/// (`path` null) why it was not drawn.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct PlotLink {
     pub title: String,
-    pub path: String,
+    pub path: Option<String>,
+    /// `null` for a drawn chart.
+    pub not_drawn: Option<String>,
 }
 
 /// Every chart of the results, in analysis order. Files are named after the analysis's kind
@@ -187,19 +209,35 @@ pub fn charts(results: &Results) -> Vec<ChartFile> {
 
 /// The charts of each analysis as templates link them (`analyses[i].plots`).
 pub fn links(results: &Results) -> Vec<Vec<PlotLink>> {
+    links_of(results, &charts(results))
+}
+
+/// [`links`] of charts already computed.
+pub fn links_of(results: &Results, charts: &[ChartFile]) -> Vec<Vec<PlotLink>> {
     let mut out = vec![Vec::new(); results.analyses.len()];
-    for file in charts(results) {
+    for file in charts {
         if let Some(list) = out.get_mut(file.analysis) {
-            list.push(PlotLink { title: file.chart.title().replace(['[', ']'], ""), path: file.path });
+            let title = file.chart.title().replace(['[', ']'], "");
+            list.push(if file.chart.drawn() {
+                PlotLink { title, path: Some(file.path.clone()), not_drawn: None }
+            } else {
+                let reason = format!("{} marks are too many to draw (at most {MAX_CHART_MARKS}); the values are in results.json", file.chart.marks());
+                PlotLink { title, path: None, not_drawn: Some(reason) }
+            });
         }
     }
     out
 }
 
-/// Writes every chart under `dir/plots/` and removes the `.svg` files there that no chart of
+/// Writes every chart drawn under `dir/plots/` and removes the `.svg` files there that no chart of
 /// these results has any more; returns the paths written. No chart, no `plots/` folder.
 pub fn write(results: &Results, dir: &Path) -> Result<Vec<PathBuf>, PlotError> {
-    let files = charts(results);
+    write_charts(charts(results), dir)
+}
+
+/// [`write`] of charts already computed.
+pub fn write_charts(charts: Vec<ChartFile>, dir: &Path) -> Result<Vec<PathBuf>, PlotError> {
+    let files: Vec<ChartFile> = charts.into_iter().filter(|f| f.chart.drawn()).collect();
     let plots = dir.join(PLOTS_DIR);
     let fail = |path: &Path, message: String| PlotError::Write { path: path.display().to_string(), message };
     let mut written = Vec::new();

@@ -242,7 +242,7 @@ fn charts_are_named_by_analysis_kind_and_ordinal_and_linked_under_their_analysis
     assert_eq!(all.last().map(String::as_str), Some("plots/latency-2-seconds.svg"));
     let links = links(&results);
     assert_eq!(links.len(), results.analyses.len());
-    assert_eq!(links[latency], [PlotLink { title: "Seconds per run, by cell".into(), path: "plots/latency-seconds.svg".into() }]);
+    assert_eq!(links[latency], [PlotLink { title: "Seconds per run, by cell".into(), path: Some("plots/latency-seconds.svg".into()), not_drawn: None }]);
     assert!(links.iter().enumerate().all(|(i, l)| l.is_empty() == !matches!(results.analyses[i].kind, AnalysisKind::Latency | AnalysisKind::Distribution)));
 }
 
