@@ -928,12 +928,13 @@ mod tests {
         let dir = tempfile::tempdir().expect("tempdir");
         let store = CacheStore::new(dir.path());
         let (a, b) = (CacheKey("a".repeat(64)), CacheKey("b".repeat(64)));
+        let slot = |experiment: &str, repeat: u32| format!("{experiment}\0cell\0{repeat}\0s");
         for i in 0..50 {
-            store.remember_slot(&format!("exp\0cell\0{i}\0s"), &a).expect("remember");
+            store.remember_slot(&slot("exp", i), &a).expect("remember");
         }
-        store.remember_slot("exp\0cell\00\0s", &a).expect("again");
-        store.remember_slot("exp\0cell\01\0s", &b).expect("changed");
-        store.remember_slot("other\0cell\01\0s", &b).expect("another experiment");
+        store.remember_slot(&slot("exp", 0), &a).expect("again");
+        store.remember_slot(&slot("exp", 1), &b).expect("changed");
+        store.remember_slot(&slot("other", 1), &b).expect("another experiment");
         let journals: Vec<PathBuf> = walk_files(&dir.path().join("slots"), |_| true);
         assert_eq!(journals.len(), 2, "one journal per experiment, no file per slot: {journals:?}");
         let journal = store.slot_journal_path("exp\0x");
@@ -942,11 +943,11 @@ mod tests {
         // A torn last line (a crash mid-append) is skipped; a fresh handle reads the rest.
         std::fs::write(&journal, format!("{text}{{\"slot\": \"exp")).expect("tear");
         let fresh = CacheStore::new(dir.path());
-        assert_eq!(fresh.slot_key("exp\0cell\01\0s"), Some(b.0.clone()), "the last line wins");
-        assert_eq!(fresh.slot_key("exp\0cell\02\0s"), Some(a.0.clone()));
-        assert_eq!(fresh.slot_key("exp\0cell\099\0s"), None);
+        assert_eq!(fresh.slot_key(&slot("exp", 1)), Some(b.0.clone()), "the last line wins");
+        assert_eq!(fresh.slot_key(&slot("exp", 2)), Some(a.0.clone()));
+        assert_eq!(fresh.slot_key(&slot("exp", 99)), None);
         // A slot file of the older layout is read, and not rewritten when it agrees.
-        let old_slot = "old\0cell\01\0s";
+        let old_slot = &slot("old", 1);
         atomic_write(&fresh.slot_path(old_slot), format!("{a}\n").as_bytes()).expect("old file");
         assert_eq!(fresh.slot_key(old_slot), Some(a.0.clone()));
         fresh.remember_slot(old_slot, &a).expect("agrees");
