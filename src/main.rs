@@ -740,6 +740,8 @@ fn cache_transfer(manifests: &[PathBuf], locations: &LocationArgs, push: bool) -
             }
             keys.iter().filter(|k| matches!(layered.local().lookup(k), Lookup::Hit { .. })).count()
         };
+        // What was copied in is made durable (entries are written without an fsync each).
+        layered.local().sync()?;
         let moved = layered.transfer();
         if let Some(outage) = layered.outage() {
             eprintln!("error: {name}: the remote cache failed: {outage}");

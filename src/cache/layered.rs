@@ -460,6 +460,11 @@ impl Store for LayeredStore {
         self.local.remember_slot(slot, key)
     }
 
+    /// The local directory's entries; the bucket's writes were acknowledged as stored.
+    fn sync(&self) -> Result<(), CacheError> {
+        self.local.sync()
+    }
+
     fn lookup_value(&self, key: &CacheKey) -> ValueLookup {
         match self.local.lookup_value(key) {
             ValueLookup::Hit(value) => ValueLookup::Hit(value),

@@ -10,9 +10,11 @@
 //!   subject) slot, to explain which input changed when that slot misses (appended lines;
 //!   `slots/ab/<hash>`, a file per slot, is the older form, still read).
 //!
-//! Writes are atomic (temp file, fsync, rename); reads verify hashes, and a corrupt entry is
-//! reported and treated as a miss. [`layered::LayeredStore`] puts an S3-compatible bucket
-//! ([`remote::RemoteStore`]) with the same layout behind the directory.
+//! Writes are atomic (temp file, rename), and an execution ends with one sync of the cache's
+//! filesystem rather than an fsync per entry; reads verify hashes, and a corrupt entry (a
+//! power loss before that sync can leave one empty) is reported and treated as a miss.
+//! [`layered::LayeredStore`] puts an S3-compatible bucket ([`remote::RemoteStore`]) with the
+//! same layout behind the directory.
 
 pub mod key;
 pub mod layered;
@@ -91,6 +93,12 @@ pub trait Store: Send + Sync {
     /// A hint that these runs will be looked up next: a remote store fetches the ones it
     /// has in parallel. Nothing for a local one.
     fn prefetch(&self, _keys: &[CacheKey]) {}
+
+    /// Makes what was stored durable; an execution calls it once, at its end (entries are
+    /// written without an fsync each). Nothing for a store that has nothing to sync.
+    fn sync(&self) -> Result<(), CacheError> {
+        Ok(())
+    }
 }
 
 impl Store for CacheStore {
@@ -124,6 +132,10 @@ impl Store for CacheStore {
 
     fn remember_slot(&self, slot: &str, key: &CacheKey) -> Result<(), CacheError> {
         CacheStore::remember_slot(self, slot, key)
+    }
+
+    fn sync(&self) -> Result<(), CacheError> {
+        CacheStore::sync(self)
     }
 
     fn lookup_value(&self, key: &CacheKey) -> ValueLookup {

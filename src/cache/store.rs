@@ -7,6 +7,7 @@ use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::io::Write;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
 /// Format version of a stored run record.
@@ -104,6 +105,8 @@ pub struct CacheStore {
     /// Each experiment's slot journal as read so far (see [`CacheStore::remember_slot`]),
     /// shared by the clones of this store.
     slots: Arc<Mutex<HashMap<String, HashMap<String, String>>>>,
+    /// Whether an entry was written since the last [`CacheStore::sync`].
+    unsynced: Arc<AtomicBool>,
 }
 
 /// One line of an experiment's slot journal.
@@ -123,7 +126,7 @@ pub(crate) fn is_hex64(s: &str) -> bool {
 
 impl CacheStore {
     pub fn new(root: impl Into<PathBuf>) -> Self {
-        Self { root: root.into(), slots: Arc::default() }
+        Self { root: root.into(), slots: Arc::default(), unsynced: Arc::default() }
     }
 
     pub fn root(&self) -> &Path {
@@ -224,7 +227,7 @@ impl CacheStore {
         let path = self.object_path(&hash);
         // An existing object is reused only when it is intact: a corrupt one is rewritten.
         if self.get_object(&hash).is_err() {
-            atomic_write(&path, bytes)?;
+            self.write_entry(&path, bytes)?;
         }
         Ok(hash)
     }
@@ -241,12 +244,44 @@ impl CacheStore {
 
     /// Files `key` as pointing at the run record `hash`; the caller stored its objects first.
     pub fn set_run_pointer(&self, key: &CacheKey, hash: &str) -> Result<(), CacheError> {
-        atomic_write(&self.run_path(key), format!("{hash}\n").as_bytes())
+        self.write_entry(&self.run_path(key), format!("{hash}\n").as_bytes())
     }
 
     /// Files `key` as pointing at the value record `hash`; the caller stored its objects first.
     pub fn set_value_pointer(&self, key: &CacheKey, hash: &str) -> Result<(), CacheError> {
-        atomic_write(&self.value_path(key), format!("{hash}\n").as_bytes())
+        self.write_entry(&self.value_path(key), format!("{hash}\n").as_bytes())
+    }
+
+    /// Makes every entry written so far durable: one `syncfs(2)` of the filesystem the cache
+    /// is on (Linux), or a `sync(2)` elsewhere; nothing when nothing was written. An execution
+    /// calls it once it has finished.
+    pub fn sync(&self) -> Result<(), CacheError> {
+        if !self.unsynced.swap(false, Ordering::SeqCst) {
+            return Ok(());
+        }
+        let wrap = |source| CacheError::Write { path: self.root.clone(), source };
+        let Ok(dir) = std::fs::File::open(&self.root) else { return Ok(()) };
+        #[cfg(target_os = "linux")]
+        {
+            use std::os::fd::AsRawFd;
+            // SAFETY: syncfs on a descriptor this function owns.
+            if unsafe { libc::syncfs(dir.as_raw_fd()) } != 0 {
+                return Err(wrap(std::io::Error::last_os_error()));
+            }
+        }
+        #[cfg(not(target_os = "linux"))]
+        {
+            let _ = (&dir, wrap);
+            // SAFETY: sync takes no arguments and cannot fail.
+            unsafe { libc::sync() };
+        }
+        Ok(())
+    }
+
+    /// [`write_entry`], remembering that there is something to sync.
+    fn write_entry(&self, path: &Path, bytes: &[u8]) -> Result<(), CacheError> {
+        self.unsynced.store(true, Ordering::SeqCst);
+        write_entry(path, bytes)
     }
 
     /// Reads an object and checks that its bytes still hash to its name.
@@ -322,7 +357,7 @@ impl CacheStore {
         };
         let record_bytes = serde_json::to_vec_pretty(&record).map_err(|e| CacheError::Encode(e.to_string()))?;
         let pointer = self.put_object(&record_bytes)?;
-        atomic_write(&self.value_path(key), format!("{pointer}\n").as_bytes())
+        self.write_entry(&self.value_path(key), format!("{pointer}\n").as_bytes())
     }
 
     /// Every stage value record, verified like [`Self::list`].
@@ -382,7 +417,7 @@ impl CacheStore {
         };
         let record_bytes = serde_json::to_vec_pretty(&record).map_err(|e| CacheError::Encode(e.to_string()))?;
         let pointer = self.put_object(&record_bytes)?;
-        atomic_write(&self.run_path(key), format!("{pointer}\n").as_bytes())?;
+        self.write_entry(&self.run_path(key), format!("{pointer}\n").as_bytes())?;
         let _ = std::fs::remove_file(self.failure_path(key));
         self.remember_slot(slot, key)?;
         Ok(record)
@@ -392,7 +427,7 @@ impl CacheStore {
     pub fn store_failure(&self, label: &str, slot: &str, key: &CacheKey, error: &ReviewError) -> Result<(), CacheError> {
         let record = FailureRecord { key: key.clone(), label: label.to_string(), error: error.clone() };
         let bytes = serde_json::to_vec_pretty(&record).map_err(|e| CacheError::Encode(e.to_string()))?;
-        atomic_write(&self.failure_path(key), &bytes)?;
+        self.write_entry(&self.failure_path(key), &bytes)?;
         self.remember_slot(slot, key)
     }
 
@@ -421,6 +456,7 @@ impl CacheStore {
         if let Some(dir) = journal.parent() {
             std::fs::create_dir_all(dir).map_err(wrap)?;
         }
+        self.unsynced.store(true, Ordering::SeqCst);
         let mut file = std::fs::OpenOptions::new().create(true).append(true).open(&journal).map_err(wrap)?;
         file.write_all(&line).map_err(wrap)?;
         let mut slots = self.slots.lock().unwrap_or_else(|p| p.into_inner());
@@ -755,12 +791,28 @@ fn walk_files(dir: &Path, keep: impl Fn(&Path) -> bool) -> Vec<PathBuf> {
 
 /// Writes a file atomically: a temp file in the same directory, fsync, rename.
 pub fn atomic_write(path: &Path, bytes: &[u8]) -> Result<(), CacheError> {
+    write_via_temp(path, bytes, true)
+}
+
+/// Writes a cache entry atomically (a temp file renamed into place) without an fsync of its
+/// own: an execution syncs the cache's filesystem once, at its end ([`CacheStore::sync`]).
+/// Until then a power loss can leave an entry empty or missing, never wrong: every read is
+/// verified, so such an entry is a miss (reported as corrupt) and its run runs again. A
+/// killed process loses nothing (the kernel has the bytes). An fsync per entry made a cold
+/// 100k-run execution 2.6 times slower.
+fn write_entry(path: &Path, bytes: &[u8]) -> Result<(), CacheError> {
+    write_via_temp(path, bytes, false)
+}
+
+fn write_via_temp(path: &Path, bytes: &[u8], fsync: bool) -> Result<(), CacheError> {
     let dir = path.parent().unwrap_or(Path::new("."));
     let wrap = |source| CacheError::Write { path: path.to_path_buf(), source };
     std::fs::create_dir_all(dir).map_err(wrap)?;
     let mut tmp = tempfile::Builder::new().prefix(".tmp").tempfile_in(dir).map_err(wrap)?;
     tmp.write_all(bytes).map_err(wrap)?;
-    tmp.as_file().sync_all().map_err(wrap)?;
+    if fsync {
+        tmp.as_file().sync_all().map_err(wrap)?;
+    }
     tmp.persist(path).map_err(|e| wrap(e.error))?;
     Ok(())
 }

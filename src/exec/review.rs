@@ -30,7 +30,7 @@ pub(super) struct ReviewShared {
     pub cancel: watch::Receiver<bool>,
     /// `--steal`: each run starts only under a lease this long that no other worker holds.
     pub lease: Option<Duration>,
-    /// Bounds the cache writes in flight (fsyncs on blocking threads).
+    /// Bounds the cache writes in flight (on blocking threads).
     pub writers: super::writes::Writers,
 }
 
@@ -214,7 +214,7 @@ async fn lock_run(cache: &Arc<dyn Store>, key: &CacheKey) -> Option<Guard> {
     }
 }
 
-/// Stores a result on a blocking thread (files are fsynced), within the writer bound, and
+/// Stores a result on a blocking thread, within the writer bound, and
 /// hands the output back.
 async fn store_success(
     shared: &ReviewShared,

@@ -529,6 +529,11 @@ pub async fn execute<C: Conclusions>(
         }
     }
 
+    // Everything stored is made durable at once (entries are written without an fsync each).
+    let sync_store = cache.clone();
+    if let Ok(Err(e)) = tokio::task::spawn_blocking(move || sync_store.sync()).await {
+        emitter.emit(Event::Warning { message: format!("the cache could not be synced to disk: {e}") });
+    }
     let mut states = walk.states;
     let mut outcomes = Vec::with_capacity(plan.runs.len());
     for n in &review_nodes {

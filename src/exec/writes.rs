@@ -1,12 +1,12 @@
 //! Cache writes off the async threads, bounded: each runs on a blocking thread only while it
 //! holds one of a few permits, so a burst of fast runs queues its writes instead of starting a
-//! blocking thread (and an fsync) per run.
+//! blocking thread per run.
 
 use std::sync::Arc;
 use tokio::sync::Semaphore;
 
-/// The most cache writes in flight at once, whatever `--jobs` is: writes are fsyncs, and more
-/// of them at once do not make them faster.
+/// The most cache writes in flight at once, whatever `--jobs` is: writes are filesystem
+/// work, and more of them at once do not make them faster.
 pub(super) const MAX_WRITERS: usize = 16;
 
 /// The writers of one execution.
