@@ -804,11 +804,26 @@ fn write_entry(path: &Path, bytes: &[u8]) -> Result<(), CacheError> {
     write_via_temp(path, bytes, false)
 }
 
+/// A temporary file in `dir` (named `.tmp…`, so `gc` knows it) to be renamed over a file
+/// there. Created with the mode any new file gets (0666 less the umask), not tempfile's
+/// owner-only 0600: reports and cache entries hold no secrets, and teammates on a shared
+/// machine read them.
+pub fn temp_file_in(dir: &Path) -> std::io::Result<tempfile::NamedTempFile> {
+    let mut builder = tempfile::Builder::new();
+    builder.prefix(".tmp");
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        builder.permissions(std::fs::Permissions::from_mode(0o666));
+    }
+    builder.tempfile_in(dir)
+}
+
 fn write_via_temp(path: &Path, bytes: &[u8], fsync: bool) -> Result<(), CacheError> {
     let dir = path.parent().unwrap_or(Path::new("."));
     let wrap = |source| CacheError::Write { path: path.to_path_buf(), source };
     std::fs::create_dir_all(dir).map_err(wrap)?;
-    let mut tmp = tempfile::Builder::new().prefix(".tmp").tempfile_in(dir).map_err(wrap)?;
+    let mut tmp = temp_file_in(dir).map_err(wrap)?;
     tmp.write_all(bytes).map_err(wrap)?;
     if fsync {
         tmp.as_file().sync_all().map_err(wrap)?;
@@ -907,6 +922,19 @@ mod tests {
         let problems = store.verify().problems;
         assert_eq!(problems.len(), 2, "{problems:?}");
         assert!(problems.iter().any(|p| p.contains("raw output") && p.contains("corrupt")), "{problems:?}");
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn written_files_get_the_mode_of_any_new_file() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().expect("tempdir");
+        let plain = dir.path().join("plain");
+        std::fs::write(&plain, b"x").expect("write");
+        let ours = dir.path().join("RESULTS.md");
+        atomic_write(&ours, b"x").expect("atomic write");
+        let mode = |p: &Path| std::fs::metadata(p).expect("metadata").permissions().mode() & 0o777;
+        assert_eq!(mode(&ours), mode(&plain), "0666 less the umask, as for any new file");
     }
 
     #[test]

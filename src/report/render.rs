@@ -244,7 +244,7 @@ fn write_json(path: &Path, results: &Results) -> Result<(), RenderError> {
     let fail = |source: std::io::Error| RenderError::Write { path: path.display().to_string(), source };
     let dir = path.parent().unwrap_or(Path::new("."));
     std::fs::create_dir_all(dir).map_err(fail)?;
-    let tmp = tempfile::Builder::new().prefix(".tmp").tempfile_in(dir).map_err(fail)?;
+    let tmp = crate::cache::store::temp_file_in(dir).map_err(fail)?;
     let mut out = std::io::BufWriter::new(tmp);
     serde_json::to_writer_pretty(&mut out, results).map_err(|e| fail(std::io::Error::other(e)))?;
     out.write_all(b"\n").map_err(fail)?;
