@@ -564,7 +564,6 @@ pub async fn execute<C: Conclusions>(
     Execution { outcomes, analyses, report, cost }
 }
 
-/// The analyze nodes in manifest order.
 /// Every run's cache lookup, in plan order, on as many threads as the machine has cores
 /// (reading and verifying 100k entries is most of a fully cached execution). A hit also
 /// remembers its slot, so `plan` explains a later miss against the key last used; best
@@ -597,6 +596,7 @@ fn look_up_runs(cache: &dyn Store, plan: &Plan, experiment: &str) -> Vec<Lookup>
     })
 }
 
+/// The analyze nodes in manifest order.
 fn analysis_order(plan: &Plan) -> Vec<NodeIndex> {
     let mut nodes: Vec<(usize, NodeIndex)> = plan
         .graph

@@ -365,9 +365,9 @@ fn add_scoring_nodes(
 
 /// A reviewer's fingerprint for one run: its cell fingerprint, plus what the run reads
 /// (`input`) for a reviewer that reads files per subject.
-fn with_run_input(fingerprint: &serde_json::Value, input: Option<serde_json::Value>) -> serde_json::Value {
+fn with_run_input(fingerprint: &serde_json::Value, input: serde_json::Value) -> serde_json::Value {
     let mut value = fingerprint.clone();
-    if let (Some(input), Some(object)) = (input, value.as_object_mut()) {
+    if let Some(object) = value.as_object_mut() {
         object.insert("input".to_string(), input);
     }
     value
@@ -403,7 +403,7 @@ pub fn build_limited(manifest: &Manifest, subjects: BTreeMap<String, SubjectSpec
         let reviewer = reviewers.get(name).ok_or_else(|| PlanError::MissingReviewer(cell.id.clone()))?;
         let fingerprint = reviewer.fingerprint(cell);
         // What every run of the cell shares, held once.
-        let (shared_cell, shared_config, cell_values) = (Arc::new(cell.clone()), Arc::new(fingerprint.clone()), KeyInputs::cell_values(cell));
+        let (shared_cell, shared_config, cell_values) = (Arc::new(cell.clone()), Arc::new(fingerprint), KeyInputs::cell_values(cell));
         let cell_subjects: Vec<String> = match &manifest.target {
             TargetSpec::Git { .. } => vec![cell.get("ref").map(|v| v.render()).unwrap_or_default()],
             TargetSpec::Corpus { .. } | TargetSpec::Evals { .. } | TargetSpec::External { .. } => subject_order.clone(),
@@ -414,7 +414,7 @@ pub fn build_limited(manifest: &Manifest, subjects: BTreeMap<String, SubjectSpec
                 // The review stage's key: its own inputs and the key of the subject it depends
                 // on (the subject's content identity). See `cache::key`.
                 let config = match reviewer.run_input(cell, subject_id, repeat) {
-                    Some(input) => Arc::new(with_run_input(&fingerprint, Some(input))),
+                    Some(input) => Arc::new(with_run_input(&shared_config, input)),
                     None => shared_config.clone(),
                 };
                 let inputs = KeyInputs::shared(reviewer.kind(), config, cell_values.clone(), &subject.identity, repeat);
