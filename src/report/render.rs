@@ -258,6 +258,38 @@ fn write_json(path: &Path, results: &Results) -> Result<(), RenderError> {
 mod tests {
     use super::*;
 
+    #[test]
+    fn long_tables_are_capped_in_results_md_and_huge_charts_not_drawn() {
+        let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("results/quickstart/results.json");
+        let mut results = Results::read(&path).unwrap_or_else(|e| panic!("{e}"));
+        // More cells than a chart draws rows, and so more than RESULTS.md lists.
+        let n = super::super::plots::MAX_CHART_MARKS + 7;
+        let more = n - MARKDOWN_ROWS;
+        results.cells = (0..n).map(|i| CellRow { cell: format!("c{i}"), ..results.cells[0].clone() }).collect();
+        results.runs = (0..n).map(|i| RunRow { cell: format!("c{i}"), ..results.runs[0].clone() }).collect();
+        let latency = results.analyses.iter().position(|a| a.kind == AnalysisKind::Latency).expect("latency");
+        let mut analysis = (*results.analyses[latency]).clone();
+        let row = analysis.tables[0].rows[0].clone();
+        analysis.tables[0].rows = vec![row; n];
+        results.analyses[latency] = std::sync::Arc::new(analysis);
+        let md = render_markdown(&results, DEFAULT_TEMPLATE, "default").expect("renders");
+        let cell_rows = md.lines().filter(|l| l.starts_with("| `c") && l.contains(&format!("/{}", results.cells[0].planned))).count();
+        assert!(md.contains(&format!("*The first {MARKDOWN_ROWS} cells; {more} more are in results.json.*")), "cells note");
+        assert!(md.contains(&format!("*The first {MARKDOWN_ROWS} runs; {more} more are in results.json.*")), "runs note");
+        assert!(md.contains(&format!("*The first {MARKDOWN_ROWS} rows; {more} more are in results.json.*")), "table note");
+        assert_eq!(cell_rows, MARKDOWN_ROWS, "the cells table lists the first rows only");
+        // The latency chart has a row per cell: over the limit, it is named, not drawn.
+        let links = super::super::plots::links(&results);
+        assert!(links[latency].iter().all(|l| l.path.is_none() && l.not_drawn.is_some()), "{:?}", links[latency]);
+        assert!(md.contains("*Seconds per run, by cell: not drawn: "), "not-drawn note");
+        let dir = tempfile::tempdir().expect("tempdir");
+        let written = write_reports(&results, dir.path(), None).expect("writes");
+        assert!(!written.iter().any(|p| p.ends_with("plots/latency-seconds.svg")), "{written:?}");
+        // results.json keeps every row.
+        let back = Results::read(&dir.path().join("results.json")).expect("reads back");
+        assert_eq!((back.cells.len(), back.runs.len(), back.analyses[latency].tables[0].rows.len()), (n, n, n));
+    }
+
     fn render(template: &str, data: serde_json::Value) -> String {
         engine().render_template(template, &data).expect("renders")
     }
