@@ -179,7 +179,7 @@ pub fn compute(spec: &AnalysisSpec, input: &AnalysisInput<'_>) -> AnalysisResult
         description: "Per cell, the union of its repeats' findings on each subject against the average single run: does merging N runs raise recall, and what does it cost in precision? Single-run figures are the mean over repeats.".to_string(),
         rule: Some(rule),
         tables: vec![table],
-        data: serde_json::json!({ "cells": cells_json }),
+        data: serde_json::json!({ "cells": cells_json }).into(),
         notes,
         headline: Vec::new(),
     }

@@ -624,7 +624,7 @@ pub fn compute(spec: &AnalysisSpec, input: &AnalysisInput<'_>) -> AnalysisResult
         comparisons,
         finding_pairs,
     };
-    result.data = serde_json::to_value(&data).unwrap_or(serde_json::Value::Null);
+    result.data = serde_json::to_value(&data).unwrap_or(serde_json::Value::Null).into();
     result
 }
 

@@ -129,7 +129,7 @@ pub fn compute(spec: &AnalysisSpec, input: &AnalysisInput<'_>) -> AnalysisResult
             "cells": cells_json,
             "by_context_level": total.iter().map(|(l, c)| (l.as_str().to_string(), serde_json::json!(c))).collect::<serde_json::Map<_, _>>(),
             "limitation": LIMITATION,
-        }),
+        }).into(),
         notes,
         headline: Vec::new(),
     }

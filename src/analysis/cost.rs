@@ -1,7 +1,7 @@
 //! Cost: tokens, model time and requests per cell, from what each reviewer reported, set
 //! against the findings and hunks they bought.
 
-use super::{fmt_num, json_num, missing_note, one_or_many, ratio, runs_of, AnalysisInput, AnalysisResult, Table, TableCell};
+use super::{fmt_num, json_num, missing_note, DataList, ratio, runs_of, AnalysisInput, AnalysisResult, Table, TableCell};
 use crate::analysis::spec::AnalysisSpec;
 use serde_json::json;
 
@@ -38,7 +38,7 @@ pub fn compute(spec: &AnalysisSpec, input: &AnalysisInput<'_>) -> AnalysisResult
         "",
         &["Cell", "Runs", "Prompt tokens", "Completion tokens", "Total tokens", "Tokens / finding", "Tokens / hunk", "Model eval s", "Requests"],
     );
-    let mut data = Vec::new();
+    let mut data = DataList::default();
     let mut partial = Vec::new();
     for cell in input.cells {
         let mut t = Totals::default();
@@ -77,7 +77,7 @@ pub fn compute(spec: &AnalysisSpec, input: &AnalysisInput<'_>) -> AnalysisResult
             fmt_num(eval_s, 3),
             if t.requests > 0 { t.requests.into() } else { "–".into() },
         ]);
-        data.push(json!({
+        data.push(&json!({
             "cell": cell.id,
             "runs": t.runs,
             "findings": t.findings,
@@ -92,7 +92,7 @@ pub fn compute(spec: &AnalysisSpec, input: &AnalysisInput<'_>) -> AnalysisResult
         }));
     }
     result.tables.push(table);
-    result.data = one_or_many(data);
+    result.data = data.finish();
     if !partial.is_empty() {
         result.notes.push(format!("Some runs reported no tokens, so these sums undercount: {}.", partial.join(", ")));
     }

@@ -1,7 +1,7 @@
 //! A5, category and severity distribution: how each value of an axis (or each cell) spreads
 //! its findings over stet's categories and severities.
 
-use super::{axis_values, fmt_num, fmt_share, missing_note, one_or_many, ratio, AnalysisInput, AnalysisResult, Table, TableCell};
+use super::{axis_values, fmt_num, fmt_share, missing_note, DataList, ratio, AnalysisInput, AnalysisResult, Table, TableCell};
 use crate::analysis::spec::AnalysisSpec;
 use crate::finding::{Category, Severity};
 use serde_json::json;
@@ -63,7 +63,7 @@ pub fn compute(spec: &AnalysisSpec, input: &AnalysisInput<'_>) -> AnalysisResult
     let mut sev_columns = vec![head];
     sev_columns.extend(severities.iter().map(|s| s.as_str().to_string()));
     let mut by_severity = Table { title: "By severity".into(), columns: sev_columns, rows: Vec::new() };
-    let mut data = Vec::new();
+    let mut data = DataList::default();
     for label in &labels {
         let Some(g) = groups.get(label.as_str()) else { continue };
         let mut row = vec![format!("`{label}`").into(), g.runs.into(), g.findings.into(), fmt_num(ratio(g.findings as f64, g.runs as f64), 2)];
@@ -72,7 +72,7 @@ pub fn compute(spec: &AnalysisSpec, input: &AnalysisInput<'_>) -> AnalysisResult
         let mut row = vec![TableCell::from(format!("`{label}`"))];
         row.extend(severities.iter().map(|s| fmt_share(g.by_severity.get(s).copied().unwrap_or(0), g.findings)));
         by_severity.rows.push(row);
-        data.push(json!({
+        data.push(&json!({
             "source": match spec.axis.as_deref() { Some(axis) => format!("{axis}={label}"), None => label.clone() },
             "runs": g.runs,
             "findings": g.findings,
@@ -85,7 +85,7 @@ pub fn compute(spec: &AnalysisSpec, input: &AnalysisInput<'_>) -> AnalysisResult
     }
     result.tables.push(by_category);
     result.tables.push(by_severity);
-    result.data = one_or_many(data);
+    result.data = data.finish();
     result.notes.push("Only categories and severities that occur are shown.".into());
     result.notes.extend(missing_note(input));
     result

@@ -100,7 +100,7 @@ fn base_result(spec: &AnalysisSpec) -> AnalysisResult {
         description: "Each run's reported findings matched to the oracle: TP = reports matched as found (plus extras an adjudication calls real), FP = every other report (partial matches and rejected extras), FN = oracle findings not found; precision = TP/(TP+FP), recall = TP/(TP+FN), F1 = 2PR/(P+R). Counts are summed over each cell's repeats.".to_string(),
         rule: Some(spec.oracle_rule.describe()),
         tables: Vec::new(),
-        data: serde_json::Value::Null,
+        data: crate::analysis::Data::null(),
         notes: Vec::new(),
         headline: Vec::new(),
     }
@@ -110,7 +110,7 @@ pub fn compute(spec: &AnalysisSpec, input: &AnalysisInput<'_>) -> AnalysisResult
     let mut result = base_result(spec);
     let Some(oracle) = input.oracle else {
         result.notes.push("No oracle: the target is neither a corpus with `oracle.json` nor an eval set, so nothing can be scored.".into());
-        result.data = serde_json::json!({ "ground_truth_provided": false });
+        result.data = serde_json::json!({ "ground_truth_provided": false }).into();
         return result;
     };
     let (mut scored, unknown) = score_runs(&input.runs, oracle, &spec.oracle_rule);
@@ -203,7 +203,7 @@ pub fn compute(spec: &AnalysisSpec, input: &AnalysisInput<'_>) -> AnalysisResult
     if !input.missing.is_empty() {
         result.notes.push(format!("{} planned runs have no result and are left out.", input.missing.len()));
     }
-    result.data = serde_json::json!({ "ground_truth_provided": true, "method": method, "cells": cells_json });
+    result.data = serde_json::json!({ "ground_truth_provided": true, "method": method, "cells": cells_json }).into();
     result
 }
 

@@ -2,7 +2,7 @@
 //! carry the same id in every repeat, or dismissals and history stop matching it.
 
 use super::matching::normalize_message;
-use super::{missing_note, one_or_many, runs_of, truncate, AnalysisInput, AnalysisResult, Table};
+use super::{missing_note, DataList, runs_of, truncate, AnalysisInput, AnalysisResult, Table};
 use crate::analysis::spec::AnalysisSpec;
 use serde_json::json;
 use std::collections::{BTreeMap, BTreeSet};
@@ -40,7 +40,8 @@ pub fn compute(spec: &AnalysisSpec, input: &AnalysisInput<'_>) -> AnalysisResult
 
     let mut table = Table::new("", &["Cell", "Subjects compared", "Findings per repeat", "Findings compared", "Mismatches", "Stable"]);
     let mut all_mismatches: Vec<Mismatch> = Vec::new();
-    let mut data = Vec::new();
+    let mut data = DataList::default();
+    let mut any_stable = false;
     for cell in input.cells {
         let mut per_repeat: BTreeMap<u32, usize> = BTreeMap::new();
         let mut keys: BTreeMap<&str, Locations<'_>> = BTreeMap::new();
@@ -103,7 +104,8 @@ pub fn compute(spec: &AnalysisSpec, input: &AnalysisInput<'_>) -> AnalysisResult
                 map.insert(format!("total_findings_run{repeat}"), json!(n));
             }
         }
-        data.push(obj);
+        any_stable |= stable == Some(true);
+        data.push(&obj);
         all_mismatches.extend(mismatches);
     }
     result.tables.push(table);
@@ -130,11 +132,11 @@ pub fn compute(spec: &AnalysisSpec, input: &AnalysisInput<'_>) -> AnalysisResult
         }
         result.tables.push(listed);
         result.notes.push(format!("**Fail**: {} finding(s) changed id between repeats.", all_mismatches.len()));
-    } else if data.iter().any(|d| d["stable"] == json!(true)) {
+    } else if any_stable {
         result.notes.push("**Pass**: every finding found in more than one repeat kept its id.".into());
     }
     result.notes.push("Findings present in only some repeats are a repeatability matter (A4), not an id mismatch.".into());
-    result.data = one_or_many(data);
+    result.data = data.finish();
     result.notes.extend(missing_note(input));
     result
 }

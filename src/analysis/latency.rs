@@ -1,7 +1,7 @@
 //! A3, latency and throughput: wall-clock seconds per run and per hunk reviewed, from the
 //! times runner measured (and the model server's own timings where it reports them).
 
-use super::{fmt_num, json_num, missing_in, missing_note, one_or_many, ratio, runs_of, AnalysisInput, AnalysisResult, Table};
+use super::{fmt_num, json_num, missing_in, missing_note, DataList, ratio, runs_of, AnalysisInput, AnalysisResult, Table};
 use crate::analysis::spec::AnalysisSpec;
 use serde_json::json;
 
@@ -47,7 +47,7 @@ pub fn compute(spec: &AnalysisSpec, input: &AnalysisInput<'_>) -> AnalysisResult
         columns.extend(["Model eval s", "Prompt eval s"]);
     }
     let mut table = Table::new("", &columns);
-    let mut data = Vec::new();
+    let mut data = DataList::default();
     let mut partial_model_times = false;
     for (cell, row) in &rows {
         let total_s = row.wall_ms as f64 / 1000.0;
@@ -89,10 +89,10 @@ pub fn compute(spec: &AnalysisSpec, input: &AnalysisInput<'_>) -> AnalysisResult
                 map.insert("model_prompt_eval_seconds".into(), json_num(Some(v)));
             }
         }
-        data.push(obj);
+        data.push(&obj);
     }
     result.tables.push(table);
-    result.data = one_or_many(data);
+    result.data = data.finish();
     result.notes.push(
         "Times are those recorded when each run was executed (a cached run keeps its original time), at millisecond resolution; \
          runs shorter than 1 ms count as 0."

@@ -9,6 +9,7 @@ pub mod compare;
 pub mod context_level;
 pub mod cost;
 pub mod crscore;
+pub mod data;
 pub mod distribution;
 pub mod fixture;
 pub mod id_stability;
@@ -25,6 +26,7 @@ pub mod spec;
 #[cfg(test)]
 pub(crate) mod test_support;
 
+pub use crate::analysis::data::{Data, DataList};
 use crate::analysis::spec::{AnalysisKind, AnalysisSpec};
 use crate::cache::RunRecord;
 use crate::finding::Finding;
@@ -312,7 +314,7 @@ pub struct AnalysisResult {
     pub rule: Option<String>,
     pub tables: Vec<Table>,
     /// The machine-readable result (the seed document's output JSON where it defines one).
-    pub data: serde_json::Value,
+    pub data: Data,
     pub notes: Vec<String>,
     /// Verdict lines that answer the experiment's question; RESULTS.md opens with them.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -329,7 +331,7 @@ impl AnalysisResult {
             description: description.into(),
             rule: None,
             tables: Vec::new(),
-            data: serde_json::Value::Null,
+            data: Data::null(),
             notes: Vec::new(),
             headline: Vec::new(),
         }
@@ -339,7 +341,7 @@ impl AnalysisResult {
 impl AnalysisResult {
     /// The machine-readable result read as the analysis's own type.
     pub fn data_as<T: serde::de::DeserializeOwned>(&self) -> Result<T, serde_json::Error> {
-        T::deserialize(&self.data)
+        self.data.read()
     }
 }
 
@@ -395,12 +397,12 @@ pub fn json_num(value: Option<f64>) -> serde_json::Value {
 }
 
 /// The seed's output shape: one object for one group, an array for several.
-pub fn one_or_many(mut items: Vec<serde_json::Value>) -> serde_json::Value {
-    if items.len() == 1 {
-        items.remove(0)
-    } else {
-        serde_json::Value::Array(items)
+pub fn one_or_many(items: impl IntoIterator<Item = serde_json::Value>) -> Data {
+    let mut list = DataList::default();
+    for item in items {
+        list.push(&item);
     }
+    list.finish()
 }
 
 /// The successful runs of one cell, in plan order.

@@ -211,8 +211,7 @@ pub fn compute(spec: &AnalysisSpec, input: &AnalysisInput<'_>) -> AnalysisResult
                     map.insert("per_subject".into(), cmp.per_subject.iter().map(|(s, c)| (s.clone(), c.json())).collect::<serde_json::Map<_, _>>().into());
                 }
                 obj
-            })
-            .collect(),
+            }),
     );
 
     if input.repeat > 1 {

@@ -3,7 +3,7 @@
 
 use super::matching::describe_fuzzy_rule;
 use super::overlap::Counts;
-use super::{axis_values, fmt_num, missing_note, one_or_many, AnalysisInput, AnalysisResult, RunView, Table, TableCell};
+use super::{axis_values, fmt_num, missing_note, DataList, AnalysisInput, AnalysisResult, RunView, Table, TableCell};
 use crate::analysis::spec::AnalysisSpec;
 use crate::finding::Category;
 use serde_json::json;
@@ -74,7 +74,7 @@ pub fn compute(spec: &AnalysisSpec, input: &AnalysisInput<'_>) -> AnalysisResult
     summary.columns.extend(["Runs off / on", "Findings off", "Findings on", "Δ", "Shared (fuzzy)", "Only off", "Only on"].map(String::from));
     let mut categories = Table { title: "By category (off → on)".into(), columns: head, rows: Vec::new() };
     categories.columns.extend(["Category", "Off", "On", "Δ"].map(String::from));
-    let mut data = Vec::new();
+    let mut data = DataList::default();
     let mut means_used = false;
     let mut no_baseline = Vec::new();
     for group in &group_order {
@@ -137,7 +137,7 @@ pub fn compute(spec: &AnalysisSpec, input: &AnalysisInput<'_>) -> AnalysisResult
                 categories.rows.push(row);
                 category_diff.insert(c.as_str().to_string(), json!({"without": a, "with": b}));
             }
-            data.push(json!({
+            data.push(&json!({
                 "axis": axis,
                 "group": group,
                 "with_value": value,
@@ -162,7 +162,7 @@ pub fn compute(spec: &AnalysisSpec, input: &AnalysisInput<'_>) -> AnalysisResult
             result.tables.push(categories);
         }
     }
-    result.data = one_or_many(data);
+    result.data = data.finish();
     if means_used {
         result.notes.push("Where the two sides have different numbers of successful runs, counts are per-run means (two decimals) rather than totals.".into());
     }

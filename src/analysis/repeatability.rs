@@ -2,7 +2,7 @@
 //! subject are (pairwise Jaccard over fuzzy one-to-one matches).
 
 use super::matching::{describe_fuzzy_rule, fuzzy_match, match_pairs};
-use super::{fmt_ratio, json_num, missing_note, one_or_many, runs_of, AnalysisInput, AnalysisResult, Table};
+use super::{fmt_ratio, json_num, missing_note, DataList, runs_of, AnalysisInput, AnalysisResult, Table};
 use crate::analysis::spec::{AnalysisSpec, MatchRule};
 use crate::finding::Finding;
 use serde_json::json;
@@ -181,7 +181,8 @@ pub fn compute(spec: &AnalysisSpec, input: &AnalysisInput<'_>) -> AnalysisResult
 
     let mut table = Table::new("", &["Cell", "Subjects", "Jaccard mean", "Jaccard min", "In all repeats", "In some repeats"]);
     let mut differing = Table::new("Subjects whose repeats differ", &["Cell", "Subject", "Findings per repeat", "Jaccard mean", "Jaccard min"]);
-    let mut data = Vec::new();
+    let mut data = DataList::default();
+    let mut any_subjects = false;
     let mut too_few = 0usize;
     for cell in input.cells {
         let mut by_subject: BTreeMap<&str, Vec<(u32, &[Finding])>> = BTreeMap::new();
@@ -220,7 +221,8 @@ pub fn compute(spec: &AnalysisSpec, input: &AnalysisInput<'_>) -> AnalysisResult
             if counted { stats.in_all.into() } else { "–".into() },
             if counted { stats.in_some.into() } else { "–".into() },
         ]);
-        data.push(json!({
+        any_subjects |= stats.subjects > 0;
+        data.push(&json!({
             "cell": cell.id,
             "runs": input.repeat,
             "subjects": stats.subjects,
@@ -233,10 +235,10 @@ pub fn compute(spec: &AnalysisSpec, input: &AnalysisInput<'_>) -> AnalysisResult
     result.tables.push(table);
     if !differing.rows.is_empty() {
         result.tables.push(differing);
-    } else if input.repeat >= 2 && data.iter().any(|d| d["subjects"].as_u64().unwrap_or(0) > 0) {
+    } else if input.repeat >= 2 && any_subjects {
         result.notes.push("Every subject's repeats produced matching findings (Jaccard 1 everywhere).".into());
     }
-    result.data = one_or_many(data);
+    result.data = data.finish();
     if too_few > 0 && input.repeat >= 2 {
         result.notes.push(format!("{too_few} (cell, subject) pair(s) had fewer than 2 successful repeats and are not counted."));
     }

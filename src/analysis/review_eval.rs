@@ -271,7 +271,7 @@ fn base_result(spec: &AnalysisSpec) -> AnalysisResult {
         description: "Each oracle finding is found, partial or missed in each run (a cell's repeat over its cases); each other report is an extra, real or rejected. Recall (strict) = found / oracle findings; with partials = (found + partial) / oracle findings; noise = rejected extras / everything reported; tokens per case = reported prompt + completion tokens / cases; recall per 100k tokens = strict recall / (tokens per case / 100 000). `–`: undefined (no oracle finding, nothing reported, or no tokens reported).".to_string(),
         rule: Some(spec.oracle_rule.describe()),
         tables: Vec::new(),
-        data: serde_json::Value::Null,
+        data: crate::analysis::Data::null(),
         notes: Vec::new(),
         headline: Vec::new(),
     }
@@ -340,7 +340,7 @@ pub fn compute(spec: &AnalysisSpec, input: &AnalysisInput<'_>) -> AnalysisResult
         result.notes.push("No run reported tokens, so tokens per case and recall per 100k tokens are `–`.".into());
     }
     let severities = cells.iter().flat_map(|c| c.findings.values()).filter_map(|f| Some((f.finding.clone(), oracle.finding(&f.finding)?.severity?))).collect();
-    result.data = serde_json::to_value(ReviewEvalData { method, cells, severities }).unwrap_or(serde_json::Value::Null);
+    result.data = serde_json::to_value(ReviewEvalData { method, cells, severities }).unwrap_or(serde_json::Value::Null).into();
     result
 }
 

@@ -623,7 +623,7 @@ pub fn compute(spec: &AnalysisSpec, input: &AnalysisInput<'_>) -> AnalysisResult
         "analyzers": rqs.analyzers,
         "kappa": {"validity": json_num(kappa_v), "validity_items": items_v, "actionability": json_num(kappa_a), "actionability_items": items_a},
         "cells": cells_out,
-    });
+    }).into();
     result
 }
 

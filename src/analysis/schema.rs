@@ -2,7 +2,7 @@
 //! the problems the parser recorded in the raw output, plus the dry-run rule (findings must
 //! not be empty when the diff has hunks).
 
-use super::{missing_in, missing_note, one_or_many, runs_of, truncate, AnalysisInput, AnalysisResult, RunView, Table};
+use super::{missing_in, missing_note, DataList, runs_of, truncate, AnalysisInput, AnalysisResult, RunView, Table};
 use crate::analysis::spec::AnalysisSpec;
 use crate::reviewer::parse::schema_problems;
 use serde_json::{json, Value};
@@ -63,7 +63,7 @@ pub fn compute(spec: &AnalysisSpec, input: &AnalysisInput<'_>) -> AnalysisResult
     let mut listed: Vec<(String, String)> = Vec::new();
     let mut total_problems = 0usize;
     let mut empty_non_dry = 0usize;
-    let mut data = Vec::new();
+    let mut data = DataList::default();
     for cell in input.cells {
         let (mut runs, mut findings, mut problems) = (0usize, 0usize, Vec::new());
         for run in runs_of(input, cell) {
@@ -93,7 +93,7 @@ pub fn compute(spec: &AnalysisSpec, input: &AnalysisInput<'_>) -> AnalysisResult
             problems.len().into(),
             verdict.into(),
         ]);
-        data.push(json!({
+        data.push(&json!({
             "cell": cell.id,
             "pass": (runs > 0).then_some(problems.is_empty() && missing == 0),
             "runs": runs,
@@ -133,7 +133,7 @@ pub fn compute(spec: &AnalysisSpec, input: &AnalysisInput<'_>) -> AnalysisResult
                 .into(),
         );
     }
-    result.data = one_or_many(data);
+    result.data = data.finish();
     result.notes.extend(missing_note(input));
     result
 }

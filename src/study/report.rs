@@ -178,7 +178,7 @@ fn tables(r: &mut AnalysisResult, result: &StudyResult) {
         }
         r.tables.push(t);
     }
-    r.data = serde_json::to_value(result).unwrap_or_default();
+    r.data = serde_json::to_value(result).unwrap_or_default().into();
 }
 
 fn h6(r: &mut AnalysisResult, sheets: &[std::path::PathBuf], key: &Path) {
@@ -202,7 +202,7 @@ fn h6(r: &mut AnalysisResult, sheets: &[std::path::PathBuf], key: &Path) {
     }
     r.tables.push(t);
     r.notes.push(format!("{audited} findings labelled false_positive or wrong_suggestion, in {} candidate patterns.", patterns.len()));
-    r.data = serde_json::json!({ "audited": audited, "patterns": patterns });
+    r.data = serde_json::json!({ "audited": audited, "patterns": patterns }).into();
 }
 
 fn fmt3(x: Option<f64>) -> String {
@@ -354,7 +354,7 @@ Agreement = the share of findings where the judge's yes/no equals the person's; 
             (c.item.as_str(), per_rubric)
         })
         .collect();
-    r.data = serde_json::json!({ "judges": calibrations, "findings": compared.len(), "unmatched": unmatched, "tied": tied, "human_judgements": human });
+    r.data = serde_json::json!({ "judges": calibrations, "findings": compared.len(), "unmatched": unmatched, "tied": tied, "human_judgements": human }).into();
 }
 
 fn agreeing(rc: &calibration::RubricCalibration) -> usize {
@@ -418,5 +418,5 @@ fn h9(r: &mut AnalysisResult, files: &[std::path::PathBuf]) {
         if c.balanced { "balanced" } else { "not balanced" }
     ));
     r.notes.extend(result.notes.iter().cloned());
-    r.data = serde_json::to_value(&result).unwrap_or_default();
+    r.data = serde_json::to_value(&result).unwrap_or_default().into();
 }

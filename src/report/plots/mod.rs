@@ -28,7 +28,7 @@ use crate::analysis::review_eval::ReviewEvalData;
 use crate::analysis::spec::AnalysisKind;
 use crate::analysis::AnalysisResult;
 use crate::finding::{Category, Severity};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
@@ -351,15 +351,26 @@ fn latency(results: &Results, labels: &CellLabels) -> Option<Named> {
     })
 }
 
+/// One row of A5's data: a cell's or axis value's findings by category and by severity.
+#[derive(Deserialize)]
+struct SpreadRow {
+    source: Option<String>,
+    #[serde(default)]
+    by_category: BTreeMap<String, f64>,
+    #[serde(default)]
+    by_severity: BTreeMap<String, f64>,
+}
+
 /// A5: findings per category and per severity, one bar per cell or axis value.
 fn distribution(analysis: &AnalysisResult, labels: &CellLabels) -> Vec<Named> {
-    let rows: Vec<&serde_json::Value> = match &analysis.data {
-        serde_json::Value::Array(items) => items.iter().collect(),
-        serde_json::Value::Object(_) => vec![&analysis.data],
+    // One object for one group, an array for several.
+    let rows: Vec<SpreadRow> = match analysis.data.as_json().as_bytes().first() {
+        Some(b'[') => analysis.data_as().unwrap_or_default(),
+        Some(b'{') => analysis.data_as().map(|row| vec![row]).unwrap_or_default(),
         _ => Vec::new(),
     };
-    let count = |row: &serde_json::Value, table: &str, key: &str| row.get(table).and_then(|t| t.get(key)).and_then(serde_json::Value::as_f64);
-    let names: Vec<String> = rows.iter().map(|r| labels.of(r.get("source").and_then(serde_json::Value::as_str).unwrap_or("?"))).collect();
+    let count = |row: &SpreadRow, table: &str, key: &str| if table == "by_category" { &row.by_category } else { &row.by_severity }.get(key).copied();
+    let names: Vec<String> = rows.iter().map(|r| labels.of(r.source.as_deref().unwrap_or("?"))).collect();
     let mut out = Vec::new();
     let categories: Vec<&str> = Category::ALL.iter().map(|c| c.as_str()).collect();
     let severities: Vec<&str> = Severity::ALL.iter().map(|s| s.as_str()).collect();

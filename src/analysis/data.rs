@@ -1,0 +1,164 @@
+//! An analysis's machine-readable result held as compact JSON text: a few hundred bytes per
+//! cell instead of a tree of `serde_json::Value` maps, written into results.json unchanged.
+
+use serde::{Deserialize, Serialize};
+use std::sync::OnceLock;
+
+/// JSON text, compact, plus its tree parsed on first use (by templates' tests and small
+/// readers). Serializing it replays the text through the target serializer, so a pretty
+/// results.json is laid out exactly as if the tree itself had been serialized.
+pub struct Data {
+    json: Box<str>,
+    parsed: OnceLock<serde_json::Value>,
+}
+
+impl Data {
+    /// JSON `null`: an analysis with no machine-readable result.
+    pub fn null() -> Self {
+        Self::from_json("null".into())
+    }
+
+    fn from_json(json: Box<str>) -> Self {
+        Self { json, parsed: OnceLock::new() }
+    }
+
+    /// The compact JSON text.
+    pub fn as_json(&self) -> &str {
+        &self.json
+    }
+
+    pub fn is_null(&self) -> bool {
+        &*self.json == "null"
+    }
+
+    /// The tree, parsed on first use and kept. Readers of large results should prefer
+    /// [`Self::read`], which builds only the type they need.
+    pub fn value(&self) -> &serde_json::Value {
+        self.parsed.get_or_init(|| serde_json::from_str(&self.json).unwrap_or(serde_json::Value::Null))
+    }
+
+    /// The data read as `T`, straight from the text.
+    pub fn read<T: serde::de::DeserializeOwned>(&self) -> Result<T, serde_json::Error> {
+        serde_json::from_str(&self.json)
+    }
+}
+
+impl Default for Data {
+    fn default() -> Self {
+        Self::null()
+    }
+}
+
+impl From<serde_json::Value> for Data {
+    fn from(value: serde_json::Value) -> Self {
+        // A `Value` always serializes (its map keys are strings).
+        let json = serde_json::to_string(&value).unwrap_or_else(|_| "null".into());
+        Self { json: json.into_boxed_str(), parsed: OnceLock::from(value) }
+    }
+}
+
+impl Clone for Data {
+    fn clone(&self) -> Self {
+        Self::from_json(self.json.clone())
+    }
+}
+
+impl std::fmt::Debug for Data {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.json)
+    }
+}
+
+impl PartialEq for Data {
+    fn eq(&self, other: &Self) -> bool {
+        self.json == other.json || self.value() == other.value()
+    }
+}
+
+/// Tests and small readers index the data as a tree: `result.data["cells"][0]`.
+impl std::ops::Deref for Data {
+    type Target = serde_json::Value;
+    fn deref(&self) -> &serde_json::Value {
+        self.value()
+    }
+}
+
+impl Serialize for Data {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut source = serde_json::Deserializer::from_str(&self.json);
+        serde_transcode::Transcoder::new(&mut source).serialize(serializer)
+    }
+}
+
+impl<'de> Deserialize<'de> for Data {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        serde_json::Value::deserialize(deserializer).map(Self::from)
+    }
+}
+
+/// The seed's output shape built one item at a time: one object for one item, an array for
+/// several. Each item is written out as it is pushed, so a per-cell result never exists as
+/// a tree of all cells at once.
+#[derive(Default)]
+pub struct DataList {
+    /// `[` and the items so far, comma-separated.
+    json: String,
+    items: usize,
+}
+
+impl DataList {
+    pub fn push(&mut self, item: &serde_json::Value) {
+        self.json.push(if self.items == 0 { '[' } else { ',' });
+        // Writing a `Value` into a `String` cannot fail.
+        if let Ok(text) = serde_json::to_string(item) {
+            self.json.push_str(&text);
+        }
+        self.items += 1;
+    }
+
+    pub fn finish(self) -> Data {
+        let json = match self.items {
+            0 => "[]".to_string(),
+            1 => self.json[1..].to_string(),
+            _ => self.json + "]",
+        };
+        Data::from_json(json.into_boxed_str())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn one_item_is_the_item_and_several_are_an_array() {
+        let empty = DataList::default().finish();
+        assert_eq!(empty.as_json(), "[]");
+        let mut one = DataList::default();
+        one.push(&json!({"b": 1, "a": [1.5, null]}));
+        assert_eq!(one.finish().as_json(), r#"{"a":[1.5,null],"b":1}"#);
+        let mut two = DataList::default();
+        two.push(&json!(1));
+        two.push(&json!({"x": "y"}));
+        let two = two.finish();
+        assert_eq!(two.as_json(), r#"[1,{"x":"y"}]"#);
+        assert_eq!(two[1]["x"], "y", "indexes as a tree");
+    }
+
+    #[test]
+    fn serializes_exactly_as_the_tree_would_pretty_and_compact() {
+        let tree = json!({
+            "cells": [{"cell": "a=1", "values": {}, "mean": 0.1 + 0.2, "tiny": 1.2345678901234567e-300, "n": -3}, []],
+            "big": u64::MAX, "text": "quote \" and \\ and \n newline", "none": null
+        });
+        let mut list = DataList::default();
+        list.push(&tree);
+        let data = list.finish();
+        assert_eq!(serde_json::to_string_pretty(&data).expect("pretty"), serde_json::to_string_pretty(&tree).expect("pretty"));
+        assert_eq!(serde_json::to_string(&data).expect("compact"), serde_json::to_string(&tree).expect("compact"));
+        let back: Data = serde_json::from_str(&serde_json::to_string_pretty(&data).expect("pretty")).expect("read back");
+        assert_eq!(back, data);
+        assert!(Data::null().is_null() && !data.is_null());
+    }
+}
