@@ -374,13 +374,17 @@ fn build_results(prepared: &Prepared, manifest_label: &str, outcomes: &[&RunOutc
 /// Distinct reviewer configurations (as hashed into keys) and the cells that use each.
 fn reviewer_configs(prepared: &Prepared) -> Vec<report::model::ReviewerConfig> {
     let mut groups: Vec<(String, Vec<String>)> = Vec::new();
+    let mut group_of: std::collections::HashMap<String, usize> = std::collections::HashMap::new();
     let reviewer_of: BTreeMap<&str, &str> = prepared.plan.runs.iter().map(|r| (r.cell.id.as_str(), r.reviewer.as_str())).collect();
     for cell in &prepared.plan.cells {
         let Some(reviewer) = reviewer_of.get(cell.id.as_str()).and_then(|name| prepared.reviewers.get(*name)) else { continue };
         let config = serde_json::to_string(&reviewer.fingerprint(cell)).unwrap_or_default();
-        match groups.iter_mut().find(|(c, _)| *c == config) {
-            Some((_, cells)) => cells.push(cell.id.clone()),
-            None => groups.push((config, vec![cell.id.clone()])),
+        match group_of.get(&config) {
+            Some(&at) => groups[at].1.push(cell.id.clone()),
+            None => {
+                group_of.insert(config.clone(), groups.len());
+                groups.push((config, vec![cell.id.clone()]));
+            }
         }
     }
     let single = groups.len() == 1;

@@ -6,7 +6,6 @@
 //! axis leaves every other cell's id and cache key unchanged.
 
 use serde::{Serialize, Serializer};
-use std::collections::BTreeMap;
 use std::fmt;
 
 /// One value of a matrix axis.
@@ -93,12 +92,15 @@ impl Matrix {
 }
 
 /// One combination of axis values.
+/// A cell's values by axis name, sorted: a flat list (a handful of axes), not a tree.
+pub type CellValues = litemap::LiteMap<String, AxisValue>;
+
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Cell {
     /// `axis=value` pairs in manifest axis order, joined with `,`; `default` for an empty matrix.
     pub id: String,
     /// The same values keyed by axis name (sorted, for hashing and templates).
-    pub values: BTreeMap<String, AxisValue>,
+    pub values: CellValues,
 }
 
 impl Cell {

@@ -226,7 +226,7 @@ mod tests {
                 ground_truth: Default::default(),
             }],
         };
-        let cell = crate::matrix::Cell { id: "m=a".into(), values: BTreeMap::new() };
+        let cell = crate::matrix::Cell { id: "m=a".into(), values: Default::default() };
         let rec = record(&cell, None);
         // Repeat 1 finds F1 and makes one false alarm; repeat 2 finds F2 and repeats the false alarm.
         let r1 = vec![reported("a", "a.py", 10, Category::Bug, "page count is off by one"), reported("n", "a.py", 20, Category::Style, "unused import")];
@@ -250,7 +250,7 @@ mod tests {
 
     #[test]
     fn without_an_oracle_only_counts() {
-        let cell = crate::matrix::Cell { id: "m=a".into(), values: BTreeMap::new() };
+        let cell = crate::matrix::Cell { id: "m=a".into(), values: Default::default() };
         let rec = record(&cell, None);
         let r1 = vec![reported("a", "a.py", 10, Category::Bug, "x")];
         let v1 = RunView { cell: &cell, repeat: 1, subject: "s", record: &rec, findings: &r1 };

@@ -1,7 +1,7 @@
 //! Cost: tokens, model time and requests per cell, from what each reviewer reported, set
 //! against the findings and hunks they bought.
 
-use super::{fmt_num, json_num, missing_note, DataList, ratio, runs_of, AnalysisInput, AnalysisResult, Table, TableCell};
+use super::{fmt_num, json_num, missing_note, ratio, runs_of, AnalysisInput, AnalysisResult, DataList, Table, TableCell};
 use crate::analysis::spec::AnalysisSpec;
 use serde_json::json;
 

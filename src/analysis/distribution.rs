@@ -1,7 +1,7 @@
 //! A5, category and severity distribution: how each value of an axis (or each cell) spreads
 //! its findings over stet's categories and severities.
 
-use super::{axis_values, fmt_num, fmt_share, missing_note, DataList, ratio, AnalysisInput, AnalysisResult, Table, TableCell};
+use super::{axis_values, fmt_num, fmt_share, missing_note, ratio, AnalysisInput, AnalysisResult, DataList, Table, TableCell};
 use crate::analysis::spec::AnalysisSpec;
 use crate::finding::{Category, Severity};
 use serde_json::json;

@@ -284,7 +284,7 @@ mod tests {
         ];
         let expected = oracle.expected_for("c1");
         let case = match_case(&reports, &expected, &OracleRule::default());
-        let cell = crate::matrix::Cell { id: "x".into(), values: BTreeMap::new() };
+        let cell = crate::matrix::Cell { id: "x".into(), values: Default::default() };
         let record = crate::analysis::matching::tests::record(&cell, None);
         let view = crate::analysis::RunView { cell: &cell, repeat: 1, subject: "c1", record: &record, findings: &reports };
         let run = ScoredRun { view, case };

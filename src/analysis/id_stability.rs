@@ -2,7 +2,7 @@
 //! carry the same id in every repeat, or dismissals and history stop matching it.
 
 use super::matching::normalize_message;
-use super::{missing_note, DataList, runs_of, truncate, AnalysisInput, AnalysisResult, Table};
+use super::{missing_note, runs_of, truncate, AnalysisInput, AnalysisResult, DataList, Table};
 use crate::analysis::spec::AnalysisSpec;
 use serde_json::json;
 use std::collections::{BTreeMap, BTreeSet};

@@ -1,7 +1,7 @@
 //! A3, latency and throughput: wall-clock seconds per run and per hunk reviewed, from the
 //! times runner measured (and the model server's own timings where it reports them).
 
-use super::{fmt_num, json_num, missing_in, missing_note, DataList, ratio, runs_of, AnalysisInput, AnalysisResult, Table};
+use super::{fmt_num, json_num, missing_in, missing_note, ratio, runs_of, AnalysisInput, AnalysisResult, DataList, Table};
 use crate::analysis::spec::AnalysisSpec;
 use serde_json::json;
 

@@ -51,7 +51,7 @@ pub struct AnalysisInput<'a> {
     /// Successful runs, in plan order.
     pub runs: Vec<RunView<'a>>,
     /// Every cell of the matrix, in matrix order.
-    pub cells: &'a [Cell],
+    pub cells: &'a [std::sync::Arc<Cell>],
     /// Axis names in manifest order.
     pub axis_order: &'a [String],
     /// Planned runs that produced no result (failed, skipped, missing).
@@ -269,8 +269,14 @@ impl Table {
     pub fn align_rows(columns: usize, rows: &[Vec<TableCell>]) -> Vec<&'static str> {
         (0..columns)
             .map(|i| {
-                let mut cells = rows.iter().filter_map(|r| r.get(i)).map(TableCell::render).filter(|c| !c.is_empty()).peekable();
-                let numeric = cells.peek().is_some() && cells.all(|c| looks_numeric(&c));
+                // Numbers, counts and `–` always read as numbers (a test holds every kind to
+                // it); only text is looked at, so no cell is rendered.
+                let mut cells = rows.iter().filter_map(|r| r.get(i)).filter(|c| !matches!(c, TableCell::Text(t) if t.is_empty())).peekable();
+                let numeric = cells.peek().is_some()
+                    && cells.all(|c| match c {
+                        TableCell::Text(t) => looks_numeric(t),
+                        _ => true,
+                    });
                 if numeric {
                     "---:"
                 } else {
@@ -481,5 +487,24 @@ mod tests {
         assert_eq!(t.align(), vec!["---", "---:", "---:"]);
         let json = serde_json::to_value(&t).expect("serializes");
         assert_eq!(json["align"][1], "---:");
+    }
+
+    #[test]
+    fn every_kind_of_number_cell_reads_as_a_number() {
+        let cells = [
+            TableCell::Int(-7),
+            TableCell::Num { num: Some(1e300), digits: 3 },
+            TableCell::Num { num: Some(f64::NAN), digits: 2 },
+            TableCell::Num { num: None, digits: 0 },
+            TableCell::Share { count: 5, of: 12 },
+            TableCell::Share { count: 0, of: 0 },
+            TableCell::Delta { delta: Some(-0.25), digits: 2 },
+            TableCell::Delta { delta: None, digits: 2 },
+        ];
+        for cell in &cells {
+            assert!(looks_numeric(&cell.render()), "{cell:?} renders as `{}`", cell.render());
+        }
+        let rows: Vec<Vec<TableCell>> = cells.iter().map(|c| vec![c.clone(), "x".into()]).collect();
+        assert_eq!(Table::align_rows(2, &rows), vec!["---:", "---"]);
     }
 }

@@ -195,24 +195,20 @@ pub fn compute(spec: &AnalysisSpec, input: &AnalysisInput<'_>) -> AnalysisResult
         result.tables.push(table);
     }
 
-    result.data = one_or_many(
-        comparisons
-            .iter()
-            .map(|cmp| {
-                let mut obj = json!({
-                    "axis": axis,
-                    format!("{axis}_a"): cmp.a,
-                    format!("{axis}_b"): cmp.b,
-                    "group": cmp.group,
-                    "runs_compared": cmp.runs_compared,
-                });
-                if let (Some(map), serde_json::Value::Object(counts)) = (obj.as_object_mut(), cmp.total.json()) {
-                    map.extend(counts);
-                    map.insert("per_subject".into(), cmp.per_subject.iter().map(|(s, c)| (s.clone(), c.json())).collect::<serde_json::Map<_, _>>().into());
-                }
-                obj
-            }),
-    );
+    result.data = one_or_many(comparisons.iter().map(|cmp| {
+        let mut obj = json!({
+            "axis": axis,
+            format!("{axis}_a"): cmp.a,
+            format!("{axis}_b"): cmp.b,
+            "group": cmp.group,
+            "runs_compared": cmp.runs_compared,
+        });
+        if let (Some(map), serde_json::Value::Object(counts)) = (obj.as_object_mut(), cmp.total.json()) {
+            map.extend(counts);
+            map.insert("per_subject".into(), cmp.per_subject.iter().map(|(s, c)| (s.clone(), c.json())).collect::<serde_json::Map<_, _>>().into());
+        }
+        obj
+    }));
 
     if input.repeat > 1 {
         result.notes.push(format!("Counts are summed over subjects and {} repeats; repeat i of A is compared with repeat i of B.", input.repeat));

@@ -3,7 +3,7 @@
 
 use super::matching::describe_fuzzy_rule;
 use super::overlap::Counts;
-use super::{axis_values, fmt_num, missing_note, DataList, AnalysisInput, AnalysisResult, RunView, Table, TableCell};
+use super::{axis_values, fmt_num, missing_note, AnalysisInput, AnalysisResult, DataList, RunView, Table, TableCell};
 use crate::analysis::spec::AnalysisSpec;
 use crate::finding::Category;
 use serde_json::json;

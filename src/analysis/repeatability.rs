@@ -2,7 +2,7 @@
 //! subject are (pairwise Jaccard over fuzzy one-to-one matches).
 
 use super::matching::{describe_fuzzy_rule, fuzzy_match, match_pairs};
-use super::{fmt_ratio, json_num, missing_note, DataList, runs_of, AnalysisInput, AnalysisResult, Table};
+use super::{fmt_ratio, json_num, missing_note, runs_of, AnalysisInput, AnalysisResult, DataList, Table};
 use crate::analysis::spec::{AnalysisSpec, MatchRule};
 use crate::finding::Finding;
 use serde_json::json;

@@ -428,7 +428,7 @@ mod tests {
         let f1 = ofinding("F1", "a.rs", 10, Category::Bug, "the cache stores a rejected promise and serves it stale");
         let f2 = ofinding("F2", "a.rs", 50, Category::Security, "unvalidated direction is interpolated into the sql order clause");
         let rule = OracleRule::default();
-        let cell = crate::matrix::Cell { id: "m=a".into(), values: BTreeMap::new() };
+        let cell = crate::matrix::Cell { id: "m=a".into(), values: Default::default() };
         // Case c1: F1 found; two rejected extras. Case c2 (clean): one rejected extra.
         let c1 = vec![
             reported("r1", "a.rs", 10, Category::Bug, "rejected promise is cached"),
@@ -464,7 +464,7 @@ mod tests {
         use crate::analysis::score::{Claim, Disposition};
         let f1 = ofinding("F1", "a.rs", 10, Category::Bug, "the cache stores a rejected promise and serves it stale");
         let rule = OracleRule::default();
-        let cell = crate::matrix::Cell { id: "m=a".into(), values: BTreeMap::new() };
+        let cell = crate::matrix::Cell { id: "m=a".into(), values: Default::default() };
         // Automatic: the report is 40 lines away, so F1 is missed and both reports are rejected extras.
         let c1 =
             vec![reported("r1", "a.rs", 50, Category::Style, "promise cached after failure"), reported("r2", "b.rs", 1, Category::Bug, "leaks a file handle")];
@@ -497,7 +497,7 @@ mod tests {
                 rejected_extras: 0,
             }],
         };
-        let other = crate::matrix::Cell { id: "m=b".into(), values: BTreeMap::new() };
+        let other = crate::matrix::Cell { id: "m=b".into(), values: Default::default() };
         let other_view = RunView { cell: &other, repeat: 1, subject: "c1", record: &rec, findings: &c1 };
         let mut scored = vec![ScoredRun { view, case: match_case(&c1, &[&f1], &rule) }, ScoredRun { view: other_view, case: match_case(&c1, &[&f1], &rule) }];
         let (method, notes) = adjudicate(&mut scored, Some(&adjudication), &rule);

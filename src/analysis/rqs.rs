@@ -623,7 +623,8 @@ pub fn compute(spec: &AnalysisSpec, input: &AnalysisInput<'_>) -> AnalysisResult
         "analyzers": rqs.analyzers,
         "kappa": {"validity": json_num(kappa_v), "validity_items": items_v, "actionability": json_num(kappa_a), "actionability_items": items_a},
         "cells": cells_out,
-    }).into();
+    })
+    .into();
     result
 }
 
@@ -848,12 +849,12 @@ mod tests {
                 ground_truth: Default::default(),
             }],
         };
-        let cell = crate::matrix::Cell { id: "m=a".into(), values: BTreeMap::new() };
+        let cell = crate::matrix::Cell { id: "m=a".into(), values: Default::default() };
         let rec = record(&cell, None);
         // The blocking F1 is found, the nit F2 missed, and one report is an extra.
         let findings = vec![reported("a", "a.py", 10, Category::Bug, "page count is off by one"), reported("n", "a.py", 50, Category::Style, "rename this")];
         let view = RunView { cell: &cell, repeat: 1, subject: "c1", record: &rec, findings: &findings };
-        let cells = [cell.clone()];
+        let cells = [std::sync::Arc::new(cell.clone())];
         let rqs = RqsInput { judges: vec![JudgeInfo { name: "j".into(), model: "m".into(), family: "f".into() }], ..Default::default() };
         let input = AnalysisInput {
             runs: vec![view],

@@ -2,7 +2,7 @@
 //! the problems the parser recorded in the raw output, plus the dry-run rule (findings must
 //! not be empty when the diff has hunks).
 
-use super::{missing_in, missing_note, DataList, runs_of, truncate, AnalysisInput, AnalysisResult, RunView, Table};
+use super::{missing_in, missing_note, runs_of, truncate, AnalysisInput, AnalysisResult, DataList, RunView, Table};
 use crate::analysis::spec::AnalysisSpec;
 use crate::reviewer::parse::schema_problems;
 use serde_json::{json, Value};

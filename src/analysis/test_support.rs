@@ -66,7 +66,7 @@ struct Stored {
 /// A matrix and the runs that succeeded in it.
 pub(crate) struct Fixture {
     axis_order: Vec<String>,
-    cells: Vec<Cell>,
+    cells: Vec<std::sync::Arc<Cell>>,
     runs: Vec<Stored>,
     pub missing: Vec<crate::matrix::RunId>,
     pub repeat: u32,
@@ -79,7 +79,7 @@ impl Fixture {
         let matrix = Matrix { axes: axes.iter().map(|(n, v)| Axis { name: n.to_string(), values: v.clone() }).collect(), repeat };
         Self {
             axis_order: axes.iter().map(|(n, _)| n.to_string()).collect(),
-            cells: expand(&matrix),
+            cells: expand(&matrix).into_iter().map(std::sync::Arc::new).collect(),
             runs: Vec::new(),
             missing: Vec::new(),
             repeat,

@@ -3,7 +3,6 @@
 
 use crate::matrix::Cell;
 use serde::{Deserialize, Serialize};
-use std::collections::BTreeMap;
 use std::fmt;
 use std::sync::Arc;
 
@@ -27,6 +26,10 @@ impl CacheKey {
     }
 }
 
+/// A cell's values rendered as text, by axis name: sorted and flat, as few bytes as a
+/// cell's handful of axes needs.
+pub type CellText = litemap::LiteMap<String, String>;
+
 /// Everything a review's key is computed from. Serialized with sorted keys.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct KeyInputs {
@@ -35,7 +38,7 @@ pub struct KeyInputs {
     /// The reviewer's resolved configuration for this cell (shared by the runs of a cell).
     pub reviewer: Arc<serde_json::Value>,
     /// The cell's values, rendered as text (shared by the runs of a cell).
-    pub cell: Arc<BTreeMap<String, String>>,
+    pub cell: Arc<CellText>,
     /// blake3 identity of the subject (resolved SHAs, or a corpus case's content).
     pub subject: String,
     pub repeat: u32,
@@ -48,12 +51,12 @@ impl KeyInputs {
 
     /// The inputs of one run, sharing its cell's reviewer configuration and values with the
     /// cell's other runs (a 100k-run plan holds each once).
-    pub fn shared(kind: &str, reviewer: Arc<serde_json::Value>, cell: Arc<BTreeMap<String, String>>, subject: &str, repeat: u32) -> Self {
+    pub fn shared(kind: &str, reviewer: Arc<serde_json::Value>, cell: Arc<CellText>, subject: &str, repeat: u32) -> Self {
         Self { schema: CACHE_SCHEMA, reviewer_kind: kind.to_string(), reviewer, cell, subject: subject.to_string(), repeat }
     }
 
     /// A cell's values as they enter keys: rendered as text, by axis name.
-    pub fn cell_values(cell: &Cell) -> Arc<BTreeMap<String, String>> {
+    pub fn cell_values(cell: &Cell) -> Arc<CellText> {
         Arc::new(cell.values.iter().map(|(k, v)| (k.clone(), v.render())).collect())
     }
 
@@ -151,7 +154,7 @@ mod tests {
     use crate::matrix::AxisValue;
 
     fn cell(model: &str) -> Cell {
-        Cell { id: format!("model={model}"), values: [("model".to_string(), AxisValue::Str(model.into()))].into() }
+        Cell { id: format!("model={model}"), values: [("model".to_string(), AxisValue::Str(model.into()))].into_iter().collect() }
     }
 
     #[test]

@@ -836,7 +836,7 @@ mod tests {
             schema: 1,
             reviewer_kind: "builtin".into(),
             reviewer: serde_json::json!({}).into(),
-            cell: BTreeMap::new().into(),
+            cell: Default::default(),
             subject: "s".into(),
             repeat: 1,
         }

@@ -28,9 +28,9 @@ pub type Materializer = Arc<dyn Fn(&SubjectSpec, &Path) -> Result<Subject, Strin
 /// manifest's analyses, its report), the engine decides when they run.
 pub trait Conclusions: Sync {
     /// An analysis's result.
-    type Analysis: Send + 'static;
+    type Analysis: Send + Sync + 'static;
     /// What rendering produced.
-    type Report: Send + 'static;
+    type Report: Send + Sync + 'static;
     /// Why rendering failed.
     type Error: Send + std::fmt::Display + 'static;
     /// Analysis number `index`, once every run it observes is done.
@@ -477,10 +477,24 @@ pub async fn execute<C: Conclusions>(
                     });
                     task_nodes.insert(handle.id(), node);
                 }
-                // Analyses and rendering are cheap: they run inline, in the walk.
+                // Analyses run in the walk, the ready ones side by side: they only read.
                 Node::Analyze { index } => {
-                    let result = conclusions.analyze(*index, &walk.view(&review_nodes, &materialize_nodes, &scoring_nodes));
-                    walk.finish(node, State::Analysis(Box::new(result)));
+                    let mut batch = vec![(node, *index)];
+                    walk.ready.retain(|&n| match &graph[n] {
+                        Node::Analyze { index } => {
+                            batch.push((n, *index));
+                            false
+                        }
+                        _ => true,
+                    });
+                    let (view, conclusions) = (&walk.view(&review_nodes, &materialize_nodes, &scoring_nodes), &conclusions);
+                    let results: Vec<C::Analysis> = std::thread::scope(|scope| {
+                        let handles: Vec<_> = batch.iter().map(|&(_, index)| scope.spawn(move || conclusions.analyze(index, view))).collect();
+                        handles.into_iter().map(|h| h.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic))).collect()
+                    });
+                    for ((node, _), result) in batch.into_iter().zip(results) {
+                        walk.finish(node, State::Analysis(Box::new(result)));
+                    }
                 }
                 Node::Render => {
                     let analyses: Vec<&C::Analysis> = analyze_nodes

@@ -5,7 +5,6 @@
 use super::oracle::{self, Oracle};
 use crate::matrix::Cell;
 use crate::subject::{self, corpus, SubjectSource, SubjectSpec};
-use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 fn quickstart() -> PathBuf {
@@ -57,7 +56,7 @@ fn nothing_from_the_oracle_reaches_a_reviewer() {
     let oracle = oracle::load(&dir).expect("readable").expect("present");
     let cases = corpus::load_public_cases(&dir).expect("public cases");
     let work = tempfile::tempdir().expect("tempdir");
-    let cell = Cell { id: "default".into(), values: BTreeMap::new() };
+    let cell = Cell { id: "default".into(), values: Default::default() };
     for case in cases {
         let public_text = serde_json::to_string(&case).expect("json") + &case.source.before + &case.source.after + &case.spec + &case.review_task;
         let id = case.id.clone();

@@ -16,7 +16,7 @@ use crate::matrix::{expand, Cell};
 use crate::reviewer::Reviewer;
 use crate::subject::{SubjectSpec, TargetSpec};
 use petgraph::graph::{DiGraph, NodeIndex};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
 /// One review to run (or take from the cache).
@@ -165,7 +165,8 @@ pub enum Dependency {
 
 /// Everything an execution needs, built and checked before anything runs.
 pub struct Plan {
-    pub cells: Vec<Cell>,
+    /// Shared with the runs of each cell.
+    pub cells: Vec<Arc<Cell>>,
     pub subjects: BTreeMap<String, SubjectSpec>,
     pub runs: Vec<PlannedRun>,
     pub graph: DiGraph<Node, Dependency>,
@@ -363,6 +364,18 @@ fn add_scoring_nodes(
     out
 }
 
+/// One copy of each distinct reviewer configuration: a grid's cells mostly share one.
+#[derive(Default)]
+struct Interner(HashMap<String, Arc<serde_json::Value>>);
+
+impl Interner {
+    fn intern(&mut self, config: serde_json::Value) -> Arc<serde_json::Value> {
+        // Serializing a `Value` cannot fail; its text is its identity.
+        let text = serde_json::to_string(&config).unwrap_or_default();
+        self.0.entry(text).or_insert_with(|| Arc::new(config)).clone()
+    }
+}
+
 /// A reviewer's fingerprint for one run: its cell fingerprint, plus what the run reads
 /// (`input`) for a reviewer that reads files per subject.
 fn with_run_input(fingerprint: &serde_json::Value, input: serde_json::Value) -> serde_json::Value {
@@ -387,7 +400,7 @@ pub fn build(manifest: &Manifest, subjects: BTreeMap<String, SubjectSpec>, revie
 /// [`build`], refusing before any expansion a plan of more than `max_runs` runs.
 pub fn build_limited(manifest: &Manifest, subjects: BTreeMap<String, SubjectSpec>, reviewers: &ReviewerSet, max_runs: u64) -> Result<Plan, PlanError> {
     PlanSize::new(manifest, &subjects).check(max_runs)?;
-    let cells = expand(&manifest.matrix);
+    let cells: Vec<Arc<Cell>> = expand(&manifest.matrix).into_iter().map(Arc::new).collect();
     let subject_order: Vec<String> = match &manifest.target {
         TargetSpec::Corpus { .. } | TargetSpec::Evals { .. } | TargetSpec::External { .. } => {
             let mut ids: Vec<&SubjectSpec> = subjects.values().collect();
@@ -397,13 +410,14 @@ pub fn build_limited(manifest: &Manifest, subjects: BTreeMap<String, SubjectSpec
         TargetSpec::Git { .. } => Vec::new(),
     };
     let mut runs = Vec::new();
+    let mut configs = Interner::default();
     for cell in &cells {
         let axis_value = cell.get(REVIEWER_AXIS).map(|v| v.render());
         let name = manifest.reviewers.name_for(axis_value.as_deref()).ok_or_else(|| PlanError::MissingReviewer(cell.id.clone()))?;
         let reviewer = reviewers.get(name).ok_or_else(|| PlanError::MissingReviewer(cell.id.clone()))?;
-        let fingerprint = reviewer.fingerprint(cell);
-        // What every run of the cell shares, held once.
-        let (shared_cell, shared_config, cell_values) = (Arc::new(cell.clone()), Arc::new(fingerprint), KeyInputs::cell_values(cell));
+        // What every run of the cell shares, held once; cells of one configuration share it.
+        let shared_config = configs.intern(reviewer.fingerprint(cell));
+        let (shared_cell, cell_values) = (cell.clone(), KeyInputs::cell_values(cell));
         let cell_subjects: Vec<String> = match &manifest.target {
             TargetSpec::Git { .. } => vec![cell.get("ref").map(|v| v.render()).unwrap_or_default()],
             TargetSpec::Corpus { .. } | TargetSpec::Evals { .. } | TargetSpec::External { .. } => subject_order.clone(),

@@ -5,7 +5,6 @@
 
 use crate::analysis::AnalysisResult;
 use serde::{Deserialize, Serialize};
-use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -167,7 +166,7 @@ pub struct Totals {
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct CellRow {
     pub cell: String,
-    pub values: BTreeMap<String, String>,
+    pub values: crate::cache::key::CellText,
     pub runs: usize,
     pub planned: usize,
     pub findings: usize,

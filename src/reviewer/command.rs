@@ -830,7 +830,7 @@ mod tests {
         assert_eq!(r.resolve("./x.py"), "/m/x.py");
         assert_eq!(r.resolve("stet"), "stet");
         assert_eq!(r.files.get("program").map(String::as_str), Some("missing"));
-        let cell = Cell { id: "c".into(), values: BTreeMap::new() };
+        let cell = Cell { id: "c".into(), values: Default::default() };
         assert!(CommandReviewer::new(spec("stet", &[])).fingerprint(&cell).get("files").is_none(), "a PATH program keeps its old key");
     }
 

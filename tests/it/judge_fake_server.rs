@@ -405,7 +405,8 @@ async fn no_reviewer_identity_reaches_a_judge() {
             ("model".to_string(), AxisValue::Str(REVIEWER_MODEL.into())),
             ("persona".to_string(), AxisValue::Str(PERSONA.into())),
         ]
-        .into(),
+        .into_iter()
+        .collect(),
     };
     let out = reviewer.review(&ReviewJob { cell: cell.clone(), repeat: REPEAT, subject: subject(), timeout: Duration::from_secs(60) }).await.expect("review");
     assert_eq!(out.findings.len(), 3, "{:?}", out.findings);

@@ -265,7 +265,7 @@ fn spec(url: &str, f: impl FnOnce(&mut LlmSpec)) -> LlmSpec {
 }
 
 fn job(subject: Arc<Subject>, repeat: u32) -> ReviewJob {
-    let cell = Cell { id: format!("model={MODEL}"), values: [("model".to_string(), AxisValue::Str(MODEL.into()))].into() };
+    let cell = Cell { id: format!("model={MODEL}"), values: [("model".to_string(), AxisValue::Str(MODEL.into()))].into_iter().collect() };
     ReviewJob { cell, repeat, subject, timeout: Duration::from_secs(60) }
 }
 
@@ -567,9 +567,9 @@ async fn rag_definitions_reach_the_prompt() {
     // With the axis at 0, no definitions and a different cache key.
     let cell0 = Cell {
         id: "x".into(),
-        values: [("model".to_string(), AxisValue::Str(MODEL.into())), ("rag_symbol_max_definitions".to_string(), AxisValue::Int(0))].into(),
+        values: [("model".to_string(), AxisValue::Str(MODEL.into())), ("rag_symbol_max_definitions".to_string(), AxisValue::Int(0))].into_iter().collect(),
     };
-    let cell5 = Cell { id: "y".into(), values: [("model".to_string(), AxisValue::Str(MODEL.into()))].into() };
+    let cell5 = Cell { id: "y".into(), values: [("model".to_string(), AxisValue::Str(MODEL.into()))].into_iter().collect() };
     assert_ne!(reviewer.fingerprint(&cell0), reviewer.fingerprint(&cell5));
 }
 

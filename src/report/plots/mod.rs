@@ -47,6 +47,8 @@ pub enum PlotError {
     Draw(String),
     #[error("failed to write chart `{path}`: {message}")]
     Write { path: String, message: String },
+    #[error("chart `{title}` has {marks} marks, more than the {MAX_CHART_MARKS} drawn")]
+    TooLarge { title: String, marks: usize },
 }
 
 /// One item of an [`IntervalChart`]: a value with an optional interval.
@@ -123,6 +125,12 @@ pub enum Chart {
     Interval(IntervalChart),
     Bars(BarChart),
     Distribution(DistributionChart),
+    /// A chart of more marks than are drawn ([`MAX_CHART_MARKS`]): its title and mark count
+    /// only, so an undrawable chart holds no data.
+    TooLarge {
+        title: String,
+        marks: usize,
+    },
 }
 
 impl Chart {
@@ -131,6 +139,16 @@ impl Chart {
             Self::Interval(c) => &c.title,
             Self::Bars(c) => &c.title,
             Self::Distribution(c) => &c.title,
+            Self::TooLarge { title, .. } => title,
+        }
+    }
+
+    /// The chart itself when it is drawn; its title and mark count otherwise.
+    pub fn or_too_large(self) -> Self {
+        if self.drawn() {
+            self
+        } else {
+            Self::TooLarge { title: self.title().to_string(), marks: self.marks() }
         }
     }
 
@@ -140,6 +158,7 @@ impl Chart {
             Self::Interval(c) => c.points.len(),
             Self::Bars(c) => c.groups.len() * c.series.len(),
             Self::Distribution(c) => c.distributions.len(),
+            Self::TooLarge { marks, .. } => *marks,
         }
     }
 
@@ -154,6 +173,7 @@ impl Chart {
             Self::Interval(c) => svg::interval(c),
             Self::Bars(c) => svg::bars(c),
             Self::Distribution(c) => svg::distributions(c),
+            Self::TooLarge { title, marks } => Err(PlotError::TooLarge { title: title.clone(), marks: *marks }),
         }
     }
 }
@@ -201,7 +221,7 @@ pub fn charts(results: &Results) -> Vec<ChartFile> {
         };
         for named in charts_of(analysis, results) {
             let stem = if ordinal == 1 { format!("{kind}-{}", named.name) } else { format!("{kind}-{ordinal}-{}", named.name) };
-            out.push(ChartFile { analysis: index, path: format!("{PLOTS_DIR}/{stem}.svg"), chart: named.chart });
+            out.push(ChartFile { analysis: index, path: format!("{PLOTS_DIR}/{stem}.svg"), chart: named.chart.or_too_large() });
         }
     }
     out
@@ -267,12 +287,13 @@ pub fn write_charts(charts: Vec<ChartFile>, dir: &Path) -> Result<Vec<PathBuf>, 
 /// The charts one analysis gets, from its `data` and the results around it. The one place
 /// that decides which analysis is charted how: add an arm for a new analysis kind here.
 pub fn charts_of(analysis: &AnalysisResult, results: &Results) -> Vec<Named> {
-    let labels = CellLabels::new(results);
+    // Labels are made only for a chart that is drawn.
+    let labels = || CellLabels::new(results);
     match analysis.kind {
-        AnalysisKind::Latency => latency(results, &labels).into_iter().collect(),
-        AnalysisKind::Distribution => distribution(analysis, &labels),
-        AnalysisKind::ReviewEval => review_eval(analysis, &labels),
-        AnalysisKind::Rqs => rqs(analysis, &labels).into_iter().collect(),
+        AnalysisKind::Latency => latency(results, labels).into_iter().collect(),
+        AnalysisKind::Distribution => distribution(analysis, labels),
+        AnalysisKind::ReviewEval => review_eval(analysis, &labels()),
+        AnalysisKind::Rqs => rqs(analysis, &labels()).into_iter().collect(),
         AnalysisKind::Compare => compare(analysis).into_iter().collect(),
         _ => Vec::new(),
     }
@@ -326,7 +347,17 @@ pub fn wilson(successes: usize, n: usize) -> Option<(f64, f64)> {
 }
 
 /// A3: the seconds of every run with a result, per cell (results.json `runs`).
-fn latency(results: &Results, labels: &CellLabels) -> Option<Named> {
+fn latency(results: &Results, labels: impl FnOnce() -> CellLabels) -> Option<Named> {
+    const TITLE: &str = "Seconds per run, by cell";
+    let timed = |run: &&super::model::RunRow| matches!((run.status, run.seconds), (RunStatus::Ok, Some(_)));
+    if results.cells.len() > MAX_CHART_MARKS {
+        // One box per cell: too many to draw.
+        return results
+            .runs
+            .iter()
+            .any(|r| timed(&r))
+            .then(|| Named { name: "seconds", chart: Chart::TooLarge { title: TITLE.into(), marks: results.cells.len() } });
+    }
     let mut per_cell: BTreeMap<&str, Vec<f64>> = BTreeMap::new();
     for run in &results.runs {
         if let (RunStatus::Ok, Some(s)) = (run.status, run.seconds) {
@@ -336,12 +367,13 @@ fn latency(results: &Results, labels: &CellLabels) -> Option<Named> {
     if per_cell.is_empty() {
         return None;
     }
+    let labels = labels();
     let distributions =
         results.cells.iter().map(|c| Distribution { label: labels.of(&c.cell), values: per_cell.remove(c.cell.as_str()).unwrap_or_default() }).collect();
     Some(Named {
         name: "seconds",
         chart: Chart::Distribution(DistributionChart {
-            title: "Seconds per run, by cell".into(),
+            title: TITLE.into(),
             note: "Wall-clock time of each run with a result, as recorded when it ran. Box: quartiles; line: median; whiskers: fastest and slowest run.".into(),
             x_label: "seconds per run".into(),
             distributions,
@@ -356,21 +388,52 @@ fn latency(results: &Results, labels: &CellLabels) -> Option<Named> {
 struct SpreadRow {
     source: Option<String>,
     #[serde(default)]
-    by_category: BTreeMap<String, f64>,
+    by_category: Counts,
     #[serde(default)]
-    by_severity: BTreeMap<String, f64>,
+    by_severity: Counts,
+}
+
+/// A JSON object of counts as a list: a few bytes per key, where a map would hold a node.
+#[derive(Default)]
+struct Counts(Vec<(String, f64)>);
+
+impl Counts {
+    fn get(&self, key: &str) -> Option<f64> {
+        self.0.iter().find(|(k, _)| k == key).map(|(_, n)| *n)
+    }
+}
+
+impl<'de> Deserialize<'de> for Counts {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = Counts;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("an object of counts")
+            }
+            fn visit_map<M: serde::de::MapAccess<'de>>(self, mut map: M) -> Result<Counts, M::Error> {
+                let mut counts = Vec::new();
+                while let Some(entry) = map.next_entry::<String, f64>()? {
+                    counts.push(entry);
+                }
+                Ok(Counts(counts))
+            }
+        }
+        deserializer.deserialize_map(Visitor)
+    }
 }
 
 /// A5: findings per category and per severity, one bar per cell or axis value.
-fn distribution(analysis: &AnalysisResult, labels: &CellLabels) -> Vec<Named> {
+fn distribution(analysis: &AnalysisResult, labels: impl FnOnce() -> CellLabels) -> Vec<Named> {
     // One object for one group, an array for several.
     let rows: Vec<SpreadRow> = match analysis.data.as_json().as_bytes().first() {
         Some(b'[') => analysis.data_as().unwrap_or_default(),
         Some(b'{') => analysis.data_as().map(|row| vec![row]).unwrap_or_default(),
         _ => Vec::new(),
     };
-    let count = |row: &SpreadRow, table: &str, key: &str| if table == "by_category" { &row.by_category } else { &row.by_severity }.get(key).copied();
-    let names: Vec<String> = rows.iter().map(|r| labels.of(r.source.as_deref().unwrap_or("?"))).collect();
+    let count = |row: &SpreadRow, table: &str, key: &str| if table == "by_category" { &row.by_category } else { &row.by_severity }.get(key);
+    let mut labels = Some(labels);
+    let mut names: Vec<String> = Vec::new();
     let mut out = Vec::new();
     let categories: Vec<&str> = Category::ALL.iter().map(|c| c.as_str()).collect();
     let severities: Vec<&str> = Severity::ALL.iter().map(|s| s.as_str()).collect();
@@ -379,10 +442,18 @@ fn distribution(analysis: &AnalysisResult, labels: &CellLabels) -> Vec<Named> {
         if groups.is_empty() {
             continue;
         }
+        let title = format!("Findings by {what}");
+        if groups.len() * rows.len() > MAX_CHART_MARKS {
+            out.push(Named { name, chart: Chart::TooLarge { title, marks: groups.len() * rows.len() } });
+            continue;
+        }
+        if let Some(labels) = labels.take().map(|make| make()) {
+            names = rows.iter().map(|r| labels.of(r.source.as_deref().unwrap_or("?"))).collect();
+        }
         out.push(Named {
             name,
             chart: Chart::Bars(BarChart {
-                title: format!("Findings by {what}"),
+                title,
                 note: "Findings over every successful run and subject; only the values that occur are shown.".into(),
                 x_label: "findings".into(),
                 groups: groups.iter().map(|g| g.to_string()).collect(),
