@@ -20,6 +20,11 @@ use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
+/// mimalloc: allocation-heavy work (reading 100k cache entries, building reports) runs
+/// faster and leaves less memory stranded between threads than with the system allocator.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 fn main() -> ExitCode {
     // Behave like a Unix filter: `runner plan … | head` ends quietly instead of panicking.
     // SAFETY: restoring the default disposition of SIGPIPE before any thread starts.

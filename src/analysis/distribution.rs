@@ -7,12 +7,33 @@ use crate::finding::{Category, Severity};
 use serde_json::json;
 use std::collections::BTreeMap;
 
+/// A group's counts; by category and severity in the order of `Category::ALL` and
+/// `Severity::ALL` (an array, not a map: a 100k-cell grid has 100k groups).
 #[derive(Default)]
 struct Group {
     runs: usize,
     findings: usize,
-    by_category: BTreeMap<Category, usize>,
-    by_severity: BTreeMap<Severity, usize>,
+    by_category: [usize; Category::ALL.len()],
+    by_severity: [usize; Severity::ALL.len()],
+}
+
+impl Group {
+    fn category(&self, c: Category) -> usize {
+        Category::ALL.iter().position(|x| *x == c).map_or(0, |i| self.by_category[i])
+    }
+
+    fn severity(&self, s: Severity) -> usize {
+        Severity::ALL.iter().position(|x| *x == s).map_or(0, |i| self.by_severity[i])
+    }
+
+    /// The categories that occur, with their counts, in `Category::ALL` order.
+    fn categories(&self) -> impl Iterator<Item = (Category, usize)> + '_ {
+        Category::ALL.into_iter().zip(self.by_category).filter(|(_, n)| *n > 0)
+    }
+
+    fn severities(&self) -> impl Iterator<Item = (Severity, usize)> + '_ {
+        Severity::ALL.into_iter().zip(self.by_severity).filter(|(_, n)| *n > 0)
+    }
 }
 
 pub fn compute(spec: &AnalysisSpec, input: &AnalysisInput<'_>) -> AnalysisResult {
@@ -45,13 +66,17 @@ pub fn compute(spec: &AnalysisSpec, input: &AnalysisInput<'_>) -> AnalysisResult
         group.runs += 1;
         group.findings += run.findings.len();
         for f in run.findings {
-            *group.by_category.entry(f.category).or_default() += 1;
-            *group.by_severity.entry(f.severity).or_default() += 1;
+            if let Some(i) = Category::ALL.iter().position(|c| *c == f.category) {
+                group.by_category[i] += 1;
+            }
+            if let Some(i) = Severity::ALL.iter().position(|s| *s == f.severity) {
+                group.by_severity[i] += 1;
+            }
         }
     }
 
-    let categories: Vec<Category> = Category::ALL.into_iter().filter(|c| groups.values().any(|g| g.by_category.contains_key(c))).collect();
-    let severities: Vec<Severity> = Severity::ALL.into_iter().filter(|s| groups.values().any(|g| g.by_severity.contains_key(s))).collect();
+    let categories: Vec<Category> = Category::ALL.into_iter().filter(|c| groups.values().any(|g| g.category(*c) > 0)).collect();
+    let severities: Vec<Severity> = Severity::ALL.into_iter().filter(|s| groups.values().any(|g| g.severity(*s) > 0)).collect();
     let head = match spec.axis.as_deref() {
         Some(axis) => format!("`{axis}`"),
         None => "Cell".to_string(),
@@ -67,17 +92,17 @@ pub fn compute(spec: &AnalysisSpec, input: &AnalysisInput<'_>) -> AnalysisResult
     for label in &labels {
         let Some(g) = groups.get(label.as_str()) else { continue };
         let mut row = vec![format!("`{label}`").into(), g.runs.into(), g.findings.into(), fmt_num(ratio(g.findings as f64, g.runs as f64), 2)];
-        row.extend(categories.iter().map(|c| fmt_share(g.by_category.get(c).copied().unwrap_or(0), g.findings)));
+        row.extend(categories.iter().map(|c| fmt_share(g.category(*c), g.findings)));
         by_category.rows.push(row);
         let mut row = vec![TableCell::from(format!("`{label}`"))];
-        row.extend(severities.iter().map(|s| fmt_share(g.by_severity.get(s).copied().unwrap_or(0), g.findings)));
+        row.extend(severities.iter().map(|s| fmt_share(g.severity(*s), g.findings)));
         by_severity.rows.push(row);
         data.push(&json!({
             "source": match spec.axis.as_deref() { Some(axis) => format!("{axis}={label}"), None => label.clone() },
             "runs": g.runs,
             "findings": g.findings,
-            "by_category": g.by_category.iter().map(|(c, n)| (c.as_str().to_string(), json!(n))).collect::<serde_json::Map<_, _>>(),
-            "by_severity": g.by_severity.iter().map(|(s, n)| (s.as_str().to_string(), json!(n))).collect::<serde_json::Map<_, _>>(),
+            "by_category": g.categories().map(|(c, n)| (c.as_str().to_string(), json!(n))).collect::<serde_json::Map<_, _>>(),
+            "by_severity": g.severities().map(|(s, n)| (s.as_str().to_string(), json!(n))).collect::<serde_json::Map<_, _>>(),
         }));
     }
     if categories.is_empty() {

@@ -488,10 +488,15 @@ pub async fn execute<C: Conclusions>(
                         _ => true,
                     });
                     let (view, conclusions) = (&walk.view(&review_nodes, &materialize_nodes, &scoring_nodes), &conclusions);
-                    let results: Vec<C::Analysis> = std::thread::scope(|scope| {
-                        let handles: Vec<_> = batch.iter().map(|&(_, index)| scope.spawn(move || conclusions.analyze(index, view))).collect();
-                        handles.into_iter().map(|h| h.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic))).collect()
-                    });
+                    // As many at once as there are cores: each holds its own working memory.
+                    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+                    let mut results: Vec<C::Analysis> = Vec::with_capacity(batch.len());
+                    for chunk in batch.chunks(cores) {
+                        std::thread::scope(|scope| {
+                            let handles: Vec<_> = chunk.iter().map(|&(_, index)| scope.spawn(move || conclusions.analyze(index, view))).collect();
+                            results.extend(handles.into_iter().map(|h| h.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic))));
+                        });
+                    }
                     for ((node, _), result) in batch.into_iter().zip(results) {
                         walk.finish(node, State::Analysis(Box::new(result)));
                     }

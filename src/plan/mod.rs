@@ -545,6 +545,18 @@ output = "out"
         assert_eq!(counts[&NodeKind::Analyze], 2);
         assert_eq!(counts[&NodeKind::Render], 1);
         assert!(petgraph::algo::toposort(&plan.graph, None).is_ok());
+
+        // Held once: a run's cell is the plan's, and cells of one configuration share it.
+        for run in &plan.runs {
+            assert!(plan.cells.iter().any(|c| Arc::ptr_eq(c, &run.cell)), "{}", run.label());
+        }
+        let config_of = |baseline: &str, r: &str| {
+            let run = plan.runs.iter().find(|run| run.cell.id.contains(&format!("baseline={baseline}")) && run.subject_id == r).expect("run");
+            run.inputs.reviewer.clone()
+        };
+        assert!(Arc::ptr_eq(&config_of("dry-run", "HEAD~1"), &config_of("dry-run", "HEAD~2")));
+        assert!(!Arc::ptr_eq(&config_of("dry-run", "HEAD~1"), &config_of("heuristic", "HEAD~1")));
+        assert_ne!(config_of("dry-run", "HEAD~1"), config_of("heuristic", "HEAD~1"));
     }
 
     use crate::matrix::{Axis, AxisValue, Matrix};

@@ -239,19 +239,53 @@ pub fn write_reports(results: &Results, dir: &Path, template_override: Option<&P
 
 /// results.json, pretty-printed with a final newline, streamed into a temporary file beside it
 /// that is fsynced and renamed over it (as `atomic_write` does), never held whole in memory.
+/// When the file there already has exactly these bytes (a re-report from the cache), it is
+/// left as it is: nothing is renamed or synced.
 fn write_json(path: &Path, results: &Results) -> Result<(), RenderError> {
     use std::io::Write;
     let fail = |source: std::io::Error| RenderError::Write { path: path.display().to_string(), source };
     let dir = path.parent().unwrap_or(Path::new("."));
     std::fs::create_dir_all(dir).map_err(fail)?;
     let tmp = crate::cache::store::temp_file_in(dir).map_err(fail)?;
-    let mut out = std::io::BufWriter::new(tmp);
+    let mut out = std::io::BufWriter::new(Hashed { file: tmp, hasher: blake3::Hasher::new(), len: 0 });
     serde_json::to_writer_pretty(&mut out, results).map_err(|e| fail(std::io::Error::other(e)))?;
     out.write_all(b"\n").map_err(fail)?;
-    let tmp = out.into_inner().map_err(|e| fail(e.into_error()))?;
-    tmp.as_file().sync_all().map_err(fail)?;
-    tmp.persist(path).map_err(|e| fail(e.error))?;
+    let written = out.into_inner().map_err(|e| fail(e.into_error()))?;
+    if same_content(path, written.len, &written.hasher.finalize()) {
+        return Ok(());
+    }
+    written.file.as_file().sync_all().map_err(fail)?;
+    written.file.persist(path).map_err(|e| fail(e.error))?;
     Ok(())
+}
+
+/// A file being written, with the blake3 hash and length of what was written so far.
+struct Hashed {
+    file: tempfile::NamedTempFile,
+    hasher: blake3::Hasher,
+    len: u64,
+}
+
+impl std::io::Write for Hashed {
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+        let n = self.file.write(bytes)?;
+        self.hasher.update(&bytes[..n]);
+        self.len += n as u64;
+        Ok(n)
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.file.flush()
+    }
+}
+
+/// Whether the file at `path` is `len` bytes long and hashes to `hash`.
+fn same_content(path: &Path, len: u64, hash: &blake3::Hash) -> bool {
+    if std::fs::metadata(path).ok().map(|m| m.len()) != Some(len) {
+        return false;
+    }
+    let mut hasher = blake3::Hasher::new();
+    std::fs::File::open(path).and_then(|mut file| std::io::copy(&mut file, &mut hasher)).is_ok_and(|n| n == len) && hasher.finalize() == *hash
 }
 
 #[cfg(test)]
@@ -288,6 +322,25 @@ mod tests {
         // results.json keeps every row.
         let back = Results::read(&dir.path().join("results.json")).expect("reads back");
         assert_eq!((back.cells.len(), back.runs.len(), back.analyses[latency].tables[0].rows.len()), (n, n, n));
+    }
+
+    #[test]
+    fn an_unchanged_results_json_is_left_in_place_and_a_changed_one_replaced() {
+        use std::os::unix::fs::MetadataExt;
+        let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("results/quickstart/results.json");
+        let mut results = Results::read(&path).unwrap_or_else(|e| panic!("{e}"));
+        let dir = tempfile::tempdir().expect("tempdir");
+        let json = dir.path().join("results.json");
+        write_json(&json, &results).expect("first write");
+        let (first, inode) = (std::fs::read(&json).expect("read"), std::fs::metadata(&json).expect("meta").ino());
+        write_json(&json, &results).expect("same again");
+        assert_eq!(std::fs::metadata(&json).expect("meta").ino(), inode, "identical bytes: the file is not replaced");
+        assert_eq!(std::fs::read(&json).expect("read"), first);
+        assert_eq!(std::fs::read_dir(dir.path()).expect("list").count(), 1, "no temporary file is left");
+        results.experiment.description.push('!');
+        write_json(&json, &results).expect("changed");
+        assert_ne!(std::fs::metadata(&json).expect("meta").ino(), inode, "changed bytes: the file is replaced");
+        assert_eq!(Results::read(&json).expect("reads back").experiment.description, results.experiment.description);
     }
 
     fn render(template: &str, data: serde_json::Value) -> String {
