@@ -793,8 +793,14 @@ fn walk_files(dir: &Path, keep: impl Fn(&Path) -> bool) -> Vec<PathBuf> {
     out
 }
 
-/// Writes a file atomically: a temp file in the same directory, fsync, rename.
+/// Writes a file atomically: a temp file in the same directory, fsync, rename. A file that
+/// already holds exactly these bytes is left as it is (no rename, no fsync), so a re-report
+/// that changes nothing writes nothing.
 pub fn atomic_write(path: &Path, bytes: &[u8]) -> Result<(), CacheError> {
+    let unchanged = std::fs::metadata(path).is_ok_and(|m| m.len() == bytes.len() as u64) && std::fs::read(path).is_ok_and(|old| old == bytes);
+    if unchanged {
+        return Ok(());
+    }
     write_via_temp(path, bytes, true)
 }
 
@@ -860,6 +866,22 @@ mod tests {
             other => panic!("expected corrupt, got {other:?}"),
         }
         assert_eq!(store.verify().problems.len(), 2, "object and run both reported");
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn an_atomic_write_of_the_same_bytes_leaves_the_file_in_place() {
+        use std::os::unix::fs::MetadataExt;
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("RESULTS.md");
+        atomic_write(&path, b"one").expect("first");
+        let inode = std::fs::metadata(&path).expect("meta").ino();
+        atomic_write(&path, b"one").expect("same");
+        assert_eq!(std::fs::metadata(&path).expect("meta").ino(), inode, "identical bytes: not replaced");
+        atomic_write(&path, b"two").expect("changed");
+        assert_ne!(std::fs::metadata(&path).expect("meta").ino(), inode, "changed bytes: replaced");
+        assert_eq!(std::fs::read(&path).expect("read"), b"two");
+        assert_eq!(std::fs::read_dir(dir.path()).expect("list").count(), 1, "no temporary file is left");
     }
 
     #[test]

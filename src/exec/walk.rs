@@ -489,9 +489,8 @@ pub async fn execute<C: Conclusions>(
                     });
                     let (view, conclusions) = (&walk.view(&review_nodes, &materialize_nodes, &scoring_nodes), &conclusions);
                     // As many at once as there are cores: each holds its own working memory.
-                    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
                     let mut results: Vec<C::Analysis> = Vec::with_capacity(batch.len());
-                    for chunk in batch.chunks(cores) {
+                    for chunk in batch.chunks(cores()) {
                         std::thread::scope(|scope| {
                             let handles: Vec<_> = chunk.iter().map(|&(_, index)| scope.spawn(move || conclusions.analyze(index, view))).collect();
                             results.extend(handles.into_iter().map(|h| h.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic))));
@@ -599,7 +598,7 @@ fn look_up_runs(cache: &dyn Store, plan: &Plan, experiment: &str) -> Vec<Lookup>
         }
         lookup
     };
-    let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).min(16);
+    let threads = cores().min(16);
     if threads == 1 || plan.runs.len() < 256 {
         return plan.runs.iter().map(look_up).collect();
     }
@@ -613,6 +612,11 @@ fn look_up_runs(cache: &dyn Store, plan: &Plan, experiment: &str) -> Vec<Lookup>
             .flat_map(|(w, runs)| w.join().unwrap_or_else(|_| runs.iter().map(|_| Lookup::Miss).collect()))
             .collect()
     })
+}
+
+/// How many threads CPU-bound work of the walk uses at once: the machine's cores.
+fn cores() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get())
 }
 
 /// The analyze nodes in manifest order.

@@ -324,6 +324,7 @@ mod tests {
         assert_eq!((back.cells.len(), back.runs.len(), back.analyses[latency].tables[0].rows.len()), (n, n, n));
     }
 
+    #[cfg(unix)]
     #[test]
     fn an_unchanged_results_json_is_left_in_place_and_a_changed_one_replaced() {
         use std::os::unix::fs::MetadataExt;

@@ -349,18 +349,18 @@ pub fn wilson(successes: usize, n: usize) -> Option<(f64, f64)> {
 /// A3: the seconds of every run with a result, per cell (results.json `runs`).
 fn latency(results: &Results, labels: impl FnOnce() -> CellLabels) -> Option<Named> {
     const TITLE: &str = "Seconds per run, by cell";
-    let timed = |run: &&super::model::RunRow| matches!((run.status, run.seconds), (RunStatus::Ok, Some(_)));
+    let seconds = |run: &super::model::RunRow| if run.status == RunStatus::Ok { run.seconds } else { None };
     if results.cells.len() > MAX_CHART_MARKS {
         // One box per cell: too many to draw.
         return results
             .runs
             .iter()
-            .any(|r| timed(&r))
+            .any(|r| seconds(r).is_some())
             .then(|| Named { name: "seconds", chart: Chart::TooLarge { title: TITLE.into(), marks: results.cells.len() } });
     }
     let mut per_cell: BTreeMap<&str, Vec<f64>> = BTreeMap::new();
     for run in &results.runs {
-        if let (RunStatus::Ok, Some(s)) = (run.status, run.seconds) {
+        if let Some(s) = seconds(run) {
             per_cell.entry(run.cell.as_str()).or_default().push(s);
         }
     }
