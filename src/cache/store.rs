@@ -804,6 +804,52 @@ pub fn atomic_write(path: &Path, bytes: &[u8]) -> Result<(), CacheError> {
     write_via_temp(path, bytes, true)
 }
 
+/// [`atomic_write`] of bytes `write` streams out, never held whole in memory: into a temporary
+/// file beside `path`, hashed as they go; left as it is when the file there already has
+/// exactly these bytes, else fsynced and renamed over it.
+pub fn atomic_write_streamed(path: &Path, write: impl FnOnce(&mut dyn Write) -> std::io::Result<()>) -> std::io::Result<()> {
+    let dir = path.parent().unwrap_or(Path::new("."));
+    std::fs::create_dir_all(dir)?;
+    let mut out = std::io::BufWriter::new(Hashed { file: temp_file_in(dir)?, hasher: blake3::Hasher::new(), len: 0 });
+    write(&mut out)?;
+    let written = out.into_inner().map_err(|e| e.into_error())?;
+    if same_content(path, written.len, &written.hasher.finalize()) {
+        return Ok(());
+    }
+    written.file.as_file().sync_all()?;
+    written.file.persist(path).map_err(|e| e.error)?;
+    Ok(())
+}
+
+/// A file being written, with the blake3 hash and length of what was written so far.
+struct Hashed {
+    file: tempfile::NamedTempFile,
+    hasher: blake3::Hasher,
+    len: u64,
+}
+
+impl Write for Hashed {
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+        let n = self.file.write(bytes)?;
+        self.hasher.update(&bytes[..n]);
+        self.len += n as u64;
+        Ok(n)
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.file.flush()
+    }
+}
+
+/// Whether the file at `path` is `len` bytes long and hashes to `hash`.
+fn same_content(path: &Path, len: u64, hash: &blake3::Hash) -> bool {
+    if std::fs::metadata(path).ok().map(|m| m.len()) != Some(len) {
+        return false;
+    }
+    let mut hasher = blake3::Hasher::new();
+    std::fs::File::open(path).and_then(|mut file| std::io::copy(&mut file, &mut hasher)).is_ok_and(|n| n == len) && hasher.finalize() == *hash
+}
+
 /// A temporary file in `dir` (named `.tmp…`, so `gc` knows it) to be renamed over a file
 /// there. Created with the mode any new file gets (0666 less the umask), not tempfile's
 /// owner-only 0600: reports and cache entries hold no secrets, and teammates on a shared

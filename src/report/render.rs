@@ -237,55 +237,15 @@ pub fn write_reports(results: &Results, dir: &Path, template_override: Option<&P
     Ok(written)
 }
 
-/// results.json, pretty-printed with a final newline, streamed into a temporary file beside it
-/// that is fsynced and renamed over it (as `atomic_write` does), never held whole in memory.
-/// When the file there already has exactly these bytes (a re-report from the cache), it is
-/// left as it is: nothing is renamed or synced.
+/// results.json, pretty-printed with a final newline, streamed to its file (see
+/// [`crate::cache::store::atomic_write_streamed`]: never held whole in memory, and left as it
+/// is when its bytes are unchanged).
 fn write_json(path: &Path, results: &Results) -> Result<(), RenderError> {
-    use std::io::Write;
-    let fail = |source: std::io::Error| RenderError::Write { path: path.display().to_string(), source };
-    let dir = path.parent().unwrap_or(Path::new("."));
-    std::fs::create_dir_all(dir).map_err(fail)?;
-    let tmp = crate::cache::store::temp_file_in(dir).map_err(fail)?;
-    let mut out = std::io::BufWriter::new(Hashed { file: tmp, hasher: blake3::Hasher::new(), len: 0 });
-    serde_json::to_writer_pretty(&mut out, results).map_err(|e| fail(std::io::Error::other(e)))?;
-    out.write_all(b"\n").map_err(fail)?;
-    let written = out.into_inner().map_err(|e| fail(e.into_error()))?;
-    if same_content(path, written.len, &written.hasher.finalize()) {
-        return Ok(());
-    }
-    written.file.as_file().sync_all().map_err(fail)?;
-    written.file.persist(path).map_err(|e| fail(e.error))?;
-    Ok(())
-}
-
-/// A file being written, with the blake3 hash and length of what was written so far.
-struct Hashed {
-    file: tempfile::NamedTempFile,
-    hasher: blake3::Hasher,
-    len: u64,
-}
-
-impl std::io::Write for Hashed {
-    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
-        let n = self.file.write(bytes)?;
-        self.hasher.update(&bytes[..n]);
-        self.len += n as u64;
-        Ok(n)
-    }
-
-    fn flush(&mut self) -> std::io::Result<()> {
-        self.file.flush()
-    }
-}
-
-/// Whether the file at `path` is `len` bytes long and hashes to `hash`.
-fn same_content(path: &Path, len: u64, hash: &blake3::Hash) -> bool {
-    if std::fs::metadata(path).ok().map(|m| m.len()) != Some(len) {
-        return false;
-    }
-    let mut hasher = blake3::Hasher::new();
-    std::fs::File::open(path).and_then(|mut file| std::io::copy(&mut file, &mut hasher)).is_ok_and(|n| n == len) && hasher.finalize() == *hash
+    crate::cache::store::atomic_write_streamed(path, |out| {
+        serde_json::to_writer_pretty(&mut *out, results).map_err(std::io::Error::other)?;
+        out.write_all(b"\n")
+    })
+    .map_err(|source| RenderError::Write { path: path.display().to_string(), source })
 }
 
 #[cfg(test)]
