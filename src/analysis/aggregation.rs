@@ -100,9 +100,9 @@ pub fn aggregate(runs: &[&RunView<'_>], oracle: Option<&crate::ground_truth::ora
 
 pub fn compute(spec: &AnalysisSpec, input: &AnalysisInput<'_>) -> AnalysisResult {
     let oracle = input.oracle;
-    let mut table = Table {
-        title: String::new(),
-        columns: [
+    let mut table = Table::with_columns(
+        "",
+        [
             "Cell",
             "Repeats",
             "Merged findings",
@@ -116,8 +116,7 @@ pub fn compute(spec: &AnalysisSpec, input: &AnalysisInput<'_>) -> AnalysisResult
         ]
         .map(String::from)
         .to_vec(),
-        rows: Vec::new(),
-    };
+    );
     let mut cells_json = Vec::new();
     for cell in input.cells {
         let runs: Vec<&RunView<'_>> = super::runs_of(input, cell).collect();

@@ -65,11 +65,7 @@ pub fn level(finding: &Finding, scope: &DiffScope) -> Level {
 }
 
 pub fn compute(spec: &AnalysisSpec, input: &AnalysisInput<'_>) -> AnalysisResult {
-    let mut table = Table {
-        title: String::new(),
-        columns: ["Cell", "Findings", "diff", "file", "repo", "diff share", "file share", "repo share"].map(String::from).to_vec(),
-        rows: Vec::new(),
-    };
+    let mut table = Table::with_columns("", ["Cell", "Findings", "diff", "file", "repo", "diff share", "file share", "repo share"].map(String::from).to_vec());
     let mut cells_json = Vec::new();
     let mut unscoped: std::collections::BTreeSet<&str> = std::collections::BTreeSet::new();
     let mut total: BTreeMap<Level, usize> = BTreeMap::new();

@@ -84,10 +84,10 @@ pub fn compute(spec: &AnalysisSpec, input: &AnalysisInput<'_>) -> AnalysisResult
 
     let mut cat_columns = vec![head.clone(), "Runs".into(), "Findings".into(), "Per run".into()];
     cat_columns.extend(categories.iter().map(|c| c.as_str().to_string()));
-    let mut by_category = Table { title: "By category".into(), columns: cat_columns, rows: Vec::new() };
+    let mut by_category = Table::with_columns("By category", cat_columns);
     let mut sev_columns = vec![head];
     sev_columns.extend(severities.iter().map(|s| s.as_str().to_string()));
-    let mut by_severity = Table { title: "By severity".into(), columns: sev_columns, rows: Vec::new() };
+    let mut by_severity = Table::with_columns("By severity", sev_columns);
     let mut data = DataList::default();
     for label in &labels {
         let Some(g) = groups.get(label.as_str()) else { continue };

@@ -116,27 +116,11 @@ pub fn compute(spec: &AnalysisSpec, input: &AnalysisInput<'_>) -> AnalysisResult
     let (mut scored, unknown) = score_runs(&input.runs, oracle, &spec.oracle_rule);
     let (method, method_notes) = adjudicate_described(&mut scored, input.adjudication(spec), describe_rule_for(&spec.oracle_rule, oracle));
     result.rule = Some(method.describe());
-    let mut overall = Table {
-        title: "Overall".into(),
-        columns: ["Cell", "Runs", "TP", "FP", "FN", "Precision", "Recall", "F1"].map(String::from).to_vec(),
-        rows: Vec::new(),
-    };
-    let mut by_category = Table {
-        title: "Per category".into(),
-        columns: ["Cell", "Category", "TP", "FP", "FN", "Precision", "Recall", "F1"].map(String::from).to_vec(),
-        rows: Vec::new(),
-    };
-    let mut by_case = Table {
-        title: "Per case".into(),
-        columns: ["Cell", "Case", "TP", "FP", "FN", "Precision", "Recall", "F1"].map(String::from).to_vec(),
-        rows: Vec::new(),
-    };
+    let mut overall = Table::with_columns("Overall", ["Cell", "Runs", "TP", "FP", "FN", "Precision", "Recall", "F1"].map(String::from).to_vec());
+    let mut by_category = Table::with_columns("Per category", ["Cell", "Category", "TP", "FP", "FN", "Precision", "Recall", "F1"].map(String::from).to_vec());
+    let mut by_case = Table::with_columns("Per case", ["Cell", "Case", "TP", "FP", "FN", "Precision", "Recall", "F1"].map(String::from).to_vec());
     let labelled = oracle.findings.iter().any(|f| f.severity_label.is_some());
-    let mut by_severity = Table {
-        title: "Recall by severity".into(),
-        columns: ["Cell", "Severity", "Oracle findings", "Found", "Recall"].map(String::from).to_vec(),
-        rows: Vec::new(),
-    };
+    let mut by_severity = Table::with_columns("Recall by severity", ["Cell", "Severity", "Oracle findings", "Found", "Recall"].map(String::from).to_vec());
     let mut ranked: Vec<(String, Prf)> = Vec::new();
     let mut cells_json = Vec::new();
     for cell in input.cells {
@@ -220,11 +204,10 @@ fn ranking(rate: RankBy, mut cells: Vec<(String, Prf)>) -> Table {
         let (ka, kb) = (key(a), key(b));
         kb[0].total_cmp(&ka[0]).then(kb[1].total_cmp(&ka[1])).then(kb[2].total_cmp(&ka[2])).then(a_id.cmp(b_id))
     });
-    let mut table = Table {
-        title: format!("Ranking by {}", if rate == RankBy::F1 { "F1".to_string() } else { rate.as_str().to_string() }),
-        columns: ["Rank", "Cell", "F1", "Precision", "Recall", "TP", "FP", "FN"].map(String::from).to_vec(),
-        rows: Vec::new(),
-    };
+    let mut table = Table::with_columns(
+        format!("Ranking by {}", if rate == RankBy::F1 { "F1".to_string() } else { rate.as_str().to_string() }),
+        ["Rank", "Cell", "F1", "Precision", "Recall", "TP", "FP", "FN"].map(String::from).to_vec(),
+    );
     for (i, (id, p)) in cells.iter().enumerate() {
         table.rows.push(vec![
             (i + 1).into(),

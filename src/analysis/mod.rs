@@ -229,7 +229,10 @@ pub fn format_share(count: u64, total: u64) -> String {
 pub struct Table {
     pub title: String,
     pub columns: Vec<String>,
+    /// The rows as cells: every row, or a folded table's first [`Table::HELD_ROWS`].
     pub rows: Vec<Vec<TableCell>>,
+    /// A folded table's rows after `rows` (see [`Table::fold`]).
+    pub folded: FoldedRows,
 }
 
 /// A table as results.json stores it; the derived fields are recomputed when read.
@@ -242,48 +245,171 @@ struct TableData {
 
 impl From<TableData> for Table {
     fn from(t: TableData) -> Self {
-        Self { title: t.title, columns: t.columns, rows: t.rows }
+        Self { title: t.title, columns: t.columns, rows: t.rows, folded: FoldedRows::default() }
+    }
+}
+
+/// What one column's cells say about its alignment: whether any is non-empty, and whether
+/// every non-empty one reads as a number.
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct ColumnKind {
+    any: bool,
+    numeric: bool,
+}
+
+impl Default for ColumnKind {
+    fn default() -> Self {
+        Self { any: false, numeric: true }
+    }
+}
+
+impl ColumnKind {
+    fn add(&mut self, cell: &TableCell) {
+        match cell {
+            TableCell::Text(t) if t.is_empty() => {}
+            // Numbers, counts and `–` always read as numbers (a test holds every kind to it);
+            // only text is looked at, so no cell is rendered.
+            TableCell::Text(t) => {
+                self.any = true;
+                self.numeric &= looks_numeric(t);
+            }
+            _ => self.any = true,
+        }
+    }
+
+    fn and(self, other: Self) -> Self {
+        Self { any: self.any || other.any, numeric: self.numeric && other.numeric }
+    }
+
+    fn separator(self) -> &'static str {
+        if self.any && self.numeric {
+            "---:"
+        } else {
+            "---"
+        }
+    }
+}
+
+/// Rows of a long table past the ones held as cells, as compact JSON text: the per-cell
+/// tables of a 100k-cell grid are written to results.json and read as cells no more (RESULTS.md
+/// shows a table's first rows). A third of the memory of the same rows as cells.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct FoldedRows {
+    /// Each row's compact JSON array, one after another.
+    text: String,
+    /// Where each row ends in `text`.
+    ends: Vec<usize>,
+    /// The alignment evidence of each column over these rows.
+    columns: Vec<ColumnKind>,
+}
+
+impl FoldedRows {
+    pub fn len(&self) -> usize {
+        self.ends.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.ends.is_empty()
+    }
+
+    fn push(&mut self, row: &[TableCell]) {
+        if self.columns.len() < row.len() {
+            self.columns.resize(row.len(), ColumnKind::default());
+        }
+        for (kind, cell) in self.columns.iter_mut().zip(row) {
+            kind.add(cell);
+        }
+        // Writing cells into a `String` cannot fail.
+        if let Ok(text) = serde_json::to_string(row) {
+            self.text.push_str(&text);
+        }
+        self.ends.push(self.text.len());
+    }
+
+    /// Each row's JSON text.
+    fn texts(&self) -> impl Iterator<Item = &str> {
+        self.ends.iter().scan(0, |start, &end| {
+            let text = self.text.get(*start..end).unwrap_or("[]");
+            *start = end;
+            Some(text)
+        })
     }
 }
 
 impl Table {
     pub fn new(title: impl Into<String>, columns: &[&str]) -> Self {
-        Self { title: title.into(), columns: columns.iter().map(|c| c.to_string()).collect(), rows: Vec::new() }
+        Self::with_columns(title, columns.iter().map(|c| c.to_string()).collect())
+    }
+
+    pub fn with_columns(title: impl Into<String>, columns: Vec<String>) -> Self {
+        Self { title: title.into(), columns, rows: Vec::new(), folded: FoldedRows::default() }
     }
 
     /// A titled table longer than this many rows is folded in RESULTS.md (a detail table).
     pub const FOLD_ROWS: usize = 10;
 
+    /// How many rows [`Table::fold`] keeps as cells: all that RESULTS.md shows of a table.
+    pub const HELD_ROWS: usize = 1_000;
+
+    /// Every row, folded ones included.
+    pub fn row_count(&self) -> usize {
+        self.rows.len() + self.folded.len()
+    }
+
+    /// Every row as cells, folded ones read back from their text.
+    pub fn each_row(&self) -> impl Iterator<Item = std::borrow::Cow<'_, [TableCell]>> {
+        let held = self.rows.iter().map(|r| std::borrow::Cow::Borrowed(r.as_slice()));
+        let folded = self.folded.texts().map(|text| std::borrow::Cow::Owned(serde_json::from_str::<Vec<TableCell>>(text).unwrap_or_default()));
+        held.chain(folded)
+    }
+
     /// Whether RESULTS.md shows the table folded under its title.
     pub fn collapsed(&self) -> bool {
-        !self.title.is_empty() && self.rows.len() > Self::FOLD_ROWS
+        !self.title.is_empty() && self.row_count() > Self::FOLD_ROWS
+    }
+
+    /// Keeps the first [`Table::HELD_ROWS`] rows as cells and the rest as text, and gives back
+    /// the room the rows grew into: a result is held until the reports are written.
+    pub fn fold(&mut self) {
+        if self.rows.len() > Self::HELD_ROWS {
+            for row in self.rows.drain(Self::HELD_ROWS..) {
+                self.folded.push(&row);
+            }
+            self.folded.text.shrink_to_fit();
+            self.folded.ends.shrink_to_fit();
+        }
+        self.rows.shrink_to_fit();
+        for row in &mut self.rows {
+            row.shrink_to_fit();
+            for cell in row.iter_mut() {
+                if let TableCell::Text(text) = cell {
+                    text.shrink_to_fit();
+                }
+            }
+        }
     }
 
     /// The Markdown separator cell of each column: right-aligned (`---:`) when every
-    /// non-empty cell of the column reads as a number, `–`, or a `n (p%)` count.
+    /// non-empty cell of the column reads as a number, `–`, or a `n (p%)` count. Folded rows
+    /// count.
     pub fn align(&self) -> Vec<&'static str> {
-        Self::align_rows(self.columns.len(), &self.rows)
+        let held = Self::column_kinds(self.columns.len(), &self.rows);
+        held.into_iter().enumerate().map(|(i, kind)| kind.and(self.folded.columns.get(i).copied().unwrap_or_default()).separator()).collect()
     }
 
     /// [`Self::align`] of `columns` columns over these rows.
     pub fn align_rows(columns: usize, rows: &[Vec<TableCell>]) -> Vec<&'static str> {
-        (0..columns)
-            .map(|i| {
-                // Numbers, counts and `–` always read as numbers (a test holds every kind to
-                // it); only text is looked at, so no cell is rendered.
-                let mut cells = rows.iter().filter_map(|r| r.get(i)).filter(|c| !matches!(c, TableCell::Text(t) if t.is_empty())).peekable();
-                let numeric = cells.peek().is_some()
-                    && cells.all(|c| match c {
-                        TableCell::Text(t) => looks_numeric(t),
-                        _ => true,
-                    });
-                if numeric {
-                    "---:"
-                } else {
-                    "---"
-                }
-            })
-            .collect()
+        Self::column_kinds(columns, rows).into_iter().map(ColumnKind::separator).collect()
+    }
+
+    fn column_kinds(columns: usize, rows: &[Vec<TableCell>]) -> Vec<ColumnKind> {
+        let mut kinds = vec![ColumnKind::default(); columns];
+        for row in rows {
+            for (kind, cell) in kinds.iter_mut().zip(row) {
+                kind.add(cell);
+            }
+        }
+        kinds
     }
 }
 
@@ -293,17 +419,36 @@ fn looks_numeric(cell: &str) -> bool {
 }
 
 /// Serialized with derived fields for templates: `align` separators, `row_count`, and
-/// `collapsed` (see [`Table::collapsed`]), so templates can right-align numbers and fold long tables.
+/// `collapsed` (see [`Table::collapsed`]), so templates can right-align numbers and fold long
+/// tables. Folded rows are written after the held ones, as if they had never been folded.
 impl Serialize for Table {
     fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         let mut s = serializer.serialize_struct("Table", 6)?;
         s.serialize_field("title", &self.title)?;
         s.serialize_field("columns", &self.columns)?;
         s.serialize_field("align", &self.align())?;
-        s.serialize_field("rows", &self.rows)?;
-        s.serialize_field("row_count", &self.rows.len())?;
+        s.serialize_field("rows", &AllRows(self))?;
+        s.serialize_field("row_count", &self.row_count())?;
         s.serialize_field("collapsed", &self.collapsed())?;
         s.end()
+    }
+}
+
+/// A table's rows, held and folded, as one sequence.
+struct AllRows<'a>(&'a Table);
+
+impl Serialize for AllRows<'_> {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeSeq;
+        let mut seq = serializer.serialize_seq(Some(self.0.row_count()))?;
+        for row in &self.0.rows {
+            seq.serialize_element(row)?;
+        }
+        for text in self.0.folded.texts() {
+            let mut source = serde_json::Deserializer::from_str(text);
+            seq.serialize_element(&serde_transcode::Transcoder::new(&mut source))?;
+        }
+        seq.end()
     }
 }
 
@@ -353,6 +498,14 @@ impl AnalysisResult {
 
 /// Computes one analysis.
 pub fn compute(spec: &AnalysisSpec, input: &AnalysisInput<'_>) -> AnalysisResult {
+    let mut result = compute_kind(spec, input);
+    for table in &mut result.tables {
+        table.fold();
+    }
+    result
+}
+
+fn compute_kind(spec: &AnalysisSpec, input: &AnalysisInput<'_>) -> AnalysisResult {
     match spec.kind {
         AnalysisKind::Overlap => overlap::compute(spec, input),
         AnalysisKind::Latency => latency::compute(spec, input),
@@ -487,6 +640,40 @@ mod tests {
         assert_eq!(t.align(), vec!["---", "---:", "---:"]);
         let json = serde_json::to_value(&t).expect("serializes");
         assert_eq!(json["align"][1], "---:");
+    }
+
+    #[test]
+    fn a_folded_table_reads_and_serializes_as_the_whole_table() {
+        let mut whole = Table::new("Per cell", &["Cell", "Count", "Mean", "Note", "Share"]);
+        let n = Table::HELD_ROWS + 250;
+        for i in 0..n {
+            // The `Note` column is numeric in the held rows only: the folded ones decide it.
+            let note: TableCell = if i < Table::HELD_ROWS {
+                format!("{i}").into()
+            } else if i % 2 == 0 {
+                "".into()
+            } else {
+                "a | \"quoted\"\nnote".into()
+            };
+            let mean = fmt_num((i % 3 != 0).then_some(i as f64 / 7.0), 3);
+            whole.rows.push(vec![format!("`c{i}`").into(), i.into(), mean, note, fmt_share(i, n)]);
+        }
+        let mut folded = whole.clone();
+        folded.fold();
+        assert_eq!((folded.rows.len(), folded.folded.len(), folded.row_count()), (Table::HELD_ROWS, 250, n));
+        assert_eq!(folded.align(), whole.align());
+        assert_eq!(folded.align()[3], "---", "a text cell past the held rows makes its column text");
+        assert_eq!(folded.collapsed(), whole.collapsed());
+        assert!(folded.each_row().map(|r| r.into_owned()).eq(whole.rows.iter().cloned()), "every row reads back as it was");
+        let (pretty, compact) = (serde_json::to_string_pretty(&folded).expect("pretty"), serde_json::to_string(&folded).expect("compact"));
+        assert_eq!(pretty, serde_json::to_string_pretty(&whole).expect("pretty"));
+        assert_eq!(compact, serde_json::to_string(&whole).expect("compact"));
+        let back: Table = serde_json::from_str(&compact).expect("reads back");
+        assert_eq!((back.rows, back.folded.len()), (whole.rows.clone(), 0), "read back, every row is held");
+        let mut short = Table::new("", &["Cell"]);
+        short.rows.push(vec!["`a`".into()]);
+        short.fold();
+        assert!(short.folded.is_empty() && short.rows.len() == 1, "a short table is not folded");
     }
 
     #[test]

@@ -128,7 +128,7 @@ pub fn compute(spec: &AnalysisSpec, input: &AnalysisInput<'_>) -> AnalysisResult
     }
     columns.extend([format!("A ({axis})"), format!("B ({axis})"), "Run pairs".into()]);
     columns.extend(["Findings A", "Findings B", "Exact overlap", "Fuzzy overlap", "Only A", "Only B"].map(String::from));
-    let mut summary = Table { title: String::new(), columns, rows: Vec::new() };
+    let mut summary = Table::with_columns("", columns);
     for cmp in &comparisons {
         let mut row: Vec<TableCell> = Vec::new();
         if show_group {
@@ -147,7 +147,7 @@ pub fn compute(spec: &AnalysisSpec, input: &AnalysisInput<'_>) -> AnalysisResult
             columns.push("Other axes".into());
         }
         columns.extend([axis.to_string(), "Findings".into(), "Unique to it".into()]);
-        let mut table = Table { title: format!("Found by one value of `{axis}` only (no fuzzy match in any other value's run)"), columns, rows: Vec::new() };
+        let mut table = Table::with_columns(format!("Found by one value of `{axis}` only (no fuzzy match in any other value's run)"), columns);
         for group in &groups {
             for value in &values {
                 let (mut total, mut unique) = (0usize, 0usize);
@@ -179,7 +179,7 @@ pub fn compute(spec: &AnalysisSpec, input: &AnalysisInput<'_>) -> AnalysisResult
             columns.push("Comparison".into());
         }
         columns.extend(["Subject", "Findings A", "Findings B", "Exact overlap", "Fuzzy overlap", "Only A", "Only B"].map(String::from));
-        let mut table = Table { title: "Per subject, summed over repeats".into(), columns, rows: Vec::new() };
+        let mut table = Table::with_columns("Per subject, summed over repeats", columns);
         for cmp in &comparisons {
             for (subject, counts) in &cmp.per_subject {
                 let mut row: Vec<TableCell> = Vec::new();

@@ -70,9 +70,9 @@ pub fn compute(spec: &AnalysisSpec, input: &AnalysisInput<'_>) -> AnalysisResult
         head.push("Other axes".into());
     }
     head.push(format!("`{axis}` on"));
-    let mut summary = Table { title: String::new(), columns: head.clone(), rows: Vec::new() };
+    let mut summary = Table::with_columns("", head.clone());
     summary.columns.extend(["Runs off / on", "Findings off", "Findings on", "Δ", "Shared (fuzzy)", "Only off", "Only on"].map(String::from));
-    let mut categories = Table { title: "By category (off → on)".into(), columns: head, rows: Vec::new() };
+    let mut categories = Table::with_columns("By category (off → on)", head);
     categories.columns.extend(["Category", "Off", "On", "Δ"].map(String::from));
     let mut data = DataList::default();
     let mut means_used = false;

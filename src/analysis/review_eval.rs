@@ -346,19 +346,17 @@ pub fn compute(spec: &AnalysisSpec, input: &AnalysisInput<'_>) -> AnalysisResult
 
 fn tables(oracle: &Oracle, cells: &[CellEval]) -> Vec<Table> {
     let with = |first: &[&str]| first.iter().copied().chain(SCORE_COLUMNS).map(String::from).collect::<Vec<_>>();
-    let mut per_cell = Table { title: "Per cell (all repeats)".into(), columns: with(&["Cell", "Repeats"]), rows: Vec::new() };
-    let mut per_run = Table { title: "Per run".into(), columns: with(&["Cell", "Repeat"]), rows: Vec::new() };
-    let mut per_case = Table { title: "Per case (repeats summed)".into(), columns: with(&["Cell", "Case"]), rows: Vec::new() };
-    let mut per_class = Table {
-        title: "Recall by category".into(),
-        columns: ["Cell", "Category", "Oracle findings", "Found", "Partial", "Recall (strict)", "Recall (with partials)"].map(String::from).to_vec(),
-        rows: Vec::new(),
-    };
-    let mut grid = Table {
-        title: "Verdict per oracle finding (most frequent over repeats)".into(),
-        columns: ["Finding", "Case", "Category"].iter().map(|s| s.to_string()).chain(cells.iter().map(|c| format!("`{}`", c.cell))).collect(),
-        rows: Vec::new(),
-    };
+    let mut per_cell = Table::with_columns("Per cell (all repeats)", with(&["Cell", "Repeats"]));
+    let mut per_run = Table::with_columns("Per run", with(&["Cell", "Repeat"]));
+    let mut per_case = Table::with_columns("Per case (repeats summed)", with(&["Cell", "Case"]));
+    let mut per_class = Table::with_columns(
+        "Recall by category",
+        ["Cell", "Category", "Oracle findings", "Found", "Partial", "Recall (strict)", "Recall (with partials)"].map(String::from).to_vec(),
+    );
+    let mut grid = Table::with_columns(
+        "Verdict per oracle finding (most frequent over repeats)",
+        ["Finding", "Case", "Category"].iter().map(|s| s.to_string()).chain(cells.iter().map(|c| format!("`{}`", c.cell))).collect(),
+    );
     for c in cells {
         let mut row: Vec<TableCell> = vec![format!("`{}`", c.cell).into(), c.runs.len().into()];
         row.extend(score_cells(&c.scores));

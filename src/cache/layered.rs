@@ -9,7 +9,7 @@
 
 use super::key::{CacheKey, KeyInputs};
 use super::remote::{RemoteError, RemoteStore};
-use super::store::{is_hex64, CacheError, CacheStore, Lookup, RunRecord, ValueLookup, ValueRecord};
+use super::store::{is_hex64, CacheError, CacheStore, FindingsMemo, Lookup, RunRecord, ValueLookup, ValueRecord};
 use super::{Guard, Lease, Store};
 use crate::reviewer::{ReviewError, ReviewOutput};
 use std::collections::{HashMap, HashSet};
@@ -91,6 +91,19 @@ impl LayeredStore {
 
     pub fn local(&self) -> &CacheStore {
         &self.local
+    }
+
+    /// A lookup within a batch ([`CacheStore::lookup_in`]): local first, then pulled from the
+    /// remote and looked up locally again.
+    fn lookup_in(&self, key: &CacheKey, memo: &mut FindingsMemo) -> Lookup {
+        match self.local.lookup_in(key, memo) {
+            hit @ Lookup::Hit { .. } => hit,
+            local => match (self.pull_run(key), local) {
+                (Pulled::Copied, _) => self.local.lookup_in(key, memo),
+                (Pulled::Corrupt(detail), _) => Lookup::Corrupt(format!("run `{}`: {detail}", key.short())),
+                (_, local) => local,
+            },
+        }
     }
 
     /// Why the remote was given up on in this execution, if it was.
@@ -420,14 +433,12 @@ fn short(hash: &str) -> &str {
 
 impl Store for LayeredStore {
     fn lookup(&self, key: &CacheKey) -> Lookup {
-        match self.local.lookup(key) {
-            Lookup::Hit { record, findings } => Lookup::Hit { record, findings },
-            local => match (self.pull_run(key), local) {
-                (Pulled::Copied, _) => self.local.lookup(key),
-                (Pulled::Corrupt(detail), _) => Lookup::Corrupt(format!("run `{}`: {detail}", key.short())),
-                (_, local) => local,
-            },
-        }
+        self.lookup_in(key, &mut FindingsMemo::default())
+    }
+
+    fn lookup_batch(&self, keys: &[&CacheKey]) -> Vec<Lookup> {
+        let mut memo = FindingsMemo::default();
+        keys.iter().map(|key| self.lookup_in(key, &mut memo)).collect()
     }
 
     fn store_success(

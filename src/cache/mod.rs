@@ -24,7 +24,7 @@ pub mod store;
 pub use key::{CacheKey, KeyInputs};
 pub use layered::{LayeredStore, Transfer};
 pub use remote::{RemoteError, RemoteStore, RemoteUrl};
-pub use store::{CacheError, CacheStore, Keep, Lookup, RunRecord, ValueLookup, ValueRecord};
+pub use store::{CacheError, CacheStore, Findings, FindingsMemo, Keep, Lookup, RunRecord, ValueLookup, ValueRecord};
 
 use crate::reviewer::{ReviewError, ReviewOutput};
 
@@ -49,6 +49,12 @@ pub type Guard = Box<dyn Send + Sync>;
 pub trait Store: Send + Sync {
     /// A verified result for `key`, a miss, or a corrupt entry (treated as a miss).
     fn lookup(&self, key: &CacheKey) -> Lookup;
+
+    /// [`Self::lookup`] of each key, in order, as one batch: a store may read an object that
+    /// several of them share once (see [`FindingsMemo`]).
+    fn lookup_batch(&self, keys: &[&CacheKey]) -> Vec<Lookup> {
+        keys.iter().map(|key| self.lookup(key)).collect()
+    }
 
     /// Stores a successful run so that a crash leaves either no entry or the whole one.
     #[allow(clippy::too_many_arguments)]
@@ -104,6 +110,11 @@ pub trait Store: Send + Sync {
 impl Store for CacheStore {
     fn lookup(&self, key: &CacheKey) -> Lookup {
         CacheStore::lookup(self, key)
+    }
+
+    fn lookup_batch(&self, keys: &[&CacheKey]) -> Vec<Lookup> {
+        let mut memo = FindingsMemo::default();
+        keys.iter().map(|key| self.lookup_in(key, &mut memo)).collect()
     }
 
     fn store_success(

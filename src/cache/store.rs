@@ -74,12 +74,22 @@ pub enum ValueLookup {
     Corrupt(String),
 }
 
+/// A run's findings as looked up: shared, so runs that found the same findings (one object)
+/// hold one list.
+pub type Findings = Arc<[Finding]>;
+
+/// The findings objects one batch of lookups has read and verified, by object hash (see
+/// [`CacheStore::lookup_in`]). It lives for one batch only: an object corrupted after the
+/// batch is read again, and caught, by the next.
+#[derive(Debug, Default)]
+pub struct FindingsMemo(HashMap<String, Findings>);
+
 /// The answer to a lookup.
 #[derive(Debug, Clone)]
 pub enum Lookup {
     Hit {
         record: Box<RunRecord>,
-        findings: Vec<Finding>,
+        findings: Findings,
     },
     Miss,
     /// The entry exists but failed verification; treated as a miss.
@@ -304,24 +314,35 @@ impl CacheStore {
 
     /// Looks a run up, verifying every object it touches.
     pub fn lookup(&self, key: &CacheKey) -> Lookup {
+        self.lookup_in(key, &mut FindingsMemo::default())
+    }
+
+    /// [`Self::lookup`] within a batch: a findings object the batch has already read and
+    /// verified is not read again (at 100k runs of a deterministic reviewer, one object
+    /// serves them all).
+    pub fn lookup_in(&self, key: &CacheKey, memo: &mut FindingsMemo) -> Lookup {
         let path = self.run_path(key);
         let pointer = match std::fs::read_to_string(&path) {
             Ok(p) => p.trim().to_string(),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Lookup::Miss,
             Err(e) => return Lookup::Corrupt(format!("run `{}` is unreadable: {e}", key.short())),
         };
-        match self.read_record(&pointer) {
+        match self.read_record(&pointer, memo) {
             Ok((record, findings)) if record.key == *key => Lookup::Hit { record: Box::new(record), findings },
             Ok(_) => Lookup::Corrupt(format!("run `{}` points at a record for another key", key.short())),
             Err(e) => Lookup::Corrupt(format!("run `{}`: {e}", key.short())),
         }
     }
 
-    fn read_record(&self, pointer: &str) -> Result<(RunRecord, Vec<Finding>), String> {
+    fn read_record(&self, pointer: &str, memo: &mut FindingsMemo) -> Result<(RunRecord, Findings), String> {
         let bytes = self.get_object(pointer)?;
         let record: RunRecord = serde_json::from_slice(&bytes).map_err(|e| format!("record is not a valid run record: {e}"))?;
+        if let Some(findings) = memo.0.get(&record.findings) {
+            return Ok((record, findings.clone()));
+        }
         let findings_bytes = self.get_object(&record.findings)?;
-        let findings: Vec<Finding> = serde_json::from_slice(&findings_bytes).map_err(|e| format!("findings are not valid: {e}"))?;
+        let findings: Findings = serde_json::from_slice::<Vec<Finding>>(&findings_bytes).map_err(|e| format!("findings are not valid: {e}"))?.into();
+        memo.0.insert(record.findings.clone(), findings.clone());
         Ok((record, findings))
     }
 
@@ -506,7 +527,7 @@ impl CacheStore {
         for path in files_under(&self.root.join("runs")) {
             let filed_as = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
             let result = std::fs::read_to_string(&path).map_err(|e| e.to_string()).and_then(|p| {
-                let (record, _) = self.read_record(p.trim())?;
+                let (record, _) = self.read_record(p.trim(), &mut FindingsMemo::default())?;
                 if record.key.0 != filed_as {
                     return Err(format!("the pointer for key `{}` names a record for key `{}`", short(&filed_as), record.key.short()));
                 }
@@ -804,50 +825,97 @@ pub fn atomic_write(path: &Path, bytes: &[u8]) -> Result<(), CacheError> {
     write_via_temp(path, bytes, true)
 }
 
-/// [`atomic_write`] of bytes `write` streams out, never held whole in memory: into a temporary
-/// file beside `path`, hashed as they go; left as it is when the file there already has
-/// exactly these bytes, else fsynced and renamed over it.
+/// [`atomic_write`] of bytes `write` streams out, never held whole in memory. While they equal
+/// the file already at `path`, they are only compared with it; from the first byte that
+/// differs (or a longer or shorter file) they go to a temporary file beside it, which is
+/// fsynced and renamed over it. An unchanged file is left as it is, unwritten.
 pub fn atomic_write_streamed(path: &Path, write: impl FnOnce(&mut dyn Write) -> std::io::Result<()>) -> std::io::Result<()> {
     let dir = path.parent().unwrap_or(Path::new("."));
     std::fs::create_dir_all(dir)?;
-    let mut out = std::io::BufWriter::new(Hashed { file: temp_file_in(dir)?, hasher: blake3::Hasher::new(), len: 0 });
+    let old = std::fs::File::open(path).ok().map(|file| std::io::BufReader::with_capacity(STREAM_BUFFER, file));
+    let mut out = std::io::BufWriter::with_capacity(
+        STREAM_BUFFER,
+        Compared { dir: dir.to_path_buf(), path: path.to_path_buf(), old, matched: 0, temp: None, scratch: Vec::new() },
+    );
     write(&mut out)?;
-    let written = out.into_inner().map_err(|e| e.into_error())?;
-    if same_content(path, written.len, &written.hasher.finalize()) {
-        return Ok(());
+    let mut compared = out.into_inner().map_err(|e| e.into_error())?;
+    if compared.temp.is_none() {
+        // Every byte matched: unchanged unless the old file goes on.
+        let longer = match compared.old.as_mut() {
+            Some(old) => !std::io::BufRead::fill_buf(old)?.is_empty(),
+            None => true,
+        };
+        if !longer {
+            return Ok(());
+        }
+        compared.diverge()?;
     }
-    written.file.as_file().sync_all()?;
-    written.file.persist(path).map_err(|e| e.error)?;
+    let temp = compared.temp.take().ok_or_else(|| std::io::Error::other("no temporary file"))?;
+    temp.as_file().sync_all()?;
+    temp.persist(path).map_err(|e| e.error)?;
     Ok(())
 }
 
-/// A file being written, with the blake3 hash and length of what was written so far.
-struct Hashed {
-    file: tempfile::NamedTempFile,
-    hasher: blake3::Hasher,
-    len: u64,
+/// The buffer size of [`atomic_write_streamed`]'s reads and writes.
+const STREAM_BUFFER: usize = 1 << 16;
+
+/// Bytes compared with the file they would replace until one differs, then written to a
+/// temporary file that starts with the matched prefix.
+struct Compared {
+    dir: PathBuf,
+    path: PathBuf,
+    old: Option<std::io::BufReader<std::fs::File>>,
+    /// How many leading bytes equal the old file's.
+    matched: u64,
+    temp: Option<tempfile::NamedTempFile>,
+    scratch: Vec<u8>,
 }
 
-impl Write for Hashed {
+impl Compared {
+    /// Starts the temporary file with the old file's matched prefix.
+    fn diverge(&mut self) -> std::io::Result<()> {
+        let mut temp = temp_file_in(&self.dir)?;
+        if self.matched > 0 {
+            let mut prefix = std::io::Read::take(std::fs::File::open(&self.path)?, self.matched);
+            if std::io::copy(&mut prefix, temp.as_file_mut())? != self.matched {
+                return Err(std::io::Error::other(format!("`{}` changed while it was being replaced", self.path.display())));
+            }
+        }
+        self.old = None;
+        self.temp = Some(temp);
+        Ok(())
+    }
+}
+
+impl Write for Compared {
     fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
-        let n = self.file.write(bytes)?;
-        self.hasher.update(&bytes[..n]);
-        self.len += n as u64;
-        Ok(n)
+        if let Some(temp) = self.temp.as_mut() {
+            return temp.write(bytes);
+        }
+        if let Some(old) = self.old.as_mut() {
+            self.scratch.resize(bytes.len(), 0);
+            let mut got = 0;
+            while got < bytes.len() {
+                match std::io::Read::read(old, &mut self.scratch[got..])? {
+                    0 => break,
+                    n => got += n,
+                }
+            }
+            if got == bytes.len() && self.scratch == bytes {
+                self.matched += bytes.len() as u64;
+                return Ok(bytes.len());
+            }
+        }
+        self.diverge()?;
+        self.write(bytes)
     }
 
     fn flush(&mut self) -> std::io::Result<()> {
-        self.file.flush()
+        match self.temp.as_mut() {
+            Some(temp) => temp.flush(),
+            None => Ok(()),
+        }
     }
-}
-
-/// Whether the file at `path` is `len` bytes long and hashes to `hash`.
-fn same_content(path: &Path, len: u64, hash: &blake3::Hash) -> bool {
-    if std::fs::metadata(path).ok().map(|m| m.len()) != Some(len) {
-        return false;
-    }
-    let mut hasher = blake3::Hasher::new();
-    std::fs::File::open(path).and_then(|mut file| std::io::copy(&mut file, &mut hasher)).is_ok_and(|n| n == len) && hasher.finalize() == *hash
 }
 
 /// A temporary file in `dir` (named `.tmp…`, so `gc` knows it) to be renamed over a file
@@ -927,6 +995,43 @@ mod tests {
         atomic_write(&path, b"two").expect("changed");
         assert_ne!(std::fs::metadata(&path).expect("meta").ino(), inode, "changed bytes: replaced");
         assert_eq!(std::fs::read(&path).expect("read"), b"two");
+        assert_eq!(std::fs::read_dir(dir.path()).expect("list").count(), 1, "no temporary file is left");
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_streamed_write_replaces_a_file_exactly_when_a_byte_differs() {
+        use std::os::unix::fs::MetadataExt;
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("results.json");
+        // Written in uneven pieces, some larger than the stream's buffer.
+        let stream = |bytes: &[u8]| {
+            atomic_write_streamed(&path, |out| {
+                for piece in bytes.chunks(STREAM_BUFFER + 17) {
+                    for part in piece.chunks(STREAM_BUFFER / 3 + 1) {
+                        out.write_all(part)?;
+                    }
+                }
+                Ok(())
+            })
+            .expect("write");
+        };
+        let base: Vec<u8> = (0..3 * STREAM_BUFFER + 5).map(|i| (i % 251) as u8).collect();
+        stream(&base);
+        assert_eq!(std::fs::read(&path).expect("read"), base, "no file before: written");
+        let inode = std::fs::metadata(&path).expect("meta").ino();
+        stream(&base);
+        assert_eq!(std::fs::metadata(&path).expect("meta").ino(), inode, "identical bytes: not replaced");
+        let mut middle = base.clone();
+        middle[2 * STREAM_BUFFER + 3] ^= 1;
+        let longer = [base.as_slice(), b"tail"].concat();
+        let shorter = base[..base.len() - 1].to_vec();
+        for (what, bytes) in [("a byte in the middle", &middle), ("longer", &longer), ("shorter", &shorter), ("empty", &Vec::new()), ("back", &base)] {
+            let before = std::fs::metadata(&path).expect("meta").ino();
+            stream(bytes);
+            assert_eq!(&std::fs::read(&path).expect("read"), bytes, "{what}: the new bytes, matched prefix included");
+            assert_ne!(std::fs::metadata(&path).expect("meta").ino(), before, "{what}: replaced");
+        }
         assert_eq!(std::fs::read_dir(dir.path()).expect("list").count(), 1, "no temporary file is left");
     }
 

@@ -16,7 +16,7 @@ pub use events::{Event, SkipReason};
 pub use stages::{Call, CallFuture, NodeInputs, Scored, Scorers};
 pub use walk::{execute, Conclusions, Execution, Materializer, ScoredView, ScoringTally, WalkView};
 
-use crate::cache::RunRecord;
+use crate::cache::{Findings, RunRecord};
 use crate::finding::Finding;
 use crate::reviewer::ReviewError;
 use std::collections::BTreeMap;
@@ -68,11 +68,11 @@ impl Default for ReviewerLimits {
 pub enum RunOutcome {
     Cached {
         record: Box<RunRecord>,
-        findings: Vec<Finding>,
+        findings: Findings,
     },
     Fresh {
         record: Box<RunRecord>,
-        findings: Vec<Finding>,
+        findings: Findings,
     },
     Failed(ReviewError),
     Skipped(SkipReason),

@@ -154,7 +154,7 @@ pub(super) async fn run(mut shared: ReviewShared, task: ReviewTask) -> RunOutcom
         Ok(output) => match store_success(&shared, &task, output, writer).await {
             Ok((record, output)) => {
                 shared.emitter.emit(Event::RunFinished { run: task.label.clone(), findings: output.findings.len(), wall_ms: output.cost.wall_ms });
-                RunOutcome::Fresh { record: Box::new(record), findings: output.findings }
+                RunOutcome::Fresh { record: Box::new(record), findings: output.findings.into() }
             }
             Err(e) => {
                 let error = ReviewError::failed(format!("the review finished but could not be cached: {e}"));

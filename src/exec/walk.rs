@@ -587,24 +587,27 @@ pub async fn execute<C: Conclusions>(
 /// remembers its slot, so `plan` explains a later miss against the key last used; best
 /// effort, so a read-only cache still serves hits.
 fn look_up_runs(cache: &dyn Store, plan: &Plan, experiment: &str) -> Vec<Lookup> {
-    let look_up = |run: &crate::plan::PlannedRun| {
-        let mut lookup = cache.lookup(&run.key);
-        if let Lookup::Hit { record, .. } = &mut lookup {
-            let _ = cache.remember_slot(&run.slot(experiment), &run.key);
-            // The record's inputs are the plan's (the key is their hash): hold them once.
-            if record.inputs == run.inputs {
-                record.inputs = run.inputs.clone();
+    let look_up = |runs: &[crate::plan::PlannedRun]| {
+        let keys: Vec<&crate::cache::CacheKey> = runs.iter().map(|run| &run.key).collect();
+        let mut lookups = cache.lookup_batch(&keys);
+        for (run, lookup) in runs.iter().zip(&mut lookups) {
+            if let Lookup::Hit { record, .. } = lookup {
+                let _ = cache.remember_slot(&run.slot(experiment), &run.key);
+                // The record's inputs are the plan's (the key is their hash): hold them once.
+                if record.inputs == run.inputs {
+                    record.inputs = run.inputs.clone();
+                }
             }
         }
-        lookup
+        lookups
     };
     let threads = cores().min(16);
     if threads == 1 || plan.runs.len() < 256 {
-        return plan.runs.iter().map(look_up).collect();
+        return look_up(&plan.runs);
     }
     let chunk = plan.runs.len().div_ceil(threads);
     std::thread::scope(|scope| {
-        let workers: Vec<_> = plan.runs.chunks(chunk).map(|runs| scope.spawn(move || runs.iter().map(look_up).collect::<Vec<_>>())).collect();
+        let workers: Vec<_> = plan.runs.chunks(chunk).map(|runs| scope.spawn(move || look_up(runs))).collect();
         // A worker that panicked loses nothing but its lookups: those runs count as misses.
         workers
             .into_iter()

@@ -409,7 +409,8 @@ pub fn build_limited(manifest: &Manifest, subjects: BTreeMap<String, SubjectSpec
         }
         TargetSpec::Git { .. } => Vec::new(),
     };
-    let mut runs = Vec::new();
+    let subjects_per_cell = if subject_order.is_empty() { 1 } else { subject_order.len() };
+    let mut runs = Vec::with_capacity(cells.len() * manifest.matrix.repeat as usize * subjects_per_cell);
     let mut configs = Interner::default();
     for cell in &cells {
         let axis_value = cell.get(REVIEWER_AXIS).map(|v| v.render());
@@ -485,6 +486,8 @@ pub fn build_limited(manifest: &Manifest, subjects: BTreeMap<String, SubjectSpec
             graph.add_edge(review, render, Dependency::Observes);
         }
     }
+    // Held for the whole execution: without the slack of growing (a 100k-run plan has 600k edges).
+    graph.shrink_to_fit();
     Ok(Plan { cells, subjects, runs, graph, axis_order: manifest.matrix.axes.iter().map(|a| a.name.clone()).collect() })
 }
 

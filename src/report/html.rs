@@ -649,7 +649,7 @@ impl TableView {
             row_count: 0,
             collapsed: table.collapsed(),
         };
-        for row in &table.rows {
+        for row in table.each_row() {
             let cells: Vec<String> = row.iter().map(|c| c.render()).collect();
             let cell = cells.first().map(|c| plain(&spans(c))).filter(|c| cell_ids.contains(c.as_str()));
             view.push(cells, cell, None);

@@ -42,9 +42,12 @@ pub fn build_results(
         runs_by_cell.entry(run.cell.id.as_str()).or_default().push((run, outcome));
     }
     for cell in &plan.cells {
+        let cell_runs = runs_by_cell.remove(cell.id.as_str()).unwrap_or_default();
+        // The values as the cell's keys hold them, shared with the plan.
+        let values = cell_runs.first().map_or_else(|| crate::cache::KeyInputs::cell_values(cell), |(run, _)| run.inputs.cell.clone());
         let mut row = CellRow {
             cell: cell.id.clone(),
-            values: cell.values.iter().map(|(k, v)| (k.clone(), v.render())).collect(),
+            values,
             runs: 0,
             planned: 0,
             findings: 0,
@@ -54,7 +57,7 @@ pub fn build_results(
             completion_tokens: None,
         };
         let (mut ms, mut pt, mut ct, mut has_tokens) = (0u64, 0u64, 0u64, false);
-        for (run, &outcome) in runs_by_cell.remove(cell.id.as_str()).unwrap_or_default() {
+        for (run, &outcome) in cell_runs {
             row.planned += 1;
             let key = run.key.short().to_string();
             match outcome.success() {

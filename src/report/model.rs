@@ -166,7 +166,8 @@ pub struct Totals {
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct CellRow {
     pub cell: String,
-    pub values: crate::cache::key::CellText,
+    /// Shared with the plan's runs of the cell.
+    pub values: std::sync::Arc<crate::cache::key::CellText>,
     pub runs: usize,
     pub planned: usize,
     pub findings: usize,

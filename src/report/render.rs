@@ -68,6 +68,9 @@ fn escape_markdown_cell(text: &str) -> String {
 /// results.json always holds every row.
 pub const MARKDOWN_ROWS: usize = 1_000;
 
+// Every row RESULTS.md shows of an analysis's table is held as cells (see `Table::fold`).
+const _: () = assert!(Table::HELD_ROWS >= MARKDOWN_ROWS);
+
 /// What templates render: the results model with every list capped at [`MARKDOWN_ROWS`]
 /// (`omitted` says how many rows each left out), each analysis with the charts drawn for it
 /// (`plots`: a list of `{title, path, not_drawn}`, `path` relative to RESULTS.md). An
@@ -135,15 +138,16 @@ fn capped<T>(items: &[T]) -> (&[T], usize) {
 
 impl<'a> TableView<'a> {
     fn new(table: &'a Table) -> Self {
-        let (rows, omitted) = capped(&table.rows);
+        // A folded table holds as cells at least the rows shown.
+        let (rows, _) = capped(&table.rows);
         Self {
             title: &table.title,
             columns: &table.columns,
             align: Table::align_rows(table.columns.len(), rows),
             rows,
-            row_count: table.rows.len(),
+            row_count: table.row_count(),
             collapsed: table.collapsed(),
-            omitted,
+            omitted: table.row_count() - rows.len(),
         }
     }
 }

@@ -4,7 +4,7 @@
 
 use crate::analysis::matching::{match_case, Verdict};
 use crate::analysis::spec::OracleRule;
-use crate::cache::{CacheKey, CacheStore, Lookup, RunRecord};
+use crate::cache::{CacheKey, CacheStore, Findings, Lookup, RunRecord};
 use crate::finding::Finding;
 use crate::ground_truth::oracle::Oracle;
 use crate::plan::Plan;
@@ -238,8 +238,8 @@ pub fn collect_run(cache: &CacheStore, id: &str) -> Result<Shown, ShowError> {
 fn record_run(cache: &CacheStore, key: &CacheKey) -> ShownRun {
     let (status, findings, record) = match cache.lookup(key) {
         Lookup::Hit { record, findings } => (ShownStatus::Cached, findings, Some(record)),
-        Lookup::Miss => (ShownStatus::NotCached(None), Vec::new(), None),
-        Lookup::Corrupt(detail) => (ShownStatus::Corrupt(detail), Vec::new(), None),
+        Lookup::Miss => (ShownStatus::NotCached(None), Findings::default(), None),
+        Lookup::Corrupt(detail) => (ShownStatus::Corrupt(detail), Findings::default(), None),
     };
     let label = record.as_ref().map(|r| r.label.clone()).unwrap_or_default();
     let (cell, repeat, subject) = parse_label(&label).unwrap_or_default();
@@ -274,11 +274,11 @@ fn list(items: &[&str]) -> String {
 }
 
 /// A run's cached findings, or why there are none.
-fn read_run(cache: &CacheStore, key: &CacheKey) -> (ShownStatus, Vec<Finding>) {
+fn read_run(cache: &CacheStore, key: &CacheKey) -> (ShownStatus, Findings) {
     match cache.lookup(key) {
         Lookup::Hit { findings, .. } => (ShownStatus::Cached, findings),
-        Lookup::Miss => (ShownStatus::NotCached(cache.failure(key).map(|f| f.error.to_string())), Vec::new()),
-        Lookup::Corrupt(detail) => (ShownStatus::Corrupt(detail), Vec::new()),
+        Lookup::Miss => (ShownStatus::NotCached(cache.failure(key).map(|f| f.error.to_string())), Findings::default()),
+        Lookup::Corrupt(detail) => (ShownStatus::Corrupt(detail), Findings::default()),
     }
 }
 

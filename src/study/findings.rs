@@ -178,7 +178,7 @@ pub fn export_unique(
     sample: usize,
 ) -> Result<Exported, AdjudicationError> {
     // (other axes, case, repeat) → value → (cell, findings).
-    type Slot = BTreeMap<String, (String, Vec<crate::finding::Finding>)>;
+    type Slot = BTreeMap<String, (String, crate::cache::Findings)>;
     let mut slots: BTreeMap<(String, String, u32), Slot> = BTreeMap::new();
     for run in &source.runs {
         let Some(value) = run.matrix_cell.get(axis).map(|v| v.render()) else { continue };

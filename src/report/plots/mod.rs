@@ -393,6 +393,57 @@ struct SpreadRow {
     by_severity: Counts,
 }
 
+/// A5's data read in one pass: how many rows it has, the rows themselves while there are no
+/// more than a chart draws (a 100k-cell grid's are counted, not held), and the (table, key)
+/// pairs with a non-zero count in any row. The data is one row object, or an array of them.
+#[derive(Default)]
+struct Spread {
+    count: usize,
+    rows: Vec<SpreadRow>,
+    occurring: std::collections::HashSet<(&'static str, String)>,
+}
+
+impl Spread {
+    fn add(&mut self, row: SpreadRow) {
+        for (table, counts) in [("by_category", &row.by_category), ("by_severity", &row.by_severity)] {
+            for (key, n) in &counts.0 {
+                if *n > 0.0 && !self.occurring.contains(&(table, key.clone())) {
+                    self.occurring.insert((table, key.clone()));
+                }
+            }
+        }
+        self.count += 1;
+        if self.count <= MAX_CHART_MARKS {
+            self.rows.push(row);
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for Spread {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = Spread;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("an A5 row or an array of them")
+            }
+            fn visit_seq<S: serde::de::SeqAccess<'de>>(self, mut seq: S) -> Result<Spread, S::Error> {
+                let mut spread = Spread::default();
+                while let Some(row) = seq.next_element::<SpreadRow>()? {
+                    spread.add(row);
+                }
+                Ok(spread)
+            }
+            fn visit_map<M: serde::de::MapAccess<'de>>(self, map: M) -> Result<Spread, M::Error> {
+                let mut spread = Spread::default();
+                spread.add(SpreadRow::deserialize(serde::de::value::MapAccessDeserializer::new(map))?);
+                Ok(spread)
+            }
+        }
+        deserializer.deserialize_any(Visitor)
+    }
+}
+
 /// A JSON object of counts as a list: a few bytes per key, where a map would hold a node.
 #[derive(Default)]
 struct Counts(Vec<(String, f64)>);
@@ -425,12 +476,7 @@ impl<'de> Deserialize<'de> for Counts {
 
 /// A5: findings per category and per severity, one bar per cell or axis value.
 fn distribution(analysis: &AnalysisResult, labels: impl FnOnce() -> CellLabels) -> Vec<Named> {
-    // One object for one group, an array for several.
-    let rows: Vec<SpreadRow> = match analysis.data.as_json().as_bytes().first() {
-        Some(b'[') => analysis.data_as().unwrap_or_default(),
-        Some(b'{') => analysis.data_as().map(|row| vec![row]).unwrap_or_default(),
-        _ => Vec::new(),
-    };
+    let Spread { count: row_count, rows, occurring } = analysis.data_as().unwrap_or_default();
     let count = |row: &SpreadRow, table: &str, key: &str| if table == "by_category" { &row.by_category } else { &row.by_severity }.get(key);
     let mut labels = Some(labels);
     let mut names: Vec<String> = Vec::new();
@@ -438,13 +484,14 @@ fn distribution(analysis: &AnalysisResult, labels: impl FnOnce() -> CellLabels) 
     let categories: Vec<&str> = Category::ALL.iter().map(|c| c.as_str()).collect();
     let severities: Vec<&str> = Severity::ALL.iter().map(|s| s.as_str()).collect();
     for (name, table, order, what) in [("category", "by_category", &categories, "stet category"), ("severity", "by_severity", &severities, "severity")] {
-        let groups: Vec<&str> = order.iter().copied().filter(|k| rows.iter().any(|r| count(r, table, k).is_some_and(|n| n > 0.0))).collect();
+        let groups: Vec<&str> = order.iter().copied().filter(|k| occurring.contains(&(table, k.to_string()))).collect();
         if groups.is_empty() {
             continue;
         }
         let title = format!("Findings by {what}");
-        if groups.len() * rows.len() > MAX_CHART_MARKS {
-            out.push(Named { name, chart: Chart::TooLarge { title, marks: groups.len() * rows.len() } });
+        // Past this, `rows` holds only the first rows: the chart is not drawn.
+        if groups.len() * row_count > MAX_CHART_MARKS {
+            out.push(Named { name, chart: Chart::TooLarge { title, marks: groups.len() * row_count } });
             continue;
         }
         if let Some(labels) = labels.take().map(|make| make()) {
