@@ -339,7 +339,7 @@ fn analyze(
     rqs: Option<&crate::analysis::rqs::RqsInput>,
 ) -> AnalysisResult {
     let plan = &prepared.plan;
-    let mut views = Vec::new();
+    let mut views = Vec::with_capacity(plan.runs.len());
     let mut missing = Vec::new();
     for (run, outcome) in plan.runs.iter().zip(outcomes) {
         match outcome.success() {

@@ -66,7 +66,7 @@ pub fn compute(spec: &AnalysisSpec, input: &AnalysisInput<'_>) -> AnalysisResult
         let per_hunk = total.and_then(|n| ratio(n as f64, t.hunks as f64));
         let eval_s = t.eval_ms.map(|ms| ms / 1000.0);
         let opt = |v: Option<u64>| v.map(TableCell::from).unwrap_or_else(|| "–".into());
-        table.rows.push(vec![
+        table.push(vec![
             format!("`{}`", cell.id).into(),
             t.runs.into(),
             opt(t.prompt),

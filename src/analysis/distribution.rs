@@ -93,10 +93,10 @@ pub fn compute(spec: &AnalysisSpec, input: &AnalysisInput<'_>) -> AnalysisResult
         let Some(g) = groups.get(label.as_str()) else { continue };
         let mut row = vec![format!("`{label}`").into(), g.runs.into(), g.findings.into(), fmt_num(ratio(g.findings as f64, g.runs as f64), 2)];
         row.extend(categories.iter().map(|c| fmt_share(g.category(*c), g.findings)));
-        by_category.rows.push(row);
+        by_category.push(row);
         let mut row = vec![TableCell::from(format!("`{label}`"))];
         row.extend(severities.iter().map(|s| fmt_share(g.severity(*s), g.findings)));
-        by_severity.rows.push(row);
+        by_severity.push(row);
         data.push(&json!({
             "source": match spec.axis.as_deref() { Some(axis) => format!("{axis}={label}"), None => label.clone() },
             "runs": g.runs,

@@ -81,7 +81,7 @@ pub fn compute(spec: &AnalysisSpec, input: &AnalysisInput<'_>) -> AnalysisResult
             subjects_compared += usize::from(any);
         }
         let stable = (subjects_compared > 0).then_some(mismatches.is_empty());
-        table.rows.push(vec![
+        table.push(vec![
             format!("`{}`", cell.id).into(),
             subjects_compared.into(),
             if per_repeat.is_empty() { "–".into() } else { per_repeat.values().map(usize::to_string).collect::<Vec<_>>().join(", ").into() },
@@ -115,7 +115,7 @@ pub fn compute(spec: &AnalysisSpec, input: &AnalysisInput<'_>) -> AnalysisResult
             &["Cell", "Subject", "Location", "Message", "Ids by repeat"],
         );
         for m in all_mismatches.iter().take(SHOWN) {
-            listed.rows.push(vec![
+            listed.push(vec![
                 format!("`{}`", m.cell).into(),
                 m.subject.clone().into(),
                 format!("`{}:{}`", m.file, m.line).into(),

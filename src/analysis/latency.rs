@@ -71,7 +71,7 @@ pub fn compute(spec: &AnalysisSpec, input: &AnalysisInput<'_>) -> AnalysisResult
         if has_model_times {
             cells.extend([fmt_num(eval_s, 3), fmt_num(prompt_s, 3)]);
         }
-        table.rows.push(cells);
+        table.push(cells);
         let mut obj = json!({
             "cell": cell.id,
             "values": cell.values.iter().map(|(k, v)| (k.clone(), v.to_json())).collect::<serde_json::Map<_, _>>(),

@@ -68,26 +68,42 @@ pub struct AnalysisInput<'a> {
     pub rqs: Option<&'a rqs::RqsInput>,
     /// `runs` and `missing` by cell id, built on first use (`CellIndex::default()` when
     /// constructing), so per-cell reads are linear in runs rather than cells × runs.
-    pub by_cell: CellIndex,
+    pub by_cell: CellIndex<'a>,
 }
 
 /// Positions in an input's `runs`, and counts of its `missing`, by cell id.
 #[derive(Debug, Default)]
-pub struct CellIndex(std::sync::OnceLock<ByCell>);
+pub struct CellIndex<'a>(std::sync::OnceLock<ByCell<'a>>);
 
-/// Positions of a cell's runs, and its count of missing runs, by cell id.
-type ByCell = (std::collections::HashMap<String, Vec<usize>>, std::collections::HashMap<String, usize>);
+/// Each cell's runs as a span of one array of positions (a 100k-cell grid holds no list per
+/// cell), and each cell's count of missing runs.
+#[derive(Debug)]
+struct ByCell<'a> {
+    spans: std::collections::HashMap<&'a str, (u32, u32)>,
+    /// Positions in `runs`, grouped by cell; plan order within a cell.
+    order: Vec<u32>,
+    missing: std::collections::HashMap<String, usize>,
+}
 
-impl CellIndex {
-    fn get(&self, input: &AnalysisInput<'_>) -> &ByCell {
+impl<'a> CellIndex<'a> {
+    fn get(&self, input: &AnalysisInput<'a>) -> &ByCell<'a> {
         self.0.get_or_init(|| {
-            let mut runs: std::collections::HashMap<String, Vec<usize>> = std::collections::HashMap::new();
+            // Counted, then placed: each cell's span starts where the previous cell's ends.
+            let mut spans: std::collections::HashMap<&'a str, (u32, u32)> = std::collections::HashMap::new();
+            for run in &input.runs {
+                spans.entry(run.cell.id.as_str()).or_default().1 += 1;
+            }
+            let mut next = 0;
+            for span in spans.values_mut() {
+                span.0 = next;
+                next += span.1;
+                span.1 = 0;
+            }
+            let mut order = vec![0u32; input.runs.len()];
             for (i, run) in input.runs.iter().enumerate() {
-                match runs.get_mut(run.cell.id.as_str()) {
-                    Some(at) => at.push(i),
-                    None => {
-                        runs.insert(run.cell.id.clone(), vec![i]);
-                    }
+                if let Some(span) = spans.get_mut(run.cell.id.as_str()) {
+                    order[(span.0 + span.1) as usize] = i as u32;
+                    span.1 += 1;
                 }
             }
             let mut missing: std::collections::HashMap<String, usize> = std::collections::HashMap::new();
@@ -99,7 +115,7 @@ impl CellIndex {
                     }
                 }
             }
-            (runs, missing)
+            ByCell { spans, order, missing }
         })
     }
 }
@@ -368,16 +384,29 @@ impl Table {
         !self.title.is_empty() && self.row_count() > Self::FOLD_ROWS
     }
 
+    /// Adds a row at the end, folded at once past the first [`Table::HELD_ROWS`] (see
+    /// [`Table::fold`]): for a table whose rows are added in their final order, so that a
+    /// 100k-row table never exists as cells.
+    pub fn push(&mut self, row: Vec<TableCell>) {
+        if self.rows.len() < Self::HELD_ROWS {
+            self.rows.push(row);
+        } else {
+            self.folded.push(&row);
+        }
+    }
+
     /// Keeps the first [`Table::HELD_ROWS`] rows as cells and the rest as text, and gives back
     /// the room the rows grew into: a result is held until the reports are written.
     pub fn fold(&mut self) {
+        // Rows added to `rows` after [`Table::push`] folded some would be out of order.
+        debug_assert!(self.folded.is_empty() || self.rows.len() <= Self::HELD_ROWS, "rows pushed behind folded ones");
         if self.rows.len() > Self::HELD_ROWS {
             for row in self.rows.drain(Self::HELD_ROWS..) {
                 self.folded.push(&row);
             }
-            self.folded.text.shrink_to_fit();
-            self.folded.ends.shrink_to_fit();
         }
+        self.folded.text.shrink_to_fit();
+        self.folded.ends.shrink_to_fit();
         self.rows.shrink_to_fit();
         for row in &mut self.rows {
             row.shrink_to_fit();
@@ -566,13 +595,14 @@ pub fn one_or_many(items: impl IntoIterator<Item = serde_json::Value>) -> Data {
 
 /// The successful runs of one cell, in plan order.
 pub fn runs_of<'i, 'a>(input: &'i AnalysisInput<'a>, cell: &'i Cell) -> impl Iterator<Item = &'i RunView<'a>> + 'i {
-    let at: &'i [usize] = input.by_cell.get(input).0.get(cell.id.as_str()).map(Vec::as_slice).unwrap_or(&[]);
-    at.iter().map(move |&i| &input.runs[i])
+    let index = input.by_cell.get(input);
+    let at: &'i [u32] = index.spans.get(cell.id.as_str()).and_then(|&(start, len)| index.order.get(start as usize..(start + len) as usize)).unwrap_or(&[]);
+    at.iter().map(move |&i| &input.runs[i as usize])
 }
 
 /// How many planned runs of `cell` produced no result.
 pub fn missing_in(input: &AnalysisInput<'_>, cell: &Cell) -> usize {
-    input.by_cell.get(input).1.get(cell.id.as_str()).copied().unwrap_or(0)
+    input.by_cell.get(input).missing.get(cell.id.as_str()).copied().unwrap_or(0)
 }
 
 /// The standard note on planned runs that produced no result, when there are any.
@@ -660,6 +690,12 @@ mod tests {
         }
         let mut folded = whole.clone();
         folded.fold();
+        let mut pushed = Table::new("Per cell", &["Cell", "Count", "Mean", "Note", "Share"]);
+        for row in &whole.rows {
+            pushed.push(row.clone());
+        }
+        pushed.fold();
+        assert_eq!(pushed, folded, "rows pushed one by one fold as the whole table does");
         assert_eq!((folded.rows.len(), folded.folded.len(), folded.row_count()), (Table::HELD_ROWS, 250, n));
         assert_eq!(folded.align(), whole.align());
         assert_eq!(folded.align()[3], "---", "a text cell past the held rows makes its column text");

@@ -203,7 +203,7 @@ pub fn compute(spec: &AnalysisSpec, input: &AnalysisInput<'_>) -> AnalysisResult
             stats.in_all += all;
             stats.in_some += some;
             if local.min < 1.0 {
-                differing.rows.push(vec![
+                differing.push(vec![
                     format!("`{}`", cell.id).into(),
                     subject.into(),
                     sets.iter().map(|s| s.len().to_string()).collect::<Vec<_>>().join(", ").into(),
@@ -213,7 +213,7 @@ pub fn compute(spec: &AnalysisSpec, input: &AnalysisInput<'_>) -> AnalysisResult
             }
         }
         let counted = stats.subjects > 0;
-        table.rows.push(vec![
+        table.push(vec![
             format!("`{}`", cell.id).into(),
             stats.subjects.into(),
             fmt_ratio(stats.mean()),

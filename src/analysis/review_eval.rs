@@ -360,13 +360,13 @@ fn tables(oracle: &Oracle, cells: &[CellEval]) -> Vec<Table> {
     for c in cells {
         let mut row: Vec<TableCell> = vec![format!("`{}`", c.cell).into(), c.runs.len().into()];
         row.extend(score_cells(&c.scores));
-        per_cell.rows.push(row);
+        per_cell.push(row);
         let mut by_case: BTreeMap<&str, Scores> = BTreeMap::new();
         let mut by_class: BTreeMap<String, MatchCounts> = BTreeMap::new();
         for run in &c.runs {
             let mut row: Vec<TableCell> = vec![format!("`{}`", c.cell).into(), run.repeat.into()];
             row.extend(score_cells(&run.scores));
-            per_run.rows.push(row);
+            per_run.push(row);
             for case in &run.cases {
                 by_case.entry(&case.case).or_default().merge(&case.scores);
                 for v in &case.verdicts {
@@ -384,10 +384,10 @@ fn tables(oracle: &Oracle, cells: &[CellEval]) -> Vec<Table> {
         for (case, s) in by_case {
             let mut row: Vec<TableCell> = vec![format!("`{}`", c.cell).into(), case.into()];
             row.extend(score_cells(&s.finish()));
-            per_case.rows.push(row);
+            per_case.push(row);
         }
         for (class, m) in by_class {
-            per_class.rows.push(vec![
+            per_class.push(vec![
                 format!("`{}`", c.cell).into(),
                 class.into(),
                 m.oracle.into(),
@@ -407,7 +407,7 @@ fn tables(oracle: &Oracle, cells: &[CellEval]) -> Vec<Table> {
         for c in cells {
             row.push(c.findings.get(&finding_key(case, finding)).map(FindingEval::describe).unwrap_or_else(|| "–".into()).into());
         }
-        grid.rows.push(row);
+        grid.push(row);
     }
     vec![per_cell, per_run, per_case, per_class, grid]
 }

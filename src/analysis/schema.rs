@@ -86,7 +86,7 @@ pub fn compute(spec: &AnalysisSpec, input: &AnalysisInput<'_>) -> AnalysisResult
         } else {
             "pass"
         };
-        table.rows.push(vec![
+        table.push(vec![
             format!("`{}`", cell.id).into(),
             if missing > 0 { format!("{runs} of {}", runs + missing).into() } else { runs.into() },
             findings.into(),
@@ -110,7 +110,7 @@ pub fn compute(spec: &AnalysisSpec, input: &AnalysisInput<'_>) -> AnalysisResult
         let title = if listed.len() > SHOWN { format!("First {SHOWN} of {} problems", listed.len()) } else { "Problems".to_string() };
         let mut problems = Table::new(title, &["Run", "Problem"]);
         for (run, p) in listed.iter().take(SHOWN) {
-            problems.rows.push(vec![format!("`{run}`").into(), truncate(p, 120).into()]);
+            problems.push(vec![format!("`{run}`").into(), truncate(p, 120).into()]);
         }
         result.tables.push(problems);
         result.notes.push(format!("**Fail**: {total_problems} schema problem(s)."));

@@ -7,6 +7,7 @@ pub mod gate;
 pub mod html;
 pub mod model;
 pub mod plots;
+pub mod pretty;
 pub mod progress;
 pub mod render;
 pub mod show;

@@ -246,8 +246,11 @@ pub fn write_reports(results: &Results, dir: &Path, template_override: Option<&P
 /// is when its bytes are unchanged).
 fn write_json(path: &Path, results: &Results) -> Result<(), RenderError> {
     crate::cache::store::atomic_write_streamed(path, |out| {
-        serde_json::to_writer_pretty(&mut *out, results).map_err(std::io::Error::other)?;
-        out.write_all(b"\n")
+        // Buffered in front of the stream: the serializer's many small writes stay inlined.
+        let mut buffered = std::io::BufWriter::with_capacity(1 << 16, out);
+        super::pretty::to_writer_pretty(&mut buffered, results).map_err(std::io::Error::other)?;
+        std::io::Write::write_all(&mut buffered, b"\n")?;
+        std::io::Write::flush(&mut buffered)
     })
     .map_err(|source| RenderError::Write { path: path.display().to_string(), source })
 }
