@@ -830,6 +830,17 @@ pub fn atomic_write(path: &Path, bytes: &[u8]) -> Result<(), CacheError> {
 /// differs (or a longer or shorter file) they go to a temporary file beside it, which is
 /// fsynced and renamed over it. An unchanged file is left as it is, unwritten.
 pub fn atomic_write_streamed(path: &Path, write: impl FnOnce(&mut dyn Write) -> std::io::Result<()>) -> std::io::Result<()> {
+    atomic_write_streamed_if(path, write, || true).map(|_| ())
+}
+
+/// [`atomic_write_streamed`] that replaces the file only if `proceed` says so once the new
+/// bytes are written (a report written beside another waits for that one to render). `false`
+/// when changed bytes were dropped for it.
+pub fn atomic_write_streamed_if(
+    path: &Path,
+    write: impl FnOnce(&mut dyn Write) -> std::io::Result<()>,
+    proceed: impl FnOnce() -> bool,
+) -> std::io::Result<bool> {
     let dir = path.parent().unwrap_or(Path::new("."));
     std::fs::create_dir_all(dir)?;
     let old = std::fs::File::open(path).ok().map(|file| std::io::BufReader::with_capacity(STREAM_BUFFER, file));
@@ -846,14 +857,17 @@ pub fn atomic_write_streamed(path: &Path, write: impl FnOnce(&mut dyn Write) -> 
             None => true,
         };
         if !longer {
-            return Ok(());
+            return Ok(true);
         }
         compared.diverge()?;
     }
     let temp = compared.temp.take().ok_or_else(|| std::io::Error::other("no temporary file"))?;
+    if !proceed() {
+        return Ok(false);
+    }
     temp.as_file().sync_all()?;
     temp.persist(path).map_err(|e| e.error)?;
-    Ok(())
+    Ok(true)
 }
 
 /// The buffer size of [`atomic_write_streamed`]'s reads and writes.

@@ -228,14 +228,25 @@ pub fn write_reports(results: &Results, dir: &Path, template_override: Option<&P
         }
         None => (DEFAULT_TEMPLATE.to_string(), "templates/results.md.hbs".to_string()),
     };
-    let charts = super::plots::charts(results);
-    let markdown = render_markdown_with(results, &charts, &template, &name)?;
     let md_path = dir.join("RESULTS.md");
     let json_path = dir.join("results.json");
+    // results.json is written while RESULTS.md renders beside it, and replaces the one there
+    // only once RESULTS.md has rendered: a template that fails leaves both as they were.
+    let (rendered, charts) = std::thread::scope(|scope| {
+        let (md_done, md_result) = std::sync::mpsc::channel::<bool>();
+        let json = scope.spawn(|| write_json_if(&json_path, results, move || md_result.recv().unwrap_or(false)));
+        let charts = super::plots::charts(results);
+        let markdown = render_markdown_with(results, &charts, &template, &name);
+        let _ = md_done.send(markdown.is_ok());
+        let json = json
+            .join()
+            .unwrap_or_else(|_| Err(RenderError::Write { path: json_path.display().to_string(), source: std::io::Error::other("the writer panicked") }));
+        (markdown.and_then(|m| json.map(|_| m)), charts)
+    });
+    let markdown = rendered?;
     crate::cache::store::atomic_write(&md_path, markdown.as_bytes())
         .map_err(|e| RenderError::Write { path: md_path.display().to_string(), source: std::io::Error::other(e.to_string()) })?;
     drop(markdown);
-    write_json(&json_path, results)?;
     let mut written = vec![md_path, json_path];
     written.extend(super::plots::write_charts(charts, dir)?);
     Ok(written)
@@ -244,14 +255,25 @@ pub fn write_reports(results: &Results, dir: &Path, template_override: Option<&P
 /// results.json, pretty-printed with a final newline, streamed to its file (see
 /// [`crate::cache::store::atomic_write_streamed`]: never held whole in memory, and left as it
 /// is when its bytes are unchanged).
+#[cfg(test)]
 fn write_json(path: &Path, results: &Results) -> Result<(), RenderError> {
-    crate::cache::store::atomic_write_streamed(path, |out| {
-        // Buffered in front of the stream: the serializer's many small writes stay inlined.
-        let mut buffered = std::io::BufWriter::with_capacity(1 << 16, out);
-        super::pretty::to_writer_pretty(&mut buffered, results).map_err(std::io::Error::other)?;
-        std::io::Write::write_all(&mut buffered, b"\n")?;
-        std::io::Write::flush(&mut buffered)
-    })
+    write_json_if(path, results, || true).map(|_| ())
+}
+
+/// results.json written as [`crate::cache::store::atomic_write_streamed_if`] writes, replacing
+/// a changed file only if `proceed` says so once it is written.
+fn write_json_if(path: &Path, results: &Results, proceed: impl FnOnce() -> bool) -> Result<bool, RenderError> {
+    crate::cache::store::atomic_write_streamed_if(
+        path,
+        |out| {
+            // Buffered in front of the stream: the serializer's many small writes stay inlined.
+            let mut buffered = std::io::BufWriter::with_capacity(1 << 16, out);
+            super::pretty::to_writer_pretty(&mut buffered, results).map_err(std::io::Error::other)?;
+            std::io::Write::write_all(&mut buffered, b"\n")?;
+            std::io::Write::flush(&mut buffered)
+        },
+        proceed,
+    )
     .map_err(|source| RenderError::Write { path: path.display().to_string(), source })
 }
 
@@ -309,6 +331,27 @@ mod tests {
         write_json(&json, &results).expect("changed");
         assert_ne!(std::fs::metadata(&json).expect("meta").ino(), inode, "changed bytes: the file is replaced");
         assert_eq!(Results::read(&json).expect("reads back").experiment.description, results.experiment.description);
+    }
+
+    #[test]
+    fn a_template_that_fails_to_render_leaves_both_reports_as_they_were() {
+        let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("results/quickstart/results.json");
+        let mut results = Results::read(&path).unwrap_or_else(|e| panic!("{e}"));
+        let dir = tempfile::tempdir().expect("tempdir");
+        write_reports(&results, dir.path(), None).expect("first reports");
+        let read = |name: &str| std::fs::read(dir.path().join(name)).expect("read");
+        let (md, json) = (read("RESULTS.md"), read("results.json"));
+        results.experiment.description.push_str(" (changed)");
+        let failing = dir.path().join("failing.md.hbs");
+        std::fs::write(&failing, "{{experiment.name}} {{no_such_field}}").expect("template");
+        assert!(write_reports(&results, dir.path(), Some(&failing)).is_err(), "an unknown field fails in strict mode");
+        assert_eq!((read("RESULTS.md"), read("results.json")), (md, json.clone()), "neither report is replaced");
+        assert!(
+            std::fs::read_dir(dir.path()).expect("list").all(|e| !e.expect("entry").file_name().to_string_lossy().starts_with(".tmp")),
+            "no temporary file is left"
+        );
+        write_reports(&results, dir.path(), None).expect("reports again");
+        assert_ne!(read("results.json"), json, "with a template that renders, the changed results are written");
     }
 
     fn render(template: &str, data: serde_json::Value) -> String {
