@@ -38,29 +38,46 @@ impl Pretty {
     }
 }
 
-impl Formatter for Pretty {
-    #[inline]
-    fn begin_array<W: ?Sized + Write>(&mut self, writer: &mut W) -> io::Result<()> {
+impl Pretty {
+    /// `[` or `{`: one level deeper, nothing in it yet.
+    fn open<W: ?Sized + Write>(&mut self, writer: &mut W, bracket: &[u8]) -> io::Result<()> {
         self.depth += 1;
         self.has_value = false;
-        writer.write_all(b"[")
+        writer.write_all(bracket)
     }
 
-    #[inline]
-    fn end_array<W: ?Sized + Write>(&mut self, writer: &mut W) -> io::Result<()> {
+    /// `]` or `}`, on a line of its own unless the array or object is empty.
+    fn close<W: ?Sized + Write>(&mut self, writer: &mut W, bracket: &[u8]) -> io::Result<()> {
         self.depth -= 1;
         if self.has_value {
             self.line(writer)?;
         }
-        writer.write_all(b"]")
+        writer.write_all(bracket)
     }
 
-    #[inline]
-    fn begin_array_value<W: ?Sized + Write>(&mut self, writer: &mut W, first: bool) -> io::Result<()> {
+    /// Before an element or a key: a comma after the first, then a line of its own.
+    fn item<W: ?Sized + Write>(&mut self, writer: &mut W, first: bool) -> io::Result<()> {
         if !first {
             writer.write_all(b",")?;
         }
         self.line(writer)
+    }
+}
+
+impl Formatter for Pretty {
+    #[inline]
+    fn begin_array<W: ?Sized + Write>(&mut self, writer: &mut W) -> io::Result<()> {
+        self.open(writer, b"[")
+    }
+
+    #[inline]
+    fn end_array<W: ?Sized + Write>(&mut self, writer: &mut W) -> io::Result<()> {
+        self.close(writer, b"]")
+    }
+
+    #[inline]
+    fn begin_array_value<W: ?Sized + Write>(&mut self, writer: &mut W, first: bool) -> io::Result<()> {
+        self.item(writer, first)
     }
 
     #[inline]
@@ -71,26 +88,17 @@ impl Formatter for Pretty {
 
     #[inline]
     fn begin_object<W: ?Sized + Write>(&mut self, writer: &mut W) -> io::Result<()> {
-        self.depth += 1;
-        self.has_value = false;
-        writer.write_all(b"{")
+        self.open(writer, b"{")
     }
 
     #[inline]
     fn end_object<W: ?Sized + Write>(&mut self, writer: &mut W) -> io::Result<()> {
-        self.depth -= 1;
-        if self.has_value {
-            self.line(writer)?;
-        }
-        writer.write_all(b"}")
+        self.close(writer, b"}")
     }
 
     #[inline]
     fn begin_object_key<W: ?Sized + Write>(&mut self, writer: &mut W, first: bool) -> io::Result<()> {
-        if !first {
-            writer.write_all(b",")?;
-        }
-        self.line(writer)
+        self.item(writer, first)
     }
 
     #[inline]
