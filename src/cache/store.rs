@@ -828,19 +828,10 @@ pub fn atomic_write(path: &Path, bytes: &[u8]) -> Result<(), CacheError> {
 /// [`atomic_write`] of bytes `write` streams out, never held whole in memory. While they equal
 /// the file already at `path`, they are only compared with it; from the first byte that
 /// differs (or a longer or shorter file) they go to a temporary file beside it, which is
-/// fsynced and renamed over it. An unchanged file is left as it is, unwritten.
-pub fn atomic_write_streamed(path: &Path, write: impl FnOnce(&mut dyn Write) -> std::io::Result<()>) -> std::io::Result<()> {
-    atomic_write_streamed_if(path, write, || true).map(|_| ())
-}
-
-/// [`atomic_write_streamed`] that replaces the file only if `proceed` says so once the new
-/// bytes are written (a report written beside another waits for that one to render). `false`
-/// when changed bytes were dropped for it.
-pub fn atomic_write_streamed_if(
-    path: &Path,
-    write: impl FnOnce(&mut dyn Write) -> std::io::Result<()>,
-    proceed: impl FnOnce() -> bool,
-) -> std::io::Result<bool> {
+/// fsynced and renamed over it once `proceed` agrees (a report written beside another waits
+/// for that one to render; `false` drops the new bytes). An unchanged file is left as it is,
+/// unwritten.
+pub fn atomic_write_streamed(path: &Path, write: impl FnOnce(&mut dyn Write) -> std::io::Result<()>, proceed: impl FnOnce() -> bool) -> std::io::Result<()> {
     let dir = path.parent().unwrap_or(Path::new("."));
     std::fs::create_dir_all(dir)?;
     let old = std::fs::File::open(path).ok().map(|file| std::io::BufReader::with_capacity(STREAM_BUFFER, file));
@@ -857,17 +848,16 @@ pub fn atomic_write_streamed_if(
             None => true,
         };
         if !longer {
-            return Ok(true);
+            return Ok(());
         }
         compared.diverge()?;
     }
     let temp = compared.temp.take().ok_or_else(|| std::io::Error::other("no temporary file"))?;
-    if !proceed() {
-        return Ok(false);
+    if proceed() {
+        temp.as_file().sync_all()?;
+        temp.persist(path).map_err(|e| e.error)?;
     }
-    temp.as_file().sync_all()?;
-    temp.persist(path).map_err(|e| e.error)?;
-    Ok(true)
+    Ok(())
 }
 
 /// The buffer size of [`atomic_write_streamed`]'s reads and writes.
@@ -1018,16 +1008,25 @@ mod tests {
         use std::os::unix::fs::MetadataExt;
         let dir = tempfile::tempdir().expect("tempdir");
         let path = dir.path().join("results.json");
-        // Written in uneven pieces, some larger than the stream's buffer.
+        // Written in uneven pieces: every other one larger than the stream's buffer (it goes
+        // straight through), the rest in parts smaller than it.
         let stream = |bytes: &[u8]| {
-            atomic_write_streamed(&path, |out| {
-                for piece in bytes.chunks(STREAM_BUFFER + 17) {
-                    for part in piece.chunks(STREAM_BUFFER / 3 + 1) {
-                        out.write_all(part)?;
+            atomic_write_streamed(
+                &path,
+                |out| {
+                    for (i, piece) in bytes.chunks(STREAM_BUFFER + 17).enumerate() {
+                        if i % 2 == 0 {
+                            out.write_all(piece)?;
+                        } else {
+                            for part in piece.chunks(STREAM_BUFFER / 3 + 1) {
+                                out.write_all(part)?;
+                            }
+                        }
                     }
-                }
-                Ok(())
-            })
+                    Ok(())
+                },
+                || true,
+            )
             .expect("write");
         };
         let base: Vec<u8> = (0..3 * STREAM_BUFFER + 5).map(|i| (i % 251) as u8).collect();

@@ -234,14 +234,14 @@ pub fn write_reports(results: &Results, dir: &Path, template_override: Option<&P
     // only once RESULTS.md has rendered: a template that fails leaves both as they were.
     let (rendered, charts) = std::thread::scope(|scope| {
         let (md_done, md_result) = std::sync::mpsc::channel::<bool>();
-        let json = scope.spawn(|| write_json_if(&json_path, results, move || md_result.recv().unwrap_or(false)));
+        let json = scope.spawn(|| write_json(&json_path, results, move || md_result.recv().unwrap_or(false)));
         let charts = super::plots::charts(results);
         let markdown = render_markdown_with(results, &charts, &template, &name);
         let _ = md_done.send(markdown.is_ok());
         let json = json
             .join()
             .unwrap_or_else(|_| Err(RenderError::Write { path: json_path.display().to_string(), source: std::io::Error::other("the writer panicked") }));
-        (markdown.and_then(|m| json.map(|_| m)), charts)
+        (markdown.and_then(|m| json.map(|()| m)), charts)
     });
     let markdown = rendered?;
     crate::cache::store::atomic_write(&md_path, markdown.as_bytes())
@@ -253,17 +253,11 @@ pub fn write_reports(results: &Results, dir: &Path, template_override: Option<&P
 }
 
 /// results.json, pretty-printed with a final newline, streamed to its file (see
-/// [`crate::cache::store::atomic_write_streamed`]: never held whole in memory, and left as it
-/// is when its bytes are unchanged).
-#[cfg(test)]
-fn write_json(path: &Path, results: &Results) -> Result<(), RenderError> {
-    write_json_if(path, results, || true).map(|_| ())
-}
-
-/// results.json written as [`crate::cache::store::atomic_write_streamed_if`] writes, replacing
-/// a changed file only if `proceed` says so once it is written.
-fn write_json_if(path: &Path, results: &Results, proceed: impl FnOnce() -> bool) -> Result<bool, RenderError> {
-    crate::cache::store::atomic_write_streamed_if(
+/// [`crate::cache::store::atomic_write_streamed`]: never held whole in memory, left as it is
+/// when its bytes are unchanged, and replacing a changed file only if `proceed` says so once
+/// it is written).
+fn write_json(path: &Path, results: &Results, proceed: impl FnOnce() -> bool) -> Result<(), RenderError> {
+    crate::cache::store::atomic_write_streamed(
         path,
         |out| {
             // Buffered in front of the stream: the serializer's many small writes stay inlined.
@@ -321,14 +315,14 @@ mod tests {
         let mut results = Results::read(&path).unwrap_or_else(|e| panic!("{e}"));
         let dir = tempfile::tempdir().expect("tempdir");
         let json = dir.path().join("results.json");
-        write_json(&json, &results).expect("first write");
+        write_json(&json, &results, || true).expect("first write");
         let (first, inode) = (std::fs::read(&json).expect("read"), std::fs::metadata(&json).expect("meta").ino());
-        write_json(&json, &results).expect("same again");
+        write_json(&json, &results, || true).expect("same again");
         assert_eq!(std::fs::metadata(&json).expect("meta").ino(), inode, "identical bytes: the file is not replaced");
         assert_eq!(std::fs::read(&json).expect("read"), first);
         assert_eq!(std::fs::read_dir(dir.path()).expect("list").count(), 1, "no temporary file is left");
         results.experiment.description.push('!');
-        write_json(&json, &results).expect("changed");
+        write_json(&json, &results, || true).expect("changed");
         assert_ne!(std::fs::metadata(&json).expect("meta").ino(), inode, "changed bytes: the file is replaced");
         assert_eq!(Results::read(&json).expect("reads back").experiment.description, results.experiment.description);
     }

@@ -407,7 +407,7 @@ impl Spread {
     fn add(&mut self, row: SpreadRow) {
         for (table, counts) in [("by_category", &row.by_category), ("by_severity", &row.by_severity)] {
             for (key, n) in &counts.0 {
-                if *n > 0.0 && !self.occurring.contains(&(table, key.clone())) {
+                if *n > 0.0 {
                     self.occurring.insert((table, key.clone()));
                 }
             }
