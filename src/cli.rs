@@ -47,6 +47,11 @@ pub(crate) enum Command {
     /// Check RQS v2's alignment scores against people: CRScore's human study, with an
     /// embedder, calibrating τ and correlating with the human scores.
     Crscore(CrscoreArgs),
+    /// The rule that decides "found", measured and calibrated against judges' labels.
+    Matching {
+        #[command(subcommand)]
+        command: MatchingCommand,
+    },
     /// Blind adjudication sheets: export one from an experiment's cached results, import the
     /// filled sheet as seed 002 captured results.
     Adjudicate {
@@ -270,6 +275,79 @@ pub(crate) struct ReportArgs {
     pub manifest: Option<PathBuf>,
     #[command(flatten)]
     pub locations: LocationArgs,
+}
+
+#[derive(Debug, Subcommand)]
+pub(crate) enum MatchingCommand {
+    /// Match each record's candidates to its golden comments by the rule an experiment uses,
+    /// and, where the file has a judge's labels, print how well the matcher agrees with it.
+    Evaluate(MatchingEvaluateArgs),
+    /// Choose the rule's thresholds on labelled records by cross-validation over pull requests
+    /// and write them, with the data and the agreement they reached, as a calibration file.
+    Calibrate(MatchingCalibrateArgs),
+}
+
+/// Where embeddings come from, for a matcher that uses them.
+#[derive(Debug, Args, Clone)]
+pub(crate) struct MatchingEmbedderArgs {
+    /// The embedding server's base URL. Embeddings are used when this (or `RUNNER_EMBED_URL`)
+    /// is set and `--lexical` is not.
+    #[arg(long, env = "RUNNER_EMBED_URL")]
+    pub embedder_url: Option<String>,
+    /// The embedding server's protocol.
+    #[arg(long, default_value = "openai", value_parser = ["openai", "ollama"])]
+    pub provider: String,
+    /// The embedding model, as the server names it.
+    #[arg(long, default_value = "minilm-l6-v2")]
+    pub embedder_model: String,
+    /// Use no embeddings, even with an embedder configured.
+    #[arg(long)]
+    pub lexical: bool,
+    /// The cache the embeddings are kept in.
+    #[arg(long, default_value = "cache")]
+    pub cache: PathBuf,
+    /// Call no embedder: take every embedding from the cache, failing when one is missing.
+    #[arg(long)]
+    pub frozen: bool,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct MatchingEvaluateArgs {
+    /// Judgement files (`{judge, records: [{pr, tool, golden, candidates | unmatched_candidates}]}`).
+    #[arg(required = true)]
+    pub files: Vec<PathBuf>,
+    /// Print JSON: the figures and one decision per golden comment.
+    #[arg(long)]
+    pub json: bool,
+    /// The rule from a calibration file (`runner matching calibrate`) instead of the default.
+    #[arg(long, value_name = "FILE")]
+    pub calibration: Option<PathBuf>,
+    /// The similarity measure: `tokens` (content-word Dice) or `levenshtein`.
+    #[arg(long, value_parser = ["tokens", "levenshtein"])]
+    pub measure: Option<String>,
+    /// The similarity that counts as a find.
+    #[arg(long, value_name = "T")]
+    pub threshold: Option<f64>,
+    /// The embedding cosine that also counts as a find.
+    #[arg(long, value_name = "T")]
+    pub embedding_threshold: Option<f64>,
+    #[command(flatten)]
+    pub embedder: MatchingEmbedderArgs,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct MatchingCalibrateArgs {
+    /// Labelled judgement files.
+    #[arg(required = true)]
+    pub files: Vec<PathBuf>,
+    /// Where the calibration file goes.
+    #[arg(long, value_name = "FILE")]
+    pub out: PathBuf,
+    /// The similarity measure: `tokens` (content-word Dice) or `levenshtein`.
+    #[arg(long, default_value = "tokens", value_parser = ["tokens", "levenshtein"])]
+    pub measure: String,
+    #[command(flatten)]
+    pub embedder: MatchingEmbedderArgs,
 }
 
 #[derive(Debug, Subcommand)]

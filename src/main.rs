@@ -4,7 +4,7 @@ mod cli;
 
 use clap::Parser;
 use cli::{
-    A2Args, AdjudicateCommand, AdjudicateExportArgs, AdjudicateImportArgs, CacheCommand, Cli, Command, CorpusCommand, CorpusValidateArgs, CrscoreArgs,
+    A2Args, AdjudicateCommand, AdjudicateExportArgs, AdjudicateImportArgs, CacheCommand, Cli, Command, CorpusCommand, CorpusValidateArgs, CrscoreArgs, MatchingCalibrateArgs, MatchingCommand, MatchingEmbedderArgs, MatchingEvaluateArgs,
     DiffArgs, ExecArgs, LocationArgs, MergeArgs, PlanArgs, ReportArgs, ScoreArgs, ShowArgs, StudyAuditArgs, StudyCommand, StudyExportArgs, StudyImportArgs,
     StudyPreferenceArgs,
 };
@@ -44,6 +44,8 @@ fn main() -> ExitCode {
         Command::Corpus { command: CorpusCommand::Validate(args) } => corpus_validate(&args),
         Command::Score(args) => score(&args),
         Command::Crscore(args) => crscore(&args),
+        Command::Matching { command: MatchingCommand::Evaluate(args) } => matching_evaluate(&args),
+        Command::Matching { command: MatchingCommand::Calibrate(args) } => matching_calibrate(&args),
         Command::A2(args) => a2(&args),
         Command::Adjudicate { command: AdjudicateCommand::Export(args) } => adjudicate_export(&args),
         Command::Adjudicate { command: AdjudicateCommand::Import(args) } => adjudicate_import(&args),
@@ -473,6 +475,89 @@ fn crscore(args: &CrscoreArgs) -> Result<Exit, Error> {
     for path in written {
         eprintln!("wrote {}", path.display());
     }
+    Ok(Exit::Ok)
+}
+
+/// Reads judgement files, and embeds their texts through the cache when an embedder is set.
+fn read_judgements(files: &[PathBuf], embedder: &MatchingEmbedderArgs) -> Result<(Vec<runner::analysis::judgements::JudgementFile>, Option<runner::analysis::judgements::Vectors>, Option<serde_json::Value>), Error> {
+    use runner::analysis::judgements::JudgementFile;
+    use runner::judge::embed::{EmbedProtocol, Embedder, EmbedderSpec};
+    let read: Vec<JudgementFile> = files.iter().map(|f| JudgementFile::read(f)).collect::<Result<_, _>>().map_err(Error::Scoring)?;
+    let url = match (&embedder.embedder_url, embedder.lexical) {
+        (Some(url), false) => url,
+        _ => return Ok((read, None, None)),
+    };
+    let protocol = if embedder.provider == "ollama" { EmbedProtocol::Ollama } else { EmbedProtocol::OpenAi };
+    let client = Embedder::new(EmbedderSpec::new(protocol, url, &embedder.embedder_model)).map_err(|e| Error::Scoring(e.to_string()))?;
+    let texts: Vec<String> = read.iter().flat_map(|f| f.texts()).collect::<std::collections::BTreeSet<_>>().into_iter().collect();
+    let store = runner::cache::CacheStore::new(&embedder.cache);
+    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().map_err(Error::Runtime)?;
+    let embedded = runtime.block_on(runner::scoring::embed_cached(&client, &store, "matching", &texts, embedder.frozen)).map_err(Error::Scoring)?;
+    eprintln!("{} texts embedded: {} batches from the cache, {} embedded now", texts.len(), embedded.cached, embedded.fresh);
+    Ok((read, Some(embedded.vectors), Some(client.fingerprint())))
+}
+
+fn matching_evaluate(args: &MatchingEvaluateArgs) -> Result<Exit, Error> {
+    use runner::analysis::matching::SimilarityMeasure;
+    use runner::analysis::spec::OracleRule;
+    let (files, vectors, _) = read_judgements(&args.files, &args.embedder)?;
+    let mut rule = match (&args.calibration, vectors.is_some()) {
+        (Some(path), _) => {
+            let c = runner::analysis::match_calibration::read_rule(path).map_err(|e| Error::Scoring(format!("`{}`: {e}", path.display())))?;
+            OracleRule { similarity: c.similarity, measure: c.measure, embedding_similarity: c.embedding_similarity, calibrated: c.calibrated, ..OracleRule::default() }
+        }
+        (None, true) => OracleRule::default_with_embeddings(),
+        (None, false) => OracleRule::default(),
+    };
+    if rule.embedding_similarity.is_some() && vectors.is_none() {
+        return Err(Error::Scoring("the rule uses embeddings: set an embedder (`--embedder-url` or RUNNER_EMBED_URL) or choose a lexical rule".into()));
+    }
+    if let Some(m) = &args.measure {
+        let measure = SimilarityMeasure::parse(m).unwrap_or(SimilarityMeasure::Tokens);
+        if measure != rule.measure {
+            rule.measure = measure;
+            rule.calibrated = None;
+        }
+    }
+    if let Some(t) = args.threshold {
+        rule.similarity = t;
+        rule.calibrated = None;
+    }
+    if let Some(t) = args.embedding_threshold {
+        rule.embedding_similarity = Some(t);
+        rule.calibrated = None;
+    }
+    let report = runner::report::matching::evaluate(&files, &rule, vectors.as_ref());
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&report).map_err(|e| Error::Scoring(e.to_string()))?);
+    } else {
+        print!("{}", report.to_text());
+    }
+    Ok(Exit::Ok)
+}
+
+fn matching_calibrate(args: &MatchingCalibrateArgs) -> Result<Exit, Error> {
+    use runner::analysis::matching::SimilarityMeasure;
+    let (files, vectors, fingerprint) = read_judgements(&args.files, &args.embedder)?;
+    let measure = SimilarityMeasure::parse(&args.measure).unwrap_or(SimilarityMeasure::Tokens);
+    let calibration = runner::analysis::match_calibration::calibrate(&files, measure, vectors.as_ref(), fingerprint).map_err(Error::Scoring)?;
+    let text = serde_json::to_string_pretty(&calibration).map_err(|e| Error::Scoring(e.to_string()))? + "\n";
+    if let Some(parent) = args.out.parent().filter(|p| !p.as_os_str().is_empty()) {
+        std::fs::create_dir_all(parent).map_err(|e| Error::Scoring(format!("cannot create `{}`: {e}", parent.display())))?;
+    }
+    std::fs::write(&args.out, text).map_err(|e| Error::Scoring(format!("cannot write `{}`: {e}", args.out.display())))?;
+    let rule = &calibration.rule;
+    let embedding = rule.embedding_similarity.map(|e| format!(" or embedding cosine ≥ {e:.2}")).unwrap_or_default();
+    eprintln!(
+        "chose {} ≥ {:.2}{embedding}: κ {:.3} cross-validated over pull requests (lowest judge {:.3}), {} cells of {} judges; wrote {}",
+        rule.measure.describe(),
+        rule.similarity,
+        calibration.calibrated.kappa,
+        calibration.calibrated.kappa_min,
+        calibration.calibrated.cells,
+        calibration.calibrated.judges,
+        args.out.display()
+    );
     Ok(Exit::Ok)
 }
 

@@ -465,7 +465,7 @@ pub fn oracle_span(o: &OracleFinding) -> Option<(u32, u32)> {
 }
 
 /// The text of a report compared with the description: its message and its suggestion.
-fn report_text(f: &Finding) -> String {
+pub fn report_text(f: &Finding) -> String {
     match &f.suggestion {
         Some(s) => format!("{} {s}", f.message),
         None => f.message.clone(),
@@ -475,7 +475,13 @@ fn report_text(f: &Finding) -> String {
 /// How one report relates to one oracle finding: its verdict, similarity and line gap. An
 /// oracle finding without a file is graded at change level ([`grade_change_level`]).
 pub fn grade(reported: &Finding, oracle: &OracleFinding, rule: &OracleRule) -> (Verdict, f64, u32) {
-    let Some(file) = &oracle.file else { return grade_change_level(reported, oracle, rule) };
+    grade_with(reported, oracle, rule, None)
+}
+
+/// [`grade`], with the embedding cosine of the two texts where it is at hand (evidence when
+/// the rule has an `embedding_similarity`).
+pub fn grade_with(reported: &Finding, oracle: &OracleFinding, rule: &OracleRule, cosine: Option<f64>) -> (Verdict, f64, u32) {
+    let Some(file) = &oracle.file else { return grade_change_level_with(reported, oracle, rule, cosine) };
     if !same_file(&reported.file, file) {
         return (Verdict::Missed, 0.0, u32::MAX);
     }
@@ -484,7 +490,7 @@ pub fn grade(reported: &Finding, oracle: &OracleFinding, rule: &OracleRule) -> (
     if gap > rule.line_tolerance {
         return (Verdict::Missed, similarity, gap);
     }
-    let similar = similarity >= rule.similarity;
+    let similar = text_evidence(similarity, cosine, rule);
     let same_category = oracle.category == Some(reported.category);
     let strong = match rule.evidence {
         Evidence::SimilarityOrCategory => similar || same_category,
@@ -502,13 +508,24 @@ pub fn grade(reported: &Finding, oracle: &OracleFinding, rule: &OracleRule) -> (
     (verdict, similarity, gap)
 }
 
+/// Whether two texts' similarity (and embedding cosine, when the rule uses one and it is at
+/// hand) is evidence of the same defect.
+pub fn text_evidence(similarity: f64, cosine: Option<f64>, rule: &OracleRule) -> bool {
+    similarity >= rule.similarity || matches!((rule.embedding_similarity, cosine), (Some(threshold), Some(c)) if c >= threshold)
+}
+
 /// Change level, for an oracle finding that names no file (a benchmark that knows only which
 /// change a defect is in): every report on the change is a candidate, whatever file or line it
-/// names, and text alone decides — `found` at similarity ≥ `similarity`, `partial` at ≥
-/// `partial-similarity` (category is no evidence here). The gap is 0.
+/// names, and text alone decides — `found` at similarity ≥ `similarity` (or embedding cosine
+/// ≥ `embedding_similarity`), `partial` at ≥ `partial-similarity` (category is no evidence
+/// here). The gap is 0.
 pub fn grade_change_level(reported: &Finding, oracle: &OracleFinding, rule: &OracleRule) -> (Verdict, f64, u32) {
+    grade_change_level_with(reported, oracle, rule, None)
+}
+
+fn grade_change_level_with(reported: &Finding, oracle: &OracleFinding, rule: &OracleRule, cosine: Option<f64>) -> (Verdict, f64, u32) {
     let similarity = rule.measure.similarity(&report_text(reported), &oracle.description);
-    let verdict = if similarity >= rule.similarity {
+    let verdict = if text_evidence(similarity, cosine, rule) {
         Verdict::Found
     } else if similarity >= rule.partial_similarity {
         Verdict::Partial
@@ -531,11 +548,11 @@ pub fn describe_rule_for(rule: &OracleRule, oracle: &Oracle) -> String {
         return rule.describe();
     }
     let text = format!(
-        "change-level matching ({change_level} of {} oracle findings name no file or line): found = {} (message and suggestion vs. the oracle description) ≥ {:.2}, by text alone, whatever file or line the report names; partial = similarity ≥ {:.2} but below that; one report per oracle finding, one to one and greedy (the most similar pair first); unmatched reports are extras, rejected (noise) unless adjudicated real",
+        "change-level matching ({change_level} of {} oracle findings name no file or line): found = {}, by text alone, whatever file or line the report names; partial = similarity ≥ {:.2} but below that; one report per oracle finding, one to one and greedy (the most similar pair first); unmatched reports are extras, rejected (noise) unless adjudicated real; {}",
         oracle.findings.len(),
-        rule.measure.describe(),
-        rule.similarity,
-        rule.partial_similarity
+        rule.describe_text_evidence(),
+        rule.partial_similarity,
+        rule.describe_source()
     );
     if change_level == oracle.findings.len() {
         text
@@ -546,12 +563,21 @@ pub fn describe_rule_for(rule: &OracleRule, oracle: &Oracle) -> String {
 
 /// Matches one run's reports on a case to the case's oracle findings.
 pub fn match_case(reported: &[Finding], expected: &[&OracleFinding], rule: &OracleRule) -> CaseMatch {
-    let mut candidates: Vec<(Verdict, f64, u32, usize, usize)> = Vec::new();
+    match_case_with(reported, expected, rule, |_, _| None)
+}
+
+/// [`match_case`], with the embedding cosine of oracle finding `oi` and report `ri` where it
+/// is at hand. Pairs are taken best first: found before partial, then the higher similarity
+/// plus cosine, then nearer lines, then oracle and report order.
+pub fn match_case_with(reported: &[Finding], expected: &[&OracleFinding], rule: &OracleRule, cosine: impl Fn(usize, usize) -> Option<f64>) -> CaseMatch {
+    let mut candidates: Vec<(Verdict, f64, u32, usize, usize, f64)> = Vec::new();
     for (oi, o) in expected.iter().enumerate() {
         for (ri, r) in reported.iter().enumerate() {
-            let (verdict, similarity, gap) = grade(r, o, rule);
+            let c = cosine(oi, ri);
+            let (verdict, similarity, gap) = grade_with(r, o, rule, c);
             if verdict > Verdict::Missed {
-                candidates.push((verdict, similarity, gap, oi, ri));
+                let strength = similarity + if rule.embedding_similarity.is_some() { c.unwrap_or(0.0) } else { 0.0 };
+                candidates.push((verdict, strength, gap, oi, ri, similarity));
             }
         }
     }
@@ -559,7 +585,7 @@ pub fn match_case(reported: &[Finding], expected: &[&OracleFinding], rule: &Orac
     let mut verdicts: Vec<OracleVerdict> =
         expected.iter().map(|o| OracleVerdict { finding: o.id.clone(), verdict: Verdict::Missed, reported: None, similarity: None }).collect();
     let mut used = vec![false; reported.len()];
-    for (verdict, similarity, _, oi, ri) in candidates {
+    for (verdict, _, _, oi, ri, similarity) in candidates {
         if verdicts[oi].reported.is_none() && !used[ri] {
             used[ri] = true;
             verdicts[oi] = OracleVerdict { finding: expected[oi].id.clone(), verdict, reported: Some(ri), similarity: Some(similarity) };

@@ -351,6 +351,38 @@ impl Default for MatchRule {
     }
 }
 
+/// Where a matching rule's thresholds came from and how well they agreed with the labels they
+/// were chosen on (`runner matching calibrate`): printed beside every score the rule produced.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Calibrated {
+    /// Labelled golden-comment cells (PR × tool × golden comment) the thresholds were chosen on.
+    pub cells: u32,
+    /// Judges (label files) those cells came from.
+    pub judges: u32,
+    /// Cohen's κ of the rule against the labels, cross-validated over pull requests: the mean
+    /// over the judges.
+    pub kappa: f64,
+    /// The lowest of the judges' cross-validated κ.
+    pub kappa_min: f64,
+}
+
+/// The default rule's calibration: `results/matching/calibration.json`, written by `runner
+/// matching calibrate` on the three judges of the code-review benchmark (sentry, grafana and
+/// keycloak); a test checks that the two agree.
+pub const DEFAULT_CALIBRATION: Calibrated = Calibrated { cells: 2808, judges: 3, kappa: 0.829, kappa_min: 0.814 };
+
+/// The default rule's similarity threshold (content-word Dice), from the same calibration.
+pub const DEFAULT_SIMILARITY: f64 = 0.22;
+
+/// The rule with embeddings (`runner matching evaluate` with an embedder):
+/// `results/matching/calibration-embedding.json`, calibrated on the same judges with
+/// all-MiniLM-L6-v2 embeddings; a test checks that the two agree.
+pub const DEFAULT_EMBEDDING_CALIBRATION: Calibrated = Calibrated { cells: 2808, judges: 3, kappa: 0.844, kappa_min: 0.831 };
+/// The similarity threshold of the rule with embeddings.
+pub const DEFAULT_EMBEDDING_RULE_SIMILARITY: f64 = 0.24;
+/// The embedding-cosine threshold of the rule with embeddings.
+pub const DEFAULT_EMBEDDING_SIMILARITY: f64 = 0.65;
+
 /// The automatic matching rule, configured per analysis.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct OracleRule {
@@ -362,22 +394,78 @@ pub struct OracleRule {
     pub partial_similarity: f64,
     pub measure: SimilarityMeasure,
     pub evidence: Evidence,
+    /// Cosine similarity of the two texts' embeddings that also counts as evidence, where the
+    /// embeddings are at hand (`runner matching evaluate` with an embedder).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub embedding_similarity: Option<f64>,
+    /// Where the thresholds came from, when a calibration chose them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub calibrated: Option<Calibrated>,
 }
 
 impl Default for OracleRule {
     fn default() -> Self {
-        Self { line_tolerance: 1, similarity: 0.3, partial_similarity: 0.15, measure: SimilarityMeasure::Tokens, evidence: Evidence::SimilarityOrCategory }
+        Self {
+            line_tolerance: 1,
+            similarity: DEFAULT_SIMILARITY,
+            partial_similarity: 0.15,
+            measure: SimilarityMeasure::Tokens,
+            evidence: Evidence::Similarity,
+            embedding_similarity: None,
+            calibrated: Some(DEFAULT_CALIBRATION),
+        }
     }
 }
 
 impl OracleRule {
+    /// The default rule where embeddings are at hand: content-word Dice or embedding cosine,
+    /// each at its calibrated threshold.
+    pub fn default_with_embeddings() -> Self {
+        Self {
+            similarity: DEFAULT_EMBEDDING_RULE_SIMILARITY,
+            embedding_similarity: Some(DEFAULT_EMBEDDING_SIMILARITY),
+            calibrated: Some(DEFAULT_EMBEDDING_CALIBRATION),
+            ..Self::default()
+        }
+    }
+
+    /// The text evidence in words: the measure and threshold, and the embedding threshold.
+    pub fn describe_text_evidence(&self) -> String {
+        let lexical = format!("{} (message and suggestion vs. the oracle description) ≥ {:.2}", self.measure.describe(), self.similarity);
+        match self.embedding_similarity {
+            Some(e) => format!("{lexical} or embedding cosine ≥ {e:.2}"),
+            None => lexical,
+        }
+    }
+
+    /// Where the thresholds came from, in words.
+    pub fn describe_source(&self) -> String {
+        match self.calibrated {
+            Some(c) => format!(
+                "thresholds calibrated on {} golden-comment cells of {} judges, κ {:.2} cross-validated over pull requests (lowest judge {:.2})",
+                group_thousands(c.cells),
+                c.judges,
+                c.kappa,
+                c.kappa_min
+            ),
+            None => "thresholds set by hand, not calibrated against labels".to_string(),
+        }
+    }
+
+    /// The rule as it applies at change level (oracle findings without a file), in words.
+    pub fn describe_change_level(&self) -> String {
+        format!(
+            "found = {}, by text alone; one candidate per golden comment, one to one, the strongest pair first; {}",
+            self.describe_text_evidence(),
+            self.describe_source()
+        )
+    }
+
     /// The rule in words, printed beside every score it produced.
     pub fn describe(&self) -> String {
         let evidence = match self.evidence {
-            Evidence::SimilarityOrCategory => {
-                format!("{} (message and suggestion vs. the oracle description) ≥ {:.2} or the same category", self.measure.describe(), self.similarity)
-            }
-            Evidence::Similarity => format!("{} (message and suggestion vs. the oracle description) ≥ {:.2}", self.measure.describe(), self.similarity),
+            Evidence::SimilarityOrCategory => format!("{} or the same category", self.describe_text_evidence()),
+            Evidence::Similarity => self.describe_text_evidence(),
             Evidence::Category => "the same category as the oracle finding".to_string(),
             Evidence::Location => "nothing more".to_string(),
         };
@@ -387,10 +475,24 @@ impl OracleRule {
             format!("; partial = located with similarity ≥ {:.2} but without that evidence", self.partial_similarity)
         };
         format!(
-            "automatic matching: found = same file, reported lines within {} of the oracle line or range, and {evidence}{partial}; one report per oracle finding (best first); unmatched reports are extras, rejected (noise) unless adjudicated real",
-            self.line_tolerance
+            "automatic matching: found = same file, reported lines within {} of the oracle line or range, and {evidence}{partial}; one report per oracle finding (best first); unmatched reports are extras, rejected (noise) unless adjudicated real; {}",
+            self.line_tolerance,
+            self.describe_source()
         )
     }
+}
+
+/// `2808` → `2,808`.
+pub fn group_thousands(n: u32) -> String {
+    let digits = n.to_string();
+    let mut out = String::new();
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
 }
 
 /// Reads one `[[analysis]]` table: its kind and the options that kind takes.
@@ -413,6 +515,7 @@ pub fn read_analysis(t: &TableReader<'_, '_>, axes: &BTreeSet<String>, base_dir:
             "dedup-similarity",
             "partial-similarity",
             "evidence",
+            "matching-calibration",
             "adjudication",
             "tau",
             "calibration",
@@ -464,7 +567,7 @@ pub fn read_analysis(t: &TableReader<'_, '_>, axes: &BTreeSet<String>, base_dir:
     }
     let mut oracle_rule = OracleRule::default();
     if kind.uses_oracle() {
-        read_oracle_rule(t, &mut matching, &mut oracle_rule);
+        read_oracle_rule(t, &mut matching, &mut oracle_rule, base_dir);
     } else if let Some(m) = t.string("similarity-measure") {
         match SimilarityMeasure::parse(m.get_ref()) {
             Some(measure) => matching.measure = measure,
@@ -642,12 +745,32 @@ fn read_compare(t: &TableReader<'_, '_>, axis: Option<&str>, matching: &MatchRul
 /// and `similarity` configure matching to the oracle (the similarity with its own default),
 /// `partial-similarity`, `similarity-measure` and `evidence` refine it, and `aggregation`
 /// deduplicates repeats with `dedup-similarity` (normalized Levenshtein, default 0.6).
-fn read_oracle_rule(t: &TableReader<'_, '_>, matching: &mut MatchRule, rule: &mut OracleRule) {
+fn read_oracle_rule(t: &TableReader<'_, '_>, matching: &mut MatchRule, rule: &mut OracleRule, base_dir: &Path) {
     let problems = t.problems();
     rule.line_tolerance = matching.line_tolerance;
+    if let Some(c) = t.string("matching-calibration") {
+        let path = resolve_path(base_dir, c.get_ref());
+        match crate::analysis::match_calibration::read_rule(&path) {
+            Ok(calibrated) if calibrated.embedding_similarity.is_some() => problems.push_with_help(
+                c.span(),
+                format!("the calibration `{}` needs embeddings, which oracle matching in an experiment does not compute", c.get_ref()),
+                "calibrate without an embedder (`runner matching calibrate --lexical`) for an experiment's rule",
+            ),
+            Ok(calibrated) => {
+                rule.similarity = calibrated.similarity;
+                rule.measure = calibrated.measure;
+                rule.calibrated = calibrated.calibrated;
+                if rule.partial_similarity > rule.similarity {
+                    rule.partial_similarity = rule.similarity / 2.0;
+                }
+            }
+            Err(e) => problems.push(c.span(), format!("cannot use the matching calibration `{}`: {e}", c.get_ref())),
+        }
+    }
     if t.has("similarity") {
         rule.similarity = matching.similarity;
         rule.partial_similarity = matching.similarity / 2.0;
+        rule.calibrated = None;
     }
     matching.similarity = MatchRule::default().similarity;
     if let Some(s) = t.float("dedup-similarity", 0.0, 1.0) {
@@ -661,13 +784,22 @@ fn read_oracle_rule(t: &TableReader<'_, '_>, matching: &mut MatchRule, rule: &mu
     }
     if let Some(m) = t.string("similarity-measure") {
         match SimilarityMeasure::parse(m.get_ref()) {
-            Some(measure) => rule.measure = measure,
+            Some(measure) if measure != rule.measure => {
+                rule.measure = measure;
+                rule.calibrated = None;
+            }
+            Some(_) => {}
             None => problems.push_with_help(m.span(), format!("unknown similarity measure `{}`", m.get_ref()), "measures: tokens, levenshtein"),
         }
     }
     if let Some(e) = t.string("evidence") {
         match Evidence::parse(e.get_ref()) {
-            Some(evidence) => rule.evidence = evidence,
+            Some(evidence) => {
+                if evidence != Evidence::Similarity {
+                    rule.calibrated = None;
+                }
+                rule.evidence = evidence
+            }
             None => {
                 let all: Vec<&str> = Evidence::ALL.iter().map(|e| e.as_str()).collect();
                 problems.push_with_help(e.span(), format!("unknown evidence `{}`", e.get_ref()), format!("evidence: {}", all.join(", ")))

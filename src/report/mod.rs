@@ -5,6 +5,7 @@ pub mod ci;
 pub mod diff;
 pub mod gate;
 pub mod html;
+pub mod matching;
 pub mod model;
 pub mod plots;
 pub mod pretty;

@@ -1,0 +1,354 @@
+//! Calibrating the matching rule on labelled judgements: the thresholds that agree best with
+//! the judges, chosen by grid search, with the agreement they reach measured by k-fold
+//! cross-validation over pull requests (a pull request's records are all in one fold), and
+//! written as a calibration file an experiment's `matching-calibration` names.
+//!
+//! The objective is the mean over the label files (judges) of Cohen's κ on found / not found
+//! per golden comment. The search replays exactly what [`super::matching::match_case_with`]
+//! does for found pairs — one to one, pairs taken by descending strength (similarity, plus
+//! the cosine when the rule uses embeddings), then oracle and report order — on pair lists
+//! sorted once, so one pass over the grid scores every fold (a test checks it against the
+//! matcher itself). Same files, same options: the same calibration file, byte for byte.
+
+use super::judgements::{JudgementFile, Vectors};
+use super::matching::SimilarityMeasure;
+use super::spec::Calibrated;
+use serde::{Deserialize, Serialize};
+use std::path::Path;
+
+/// Similarity thresholds tried: 0.05, 0.06, …, 0.60.
+const SIMILARITY_GRID: (u32, u32) = (5, 60);
+/// Embedding-cosine thresholds tried beside "no embedding evidence": 0.40, 0.41, …, 0.95.
+const EMBEDDING_GRID: (u32, u32) = (40, 95);
+/// Folds of the cross-validation.
+pub const FOLDS: usize = 5;
+
+/// The rule a calibration chose.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ChosenRule {
+    pub measure: SimilarityMeasure,
+    pub similarity: f64,
+    /// `None`: the rule uses no embeddings.
+    pub embedding_similarity: Option<f64>,
+    /// The embedder's fingerprint, when the rule uses embeddings.
+    pub embedder: Option<serde_json::Value>,
+}
+
+/// One labelled file a calibration read.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Source {
+    pub file: String,
+    pub judge: String,
+    pub blake3: String,
+    pub records: usize,
+    pub pull_requests: usize,
+    pub cells: usize,
+}
+
+/// One judge's κ.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct JudgeKappa {
+    pub judge: String,
+    pub kappa: Option<f64>,
+}
+
+/// One fold: its pull requests, and the thresholds chosen without them.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Fold {
+    pub pull_requests: usize,
+    pub similarity: f64,
+    pub embedding_similarity: Option<f64>,
+}
+
+/// The cross-validation's result.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CrossValidation {
+    pub folds: Vec<Fold>,
+    /// Out-of-fold κ per judge: each fold's decisions made by thresholds chosen on the others.
+    pub per_judge: Vec<JudgeKappa>,
+}
+
+/// A calibration file.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Calibration {
+    pub version: u32,
+    pub rule: ChosenRule,
+    pub calibrated: Calibrated,
+    pub data: Vec<Source>,
+    pub method: String,
+    pub cross_validation: CrossValidation,
+    /// κ per judge of the chosen rule on all the data it was chosen on (optimistic).
+    pub in_sample: Vec<JudgeKappa>,
+}
+
+/// The rule an experiment reads from a calibration file.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct CalibratedRule {
+    pub measure: SimilarityMeasure,
+    pub similarity: f64,
+    pub embedding_similarity: Option<f64>,
+    pub calibrated: Option<Calibrated>,
+}
+
+/// Reads the rule of a calibration file.
+pub fn read_rule(path: &Path) -> Result<CalibratedRule, String> {
+    let text = crate::subject::files::read_text(path).map_err(|e| e.to_string())?;
+    let c: Calibration = serde_json::from_str(&text).map_err(|e| format!("not a matching calibration: {e}"))?;
+    if c.version != 1 {
+        return Err(format!("calibration version {} (this runner reads version 1)", c.version));
+    }
+    Ok(CalibratedRule { measure: c.rule.measure, similarity: c.rule.similarity, embedding_similarity: c.rule.embedding_similarity, calibrated: Some(c.calibrated) })
+}
+
+/// Counts of one judge's cells: both found, only the matcher, only the judge, neither.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+struct Confusion([u32; 4]);
+
+impl Confusion {
+    fn add(&mut self, o: &Confusion) {
+        for i in 0..4 {
+            self.0[i] += o.0[i];
+        }
+    }
+
+    fn minus(&self, o: &Confusion) -> Confusion {
+        Confusion([self.0[0] - o.0[0], self.0[1] - o.0[1], self.0[2] - o.0[2], self.0[3] - o.0[3]])
+    }
+
+    /// Cohen's κ of two binary raters from their 2×2 table.
+    fn kappa(&self) -> Option<f64> {
+        let [a, b, c, d] = self.0.map(f64::from);
+        let n = a + b + c + d;
+        if n == 0.0 {
+            return None;
+        }
+        let p_o = (a + d) / n;
+        let p_e = ((a + b) / n) * ((a + c) / n) + ((c + d) / n) * ((b + d) / n);
+        ((1.0 - p_e).abs() > 1e-12).then(|| (p_o - p_e) / (1.0 - p_e))
+    }
+}
+
+/// A record prepared for the search: its labels and its pairs in the matcher's order.
+struct Prepared {
+    fold: usize,
+    labels: Vec<bool>,
+    candidates: usize,
+    /// (similarity, cosine, golden index, candidate index), strongest first, for a rule
+    /// without embeddings and for one with them.
+    by_similarity: Vec<(f64, f64, usize, usize)>,
+    by_strength: Vec<(f64, f64, usize, usize)>,
+}
+
+fn threshold(hundredths: u32) -> f64 {
+    f64::from(hundredths) / 100.0
+}
+
+/// The folds: pull requests ordered by the blake3 of their URL, dealt round-robin.
+fn folds_of(files: &[JudgementFile]) -> std::collections::BTreeMap<String, usize> {
+    let mut prs: Vec<(String, String)> =
+        files.iter().flat_map(|f| f.records.iter().map(|r| r.pr.clone())).collect::<std::collections::BTreeSet<_>>().into_iter().map(|pr| (blake3::hash(pr.as_bytes()).to_hex().to_string(), pr)).collect();
+    prs.sort();
+    prs.into_iter().enumerate().map(|(i, (_, pr))| (pr, i % FOLDS)).collect()
+}
+
+fn prepare(file: &JudgementFile, measure: SimilarityMeasure, vectors: Option<&Vectors>, folds: &std::collections::BTreeMap<String, usize>) -> Vec<Prepared> {
+    file.records
+        .iter()
+        .map(|r| {
+            let mut pairs = Vec::new();
+            for (gi, g) in r.golden.iter().enumerate() {
+                for (ci, c) in r.candidates.iter().enumerate() {
+                    let s = measure.similarity(c, &g.comment);
+                    let e = vectors.and_then(|v| Some(crate::text::cosine(v.get(&g.comment)?, v.get(c)?))).unwrap_or(0.0);
+                    pairs.push((s, e, gi, ci));
+                }
+            }
+            let order = |key: fn(&(f64, f64, usize, usize)) -> f64| {
+                let mut p = pairs.clone();
+                p.sort_by(|a, b| key(b).total_cmp(&key(a)).then(a.2.cmp(&b.2)).then(a.3.cmp(&b.3)));
+                p
+            };
+            Prepared {
+                fold: folds.get(&r.pr).copied().unwrap_or(0),
+                labels: r.golden.iter().map(|g| matches!(g.label, Some(Some(_)))).collect(),
+                candidates: r.candidates.len(),
+                by_similarity: order(|p| p.0),
+                by_strength: order(|p| p.0 + p.1),
+            }
+        })
+        .collect()
+}
+
+/// The greedy one-to-one pass for found pairs under one pair of thresholds.
+fn found(record: &Prepared, similarity: f64, embedding: Option<f64>, golden: &mut Vec<bool>, used: &mut Vec<bool>) {
+    golden.clear();
+    golden.resize(record.labels.len(), false);
+    used.clear();
+    used.resize(record.candidates, false);
+    let pairs = if embedding.is_some() { &record.by_strength } else { &record.by_similarity };
+    for &(s, e, gi, ci) in pairs {
+        let evidence = s >= similarity || embedding.is_some_and(|t| e >= t);
+        if evidence && !golden[gi] && !used[ci] {
+            golden[gi] = true;
+            used[ci] = true;
+        }
+    }
+}
+
+/// Chooses the thresholds on labelled files. `vectors`: embeddings of every text, to also try
+/// an embedding threshold; `embedder`: its fingerprint, recorded in the file.
+pub fn calibrate(files: &[JudgementFile], measure: SimilarityMeasure, vectors: Option<&Vectors>, embedder: Option<serde_json::Value>) -> Result<Calibration, String> {
+    let unlabelled: Vec<&str> = files.iter().filter(|f| !f.labelled()).map(|f| f.name.as_str()).collect();
+    if files.is_empty() || !unlabelled.is_empty() {
+        return Err(format!("calibration needs labelled files (every golden comment with `matched_candidate`); unlabelled: {}", unlabelled.join(", ")));
+    }
+    let folds = folds_of(files);
+    let prepared: Vec<Vec<Prepared>> = files.iter().map(|f| prepare(f, measure, vectors, &folds)).collect();
+    let mut grid: Vec<(f64, Option<f64>)> = Vec::new();
+    for s in SIMILARITY_GRID.0..=SIMILARITY_GRID.1 {
+        grid.push((threshold(s), None));
+        if vectors.is_some() {
+            for e in EMBEDDING_GRID.0..=EMBEDDING_GRID.1 {
+                grid.push((threshold(s), Some(threshold(e))));
+            }
+        }
+    }
+    // Per grid point, per file, per fold: the confusion counts.
+    let (mut golden, mut used) = (Vec::new(), Vec::new());
+    let table: Vec<Vec<[Confusion; FOLDS]>> = grid
+        .iter()
+        .map(|&(s, e)| {
+            prepared
+                .iter()
+                .map(|records| {
+                    let mut per_fold = [Confusion::default(); FOLDS];
+                    for r in records {
+                        found(r, s, e, &mut golden, &mut used);
+                        for (&m, &j) in golden.iter().zip(&r.labels) {
+                            let at = match (m, j) {
+                                (true, true) => 0,
+                                (true, false) => 1,
+                                (false, true) => 2,
+                                (false, false) => 3,
+                            };
+                            per_fold[r.fold].0[at] += 1;
+                        }
+                    }
+                    per_fold
+                })
+                .collect()
+        })
+        .collect();
+    let totals = |g: usize| -> Vec<Confusion> {
+        table[g]
+            .iter()
+            .map(|folds| {
+                let mut t = Confusion::default();
+                folds.iter().for_each(|f| t.add(f));
+                t
+            })
+            .collect()
+    };
+    let mean_kappa = |counts: &[Confusion]| counts.iter().map(|c| c.kappa().unwrap_or(0.0)).sum::<f64>() / counts.len() as f64;
+    let best = |without: Option<usize>| -> usize {
+        let mut best = (0usize, f64::NEG_INFINITY);
+        for g in 0..grid.len() {
+            let counts: Vec<Confusion> = match without {
+                Some(f) => totals(g).iter().zip(&table[g]).map(|(t, folds)| t.minus(&folds[f])).collect(),
+                None => totals(g),
+            };
+            let k = mean_kappa(&counts);
+            if k > best.1 {
+                best = (g, k);
+            }
+        }
+        best.0
+    };
+    let mut out_of_fold = vec![Confusion::default(); files.len()];
+    let mut fold_rules = Vec::new();
+    for f in 0..FOLDS {
+        let g = best(Some(f));
+        for (j, acc) in out_of_fold.iter_mut().enumerate() {
+            acc.add(&table[g][j][f]);
+        }
+        fold_rules.push(Fold { pull_requests: folds.values().filter(|&&x| x == f).count(), similarity: grid[g].0, embedding_similarity: grid[g].1 });
+    }
+    let chosen = best(None);
+    let per_judge = |counts: &[Confusion]| -> Vec<JudgeKappa> { files.iter().zip(counts).map(|(f, c)| JudgeKappa { judge: f.judge.clone(), kappa: c.kappa().map(round3) }).collect() };
+    let cv = per_judge(&out_of_fold);
+    let kappas: Vec<f64> = cv.iter().filter_map(|k| k.kappa).collect();
+    let calibrated = Calibrated {
+        cells: files.iter().map(|f| f.cells()).sum::<usize>() as u32,
+        judges: files.len() as u32,
+        kappa: round3(kappas.iter().sum::<f64>() / kappas.len().max(1) as f64),
+        kappa_min: round3(kappas.iter().copied().fold(f64::INFINITY, f64::min).min(1.0)),
+    };
+    let (similarity, embedding_similarity) = grid[chosen];
+    Ok(Calibration {
+        version: 1,
+        rule: ChosenRule { measure, similarity, embedding_similarity, embedder: embedding_similarity.and(embedder) },
+        calibrated,
+        data: files
+            .iter()
+            .map(|f| Source { file: f.name.clone(), judge: f.judge.clone(), blake3: f.digest.clone(), records: f.records.len(), pull_requests: f.pull_requests(), cells: f.cells() })
+            .collect(),
+        method: format!(
+            "grid search of the similarity threshold ({:.2}–{:.2} by 0.01){} maximizing the mean over judges of Cohen's κ (found / not found per golden comment), matched one to one, best first; {FOLDS}-fold cross-validation over pull requests (ordered by the blake3 of their URL, dealt round-robin)",
+            threshold(SIMILARITY_GRID.0),
+            threshold(SIMILARITY_GRID.1),
+            if vectors.is_some() { format!(", with an embedding-cosine threshold ({:.2}–{:.2} by 0.01, or none)", threshold(EMBEDDING_GRID.0), threshold(EMBEDDING_GRID.1)) } else { String::new() }
+        ),
+        cross_validation: CrossValidation { folds: fold_rules, per_judge: cv },
+        in_sample: per_judge(&totals(chosen)),
+    })
+}
+
+fn round3(x: f64) -> f64 {
+    (x * 1000.0).round() / 1000.0
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::analysis::judgements::decide;
+    use crate::analysis::spec::OracleRule;
+    use serde_json::json;
+
+    /// Twelve pull requests, one tool: a golden comment the candidate restates with more or
+    /// fewer shared words, and a distractor.
+    fn labelled() -> JudgementFile {
+        let mut records = Vec::new();
+        for i in 0..12 {
+            let shared = ["negative", "slicing", "django", "queryset", "raises", "assertion", "offset", "cursor"];
+            let k = 2 + i % 6;
+            let candidate = format!("{} plus other unrelated words here", shared[..k].join(" "));
+            let found = k >= 4;
+            records.push(json!({"pr": format!("https://example.com/pull/{i}"), "tool": "t", "golden": [
+                {"comment": shared.join(" "), "matched_candidate": if found { json!(candidate) } else { serde_json::Value::Null }},
+                {"comment": "the lock is never released", "matched_candidate": null}],
+                "unmatched_candidates": if found { json!(["typo in a docstring"]) } else { json!([candidate, "typo in a docstring"]) }}));
+        }
+        JudgementFile::from_value(&json!({"judge": "j", "records": records}), "j.json".into(), "d".into()).expect("reads")
+    }
+
+    #[test]
+    fn the_search_replays_the_matcher_and_reproduces_byte_for_byte() {
+        let files = vec![labelled()];
+        let c = calibrate(&files, SimilarityMeasure::Tokens, None, None).expect("calibrates");
+        assert_eq!(c.in_sample[0].kappa, Some(1.0), "a threshold separates the restatements: {c:?}");
+        let rule = OracleRule { similarity: c.rule.similarity, ..OracleRule::default() };
+        let decisions = decide(&files[0], &rule, None);
+        let agreement = crate::analysis::judgements::agreement(&files[0], &decisions);
+        assert_eq!(agreement.kappa, Some(1.0), "the matcher itself agrees at the chosen threshold");
+        let again = calibrate(&files, SimilarityMeasure::Tokens, None, None).expect("calibrates");
+        assert_eq!(serde_json::to_string(&c).ok(), serde_json::to_string(&again).ok());
+        assert_eq!(c.cross_validation.folds.iter().map(|f| f.pull_requests).sum::<usize>(), 12);
+        assert_eq!(c.calibrated.cells, 24);
+    }
+
+    #[test]
+    fn unlabelled_files_are_refused() {
+        let f = JudgementFile::from_value(&json!({"records": [{"pr": "p", "tool": "t", "golden": [{"comment": "a"}]}]}), "u.json".into(), String::new()).expect("reads");
+        assert!(calibrate(&[f], SimilarityMeasure::Tokens, None, None).is_err_and(|e| e.contains("u.json")));
+    }
+}
