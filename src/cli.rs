@@ -346,6 +346,10 @@ pub(crate) struct MatchingCalibrateArgs {
     /// The similarity measure: `tokens` (content-word Dice) or `levenshtein`.
     #[arg(long, default_value = "tokens", value_parser = ["tokens", "levenshtein"])]
     pub measure: String,
+    /// What the cross-validation holds out together: `pull-request` (5 folds) or `project`
+    /// (leave one project out).
+    #[arg(long, default_value = "pull-request", value_parser = ["pull-request", "project"])]
+    pub folds: String,
     #[command(flatten)]
     pub embedder: MatchingEmbedderArgs,
 }

@@ -540,7 +540,9 @@ fn matching_calibrate(args: &MatchingCalibrateArgs) -> Result<Exit, Error> {
     use runner::analysis::matching::SimilarityMeasure;
     let (files, vectors, fingerprint) = read_judgements(&args.files, &args.embedder)?;
     let measure = SimilarityMeasure::parse(&args.measure).unwrap_or(SimilarityMeasure::Tokens);
-    let calibration = runner::analysis::match_calibration::calibrate(&files, measure, vectors.as_ref(), fingerprint).map_err(Error::Scoring)?;
+    use runner::analysis::match_calibration::{calibrate, FoldBy};
+    let by = if args.folds == "project" { FoldBy::Project } else { FoldBy::PullRequest };
+    let calibration = calibrate(&files, measure, vectors.as_ref(), fingerprint, by).map_err(Error::Scoring)?;
     let text = serde_json::to_string_pretty(&calibration).map_err(|e| Error::Scoring(e.to_string()))? + "\n";
     if let Some(parent) = args.out.parent().filter(|p| !p.as_os_str().is_empty()) {
         std::fs::create_dir_all(parent).map_err(|e| Error::Scoring(format!("cannot create `{}`: {e}", parent.display())))?;
@@ -549,10 +551,11 @@ fn matching_calibrate(args: &MatchingCalibrateArgs) -> Result<Exit, Error> {
     let rule = &calibration.rule;
     let embedding = rule.embedding_similarity.map(|e| format!(" or embedding cosine ≥ {e:.2}")).unwrap_or_default();
     eprintln!(
-        "chose {} ≥ {:.2}{embedding}: κ {:.3} cross-validated over pull requests (lowest judge {:.3}), {} cells of {} judges; wrote {}",
+        "chose {} ≥ {:.2}{embedding}: κ {:.3} cross-validated by {} (lowest judge {:.3}), {} cells of {} judges; wrote {}",
         rule.measure.describe(),
         rule.similarity,
         calibration.calibrated.kappa,
+        args.folds,
         calibration.calibrated.kappa_min,
         calibration.calibrated.cells,
         calibration.calibrated.judges,

@@ -20,8 +20,19 @@ use std::path::Path;
 const SIMILARITY_GRID: (u32, u32) = (5, 60);
 /// Embedding-cosine thresholds tried beside "no embedding evidence": 0.40, 0.41, …, 0.95.
 const EMBEDDING_GRID: (u32, u32) = (40, 95);
-/// Folds of the cross-validation.
+/// Folds of the cross-validation over pull requests.
 pub const FOLDS: usize = 5;
+
+/// What the cross-validation holds out together.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum FoldBy {
+    /// [`FOLDS`] folds of pull requests.
+    PullRequest,
+    /// One fold per project (leave one project out): how well thresholds carry to a project
+    /// they were not chosen on.
+    Project,
+}
 
 /// The rule a calibration chose.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -55,6 +66,9 @@ pub struct JudgeKappa {
 /// One fold: its pull requests, and the thresholds chosen without them.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Fold {
+    /// The project held out, when folds are projects.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub project: Option<String>,
     pub pull_requests: usize,
     pub similarity: f64,
     pub embedding_similarity: Option<f64>,
@@ -63,6 +77,7 @@ pub struct Fold {
 /// The cross-validation's result.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct CrossValidation {
+    pub by: FoldBy,
     pub folds: Vec<Fold>,
     /// Out-of-fold κ per judge: each fold's decisions made by thresholds chosen on the others.
     pub per_judge: Vec<JudgeKappa>,
@@ -143,12 +158,23 @@ fn threshold(hundredths: u32) -> f64 {
     f64::from(hundredths) / 100.0
 }
 
-/// The folds: pull requests ordered by the blake3 of their URL, dealt round-robin.
-fn folds_of(files: &[JudgementFile]) -> std::collections::BTreeMap<String, usize> {
-    let mut prs: Vec<(String, String)> =
-        files.iter().flat_map(|f| f.records.iter().map(|r| r.pr.clone())).collect::<std::collections::BTreeSet<_>>().into_iter().map(|pr| (blake3::hash(pr.as_bytes()).to_hex().to_string(), pr)).collect();
-    prs.sort();
-    prs.into_iter().enumerate().map(|(i, (_, pr))| (pr, i % FOLDS)).collect()
+/// The folds, as each pull request's fold and each fold's name: pull requests ordered by the
+/// blake3 of their URL and dealt round-robin, or one fold per project (sorted by name).
+fn folds_of(files: &[JudgementFile], by: FoldBy) -> (std::collections::BTreeMap<String, usize>, Vec<Option<String>>) {
+    let prs: std::collections::BTreeMap<String, String> =
+        files.iter().flat_map(|f| f.records.iter().map(|r| (r.pr.clone(), r.project.clone().unwrap_or_default()))).collect();
+    match by {
+        FoldBy::PullRequest => {
+            let mut hashed: Vec<(String, &String)> = prs.keys().map(|pr| (blake3::hash(pr.as_bytes()).to_hex().to_string(), pr)).collect();
+            hashed.sort();
+            (hashed.into_iter().enumerate().map(|(i, (_, pr))| (pr.clone(), i % FOLDS)).collect(), vec![None; FOLDS])
+        }
+        FoldBy::Project => {
+            let projects: Vec<String> = prs.values().cloned().collect::<std::collections::BTreeSet<_>>().into_iter().collect();
+            let folds = prs.iter().map(|(pr, project)| (pr.clone(), projects.iter().position(|p| p == project).unwrap_or(0))).collect();
+            (folds, projects.into_iter().map(Some).collect())
+        }
+    }
 }
 
 fn prepare(file: &JudgementFile, measure: SimilarityMeasure, vectors: Option<&Vectors>, folds: &std::collections::BTreeMap<String, usize>) -> Vec<Prepared> {
@@ -197,12 +223,16 @@ fn found(record: &Prepared, similarity: f64, embedding: Option<f64>, golden: &mu
 
 /// Chooses the thresholds on labelled files. `vectors`: embeddings of every text, to also try
 /// an embedding threshold; `embedder`: its fingerprint, recorded in the file.
-pub fn calibrate(files: &[JudgementFile], measure: SimilarityMeasure, vectors: Option<&Vectors>, embedder: Option<serde_json::Value>) -> Result<Calibration, String> {
+pub fn calibrate(files: &[JudgementFile], measure: SimilarityMeasure, vectors: Option<&Vectors>, embedder: Option<serde_json::Value>, by: FoldBy) -> Result<Calibration, String> {
     let unlabelled: Vec<&str> = files.iter().filter(|f| !f.labelled()).map(|f| f.name.as_str()).collect();
     if files.is_empty() || !unlabelled.is_empty() {
         return Err(format!("calibration needs labelled files (every golden comment with `matched_candidate`); unlabelled: {}", unlabelled.join(", ")));
     }
-    let folds = folds_of(files);
+    let (folds, fold_names) = folds_of(files, by);
+    if fold_names.len() < 2 {
+        return Err("cross-validation by project needs records of at least two projects".into());
+    }
+    let n_folds = fold_names.len();
     let prepared: Vec<Vec<Prepared>> = files.iter().map(|f| prepare(f, measure, vectors, &folds)).collect();
     let mut grid: Vec<(f64, Option<f64>)> = Vec::new();
     for s in SIMILARITY_GRID.0..=SIMILARITY_GRID.1 {
@@ -215,13 +245,13 @@ pub fn calibrate(files: &[JudgementFile], measure: SimilarityMeasure, vectors: O
     }
     // Per grid point, per file, per fold: the confusion counts.
     let (mut golden, mut used) = (Vec::new(), Vec::new());
-    let table: Vec<Vec<[Confusion; FOLDS]>> = grid
+    let table: Vec<Vec<Vec<Confusion>>> = grid
         .iter()
         .map(|&(s, e)| {
             prepared
                 .iter()
                 .map(|records| {
-                    let mut per_fold = [Confusion::default(); FOLDS];
+                    let mut per_fold = vec![Confusion::default(); n_folds];
                     for r in records {
                         found(r, s, e, &mut golden, &mut used);
                         for (&m, &j) in golden.iter().zip(&r.labels) {
@@ -266,12 +296,12 @@ pub fn calibrate(files: &[JudgementFile], measure: SimilarityMeasure, vectors: O
     };
     let mut out_of_fold = vec![Confusion::default(); files.len()];
     let mut fold_rules = Vec::new();
-    for f in 0..FOLDS {
+    for (f, name) in fold_names.iter().enumerate() {
         let g = best(Some(f));
         for (j, acc) in out_of_fold.iter_mut().enumerate() {
             acc.add(&table[g][j][f]);
         }
-        fold_rules.push(Fold { pull_requests: folds.values().filter(|&&x| x == f).count(), similarity: grid[g].0, embedding_similarity: grid[g].1 });
+        fold_rules.push(Fold { project: name.clone(), pull_requests: folds.values().filter(|&&x| x == f).count(), similarity: grid[g].0, embedding_similarity: grid[g].1 });
     }
     let chosen = best(None);
     let per_judge = |counts: &[Confusion]| -> Vec<JudgeKappa> { files.iter().zip(counts).map(|(f, c)| JudgeKappa { judge: f.judge.clone(), kappa: c.kappa().map(round3) }).collect() };
@@ -293,12 +323,16 @@ pub fn calibrate(files: &[JudgementFile], measure: SimilarityMeasure, vectors: O
             .map(|f| Source { file: f.name.clone(), judge: f.judge.clone(), blake3: f.digest.clone(), records: f.records.len(), pull_requests: f.pull_requests(), cells: f.cells() })
             .collect(),
         method: format!(
-            "grid search of the similarity threshold ({:.2}–{:.2} by 0.01){} maximizing the mean over judges of Cohen's κ (found / not found per golden comment), matched one to one, best first; {FOLDS}-fold cross-validation over pull requests (ordered by the blake3 of their URL, dealt round-robin)",
+            "grid search of the similarity threshold ({:.2}–{:.2} by 0.01){} maximizing the mean over judges of Cohen's κ (found / not found per golden comment), matched one to one, best first; {}",
             threshold(SIMILARITY_GRID.0),
             threshold(SIMILARITY_GRID.1),
-            if vectors.is_some() { format!(", with an embedding-cosine threshold ({:.2}–{:.2} by 0.01, or none)", threshold(EMBEDDING_GRID.0), threshold(EMBEDDING_GRID.1)) } else { String::new() }
+            if vectors.is_some() { format!(", with an embedding-cosine threshold ({:.2}–{:.2} by 0.01, or none)", threshold(EMBEDDING_GRID.0), threshold(EMBEDDING_GRID.1)) } else { String::new() },
+            match by {
+                FoldBy::PullRequest => format!("{FOLDS}-fold cross-validation over pull requests (ordered by the blake3 of their URL, dealt round-robin)"),
+                FoldBy::Project => format!("cross-validation leaving one project out ({n_folds} folds)"),
+            }
         ),
-        cross_validation: CrossValidation { folds: fold_rules, per_judge: cv },
+        cross_validation: CrossValidation { by, folds: fold_rules, per_judge: cv },
         in_sample: per_judge(&totals(chosen)),
     })
 }
@@ -334,13 +368,13 @@ mod tests {
     #[test]
     fn the_search_replays_the_matcher_and_reproduces_byte_for_byte() {
         let files = vec![labelled()];
-        let c = calibrate(&files, SimilarityMeasure::Tokens, None, None).expect("calibrates");
+        let c = calibrate(&files, SimilarityMeasure::Tokens, None, None, FoldBy::PullRequest).expect("calibrates");
         assert_eq!(c.in_sample[0].kappa, Some(1.0), "a threshold separates the restatements: {c:?}");
         let rule = OracleRule { similarity: c.rule.similarity, ..OracleRule::default() };
         let decisions = decide(&files[0], &rule, None);
         let agreement = crate::analysis::judgements::agreement(&files[0], &decisions);
         assert_eq!(agreement.kappa, Some(1.0), "the matcher itself agrees at the chosen threshold");
-        let again = calibrate(&files, SimilarityMeasure::Tokens, None, None).expect("calibrates");
+        let again = calibrate(&files, SimilarityMeasure::Tokens, None, None, FoldBy::PullRequest).expect("calibrates");
         assert_eq!(serde_json::to_string(&c).ok(), serde_json::to_string(&again).ok());
         assert_eq!(c.cross_validation.folds.iter().map(|f| f.pull_requests).sum::<usize>(), 12);
         assert_eq!(c.calibrated.cells, 24);
@@ -349,6 +383,6 @@ mod tests {
     #[test]
     fn unlabelled_files_are_refused() {
         let f = JudgementFile::from_value(&json!({"records": [{"pr": "p", "tool": "t", "golden": [{"comment": "a"}]}]}), "u.json".into(), String::new()).expect("reads");
-        assert!(calibrate(&[f], SimilarityMeasure::Tokens, None, None).is_err_and(|e| e.contains("u.json")));
+        assert!(calibrate(&[f], SimilarityMeasure::Tokens, None, None, FoldBy::PullRequest).is_err_and(|e| e.contains("u.json")));
     }
 }

@@ -18,6 +18,7 @@ mod layers;
 mod llm_fake_ollama;
 mod llm_real_server;
 mod manifest_errors;
+mod matching;
 mod named_reviewers;
 mod remote_cache;
 mod replay;
