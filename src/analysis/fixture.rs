@@ -261,7 +261,7 @@ mod tests {
             ("c1", ofinding("F2", "a.py", 40, Category::Bug, "off by one in the page count")),
         ]);
         let reports = vec![
-            reported("r1", "a.py", 10, Category::Security, "prefix check"),
+            reported("r1", "a.py", 10, Category::Security, "the prefix check lets a path escape the root"),
             reported("r2", "a.py", 20, Category::Style, "long line"),
             reported("r3", "b.py", 1, Category::Style, "naming"),
         ];
