@@ -4,9 +4,9 @@ mod cli;
 
 use clap::Parser;
 use cli::{
-    A2Args, AdjudicateCommand, AdjudicateExportArgs, AdjudicateImportArgs, CacheCommand, Cli, Command, CorpusCommand, CorpusValidateArgs, CrscoreArgs, MatchingCalibrateArgs, MatchingCommand, MatchingEmbedderArgs, MatchingEvaluateArgs,
-    DiffArgs, ExecArgs, LocationArgs, MergeArgs, PlanArgs, ReportArgs, ScoreArgs, ShowArgs, StudyAuditArgs, StudyCommand, StudyExportArgs, StudyImportArgs,
-    StudyPreferenceArgs,
+    A2Args, AdjudicateCommand, AdjudicateExportArgs, AdjudicateImportArgs, CacheCommand, Cli, Command, CorpusCommand, CorpusValidateArgs, CrscoreArgs,
+    DiffArgs, ExecArgs, LocationArgs, MatchingCalibrateArgs, MatchingCommand, MatchingEmbedderArgs, MatchingEvaluateArgs, MergeArgs, PlanArgs, ReportArgs,
+    ScoreArgs, ShowArgs, StudyAuditArgs, StudyCommand, StudyExportArgs, StudyImportArgs, StudyPreferenceArgs,
 };
 use runner::analysis::score::ScoreError;
 use runner::cache::Lookup;
@@ -479,7 +479,10 @@ fn crscore(args: &CrscoreArgs) -> Result<Exit, Error> {
 }
 
 /// Reads judgement files, and embeds their texts through the cache when an embedder is set.
-fn read_judgements(files: &[PathBuf], embedder: &MatchingEmbedderArgs) -> Result<(Vec<runner::analysis::judgements::JudgementFile>, Option<runner::analysis::judgements::Vectors>, Option<serde_json::Value>), Error> {
+fn read_judgements(
+    files: &[PathBuf],
+    embedder: &MatchingEmbedderArgs,
+) -> Result<(Vec<runner::analysis::judgements::JudgementFile>, Option<runner::analysis::judgements::Vectors>, Option<serde_json::Value>), Error> {
     use runner::analysis::judgements::JudgementFile;
     use runner::judge::embed::{EmbedProtocol, Embedder, EmbedderSpec};
     let read: Vec<JudgementFile> = files.iter().map(|f| JudgementFile::read(f)).collect::<Result<_, _>>().map_err(Error::Scoring)?;
@@ -504,7 +507,13 @@ fn matching_evaluate(args: &MatchingEvaluateArgs) -> Result<Exit, Error> {
     let mut rule = match (&args.calibration, vectors.is_some()) {
         (Some(path), _) => {
             let c = runner::analysis::match_calibration::read_rule(path).map_err(|e| Error::Scoring(format!("`{}`: {e}", path.display())))?;
-            OracleRule { similarity: c.similarity, measure: c.measure, embedding_similarity: c.embedding_similarity, calibrated: c.calibrated, ..OracleRule::default() }
+            OracleRule {
+                similarity: c.similarity,
+                measure: c.measure,
+                embedding_similarity: c.embedding_similarity,
+                calibrated: c.calibrated,
+                ..OracleRule::default()
+            }
         }
         (None, true) => OracleRule::default_with_embeddings(),
         (None, false) => OracleRule::default(),

@@ -838,7 +838,10 @@ pub(crate) mod tests {
     #[test]
     fn adjudication_overrides_automatic_verdicts() {
         let o = oracle("F1", "a.rs", 10, Category::Bug, F1_DESC);
-        let reports = vec![reported("r1", "a.rs", 10, Category::Bug, "off by one: the exclusive range end skips the last element"), reported("r2", "b.rs", 1, Category::Bug, "real leak")];
+        let reports = vec![
+            reported("r1", "a.rs", 10, Category::Bug, "off by one: the exclusive range end skips the last element"),
+            reported("r2", "b.rs", 1, Category::Bug, "real leak"),
+        ];
         let mut m = match_case(&reports, &[&o], &OracleRule::default());
         assert_eq!(m.counts().found, 1);
         let adj = Adjudicated {

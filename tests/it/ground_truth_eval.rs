@@ -35,7 +35,7 @@ fn corpus(dir: &Path) {
     });
     let oracle = serde_json::json!({
         "version": 1,
-        "findings": [{"id": "F01", "caseId": "case-01", "description": "a user-controlled name reaches os.system, so a name such as `x; rm -rf ~` runs a shell command",
+        "findings": [{"id": "F01", "caseId": "case-01", "description": "untrusted input reaches shell execution: a user-controlled name such as `x; rm -rf ~` runs through os.system",
                       "file": "src/thumb.py", "line": 4, "category": "security", "severity": "error", "blocking": true}],
         "cases": [
             {"id": "case-01", "expectedFindingIds": ["F01"], "rationale": "shell injection", "interpreter": "python3", "groundTruth": "assert True\n"},
@@ -124,7 +124,7 @@ fn eval_cases_on_a_git_repository_are_reviewed_blind_and_scored() {
     write(
         &repo.join("evals/shell/case.md"),
         &format!(
-            "Case: shell\nRange: {base}..{tip}     # as reviewed\nSource: outside reviewer, PR #7\nDate: 2025-01-02\nGroups: round-1\n\nFindings (one per line: id | path:line | class | the defect, in a sentence):\n\nF1 | src/thumb.py:4 | security | a user-controlled name reaches os.system, so `x; rm -rf ~` runs as a shell command\n"
+            "Case: shell\nRange: {base}..{tip}     # as reviewed\nSource: outside reviewer, PR #7\nDate: 2025-01-02\nGroups: round-1\n\nFindings (one per line: id | path:line | class | the defect, in a sentence):\n\nF1 | src/thumb.py:4 | security | untrusted input reaches shell execution: a user-controlled name runs through os.system\n"
         ),
     );
     git(&repo, &["add", "-A"]);

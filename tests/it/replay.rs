@@ -112,7 +112,9 @@ fn replayed_sarif_and_csv_are_compared_with_a_builtin_reviewer_and_scored() {
     // case-04 is clean).
     let fixture = rows(&results, 1);
     let cell = |name: &str| fixture.iter().find(|r| r[0] == format!("reviewer={name}")).unwrap_or_else(|| panic!("{name}: {fixture:?}")).clone();
-    assert_eq!(cell("heuristic")[1..5], ["3", "2", "1", "0"], "{fixture:?}");
+    // The heuristic's SQL message on case-07 shares too few of F05's words to be found under
+    // the calibrated rule (it was found by its category before): partial, so a FP and a FN.
+    assert_eq!(cell("heuristic")[1..5], ["3", "1", "2", "1"], "{fixture:?}");
     assert_eq!(cell("analyzer")[1..5], ["3", "2", "1", "0"], "{fixture:?}");
     assert_eq!(cell("bot")[1..5], ["3", "0", "3", "2"], "{fixture:?}");
 

@@ -20,7 +20,7 @@ fn show_prints_a_runs_findings_from_the_committed_cache_as_text_and_json() {
     let text = stdout_of(&out);
     assert!(text.starts_with("quickstart: 1 run selected, 1 in the cache, 2 findings\n"), "{text}");
     assert!(text.contains("baseline=heuristic #1 @case-07  (key "), "{text}");
-    assert!(text.contains("  src/query.mjs:37  error security  [found F05]\n      SQL text is built from interpolated values"), "{text}");
+    assert!(text.contains("  src/query.mjs:37  error security  [partial F05]\n      SQL text is built from interpolated values"), "{text}");
     assert!(text.contains("      suggestion: Use bound parameters"), "{text}");
 
     let out = runner(&root).args(args).arg("--json").output().expect("runs");
@@ -33,7 +33,7 @@ fn show_prints_a_runs_findings_from_the_committed_cache_as_text_and_json() {
     assert_eq!(findings.len(), 2);
     assert_eq!(findings[1]["file"], "src/query.mjs");
     assert_eq!(findings[1]["line"], 37);
-    assert_eq!(findings[1]["verdict"], serde_json::json!({"verdict": "found", "oracle": "F05"}));
+    assert_eq!(findings[1]["verdict"], serde_json::json!({"verdict": "partial", "oracle": "F05"}));
 
     // The same run by the key results.json prints, with no manifest; and through results.json.
     let results = committed("quickstart");
