@@ -208,8 +208,13 @@ fn read_target(t: &TableReader<'_, '_>, base_dir: &Path, check_paths: bool) -> O
             let cases = t.strings("cases").map(|v| v.into_iter().map(Spanned::into_inner).collect());
             Some(TargetSpec::Evals { repo: base_dir.join(repo.get_ref()), dir: base_dir.join(evals.get_ref()), cases })
         }
+        (Some(repo), None) if t.has("commits") || t.has("pull-requests") => {
+            let history = read_history(t)?;
+            Some(TargetSpec::History { repo: resolve_path(base_dir, repo.get_ref()), history })
+        }
         (Some(repo), None) => {
             let head = t.string("head").map(|h| h.into_inner()).unwrap_or_else(|| "HEAD".to_string());
+            history_keys_alone(t);
             Some(TargetSpec::Git { repo: resolve_path(base_dir, repo.get_ref()), head })
         }
         (None, Some(corpus)) => {
@@ -229,6 +234,94 @@ fn read_target(t: &TableReader<'_, '_>, base_dir: &Path, check_paths: bool) -> O
             None
         }
     }
+}
+
+/// The keys that tune a history selection, which mean nothing without one.
+const HISTORY_TUNING: [&str; 3] = ["sample", "seed", "max-diff-lines"];
+
+/// `sample`, `seed` or `max-diff-lines` on a target that selects no commits.
+fn history_keys_alone(t: &TableReader<'_, '_>) {
+    for key in HISTORY_TUNING {
+        if let Some(v) = t.get(key) {
+            t.problems().push_with_help(
+                v.span(),
+                format!("`{key}` applies to a repository's history only"),
+                "select commits with `commits = \"A..B\"` (or a list) or `pull-requests = \"A..B\"` beside `repo`",
+            );
+        }
+    }
+}
+
+/// A revision range as `commits` and `pull-requests` take it: `A..B`, never an option.
+fn check_range(t: &TableReader<'_, '_>, key: &str, range: &Spanned<String>) -> bool {
+    let text = range.get_ref();
+    let problem = if text.starts_with('-') {
+        Some(format!("`{key}` must name revisions, not an option: `{text}`"))
+    } else if text.contains("...") || !text.contains("..") {
+        Some(format!("`{key}` must be a range `A..B` (the commits reachable from B and not from A), found `{text}`"))
+    } else {
+        None
+    };
+    match problem {
+        Some(message) => {
+            t.problems().push_with_help(range.span(), message, "e.g. `\"HEAD~10..HEAD\"` or `\"v1.2..main\"`");
+            false
+        }
+        None => true,
+    }
+}
+
+/// `[target] commits = "A..B"` (or a list of commits) or `pull-requests = "A..B"` beside `repo`,
+/// with the optional `sample`, `seed` and `max-diff-lines`.
+fn read_history(t: &TableReader<'_, '_>) -> Option<crate::subject::history::HistorySpec> {
+    use crate::subject::history::{Commits, HistorySpec, Sample, DEFAULT_MAX_DIFF_LINES};
+    let problems = t.problems();
+    if let Some(head) = t.get("head") {
+        problems.push(head.span(), "`head` does not apply with `commits` or `pull-requests`: each commit is reviewed against its first parent");
+    }
+    let commits = match (t.get("commits"), t.get("pull-requests")) {
+        (Some(c), Some(_)) => {
+            problems.push_with_help(
+                c.span(),
+                "[target] takes `commits` or `pull-requests`, not both",
+                "`pull-requests` reviews the merge commits of a range, `commits` every first-parent commit",
+            );
+            None
+        }
+        (Some(value), None) => match value.get_ref() {
+            DeValue::String(_) => t.string("commits").filter(|r| check_range(t, "commits", r)).map(|r| Commits::Range(r.into_inner())),
+            DeValue::Array(_) => {
+                let refs = t.strings("commits")?;
+                if refs.is_empty() {
+                    problems.push(value.span(), "`commits` lists no commit");
+                }
+                let mut ok = !refs.is_empty();
+                for r in &refs {
+                    if r.get_ref().trim().is_empty() || r.get_ref().starts_with('-') {
+                        problems.push(r.span(), format!("`commits` must name commits (SHAs or refs), found `{}`", r.get_ref()));
+                        ok = false;
+                    }
+                }
+                ok.then(|| Commits::Listed(refs.into_iter().map(Spanned::into_inner).collect()))
+            }
+            other => {
+                problems.push(
+                    value.span(),
+                    format!("`commits` must be a range `\"A..B\"` or an array of commits, found {}", crate::config::reader::type_name(other)),
+                );
+                None
+            }
+        },
+        (None, Some(_)) => t.string("pull-requests").filter(|r| check_range(t, "pull-requests", r)).map(|r| Commits::Merges(r.into_inner())),
+        (None, None) => None,
+    };
+    let size = t.integer("sample", 1, i64::from(u32::MAX)).map(|n| *n.get_ref() as usize);
+    let seed = t.integer("seed", 0, i64::MAX).map(|n| *n.get_ref() as u64);
+    if let (Some(v), false) = (t.get("seed"), t.has("sample")) {
+        problems.push_with_help(v.span(), "`seed` chooses a sample: it needs `sample`", "add `sample = N` to review N of the selected commits");
+    }
+    let max_diff_lines = t.integer("max-diff-lines", 1, i64::MAX).map_or(DEFAULT_MAX_DIFF_LINES, |n| *n.get_ref() as u64);
+    Some(HistorySpec { commits: commits?, sample: size.map(|size| Sample { size, seed: seed.unwrap_or(0) }), max_diff_lines })
 }
 
 /// `[target] external = "changes.json"` (changes without a repository) and its optional
@@ -361,7 +454,20 @@ fn check_known_axis(t: &TableReader<'_, '_>, name: &str, values: &[AxisValue], s
 fn check_target_axes(root: &TableReader<'_, '_>, target: &TargetSpec, matrix: &Matrix) {
     match target {
         TargetSpec::Git { .. } if matrix.axis("ref").is_none() => {
-            root.problems().push(root.span(), "a git target needs a `ref` axis in [matrix] (the base of `ref..head`), e.g. `ref = [\"HEAD~1\"]`");
+            root.problems().push_with_help(
+                root.span(),
+                "a git target needs a `ref` axis in [matrix] (the base of `ref..head`), e.g. `ref = [\"HEAD~1\"]`",
+                "or review each commit of a range as a subject of its own: `commits = \"HEAD~10..HEAD\"` in [target]",
+            );
+        }
+        TargetSpec::History { history, .. } if matrix.axis("ref").is_some() => {
+            let key = if matches!(history.commits, crate::subject::history::Commits::Merges(_)) { "pull-requests" } else { "commits" };
+            let span = root.table("matrix").and_then(|m| m.key_span("ref")).unwrap_or_else(|| root.span());
+            root.problems().push_with_help(
+                span,
+                format!("the `ref` axis does not apply with `{key}`: each commit is reviewed against its first parent, so there is no base to vary"),
+                format!("remove `ref` from [matrix]; or, to review one range as a single change, remove `{key}` from [target] and keep `ref`"),
+            );
         }
         TargetSpec::Corpus { .. } if matrix.axis("ref").is_some() => {
             root.problems().push(root.span(), "the `ref` axis applies to git targets only; a corpus target reviews each case's before..after");
