@@ -127,6 +127,9 @@ fn read_manifest(root: &TableReader<'_, '_>, path: &Path, base_dir: &Path, check
     if let (Some(target), Some(matrix)) = (&target, &matrix) {
         check_target_axes(root, target, matrix);
     }
+    if let Some(target) = &target {
+        check_oracle_needs(root, target, &analyses, check_paths);
+    }
     if let (Some(reviewers), Some(matrix)) = (&reviewers, &matrix) {
         for named in &reviewers.entries {
             crate::reviewer::spec::check_unused_axes(root, &named.spec, matrix, reviewers.by_axis.then_some(REVIEWER_AXIS));
@@ -479,6 +482,57 @@ fn check_target_axes(root: &TableReader<'_, '_>, target: &TargetSpec, matrix: &M
             root.problems().push(root.span(), "the `ref` axis does not apply with `evals`: each eval case's `Range: base..tip` is reviewed");
         }
         _ => {}
+    }
+}
+
+/// Why the target has no oracle, when it has none (with `check_paths`, a corpus without
+/// `oracle.json` too).
+fn missing_oracle(target: &TargetSpec, check_paths: bool) -> Option<&'static str> {
+    match target {
+        TargetSpec::Git { .. } | TargetSpec::History { .. } => Some("a git repository has no oracle"),
+        TargetSpec::External { oracle: None, .. } => Some("the external target names no `oracle` file"),
+        TargetSpec::Corpus { dir, .. } if check_paths && dir.is_dir() && !dir.join(crate::ground_truth::oracle::ORACLE_FILE).is_file() => {
+            Some("the corpus has no `oracle.json`")
+        }
+        TargetSpec::External { .. } | TargetSpec::Corpus { .. } | TargetSpec::Evals { .. } => None,
+    }
+}
+
+/// An analysis that scores findings against an oracle, on a target without one, is an error
+/// at its `kind`; a `compare` analysis that lists oracle metrics, at its `metrics`.
+fn check_oracle_needs(root: &TableReader<'_, '_>, target: &TargetSpec, analyses: &[Option<AnalysisSpec>], check_paths: bool) {
+    use crate::analysis::spec::AnalysisKind;
+    let Some(why) = missing_oracle(target, check_paths) else { return };
+    // Read again for the spans only where every item is a table, so no problem is told twice.
+    let all_tables = root.get("analysis").is_some_and(|v| matches!(v.get_ref(), DeValue::Array(items) if items.iter().all(|i| matches!(i.get_ref(), DeValue::Table(_)))));
+    if !all_tables {
+        return;
+    }
+    let help = "score against an oracle with a corpus that has `oracle.json`, an eval set (`evals`) or an `external` target with `oracle`";
+    for (t, spec) in root.tables("analysis").iter().zip(analyses) {
+        let Some(spec) = spec else { continue };
+        match spec.kind {
+            AnalysisKind::Fixture | AnalysisKind::ReviewEval => {
+                let span = t.get("kind").map_or_else(|| t.span(), |k| k.span());
+                t.problems().push_with_help(
+                    span,
+                    format!("analysis `{}` scores findings against an oracle, but {why}", spec.kind.as_str()),
+                    format!("{help}, or remove this analysis"),
+                );
+            }
+            AnalysisKind::Compare if t.has("metrics") => {
+                let needing: Vec<&str> = spec.compare.iter().flat_map(|c| &c.metrics).filter(|m| m.needs_oracle()).map(|m| m.as_str()).collect();
+                if !needing.is_empty() {
+                    let span = t.get("metrics").map_or_else(|| t.span(), |k| k.span());
+                    t.problems().push_with_help(
+                        span,
+                        format!("compare metric{} {} need{} an oracle, but {why}", if needing.len() == 1 { "" } else { "s" }, needing.iter().map(|m| format!("`{m}`")).collect::<Vec<_>>().join(", "), if needing.len() == 1 { "s" } else { "" }),
+                        format!("compare `findings` or `jaccard` (or RQS v2's jury and alignment metrics) here; {help}"),
+                    );
+                }
+            }
+            _ => {}
+        }
     }
 }
 
