@@ -349,12 +349,12 @@ fn history_lines(h: &runner::subject::history::History) -> String {
     }
     let _ = writeln!(out, ":");
     for c in &h.planned {
-        let _ = writeln!(out, "  {}{}", c.label(), c.note(h.merges).map(|n| format!("  ({n})")).unwrap_or_default());
+        let _ = writeln!(out, "  {}{}", c.label(), c.note(h.merges).map(|n| format!(" — {n}")).unwrap_or_default());
     }
     if !h.skipped.is_empty() {
         let _ = writeln!(out, "skipped:");
         for (c, why) in &h.skipped {
-            let _ = writeln!(out, "  {}  ({why})", c.label());
+            let _ = writeln!(out, "  {} — {why}", c.label());
         }
     }
     out

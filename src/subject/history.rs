@@ -171,7 +171,14 @@ pub struct History {
 /// Resolves the selection in `repo`: lists its commits with their changes' sizes, skips what
 /// cannot be reviewed, and samples the rest when asked.
 pub fn select(repo: &Path, spec: &HistorySpec) -> Result<History, TargetError> {
-    let resolve_error = |rev: &str, e: GitError| TargetError::Resolve { repo: repo.display().to_string(), rev: rev.to_string(), message: e.to_string() };
+    // git's own first line says what is wrong (`bad revision 'HEAD~100..HEAD'`).
+    let resolve_error = |rev: &str, e: GitError| {
+        let message = match e {
+            GitError::Failed { stderr, .. } => stderr.lines().next().unwrap_or_default().trim_start_matches("fatal: ").to_string(),
+            other => other.to_string(),
+        };
+        TargetError::Resolve { repo: repo.display().to_string(), rev: rev.to_string(), message }
+    };
     let log = |args: &[&str], rev: &str| -> Result<Vec<Commit>, TargetError> {
         let mut all = vec![
             "log",
@@ -184,6 +191,7 @@ pub fn select(repo: &Path, spec: &HistorySpec) -> Result<History, TargetError> {
             "--format=%x1e%H %P%x1f%s",
         ];
         all.extend_from_slice(args);
+        all.push("--");
         let out = git::git_bytes(repo, &all, &[]).map_err(|e| resolve_error(rev, e))?;
         Ok(parse_log(&String::from_utf8_lossy(&out)))
     };
