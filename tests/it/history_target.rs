@@ -311,3 +311,24 @@ fn a_command_reviewer_gets_each_commits_base_and_head_in_its_own_worktree() {
     }
     assert_eq!(git(&repo, &["worktree", "list"]).lines().count(), 1, "every worktree removed");
 }
+
+#[test]
+fn an_analysis_that_needs_an_oracle_is_refused_on_a_target_without_one() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    python_history(dir.path(), 3);
+    let text = std::fs::read_to_string(history_manifest(dir.path(), "commits = \"HEAD~2..HEAD\"", "")).expect("read");
+    let text = text.replace("metrics = [\"findings\"]", "metrics = [\"findings\", \"recall\", \"f1\"]").replace("[report]", "[[analysis]]\nkind = \"review-eval\"\n[report]");
+    let manifest = write_manifest(dir.path(), "history.toml", &text);
+    let out = runner(dir.path()).args(["validate"]).arg(&manifest).output().expect("runs");
+    assert_eq!(out.status.code(), Some(1));
+    let err = stderr_of(&out);
+    assert!(err.contains("compare metrics `recall`, `f1` need an oracle, but a git repository has no oracle"), "{err}");
+    assert!(err.contains("analysis `review-eval` scores findings against an oracle, but a git repository has no oracle"), "{err}");
+    // Each at its own place: the `metrics` value, the analysis's `kind`.
+    assert!(err.contains("history.toml:16:11") && err.contains("history.toml:18:8"), "{err}");
+    // Without `metrics`, a comparison compares what it can: no error.
+    let text = text.replace("metrics = [\"findings\", \"recall\", \"f1\"]\n", "").replace("[[analysis]]\nkind = \"review-eval\"\n", "");
+    let manifest = write_manifest(dir.path(), "history.toml", &text);
+    let out = runner(dir.path()).args(["validate"]).arg(&manifest).output().expect("runs");
+    assert!(out.status.success(), "{}", stderr_of(&out));
+}
