@@ -451,7 +451,12 @@ pub fn planned_pairs<'c>(cells: &'c [Arc<Cell>], axis_order: &[String], spec: &A
 
 /// The pairs of cells compared: along `axis` (each value against the baseline, within each
 /// group of the other axes), or every cell against the first when no axis is named.
-fn cell_pairs<'c>(cells: &'c [Arc<Cell>], axis_order: &[String], options: &CompareOptions, axis: Option<&str>) -> Vec<(String, &'c Cell, &'c Cell, String, String)> {
+fn cell_pairs<'c>(
+    cells: &'c [Arc<Cell>],
+    axis_order: &[String],
+    options: &CompareOptions,
+    axis: Option<&str>,
+) -> Vec<(String, &'c Cell, &'c Cell, String, String)> {
     let mut out = Vec::new();
     match axis {
         Some(axis) => {
@@ -468,7 +473,8 @@ fn cell_pairs<'c>(cells: &'c [Arc<Cell>], axis_order: &[String], options: &Compa
                 groups.entry(key).or_default().push(cell);
             }
             // The group is named by the other axes that vary; a single-valued axis says nothing.
-            let varying: Vec<&String> = axis_order.iter().filter(|name| name.as_str() != axis && crate::analysis::axis_values_of(cells, name).len() > 1).collect();
+            let varying: Vec<&String> =
+                axis_order.iter().filter(|name| name.as_str() != axis && crate::analysis::axis_values_of(cells, name).len() > 1).collect();
             for key in order {
                 let cells = &groups[&key];
                 let value_of = |c: &Cell| c.get(axis).map(|v| v.render()).unwrap_or_default();

@@ -504,7 +504,8 @@ fn check_oracle_needs(root: &TableReader<'_, '_>, target: &TargetSpec, analyses:
     use crate::analysis::spec::AnalysisKind;
     let Some(why) = missing_oracle(target, check_paths) else { return };
     // Read again for the spans only where every item is a table, so no problem is told twice.
-    let all_tables = root.get("analysis").is_some_and(|v| matches!(v.get_ref(), DeValue::Array(items) if items.iter().all(|i| matches!(i.get_ref(), DeValue::Table(_)))));
+    let all_tables =
+        root.get("analysis").is_some_and(|v| matches!(v.get_ref(), DeValue::Array(items) if items.iter().all(|i| matches!(i.get_ref(), DeValue::Table(_)))));
     if !all_tables {
         return;
     }
@@ -526,7 +527,12 @@ fn check_oracle_needs(root: &TableReader<'_, '_>, target: &TargetSpec, analyses:
                     let span = t.get("metrics").map_or_else(|| t.span(), |k| k.span());
                     t.problems().push_with_help(
                         span,
-                        format!("compare metric{} {} need{} an oracle, but {why}", if needing.len() == 1 { "" } else { "s" }, needing.iter().map(|m| format!("`{m}`")).collect::<Vec<_>>().join(", "), if needing.len() == 1 { "s" } else { "" }),
+                        format!(
+                            "compare metric{} {} need{} an oracle, but {why}",
+                            if needing.len() == 1 { "" } else { "s" },
+                            needing.iter().map(|m| format!("`{m}`")).collect::<Vec<_>>().join(", "),
+                            if needing.len() == 1 { "s" } else { "" }
+                        ),
                         format!("compare `findings` or `jaccard` (or RQS v2's jury and alignment metrics) here; {help}"),
                     );
                 }

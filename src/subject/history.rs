@@ -180,16 +180,8 @@ pub fn select(repo: &Path, spec: &HistorySpec) -> Result<History, TargetError> {
         TargetError::Resolve { repo: repo.display().to_string(), rev: rev.to_string(), message }
     };
     let log = |args: &[&str], rev: &str| -> Result<Vec<Commit>, TargetError> {
-        let mut all = vec![
-            "log",
-            "--no-color",
-            "--no-show-signature",
-            "--no-mailmap",
-            "--root",
-            "--diff-merges=first-parent",
-            "--numstat",
-            "--format=%x1e%H %P%x1f%s",
-        ];
+        let mut all =
+            vec!["log", "--no-color", "--no-show-signature", "--no-mailmap", "--root", "--diff-merges=first-parent", "--numstat", "--format=%x1e%H %P%x1f%s"];
         all.extend_from_slice(args);
         all.push("--");
         let out = git::git_bytes(repo, &all, &[]).map_err(|e| resolve_error(rev, e))?;
@@ -334,7 +326,10 @@ mod tests {
         let text = "\u{1e}aaa p1\u{1f}first | change\n\n3\t1\ta.txt\n-\t-\tlogo.png\n\u{1e}bbb\u{1f}root\n\u{1e}ccc p1 p2\u{1f}Merge pull request #2\n\n0\t0\t{x => y}/z\n";
         let commits = parse_log(text);
         assert_eq!(commits.len(), 3);
-        assert_eq!(commits[0], Commit { sha: "aaa".into(), base: "p1".into(), parents: 1, title: "first | change".into(), files: 2, binary_files: 1, lines: 4 });
+        assert_eq!(
+            commits[0],
+            Commit { sha: "aaa".into(), base: "p1".into(), parents: 1, title: "first | change".into(), files: 2, binary_files: 1, lines: 4 }
+        );
         assert_eq!((commits[1].parents, commits[1].files, commits[1].base.as_str()), (0, 0, ""));
         assert_eq!((commits[2].parents, commits[2].base.as_str(), commits[2].files, commits[2].lines), (2, "p1", 1, 0));
     }

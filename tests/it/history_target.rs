@@ -90,7 +90,8 @@ fn ten_commits_of_twelve_are_ten_subjects_oldest_first_and_a_compare_over_them_h
     assert!(text.contains("subjects: the first-parent commits of `HEAD~10..HEAD`: 10 commits, 10 reviewed:"), "{text}");
     assert!(text.contains(&format!("  {} Add f3\n", &expected[0][..7])), "short SHA and subject line: {text}");
     assert!(text.contains("compare #1 (axis `baseline`): 10 subjects per pair, smallest attainable p = 0.00195 (α = 0.05)"), "{text}");
-    let json: serde_json::Value = serde_json::from_slice(&runner(dir.path()).args(["plan", "--json"]).arg(&manifest).output().expect("runs").stdout).expect("json");
+    let json: serde_json::Value =
+        serde_json::from_slice(&runner(dir.path()).args(["plan", "--json"]).arg(&manifest).output().expect("runs").stdout).expect("json");
     let planned: Vec<&str> = json["history"]["subjects"].as_array().expect("subjects").iter().map(|c| c["sha"].as_str().expect("sha")).collect();
     assert_eq!(planned, expected, "full SHAs, oldest first");
     assert_eq!(json["compare"][0]["fewest"], 10);
@@ -107,7 +108,10 @@ fn ten_commits_of_twelve_are_ten_subjects_oldest_first_and_a_compare_over_them_h
     assert_eq!(subjects, expected);
     let md = std::fs::read_to_string(dir.path().join("out/RESULTS.md")).expect("RESULTS.md");
     assert!(md.contains("10 of 10 commits reviewed (the first-parent commits of `HEAD~10..HEAD`), each against its first parent."), "{md}");
-    assert!(md.contains(&format!("| `{}` | Add f3 | `{}..{}` | 1 | 2 |", &expected[0][..7], &git(&repo, &["rev-parse", "HEAD~10"])[..7], &expected[0][..7])), "{md}");
+    assert!(
+        md.contains(&format!("| `{}` | Add f3 | `{}..{}` | 1 | 2 |", &expected[0][..7], &git(&repo, &["rev-parse", "HEAD~10"])[..7], &expected[0][..7])),
+        "{md}"
+    );
     assert!(md.contains("(paired permutation, 10 subjects, exact over 1 024 sign flips): **higher**."), "{md}");
 
     // Refs are resolved before hashing: one more commit shifts the range by one, and the nine
@@ -229,7 +233,10 @@ fn root_empty_binary_only_oversized_and_merge_commits_are_reported_not_crashed_o
     assert_eq!((history["subjects"][1]["files"].as_u64(), history["subjects"][1]["lines"].as_u64()), (Some(1), Some(2)));
     let md = std::fs::read_to_string(dir.path().join("out/RESULTS.md")).expect("RESULTS.md");
     assert!(md.contains("3 of 6 commits reviewed (6 listed commits), each against its first parent; 3 skipped."), "{md}");
-    assert!(md.contains(&format!("| `{}` | Start calc | `4b825dc..{}` | 1 | 2 | root commit: reviewed against the empty tree |", &shas[0][..7], &shas[0][..7])), "{md}");
+    assert!(
+        md.contains(&format!("| `{}` | Start calc | `4b825dc..{}` | 1 | 2 | root commit: reviewed against the empty tree |", &shas[0][..7], &shas[0][..7])),
+        "{md}"
+    );
     assert!(md.contains(&format!("| `{}` | Nothing at all | empty change |", &shas[1][..7])), "{md}");
     assert!(md.contains(&format!("| `{}` | Add the logo | binary files only (1 file) |", &shas[2][..7])), "{md}");
     assert!(md.contains("120 changed lines, over the limit of 100 (`max-diff-lines`)"), "{md}");
@@ -317,7 +324,9 @@ fn an_analysis_that_needs_an_oracle_is_refused_on_a_target_without_one() {
     let dir = tempfile::tempdir().expect("tempdir");
     python_history(dir.path(), 3);
     let text = std::fs::read_to_string(history_manifest(dir.path(), "commits = \"HEAD~2..HEAD\"", "")).expect("read");
-    let text = text.replace("metrics = [\"findings\"]", "metrics = [\"findings\", \"recall\", \"f1\"]").replace("[report]", "[[analysis]]\nkind = \"review-eval\"\n[report]");
+    let text = text
+        .replace("metrics = [\"findings\"]", "metrics = [\"findings\", \"recall\", \"f1\"]")
+        .replace("[report]", "[[analysis]]\nkind = \"review-eval\"\n[report]");
     let manifest = write_manifest(dir.path(), "history.toml", &text);
     let out = runner(dir.path()).args(["validate"]).arg(&manifest).output().expect("runs");
     assert_eq!(out.status.code(), Some(1));

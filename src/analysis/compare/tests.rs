@@ -102,7 +102,10 @@ fn recall_difference_exact_sign_flip_and_mcnemar_by_hand() {
     assert_eq!(result.headline.len(), 1);
     let line = &result.headline[0];
     assert!(line.starts_with("**recall**, `b` − `a` = +0.500 ["), "{line}");
-    assert!(line.contains("p = 0.500 (paired permutation, 4 subjects, exact over 16 sign flips): **4 subjects, 2 differing: cannot be significant at α = 0.05**."), "{line}");
+    assert!(
+        line.contains("p = 0.500 (paired permutation, 4 subjects, exact over 16 sign flips): **4 subjects, 2 differing: cannot be significant at α = 0.05**."),
+        "{line}"
+    );
 }
 
 #[test]
@@ -186,7 +189,9 @@ fn all_better(n: usize) -> (Fixture, Vec<String>) {
 
 #[test]
 fn five_subjects_cannot_be_significant_at_five_percent_and_six_can() {
-    for (n, floor, verdict) in [(3, 0.25, "3 subjects: cannot be significant at α = 0.05"), (5, 0.0625, "5 subjects: cannot be significant at α = 0.05"), (6, 0.03125, "better")] {
+    for (n, floor, verdict) in
+        [(3, 0.25, "3 subjects: cannot be significant at α = 0.05"), (5, 0.0625, "5 subjects: cannot be significant at α = 0.05"), (6, 0.03125, "better")]
+    {
         let (fx, subjects) = all_better(n);
         let names: Vec<&str> = subjects.iter().map(String::as_str).collect();
         let oracle = oracle(&names);
