@@ -180,8 +180,18 @@ pub fn select(repo: &Path, spec: &HistorySpec) -> Result<History, TargetError> {
         TargetError::Resolve { repo: repo.display().to_string(), rev: rev.to_string(), message }
     };
     let log = |args: &[&str], rev: &str| -> Result<Vec<Commit>, TargetError> {
-        let mut all =
-            vec!["log", "--no-color", "--no-show-signature", "--no-mailmap", "--root", "--diff-merges=first-parent", "--numstat", "--format=%x1e%H %P%x1f%s"];
+        let mut all = vec![
+            "log",
+            "--no-color",
+            "--no-ext-diff",
+            "--no-textconv",
+            "--no-show-signature",
+            "--no-mailmap",
+            "--root",
+            "--diff-merges=first-parent",
+            "--numstat",
+            "--format=%x1e%H %P%x1f%s",
+        ];
         all.extend_from_slice(args);
         all.push("--");
         let out = git::git_bytes(repo, &all, &[]).map_err(|e| resolve_error(rev, e))?;
@@ -345,6 +355,41 @@ mod tests {
         assert_eq!(commit("a", 0, 1, 0, 1).note(false), Some("root commit: reviewed against the empty tree"));
         assert_eq!(commit("a", 2, 1, 0, 1).note(false), Some("merge commit: reviewed against its first parent"));
         assert_eq!(commit("a", 2, 1, 0, 1).note(true), None);
+    }
+
+    /// A repository whose config names a textconv program for every `.txt` file: listing its
+    /// commits runs nothing (as `git diff` does not: `--no-textconv`, `--no-ext-diff`); a list
+    /// keeps its order, each commit once; a root commit's base is the empty tree.
+    #[test]
+    fn listing_commits_runs_no_program_the_repository_configures() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().expect("tempdir");
+        let repo = dir.path().join("repo");
+        let log = dir.path().join("ran.log");
+        std::fs::create_dir_all(&repo).expect("mkdir");
+        let script = dir.path().join("evil.sh");
+        std::fs::write(&script, format!("#!/bin/sh\necho \"$0 $*\" >> '{}'\ncat \"$1\"\n", log.display())).expect("write");
+        std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+        for args in [&["init", "--quiet", "--initial-branch=main"][..], &["config", "user.name", "t"], &["config", "user.email", "t@e"]] {
+            git::git(&repo, args).expect("git");
+        }
+        git::git(&repo, &["config", "diff.evil.textconv", &script.display().to_string()]).expect("config");
+        git::git(&repo, &["config", "diff.external", &script.display().to_string()]).expect("config");
+        std::fs::write(repo.join(".gitattributes"), "*.txt diff=evil\n").expect("write");
+        for (i, text) in ["a\n", "a\nb\n"].iter().enumerate() {
+            std::fs::write(repo.join("a.txt"), text).expect("write");
+            git::git(&repo, &["add", "--all"]).expect("add");
+            git::git(&repo, &["commit", "--quiet", "-m", &format!("c{i}")]).expect("commit");
+        }
+        let spec = HistorySpec { commits: Commits::Range("HEAD~1..HEAD".into()), sample: None, max_diff_lines: DEFAULT_MAX_DIFF_LINES };
+        let history = select(&repo, &spec).expect("selected");
+        assert_eq!((history.planned.len(), history.planned[0].lines, history.planned[0].title.as_str()), (1, 1, "c1"));
+        let listed = Commits::Listed(vec!["HEAD~1".into(), "HEAD".into(), "HEAD~1".into()]);
+        let history = select(&repo, &HistorySpec { commits: listed, ..spec }).expect("selected");
+        assert_eq!(history.planned.iter().map(|c| c.title.as_str()).collect::<Vec<_>>(), ["c0", "c1"], "as listed, each once");
+        assert_eq!(history.planned[0].parents, 0);
+        assert!(history.planned[0].base.starts_with("4b825dc"), "the root against the empty tree: {}", history.planned[0].base);
+        assert!(!log.exists(), "a configured program ran: {}", std::fs::read_to_string(&log).unwrap_or_default());
     }
 
     #[test]
