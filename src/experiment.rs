@@ -235,7 +235,7 @@ pub fn load_oracle(manifest: &Manifest) -> Result<Option<Oracle>, Error> {
             Ok(Some(ground_truth::evalcase::to_oracle(&cases)))
         }
         TargetSpec::External { oracle: Some(path), .. } => Ok(Some(ground_truth::oracle::load_file(path)?)),
-        TargetSpec::Git { .. } | TargetSpec::External { oracle: None, .. } => Ok(None),
+        TargetSpec::Git { .. } | TargetSpec::History { .. } | TargetSpec::External { oracle: None, .. } => Ok(None),
     }
 }
 

@@ -284,10 +284,21 @@ fn plan(args: PlanArgs) -> Result<Exit, Error> {
         rows.push(serde_json::json!({ "run": run.label(), "key": run.key.0, "status": status, "why": why }));
     }
     let nodes = node_summary(&prepared, cached);
+    let reach = runner::plan::compare_reach(&prepared.manifest, &prepared.plan);
+    let history = prepared.plan.history.as_ref();
     if args.json {
+        let commit = |c: &runner::subject::history::Commit, note: Option<String>| serde_json::json!({ "sha": c.sha, "base": c.base, "title": c.title, "files": c.files, "lines": c.lines, "note": note });
         let doc = serde_json::json!({
             "experiment": name,
             "shard": args.shard.map(|s| s.to_string()),
+            "history": history.map(|h| serde_json::json!({
+                "selection": h.selection,
+                "considered": h.considered,
+                "subjects": h.planned.iter().map(|c| commit(c, c.note(h.merges).map(str::to_string))).collect::<Vec<_>>(),
+                "skipped": h.skipped.iter().map(|(c, why)| commit(c, Some(why.to_string()))).collect::<Vec<_>>(),
+                "sample": h.sample.map(|s| serde_json::json!({ "size": s.size, "of": s.of, "seed": s.seed })),
+            })),
+            "compare": reach,
             "runs": rows,
             "cached": cached,
             "to_run": missing,
@@ -304,6 +315,12 @@ fn plan(args: PlanArgs) -> Result<Exit, Error> {
         for n in &nodes {
             println!("  {:<12} {:>6}  {}", n.kind.as_str(), n.count, n.status);
         }
+        if let Some(h) = history {
+            print!("{}", history_lines(h));
+        }
+        for r in &reach {
+            println!("{}", reach_line(r));
+        }
         println!("runs:");
         for row in &rows {
             let why = row["why"].as_str().unwrap_or_default();
@@ -317,6 +334,54 @@ fn plan(args: PlanArgs) -> Result<Exit, Error> {
         }
     }
     Ok(Exit::Ok)
+}
+
+/// A history target's commits as `runner plan` lists them: the selection, each reviewed
+/// commit (short SHA and subject line, with a note for a root or a merge), each skipped one
+/// with why, and the sample.
+fn history_lines(h: &runner::subject::history::History) -> String {
+    use std::fmt::Write as _;
+    let mut out = String::new();
+    let _ = write!(out, "subjects: {}: {} commit{}, {} reviewed", h.selection, h.considered, if h.considered == 1 { "" } else { "s" }, h.planned.len());
+    if !h.skipped.is_empty() {
+        let _ = write!(out, ", {} skipped", h.skipped.len());
+    }
+    if let Some(s) = h.sample {
+        let _ = write!(out, " (a seeded sample of {} of the {} reviewable, seed {})", s.size, s.of, s.seed);
+    }
+    let _ = writeln!(out, ":");
+    for c in &h.planned {
+        let _ = writeln!(out, "  {}{}", c.label(), c.note(h.merges).map(|n| format!(" — {n}")).unwrap_or_default());
+    }
+    if !h.skipped.is_empty() {
+        let _ = writeln!(out, "skipped:");
+        for (c, why) in &h.skipped {
+            let _ = writeln!(out, "  {} — {why}", c.label());
+        }
+    }
+    out
+}
+
+/// A `compare` analysis's reach: `compare #1 (axis `model`): 10 subjects per pair, smallest
+/// attainable p = 0.00195 (α = 0.05)`, or that it cannot be significant.
+fn reach_line(r: &runner::plan::CompareReach) -> String {
+    let subjects = if r.fewest == r.most { format!("{}", r.fewest) } else { format!("{}–{}", r.fewest, r.most) };
+    let axis = r.axis.as_ref().map(|a| format!(" (axis `{a}`)")).unwrap_or_default();
+    let plural = if r.most == 1 { "subject" } else { "subjects" };
+    let p = r.min_p.map_or_else(|| "–".to_string(), significant);
+    if r.pairs == 0 {
+        format!("compare #{}{axis}: no pair of cells to compare", r.index + 1)
+    } else if r.cannot_be_significant() {
+        format!("compare #{}{axis}: {subjects} {plural} per pair: cannot be significant at α = {} (smallest attainable p = {p})", r.index + 1, r.alpha)
+    } else {
+        format!("compare #{}{axis}: {subjects} {plural} per pair, smallest attainable p = {p} (α = {})", r.index + 1, r.alpha)
+    }
+}
+
+/// A p-value to three significant digits: `0.250`, `0.00195`.
+fn significant(p: f64) -> String {
+    let digits = if p > 0.0 { (2 - p.log10().floor() as i64).clamp(0, 12) as usize } else { 3 };
+    format!("{p:.digits$}")
 }
 
 /// One line of `runner plan`'s node table.

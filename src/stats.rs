@@ -22,6 +22,12 @@
 //!   ≤ observed + γ and as "≥ observed" when ≥ observed − γ, with scipy's tolerance
 //!   γ = 100·ε·|observed| (ε = `f64::EPSILON`), so theoretically equal sums that rounding
 //!   split are ties. Two-sided p = min(1, 2·min(p_less, p_greater)).
+//! - **Its floor** ([`sign_flip_floor`]): the smallest p the test can give. Zero differences are
+//!   kept, but flipping one changes nothing, so with m non-zero differences of n every null value
+//!   occurs 2ⁿ⁻ᵐ times; the most extreme sum (all m signs as observed) is reached by 2ⁿ⁻ᵐ of
+//!   the 2ⁿ patterns, so exactly p ≥ min(1, 2·2ⁿ⁻ᵐ/2ⁿ) = min(1, 2¹⁻ᵐ) (1 when m = 0). A Monte
+//!   Carlo p is never below 2/(resamples + 1) either; the floor is the larger of the two. When it
+//!   is at least α, no outcome of these subjects can be significant.
 //! - **Paired bootstrap** ([`bootstrap_mean_interval`]): `scipy.stats.bootstrap` on one sample
 //!   (the per-subject differences, so resampling subjects keeps each subject's pair together),
 //!   statistic the mean, two-sided at `level`: α = (1 − level)/2. Percentile: the α and 1 − α
@@ -319,6 +325,21 @@ pub fn sign_flip_test(diffs: &[f64], resamples: usize, seed: u64) -> Option<Perm
     Some(PermutationTest { p_value, exact, resamples: draws })
 }
 
+/// The smallest p-value [`sign_flip_test`] can give for `n` differences of which `nonzero` are
+/// not zero, with `resamples` (see the module's definition): min(1, 2¹⁻ᵐ) for m non-zero
+/// differences, and at least 2/(resamples + 1) when the test draws rather than enumerates.
+/// `None` where the test is undefined (no difference, no resample).
+pub fn sign_flip_floor(n: usize, nonzero: usize, resamples: usize) -> Option<f64> {
+    if n == 0 || resamples == 0 {
+        return None;
+    }
+    let m = nonzero.min(n);
+    // 2^(1 - m); an exponent below f64's range is 0, which is right for any α.
+    let exact = if m == 0 { 1.0 } else { libm::exp2(1.0 - m as f64) };
+    let enumerated = n < usize::BITS as usize && (1usize << n) <= resamples;
+    Some(if enumerated { exact } else { exact.max(2.0 / (resamples as f64 + 1.0)) })
+}
+
 /// `d` with its sign flipped when `bit` is 1 (an exact negation).
 #[inline]
 fn flip(d: f64, bit: u64) -> f64 {
@@ -518,8 +539,28 @@ const F: [f64; 8] = [
 #[cfg(test)]
 mod tests {
     use super::*;
+
     use proptest::prelude::*;
     use rand_chacha::rand_core::RngCore;
+
+    #[test]
+    fn the_floor_is_the_p_of_the_most_extreme_differences() {
+        // All differences of one sign reach the floor; zeros among them change nothing.
+        for n in 1..=8usize {
+            for zeros in 0..=n {
+                let diffs: Vec<f64> = (0..n).map(|i| if i < zeros { 0.0 } else { 0.25 + i as f64 }).collect();
+                let p = sign_flip_test(&diffs, 10_000, 0).expect("defined").p_value;
+                let floor = sign_flip_floor(n, n - zeros, 10_000).expect("defined");
+                assert!((p - floor).abs() < 1e-15, "n = {n}, zeros = {zeros}: p {p}, floor {floor}");
+            }
+        }
+        assert_eq!(sign_flip_floor(3, 3, 10_000), Some(0.25));
+        assert_eq!(sign_flip_floor(5, 5, 10_000), Some(0.0625), "5 subjects cannot reach 0.05");
+        assert_eq!(sign_flip_floor(6, 6, 10_000), Some(0.03125));
+        assert_eq!(sign_flip_floor(16, 16, 10_000), Some(2.0 / 10_001.0), "drawn: no lower than 2/(R + 1)");
+        assert_eq!(sign_flip_floor(16, 3, 10_000), Some(0.25), "drawn, with zeros: the exact floor");
+        assert_eq!(sign_flip_floor(0, 0, 10_000), None);
+    }
 
     fn close(a: f64, b: f64, tol: f64) -> bool {
         (a - b).abs() <= tol

@@ -17,6 +17,7 @@ use crate::matrix::Cell;
 use crate::stats::{self, Interval, IntervalMethod, McNemar, PermutationTest};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 /// No seed test of its own: it tests the metrics of the others.
 pub const TEST_ID: &str = "";
@@ -56,6 +57,9 @@ pub enum Conclusion {
     NoDetectableDifference,
     /// Too few paired subjects to test.
     Untestable,
+    /// So few subjects (with a difference) that the test's smallest attainable p is at least
+    /// alpha: no outcome could have been significant.
+    CannotBeSignificant,
 }
 
 impl Conclusion {
@@ -68,6 +72,7 @@ impl Conclusion {
             Self::BelowMinEffect => "difference below the minimum effect",
             Self::NoDetectableDifference => "no detectable difference",
             Self::Untestable => "not testable",
+            Self::CannotBeSignificant => "cannot be significant",
         }
     }
 }
@@ -105,6 +110,12 @@ pub struct Comparison {
     pub b_label: String,
     /// Subjects with a value on both sides.
     pub subjects: usize,
+    /// Of those, subjects whose difference is not zero.
+    #[serde(default)]
+    pub differing: usize,
+    /// The smallest p the test can give with these subjects (`stats::sign_flip_floor`).
+    #[serde(default)]
+    pub min_p: Option<f64>,
     /// Mean of A's and B's values over the paired subjects.
     pub a_mean: Option<f64>,
     pub b_mean: Option<f64>,
@@ -116,7 +127,28 @@ pub struct Comparison {
     pub p_holm: Option<f64>,
     pub a_repeat_sd: Option<f64>,
     pub b_repeat_sd: Option<f64>,
+    /// The significance level the conclusion was drawn at.
+    #[serde(default)]
+    pub alpha: f64,
     pub conclusion: Conclusion,
+}
+
+impl Comparison {
+    /// The verdict in words: the conclusion, or for one that cannot be significant, why:
+    /// `3 subjects: cannot be significant at α = 0.05`.
+    pub fn verdict(&self) -> String {
+        if self.conclusion != Conclusion::CannotBeSignificant {
+            return self.conclusion.as_str().to_string();
+        }
+        let n = self.subjects;
+        let subjects = format!("{n} subject{}", if n == 1 { "" } else { "s" });
+        let differing = match self.differing {
+            m if m == n => String::new(),
+            0 => ", none differing".to_string(),
+            m => format!(", {m} differing"),
+        };
+        format!("{subjects}{differing}: cannot be significant at α = {}", self.alpha)
+    }
 }
 
 /// McNemar's test on one pair of cells: each oracle finding's consensus verdict (most frequent
@@ -311,6 +343,7 @@ pub fn compare_values(
     let difference = stats::mean(&diffs);
     let interval = stats::bootstrap_mean_interval(&diffs, options.resamples, options.seed, options.level(), options.interval);
     let test = stats::sign_flip_test(&diffs, options.resamples, options.seed);
+    let differing = diffs.iter().filter(|d| **d != 0.0).count();
     Comparison {
         metric,
         group,
@@ -319,6 +352,8 @@ pub fn compare_values(
         a_label: a_label.to_string(),
         b_label: b_label.to_string(),
         subjects: diffs.len(),
+        differing,
+        min_p: stats::sign_flip_floor(diffs.len(), differing, options.resamples),
         a_mean: stats::mean(&a_paired),
         b_mean: stats::mean(&b_paired),
         difference,
@@ -327,11 +362,14 @@ pub fn compare_values(
         p_holm: None,
         a_repeat_sd: a.repeat_sd,
         b_repeat_sd: b.repeat_sd,
+        alpha: options.alpha,
         conclusion: Conclusion::Untestable,
     }
 }
 
-/// Corrects the p-values of `comparisons` together (Holm) and draws each conclusion.
+/// Corrects the p-values of `comparisons` together (Holm) and draws each conclusion. A
+/// comparison whose smallest attainable p is at least `alpha` cannot be significant, whatever
+/// its data, and says so.
 pub fn correct_and_conclude(comparisons: &mut [Comparison], alpha: f64, min_effect: f64) {
     let tested: Vec<usize> = (0..comparisons.len()).filter(|&i| comparisons[i].test.is_some()).collect();
     let ps: Vec<f64> = tested.iter().filter_map(|&i| comparisons[i].test.map(|t| t.p_value)).collect();
@@ -339,7 +377,9 @@ pub fn correct_and_conclude(comparisons: &mut [Comparison], alpha: f64, min_effe
         comparisons[i].p_holm = Some(p);
     }
     for c in comparisons.iter_mut() {
+        c.alpha = alpha;
         c.conclusion = match c.difference {
+            Some(_) if c.test.is_some() && c.min_p.is_some_and(|p| p >= alpha) => Conclusion::CannotBeSignificant,
             Some(d) => conclude(c.metric, d, c.interval.as_ref(), c.p_holm, alpha, min_effect),
             None => Conclusion::Untestable,
         };
@@ -391,7 +431,7 @@ pub fn verdict_line(c: &Comparison, digits: usize) -> String {
         c.a_label,
         group_suffix(&c.group),
         difference,
-        c.conclusion.as_str()
+        c.verdict()
     )
 }
 
@@ -403,19 +443,30 @@ fn group_suffix(group: &str) -> String {
     }
 }
 
+/// The pairs of cells a `compare` analysis tests, (A, B), as [`compute`] forms them.
+pub fn planned_pairs<'c>(cells: &'c [Arc<Cell>], axis_order: &[String], spec: &AnalysisSpec) -> Vec<(&'c Cell, &'c Cell)> {
+    let options = spec.compare.clone().unwrap_or_default();
+    cell_pairs(cells, axis_order, &options, spec.axis.as_deref()).into_iter().map(|(_, a, b, _, _)| (a, b)).collect()
+}
+
 /// The pairs of cells compared: along `axis` (each value against the baseline, within each
 /// group of the other axes), or every cell against the first when no axis is named.
-fn cell_pairs<'c>(input: &AnalysisInput<'c>, options: &CompareOptions, axis: Option<&str>) -> Vec<(String, &'c Cell, &'c Cell, String, String)> {
+fn cell_pairs<'c>(
+    cells: &'c [Arc<Cell>],
+    axis_order: &[String],
+    options: &CompareOptions,
+    axis: Option<&str>,
+) -> Vec<(String, &'c Cell, &'c Cell, String, String)> {
     let mut out = Vec::new();
     match axis {
         Some(axis) => {
-            let values = crate::analysis::axis_values(input, axis);
+            let values = crate::analysis::axis_values_of(cells, axis);
             let baseline = options.baseline.clone().or_else(|| values.first().cloned());
             let Some(baseline) = baseline else { return out };
             let mut groups: BTreeMap<String, Vec<&'c Cell>> = BTreeMap::new();
             let mut order: Vec<String> = Vec::new();
-            for cell in input.cells {
-                let key = cell.id_without(axis, input.axis_order);
+            for cell in cells {
+                let key = cell.id_without(axis, axis_order);
                 if !groups.contains_key(&key) {
                     order.push(key.clone());
                 }
@@ -423,7 +474,7 @@ fn cell_pairs<'c>(input: &AnalysisInput<'c>, options: &CompareOptions, axis: Opt
             }
             // The group is named by the other axes that vary; a single-valued axis says nothing.
             let varying: Vec<&String> =
-                input.axis_order.iter().filter(|name| name.as_str() != axis && crate::analysis::axis_values(input, name).len() > 1).collect();
+                axis_order.iter().filter(|name| name.as_str() != axis && crate::analysis::axis_values_of(cells, name).len() > 1).collect();
             for key in order {
                 let cells = &groups[&key];
                 let value_of = |c: &Cell| c.get(axis).map(|v| v.render()).unwrap_or_default();
@@ -435,7 +486,7 @@ fn cell_pairs<'c>(input: &AnalysisInput<'c>, options: &CompareOptions, axis: Opt
             }
         }
         None => {
-            if let Some((a, rest)) = input.cells.split_first() {
+            if let Some((a, rest)) = cells.split_first() {
                 for b in rest {
                     out.push((String::new(), a, b, a.id.clone(), b.id.clone()));
                 }
@@ -493,7 +544,7 @@ pub fn compute(spec: &AnalysisSpec, input: &AnalysisInput<'_>) -> AnalysisResult
             None => "Did the configuration help?".to_string(),
         },
         format!(
-            "Each pair of cells differing only in {} is compared subject by subject: B − A is the mean of the per-subject differences, with a paired {method} bootstrap {:.0}% interval over subjects ({} resamples, seed {}) and a two-sided sign-flip permutation test (exact when the sign patterns number at most the resamples). A subject's value pools its repeats; beside each mean, the standard deviation across repeats of the repeat's mean over subjects shows the run-to-run spread. p-values are Holm-corrected over the table; a difference is called when the corrected p < {} and the interval excludes 0{}.",
+            "Each pair of cells differing only in {} is compared subject by subject: B − A is the mean of the per-subject differences, with a paired {method} bootstrap {:.0}% interval over subjects ({} resamples, seed {}) and a two-sided sign-flip permutation test (exact when the sign patterns number at most the resamples). A subject's value pools its repeats; beside each mean, the standard deviation across repeats of the repeat's mean over subjects shows the run-to-run spread. p-values are Holm-corrected over the table; a difference is called when the corrected p < {} and the interval excludes 0{}. With m subjects whose difference is not zero the test cannot give p below 2/2^m (nor, drawing, below 2/(resamples + 1)): where that is at least alpha, the comparison cannot be significant and says so.",
             axis.map(|a| format!("`{a}`")).unwrap_or_else(|| "their configuration".to_string()),
             options.level() * 100.0,
             grouped(options.resamples),
@@ -544,7 +595,7 @@ pub fn compute(spec: &AnalysisSpec, input: &AnalysisInput<'_>) -> AnalysisResult
         cells.push(cell_metrics(cell, &runs, &sources));
     }
 
-    let pairs = cell_pairs(input, &options, axis);
+    let pairs = cell_pairs(input.cells, input.axis_order, &options, axis);
     let mut comparisons = Vec::new();
     for &metric in &options.metrics {
         for (group, a, b, a_label, b_label) in &pairs {
@@ -655,7 +706,7 @@ fn tables(comparisons: &[Comparison], finding_pairs: &[FindingPairs], options: &
             p_cell(c.test.map(|t| t.p_value)),
             p_cell(c.p_holm),
             c.subjects.into(),
-            c.conclusion.as_str().into(),
+            c.verdict().into(),
         ]);
     }
     let mut out = vec![main];

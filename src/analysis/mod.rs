@@ -628,9 +628,14 @@ pub fn missing_note(input: &AnalysisInput<'_>) -> Option<String> {
 
 /// The values of `axis` in matrix order, rendered, without duplicates.
 pub fn axis_values(input: &AnalysisInput<'_>, axis: &str) -> Vec<String> {
+    axis_values_of(input.cells, axis)
+}
+
+/// [`axis_values`] of a list of cells.
+pub fn axis_values_of(cells: &[std::sync::Arc<Cell>], axis: &str) -> Vec<String> {
     let mut out: Vec<String> = Vec::new();
     let mut seen = std::collections::HashSet::new();
-    for cell in input.cells {
+    for cell in cells {
         if let Some(v) = cell.get(axis) {
             let text = v.render();
             if seen.insert(text.clone()) {

@@ -118,7 +118,7 @@ fn plan(models: &[&str], repeat: u32, subjects: &[&str]) -> Plan {
             }
         }
     }
-    Plan { cells: cells.into_iter().map(std::sync::Arc::new).collect(), subjects: subject_specs, runs, graph, axis_order: vec!["model".into()] }
+    Plan { cells: cells.into_iter().map(std::sync::Arc::new).collect(), subjects: subject_specs, runs, graph, axis_order: vec!["model".into()], history: None }
 }
 
 fn options(jobs: usize, limit: Option<usize>) -> ExecOptions {

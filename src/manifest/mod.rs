@@ -127,6 +127,9 @@ fn read_manifest(root: &TableReader<'_, '_>, path: &Path, base_dir: &Path, check
     if let (Some(target), Some(matrix)) = (&target, &matrix) {
         check_target_axes(root, target, matrix);
     }
+    if let Some(target) = &target {
+        check_oracle_needs(root, target, &analyses, check_paths);
+    }
     if let (Some(reviewers), Some(matrix)) = (&reviewers, &matrix) {
         for named in &reviewers.entries {
             crate::reviewer::spec::check_unused_axes(root, &named.spec, matrix, reviewers.by_axis.then_some(REVIEWER_AXIS));
@@ -208,8 +211,13 @@ fn read_target(t: &TableReader<'_, '_>, base_dir: &Path, check_paths: bool) -> O
             let cases = t.strings("cases").map(|v| v.into_iter().map(Spanned::into_inner).collect());
             Some(TargetSpec::Evals { repo: base_dir.join(repo.get_ref()), dir: base_dir.join(evals.get_ref()), cases })
         }
+        (Some(repo), None) if t.has("commits") || t.has("pull-requests") => {
+            let history = read_history(t)?;
+            Some(TargetSpec::History { repo: resolve_path(base_dir, repo.get_ref()), history })
+        }
         (Some(repo), None) => {
             let head = t.string("head").map(|h| h.into_inner()).unwrap_or_else(|| "HEAD".to_string());
+            history_keys_alone(t);
             Some(TargetSpec::Git { repo: resolve_path(base_dir, repo.get_ref()), head })
         }
         (None, Some(corpus)) => {
@@ -229,6 +237,94 @@ fn read_target(t: &TableReader<'_, '_>, base_dir: &Path, check_paths: bool) -> O
             None
         }
     }
+}
+
+/// The keys that tune a history selection, which mean nothing without one.
+const HISTORY_TUNING: [&str; 3] = ["sample", "seed", "max-diff-lines"];
+
+/// `sample`, `seed` or `max-diff-lines` on a target that selects no commits.
+fn history_keys_alone(t: &TableReader<'_, '_>) {
+    for key in HISTORY_TUNING {
+        if let Some(v) = t.get(key) {
+            t.problems().push_with_help(
+                v.span(),
+                format!("`{key}` applies to a repository's history only"),
+                "select commits with `commits = \"A..B\"` (or a list) or `pull-requests = \"A..B\"` beside `repo`",
+            );
+        }
+    }
+}
+
+/// A revision range as `commits` and `pull-requests` take it: `A..B`, never an option.
+fn check_range(t: &TableReader<'_, '_>, key: &str, range: &Spanned<String>) -> bool {
+    let text = range.get_ref();
+    let problem = if text.starts_with('-') {
+        Some(format!("`{key}` must name revisions, not an option: `{text}`"))
+    } else if text.contains("...") || !text.contains("..") {
+        Some(format!("`{key}` must be a range `A..B` (the commits reachable from B and not from A), found `{text}`"))
+    } else {
+        None
+    };
+    match problem {
+        Some(message) => {
+            t.problems().push_with_help(range.span(), message, "e.g. `\"HEAD~10..HEAD\"` or `\"v1.2..main\"`");
+            false
+        }
+        None => true,
+    }
+}
+
+/// `[target] commits = "A..B"` (or a list of commits) or `pull-requests = "A..B"` beside `repo`,
+/// with the optional `sample`, `seed` and `max-diff-lines`.
+fn read_history(t: &TableReader<'_, '_>) -> Option<crate::subject::history::HistorySpec> {
+    use crate::subject::history::{Commits, HistorySpec, Sample, DEFAULT_MAX_DIFF_LINES};
+    let problems = t.problems();
+    if let Some(head) = t.get("head") {
+        problems.push(head.span(), "`head` does not apply with `commits` or `pull-requests`: each commit is reviewed against its first parent");
+    }
+    let commits = match (t.get("commits"), t.get("pull-requests")) {
+        (Some(c), Some(_)) => {
+            problems.push_with_help(
+                c.span(),
+                "[target] takes `commits` or `pull-requests`, not both",
+                "`pull-requests` reviews the merge commits of a range, `commits` every first-parent commit",
+            );
+            None
+        }
+        (Some(value), None) => match value.get_ref() {
+            DeValue::String(_) => t.string("commits").filter(|r| check_range(t, "commits", r)).map(|r| Commits::Range(r.into_inner())),
+            DeValue::Array(_) => {
+                let refs = t.strings("commits")?;
+                if refs.is_empty() {
+                    problems.push(value.span(), "`commits` lists no commit");
+                }
+                let mut ok = !refs.is_empty();
+                for r in &refs {
+                    if r.get_ref().trim().is_empty() || r.get_ref().starts_with('-') {
+                        problems.push(r.span(), format!("`commits` must name commits (SHAs or refs), found `{}`", r.get_ref()));
+                        ok = false;
+                    }
+                }
+                ok.then(|| Commits::Listed(refs.into_iter().map(Spanned::into_inner).collect()))
+            }
+            other => {
+                problems.push(
+                    value.span(),
+                    format!("`commits` must be a range `\"A..B\"` or an array of commits, found {}", crate::config::reader::type_name(other)),
+                );
+                None
+            }
+        },
+        (None, Some(_)) => t.string("pull-requests").filter(|r| check_range(t, "pull-requests", r)).map(|r| Commits::Merges(r.into_inner())),
+        (None, None) => None,
+    };
+    let size = t.integer("sample", 1, i64::from(u32::MAX)).map(|n| *n.get_ref() as usize);
+    let seed = t.integer("seed", 0, i64::MAX).map(|n| *n.get_ref() as u64);
+    if let (Some(v), false) = (t.get("seed"), t.has("sample")) {
+        problems.push_with_help(v.span(), "`seed` chooses a sample: it needs `sample`", "add `sample = N` to review N of the selected commits");
+    }
+    let max_diff_lines = t.integer("max-diff-lines", 1, i64::MAX).map_or(DEFAULT_MAX_DIFF_LINES, |n| *n.get_ref() as u64);
+    Some(HistorySpec { commits: commits?, sample: size.map(|size| Sample { size, seed: seed.unwrap_or(0) }), max_diff_lines })
 }
 
 /// `[target] external = "changes.json"` (changes without a repository) and its optional
@@ -361,7 +457,20 @@ fn check_known_axis(t: &TableReader<'_, '_>, name: &str, values: &[AxisValue], s
 fn check_target_axes(root: &TableReader<'_, '_>, target: &TargetSpec, matrix: &Matrix) {
     match target {
         TargetSpec::Git { .. } if matrix.axis("ref").is_none() => {
-            root.problems().push(root.span(), "a git target needs a `ref` axis in [matrix] (the base of `ref..head`), e.g. `ref = [\"HEAD~1\"]`");
+            root.problems().push_with_help(
+                root.span(),
+                "a git target needs a `ref` axis in [matrix] (the base of `ref..head`), e.g. `ref = [\"HEAD~1\"]`",
+                "or review each commit of a range as a subject of its own: `commits = \"HEAD~10..HEAD\"` in [target]",
+            );
+        }
+        TargetSpec::History { history, .. } if matrix.axis("ref").is_some() => {
+            let key = if matches!(history.commits, crate::subject::history::Commits::Merges(_)) { "pull-requests" } else { "commits" };
+            let span = root.table("matrix").and_then(|m| m.key_span("ref")).unwrap_or_else(|| root.span());
+            root.problems().push_with_help(
+                span,
+                format!("the `ref` axis does not apply with `{key}`: each commit is reviewed against its first parent, so there is no base to vary"),
+                format!("remove `ref` from [matrix]; or, to review one range as a single change, remove `{key}` from [target] and keep `ref`"),
+            );
         }
         TargetSpec::Corpus { .. } if matrix.axis("ref").is_some() => {
             root.problems().push(root.span(), "the `ref` axis applies to git targets only; a corpus target reviews each case's before..after");
@@ -373,6 +482,63 @@ fn check_target_axes(root: &TableReader<'_, '_>, target: &TargetSpec, matrix: &M
             root.problems().push(root.span(), "the `ref` axis does not apply with `evals`: each eval case's `Range: base..tip` is reviewed");
         }
         _ => {}
+    }
+}
+
+/// Why the target has no oracle, when it has none (with `check_paths`, a corpus without
+/// `oracle.json` too).
+fn missing_oracle(target: &TargetSpec, check_paths: bool) -> Option<&'static str> {
+    match target {
+        TargetSpec::Git { .. } | TargetSpec::History { .. } => Some("a git repository has no oracle"),
+        TargetSpec::External { oracle: None, .. } => Some("the external target names no `oracle` file"),
+        TargetSpec::Corpus { dir, .. } if check_paths && dir.is_dir() && !dir.join(crate::ground_truth::oracle::ORACLE_FILE).is_file() => {
+            Some("the corpus has no `oracle.json`")
+        }
+        TargetSpec::External { .. } | TargetSpec::Corpus { .. } | TargetSpec::Evals { .. } => None,
+    }
+}
+
+/// An analysis that scores findings against an oracle, on a target without one, is an error
+/// at its `kind`; a `compare` analysis that lists oracle metrics, at its `metrics`.
+fn check_oracle_needs(root: &TableReader<'_, '_>, target: &TargetSpec, analyses: &[Option<AnalysisSpec>], check_paths: bool) {
+    use crate::analysis::spec::AnalysisKind;
+    let Some(why) = missing_oracle(target, check_paths) else { return };
+    // Read again for the spans only where every item is a table, so no problem is told twice.
+    let all_tables =
+        root.get("analysis").is_some_and(|v| matches!(v.get_ref(), DeValue::Array(items) if items.iter().all(|i| matches!(i.get_ref(), DeValue::Table(_)))));
+    if !all_tables {
+        return;
+    }
+    let help = "score against an oracle with a corpus that has `oracle.json`, an eval set (`evals`) or an `external` target with `oracle`";
+    for (t, spec) in root.tables("analysis").iter().zip(analyses) {
+        let Some(spec) = spec else { continue };
+        match spec.kind {
+            AnalysisKind::Fixture | AnalysisKind::ReviewEval => {
+                let span = t.get("kind").map_or_else(|| t.span(), |k| k.span());
+                t.problems().push_with_help(
+                    span,
+                    format!("analysis `{}` scores findings against an oracle, but {why}", spec.kind.as_str()),
+                    format!("{help}, or remove this analysis"),
+                );
+            }
+            AnalysisKind::Compare if t.has("metrics") => {
+                let needing: Vec<&str> = spec.compare.iter().flat_map(|c| &c.metrics).filter(|m| m.needs_oracle()).map(|m| m.as_str()).collect();
+                if !needing.is_empty() {
+                    let span = t.get("metrics").map_or_else(|| t.span(), |k| k.span());
+                    t.problems().push_with_help(
+                        span,
+                        format!(
+                            "compare metric{} {} need{} an oracle, but {why}",
+                            if needing.len() == 1 { "" } else { "s" },
+                            needing.iter().map(|m| format!("`{m}`")).collect::<Vec<_>>().join(", "),
+                            if needing.len() == 1 { "s" } else { "" }
+                        ),
+                        format!("compare `findings` or `jaccard` (or RQS v2's jury and alignment metrics) here; {help}"),
+                    );
+                }
+            }
+            _ => {}
+        }
     }
 }
 

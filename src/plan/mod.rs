@@ -8,6 +8,7 @@ pub mod shard;
 pub mod subjects;
 
 pub use shard::Shard;
+pub use subjects::Resolved;
 
 use crate::analysis::spec::AnalysisKind;
 use crate::cache::key::{review_key, CacheKey, KeyInputs};
@@ -172,6 +173,8 @@ pub struct Plan {
     pub graph: DiGraph<Node, Dependency>,
     /// Axis names in manifest order.
     pub axis_order: Vec<String>,
+    /// For a history target: the commits selected, reviewed (in this order), skipped and sampled.
+    pub history: Option<crate::subject::history::History>,
 }
 
 impl Plan {
@@ -231,7 +234,7 @@ pub struct PlanSize {
     /// `None` when the product overflows 64 bits.
     pub cells: Option<u64>,
     /// Subjects each cell is reviewed on: 1 for a git target (the cell's `ref`), every
-    /// selected case for a corpus or an eval set.
+    /// selected case for a corpus or an eval set, every reviewed commit of a history.
     pub subjects_per_cell: u64,
     pub repeat: u64,
     /// `None` when the product overflows 64 bits.
@@ -243,7 +246,7 @@ impl PlanSize {
         let cells = manifest.matrix.axes.iter().try_fold(1u64, |n, axis| n.checked_mul(axis.values.len() as u64));
         let subjects_per_cell = match &manifest.target {
             TargetSpec::Git { .. } => 1,
-            TargetSpec::Corpus { .. } | TargetSpec::Evals { .. } | TargetSpec::External { .. } => subjects.len() as u64,
+            TargetSpec::Corpus { .. } | TargetSpec::Evals { .. } | TargetSpec::External { .. } | TargetSpec::History { .. } => subjects.len() as u64,
         };
         let repeat = u64::from(manifest.matrix.repeat);
         let runs = cells.and_then(|c| c.checked_mul(subjects_per_cell)).and_then(|n| n.checked_mul(repeat));
@@ -298,6 +301,65 @@ pub fn thousands(n: u64) -> String {
         out.push(c);
     }
     out
+}
+
+/// What a `compare` analysis can conclude with the subjects the plan gives it.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct CompareReach {
+    /// The analysis's position among the manifest's `[[analysis]]` tables (0-based).
+    pub index: usize,
+    pub axis: Option<String>,
+    /// Pairs of cells it compares.
+    pub pairs: usize,
+    /// Subjects both cells of a pair are reviewed on: the fewest and the most over its pairs.
+    pub fewest: usize,
+    pub most: usize,
+    /// The smallest p its test can give with the fewest subjects, every one differing
+    /// (`stats::sign_flip_floor`); `None` without a subject.
+    pub min_p: Option<f64>,
+    pub alpha: f64,
+}
+
+impl CompareReach {
+    /// Whether no outcome could be significant: the smallest attainable p is at least alpha.
+    pub fn cannot_be_significant(&self) -> bool {
+        self.min_p.is_none_or(|p| p >= self.alpha)
+    }
+}
+
+/// For each `compare` analysis, how many subjects its pairs share and the smallest p they allow.
+pub fn compare_reach(manifest: &Manifest, plan: &Plan) -> Vec<CompareReach> {
+    let mut subjects_of: HashMap<&str, std::collections::BTreeSet<&str>> = HashMap::new();
+    for run in &plan.runs {
+        subjects_of.entry(run.cell.id.as_str()).or_default().insert(run.subject_id.as_str());
+    }
+    let empty = std::collections::BTreeSet::new();
+    manifest
+        .analyses
+        .iter()
+        .enumerate()
+        .filter(|(_, spec)| spec.kind == AnalysisKind::Compare)
+        .map(|(index, spec)| {
+            let options = spec.compare.clone().unwrap_or_default();
+            let shared: Vec<usize> = crate::analysis::compare::planned_pairs(&plan.cells, &plan.axis_order, spec)
+                .into_iter()
+                .map(|(a, b)| {
+                    let (sa, sb) = (subjects_of.get(a.id.as_str()).unwrap_or(&empty), subjects_of.get(b.id.as_str()).unwrap_or(&empty));
+                    sa.intersection(sb).count()
+                })
+                .collect();
+            let fewest = shared.iter().copied().min().unwrap_or(0);
+            CompareReach {
+                index,
+                axis: spec.axis.clone(),
+                pairs: shared.len(),
+                fewest,
+                most: shared.iter().copied().max().unwrap_or(0),
+                min_p: crate::stats::sign_flip_floor(fewest, fewest, options.resamples),
+                alpha: options.alpha,
+            }
+        })
+        .collect()
 }
 
 /// The scoring stages a manifest declares.
@@ -392,22 +454,25 @@ pub type ReviewerSet = BTreeMap<String, Arc<dyn Reviewer>>;
 /// Expands the matrix over the subjects and builds the DAG.
 ///
 /// Run order: cells in matrix order; within a cell, repeats 1..=N; within a repeat, subjects
-/// (the cell's `ref` for a git target, every case in corpus order for a corpus).
-pub fn build(manifest: &Manifest, subjects: BTreeMap<String, SubjectSpec>, reviewers: &ReviewerSet) -> Result<Plan, PlanError> {
+/// (the cell's `ref` for a git target, every case in corpus order for a corpus, the commits
+/// oldest first for a history).
+pub fn build(manifest: &Manifest, subjects: impl Into<Resolved>, reviewers: &ReviewerSet) -> Result<Plan, PlanError> {
     build_limited(manifest, subjects, reviewers, DEFAULT_MAX_RUNS)
 }
 
 /// [`build`], refusing before any expansion a plan of more than `max_runs` runs.
-pub fn build_limited(manifest: &Manifest, subjects: BTreeMap<String, SubjectSpec>, reviewers: &ReviewerSet, max_runs: u64) -> Result<Plan, PlanError> {
+pub fn build_limited(manifest: &Manifest, subjects: impl Into<Resolved>, reviewers: &ReviewerSet, max_runs: u64) -> Result<Plan, PlanError> {
+    let Resolved { subjects, history } = subjects.into();
     PlanSize::new(manifest, &subjects).check(max_runs)?;
     let cells: Vec<Arc<Cell>> = expand(&manifest.matrix).into_iter().map(Arc::new).collect();
-    let subject_order: Vec<String> = match &manifest.target {
-        TargetSpec::Corpus { .. } | TargetSpec::Evals { .. } | TargetSpec::External { .. } => {
+    let subject_order: Vec<String> = match (&manifest.target, &history) {
+        (TargetSpec::History { .. }, Some(history)) => history.planned.iter().map(|c| c.sha.clone()).filter(|sha| subjects.contains_key(sha)).collect(),
+        (TargetSpec::Corpus { .. } | TargetSpec::Evals { .. } | TargetSpec::External { .. } | TargetSpec::History { .. }, _) => {
             let mut ids: Vec<&SubjectSpec> = subjects.values().collect();
             ids.sort_by(|a, b| a.id.cmp(&b.id));
             ids.into_iter().map(|s| s.id.clone()).collect()
         }
-        TargetSpec::Git { .. } => Vec::new(),
+        (TargetSpec::Git { .. }, _) => Vec::new(),
     };
     let subjects_per_cell = if subject_order.is_empty() { 1 } else { subject_order.len() };
     let mut runs = Vec::with_capacity(cells.len() * manifest.matrix.repeat as usize * subjects_per_cell);
@@ -421,7 +486,7 @@ pub fn build_limited(manifest: &Manifest, subjects: BTreeMap<String, SubjectSpec
         let (shared_cell, cell_values) = (cell.clone(), KeyInputs::cell_values(cell));
         let cell_subjects: Vec<String> = match &manifest.target {
             TargetSpec::Git { .. } => vec![cell.get("ref").map(|v| v.render()).unwrap_or_default()],
-            TargetSpec::Corpus { .. } | TargetSpec::Evals { .. } | TargetSpec::External { .. } => subject_order.clone(),
+            TargetSpec::Corpus { .. } | TargetSpec::Evals { .. } | TargetSpec::External { .. } | TargetSpec::History { .. } => subject_order.clone(),
         };
         for repeat in 1..=manifest.matrix.repeat {
             for subject_id in &cell_subjects {
@@ -488,7 +553,7 @@ pub fn build_limited(manifest: &Manifest, subjects: BTreeMap<String, SubjectSpec
     }
     // Held for the whole execution: without the slack of growing (a 100k-run plan has 600k edges).
     graph.shrink_to_fit();
-    Ok(Plan { cells, subjects, runs, graph, axis_order: manifest.matrix.axes.iter().map(|a| a.name.clone()).collect() })
+    Ok(Plan { cells, subjects, runs, graph, axis_order: manifest.matrix.axes.iter().map(|a| a.name.clone()).collect(), history })
 }
 
 #[cfg(test)]

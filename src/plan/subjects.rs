@@ -5,9 +5,11 @@
 use crate::ground_truth::evalcase;
 use crate::ground_truth::holdout::HoldoutError;
 use crate::manifest::Manifest;
-use crate::reviewer::spec::SubjectNeeds;
+use crate::reviewer::command::Isolation;
+use crate::reviewer::spec::{ReviewerKindSpec, SubjectNeeds};
 use crate::subject::corpus::{self, CorpusError, PublicCase};
 use crate::subject::external::{self, ExternalChange};
+use crate::subject::history::{self, History, HistorySpec};
 use crate::subject::{git, SubjectSource, SubjectSpec, TargetError, TargetSpec};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -29,11 +31,33 @@ impl From<CorpusError> for ResolveError {
     }
 }
 
+/// The target's subjects, and for a history target which commits were selected, skipped and
+/// sampled (in history order: the order the plan reviews them in).
+#[derive(Debug, Clone)]
+pub struct Resolved {
+    pub subjects: BTreeMap<String, SubjectSpec>,
+    pub history: Option<History>,
+}
+
+impl From<BTreeMap<String, SubjectSpec>> for Resolved {
+    fn from(subjects: BTreeMap<String, SubjectSpec>) -> Self {
+        Self { subjects, history: None }
+    }
+}
+
 /// Resolves the manifest's target into subject specs. For a git target there is one subject
 /// per value of the `ref` axis (resolved to SHAs here, before anything is hashed); for a
-/// corpus target one per case.
-pub fn resolve(manifest: &Manifest) -> Result<BTreeMap<String, SubjectSpec>, ResolveError> {
+/// history target one per selected commit (its full SHA); for a corpus target one per case.
+pub fn resolve(manifest: &Manifest) -> Result<Resolved, ResolveError> {
+    if let TargetSpec::History { repo, history } = &manifest.target {
+        return resolve_history(manifest, repo, history);
+    }
+    resolve_subjects(manifest).map(Resolved::from)
+}
+
+fn resolve_subjects(manifest: &Manifest) -> Result<BTreeMap<String, SubjectSpec>, ResolveError> {
     match &manifest.target {
+        TargetSpec::History { .. } => Ok(BTreeMap::new()),
         TargetSpec::Git { repo, head } => {
             let refs: Vec<String> = manifest.matrix.axis("ref").map(|a| a.values.iter().map(|v| v.render()).collect()).unwrap_or_default();
             let mut revs: Vec<&str> = refs.iter().map(String::as_str).collect();
@@ -126,6 +150,37 @@ fn resolve_external(manifest: &Manifest, path: &Path, wanted: Option<&[String]>)
             (c.id.clone(), SubjectSpec { id: c.id.clone(), identity, source: SubjectSource::External(Box::new(c)), holdout: false })
         })
         .collect())
+}
+
+/// One subject per selected commit that can be reviewed, identified by its full SHA and
+/// hashed exactly as a `ref` subject of the same base and head. A command reviewer reviews the
+/// checked-out commit unless each run gets a worktree: with other commits to review, it must.
+fn resolve_history(manifest: &Manifest, repo: &Path, spec: &HistorySpec) -> Result<Resolved, ResolveError> {
+    let history = history::select(repo, spec)?;
+    let checked_out = git::resolve_commits(repo, &["HEAD"]).ok().and_then(|shas| shas.into_iter().next());
+    let elsewhere = history.planned.iter().filter(|c| checked_out.as_deref() != Some(c.sha.as_str())).count();
+    for named in &manifest.reviewers.entries {
+        let ReviewerKindSpec::Command(command) = &named.spec.kind else { continue };
+        if command.isolation != Isolation::Worktree && elsewhere > 0 {
+            return Err(TargetError::History(format!(
+                "reviewer `{}` (command) reviews the checked-out commit, but {elsewhere} of the {} selected commits are not checked out in `{}`: set `isolation = \"worktree\"` so each commit is reviewed in a worktree of its own",
+                named.name,
+                history.planned.len(),
+                repo.display()
+            ))
+            .into());
+        }
+    }
+    let subjects = history
+        .planned
+        .iter()
+        .map(|c| {
+            let identity = blake3::hash(format!("git\0{}\0{}", c.base, c.sha).as_bytes()).to_hex().to_string();
+            let source = SubjectSource::Git { repo: repo.to_path_buf(), base_sha: c.base.clone(), head_sha: c.sha.clone() };
+            (c.sha.clone(), SubjectSpec { id: c.sha.clone(), identity, source, holdout: false })
+        })
+        .collect();
+    Ok(Resolved { subjects, history: Some(history) })
 }
 
 /// The eval set's directory relative to the repository, when it lies inside it.

@@ -94,7 +94,7 @@ pub fn junit_gate(report: &GateReport) -> String {
         .map(|row| {
             let c = &row.comparison;
             let line = crate::analysis::compare::verdict_line(c, 3).replace("**", "");
-            (format!("{} {} vs {}", report.metric.as_str(), c.b, c.a), row.fails.then(|| format!("{}: {}", c.conclusion.as_str(), report.rule)), line)
+            (format!("{} {} vs {}", report.metric.as_str(), c.b, c.a), row.fails.then(|| format!("{}: {}", c.verdict(), report.rule)), line)
         })
         .collect();
     junit(&format!("runner diff --metric {}", report.metric.as_str()), &cases)

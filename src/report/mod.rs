@@ -136,6 +136,14 @@ pub fn build_results(
 
     let (kind, description) = match &manifest.target {
         TargetSpec::Git { repo, head } => (TargetKind::Git, format!("`{}` reviewed as `ref..{head}`", relative(&manifest.base_dir, repo))),
+        TargetSpec::History { repo, .. } => (
+            TargetKind::Git,
+            format!(
+                "`{}`: {}, each reviewed against its first parent",
+                relative(&manifest.base_dir, repo),
+                plan.history.as_ref().map_or_else(String::new, |h| h.selection.clone())
+            ),
+        ),
         TargetSpec::Corpus { dir, .. } => (TargetKind::Corpus, format!("`{}`, each case as a two-commit repository", relative(&manifest.base_dir, dir))),
         TargetSpec::External { changes, oracle, .. } => (
             TargetKind::External,
@@ -176,11 +184,15 @@ pub fn build_results(
         target: TargetInfo {
             kind,
             description,
-            subjects: plan.subjects.keys().cloned().collect(),
+            subjects: match &plan.history {
+                Some(history) => history.planned.iter().map(|c| c.sha.clone()).collect(),
+                None => plan.subjects.keys().cloned().collect(),
+            },
             unsealed_holdout: plan.subjects.values().filter(|s| s.holdout).map(|s| s.id.clone()).collect(),
             revisions: plan
                 .subjects
                 .values()
+                .filter(|_| plan.history.is_none())
                 .filter_map(|s| match &s.source {
                     crate::subject::SubjectSource::Git { base_sha, head_sha, .. } | crate::subject::SubjectSource::Eval { base_sha, head_sha, .. } => {
                         Some(Revision { subject: s.id.clone(), base: base_sha.clone(), head: head_sha.clone() })
@@ -188,6 +200,7 @@ pub fn build_results(
                     crate::subject::SubjectSource::Case(_) | crate::subject::SubjectSource::External(_) => None,
                 })
                 .collect(),
+            history: plan.history.as_ref().map(history_info),
         },
         provenance: group_provenance(provenance),
         totals,
@@ -195,6 +208,29 @@ pub fn build_results(
         runs,
         failures,
         analyses,
+    }
+}
+
+/// A history target's selection for the results model.
+fn history_info(history: &crate::subject::history::History) -> HistoryInfo {
+    use crate::subject::history::{short, Commit};
+    let row = |c: &Commit, note: String| CommitRow {
+        sha: c.sha.clone(),
+        short: c.short().to_string(),
+        title: c.title.clone(),
+        base: c.base.clone(),
+        base_short: short(&c.base).to_string(),
+        lines: c.lines,
+        files: c.files,
+        note,
+    };
+    HistoryInfo {
+        selection: history.selection.clone(),
+        considered: history.considered,
+        subjects: history.planned.iter().map(|c| row(c, c.note(history.merges).unwrap_or_default().to_string())).collect(),
+        skipped: history.skipped.iter().map(|(c, why)| row(c, why.to_string())).collect(),
+        sample: history.sample.map(|s| SampleInfo { size: s.size, of: s.of, seed: s.seed }),
+        max_diff_lines: history.max_diff_lines,
     }
 }
 

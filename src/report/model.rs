@@ -119,6 +119,52 @@ pub struct TargetInfo {
     /// The resolved commits of git and eval subjects, so a reader sees exactly what was reviewed.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub revisions: Vec<Revision>,
+    /// For a history target: the commits selected, reviewed, skipped and sampled.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub history: Option<HistoryInfo>,
+}
+
+/// A history target's selection as RESULTS.md lists it.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct HistoryInfo {
+    /// ``the first-parent commits of `A..B` ``.
+    pub selection: String,
+    /// Commits the selection names.
+    pub considered: usize,
+    /// The commits reviewed, in review order (oldest first, or as listed).
+    pub subjects: Vec<CommitRow>,
+    /// The commits not reviewed, each with why (`note`).
+    pub skipped: Vec<CommitRow>,
+    /// The seeded sample, when one was taken.
+    pub sample: Option<SampleInfo>,
+    /// Changed lines past which a commit is skipped.
+    pub max_diff_lines: u64,
+}
+
+/// One commit of a history target.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct CommitRow {
+    /// The full SHA (the subject's id).
+    pub sha: String,
+    pub short: String,
+    /// The commit message's subject line.
+    pub title: String,
+    /// What the change is reviewed against (first parent, or the empty tree).
+    pub base: String,
+    pub base_short: String,
+    /// Changed lines (added + removed) of its text files.
+    pub lines: u64,
+    pub files: usize,
+    /// How it is reviewed when it is not a plain commit (a root or a merge), or why it is skipped.
+    pub note: String,
+}
+
+/// A seeded sample of a history target's reviewable commits.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct SampleInfo {
+    pub size: usize,
+    pub of: usize,
+    pub seed: u64,
 }
 
 /// One subject's resolved range.

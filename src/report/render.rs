@@ -2,7 +2,7 @@
 //! The model holds numbers; the templates format them with the helpers registered here:
 //! `{{fmt value digits=N}}`, `{{show cell}}` (a table cell) and `{{share count total}}`.
 
-use super::model::{CellRow, ExperimentInfo, FailureRow, MatrixInfo, ProvenanceRow, Results, ReviewerInfo, RunRow, TargetInfo, Totals};
+use super::model::{CellRow, CommitRow, ExperimentInfo, FailureRow, MatrixInfo, ProvenanceRow, Results, ReviewerInfo, RunRow, SampleInfo, TargetInfo, Totals};
 use super::plots::PlotLink;
 use crate::analysis::spec::AnalysisKind;
 use crate::analysis::{format_number, format_share, Table, TableCell};
@@ -32,7 +32,20 @@ fn engine() -> Handlebars<'static> {
     hb.register_helper("fmt", Box::new(fmt));
     hb.register_helper("show", Box::new(show));
     hb.register_helper("share", Box::new(share));
+    hb.register_helper("short_id", Box::new(short_id));
     hb
+}
+
+// `{{short_id subject}}`: a full commit SHA (40 or 64 hex digits) as its first 7; any other text
+// as it is.
+handlebars_helper!(short_id: |text: str| short_sha(text).to_string());
+
+fn short_sha(text: &str) -> &str {
+    if matches!(text.len(), 40 | 64) && text.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b)) {
+        crate::subject::history::short(text)
+    } else {
+        text
+    }
 }
 
 // `{{fmt value digits=2}}`: a number with that many decimals (integers as they are when
@@ -90,9 +103,30 @@ struct MarkdownView<'a> {
     cells: &'a [CellRow],
     runs: &'a [RunRow],
     failures: &'a [FailureRow],
+    /// A history target's commits, capped.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    history: Option<HistoryView<'a>>,
     omitted: Omitted,
     shown_rows: usize,
     analyses: Vec<AnalysisView<'a>>,
+}
+
+/// A history target's selection as templates see it: the commits reviewed and skipped, each
+/// list capped, with `omitted` and `skipped_omitted` counting what is left out.
+#[derive(Serialize)]
+struct HistoryView<'a> {
+    selection: &'a str,
+    considered: usize,
+    reviewed: usize,
+    subjects: &'a [CommitRow],
+    omitted: usize,
+    skipped_count: usize,
+    skipped: &'a [CommitRow],
+    skipped_omitted: usize,
+    /// Whether any reviewed commit has a note (a root commit, a merge).
+    noted: bool,
+    sample: &'a Option<SampleInfo>,
+    max_diff_lines: u64,
 }
 
 /// How many rows of the model's own lists RESULTS.md leaves out.
@@ -169,6 +203,23 @@ fn context(results: &Results, charts: &[super::plots::ChartFile]) -> Result<Cont
         cells,
         runs,
         failures,
+        history: results.target.history.as_ref().map(|h| {
+            let (subjects, omitted) = capped(&h.subjects);
+            let (skipped, skipped_omitted) = capped(&h.skipped);
+            HistoryView {
+                selection: &h.selection,
+                considered: h.considered,
+                reviewed: h.subjects.len(),
+                subjects,
+                omitted,
+                skipped_count: h.skipped.len(),
+                skipped,
+                skipped_omitted,
+                noted: h.subjects.iter().any(|c| !c.note.is_empty()),
+                sample: &h.sample,
+                max_diff_lines: h.max_diff_lines,
+            }
+        }),
         omitted: Omitted { cells: cells_omitted, runs: runs_omitted, failures: failures_omitted },
         shown_rows: MARKDOWN_ROWS,
         analyses: results

@@ -7,6 +7,7 @@ pub mod evals;
 pub mod external;
 pub mod files;
 pub mod git;
+pub mod history;
 
 use corpus::{CorpusError, PublicCase};
 use diff::FileDiff;
@@ -18,6 +19,9 @@ use std::path::{Path, PathBuf};
 pub enum TargetSpec {
     /// A git repository reviewed as `ref..head`; `ref` comes from the matrix.
     Git { repo: PathBuf, head: String },
+    /// A git repository's own history: each selected commit is a subject, reviewed as the
+    /// change it made against its first parent.
+    History { repo: PathBuf, history: history::HistorySpec },
     /// A directory with `cases.public.json` (and optionally `oracle.json`).
     Corpus { dir: PathBuf, cases: Option<Vec<String>>, unseal_holdout: bool },
     /// A git repository with seed 003's eval cases (`<dir>/<id>/case.md`): each case's
@@ -31,7 +35,8 @@ pub enum TargetSpec {
 /// What one review node reviews, known before anything runs.
 #[derive(Debug, Clone, Serialize)]
 pub struct SubjectSpec {
-    /// Stable id: the case id, or the base ref as written in the manifest.
+    /// Stable id: the case id, the base ref as written in the manifest, or a history
+    /// commit's full SHA.
     pub id: String,
     /// blake3 over everything about the subject that a review can depend on.
     pub identity: String,
@@ -98,6 +103,8 @@ pub enum TargetError {
     UnknownEvalCase(String),
     #[error("{0}")]
     External(String),
+    #[error("{0}")]
+    History(String),
 }
 
 /// Puts a subject on disk (corpus cases become repositories under `work_dir`) and reads its diff.

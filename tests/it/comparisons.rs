@@ -13,9 +13,9 @@ fn diff_with_a_metric_tests_the_difference_and_gates_on_it() {
     let root = project_root();
     let tmp = tempfile::tempdir().expect("tempdir");
     let results = root.join("results/model-swap/results.json");
-    // Gemma against SmolLM2 without RAG: no detectable difference in recall (neither finds any
-    // oracle finding under the calibrated rule), so the gate passes, and fails when a
-    // significant improvement is required.
+    // Gemma against SmolLM2 without RAG: neither finds any oracle finding under the calibrated
+    // rule, so recall differs on none of 12 subjects and no outcome could be significant; the
+    // gate passes, and fails when a significant improvement is required.
     runner(&root)
         .arg("diff")
         .arg(&results)
@@ -26,7 +26,7 @@ fn diff_with_a_metric_tests_the_difference_and_gates_on_it() {
         .stdout(contains(
             "ok   recall, `model=gemma3-270m,rag_symbol_max_definitions=0` − `model=smollm2-135m,rag_symbol_max_definitions=0` = +0.000 [0.000, 0.000]",
         ))
-        .stdout(contains("paired permutation, 12 subjects, exact over 4 096 sign flips"))
+        .stdout(contains("paired permutation, 12 subjects, exact over 4 096 sign flips): 12 subjects, none differing: cannot be significant at α = 0.05."))
         .stdout(contains("Gate passed."));
     let junit = tmp.path().join("gate.xml");
     runner(&root)
@@ -39,7 +39,12 @@ fn diff_with_a_metric_tests_the_difference_and_gates_on_it() {
         .stdout(contains("FAIL recall").and(contains("Gate failed.")));
     let xml = std::fs::read_to_string(&junit).expect("junit written");
     assert!(xml.contains("tests=\"1\" failures=\"1\""), "{xml}");
-    assert!(xml.contains("<failure message=\"no detectable difference: fail when B is significantly worse, or not significantly better"), "{xml}");
+    assert!(
+        xml.contains(
+            "<failure message=\"12 subjects, 1 differing: cannot be significant at α = 0.05: fail when B is significantly worse, or not significantly better"
+        ),
+        "{xml}"
+    );
 
     // The same numbers as the comparison table the analysis committed.
     let json = runner(&root).arg("diff").arg(&results).args(["--cell-a", SMOL, "--cell-b", GEMMA, "--metric", "recall", "--json"]).output().expect("runs");

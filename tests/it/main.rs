@@ -12,6 +12,7 @@ mod external_target;
 mod git_target;
 mod ground_truth;
 mod ground_truth_eval;
+mod history_target;
 mod judge_fake_server;
 mod judge_real_server;
 mod layers;

@@ -89,7 +89,10 @@ fn recall_difference_exact_sign_flip_and_mcnemar_by_hand() {
     assert_eq!(test.resamples, 16);
     assert!((test.p_value - 0.5).abs() < 1e-12, "{test:?}");
     assert_eq!(c.p_holm, Some(test.p_value), "one comparison: Holm changes nothing");
-    assert_eq!(c.conclusion, Conclusion::NoDetectableDifference);
+    // Two differences are not zero: no sign pattern can give p below 2/2² = 0.5 ≥ α.
+    assert_eq!((c.differing, c.min_p), (2, Some(0.5)));
+    assert_eq!(c.conclusion, Conclusion::CannotBeSignificant);
+    assert_eq!(c.verdict(), "4 subjects, 2 differing: cannot be significant at α = 0.05");
     // Oracle findings: c1 found by both, c2 and c3 by B only, c4 by neither.
     let pairs = &data.finding_pairs[0];
     assert_eq!((pairs.findings, pairs.both, pairs.neither, pairs.test.b, pairs.test.c), (4, 1, 1, 0, 2));
@@ -99,7 +102,10 @@ fn recall_difference_exact_sign_flip_and_mcnemar_by_hand() {
     assert_eq!(result.headline.len(), 1);
     let line = &result.headline[0];
     assert!(line.starts_with("**recall**, `b` − `a` = +0.500 ["), "{line}");
-    assert!(line.contains("p = 0.500 (paired permutation, 4 subjects, exact over 16 sign flips): **no detectable difference**."), "{line}");
+    assert!(
+        line.contains("p = 0.500 (paired permutation, 4 subjects, exact over 16 sign flips): **4 subjects, 2 differing: cannot be significant at α = 0.05**."),
+        "{line}"
+    );
 }
 
 #[test]
@@ -164,9 +170,53 @@ fn pairs_stay_within_the_other_axes_and_holm_corrects_the_table() {
     let expected = crate::stats::holm(&ps);
     let got: Vec<f64> = data.comparisons.iter().filter_map(|c| c.p_holm).collect();
     assert_eq!(got, expected);
-    // Findings per run are equal (one each): no difference.
+    // Findings per run are equal (one each): no difference, and none could have shown.
     assert_eq!(data.comparisons[2].difference, Some(0.0));
-    assert_eq!(data.comparisons[2].conclusion, Conclusion::NoDetectableDifference);
+    assert_eq!(data.comparisons[2].conclusion, Conclusion::CannotBeSignificant);
+    assert_eq!(data.comparisons[2].verdict(), "4 subjects, none differing: cannot be significant at α = 0.05");
+}
+
+/// B finds on every subject, A on none: `n` subjects, every difference +1.
+fn all_better(n: usize) -> (Fixture, Vec<String>) {
+    let mut fx = Fixture::new(&[("m", vec![s("a"), s("b")])], 1);
+    let subjects: Vec<String> = (0..n).map(|i| format!("c{i:02}")).collect();
+    for sub in &subjects {
+        fx.add("m=a", 1, sub, miss());
+        fx.add("m=b", 1, sub, hit());
+    }
+    (fx, subjects)
+}
+
+#[test]
+fn five_subjects_cannot_be_significant_at_five_percent_and_six_can() {
+    for (n, floor, verdict) in
+        [(3, 0.25, "3 subjects: cannot be significant at α = 0.05"), (5, 0.0625, "5 subjects: cannot be significant at α = 0.05"), (6, 0.03125, "better")]
+    {
+        let (fx, subjects) = all_better(n);
+        let names: Vec<&str> = subjects.iter().map(String::as_str).collect();
+        let oracle = oracle(&names);
+        let mut input = fx.input();
+        input.oracle = Some(&oracle);
+        let result = compute(&compare_spec("m", &[CompareMetric::Recall], 10_000), &input);
+        let c = &data_of(&result).comparisons[0];
+        // The floor is reached: every subject moved the same way.
+        assert_eq!(c.test.map(|t| t.p_value), Some(floor), "{n} subjects");
+        assert_eq!((c.min_p, c.verdict().as_str()), (Some(floor), verdict), "{n} subjects");
+        assert!(result.headline[0].ends_with(&format!(": **{verdict}**.")), "{}", result.headline[0]);
+        let table = &result.tables[0];
+        assert_eq!(table.rows[0].last().map(TableCell::render).as_deref(), Some(verdict));
+    }
+    // A looser alpha makes five subjects enough.
+    let (fx, subjects) = all_better(5);
+    let names: Vec<&str> = subjects.iter().map(String::as_str).collect();
+    let oracle = oracle(&names);
+    let mut input = fx.input();
+    input.oracle = Some(&oracle);
+    let mut spec = compare_spec("m", &[CompareMetric::Recall], 10_000);
+    if let Some(o) = spec.compare.as_mut() {
+        o.alpha = 0.1;
+    }
+    assert_eq!(data_of(&compute(&spec, &input)).comparisons[0].conclusion, Conclusion::Better);
 }
 
 #[test]
