@@ -41,7 +41,7 @@ fn diff_with_a_metric_tests_the_difference_and_gates_on_it() {
     assert!(xml.contains("tests=\"1\" failures=\"1\""), "{xml}");
     assert!(
         xml.contains(
-            "<failure message=\"12 subjects, 1 differing: cannot be significant at α = 0.05: fail when B is significantly worse, or not significantly better"
+            "<failure message=\"12 subjects, none differing: cannot be significant at α = 0.05: fail when B is significantly worse, or not significantly better"
         ),
         "{xml}"
     );
