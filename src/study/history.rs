@@ -851,7 +851,9 @@ mod tests {
         assert_eq!(json["clean_commit_rate"], serde_json::json!(0), "0, as stet prints it");
 
         // Nothing to divide: every rate 0, no density; an empty reason is not counted.
-        let text = record("fff", "f", 0, &[], &[], Some("2026-11-30T15:00:00Z"), "m").replace("\"prompt_tokens\":1200", "\"prompt_tokens\":0").replace("\"completion_tokens\":300", "\"completion_tokens\":0")
+        let text = record("fff", "f", 0, &[], &[], Some("2026-11-30T15:00:00Z"), "m")
+            .replace("\"prompt_tokens\":1200", "\"prompt_tokens\":0")
+            .replace("\"completion_tokens\":300", "\"completion_tokens\":0")
             + "\n"
             + &record("ggg", "g", 1, &["g1"], &[("g1", "")], None, "m");
         let q = analyze(&text, "h", None).stet_stats_quality;

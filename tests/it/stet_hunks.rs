@@ -519,7 +519,8 @@ fn the_fake_stet_prints_what_the_real_stet_printed() {
     let out = fake_stet_in(&repo, &["start", "HEAD~2", "--json", "--stream"], env);
     assert!(out.status.success(), "{}", stderr_of(&out));
     let fake_events = events(&stdout_of(&out));
-    let progress = |events: &[Ordered]| -> Vec<String> { events.iter().filter(|e| e.get("type").str() == "progress").map(|e| e.get("msg").str().to_string()).collect() };
+    let progress =
+        |events: &[Ordered]| -> Vec<String> { events.iter().filter(|e| e.get("type").str() == "progress").map(|e| e.get("msg").str().to_string()).collect() };
     assert_eq!(progress(&fake_events), progress(&real_events));
     assert_eq!(progress(&real_events), ["3 hunks to review", "Reviewing hunk 1/3: calc.py", "Reviewing hunk 2/3: notes.py", "Reviewing hunk 3/3: util.py"]);
     for (events, root) in [(&real_events, real_root), (&fake_events, root.as_str())] {
@@ -555,7 +556,8 @@ fn the_fake_stet_prints_what_the_real_stet_printed() {
     // Nothing listening at the OpenAI-compatible URL: exit 2 and the real message.
     let port = std::net::TcpListener::bind("127.0.0.1:0").expect("bind").local_addr().expect("addr").port();
     let url = format!("http://127.0.0.1:{port}/v1");
-    let down: Vec<(&str, &str)> = env.iter().copied().filter(|(k, _)| *k != "FAKE_STET_SKIP_SERVER_CHECK").chain([("STET_OPENAI_BASE_URL", url.as_str())]).collect();
+    let down: Vec<(&str, &str)> =
+        env.iter().copied().filter(|(k, _)| *k != "FAKE_STET_SKIP_SERVER_CHECK").chain([("STET_OPENAI_BASE_URL", url.as_str())]).collect();
     let out = fake_stet_in(&repo, &["start", "HEAD~2", "--json"], &down);
     assert_eq!(out.status.code(), Some(2));
     let real_first = real("llama-proxy/05-server-down-start-json.stderr").lines().next().unwrap_or_default().replace("http://127.0.0.1:18091/v1", &url);
