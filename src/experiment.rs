@@ -53,16 +53,19 @@ pub struct Locations {
     pub remote_cache: Option<String>,
 }
 
-/// Limits on what a plan may hold; CLI flags set them.
+/// Limits on what a plan may hold, and how it will execute; CLI flags set them.
 #[derive(Debug, Clone, Copy)]
 pub struct PrepareOptions {
     /// Refuse a plan of more runs (`--max-runs`).
     pub max_runs: u64,
+    /// The execution will run nothing (`--frozen`): the analyzers' versions come from the
+    /// manifest or the cache, never from the installed tools.
+    pub frozen: bool,
 }
 
 impl Default for PrepareOptions {
     fn default() -> Self {
-        Self { max_runs: plan::DEFAULT_MAX_RUNS }
+        Self { max_runs: plan::DEFAULT_MAX_RUNS, frozen: false }
     }
 }
 
@@ -86,7 +89,7 @@ fn prepare_manifest(manifest: Manifest, locations: &Locations, options: &Prepare
     let cache = CacheStore::new(locations.cache_dir.clone().unwrap_or_else(|| manifest.cache_dir.clone()));
     let oracle = load_oracle(&manifest)?;
     let adjudications = load_adjudications(&manifest)?;
-    let (scorers, rqs) = load_scoring(&manifest, &plan)?;
+    let (scorers, rqs) = load_scoring(&manifest, &plan, &cache, options.frozen)?;
     let remote = open_remote(locations)?;
     Ok(Prepared { manifest, reviewers, plan, cache, remote, oracle, adjudications, scorers, rqs })
 }
@@ -96,12 +99,13 @@ fn open_remote(locations: &Locations) -> Result<Option<Arc<RemoteStore>>, Error>
     Ok(locations.remote_cache.as_deref().filter(|u| !u.trim().is_empty()).map(RemoteStore::open).transpose()?.map(Arc::new))
 }
 
-/// The scoring clients, when the plan has scoring nodes, and each `rqs` analysis's τ and
-/// anchor set. Analyzers are looked up only when the plan runs smells.
 /// The scoring clients and, per `rqs` analysis index, its resources.
 type Scoring = (Option<Arc<ExperimentScorers>>, BTreeMap<usize, RqsResources>);
 
-fn load_scoring(manifest: &Manifest, plan: &Plan) -> Result<Scoring, Error> {
+/// The scoring clients, when the plan has scoring nodes, and each `rqs` analysis's τ and
+/// anchor set. Analyzers are looked up only when the plan has smells, and never by a frozen
+/// execution (`scoring::analyzers_for`).
+fn load_scoring(manifest: &Manifest, plan: &Plan, cache: &CacheStore, frozen: bool) -> Result<Scoring, Error> {
     let counts = plan.node_counts();
     let scoring_kinds = [plan::NodeKind::Claims, plan::NodeKind::Smells, plan::NodeKind::Judge, plan::NodeKind::Embed];
     if !scoring_kinds.iter().any(|k| counts.contains_key(k)) {
@@ -114,7 +118,16 @@ fn load_scoring(manifest: &Manifest, plan: &Plan) -> Result<Scoring, Error> {
     let root = crate::config::project_root(&manifest.base_dir);
     let root = if root.as_os_str().is_empty() { PathBuf::from(".") } else { root };
     let tools_dir = std::path::absolute(&root).unwrap_or(root).join(".tools");
-    let scorers = ExperimentScorers::new(&manifest.scoring, shuffle_seed, &tools_dir, counts.contains_key(&plan::NodeKind::Smells)).map_err(Error::Scoring)?;
+    let smells_of: std::collections::BTreeSet<&str> = plan
+        .graph
+        .node_weights()
+        .filter_map(|n| match n {
+            plan::Node::Smells { subject } => plan.subjects.get(subject).map(|s| s.identity.as_str()),
+            _ => None,
+        })
+        .collect();
+    let analyzers = crate::scoring::analyzers_for(&manifest.scoring, &smells_of, &tools_dir, frozen, cache).map_err(Error::Scoring)?;
+    let scorers = ExperimentScorers::new(&manifest.scoring, shuffle_seed, analyzers).map_err(Error::Scoring)?;
     let mut rqs = BTreeMap::new();
     for (index, o) in options {
         let mut resources = RqsResources::default();

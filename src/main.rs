@@ -105,7 +105,8 @@ fn merge(args: MergeArgs) -> Result<Exit, Error> {
 }
 
 fn exec(args: ExecArgs) -> Result<Exit, Error> {
-    let mut prepared = experiment::prepare_with(&args.manifest, &locations(&args.locations), &experiment::PrepareOptions { max_runs: args.reports.max_runs })?;
+    let options = experiment::PrepareOptions { max_runs: args.reports.max_runs, frozen: args.frozen };
+    let mut prepared = experiment::prepare_with(&args.manifest, &locations(&args.locations), &options)?;
     if let Some(dir) = &args.reports.output {
         prepared.manifest.report.output = dir.clone();
     }
@@ -249,7 +250,8 @@ fn unix_millis() -> u128 {
 }
 
 fn plan(args: PlanArgs) -> Result<Exit, Error> {
-    let prepared = experiment::prepare_with(&args.manifest, &locations(&args.locations), &experiment::PrepareOptions { max_runs: args.max_runs })?;
+    let prepared =
+        experiment::prepare_with(&args.manifest, &locations(&args.locations), &experiment::PrepareOptions { max_runs: args.max_runs, ..Default::default() })?;
     let name = &prepared.manifest.experiment.name;
     let mut rows = Vec::new();
     let (mut cached, mut missing) = (0, 0);
@@ -421,7 +423,7 @@ fn validate(files: &[PathBuf], max_runs: u64) -> Result<Exit, Error> {
         match manifest::load(file) {
             Ok(m) => {
                 let (axes, analyses) = (m.matrix.axes.len(), m.analyses.len());
-                match experiment::check(m, &experiment::PrepareOptions { max_runs }) {
+                match experiment::check(m, &experiment::PrepareOptions { max_runs, ..Default::default() }) {
                     Ok(size) => println!(
                         "{}: ok ({axes} ax{}, {analyses} analys{}; {size})",
                         file.display(),

@@ -8,6 +8,7 @@
 //! built from the finding and the subject's diff only when the call runs.
 
 use crate::analysis::rqs::{EmbedderInfo, FindingVotes, JudgeInfo, RqsInput, RunScoring, StageCost, SubjectReferences, Vote};
+use crate::cache::CacheStore;
 use crate::exec::{Call, CallFuture, NodeInputs, ScoredView, Scorers, WalkView};
 use crate::finding::Finding;
 use crate::judge::blind::blind_items;
@@ -19,6 +20,7 @@ use crate::plan::{Embedded, Node, Plan};
 use crate::smells::AnalyzerSet;
 use crate::subject::Subject;
 use serde_json::{json, Value};
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
 /// The rubrics every judge applies to every finding, in call order.
@@ -33,17 +35,73 @@ pub struct ExperimentScorers {
     shuffle_seed: u64,
 }
 
+/// The analyzers an execution keys (and, live, runs) smells with, when its plan has smells
+/// (`smells_of`: the subjects' identities) and the manifest declares analyzers. Live: the
+/// installed ones, found under `tools_dir` or on `PATH`, checked against the manifest's
+/// `analyzer-versions` when it pins them. Frozen: never the installed ones — the pinned
+/// versions, else the one analyzer identity the cache's smells of these subjects were stored
+/// under (under runner's current settings for those analyzers).
+pub fn analyzers_for(
+    scoring: &Scoring,
+    smells_of: &BTreeSet<&str>,
+    tools_dir: &std::path::Path,
+    frozen: bool,
+    cache: &CacheStore,
+) -> Result<Option<AnalyzerSet>, String> {
+    let kinds = &scoring.analyzers;
+    if smells_of.is_empty() || kinds.is_empty() {
+        return Ok(None);
+    }
+    let pins = &scoring.analyzer_versions;
+    if !frozen {
+        let set = AnalyzerSet::resolve(kinds, tools_dir).map_err(|e| e.to_string())?;
+        if !pins.is_empty() {
+            set.check_pins(pins).map_err(|e| e.to_string())?;
+        }
+        return Ok(Some(set));
+    }
+    if !pins.is_empty() {
+        return AnalyzerSet::pinned(kinds, pins).map(Some).map_err(|e| format!("[pseudo-references] analyzer-versions: {e}"));
+    }
+    let mut found: BTreeMap<String, AnalyzerSet> = BTreeMap::new();
+    for record in cache.list_values().into_iter().flatten().filter(|r| r.stage == "smells") {
+        let of_plan = record.inputs.get("subject").and_then(Value::as_str).is_some_and(|s| smells_of.contains(s));
+        if let (true, Some(identity)) = (of_plan, record.inputs.get("analyzers")) {
+            if let Some(set) = AnalyzerSet::from_identity(kinds, identity) {
+                found.entry(identity.to_string()).or_insert(set);
+            }
+        }
+    }
+    let names = kinds.iter().map(|k| k.as_str()).collect::<Vec<_>>().join(", ");
+    let mut sets = found.into_values();
+    match (sets.next(), sets.next()) {
+        (Some(set), None) => Ok(Some(set)),
+        (None, _) => Err(format!(
+            "--frozen reads the analyzers' versions ({names}) from the manifest or the cache, never from the installed tools, and the cache `{}` holds no smells of these subjects under runner's settings for them: pin them in [pseudo-references] `analyzer-versions`, or run without --frozen",
+            cache.root().display()
+        )),
+        (Some(a), Some(b)) => Err(format!(
+            "--frozen: the cache `{}` holds smells of these subjects from more than one analyzer version ({}; {}…): pin the ones to reproduce in [pseudo-references] `analyzer-versions`",
+            cache.root().display(),
+            versions_of(&a),
+            versions_of(&b)
+        )),
+    }
+}
+
+/// An analyzer set's versions, as the report shows them: `…, ruff 0.17.5`.
+fn versions_of(set: &AnalyzerSet) -> String {
+    let identity = set.identity();
+    let versions: Vec<&str> = identity.as_object().into_iter().flatten().filter(|(k, _)| *k != "settings").filter_map(|(_, v)| v.as_str()).collect();
+    versions.join(", ")
+}
+
 impl ExperimentScorers {
-    /// Builds the clients the manifest declares; analyzers are looked up (and their versions
-    /// read) only when `needs_analyzers`, so an experiment without smells needs none installed.
-    pub fn new(scoring: &Scoring, shuffle_seed: u64, tools_dir: &std::path::Path, needs_analyzers: bool) -> Result<Self, String> {
+    /// Builds the clients the manifest declares, with the analyzers [`analyzers_for`] gave
+    /// (`None` when the plan has no smells, so an experiment without them needs none).
+    pub fn new(scoring: &Scoring, shuffle_seed: u64, analyzers: Option<AnalyzerSet>) -> Result<Self, String> {
         let judges = scoring.judges.iter().map(|spec| Judge::new(spec.clone()).map_err(|e| e.to_string())).collect::<Result<Vec<_>, _>>()?;
         let claims = scoring.claims.clone().map(|spec| ClaimsGenerator::new(spec).map_err(|e| e.to_string())).transpose()?;
-        let analyzers = if needs_analyzers && !scoring.analyzers.is_empty() {
-            Some(AnalyzerSet::resolve(&scoring.analyzers, tools_dir).map_err(|e| e.to_string())?)
-        } else {
-            None
-        };
         let embedder = scoring.embedder.clone().map(|spec| Embedder::new(spec).map_err(|e| e.to_string())).transpose()?;
         Ok(Self { judges, claims, analyzers, embedder, shuffle_seed })
     }
@@ -72,10 +130,7 @@ impl ExperimentScorers {
 
     /// The analyzers and their versions, as their keys hold them: `…, ruff 0.17.5`.
     pub fn analyzers(&self) -> Option<String> {
-        let identity = self.analyzers.as_ref()?.identity();
-        let versions: Vec<String> =
-            identity.as_object()?.iter().filter(|(k, _)| *k != "settings").filter_map(|(_, v)| v.as_str().map(str::to_string)).collect();
-        Some(versions.join(", "))
+        self.analyzers.as_ref().map(versions_of)
     }
 }
 
@@ -502,5 +557,43 @@ mod tests {
         assert_eq!(vectors(&json!([[0.5, 1.0]])), Some(vec![vec![0.5f32, 1.0]]));
         assert_eq!(vectors(&json!(["not base64!"])), None);
         assert_eq!(vectors(&json!([42])), None);
+    }
+
+    #[test]
+    fn a_frozen_execution_keys_smells_with_pinned_or_cached_versions_never_the_tools() {
+        use crate::smells::AnalyzerKind;
+        let dir = tempfile::tempdir().expect("tempdir");
+        let cache = CacheStore::new(dir.path().join("cache"));
+        let kinds = vec![AnalyzerKind::Ruff];
+        let versions = |ruff: &str| -> BTreeMap<String, String> { [("ruff".to_string(), ruff.to_string())].into_iter().collect() };
+        let mut scoring = Scoring { analyzers: kinds.clone(), ..Scoring::default() };
+        let subjects: BTreeSet<&str> = ["s1"].into_iter().collect();
+        // `tools_dir` and PATH are never consulted: a frozen execution would fail here if they were.
+        let nowhere = dir.path().join("no-tools");
+        let frozen = |scoring: &Scoring| analyzers_for(scoring, &subjects, &nowhere, true, &cache);
+        let e = frozen(&scoring).map(|_| ()).expect_err("nothing pinned, nothing cached");
+        assert!(e.contains("analyzer-versions") && e.contains("never from the installed tools"), "{e}");
+
+        // The identity the cache's smells of this subject hold.
+        let store = |ruff: &str, subject: &str| {
+            let identity = AnalyzerSet::pinned(&kinds, &versions(ruff)).expect("pinned").identity();
+            let inputs = json!({"analyzers": identity, "subject": subject});
+            cache.store_value("e", "smells", &crate::cache::key::stage_key("smells", &inputs), &inputs, &json!({"smells": []})).expect("store");
+            identity
+        };
+        let identity = store("ruff 0.17.5", "s1");
+        store("ruff 9.9.9", "another subject");
+        let read = frozen(&scoring).expect("read from the cache").expect("a set");
+        assert_eq!(read.identity(), identity);
+        assert!(read.is_pinned());
+        store("ruff 0.18.0", "s1");
+        let e = frozen(&scoring).map(|_| ()).expect_err("two versions for this subject");
+        assert!(e.contains("more than one analyzer version"), "{e}");
+
+        // Pinned in the manifest: those, whatever the cache holds.
+        scoring.analyzer_versions = versions("ruff 0.17.5");
+        assert_eq!(frozen(&scoring).expect("pinned").map(|s| s.identity()), Some(identity));
+        // No smells in the plan: no analyzers at all.
+        assert!(analyzers_for(&scoring, &BTreeSet::new(), &nowhere, false, &cache).expect("nothing to key").is_none());
     }
 }

@@ -184,11 +184,17 @@ pub enum ScoreError {
     Invalid { path: PathBuf, problems: Vec<String> },
 }
 
-/// Reads a captured-results file; unknown keys and malformed values are errors with their
-/// line and column.
+/// Reads a captured-results file as seed 002's scorer does (JavaScript's `JSON.parse`: a key
+/// repeated within an object takes its last value); unknown keys and malformed values are
+/// errors, with their line and column.
 pub fn load_captured(path: &Path) -> Result<CapturedResults, ScoreError> {
     let text = crate::subject::files::read_text(path).map_err(|source| ScoreError::Read { path: path.to_path_buf(), source })?;
-    serde_json::from_str(&text).map_err(|e| ScoreError::Parse { path: path.to_path_buf(), message: e.to_string() })
+    parse_captured(&text).map_err(|message| ScoreError::Parse { path: path.to_path_buf(), message })
+}
+
+/// The text of a captured-results file, read as [`load_captured`] reads it.
+pub fn parse_captured(text: &str) -> Result<CapturedResults, String> {
+    crate::subject::files::parse_json_last_wins(text).map_err(|e| e.to_string())
 }
 
 /// Every problem that makes captured results unscorable against `oracle`, at once.

@@ -241,11 +241,18 @@ pub fn load(dir: &Path) -> Result<Option<Oracle>, OracleError> {
     }
 }
 
-/// Reads an oracle file (or `oracle.json` inside a directory).
+/// Reads an oracle file (or `oracle.json` inside a directory) as seed 002's scorer does
+/// (JavaScript's `JSON.parse`: a key repeated within an object takes its last value; `corpus
+/// validate` still reports the repetition).
 pub fn load_file(path: &Path) -> Result<Oracle, OracleError> {
     let path = if path.is_dir() { path.join(ORACLE_FILE) } else { path.to_path_buf() };
     let text = crate::subject::files::read_text(&path).map_err(|source| OracleError::Read { path: path.clone(), source })?;
-    serde_json::from_str(&text).map_err(|e| OracleError::Parse { path, message: e.to_string() })
+    parse(&text).map_err(|message| OracleError::Parse { path, message })
+}
+
+/// The text of an oracle file, read as [`load_file`] reads it.
+pub fn parse(text: &str) -> Result<Oracle, String> {
+    crate::subject::files::parse_json_last_wins(text).map_err(|e| e.to_string())
 }
 
 #[cfg(test)]
@@ -319,6 +326,19 @@ mod tests {
         assert_eq!(oracle.cases[0].ground_truth, GroundTruth::default());
         let f = &oracle.findings[0];
         assert_eq!((f.file.as_deref(), f.line, f.severity_label.as_deref(), f.blocking), (None, None, Some("Critical"), true));
+    }
+
+    #[test]
+    fn a_repeated_key_takes_its_last_value_as_in_seed_002s_javascript() {
+        let text = r#"{"version":1,"findings":[{"id":"F09","id":"F01","description":"d"}],"cases":[
+            {"id":"case-01","expectedFindingIds":[],"rationale":"r","expectedFindingIds":["F01"],
+             "groundTruth":{"before":"fail","after":"fail","program":"p","before":"pass"}}]}"#;
+        assert!(serde_json::from_str::<Oracle>(text).is_err(), "serde alone rejects it");
+        let oracle = parse(text).expect("read last-wins");
+        assert_eq!(oracle.findings[0].id, "F01");
+        assert_eq!(oracle.cases[0].expected_finding_ids, ["F01"]);
+        assert_eq!(oracle.cases[0].ground_truth.before, Outcome::Pass);
+        assert!(parse(r#"{"version":1,"version":1,"findings":[],"cases":[],"label":"x"}"#).is_err(), "unknown keys stay errors");
     }
 
     #[test]

@@ -37,6 +37,11 @@ pub struct Scoring {
     pub judges: Vec<crate::judge::spec::JudgeSpec>,
     pub claims: Option<crate::judge::spec::ClaimsSpec>,
     pub analyzers: Vec<crate::smells::AnalyzerKind>,
+    /// `[pseudo-references] analyzer-versions`: each analyzer's exact version by the name that
+    /// runs (`ruff`, `jshint`, `clippy` or `rustc`), as its keys hold it; empty when not pinned.
+    /// A live execution checks the installed analyzers against it; a frozen one reads it
+    /// instead of asking the installed tools.
+    pub analyzer_versions: std::collections::BTreeMap<String, String>,
     pub embedder: Option<crate::judge::embed::EmbedderSpec>,
 }
 

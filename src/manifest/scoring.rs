@@ -13,6 +13,7 @@ pub(super) fn read_scoring(root: &TableReader<'_, '_>, base_dir: &Path, analyses
     let judges = crate::judge::spec::read_judges(root, base_dir);
     let mut claims = None;
     let mut analyzers = Vec::new();
+    let mut analyzer_versions = std::collections::BTreeMap::new();
     let mut references_ok = true;
     if let Some(t) = root.table("pseudo-references") {
         if let Some(list) = t.strings("analyzers") {
@@ -24,6 +25,12 @@ pub(super) fn read_scoring(root: &TableReader<'_, '_>, base_dir: &Path, analyses
                         references_ok = false;
                     }
                 }
+            }
+        }
+        if let Some(pins) = t.string_map("analyzer-versions") {
+            match read_analyzer_versions(&t, &analyzers, pins) {
+                Some(read) => analyzer_versions = read,
+                None => references_ok = false,
             }
         }
         if t.has("provider") || t.has("model") {
@@ -66,7 +73,57 @@ pub(super) fn read_scoring(root: &TableReader<'_, '_>, base_dir: &Path, analyses
             problems.push_with_help(root.span(), "pseudo-references are declared but no [embedder] aligns reviews with them", "declare [embedder]");
         }
     }
-    references_ok.then_some(Scoring { judges, claims, analyzers, embedder })
+    references_ok.then_some(Scoring { judges, claims, analyzers, analyzer_versions, embedder })
+}
+
+/// `analyzer-versions = { ruff = "ruff 0.17.5", … }`: each declared analyzer's exact version
+/// as its key holds it, by the name that ran (`clippy` or `rustc` for Rust). `None`, with the
+/// problems recorded, unless it names every declared analyzer and nothing else.
+fn read_analyzer_versions(
+    t: &TableReader<'_, '_>,
+    analyzers: &[crate::smells::AnalyzerKind],
+    pins: Vec<(toml::Spanned<String>, toml::Spanned<String>)>,
+) -> Option<std::collections::BTreeMap<String, String>> {
+    use crate::smells::AnalyzerKind;
+    let problems = t.problems();
+    let span = t.key_span("analyzer-versions").unwrap_or_else(|| t.span());
+    let mut out = std::collections::BTreeMap::new();
+    let mut ok = true;
+    let mut pinned = Vec::new();
+    for (name, version) in pins {
+        let kind = match name.get_ref().as_str() {
+            "ruff" => AnalyzerKind::Ruff,
+            "jshint" => AnalyzerKind::Jshint,
+            "clippy" | "rustc" => AnalyzerKind::Rust,
+            other => {
+                problems.push_with_help(name.span(), format!("unknown analyzer `{other}` in `analyzer-versions`"), "the names are ruff, jshint, clippy, rustc");
+                ok = false;
+                continue;
+            }
+        };
+        if !analyzers.contains(&kind) {
+            problems.push(name.span(), format!("`analyzer-versions` pins `{}`, which `analyzers` does not declare", name.get_ref()));
+            ok = false;
+        } else if pinned.contains(&kind) {
+            problems.push(name.span(), "`analyzer-versions` pins Rust's analyzer twice: name the one that ran, `clippy` or `rustc`");
+            ok = false;
+        } else if version.get_ref().trim().is_empty() {
+            problems.push(version.span(), format!("the version of `{}` is empty", name.get_ref()));
+            ok = false;
+        }
+        pinned.push(kind);
+        out.insert(name.get_ref().clone(), version.get_ref().clone());
+    }
+    for kind in analyzers.iter().filter(|k| !pinned.contains(k)) {
+        let name = if *kind == AnalyzerKind::Rust { "clippy` or `rustc" } else { kind.as_str() };
+        problems.push_with_help(
+            span.clone(),
+            format!("`analyzer-versions` does not pin `{name}`"),
+            "pin every declared analyzer, with the version the `rqs` analysis reports (e.g. `ruff = \"ruff 0.17.5\"`)",
+        );
+        ok = false;
+    }
+    ok.then_some(out)
 }
 
 #[cfg(test)]
@@ -92,6 +149,22 @@ output = "out"
             Ok(_) => String::new(),
             Err(e) => e.render(false),
         }
+    }
+
+    #[test]
+    fn analyzer_versions_pin_every_declared_analyzer_and_nothing_else() {
+        let refs = |pins: &str| format!("[pseudo-references]\nanalyzers = [\"ruff\", \"rustc\"]\nanalyzer-versions = {{ {pins} }}\n");
+        let m = crate::manifest::parse(Path::new("e.toml"), &format!("{BASE}{}", refs(r#"ruff = "ruff 0.17.5", clippy = "clippy 0.1.95""#))).expect("valid");
+        assert_eq!(m.scoring.analyzer_versions.get("clippy").map(String::as_str), Some("clippy 0.1.95"));
+        assert_eq!(m.scoring.analyzer_versions.len(), 2);
+        let text = problems(&refs(r#"ruff = "ruff 0.17.5""#));
+        assert!(text.contains("does not pin `clippy` or `rustc`"), "{text}");
+        let text = problems(&refs(r#"ruff = "ruff 0.17.5", rustc = "rustc 1", jshint = "jshint 2", pylint = "3""#));
+        assert!(text.contains("pins `jshint`, which `analyzers` does not declare"), "{text}");
+        assert!(text.contains("unknown analyzer `pylint`"), "{text}");
+        let text = problems(&refs(r#"ruff = "ruff 0.17.5", rustc = "r", clippy = "c""#));
+        assert!(text.contains("pins Rust's analyzer twice"), "{text}");
+        assert!(problems(&refs(r#"ruff = "", rustc = "r""#)).contains("the version of `ruff` is empty"));
     }
 
     #[test]

@@ -216,17 +216,7 @@ fn crlf_to_lf(bytes: &[u8]) -> Vec<u8> {
 /// Go's `filepath.Join`: the joined path cleaned lexically (`.` and `..` resolved, doubled
 /// slashes removed).
 fn lexical_join(root: &Path, file: &str) -> PathBuf {
-    let mut out = PathBuf::new();
-    for part in root.join(file).components() {
-        match part {
-            std::path::Component::CurDir => {}
-            std::path::Component::ParentDir => {
-                out.pop();
-            }
-            other => out.push(other),
-        }
-    }
-    out
+    super::lexical_clean(&root.join(file))
 }
 
 struct Rule {

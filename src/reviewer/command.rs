@@ -13,10 +13,15 @@
 //! reviewed in a private copy in a temporary directory, so the child's working directory
 //! is outside the experiment tree and each run starts from a clean state.
 //!
-//! Exit code 2 (stet: the model server is unreachable, timed out or answered 4xx): runner
-//! then probes the run's endpoint itself. If it accepts connections the run failed (a 4xx,
-//! e.g. a hunk larger than the context) and the others go on; if not, the endpoint is
-//! unreachable and only the runs against that endpoint stop.
+//! Exit code 2 (stet: the model server is unreachable, timed out, or answered an HTTP error —
+//! a 4xx at once, a 5xx after its retries): runner then probes the run's endpoint itself. If
+//! it accepts connections the run failed, saying what stet's stderr tells (the HTTP status,
+//! a timeout), and the others go on; if not, the endpoint is unreachable and only the runs
+//! against that endpoint stop.
+//!
+//! Keys: stet writes `Branch: <branch>` into its prompt, and a detached worktree says
+//! `Branch: HEAD`, so a stet-driving reviewer with `isolation = "worktree"` has the isolation
+//! in its fingerprint; the other modes review the checked-out branch and keep their keys.
 
 use super::parse::parse_stet_output;
 use super::redact::secret_parts_of_url_value;
@@ -362,8 +367,9 @@ impl CommandReviewer {
         })?;
         let mut raw = done.stdout;
         if private {
-            // `cursor_uri`s point at the subject's repository, not at the removed run directory.
-            let subject_repo = absolute(&job.subject.repo_dir);
+            // `cursor_uri`s point at the subject's repository, not at the removed run directory,
+            // spelled as stet spells its own: cleaned (`exp/../repo` is `repo`).
+            let subject_repo = super::lexical_clean(&absolute(&job.subject.repo_dir));
             for f in &mut parsed.findings {
                 if let Some(uri) = f.cursor_uri.as_mut() {
                     *uri = rebase_uri(uri, dir, &subject_repo);
@@ -381,7 +387,7 @@ impl CommandReviewer {
         Ok(ReviewOutput { findings: parsed.findings, raw, cost, provenance, schema_problems: parsed.schema_problems, attachments, ..ReviewOutput::default() })
     }
 
-    /// Exit code 2: unreachable, timed out, or a 4xx. Runner probes the endpoint to tell.
+    /// Exit code 2: unreachable, timed out, or an HTTP error. Runner probes the endpoint to tell.
     async fn exit_2(&self, program: &str, endpoint: Option<String>, done: &Finished) -> ReviewError {
         let stderr_tail = super::tail(&done.stderr, STDERR_TAIL);
         let Some(url) = endpoint else {
@@ -393,13 +399,17 @@ impl CommandReviewer {
             };
         };
         if probe(&url).await {
-            ReviewError::Failed {
-                message: format!("`{program}` exited with 2, but its model server at {url} accepts connections: the server refused the request (an HTTP 4xx, e.g. a hunk larger than the context or an unknown model)"),
-                stderr_tail,
-            }
+            let cause = exit_2_cause(&done.stderr);
+            ReviewError::Failed { message: format!("`{program}` exited with 2, but its model server at {url} accepts connections: {cause}"), stderr_tail }
         } else {
             ReviewError::Unreachable { message: format!("`{program}` exited with 2 and its model server at {url} does not accept connections"), stderr_tail }
         }
+    }
+
+    /// Whether the reviewer runs stet: a program named `stet`, or `STET_*` variables set or passed.
+    fn drives_stet(&self) -> bool {
+        Path::new(&self.spec.program).file_name().is_some_and(|n| n == "stet")
+            || self.spec.env.keys().chain(&self.spec.pass_env).any(|name| name.starts_with("STET_"))
     }
 
     /// Content hashes for the key: the program file (when a path) and the declared inputs.
@@ -437,6 +447,11 @@ impl Reviewer for CommandReviewer {
         let files = self.file_hashes(cell);
         if !files.is_empty() {
             value["files"] = serde_json::json!(files);
+        }
+        // stet's prompt names the branch, `HEAD` in a detached worktree: a worktree run is keyed
+        // apart. Only then, so the default (`serialize`) and `none` keep the keys they had.
+        if self.spec.isolation == Isolation::Worktree && self.drives_stet() {
+            value["isolation"] = serde_json::json!(self.spec.isolation);
         }
         value
     }
@@ -599,6 +614,32 @@ fn openai_temperature_note(env: &BTreeMap<String, String>) -> Option<String> {
     let temperature: f64 = env.get("STET_TEMPERATURE")?.trim().parse().ok()?;
     (provider == "openai" && temperature == 0.0)
         .then(|| "STET_TEMPERATURE=0 was not sent: stet's openai provider omits a zero temperature, so the server's default applied".to_string())
+}
+
+/// What ended stet with exit 2 against a server that accepts connections, from its stderr:
+/// the HTTP status it names (stet reports a 5xx, after its retries, as "unreachable", a 4xx
+/// as a bad request), or a timeout.
+fn exit_2_cause(stderr: &str) -> String {
+    let status = stderr.match_indices("HTTP ").find_map(|(at, _)| {
+        let digits = stderr.get(at + 5..at + 8)?;
+        let after = stderr[at + 8..].chars().next();
+        (digits.bytes().all(|b| b.is_ascii_digit()) && !after.is_some_and(|c| c.is_ascii_digit())).then(|| digits.to_string())
+    });
+    let lower = stderr.to_ascii_lowercase();
+    match status {
+        Some(code) if code.starts_with('4') => {
+            format!("the server refused the request with HTTP {code} (e.g. a hunk larger than the context or an unknown model)")
+        }
+        Some(code) if code.starts_with('5') => format!("the server failed the request with HTTP {code}, a server error (stet retried it and gave up)"),
+        Some(code) => format!("the server answered HTTP {code}"),
+        None if ["deadline exceeded", "timeout exceeded", "timed out", "i/o timeout"].iter().any(|t| lower.contains(t)) => {
+            "a request to it timed out".to_string()
+        }
+        None if lower.contains("unreachable") => {
+            "stet could not reach it during the run, though it answers now (it may have restarted or been overloaded)".to_string()
+        }
+        None => "the request failed (an HTTP error or a timeout; stet's stderr below says which)".to_string(),
+    }
 }
 
 /// `file://<dir>/x#L1` → `file://<repo>/x#L1` (also for `dir`'s canonical spelling).
@@ -840,6 +881,46 @@ mod tests {
         assert_eq!(rebase_uri("file:///tmp/runner-run-x/repo/a.py#L3", dir, repo), "file:///w/.runner/cases/c1/a.py#L3");
         assert_eq!(rebase_uri("file:///tmp/runner-run-x/repo2/a.py#L3", dir, repo), "file:///tmp/runner-run-x/repo2/a.py#L3");
         assert_eq!(rebase_uri("file:///elsewhere/a.py", dir, repo), "file:///elsewhere/a.py");
+    }
+
+    #[test]
+    fn a_stet_worktree_run_is_keyed_apart_and_the_default_keeps_its_key() {
+        let cell = Cell { id: "c".into(), values: Default::default() };
+        let with = |program: &str, env: &[(&str, &str)], isolation: Isolation| {
+            let mut s = spec(program, env);
+            s.isolation = isolation;
+            CommandReviewer::new(s).fingerprint(&cell)
+        };
+        // The fingerprint as it was before isolation could enter it: the default's key.
+        let before = serde_json::json!({"program": "stet", "args": [], "env": {}, "setup": [], "output": "auto"});
+        assert_eq!(with("stet", &[], Isolation::Serialize), before);
+        assert_eq!(with("stet", &[], Isolation::None), before, "in place too: the checked-out branch");
+        assert_eq!(with("stet", &[], Isolation::Worktree)["isolation"], "worktree");
+        assert_eq!(with("./bin/review", &[("STET_MODEL", "m")], Isolation::Worktree)["isolation"], "worktree", "a wrapper that sets stet's variables");
+        assert!(with("./review.py", &[], Isolation::Worktree).get("isolation").is_none(), "another tool keeps its key");
+    }
+
+    #[test]
+    fn rebased_uris_are_clean_as_stets_own() {
+        let (dir, repo) = (Path::new("/tmp/runner-worktree-x/tree"), crate::reviewer::lexical_clean(Path::new("/w/exp/../repo/./")));
+        assert_eq!(rebase_uri("file:///tmp/runner-worktree-x/tree/calc.py#L10", dir, &repo), "file:///w/repo/calc.py#L10");
+        assert_eq!(crate::reviewer::lexical_clean(Path::new("/a/../../b//c/..")), Path::new("/b"));
+        assert_eq!(crate::reviewer::lexical_clean(Path::new("../a/./b/../c")), Path::new("../a/c"));
+    }
+
+    #[test]
+    fn exit_2_says_what_stets_stderr_tells() {
+        // The real stet's stderr when nothing listened (tests/fixtures/stet-real/); the server
+        // accepting connections by the time runner probes it.
+        let refused = "OpenAI-compat server (e.g. LM Studio) unreachable at http://127.0.0.1:18091/v1. Is the server running?\nDetails: ollama server unreachable\nGet \"http://127.0.0.1:18091/v1/models\": dial tcp 127.0.0.1:18091: connect: connection refused\n";
+        assert!(exit_2_cause(refused).contains("could not reach it during the run"), "{}", exit_2_cause(refused));
+        let five = "OpenAI-compat server (e.g. LM Studio) unreachable at http://h/v1. Is the server running?\nDetails: openai chat: ollama server unreachable: HTTP 503: loading model\n";
+        assert_eq!(exit_2_cause(five), "the server failed the request with HTTP 503, a server error (stet retried it and gave up)");
+        let four = "Ollama bad request at http://h:11434. ollama generate: bad request: HTTP 400: {\"error\":\"context too long\"}\n";
+        assert!(exit_2_cause(four).starts_with("the server refused the request with HTTP 400"), "{}", exit_2_cause(four));
+        let slow = "Ollama unreachable at http://h:11434. Is the server running? For local: ollama serve.\nDetails: ollama server unreachable\nPost \"http://h:11434/api/generate\": context deadline exceeded (Client.Timeout exceeded while awaiting headers)\n";
+        assert_eq!(exit_2_cause(slow), "a request to it timed out");
+        assert!(!exit_2_cause("HTTP 5034 bytes").contains("5034") && !exit_2_cause("").contains("4xx"));
     }
 
     #[test]

@@ -196,6 +196,27 @@ pub fn from_spec(spec: &crate::reviewer::spec::ReviewerSpec) -> Result<Arc<dyn R
     })
 }
 
+/// A path cleaned lexically, as Go's `filepath.Clean` (stet's paths) does: `.` dropped, `..`
+/// taking away the component before it, doubled slashes removed; symlinks are not read.
+pub fn lexical_clean(path: &std::path::Path) -> std::path::PathBuf {
+    let mut out = std::path::PathBuf::new();
+    for part in path.components() {
+        match part {
+            std::path::Component::CurDir => {}
+            std::path::Component::ParentDir => match out.components().next_back() {
+                Some(std::path::Component::Normal(_)) => {
+                    out.pop();
+                }
+                // `/..` is `/`; a relative path keeps its leading `..`.
+                Some(std::path::Component::RootDir | std::path::Component::Prefix(_)) => {}
+                _ => out.push(".."),
+            },
+            other => out.push(other),
+        }
+    }
+    out
+}
+
 /// Keeps the last `max` bytes of a text, on a character boundary.
 pub fn tail(text: &str, max: usize) -> String {
     if text.len() <= max {

@@ -55,6 +55,12 @@ pub enum SmellError {
     Missing { what: String, looked: String, install: String },
     #[error("`{program} --version` did not give a version ({why}); reinstall it with `{INSTALL}`")]
     Version { program: String, why: String },
+    /// The installed analyzer is not the one `[pseudo-references] analyzer-versions` pins.
+    #[error("the manifest pins {pinned} (`analyzer-versions`), but the analyzer found is {found}: install the pinned one (`{INSTALL}`) or change the pin")]
+    Pin { pinned: String, found: String },
+    /// A set whose versions were pinned or read from the cache was asked to run.
+    #[error("the analyzers were not looked up (their versions came from the manifest or the cache), so none can run: a smells call that is not cached needs an execution without --frozen")]
+    NotInstalled,
     /// `why` is how it ended, with the tail of its stderr when it printed any.
     #[error("{analyzer} failed on {files}: {why}")]
     Failed { analyzer: String, files: String, why: String },
@@ -117,7 +123,7 @@ impl AnalyzerKind {
     }
 }
 
-/// One analyzer found and asked for its version.
+/// One analyzer found and asked for its version (or, in a pinned set, only named and versioned).
 #[derive(Debug, Clone)]
 struct Analyzer {
     kind: AnalyzerKind,
@@ -129,11 +135,14 @@ struct Analyzer {
     version: String,
 }
 
-/// The analyzers of an experiment, found and versioned.
+/// The analyzers of an experiment, found and versioned — or only versioned, from the
+/// manifest's pins or the cache ([`AnalyzerSet::pinned`]), for an execution that runs none.
 #[derive(Debug, Clone)]
 pub struct AnalyzerSet {
     analyzers: Vec<Analyzer>,
     limits: Limits,
+    /// Versions only: nothing was looked up, and [`analyze`] refuses to run.
+    pinned: bool,
 }
 
 impl AnalyzerSet {
@@ -161,7 +170,63 @@ impl AnalyzerSet {
                 AnalyzerKind::Rust => resolve_rust(search, sandbox.path())?,
             });
         }
-        Ok(AnalyzerSet { analyzers, limits: Limits::default() })
+        Ok(AnalyzerSet { analyzers, limits: Limits::default(), pinned: false })
+    }
+
+    /// A set that names each analyzer and its exact version without looking for it: its
+    /// [`identity`](Self::identity) is the one a set found with those versions has, so the keys
+    /// of what they produced can be computed, but [`analyze`] refuses to run it. `versions` maps
+    /// the name that runs (`ruff`, `jshint`, `clippy` or `rustc`) to the version as keys hold it;
+    /// every kind needs one.
+    pub fn pinned(kinds: &[AnalyzerKind], versions: &BTreeMap<String, String>) -> Result<AnalyzerSet, String> {
+        let kinds: BTreeSet<AnalyzerKind> = kinds.iter().copied().collect();
+        let mut analyzers = Vec::new();
+        for kind in kinds {
+            let names: &[&'static str] = match kind {
+                AnalyzerKind::Ruff => &["ruff"],
+                AnalyzerKind::Jshint => &["jshint"],
+                AnalyzerKind::Rust => &["clippy", "rustc"],
+            };
+            let found: Vec<(&'static str, &String)> = names.iter().filter_map(|n| versions.get(*n).map(|v| (*n, v))).collect();
+            let [(name, version)] = found.as_slice() else {
+                return Err(format!("no single version of `{}` is given (names: {})", kind.as_str(), names.join(", ")));
+            };
+            analyzers.push(Analyzer { kind, name, program: PathBuf::new(), lead: Vec::new(), version: (*version).clone() });
+        }
+        Ok(AnalyzerSet { analyzers, limits: Limits::default(), pinned: true })
+    }
+
+    /// The pinned set whose [`identity`](Self::identity) is exactly `identity` (one written by
+    /// these analyzers' keys, runner's settings for them included), if there is one.
+    pub fn from_identity(kinds: &[AnalyzerKind], identity: &serde_json::Value) -> Option<AnalyzerSet> {
+        let versions: BTreeMap<String, String> =
+            identity.as_object()?.iter().filter(|(k, _)| *k != "settings").map(|(k, v)| Some((k.clone(), v.as_str()?.to_string()))).collect::<Option<_>>()?;
+        let set = Self::pinned(kinds, &versions).ok()?;
+        (set.identity() == *identity).then_some(set)
+    }
+
+    /// Checks found analyzers against pinned versions (by the name that runs): each must be
+    /// pinned, under its own name, with the version found.
+    pub fn check_pins(&self, versions: &BTreeMap<String, String>) -> Result<(), SmellError> {
+        for a in &self.analyzers {
+            match versions.get(a.name) {
+                Some(pinned) if *pinned == a.version => {}
+                Some(pinned) => return Err(SmellError::Pin { pinned: format!("`{}` {pinned:?}", a.name), found: format!("{:?}", a.version) }),
+                None => {
+                    let pinned = versions
+                        .iter()
+                        .find(|(name, _)| AnalyzerKind::parse(name).ok() == Some(a.kind))
+                        .map_or_else(|| "no version".to_string(), |(name, v)| format!("`{name}` {v:?}"));
+                    return Err(SmellError::Pin { pinned, found: format!("`{}` {:?}", a.name, a.version) });
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Whether the analyzers were only named and versioned, not found (see [`Self::pinned`]).
+    pub fn is_pinned(&self) -> bool {
+        self.pinned
     }
 
     /// The same analyzers under other bounds.
@@ -359,6 +424,9 @@ fn head_blob(repo: &Path, sha: &str, path: &str) -> Result<Option<Vec<u8>>, Smel
 /// gives no smells; one that crashes, runs out of its bounds or prints what does not parse
 /// is an error naming it.
 pub fn analyze(set: &AnalyzerSet, subject: &Subject, scratch: &Path) -> Result<Vec<Smell>, SmellError> {
+    if set.pinned {
+        return Err(SmellError::NotInstalled);
+    }
     let mut todo: BTreeMap<AnalyzerKind, Vec<ChangedFile>> = BTreeMap::new();
     for file in changed_files(subject) {
         let Some(kind) = AnalyzerKind::for_path(&file.path) else { continue };

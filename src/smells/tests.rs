@@ -11,7 +11,7 @@ fn sh_analyzer(kind: AnalyzerKind, name: &'static str, script: &str) -> Analyzer
 }
 
 fn set(analyzers: Vec<Analyzer>) -> AnalyzerSet {
-    AnalyzerSet { analyzers, limits: Limits::default() }
+    AnalyzerSet { analyzers, limits: Limits::default(), pinned: false }
 }
 
 /// A repository with `files` committed at base, then `changes` at head (a `None` deletes).
@@ -186,6 +186,38 @@ fn identity_holds_each_version_and_the_settings() {
     assert_eq!(settings.len(), 16);
     let b = set(vec![sh_analyzer(AnalyzerKind::Ruff, "ruff", "true")]);
     assert_ne!(b.identity()["settings"], settings, "the settings of the analyzers in the set");
+}
+
+#[test]
+fn a_pinned_set_has_the_identity_of_the_found_one_and_runs_nothing() {
+    let found = set(vec![sh_analyzer(AnalyzerKind::Ruff, "ruff", "true"), sh_analyzer(AnalyzerKind::Rust, "clippy", "true")]);
+    let kinds = [AnalyzerKind::Rust, AnalyzerKind::Ruff];
+    let versions: BTreeMap<String, String> = [("ruff", "ruff 0.0.0"), ("clippy", "clippy 0.0.0")].into_iter().map(|(k, v)| (k.into(), v.into())).collect();
+    let pinned = AnalyzerSet::pinned(&kinds, &versions).expect("every kind pinned");
+    assert_eq!(pinned.identity(), found.identity(), "the same keys without looking for any tool");
+    assert!(pinned.is_pinned() && !found.is_pinned());
+    assert_eq!(found.check_pins(&versions).ok(), Some(()));
+    // Read back from an identity a key holds; one made under other settings is not accepted.
+    let read = AnalyzerSet::from_identity(&kinds, &found.identity()).expect("an identity of these analyzers");
+    assert_eq!(read.identity(), found.identity());
+    let mut other = found.identity();
+    other["settings"] = serde_json::json!("0000000000000000");
+    assert!(AnalyzerSet::from_identity(&kinds, &other).is_none());
+    assert!(AnalyzerSet::from_identity(&[AnalyzerKind::Ruff], &found.identity()).is_none(), "another set of analyzers");
+    // A pin that differs from what is installed, or names rustc where clippy runs.
+    let mut newer = versions.clone();
+    newer.insert("ruff".into(), "ruff 0.1.0".into());
+    let e = found.check_pins(&newer).expect_err("another ruff");
+    assert!(e.to_string().contains("\"ruff 0.1.0\"") && e.to_string().contains("\"ruff 0.0.0\""), "{e}");
+    let mut rustc = versions.clone();
+    rustc.remove("clippy");
+    rustc.insert("rustc".into(), "rustc 0.0.0".into());
+    assert!(found.check_pins(&rustc).expect_err("clippy ran").to_string().contains("`rustc`"));
+    assert!(AnalyzerSet::pinned(&[AnalyzerKind::Jshint], &versions).is_err(), "jshint is not pinned");
+    // Nothing runs from a pinned set.
+    let dir = tempfile::tempdir().expect("tempdir");
+    let subject = repo_subject(dir.path(), &[], &[("a.py", Some("import os\n"))]);
+    assert!(matches!(analyze(&pinned, &subject, &dir.path().join("scratch")), Err(SmellError::NotInstalled)));
 }
 
 #[test]

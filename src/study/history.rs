@@ -1,6 +1,6 @@
 //! A2 from stet's `.review/history.jsonl`: sessions told apart, actionability per session and
 //! over sessions, per-reason counts, per-model comparison, and what stet's `stats quality`
-//! would report instead.
+//! reports instead, under stet's own names.
 //!
 //! # The format read
 //!
@@ -38,13 +38,31 @@
 //! # Stet's `stats quality`
 //!
 //! METRICS.md: it counts every history line as a session and sums `review_output` (and the
-//! dismissals) over records; its rate is 1 − Σ dismissed / Σ findings (seed 000's example:
-//! 1 − 45/150 = 0.7). So each dismiss record adds its session's findings once more, and, when
-//! dismiss records carry the ids and reasons dismissed so far, those again.
+//! dismissals) over records. So each dismiss record adds its session's findings once more,
+//! and, when dismiss records carry the ids and reasons dismissed so far, those again. Its
+//! fields and formulas (`stats quality --format=json` of the real stet, checked against its
+//! output in `tests/fixtures/stet-real/`), every sum over records:
+//!
+//! - `sessions_count` (records), `total_findings` (Σ `review_output`), `total_dismissed`
+//!   (Σ `dismissed_ids`);
+//! - `dismissal_rate` = dismissed / findings; `acceptance_rate` = (findings − dismissed) /
+//!   findings — the formula of A2's actionability (seed 000's `actionability_rate`), but over
+//!   records;
+//! - `false_positive_rate` = `false_positive` dismissals / findings;
+//! - `actionability` = `already_correct` dismissals / dismissed: stet's own actionability,
+//!   the share of dismissals that said the code was already correct, not A2's;
+//! - `clean_commit_rate` = records without findings / records;
+//! - `finding_density` = findings per 1,000 tokens (`prompt_tokens` + `completion_tokens`,
+//!   else `usage`'s), absent when no record has tokens;
+//! - `dismissals_by_reason` (dismissals with a non-empty reason), `category_breakdown`
+//!   (findings by `category`).
+//!
+//! A rate whose denominator is zero is 0, as stet prints it.
 //!
 //! Malformed lines (not JSON, not an object, no `review_output` array, fields of the wrong
 //! type, blank lines) are skipped and listed with their line number and why.
 
+use crate::analysis::score::JsNumber;
 use crate::stats::wilson_interval;
 use serde::Serialize;
 use serde_json::Value;
@@ -82,6 +100,12 @@ struct Record {
     dismissed_ids: Vec<String>,
     /// (finding_id, reason)
     dismissals: Vec<(String, String)>,
+    /// The dismissals' non-empty reasons, as stet counts them.
+    reasons_given: Vec<String>,
+    /// Each finding's `category` (empty when it has none).
+    categories: Vec<String>,
+    /// Prompt plus completion tokens (the record's own counts, else `usage`'s).
+    tokens: u64,
     finished_at: Option<String>,
     model: Option<String>,
 }
@@ -120,14 +144,80 @@ pub struct Summary {
     pub reason_breakdown: BTreeMap<String, usize>,
 }
 
-/// What stet's `stats quality` reports for the same file (seed 000's output shape).
+/// What stet's `stats quality --format=json` reports for the same file: its fields, names,
+/// order and formulas (see the module's documentation); numbers written as stet (Go) writes
+/// them.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct StetQuality {
-    pub records_processed: usize,
+    /// Records, each counted as a session.
+    pub sessions_count: usize,
     pub total_findings: usize,
     pub total_dismissed: usize,
-    pub actionability_rate: Option<f64>,
-    pub reason_breakdown: BTreeMap<String, usize>,
+    /// total_dismissed / total_findings.
+    #[serde(serialize_with = "go_float")]
+    pub dismissal_rate: f64,
+    /// (total_findings − total_dismissed) / total_findings: A2's actionability formula, over records.
+    #[serde(serialize_with = "go_float")]
+    pub acceptance_rate: f64,
+    /// `false_positive` dismissals / total_findings.
+    #[serde(serialize_with = "go_float")]
+    pub false_positive_rate: f64,
+    /// `already_correct` dismissals / total_dismissed: stet's actionability, not A2's.
+    #[serde(serialize_with = "go_float")]
+    pub actionability: f64,
+    /// Records without findings / sessions_count.
+    #[serde(serialize_with = "go_float")]
+    pub clean_commit_rate: f64,
+    /// Findings per 1,000 tokens; absent when no record has tokens.
+    #[serde(skip_serializing_if = "Option::is_none", serialize_with = "go_float_option")]
+    pub finding_density: Option<f64>,
+    pub dismissals_by_reason: BTreeMap<String, usize>,
+    pub category_breakdown: BTreeMap<String, usize>,
+}
+
+/// A float as stet's JSON (Go's `encoding/json`) writes it: integral values without a fraction.
+fn go_float<S: serde::Serializer>(value: &f64, serializer: S) -> Result<S::Ok, S::Error> {
+    JsNumber(*value).serialize(serializer)
+}
+
+fn go_float_option<S: serde::Serializer>(value: &Option<f64>, serializer: S) -> Result<S::Ok, S::Error> {
+    value.map(JsNumber).serialize(serializer)
+}
+
+impl StetQuality {
+    /// `stats quality` over the readable records, as stet computes it.
+    fn of(records: &[Record]) -> Self {
+        let mut dismissals_by_reason = BTreeMap::new();
+        let mut category_breakdown = BTreeMap::new();
+        for record in records {
+            for reason in &record.reasons_given {
+                *dismissals_by_reason.entry(reason.clone()).or_insert(0) += 1;
+            }
+            for category in &record.categories {
+                *category_breakdown.entry(category.clone()).or_insert(0) += 1;
+            }
+        }
+        let sessions_count = records.len();
+        let total_findings: usize = records.iter().map(|r| r.findings).sum();
+        let total_dismissed: usize = records.iter().map(|r| r.dismissed_ids.len()).sum();
+        let clean = records.iter().filter(|r| r.findings == 0).count();
+        let tokens: u64 = records.iter().map(|r| r.tokens).sum();
+        let share = |n: usize, of: usize| if of > 0 { n as f64 / of as f64 } else { 0.0 };
+        let reason = |name: &str| dismissals_by_reason.get(name).copied().unwrap_or(0);
+        Self {
+            sessions_count,
+            total_findings,
+            total_dismissed,
+            dismissal_rate: share(total_dismissed, total_findings),
+            acceptance_rate: if total_findings > 0 { (total_findings as f64 - total_dismissed as f64) / total_findings as f64 } else { 0.0 },
+            false_positive_rate: share(reason("false_positive"), total_findings),
+            actionability: share(reason("already_correct"), total_dismissed),
+            clean_commit_rate: share(clean, sessions_count),
+            finding_density: (tokens > 0 && total_findings > 0).then(|| total_findings as f64 / (tokens as f64 / 1000.0)),
+            dismissals_by_reason,
+            category_breakdown,
+        }
+    }
 }
 
 /// One model's sessions.
@@ -218,9 +308,15 @@ fn parse_line(line: usize, text: &str) -> Result<Record, String> {
         None | Some(Value::Null) => String::new(),
         Some(_) => return Err("`diff_ref` is not a string".into()),
     };
-    let findings = object.get("review_output").and_then(Value::as_array).ok_or("no `review_output` array")?.len();
+    let review_output = object.get("review_output").and_then(Value::as_array).ok_or("no `review_output` array")?;
+    let findings = review_output.len();
+    let categories = review_output.iter().map(|f| f.get("category").and_then(Value::as_str).unwrap_or("").to_string()).collect();
+    // stet prefers the record's own counts, else `usage`'s.
+    let count = |name: &str| object.get(name).or_else(|| object.get("usage").and_then(|u| u.get(name))).and_then(Value::as_u64).unwrap_or(0);
+    let tokens = count("prompt_tokens").saturating_add(count("completion_tokens"));
     let mut dismissed_ids = Vec::new();
     let mut dismissals = Vec::new();
+    let mut reasons_given = Vec::new();
     let mut finished_at = None;
     match object.get("user_action") {
         None | Some(Value::Null) => {}
@@ -242,7 +338,10 @@ fn parse_line(line: usize, text: &str) -> Result<Record, String> {
                         let reason = match item.get("reason") {
                             None | Some(Value::Null) => UNRECORDED,
                             Some(Value::String(r)) if r.is_empty() => UNRECORDED,
-                            Some(Value::String(r)) => r.as_str(),
+                            Some(Value::String(r)) => {
+                                reasons_given.push(r.clone());
+                                r.as_str()
+                            }
                             Some(_) => return Err("a dismissal whose `reason` is not a string".into()),
                         };
                         dismissals.push((id.to_string(), reason.to_string()));
@@ -260,7 +359,7 @@ fn parse_line(line: usize, text: &str) -> Result<Record, String> {
         Some(_) => return Err("`user_action` is not an object".into()),
     }
     let model = object.get("run_config").and_then(|c| c.get("model")).and_then(Value::as_str).filter(|m| !m.is_empty()).map(str::to_string);
-    Ok(Record { line, diff_ref, findings, dismissed_ids, dismissals, finished_at, model })
+    Ok(Record { line, diff_ref, findings, dismissed_ids, dismissals, reasons_given, categories, tokens, finished_at, model })
 }
 
 /// The ids a dismiss record dismisses (its `dismissed_ids` and its dismissals' ids).
@@ -360,21 +459,7 @@ pub fn analyze(text: &str, source: &str, side: Option<&SideFile>) -> A2Report {
     }
 
     // Stet's own numbers: every record a session, everything summed over records.
-    let mut stet_reasons = BTreeMap::new();
-    for record in &records {
-        for (_, reason) in &record.dismissals {
-            *stet_reasons.entry(reason.clone()).or_insert(0) += 1;
-        }
-    }
-    let stet_findings: usize = records.iter().map(|r| r.findings).sum();
-    let stet_dismissed: usize = records.iter().map(|r| r.dismissed_ids.len()).sum();
-    let stet = StetQuality {
-        records_processed: records.len(),
-        total_findings: stet_findings,
-        total_dismissed: stet_dismissed,
-        actionability_rate: ratio(stet_dismissed, stet_findings),
-        reason_breakdown: stet_reasons,
-    };
+    let stet = StetQuality::of(&records);
 
     let mut sessions = Vec::new();
     let mut pending: Vec<Record> = Vec::new();
@@ -471,10 +556,10 @@ fn differences(summary: &Summary, stet: &StetQuality, sessions: &[Session]) -> V
     let mut out = Vec::new();
     let repeated: usize = sessions.iter().filter(|s| s.finished).map(|s| s.lines.len() - 1).sum();
     let unfinished: usize = sessions.iter().filter(|s| !s.finished).map(|s| s.lines.len()).sum();
-    if stet.records_processed != summary.sessions {
+    if stet.sessions_count != summary.sessions {
         out.push(format!(
-            "stet counts each of its {} records as a session; there are {} finished sessions (dismiss records repeating a finished session: {}; records of unfinished sessions: {}).",
-            stet.records_processed, summary.sessions, repeated, unfinished
+            "stet counts each of its {} records as a session (`sessions_count`); there are {} finished sessions (dismiss records repeating a finished session: {}; records of unfinished sessions: {}).",
+            stet.sessions_count, summary.sessions, repeated, unfinished
         ));
     }
     if stet.total_findings != summary.total_findings {
@@ -491,8 +576,8 @@ fn differences(summary: &Summary, stet: &StetQuality, sessions: &[Session]) -> V
             stet.total_dismissed, summary.total_dismissed
         ));
     }
-    if stet.reason_breakdown != summary.reason_breakdown {
-        out.push("stet sums `dismissals[].reason` over every record (a reason repeated by a later dismiss record counts again); A2 counts one reason per dismissed id of a finished session.".to_string());
+    if stet.dismissals_by_reason != summary.reason_breakdown {
+        out.push("stet sums `dismissals[].reason` over every record (a reason repeated by a later dismiss record counts again; an empty reason not at all); A2 counts one reason per dismissed id of a finished session.".to_string());
     }
     if out.is_empty() {
         out.push("No difference: every record is its own finished session.".to_string());
@@ -507,7 +592,7 @@ fn number(value: Option<f64>) -> String {
 fn reason_columns(report: &A2Report) -> Vec<String> {
     let mut columns: Vec<String> = REASONS.iter().map(|r| r.to_string()).collect();
     let mut extra: BTreeSet<String> = BTreeSet::new();
-    for map in report.sessions.iter().map(|s| &s.reasons).chain(std::iter::once(&report.stet_stats_quality.reason_breakdown)) {
+    for map in report.sessions.iter().map(|s| &s.reasons).chain(std::iter::once(&report.stet_stats_quality.dismissals_by_reason)) {
         extra.extend(map.keys().filter(|k| !REASONS.contains(&k.as_str())).cloned());
     }
     columns.extend(extra);
@@ -545,19 +630,33 @@ impl A2Report {
             }
             out.push('\n');
         }
-        let s = &self.summary;
-        out.push_str("## Summary (finished sessions)\n\n| | A2 (sessions) | stet `stats quality` (records) |\n|---|---:|---:|\n");
-        out.push_str(&format!("| sessions | {} | {} |\n", s.sessions, self.stet_stats_quality.records_processed));
-        out.push_str(&format!("| findings | {} | {} |\n", s.total_findings, self.stet_stats_quality.total_findings));
-        out.push_str(&format!("| dismissed | {} | {} |\n", s.total_dismissed, self.stet_stats_quality.total_dismissed));
-        out.push_str(&format!("| mean actionability | {} | |\n", number(s.mean_actionability)));
+        let (s, q) = (&self.summary, &self.stet_stats_quality);
+        out.push_str("## Summary (finished sessions)\n\n");
+        out.push_str(
+            "Stet's column is what `stet stats quality` reports, under its names: what A2 calls actionability (1 − dismissed/findings) stet calls \
+             `acceptance_rate`; stet's `actionability` is `already_correct` dismissals / dismissed.\n\n",
+        );
+        out.push_str("| | A2 (sessions) | stet `stats quality` (records) | stet's name |\n|---|---:|---:|---|\n");
+        out.push_str(&format!("| sessions | {} | {} | `sessions_count` |\n", s.sessions, q.sessions_count));
+        out.push_str(&format!("| findings | {} | {} | `total_findings` |\n", s.total_findings, q.total_findings));
+        out.push_str(&format!("| dismissed | {} | {} | `total_dismissed` |\n", s.total_dismissed, q.total_dismissed));
+        out.push_str(&format!("| mean actionability (per session: 1 − dismissed/findings) | {} | | |\n", number(s.mean_actionability)));
         out.push_str(&format!(
-            "| actionability, pooled (1 − dismissed/findings) | {} | {} |\n",
+            "| pooled actionability (1 − dismissed/findings) | {} | {} | `acceptance_rate` |\n",
             number(s.pooled_actionability),
-            number(self.stet_stats_quality.actionability_rate)
+            number(Some(q.acceptance_rate))
         ));
+        out.push_str(&format!("| dismissed/findings | | {} | `dismissal_rate` |\n", number(Some(q.dismissal_rate))));
+        out.push_str(&format!("| false_positive/findings | | {} | `false_positive_rate` |\n", number(Some(q.false_positive_rate))));
+        out.push_str(&format!("| already_correct/dismissed | | {} | `actionability` |\n", number(Some(q.actionability))));
+        out.push_str(&format!("| records without findings/records | | {} | `clean_commit_rate` |\n", number(Some(q.clean_commit_rate))));
+        out.push_str(&format!("| findings per 1,000 tokens | | {} | `finding_density` |\n", number(q.finding_density)));
         for r in &reasons {
-            out.push_str(&format!("| {r} | {} | {} |\n", cell(&s.reason_breakdown, r), cell(&self.stet_stats_quality.reason_breakdown, r)));
+            out.push_str(&format!("| {r} | {} | {} | `dismissals_by_reason` |\n", cell(&s.reason_breakdown, r), cell(&q.dismissals_by_reason, r)));
+        }
+        for (category, n) in &q.category_breakdown {
+            let shown = if category.is_empty() { "(none)".to_string() } else { escape(category) };
+            out.push_str(&format!("| category {shown} | | {n} | `category_breakdown` |\n"));
         }
         out.push_str("\nWhy stet's numbers differ:\n\n");
         for d in &self.differences {
@@ -728,11 +827,42 @@ mod tests {
     fn stet_double_counts_where_metrics_says() {
         let r = analyze(&history(), "history.jsonl", None);
         let q = &r.stet_stats_quality;
-        assert_eq!((q.records_processed, q.total_findings, q.total_dismissed), (8, 32, 11));
-        assert!(close(q.actionability_rate, 1.0 - 11.0 / 32.0));
-        assert_eq!(q.reason_breakdown, counts(&[("false_positive", 3), ("already_correct", 2), ("wrong_suggestion", 1), ("out_of_scope", 1)]));
+        assert_eq!((q.sessions_count, q.total_findings, q.total_dismissed), (8, 32, 11));
+        assert_eq!(q.dismissals_by_reason, counts(&[("false_positive", 3), ("already_correct", 2), ("wrong_suggestion", 1), ("out_of_scope", 1)]));
         assert_eq!(r.differences.len(), 4, "{:?}", r.differences);
         assert!(r.differences[1].contains("32 findings, against 12"), "{}", r.differences[1]);
+    }
+
+    #[test]
+    fn stets_rates_under_its_names_and_formulas() {
+        let q = analyze(&history(), "history.jsonl", None).stet_stats_quality;
+        // 8 records, 32 findings, 11 dismissed ids; reasons: 3 false_positive, 2 already_correct.
+        assert_eq!(q.acceptance_rate, 21.0 / 32.0, "what A2's actionability formula gives over records");
+        assert_eq!(q.dismissal_rate, 11.0 / 32.0);
+        assert_eq!(q.false_positive_rate, 3.0 / 32.0);
+        assert_eq!(q.actionability, 2.0 / 11.0, "already_correct / dismissed");
+        assert_eq!(q.clean_commit_rate, 0.0);
+        // Tokens only in the three finish records: 3 × (1200 + 300).
+        assert_eq!(q.finding_density, Some(32.0 / 4.5));
+        assert_eq!(q.category_breakdown, counts(&[("correctness", 32)]));
+        let json = serde_json::to_value(&q).expect("json");
+        let keys: Vec<&str> = json.as_object().expect("object").keys().map(String::as_str).collect();
+        assert_eq!(keys.len(), 11, "{keys:?}");
+        assert_eq!(json["clean_commit_rate"], serde_json::json!(0), "0, as stet prints it");
+
+        // Nothing to divide: every rate 0, no density; an empty reason is not counted.
+        let text = record("fff", "f", 0, &[], &[], Some("2026-11-30T15:00:00Z"), "m")
+            .replace("\"prompt_tokens\":1200", "\"prompt_tokens\":0")
+            .replace("\"completion_tokens\":300", "\"completion_tokens\":0")
+            + "\n"
+            + &record("ggg", "g", 1, &["g1"], &[("g1", "")], None, "m");
+        let q = analyze(&text, "h", None).stet_stats_quality;
+        assert_eq!((q.sessions_count, q.total_findings, q.clean_commit_rate, q.finding_density), (2, 1, 0.5, None));
+        assert_eq!((q.acceptance_rate, q.actionability), (0.0, 0.0));
+        assert!(q.dismissals_by_reason.is_empty());
+        let markdown = analyze(&history(), "history.jsonl", None).render();
+        assert!(markdown.contains("| pooled actionability (1 − dismissed/findings) | 0.667 | 0.656 | `acceptance_rate` |"), "{markdown}");
+        assert!(markdown.contains("| already_correct/dismissed | | 0.182 | `actionability` |"), "{markdown}");
     }
 
     #[test]
@@ -740,7 +870,9 @@ mod tests {
         let text = record("eee", "e", 4, &["e1"], &[("e1", "false_positive")], Some("2026-11-30T13:00:00Z"), "m") + "\n";
         let r = analyze(&text, "h", None);
         assert_eq!(r.stet_stats_quality.total_findings, r.summary.total_findings);
-        assert_eq!(r.stet_stats_quality.reason_breakdown, r.summary.reason_breakdown);
+        assert_eq!(r.stet_stats_quality.dismissals_by_reason, r.summary.reason_breakdown);
+        assert_eq!(r.stet_stats_quality.acceptance_rate, 0.75);
+        assert_eq!(r.summary.pooled_actionability, Some(0.75));
         assert_eq!(r.differences, ["No difference: every record is its own finished session."]);
     }
 

@@ -52,23 +52,29 @@ fn the_crscore_check_reproduces_its_committed_results_from_the_cache() {
     }
 }
 
-/// RQS v2's bundled experiment reproduces its committed results with `--frozen`: every judge
-/// call, claims answer, analyzer run and embedding comes from the committed cache. Its smells'
-/// keys hold the analyzers' versions, so it needs them installed.
+/// RQS v2's bundled experiment reproduces its committed results with `--frozen` on a machine
+/// without the analyzers: every judge call, claims answer, analyzer run and embedding comes
+/// from the committed cache, and so do the analyzers' versions its smells are keyed by. `PATH`
+/// names an empty directory, so no ruff, JSHint, node or rustc can be asked for a version.
 #[test]
-#[ignore = "needs the analyzers of scripts/analyzers/install.sh; .ci/run installs them and runs this with --ignored"]
-fn real_analyzers_rqs_reproduces_its_committed_results_byte_for_byte() {
+fn rqs_reproduces_its_committed_results_without_the_analyzers() {
     let root = project_root();
     let tmp = tempfile::tempdir().expect("tempdir");
+    let empty = tmp.path().join("bin");
+    std::fs::create_dir_all(&empty).expect("mkdir");
+    let frozen = |manifest: &std::path::Path, out: &std::path::Path| {
+        runner(&root)
+            .args(["exec", "--frozen", "--quiet", "--cache-dir", "cache", "--work-dir"])
+            .arg(tmp.path().join("work"))
+            .arg("--output")
+            .arg(out)
+            .arg(manifest)
+            .env("PATH", &empty)
+            .output()
+            .expect("runs")
+    };
     let out = tmp.path().join("rqs");
-    let run = runner(&root)
-        .args(["exec", "--frozen", "--quiet", "--cache-dir", "cache", "--work-dir"])
-        .arg(tmp.path().join("work"))
-        .arg("--output")
-        .arg(&out)
-        .arg("experiments/rqs.toml")
-        .output()
-        .expect("runs");
+    let run = frozen(std::path::Path::new("experiments/rqs.toml"), &out);
     assert!(run.status.success(), "{}", String::from_utf8_lossy(&run.stderr));
     for file in ["RESULTS.md", "results.json"] {
         let committed = std::fs::read_to_string(root.join("results/rqs").join(file)).expect("committed");
@@ -76,6 +82,36 @@ fn real_analyzers_rqs_reproduces_its_committed_results_byte_for_byte() {
         assert!(written == committed, "rqs/{file} differs; first differing line: {:?}", first_difference(&committed, &written));
     }
     same_charts(&root.join("results/rqs"), &out, "rqs");
+
+    // The versions pinned in the manifest instead: the same results. The manifest's copy names
+    // the project's files by absolute paths.
+    let text = std::fs::read_to_string(root.join("experiments/rqs.toml")).expect("manifest").replace("\"../", &format!("\"{}/", root.display()));
+    let versions = r#"analyzer-versions = { clippy = "clippy 0.1.95 (59807616e1 2026-04-14); rustc 1.95.0 (59807616e 2026-04-14)", jshint = "jshint v2.13.6 (node v20.20.2)", ruff = "ruff 0.17.5" }"#;
+    let analyzers = "analyzers = [\"ruff\", \"jshint\", \"rustc\"]";
+    assert!(text.contains(analyzers), "the manifest declares its analyzers so");
+    let pinned = tmp.path().join("pinned.toml");
+    std::fs::write(&pinned, text.replace(analyzers, &format!("{analyzers}\n{versions}"))).expect("write");
+    let out = tmp.path().join("pinned");
+    let run = frozen(&pinned, &out);
+    assert!(run.status.success(), "{}", String::from_utf8_lossy(&run.stderr));
+    // The same numbers; only the paths the copy names differ in the text.
+    let committed = std::fs::read_to_string(root.join("results/rqs/results.json")).expect("committed");
+    let written = std::fs::read_to_string(out.join("results.json"))
+        .expect("written")
+        .replace(&format!("{}/", root.display()), "")
+        .replace(&format!("\"manifest\": \"{}\"", pinned.display()), "\"manifest\": \"experiments/rqs.toml\"")
+        .replace("\"manifest\": \"pinned.toml\"", "\"manifest\": \"experiments/rqs.toml\"");
+    assert!(written == committed, "pinned: results.json differs; first differing line: {:?}", first_difference(&committed, &written));
+
+    // Another pinned version keys other smells, which the cache does not hold.
+    std::fs::write(&pinned, text.replace(analyzers, &format!("{analyzers}\n{}", versions.replace("ruff 0.17.5", "ruff 0.18.0")))).expect("write");
+    let run = frozen(&pinned, &tmp.path().join("other"));
+    assert!(!run.status.success());
+    assert!(
+        String::from_utf8_lossy(&run.stderr).contains("scoring nodes (judges, claims, smells, embeddings) are not in the cache"),
+        "{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
 }
 
 /// The `.svg` files directly in `dir`, sorted.

@@ -367,22 +367,50 @@ fn head_is_reviewed_as_declared_or_refused_under_serialize() {
 }
 
 #[test]
-fn exit_2_with_a_reachable_server_fails_only_that_run() {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let repo = calc_repo(dir.path());
+fn exit_2_with_a_reachable_server_fails_only_that_run_and_says_why() {
     let live = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
     let url = format!("http://{}", live.local_addr().expect("addr"));
-    let manifest = stet_manifest(dir.path(), &repo, &["m1", "m2"], "", "");
-    let text = std::fs::read_to_string(&manifest)
-        .expect("read")
-        .replace("http://127.0.0.1:1", &url)
-        .replace("STET_SUPPRESSION_ENABLED = \"0\"", "STET_SUPPRESSION_ENABLED = \"0\", FAKE_STET_EXIT = \"2\"");
-    std::fs::write(&manifest, text).expect("write");
-    let out = runner(dir.path()).args(["exec"]).arg(&manifest).output().expect("runs");
-    let err = stderr_of(&out);
-    assert_eq!(out.status.code(), Some(3), "a 4xx is a failed run, not an unreachable server: {err}");
-    assert!(err.contains("accepts connections") && err.contains(&url), "{err}");
-    assert!(!err.contains("not started"), "the other run went on: {err}");
+    // What stet prints on stderr decides the message: an HTTP status, a timeout, or nothing known.
+    for (hook, cause) in [
+        ("FAKE_STET_SERVER_STATUS = \"503\"", "failed the request with HTTP 503, a server error"),
+        ("FAKE_STET_SERVER_STATUS = \"timeout\"", "a request to it timed out"),
+        ("FAKE_STET_SERVER_STATUS = \"404\"", "refused the request with HTTP 404"),
+        ("FAKE_STET_EXIT = \"2\"", "the request failed (an HTTP error or a timeout"),
+    ] {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let repo = calc_repo(dir.path());
+        let manifest = stet_manifest(dir.path(), &repo, &["m1", "m2"], "", "");
+        let text = std::fs::read_to_string(&manifest)
+            .expect("read")
+            .replace("http://127.0.0.1:1", &url)
+            .replace("STET_SUPPRESSION_ENABLED = \"0\"", &format!("STET_SUPPRESSION_ENABLED = \"0\", {hook}"));
+        std::fs::write(&manifest, text).expect("write");
+        let out = runner(dir.path()).args(["exec"]).arg(&manifest).output().expect("runs");
+        let err = stderr_of(&out);
+        assert_eq!(out.status.code(), Some(3), "{hook}: a failed run, not an unreachable server: {err}");
+        assert!(err.contains("accepts connections") && err.contains(&url), "{hook}: {err}");
+        assert!(err.contains(cause), "{hook}: {err}");
+        assert!(!err.contains("4xx") || hook.contains("404"), "{hook}: not called a 4xx: {err}");
+        assert!(!err.contains("not started"), "the other run went on: {err}");
+    }
+}
+
+/// A repository named through `..` and reviewed in a worktree: the rewritten `cursor_uri`s are
+/// clean paths of the repository, as stet's own are (`file:///…/repo/calc.py#L12`).
+#[test]
+fn worktree_cursor_uris_are_clean_paths_of_the_repository() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let repo = calc_repo(dir.path());
+    std::fs::create_dir_all(dir.path().join("exp")).expect("mkdir");
+    let dotted = dir.path().join("exp/../repo");
+    let manifest = stet_manifest(dir.path(), &dotted, &["m"], "isolation = \"worktree\"", "");
+    let out = runner(dir.path()).args(["exec"]).arg(&manifest).env("FAKE_STET_SKIP_SERVER_CHECK", "1").output().expect("runs");
+    assert!(out.status.success(), "{}", stderr_of(&out));
+    let objects: Vec<String> =
+        super::exec_corpus::walk(&dir.path().join("cache/objects")).into_iter().filter_map(|p| std::fs::read_to_string(p).ok()).collect();
+    let findings = objects.iter().find(|t| t.contains("\"cursor_uri\"") && t.trim_start().starts_with('[')).expect("findings stored");
+    assert!(findings.contains(&format!("\"file://{}/calc.py#L", repo.display())), "{findings}");
+    assert!(!findings.contains("/../") && !findings.contains("runner-worktree-"), "{findings}");
 }
 
 #[test]

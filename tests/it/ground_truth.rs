@@ -184,6 +184,66 @@ fn score_rejects_duplicates_and_unknown_keys() {
     assert!(stderr_of(&out).contains("`metrics` must be an object"), "{}", stderr_of(&out));
 }
 
+/// Seed 002's scorer reads its files with JavaScript's `JSON.parse`, where a key repeated
+/// within an object takes its last value. Here every level of the captured results repeats
+/// a key whose first value would give another score or no valid document (a version 2, one
+/// planned case, another strategy name, an incomplete run of case-02, another latency), and
+/// the oracle repeats case-01's expected ids: read last-wins, the documented example scores
+/// exactly as the reference prints it, and a repeated disposition decides the score.
+#[test]
+fn score_reads_a_repeated_key_as_the_reference_does_the_last_one_wins() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let oracle = std::fs::read_to_string(seed002().join("oracle.json")).expect("oracle");
+    let case_01 = "\"expectedFindingIds\": [\"F01\"],";
+    assert_eq!(oracle.matches(case_01).count(), 1, "case-01's expected ids, once");
+    std::fs::write(dir.path().join("oracle.json"), oracle.replace(case_01, &format!("\"expectedFindingIds\": [\"F02\"], {case_01}"))).expect("write");
+    let captured = |dispositions: &str| {
+        format!(
+            r#"{{"version": 2, "version": 1,
+  "plan": {{"caseIds": ["case-01"], "trialIds": ["trial-01"], "caseIds": ["case-01", "case-02", "case-06"], "trialIds": ["trial-01", "trial-02"]}},
+  "strategies": [{{"name": "first", "runs": [], "name": "two-reviewers-plus-synthesis", "runs": [
+    {{"caseId": "case-02", "caseId": "case-01", "trialId": "trial-01", "complete": false, "complete": true,
+     "findings": [{{"id": "F01", {dispositions}}}],
+     "metrics": {{"latencyMs": 1, "inputTokens": 950, "outputTokens": 260, "totalTokens": 1210, "latencyMs": 12400}}}}]}}]}}"#
+        )
+    };
+    let score = |name: &str, text: String| {
+        std::fs::write(dir.path().join(name), text).expect("write");
+        let out = runner(dir.path()).args(["score", name, "--oracle", "oracle.json", "--json"]).output().expect("runs");
+        assert!(out.status.success(), "{name}: {}", stderr_of(&out));
+        stdout_of(&out)
+    };
+    let reference = std::fs::read_to_string(seed002().join("docs-example.score.json")).expect("reference score");
+    let verified_last = score("verified-last.json", captured(r#""disposition": "false_positive", "disposition": "verified""#));
+    assert_eq!(verified_last, reference, "the last values are the documented example: its score, byte for byte");
+
+    let fp_last = score("fp-last.json", captured(r#""disposition": "verified", "disposition": "false_positive""#));
+    let mut expected: Value = serde_json::from_str(&reference).expect("json");
+    let strategy = &mut expected["strategies"][0];
+    strategy["findings"] = json!({"verified": 0, "falsePositives": 1, "unresolved": 0, "uniqueVerified": 0, "uniqueExpected": 2});
+    strategy["precision"] = json!(0);
+    strategy["recall"] = json!(0);
+    assert_eq!(serde_json::from_str::<Value>(&fp_last).expect("json"), expected, "the last disposition, a false positive, is scored");
+    // And laid out as the reference prints it: its text with those five numbers changed.
+    let edits = [
+        ("\"verified\": 1,\n        \"falsePositives\": 0,", "\"verified\": 0,\n        \"falsePositives\": 1,"),
+        ("\"uniqueVerified\": 1,", "\"uniqueVerified\": 0,"),
+        ("\"precision\": 1,", "\"precision\": 0,"),
+        ("\"recall\": 0.25,", "\"recall\": 0,"),
+    ];
+    let text = edits.iter().fold(reference.clone(), |text, (from, to)| {
+        assert_eq!(text.matches(from).count(), 1, "{from}");
+        text.replace(from, to)
+    });
+    assert_eq!(fp_last, text);
+
+    // Unknown keys stay errors in a document that repeats keys.
+    std::fs::write(dir.path().join("leak.json"), captured(r#""disposition": "verified", "label": "x""#).replace("\"version\": 2, ", "")).expect("write");
+    let out = runner(dir.path()).args(["score", "leak.json", "--oracle", "oracle.json"]).output().expect("runs");
+    assert_eq!(out.status.code(), Some(1));
+    assert!(stderr_of(&out).contains("unknown field `label`"), "{}", stderr_of(&out));
+}
+
 #[test]
 fn exec_reviews_seed_002s_published_corpus() {
     let dir = tempfile::tempdir().expect("tempdir");

@@ -310,3 +310,257 @@ fn a_repository_whose_own_config_sets_fsmonitor_and_hooks_is_reviewed_without_ru
     assert!(out.status.success(), "{}", stderr_of(&out));
     assert!(!log.exists(), "a hook or the fsmonitor ran: {}", std::fs::read_to_string(&log).unwrap_or_default());
 }
+
+/// A JSON value with each object's keys in the order written (serde_json's `Value` sorts them).
+#[derive(Debug, Clone, PartialEq)]
+enum Ordered {
+    Object(Vec<(String, Ordered)>),
+    Array(Vec<Ordered>),
+    Scalar(serde_json::Value),
+}
+
+impl Ordered {
+    fn parse(text: &str) -> Ordered {
+        serde_json::from_str(text).unwrap_or_else(|e| panic!("not JSON ({e}): {text}"))
+    }
+
+    fn keys(&self) -> Vec<&str> {
+        match self {
+            Ordered::Object(fields) => fields.iter().map(|(k, _)| k.as_str()).collect(),
+            _ => Vec::new(),
+        }
+    }
+
+    fn get(&self, key: &str) -> &Ordered {
+        static MISSING: Ordered = Ordered::Scalar(serde_json::Value::Null);
+        match self {
+            Ordered::Object(fields) => fields.iter().find(|(k, _)| k == key).map_or(&MISSING, |(_, v)| v),
+            _ => &MISSING,
+        }
+    }
+
+    fn items(&self) -> &[Ordered] {
+        match self {
+            Ordered::Array(items) => items,
+            _ => &[],
+        }
+    }
+
+    fn str(&self) -> &str {
+        match self {
+            Ordered::Scalar(serde_json::Value::String(s)) => s,
+            _ => "",
+        }
+    }
+
+    fn u64(&self) -> u64 {
+        match self {
+            Ordered::Scalar(v) => v.as_u64().unwrap_or(0),
+            _ => 0,
+        }
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for Ordered {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Visit;
+        impl<'de> serde::de::Visitor<'de> for Visit {
+            type Value = Ordered;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("JSON")
+            }
+            fn visit_bool<E>(self, v: bool) -> Result<Ordered, E> {
+                Ok(Ordered::Scalar(v.into()))
+            }
+            fn visit_i64<E>(self, v: i64) -> Result<Ordered, E> {
+                Ok(Ordered::Scalar(v.into()))
+            }
+            fn visit_u64<E>(self, v: u64) -> Result<Ordered, E> {
+                Ok(Ordered::Scalar(v.into()))
+            }
+            fn visit_f64<E>(self, v: f64) -> Result<Ordered, E> {
+                Ok(Ordered::Scalar(v.into()))
+            }
+            fn visit_str<E>(self, v: &str) -> Result<Ordered, E> {
+                Ok(Ordered::Scalar(v.into()))
+            }
+            fn visit_unit<E>(self) -> Result<Ordered, E> {
+                Ok(Ordered::Scalar(serde_json::Value::Null))
+            }
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<Ordered, A::Error> {
+                let mut items = Vec::new();
+                while let Some(item) = seq.next_element()? {
+                    items.push(item);
+                }
+                Ok(Ordered::Array(items))
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Ordered, A::Error> {
+                let mut fields = Vec::new();
+                while let Some((k, v)) = map.next_entry()? {
+                    fields.push((k, v));
+                }
+                Ok(Ordered::Object(fields))
+            }
+        }
+        deserializer.deserialize_any(Visit)
+    }
+}
+
+/// The repository the real stet reviewed in `tests/fixtures/stet-real/` (its README): three
+/// commits, whose `HEAD~2..HEAD` holds exactly the three hunks the real stet sent its model.
+fn stet_real_repo(dir: &Path) -> PathBuf {
+    let repo = dir.join("repo-mock");
+    std::fs::create_dir_all(&repo).expect("mkdir");
+    git(&repo, &["init", "--quiet", "--initial-branch=main"]);
+    git(&repo, &["config", "user.name", "t"]);
+    git(&repo, &["config", "user.email", "t@example.com"]);
+    write(&repo.join(".git/info/exclude"), b".review/\n");
+    let calc = "def add(a, b):\n    return a + b\n\ndef div(a, b):\n    return a / b\n";
+    let util = "import os\n\n\ndef read_config(path):\n    with open(path) as f:\n        return f.read()\n";
+    let commits: [(&str, &[(&str, String)]); 3] = [
+        ("base: calc and util", &[("calc.py", calc.to_string()), ("util.py", util.to_string())]),
+        ("calc: add avg", &[("calc.py", format!("{calc}\n\ndef avg(xs):\n    # TODO: handle empty list\n    return sum(xs) / len(xs)\n"))]),
+        (
+            "util: run and env_flag; notes module",
+            &[
+                (
+                    "util.py",
+                    "import os\nimport subprocess\n\n\ndef read_config(path):\n    with open(path) as f:\n        return f.read()\n\n\ndef run(cmd):\n    # TODO: do not use shell=True\n    return subprocess.check_output(cmd, shell=True)\n\n\ndef env_flag(name):\n    return os.environ.get(name) == \"1\"  # TODO accept \"true\"\n".to_string(),
+                ),
+                ("notes.py", "NOTES = []\n\n\ndef add_note(text):\n    NOTES.append(text)\n    return len(NOTES)\n".to_string()),
+            ],
+        ),
+    ];
+    for (message, files) in commits {
+        for (name, text) in files {
+            write(&repo.join(name), text.as_bytes());
+            git(&repo, &["add", name]);
+        }
+        git(&repo, &["commit", "--quiet", "-m", message]);
+    }
+    repo
+}
+
+/// The fake stet run in `repo` with only `env` (and PATH) set, then `stet finish`.
+fn fake_stet_in(repo: &Path, args: &[&str], env: &[(&str, &str)]) -> std::process::Output {
+    let run = |args: &[&str]| {
+        let mut cmd = std::process::Command::new(fake_stet());
+        cmd.args(args).current_dir(repo).env_clear().env("PATH", std::env::var_os("PATH").unwrap_or_default());
+        cmd.envs(env.iter().copied()).output().expect("the fake stet runs")
+    };
+    let out = run(args);
+    let _ = run(&["finish"]);
+    out
+}
+
+/// stet's ID scheme: sha256 of `file:max(line,1):` and the message with whitespace runs collapsed.
+fn stet_id(file: &str, line: u64, message: &str) -> String {
+    let stem = message.split_ascii_whitespace().collect::<Vec<_>>().join(" ");
+    sha256_hex(format!("{file}:{}:{stem}", line.max(1)).as_bytes())
+}
+
+/// The fake stet's output has the real stet's shape, checked against what the real stet printed
+/// on the same repository (`tests/fixtures/stet-real/`): the `--json` line and the `--stream`
+/// events, each finding's keys in the real order with the same ID and `cursor_uri` schemes,
+/// the `TODO` findings at the real lines; a model answering without `file` gives what the real
+/// stet gave, `{"findings":[]}`; an unreachable OpenAI-compatible server the real message.
+#[test]
+fn the_fake_stet_prints_what_the_real_stet_printed() {
+    let real_dir = project_root().join("tests/fixtures/stet-real");
+    let real = |name: &str| std::fs::read_to_string(real_dir.join(name)).unwrap_or_else(|e| panic!("{name}: {e}"));
+    let dir = tempfile::tempdir().expect("tempdir");
+    let repo = stet_real_repo(dir.path());
+    // The real runs: the openai provider at temperature 0.2, no suppression; RAG off here so
+    // the fake adds no `suggestion` (the mock gave none).
+    let env: &[(&str, &str)] = &[
+        ("STET_PROVIDER", "openai"),
+        ("STET_MODEL", "mock-todo"),
+        ("STET_TEMPERATURE", "0.2"),
+        ("STET_SUPPRESSION_ENABLED", "0"),
+        ("STET_RAG_SYMBOL_MAX_DEFINITIONS", "0"),
+        ("FAKE_STET_SKIP_SERVER_CHECK", "1"),
+    ];
+    let real_root = "/tmp/stet-e2e/repo-mock";
+    let check = |finding: &Ordered, root: &str, real_keys: &[&str]| {
+        assert_eq!(finding.keys(), real_keys, "{finding:?}");
+        let (file, line, message) = (finding.get("file").str(), finding.get("line").u64(), finding.get("message").str());
+        assert_eq!(finding.get("id").str(), stet_id(file, line, message), "{finding:?}");
+        assert_eq!(finding.get("cursor_uri").str(), format!("file://{root}/{file}#L{line}"));
+    };
+    let todo_at = |findings: &[&Ordered]| -> Vec<(String, u64)> {
+        findings.iter().filter(|f| f.get("message").str().contains("TODO")).map(|f| (f.get("file").str().to_string(), f.get("line").u64())).collect()
+    };
+
+    // `--json`: one line `{"findings":[…]}`.
+    let real_json = Ordered::parse(&real("mock/01-start-json.stdout"));
+    let out = fake_stet_in(&repo, &["start", "HEAD~2", "--json"], env);
+    assert!(out.status.success(), "{}", stderr_of(&out));
+    let text = stdout_of(&out);
+    assert_eq!(text.lines().count(), 1, "{text}");
+    let fake_json = Ordered::parse(&text);
+    assert_eq!(fake_json.keys(), real_json.keys());
+    let real_keys = real_json.get("findings").items()[0].keys();
+    let root = repo.display().to_string();
+    for f in real_json.get("findings").items() {
+        check(f, real_root, &real_keys);
+    }
+    for f in fake_json.get("findings").items() {
+        check(f, &root, &real_keys);
+    }
+    let (real_findings, fake_findings): (Vec<&Ordered>, Vec<&Ordered>) =
+        (real_json.get("findings").items().iter().collect(), fake_json.get("findings").items().iter().collect());
+    let expected = vec![("calc.py".to_string(), 9), ("util.py".to_string(), 11), ("util.py".to_string(), 16)];
+    assert_eq!(todo_at(&real_findings), expected);
+    assert_eq!(todo_at(&fake_findings), expected);
+
+    // `--json --stream`: the same progress events, each finding after its hunk's, then done.
+    let events = |text: &str| -> Vec<Ordered> { text.lines().map(Ordered::parse).collect() };
+    let real_events = events(&real("mock/03-start-stream.stdout"));
+    let out = fake_stet_in(&repo, &["start", "HEAD~2", "--json", "--stream"], env);
+    assert!(out.status.success(), "{}", stderr_of(&out));
+    let fake_events = events(&stdout_of(&out));
+    let progress =
+        |events: &[Ordered]| -> Vec<String> { events.iter().filter(|e| e.get("type").str() == "progress").map(|e| e.get("msg").str().to_string()).collect() };
+    assert_eq!(progress(&fake_events), progress(&real_events));
+    assert_eq!(progress(&real_events), ["3 hunks to review", "Reviewing hunk 1/3: calc.py", "Reviewing hunk 2/3: notes.py", "Reviewing hunk 3/3: util.py"]);
+    for (events, root) in [(&real_events, real_root), (&fake_events, root.as_str())] {
+        assert_eq!(events.last().map(|e| (e.keys(), e.get("type").str())), Some((vec!["type"], "done")));
+        let mut hunk_file = "";
+        for e in events.iter() {
+            match e.get("type").str() {
+                "progress" => {
+                    assert_eq!(e.keys(), ["msg", "type"]);
+                    hunk_file = e.get("msg").str().rsplit(": ").next().unwrap_or("");
+                }
+                "finding" => {
+                    assert_eq!(e.keys(), ["data", "type"]);
+                    check(e.get("data"), root, &real_keys);
+                    assert_eq!(e.get("data").get("file").str(), hunk_file, "a finding follows its hunk's progress event");
+                }
+                _ => {}
+            }
+        }
+    }
+    let streamed = |events: &[Ordered]| -> Vec<(String, u64)> {
+        let data: Vec<&Ordered> = events.iter().filter(|e| e.get("type").str() == "finding").map(|e| e.get("data")).collect();
+        todo_at(&data)
+    };
+    assert_eq!(streamed(&fake_events), streamed(&real_events));
+
+    // A model that answers without `file`: the real stet dropped every finding.
+    let no_file: Vec<(&str, &str)> = env.iter().copied().chain([("FAKE_STET_MODEL_OMITS_FILE", "1")]).collect();
+    let out = fake_stet_in(&repo, &["start", "HEAD~2", "--json"], &no_file);
+    assert!(out.status.success(), "{}", stderr_of(&out));
+    assert_eq!(stdout_of(&out), real("llama-proxy-schema-v1-nofile/01-start-json.stdout"));
+
+    // Nothing listening at the OpenAI-compatible URL: exit 2 and the real message.
+    let port = std::net::TcpListener::bind("127.0.0.1:0").expect("bind").local_addr().expect("addr").port();
+    let url = format!("http://127.0.0.1:{port}/v1");
+    let down: Vec<(&str, &str)> =
+        env.iter().copied().filter(|(k, _)| *k != "FAKE_STET_SKIP_SERVER_CHECK").chain([("STET_OPENAI_BASE_URL", url.as_str())]).collect();
+    let out = fake_stet_in(&repo, &["start", "HEAD~2", "--json"], &down);
+    assert_eq!(out.status.code(), Some(2));
+    let real_first = real("llama-proxy/05-server-down-start-json.stderr").lines().next().unwrap_or_default().replace("http://127.0.0.1:18091/v1", &url);
+    assert_eq!(stderr_of(&out).lines().next(), Some(real_first.as_str()));
+    assert!(stderr_of(&out).lines().nth(1).is_some_and(|l| l.starts_with("Details: ")), "{}", stderr_of(&out));
+}

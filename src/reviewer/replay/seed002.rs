@@ -1,6 +1,7 @@
 //! Seed 002's captured results (`{version, plan: {caseIds, trialIds}, strategies: [{name,
 //! runs: [{caseId, trialId, complete, findings: [{id, disposition}], metrics?}]}]}`), read
-//! with the seed's own strictness (unknown keys are errors).
+//! with the seed's own strictness (unknown keys are errors; a key repeated within an object
+//! takes its last value, as in the seed's JavaScript).
 //!
 //! One strategy is replayed (`strategy`, or the file's only one). Its runs map onto runner's:
 //! subject = `caseId`; repeat N = the N-th trial of `plan.trialIds` (in the order the plan
@@ -84,7 +85,8 @@ const DISPOSITIONS: [&str; 3] = ["verified", "false_positive", "unresolved"];
 
 /// Reads the runs of one strategy of a captured-results file.
 pub fn parse(text: &str, strategy: Option<&str>) -> Result<Seed002File, String> {
-    let captured: Captured = serde_json::from_str(text).map_err(|e| format!("not seed 002's captured results: {e}"))?;
+    // As seed 002's scorer reads it (`JSON.parse`): a repeated key takes its last value.
+    let captured: Captured = crate::subject::files::parse_json_last_wins(text).map_err(|e| format!("not seed 002's captured results: {e}"))?;
     if captured.version.as_f64() != Some(1.0) {
         return Err(format!("`version` must be 1, not {}", captured.version));
     }
