@@ -34,7 +34,7 @@ impl From<CorpusError> for ResolveError {
 /// corpus target one per case.
 pub fn resolve(manifest: &Manifest) -> Result<BTreeMap<String, SubjectSpec>, ResolveError> {
     match &manifest.target {
-        TargetSpec::Git { repo, head } => {
+        TargetSpec::Git { repo, head, .. } => {
             let refs: Vec<String> = manifest.matrix.axis("ref").map(|a| a.values.iter().map(|v| v.render()).collect()).unwrap_or_default();
             let mut revs: Vec<&str> = refs.iter().map(String::as_str).collect();
             revs.push(head);

@@ -134,7 +134,7 @@ pub fn build_results(
     totals.review_seconds = seconds(total_ms);
 
     let (kind, description) = match &manifest.target {
-        TargetSpec::Git { repo, head } => (TargetKind::Git, format!("`{}` reviewed as `ref..{head}`", relative(&manifest.base_dir, repo))),
+        TargetSpec::Git { repo, head, .. } => (TargetKind::Git, format!("`{}` reviewed as `ref..{head}`", relative(&manifest.base_dir, repo))),
         TargetSpec::Corpus { dir, .. } => (TargetKind::Corpus, format!("`{}`, each case as a two-commit repository", relative(&manifest.base_dir, dir))),
         TargetSpec::External { changes, oracle, .. } => (
             TargetKind::External,

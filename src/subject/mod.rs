@@ -7,6 +7,7 @@ pub mod evals;
 pub mod external;
 pub mod files;
 pub mod git;
+pub mod trace;
 
 use corpus::{CorpusError, PublicCase};
 use diff::FileDiff;
@@ -16,8 +17,9 @@ use std::path::{Path, PathBuf};
 /// What is reviewed.
 #[derive(Debug, Clone)]
 pub enum TargetSpec {
-    /// A git repository reviewed as `ref..head`; `ref` comes from the matrix.
-    Git { repo: PathBuf, head: String },
+    /// A git repository reviewed as `ref..head`; `ref` comes from the matrix. Its optional
+    /// oracle (runner's format) is keyed by subject id; commit ids match by SHA prefix.
+    Git { repo: PathBuf, head: String, oracle: Option<PathBuf> },
     /// A directory with `cases.public.json` (and optionally `oracle.json`).
     Corpus { dir: PathBuf, cases: Option<Vec<String>>, unseal_holdout: bool },
     /// A git repository with seed 003's eval cases (`<dir>/<id>/case.md`): each case's
