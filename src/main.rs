@@ -5,7 +5,7 @@ mod cli;
 use clap::Parser;
 use cli::{
     A2Args, AdjudicateCommand, AdjudicateExportArgs, AdjudicateImportArgs, CacheCommand, Cli, Command, CorpusCommand, CorpusValidateArgs, CrscoreArgs,
-    DiffArgs, ExecArgs, LocationArgs, MergeArgs, PlanArgs, ReportArgs, ScoreArgs, ShowArgs, StudyAuditArgs, StudyCommand, StudyExportArgs, StudyImportArgs,
+    DiffArgs, ExecArgs, ImportGithubArgs, LocationArgs, MergeArgs, OracleCommand, PlanArgs, ReportArgs, ScoreArgs, ShowArgs, StudyAuditArgs, StudyCommand, StudyExportArgs, StudyImportArgs,
     StudyPreferenceArgs,
 };
 use runner::analysis::score::ScoreError;
@@ -45,6 +45,7 @@ fn main() -> ExitCode {
         Command::Score(args) => score(&args),
         Command::Crscore(args) => crscore(&args),
         Command::A2(args) => a2(&args),
+        Command::Oracle { command: OracleCommand::ImportGithub(args) } => oracle_import_github(&args),
         Command::Adjudicate { command: AdjudicateCommand::Export(args) } => adjudicate_export(&args),
         Command::Adjudicate { command: AdjudicateCommand::Import(args) } => adjudicate_import(&args),
         Command::Study { command: StudyCommand::Export(args) } => study_export(&args),
@@ -424,6 +425,30 @@ fn score(args: &ScoreArgs) -> Result<Exit, Error> {
     } else {
         print!("{}", scored.render());
     }
+    Ok(Exit::Ok)
+}
+
+fn oracle_import_github(args: &ImportGithubArgs) -> Result<Exit, Error> {
+    use runner::ground_truth::github;
+    let pulls: Vec<github::Pull> = github::read_export(&args.pulls)?;
+    let comments: Vec<github::Comment> = github::read_export(&args.comments)?;
+    let imported = github::import(&pulls, &comments, &args.repo, args.include_bots)?;
+    let json = serde_json::to_string_pretty(&imported.oracle).unwrap_or_default();
+    write_file(&args.out, &format!("{json}\n"))?;
+    for s in &imported.oracle.skipped {
+        eprintln!("skipped {}: {}", s.source, s.reason);
+    }
+    eprintln!(
+        "wrote {}: {} findings ({} resolved; {} replies merged into their threads) in {} cases from {} pull requests and {} review comments; {} left out",
+        args.out.display(),
+        imported.threads,
+        imported.resolved,
+        imported.replies,
+        imported.oracle.cases.len(),
+        pulls.len(),
+        comments.len(),
+        imported.oracle.skipped.len()
+    );
     Ok(Exit::Ok)
 }
 

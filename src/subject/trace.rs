@@ -335,6 +335,61 @@ fn parse(text: &str) -> Vec<FileChange> {
 mod tests {
     use super::*;
 
+    /// Runs git in `dir` with a fixed identity; stdout, trimmed.
+    fn run(dir: &Path, args: &[&str]) -> String {
+        let out = super::super::git::command(dir)
+            .args(["-c", "user.name=t", "-c", "user.email=t@example.com", "-c", "commit.gpgsign=false"])
+            .args(args)
+            .output()
+            .expect("git runs");
+        assert!(out.status.success(), "git {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+        String::from_utf8_lossy(&out.stdout).trim().to_string()
+    }
+
+    fn commit(dir: &Path, path: &str, text: &str, message: &str) -> String {
+        std::fs::write(dir.join(path), text).expect("write");
+        run(dir, &["add", "-A"]);
+        run(dir, &["commit", "-q", "-m", message]);
+        run(dir, &["rev-parse", "HEAD"])
+    }
+
+    #[test]
+    fn lines_are_followed_along_the_first_parent_line_and_into_a_merge() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let repo = dir.path();
+        run(repo, &["init", "-q", "--initial-branch=main"]);
+        let lines = |n: u32| (1..=n).map(|i| format!("line {i}\n")).collect::<String>();
+        let a = commit(repo, "f.txt", &lines(6), "a");
+        run(repo, &["checkout", "-q", "-b", "side"]);
+        let s1 = commit(repo, "f.txt", &lines(6).replace("line 5\n", "line five\n"), "s1");
+        run(repo, &["checkout", "-q", "main"]);
+        let m1 = commit(repo, "f.txt", &format!("top\n{}", lines(6)), "m1");
+        run(repo, &["merge", "-q", "--no-ff", "-m", "m2", "side"]);
+        let m2 = run(repo, &["rev-parse", "HEAD"]);
+        let m3 = commit(repo, "g.txt", "other\n", "m3");
+        let tracer = Tracer::new(repo);
+        let step = |p: &str, c: &str| Step { parent: p.to_string(), commit: c.to_string() };
+        // From the first commit, the first-parent line (not the side branch).
+        assert_eq!(tracer.walk(&a, &m3, None).expect("git"), Some(vec![step(&a, &m1), step(&m1, &m2), step(&m2, &m3)]));
+        assert_eq!(tracer.walk(&a, &m3, Some(2)).expect("git").map(|w| w.len()), Some(2), "a window of 2 commits");
+        // From the side branch, into the merge and on.
+        assert_eq!(tracer.walk(&s1, &m3, None).expect("git"), Some(vec![step(&s1, &m2), step(&m2, &m3)]));
+        assert_eq!(tracer.walk(&s1, &m1, None).expect("git"), None, "not an ancestor");
+        assert_eq!(tracer.walk(&m3, &m3, None).expect("git"), Some(Vec::new()));
+
+        let mut tracer = tracer;
+        let walk = tracer.walk(&a, &m3, None).expect("git").expect("ancestor");
+        // Line 3 moves down one (m1's line on top), and nothing rewrites it.
+        assert_eq!(tracer.follow("f.txt", Some(Span::new(3, 3)), &walk).expect("git"), Fate::Kept { path: "f.txt".into(), span: Some(Span::new(4, 4)) });
+        // Line 5 is rewritten by the side branch, which the merge brings in.
+        assert_eq!(tracer.follow("f.txt", Some(Span::new(5, 5)), &walk).expect("git"), Fate::Changed { commit: m2.clone(), deleted: false });
+        // The whole file changes in m1 already.
+        assert_eq!(tracer.follow("f.txt", None, &walk).expect("git"), Fate::Changed { commit: m1, deleted: false });
+        assert!(tracer.has_file(&a, "f.txt") && !tracer.has_file(&a, "g.txt"));
+        assert_eq!(tracer.commit("HEAD").as_deref(), Some(m3.as_str()));
+        assert_eq!(tracer.commit("0123456789abcdef0123456789abcdef01234567"), None);
+    }
+
     #[test]
     fn hunks_above_shift_the_span_and_hunks_inside_change_it() {
         let span = Span::new(10, 12);

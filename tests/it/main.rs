@@ -10,6 +10,7 @@ mod embed_real_server;
 mod exec_corpus;
 mod external_target;
 mod git_target;
+mod github_oracle;
 mod ground_truth;
 mod ground_truth_eval;
 mod judge_fake_server;
