@@ -5,7 +5,7 @@ mod cli;
 use clap::Parser;
 use cli::{
     A2Args, AdjudicateCommand, AdjudicateExportArgs, AdjudicateImportArgs, CacheCommand, Cli, Command, CorpusCommand, CorpusValidateArgs, CrscoreArgs,
-    DiffArgs, ExecArgs, ImportGithubArgs, LocationArgs, MergeArgs, OracleCommand, PlanArgs, ReportArgs, ScoreArgs, ShowArgs, StudyAuditArgs, StudyCommand, StudyExportArgs, StudyImportArgs,
+    DiffArgs, ExecArgs, ImportGithubArgs, LocationArgs, MergeArgs, OracleCommand, PlanArgs, ResolutionArgs, ReportArgs, ScoreArgs, ShowArgs, StudyAuditArgs, StudyCommand, StudyExportArgs, StudyImportArgs,
     StudyPreferenceArgs,
 };
 use runner::analysis::score::ScoreError;
@@ -45,6 +45,7 @@ fn main() -> ExitCode {
         Command::Score(args) => score(&args),
         Command::Crscore(args) => crscore(&args),
         Command::A2(args) => a2(&args),
+        Command::Resolution(args) => resolution(&args),
         Command::Oracle { command: OracleCommand::ImportGithub(args) } => oracle_import_github(&args),
         Command::Adjudicate { command: AdjudicateCommand::Export(args) } => adjudicate_export(&args),
         Command::Adjudicate { command: AdjudicateCommand::Import(args) } => adjudicate_import(&args),
@@ -449,6 +450,26 @@ fn oracle_import_github(args: &ImportGithubArgs) -> Result<Exit, Error> {
         comments.len(),
         imported.oracle.skipped.len()
     );
+    Ok(Exit::Ok)
+}
+
+fn resolution(args: &ResolutionArgs) -> Result<Exit, Error> {
+    use runner::study::{history, resolution};
+    let side = args.models.as_deref().map(history::SideFile::load).transpose()?;
+    let options = resolution::Options { window: args.window, tolerance: args.tolerance };
+    let report = resolution::load(&args.history, side.as_ref(), &args.repo, &args.head, options)?;
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&report).unwrap_or_default());
+    } else {
+        print!("{}", report.render());
+    }
+    for s in &report.skipped_lines {
+        eprintln!("warning: `{}` line {} skipped: {}", args.history.display(), s.line, s.why);
+    }
+    if report.is_empty() {
+        eprintln!("error: no record could be read from `{}`: is it stet's `.review/history.jsonl`?", args.history.display());
+        return Ok(Exit::Error);
+    }
     Ok(Exit::Ok)
 }
 

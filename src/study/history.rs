@@ -84,6 +84,8 @@ struct Record {
     dismissals: Vec<(String, String)>,
     finished_at: Option<String>,
     model: Option<String>,
+    /// `review_output` as written.
+    posted: Vec<Value>,
 }
 
 /// One review session.
@@ -104,6 +106,13 @@ pub struct Session {
     /// 1 − dismissed/findings; `None` without findings.
     pub actionability: Option<f64>,
     pub reasons: BTreeMap<String, usize>,
+    /// The findings posted: the finish record's `review_output` (an unfinished session's last
+    /// record's), as written.
+    #[serde(skip)]
+    pub posted: Vec<Value>,
+    /// The ids dismissed (the finish record's `dismissed_ids`).
+    #[serde(skip)]
+    pub dismissed_ids: BTreeSet<String>,
 }
 
 /// A2 over the finished sessions.
@@ -218,7 +227,8 @@ fn parse_line(line: usize, text: &str) -> Result<Record, String> {
         None | Some(Value::Null) => String::new(),
         Some(_) => return Err("`diff_ref` is not a string".into()),
     };
-    let findings = object.get("review_output").and_then(Value::as_array).ok_or("no `review_output` array")?.len();
+    let posted = object.get("review_output").and_then(Value::as_array).ok_or("no `review_output` array")?.clone();
+    let findings = posted.len();
     let mut dismissed_ids = Vec::new();
     let mut dismissals = Vec::new();
     let mut finished_at = None;
@@ -260,7 +270,7 @@ fn parse_line(line: usize, text: &str) -> Result<Record, String> {
         Some(_) => return Err("`user_action` is not an object".into()),
     }
     let model = object.get("run_config").and_then(|c| c.get("model")).and_then(Value::as_str).filter(|m| !m.is_empty()).map(str::to_string);
-    Ok(Record { line, diff_ref, findings, dismissed_ids, dismissals, finished_at, model })
+    Ok(Record { line, diff_ref, findings, dismissed_ids, dismissals, finished_at, model, posted })
 }
 
 /// The ids a dismiss record dismisses (its `dismissed_ids` and its dismissals' ids).
@@ -310,6 +320,7 @@ fn session_of(records: &[Record], finish: Option<&Record>, side: Option<&SideFil
         },
     };
     let dismissed = dismissed_set.len();
+    let posted = finish.unwrap_or(last).posted.clone();
     Session {
         key,
         diff_ref: last.diff_ref.clone(),
@@ -322,6 +333,8 @@ fn session_of(records: &[Record], finish: Option<&Record>, side: Option<&SideFil
         dismissed,
         actionability: ratio(dismissed, findings),
         reasons,
+        posted,
+        dismissed_ids: dismissed_set,
     }
 }
 

@@ -23,6 +23,7 @@ mod named_reviewers;
 mod remote_cache;
 mod replay;
 mod report_html;
+mod resolution;
 mod resume;
 mod scipy_reference;
 mod shards;
