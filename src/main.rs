@@ -5,8 +5,8 @@ mod cli;
 use clap::Parser;
 use cli::{
     A2Args, AdjudicateCommand, AdjudicateExportArgs, AdjudicateImportArgs, CacheCommand, Cli, Command, CorpusCommand, CorpusValidateArgs, CrscoreArgs,
-    DiffArgs, ExecArgs, ImportGithubArgs, LocationArgs, MergeArgs, OracleCommand, PlanArgs, ResolutionArgs, ReportArgs, ScoreArgs, ShowArgs, StudyAuditArgs, StudyCommand, StudyExportArgs, StudyImportArgs,
-    StudyPreferenceArgs,
+    DiffArgs, ExecArgs, ImportGithubArgs, LocationArgs, MergeArgs, OracleCommand, PlanArgs, ReportArgs, ResolutionArgs, ScoreArgs, ShowArgs, StudyAuditArgs,
+    StudyCommand, StudyExportArgs, StudyImportArgs, StudyPreferenceArgs,
 };
 use runner::analysis::score::ScoreError;
 use runner::cache::Lookup;

@@ -233,10 +233,9 @@ pub fn import(pulls: &[Pull], comments: &[Comment], repo: &Path, include_bots: b
             }
         }
         match missing {
-            Some(parent) => skipped.push(Skipped {
-                source: c.describe(number_of(c)),
-                reason: format!("a reply to comment {parent}, which is not in the comments export"),
-            }),
+            Some(parent) => {
+                skipped.push(Skipped { source: c.describe(number_of(c)), reason: format!("a reply to comment {parent}, which is not in the comments export") })
+            }
             None => threads.entry(root.id).or_default().push(c),
         }
     }
@@ -290,11 +289,15 @@ pub fn import(pulls: &[Pull], comments: &[Comment], repo: &Path, include_bots: b
             continue;
         };
         let Some(written_on) = local(&tracer, written_on) else {
-            skipped.push(skip(format!("no local commit: {written_on}, the commit it was written against, is not in the repository (fetch `pull/{}/head`)", pull.number)));
+            skipped.push(skip(format!(
+                "no local commit: {written_on}, the commit it was written against, is not in the repository (fetch `pull/{}/head`)",
+                pull.number
+            )));
             continue;
         };
         let Some(head) = local(&tracer, &pull.head.sha) else {
-            skipped.push(skip(format!("no local commit: the pull request's head {} is not in the repository (fetch `pull/{}/head`)", pull.head.sha, pull.number)));
+            skipped
+                .push(skip(format!("no local commit: the pull request's head {} is not in the repository (fetch `pull/{}/head`)", pull.head.sha, pull.number)));
             continue;
         };
         if merged && local(&tracer, &subject).is_none() {
@@ -345,14 +348,9 @@ pub fn import(pulls: &[Pull], comments: &[Comment], repo: &Path, include_bots: b
                 case.expected_finding_ids.extend(ids);
                 case.rationale.push_str(&format!("; {rationale}"));
             }
-            None => cases.push(OracleCase {
-                id: subject,
-                expected_finding_ids: ids,
-                rationale,
-                split: None,
-                interpreter: None,
-                ground_truth: Default::default(),
-            }),
+            None => {
+                cases.push(OracleCase { id: subject, expected_finding_ids: ids, rationale, split: None, interpreter: None, ground_truth: Default::default() })
+            }
         }
     }
     let oracle = Oracle { version: 1, findings: findings.into_iter().map(|(_, _, f)| f).collect(), cases, skipped };

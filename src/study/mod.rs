@@ -9,6 +9,6 @@ pub mod calibration;
 pub mod findings;
 pub mod history;
 pub mod preference;
-pub mod resolution;
 pub mod report;
+pub mod resolution;
 pub mod sheet;

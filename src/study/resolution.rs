@@ -387,7 +387,13 @@ impl ResolutionReport {
             out.push_str("\n## Not counted\n\n| session | finding | file | line | why |\n|---|---|---|---:|---|\n");
             for f in listed {
                 let id: String = f.id.chars().take(12).collect();
-                out.push_str(&format!("| `{}` | `{id}` | {} | {} | {} |\n", escape(&f.session), escape(&f.file), f.line, escape(f.reason.as_deref().unwrap_or(""))));
+                out.push_str(&format!(
+                    "| `{}` | `{id}` | {} | {} | {} |\n",
+                    escape(&f.session),
+                    escape(&f.file),
+                    f.line,
+                    escape(f.reason.as_deref().unwrap_or(""))
+                ));
             }
         }
         if !self.skipped_lines.is_empty() {

@@ -283,8 +283,12 @@ fn usage_a_command_reviewer_prints_is_read_as_tokens_and_fills_the_cost_columns(
     assert_eq!(tokens, [(500, 25), (1200, 80)]);
     let results: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(dir.path().join("out/results.json")).expect("results.json")).expect("JSON");
     let cost = results["analyses"].as_array().expect("analyses").iter().find(|a| a["kind"] == "cost").expect("the cost analysis");
-    let cells: Vec<(String, u64)> =
-        cost["data"].as_array().expect("rows").iter().map(|c| (c["cell"].as_str().unwrap_or("").to_string(), c["total_tokens"].as_u64().unwrap_or(0))).collect();
+    let cells: Vec<(String, u64)> = cost["data"]
+        .as_array()
+        .expect("rows")
+        .iter()
+        .map(|c| (c["cell"].as_str().unwrap_or("").to_string(), c["total_tokens"].as_u64().unwrap_or(0)))
+        .collect();
     assert_eq!(cells, [("format=doc,ref=HEAD~2".to_string(), 1280), ("format=stream,ref=HEAD~2".to_string(), 525)]);
     let md = std::fs::read_to_string(dir.path().join("out/RESULTS.md")).expect("RESULTS.md");
     assert!(md.contains("| Tokens | 1700 prompt, 105 completion |"), "{md}");

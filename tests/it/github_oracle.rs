@@ -37,7 +37,7 @@ fn repository(dir: &Path) -> Repo {
     git(&repo, &["init", "--quiet", "--initial-branch=main"]);
     let base = commit(&repo, &[("app.py", APP_BASE), ("util.py", &UTIL[..UTIL.find("\n\n\ndef half").expect("half")])], "base");
     git(&repo, &["checkout", "--quiet", "-b", "feature"]);
-    let c1 = commit(&repo, &[("app.py", &format!("{APP_BASE}{APP_FETCH}")), ("util.py", &format!("{UTIL}"))], "fetch, size, half");
+    let c1 = commit(&repo, &[("app.py", &format!("{APP_BASE}{APP_FETCH}")), ("util.py", UTIL)], "fetch, size, half");
     let fixed = APP_FETCH.replace("    except Exception:\n        return None\n", "    except OSError as e:\n        raise RuntimeError(url) from e\n");
     std::fs::write(repo.join("app.py"), format!("#!/usr/bin/env python3\n# file helpers\n{APP_BASE}{fixed}")).expect("write");
     git(&repo, &["mv", "util.py", "helpers.py"]);
@@ -139,7 +139,10 @@ fn review_threads_become_findings_keyed_by_the_merge_commit_with_resolution_trac
     assert!(reason("301").contains("not in the pulls export"), "{skipped:?}");
     let stderr = stderr_of(&out);
     assert!(stderr.contains("skipped pull #1 comment 104 (app.py:16): written by a bot"), "{stderr}");
-    assert!(stderr.contains("4 findings (1 resolved; 1 replies merged into their threads) in 2 cases from 2 pull requests and 10 review comments; 5 left out"), "{stderr}");
+    assert!(
+        stderr.contains("4 findings (1 resolved; 1 replies merged into their threads) in 2 cases from 2 pull requests and 10 review comments; 5 left out"),
+        "{stderr}"
+    );
 
     // runner reads it back, and finds the merged pull request's case by an abbreviated SHA.
     let loaded = runner::ground_truth::oracle::load_file(&dir.path().join("out/oracle.json")).expect("runner's oracle format");

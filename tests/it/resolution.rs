@@ -69,7 +69,10 @@ fn resolution_counts_later_changes_to_the_flagged_lines_by_hand() {
     let sessions = r["sessions"].as_array().expect("sessions");
     assert_eq!(sessions.len(), 4);
     assert_eq!(sessions[0]["session"], format!("{}@2026-12-01T10:00:00Z", shas[1]));
-    assert_eq!((counts(&sessions[0]["kept"]), counts(&sessions[0]["dismissed"]), &sessions[0]["not_traced"], &sessions[0]["commits"]), ((1, 2), (1, 1), &json!(2), &json!(2)));
+    assert_eq!(
+        (counts(&sessions[0]["kept"]), counts(&sessions[0]["dismissed"]), &sessions[0]["not_traced"], &sessions[0]["commits"]),
+        ((1, 2), (1, 1), &json!(2), &json!(2))
+    );
     assert_eq!((counts(&sessions[1]["kept"]), &sessions[1]["model"]), ((1, 2), &json!("gpt-4o-mini")));
     assert_eq!((&sessions[2]["pending"], &sessions[2]["commits"]), (&json!(1), &json!(0)));
     assert_eq!(sessions[3]["not_traced"], 1);
