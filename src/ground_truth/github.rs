@@ -208,15 +208,20 @@ pub struct Imported {
 }
 
 /// Builds the oracle from the exports and the local repository `repo`.
+/// A pull request or comment listed twice (pages shift while `gh` paginates) is read once.
 pub fn import(pulls: &[Pull], comments: &[Comment], repo: &Path, include_bots: bool) -> Result<Imported, ImportError> {
-    let by_url: HashMap<&str, &Pull> = pulls.iter().map(|p| (p.url.as_str(), p)).collect();
-    let by_id: HashMap<u64, &Comment> = comments.iter().map(|c| (c.id, c)).collect();
+    let mut seen = std::collections::HashSet::new();
+    let pulls: Vec<&Pull> = pulls.iter().filter(|p| seen.insert(p.number)).collect();
+    let mut seen = std::collections::HashSet::new();
+    let comments: Vec<&Comment> = comments.iter().filter(|c| seen.insert(c.id)).collect();
+    let by_url: HashMap<&str, &Pull> = pulls.iter().map(|p| (p.url.as_str(), *p)).collect();
+    let by_id: HashMap<u64, &Comment> = comments.iter().map(|c| (c.id, *c)).collect();
     let mut skipped = Vec::new();
     let pull_of = |c: &Comment| by_url.get(c.pull_request_url.as_str()).copied();
     let number_of = |c: &Comment| pull_of(c).map(|p| p.number);
     // Threads: the first comment's id → its comments (first comment first, then replies).
     let mut threads: BTreeMap<u64, Vec<&Comment>> = BTreeMap::new();
-    for c in comments {
+    for &c in &comments {
         let mut root = c;
         let mut missing = None;
         let mut hops = 0;
@@ -337,7 +342,7 @@ pub fn import(pulls: &[Pull], comments: &[Comment], repo: &Path, include_bots: b
 
     let threads = findings.len();
     let mut cases: Vec<OracleCase> = Vec::new();
-    for pull in pulls {
+    for pull in &pulls {
         let ids: Vec<String> = findings.iter().filter(|(n, _, _)| *n == pull.number).map(|(_, _, f)| f.id.clone()).collect();
         let Some(subject) = findings.iter().find(|(n, _, _)| *n == pull.number).and_then(|(_, _, f)| f.case_id.clone()) else { continue };
         let url = pull.html_url.clone().unwrap_or_else(|| pull.url.clone());
