@@ -61,6 +61,15 @@ pub(crate) enum Command {
     /// A2: actionability from stet's `.review/history.jsonl`, per session, per reason and per
     /// model, beside what stet's own `stats quality` reports.
     A2(A2Args),
+    /// Resolution rate (a proxy, offline): of the findings stet posted (`.review/history.jsonl`),
+    /// the share whose flagged lines a later commit changed, per session, model, category and
+    /// severity, dismissed findings apart.
+    Resolution(ResolutionArgs),
+    /// Build oracles from a repository's review history.
+    Oracle {
+        #[command(subcommand)]
+        command: OracleCommand,
+    },
     /// Seed 000's finding studies (H7 suggestion quality, H8 severity calibration): export a
     /// blind sampled sheet from an experiment's cached findings, import the filled sheet.
     Study {
@@ -447,6 +456,59 @@ pub(crate) struct A2Args {
     /// Write `A2.md` and `a2.json` into this directory instead of printing.
     #[arg(long, value_name = "DIR")]
     pub out: Option<PathBuf>,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct ResolutionArgs {
+    /// stet's history file (`.review/history.jsonl`).
+    pub history: PathBuf,
+    /// The repository the sessions reviewed.
+    #[arg(long, value_name = "DIR")]
+    pub repo: PathBuf,
+    /// How many commits after the reviewed one (on the head's first-parent line) are looked at.
+    #[arg(long, value_name = "N", default_value_t = 10)]
+    pub window: usize,
+    /// Lines either side of a flagged line whose change also counts.
+    #[arg(long, value_name = "L", default_value_t = 1)]
+    pub tolerance: u32,
+    /// Whose first-parent line the later commits are on.
+    #[arg(long, value_name = "REF", default_value = "HEAD")]
+    pub head: String,
+    /// A CSV `session,model` tagging sessions (`diff_ref@finished_at`) with a model; without
+    /// it, each session's `run_config.model` is used.
+    #[arg(long, value_name = "SIDE.csv")]
+    pub models: Option<PathBuf>,
+    /// Print the report as JSON (with every finding's outcome).
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Subcommand)]
+pub(crate) enum OracleCommand {
+    /// An oracle in runner's format from GitHub's exports of a repository's closed pull
+    /// requests and their review comments: one finding per review thread, keyed by the pull
+    /// request's merge commit (its head when not merged), `resolved` when a later commit of the
+    /// pull request changed the commented lines in the local clone.
+    ImportGithub(ImportGithubArgs),
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct ImportGithubArgs {
+    /// `gh api --paginate 'repos/OWNER/REPO/pulls?state=closed'` output.
+    #[arg(long, value_name = "PULLS.json")]
+    pub pulls: PathBuf,
+    /// `gh api --paginate repos/OWNER/REPO/pulls/comments` output.
+    #[arg(long, value_name = "COMMENTS.json")]
+    pub comments: PathBuf,
+    /// A local clone holding the pull requests' commits (`git fetch origin 'refs/pull/*/head:refs/pull/*'`).
+    #[arg(long, value_name = "DIR")]
+    pub repo: PathBuf,
+    /// Where the oracle is written.
+    #[arg(long, value_name = "FILE")]
+    pub out: PathBuf,
+    /// Keep threads started by bots (`user.type = "Bot"`).
+    #[arg(long)]
+    pub include_bots: bool,
 }
 
 #[derive(Debug, Subcommand)]

@@ -54,6 +54,10 @@ pub enum Error {
     Adjudication(#[from] crate::study::adjudication::AdjudicationError),
     #[error(transparent)]
     History(#[from] crate::study::history::HistoryError),
+    #[error(transparent)]
+    GithubImport(#[from] crate::ground_truth::github::ImportError),
+    #[error(transparent)]
+    Resolution(#[from] crate::study::resolution::ResolutionError),
     /// An analysis's `adjudication` file could not be loaded.
     #[error("analysis `{analysis}`: `adjudication`: {source}")]
     AnalysisAdjudication { analysis: String, source: crate::analysis::adjudication::RecordError },

@@ -239,7 +239,7 @@ pub fn load_adjudications(manifest: &Manifest) -> Result<BTreeMap<PathBuf, crate
 }
 
 /// The oracle of a corpus (`oracle.json`, when present), of an eval set (its cases' findings) or
-/// of an external target (its `oracle` file).
+/// of a git or external target (its `oracle` file).
 pub fn load_oracle(manifest: &Manifest) -> Result<Option<Oracle>, Error> {
     match &manifest.target {
         TargetSpec::Corpus { dir, .. } => Ok(ground_truth::oracle::load(dir)?),
@@ -247,8 +247,10 @@ pub fn load_oracle(manifest: &Manifest) -> Result<Option<Oracle>, Error> {
             let cases = ground_truth::evalcase::load_dir(dir)?;
             Ok(Some(ground_truth::evalcase::to_oracle(&cases)))
         }
-        TargetSpec::External { oracle: Some(path), .. } => Ok(Some(ground_truth::oracle::load_file(path)?)),
-        TargetSpec::Git { .. } | TargetSpec::History { .. } | TargetSpec::External { oracle: None, .. } => Ok(None),
+        TargetSpec::External { oracle: Some(path), .. } | TargetSpec::Git { oracle: Some(path), .. } | TargetSpec::History { oracle: Some(path), .. } => {
+            Ok(Some(ground_truth::oracle::load_file(path)?))
+        }
+        TargetSpec::Git { oracle: None, .. } | TargetSpec::History { oracle: None, .. } | TargetSpec::External { oracle: None, .. } => Ok(None),
     }
 }
 

@@ -5,8 +5,8 @@ mod cli;
 use clap::Parser;
 use cli::{
     A2Args, AdjudicateCommand, AdjudicateExportArgs, AdjudicateImportArgs, CacheCommand, Cli, Command, CorpusCommand, CorpusValidateArgs, CrscoreArgs,
-    DiffArgs, ExecArgs, LocationArgs, MatchingCalibrateArgs, MatchingCommand, MatchingEmbedderArgs, MatchingEvaluateArgs, MergeArgs, PlanArgs, ReportArgs,
-    ScoreArgs, ShowArgs, StudyAuditArgs, StudyCommand, StudyExportArgs, StudyImportArgs, StudyPreferenceArgs,
+    DiffArgs, ExecArgs, ImportGithubArgs, LocationArgs, MatchingCalibrateArgs, MatchingCommand, MatchingEmbedderArgs, MatchingEvaluateArgs, MergeArgs, OracleCommand,
+    PlanArgs, ReportArgs, ResolutionArgs, ScoreArgs, ShowArgs, StudyAuditArgs, StudyCommand, StudyExportArgs, StudyImportArgs, StudyPreferenceArgs,
 };
 use runner::analysis::score::ScoreError;
 use runner::cache::Lookup;
@@ -47,6 +47,8 @@ fn main() -> ExitCode {
         Command::Matching { command: MatchingCommand::Evaluate(args) } => matching_evaluate(&args),
         Command::Matching { command: MatchingCommand::Calibrate(args) } => matching_calibrate(&args),
         Command::A2(args) => a2(&args),
+        Command::Resolution(args) => resolution(&args),
+        Command::Oracle { command: OracleCommand::ImportGithub(args) } => oracle_import_github(&args),
         Command::Adjudicate { command: AdjudicateCommand::Export(args) } => adjudicate_export(&args),
         Command::Adjudicate { command: AdjudicateCommand::Import(args) } => adjudicate_import(&args),
         Command::Study { command: StudyCommand::Export(args) } => study_export(&args),
@@ -492,6 +494,50 @@ fn score(args: &ScoreArgs) -> Result<Exit, Error> {
         println!("{}", serde_json::to_string_pretty(&scored).unwrap_or_default());
     } else {
         print!("{}", scored.render());
+    }
+    Ok(Exit::Ok)
+}
+
+fn oracle_import_github(args: &ImportGithubArgs) -> Result<Exit, Error> {
+    use runner::ground_truth::github;
+    let pulls: Vec<github::Pull> = github::read_export(&args.pulls)?;
+    let comments: Vec<github::Comment> = github::read_export(&args.comments)?;
+    let imported = github::import(&pulls, &comments, &args.repo, args.include_bots)?;
+    let json = serde_json::to_string_pretty(&imported.oracle).unwrap_or_default();
+    write_file(&args.out, &format!("{json}\n"))?;
+    for s in &imported.oracle.skipped {
+        eprintln!("skipped {}: {}", s.source, s.reason);
+    }
+    eprintln!(
+        "wrote {}: {} findings ({} resolved; {} replies merged into their threads) in {} cases from {} pull requests and {} review comments; {} left out",
+        args.out.display(),
+        imported.threads,
+        imported.resolved,
+        imported.replies,
+        imported.oracle.cases.len(),
+        pulls.len(),
+        comments.len(),
+        imported.oracle.skipped.len()
+    );
+    Ok(Exit::Ok)
+}
+
+fn resolution(args: &ResolutionArgs) -> Result<Exit, Error> {
+    use runner::study::{history, resolution};
+    let side = args.models.as_deref().map(history::SideFile::load).transpose()?;
+    let options = resolution::Options { window: args.window, tolerance: args.tolerance };
+    let report = resolution::load(&args.history, side.as_ref(), &args.repo, &args.head, options)?;
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&report).unwrap_or_default());
+    } else {
+        print!("{}", report.render());
+    }
+    for s in &report.skipped_lines {
+        eprintln!("warning: `{}` line {} skipped: {}", args.history.display(), s.line, s.why);
+    }
+    if report.is_empty() {
+        eprintln!("error: no record could be read from `{}`: is it stet's `.review/history.jsonl`?", args.history.display());
+        return Ok(Exit::Error);
     }
     Ok(Exit::Ok)
 }

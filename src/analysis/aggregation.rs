@@ -224,6 +224,7 @@ mod tests {
                 interpreter: None,
                 ground_truth: Default::default(),
             }],
+            skipped: Vec::new(),
         };
         let cell = crate::matrix::Cell { id: "m=a".into(), values: Default::default() };
         let rec = record(&cell, None);

@@ -251,6 +251,7 @@ mod tests {
                     ground_truth: Default::default(),
                 })
                 .collect(),
+            skipped: Vec::new(),
         }
     }
 
@@ -302,6 +303,7 @@ mod severity_tests {
             severity: Some(severity),
             blocking,
             severity_label: Some(label.into()),
+            resolved: None,
         };
         ("pr-1", f)
     }

@@ -192,6 +192,7 @@ pub fn match_record(record: &Record, rule: &OracleRule, vectors: Option<&Vectors
             severity: None,
             blocking: false,
             severity_label: g.severity.clone(),
+            resolved: None,
         })
         .collect();
     let expected: Vec<&OracleFinding> = oracle.iter().collect();

@@ -765,6 +765,7 @@ pub(crate) mod tests {
             severity: None,
             blocking: true,
             severity_label: None,
+            resolved: None,
         }
     }
 
@@ -916,7 +917,7 @@ pub(crate) mod tests {
     fn the_change_level_rule_is_printed_beside_the_scores_only_where_it_applies() {
         let rule = OracleRule::default();
         let located = oracle("F1", "a.rs", 1, Category::Bug, "x");
-        let oracle_of = |findings: Vec<OracleFinding>| Oracle { version: 1, findings, cases: Vec::new() };
+        let oracle_of = |findings: Vec<OracleFinding>| Oracle { version: 1, findings, cases: Vec::new(), skipped: Vec::new() };
         assert_eq!(describe_rule_for(&rule, &oracle_of(vec![located.clone()])), rule.describe(), "unchanged without change-level findings");
         let only = describe_rule_for(&rule, &oracle_of(vec![change_level("G1", "y")]));
         assert!(only.starts_with("change-level matching (1 of 1 oracle findings name no file or line)"), "{only}");

@@ -531,7 +531,7 @@ mod tests {
             interpreter: None,
             ground_truth: GroundTruth { before: Outcome::Pass, after: Outcome::Fail, program: String::new() },
         };
-        let oracle = Oracle { version: 1, findings: vec![f1, f2], cases: vec![case] };
+        let oracle = Oracle { version: 1, findings: vec![f1, f2], cases: vec![case], skipped: Vec::new() };
         let mut fx = Fixture::new(&[("m", vec![s("a")])], 1);
         fx.add("m=a", 1, "c1", vec![with_kind(finding("a.rs", 10, "rejected promise is cached"), Category::Bug, Severity::Error)]);
         let mut input = fx.input();

@@ -132,12 +132,15 @@ pub struct RqsInput {
     pub analyzers: Option<String>,
 }
 
-/// The severity weight of an oracle finding: blocking ×2, otherwise ×1.
-pub fn severity_weight(blocking: bool) -> f64 {
-    if blocking {
-        2.0
+/// The severity weight of an oracle finding (seed 001): blocking ×2, otherwise ×1; times 1.5
+/// when its thread shows a code change (`resolved`). The factors multiply: a resolved blocking
+/// finding weighs 3.
+pub fn severity_weight(blocking: bool, resolved: Option<bool>) -> f64 {
+    let severity = if blocking { 2.0 } else { 1.0 };
+    if resolved == Some(true) {
+        severity * 1.5
     } else {
-        1.0
+        severity
     }
 }
 
@@ -298,7 +301,7 @@ impl<'i, 'a> RunParts<'i, 'a> {
             let expected = oracle.expected_for(run.subject);
             let (mut found_w, mut total_w) = (0.0, 0.0);
             for (verdict, finding) in case.verdicts.iter().zip(&expected) {
-                let w = severity_weight(finding.blocking);
+                let w = severity_weight(finding.blocking, finding.resolved);
                 total_w += w;
                 if verdict.verdict == Verdict::Found {
                     found_w += w;
@@ -558,7 +561,7 @@ pub fn compute(spec: &AnalysisSpec, input: &AnalysisInput<'_>) -> AnalysisResult
     let families: std::collections::BTreeSet<&str> = rqs.judges.iter().map(|j| j.family.as_str()).collect();
 
     result.rule = Some(format!(
-        "jury of {judges} judge{} ({} famil{}): majority vote per finding and rubric, ties and unusable answers counted in neither numerator nor denominator and reported; {}; recall: {}, blocking ×2, other ×1 (no oracle format here records resolution, so ×1.5 is never applied); alignment: {}",
+        "jury of {judges} judge{} ({} famil{}): majority vote per finding and rubric, ties and unusable answers counted in neither numerator nor denominator and reported; {}; recall: {}, blocking ×2, other ×1, times 1.5 when the oracle marks the finding `resolved` (its thread saw a code change); alignment: {}",
         if judges == 1 { "" } else { "s" },
         families.len(),
         if families.len() == 1 { "y" } else { "ies" },
@@ -848,6 +851,7 @@ mod tests {
                 interpreter: None,
                 ground_truth: Default::default(),
             }],
+            skipped: Vec::new(),
         };
         let cell = crate::matrix::Cell { id: "m=a".into(), values: Default::default() };
         let rec = record(&cell, None);
@@ -875,11 +879,26 @@ mod tests {
         assert_eq!(c["precision_oracle"], 0.5);
         assert!(c["precision_jury"].is_null(), "no judge ran, so no jury precision: {c}");
         assert!(result.rule.as_deref().unwrap_or_default().contains("blocking ×2"));
+
+        // The missed nit's thread saw a code change (×1.5), and the case is keyed by a commit's
+        // full SHA while the subject names it abbreviated: found 2 of 2 + 1.5.
+        let sha = "0123456789abcdef0123456789abcdef01234567";
+        let mut keyed = oracle.clone();
+        keyed.findings[1].resolved = Some(true);
+        keyed.cases[0].id = sha.into();
+        let view = RunView { subject: &sha[..12], ..input.runs[0] };
+        let input = AnalysisInput { runs: vec![view], oracle: Some(&keyed), by_cell: Default::default(), ..input };
+        let result = compute(&spec(crate::analysis::spec::AnalysisKind::Rqs, None), &input);
+        let c = &result.data["cells"][0];
+        assert!((c["weighted_recall"].as_f64().expect("recall") - 2.0 / 3.5).abs() < 1e-12, "{c}");
+        assert!(result.rule.as_deref().unwrap_or_default().contains("times 1.5"));
     }
 
     #[test]
-    fn severity_weights_blocking_twice() {
-        assert_eq!(severity_weight(true), 2.0);
-        assert_eq!(severity_weight(false), 1.0);
+    fn severity_weights_blocking_twice_and_resolved_one_and_a_half_times() {
+        assert_eq!(severity_weight(true, None), 2.0);
+        assert_eq!(severity_weight(false, Some(false)), 1.0);
+        assert_eq!(severity_weight(false, Some(true)), 1.5);
+        assert_eq!(severity_weight(true, Some(true)), 3.0);
     }
 }

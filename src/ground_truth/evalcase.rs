@@ -194,6 +194,7 @@ pub fn to_oracle(cases: &[EvalCase]) -> Oracle {
                 severity: None,
                 blocking: true,
                 severity_label: None,
+                resolved: None,
             });
         }
         let mut rationale = format!("Source: {}", c.source);
@@ -212,7 +213,7 @@ pub fn to_oracle(cases: &[EvalCase]) -> Oracle {
             ground_truth: Default::default(),
         });
     }
-    Oracle { version: 1, findings, cases: oracle_cases }
+    Oracle { version: 1, findings, cases: oracle_cases, skipped: Vec::new() }
 }
 
 #[cfg(test)]

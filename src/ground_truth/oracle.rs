@@ -10,6 +10,13 @@
 //! for a finding case, `pass` for a clean one), but `corpus validate` rejects it. An oracle
 //! without `groundTruth` (an external target's, whose changes have no program) reads as an
 //! empty program; `corpus validate` and `exec` on a corpus require one.
+//!
+//! A case's id is its subject's id: a corpus case id, an external change id, or a commit SHA
+//! for a git target's commits (`runner oracle import-github` writes one case per pull request,
+//! keyed by its merge commit). A commit id is looked up by SHA prefix either way, so an oracle
+//! keyed by full SHAs answers abbreviated subject ids and the reverse. Per finding, `resolved`
+//! says whether its thread saw a code change (RQS v2 weighs it ×1.5); `skipped` lists what an
+//! import left out, and why.
 
 use crate::finding::{Category, LineRange, Severity};
 use serde::{Deserialize, Serialize};
@@ -24,6 +31,18 @@ pub struct Oracle {
     pub version: u32,
     pub findings: Vec<OracleFinding>,
     pub cases: Vec<OracleCase>,
+    /// What an import left out of the oracle, each with why (read by no analysis).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub skipped: Vec<Skipped>,
+}
+
+/// A source item an import did not turn into a finding.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Skipped {
+    /// What was left out, e.g. `pull #12 comment 345 (src/a.rs:10)`.
+    pub source: String,
+    pub reason: String,
 }
 
 /// One known defect.
@@ -51,6 +70,10 @@ pub struct OracleFinding {
     /// kept beside runner's `severity` and `blocking`; recall is reported per label.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub severity_label: Option<String>,
+    /// Whether the finding's review thread was followed by a code change on its lines (`None`:
+    /// not known); RQS v2 weighs a resolved finding ×1.5.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resolved: Option<bool>,
 }
 
 /// Which half of a tuning/holdout split a case belongs to.
@@ -111,6 +134,8 @@ pub struct OracleCase {
     /// Absent in seed 002's exact format, which runs every program as a Node ES module.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub interpreter: Option<Interpreter>,
+    /// Written only when there is a program (an external or git target's oracle has none).
+    #[serde(skip_serializing_if = "GroundTruth::is_absent")]
     pub ground_truth: GroundTruth,
 }
 
@@ -189,6 +214,13 @@ pub fn version_one<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<
     }
 }
 
+impl GroundTruth {
+    /// No program: what an oracle without `groundTruth` reads as.
+    pub fn is_absent(&self) -> bool {
+        *self == Self::default()
+    }
+}
+
 impl Interpreter {
     pub fn name(self) -> &'static str {
         match self {
@@ -210,8 +242,18 @@ impl OracleCase {
 }
 
 impl Oracle {
+    /// The case of a subject: by id, or for a commit id (7 to 64 hex digits) the one case whose
+    /// commit id starts with it or is a prefix of it, in any letter case.
     pub fn case(&self, id: &str) -> Option<&OracleCase> {
-        self.cases.iter().find(|c| c.id == id)
+        if let Some(case) = self.cases.iter().find(|c| c.id == id) {
+            return Some(case);
+        }
+        if !is_commit_id(id) {
+            return None;
+        }
+        let mut found = self.cases.iter().filter(|c| is_commit_id(&c.id) && same_commit(&c.id, id));
+        let first = found.next()?;
+        found.next().is_none().then_some(first)
     }
 
     pub fn finding(&self, id: &str) -> Option<&OracleFinding> {
@@ -222,6 +264,17 @@ impl Oracle {
     pub fn expected_for(&self, case_id: &str) -> Vec<&OracleFinding> {
         self.case(case_id).map(|c| c.expected_finding_ids.iter().filter_map(|id| self.finding(id)).collect()).unwrap_or_default()
     }
+}
+
+/// 7 to 64 hex digits: an abbreviated or full SHA-1 or SHA-256 commit id.
+fn is_commit_id(id: &str) -> bool {
+    (7..=64).contains(&id.len()) && id.bytes().all(|b| b.is_ascii_hexdigit())
+}
+
+/// Two commit ids of which one abbreviates the other.
+fn same_commit(a: &str, b: &str) -> bool {
+    let n = a.len().min(b.len());
+    a[..n].eq_ignore_ascii_case(&b[..n])
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -339,6 +392,29 @@ mod tests {
         assert_eq!(oracle.cases[0].expected_finding_ids, ["F01"]);
         assert_eq!(oracle.cases[0].ground_truth.before, Outcome::Pass);
         assert!(parse(r#"{"version":1,"version":1,"findings":[],"cases":[],"label":"x"}"#).is_err(), "unknown keys stay errors");
+    }
+
+    #[test]
+    fn commit_cases_are_found_by_sha_prefix_and_resolution_round_trips() {
+        let full = "a1b2c3d4e5f60718293a4b5c6d7e8f9012345678";
+        let text = format!(
+            r##"{{"version":1,"findings":[{{"id":"pr7/101","caseId":"{full}","description":"d","file":"a.py","line":3,"blocking":true,"severityLabel":"blocking","resolved":true}}],
+            "cases":[{{"id":"{full}","expectedFindingIds":["pr7/101"],"rationale":"#7"}},{{"id":"a1b2c3d4ffff0000000000000000000000000000","expectedFindingIds":[],"rationale":"x"}},{{"id":"case-01","expectedFindingIds":[],"rationale":"c"}}],
+            "skipped":[{{"source":"pull #7 comment 102","reason":"written by a bot"}}]}}"##
+        );
+        let oracle: Oracle = serde_json::from_str(&text).expect("parses");
+        assert_eq!(oracle.case(full).map(|c| c.id.as_str()), Some(full));
+        assert_eq!(oracle.case(&full[..10]).map(|c| c.id.as_str()), Some(full), "abbreviated subject id");
+        assert_eq!(oracle.case(&full[..10].to_uppercase()).map(|c| c.id.as_str()), Some(full), "any letter case");
+        assert!(oracle.case("a1b2c3d4").is_none(), "ambiguous: two cases start with it");
+        assert!(oracle.case("a1b2c3").is_none(), "too short to be a commit id");
+        assert!(oracle.case("case-0").is_none(), "other ids match exactly");
+        assert_eq!(oracle.expected_for(&full[..12]).first().and_then(|f| f.resolved), Some(true));
+        let written = serde_json::to_value(&oracle).expect("json");
+        assert!(written["cases"][0].get("groundTruth").is_none(), "no program, none written: {written}");
+        assert_eq!(written["skipped"][0]["reason"], "written by a bot");
+        let again: Oracle = serde_json::from_value(written).expect("round trip");
+        assert_eq!(again, oracle);
     }
 
     #[test]

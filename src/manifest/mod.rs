@@ -199,9 +199,22 @@ fn read_target(t: &TableReader<'_, '_>, base_dir: &Path, check_paths: bool) -> O
     if t.has("external") {
         return read_external_target(t, base_dir, check_paths, repo.is_some() || corpus.is_some() || t.has("evals"));
     }
-    if let Some(oracle) = t.get("oracle") {
-        t.problems().push(oracle.span(), "`oracle` applies to an `external` target only; a corpus's oracle is its `oracle.json`");
+    let oracle = t.string("oracle");
+    if let Some(o) = &oracle {
+        if corpus.is_some() || t.has("evals") {
+            t.problems().push(
+                o.span(),
+                "`oracle` applies to a git (`repo`) or `external` target; a corpus's oracle is its `oracle.json`, an eval set's its cases' findings",
+            );
+        } else if check_paths && !resolve_path(base_dir, o.get_ref()).is_file() {
+            t.problems().push_with_help(
+                o.span(),
+                format!("oracle file `{}` does not exist", resolve_path(base_dir, o.get_ref()).display()),
+                "paths in a manifest are relative to the manifest's directory",
+            );
+        }
     }
+    let oracle = oracle.map(|o| resolve_path(base_dir, o.get_ref()));
     match (repo, corpus) {
         (Some(repo), None) if t.has("evals") => {
             let evals = t.string("evals")?;
@@ -213,12 +226,12 @@ fn read_target(t: &TableReader<'_, '_>, base_dir: &Path, check_paths: bool) -> O
         }
         (Some(repo), None) if t.has("commits") || t.has("pull-requests") => {
             let history = read_history(t)?;
-            Some(TargetSpec::History { repo: resolve_path(base_dir, repo.get_ref()), history })
+            Some(TargetSpec::History { repo: resolve_path(base_dir, repo.get_ref()), history, oracle })
         }
         (Some(repo), None) => {
             let head = t.string("head").map(|h| h.into_inner()).unwrap_or_else(|| "HEAD".to_string());
             history_keys_alone(t);
-            Some(TargetSpec::Git { repo: resolve_path(base_dir, repo.get_ref()), head })
+            Some(TargetSpec::Git { repo: resolve_path(base_dir, repo.get_ref()), head, oracle })
         }
         (None, Some(corpus)) => {
             let cases = t.strings("cases").map(|v| v.into_iter().map(Spanned::into_inner).collect());
@@ -489,7 +502,8 @@ fn check_target_axes(root: &TableReader<'_, '_>, target: &TargetSpec, matrix: &M
 /// `oracle.json` too).
 fn missing_oracle(target: &TargetSpec, check_paths: bool) -> Option<&'static str> {
     match target {
-        TargetSpec::Git { .. } | TargetSpec::History { .. } => Some("a git repository has no oracle"),
+        TargetSpec::Git { oracle: None, .. } | TargetSpec::History { oracle: None, .. } => Some("the git repository names no `oracle` file"),
+        TargetSpec::Git { .. } | TargetSpec::History { .. } => None,
         TargetSpec::External { oracle: None, .. } => Some("the external target names no `oracle` file"),
         TargetSpec::Corpus { dir, .. } if check_paths && dir.is_dir() && !dir.join(crate::ground_truth::oracle::ORACLE_FILE).is_file() => {
             Some("the corpus has no `oracle.json`")

@@ -49,7 +49,7 @@ impl From<BTreeMap<String, SubjectSpec>> for Resolved {
 /// per value of the `ref` axis (resolved to SHAs here, before anything is hashed); for a
 /// history target one per selected commit (its full SHA); for a corpus target one per case.
 pub fn resolve(manifest: &Manifest) -> Result<Resolved, ResolveError> {
-    if let TargetSpec::History { repo, history } = &manifest.target {
+    if let TargetSpec::History { repo, history, .. } = &manifest.target {
         return resolve_history(manifest, repo, history);
     }
     resolve_subjects(manifest).map(Resolved::from)
@@ -58,7 +58,7 @@ pub fn resolve(manifest: &Manifest) -> Result<Resolved, ResolveError> {
 fn resolve_subjects(manifest: &Manifest) -> Result<BTreeMap<String, SubjectSpec>, ResolveError> {
     match &manifest.target {
         TargetSpec::History { .. } => Ok(BTreeMap::new()),
-        TargetSpec::Git { repo, head } => {
+        TargetSpec::Git { repo, head, .. } => {
             let refs: Vec<String> = manifest.matrix.axis("ref").map(|a| a.values.iter().map(|v| v.render()).collect()).unwrap_or_default();
             let mut revs: Vec<&str> = refs.iter().map(String::as_str).collect();
             revs.push(head);

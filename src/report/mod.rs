@@ -135,7 +135,7 @@ pub fn build_results(
     totals.review_seconds = seconds(total_ms);
 
     let (kind, description) = match &manifest.target {
-        TargetSpec::Git { repo, head } => (TargetKind::Git, format!("`{}` reviewed as `ref..{head}`", relative(&manifest.base_dir, repo))),
+        TargetSpec::Git { repo, head, .. } => (TargetKind::Git, format!("`{}` reviewed as `ref..{head}`", relative(&manifest.base_dir, repo))),
         TargetSpec::History { repo, .. } => (
             TargetKind::Git,
             format!(

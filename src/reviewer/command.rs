@@ -365,6 +365,11 @@ impl CommandReviewer {
             message: format!("could not read `{}` output: {e}", argv[0]),
             stderr_tail: super::tail(&done.stderr, STDERR_TAIL),
         })?;
+        // Tokens the output states win over stet's session file.
+        if let Some(usage) = parsed.usage {
+            cost.prompt_tokens = usage.prompt_tokens.or(cost.prompt_tokens);
+            cost.completion_tokens = usage.completion_tokens.or(cost.completion_tokens);
+        }
         let mut raw = done.stdout;
         if private {
             // `cursor_uri`s point at the subject's repository, not at the removed run directory,

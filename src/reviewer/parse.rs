@@ -1,5 +1,12 @@
 //! Reading findings out of reviewer output: stet's `{"findings":[…]}`, its NDJSON stream,
 //! and the looser shapes models write (code fences, a bare array, a single object).
+//!
+//! Token usage, where a reviewer states it in its output: a `usage` object beside `findings`,
+//! or in an NDJSON stream a `{"type":"usage",…}` event (its counts at the top level, under
+//! `data` or under `usage`) or a `usage` object on any other event. Counts are named
+//! `prompt_tokens`/`completion_tokens` (OpenAI's chat completions) or
+//! `input_tokens`/`output_tokens` (OpenAI's responses, Anthropic); the usages of a stream's
+//! events add up (each is one request's).
 
 use crate::finding::{collapse_whitespace, stet_finding_id, Category, Finding, LineRange, Severity};
 use serde_json::Value;
@@ -9,6 +16,50 @@ use serde_json::Value;
 pub struct Parsed {
     pub findings: Vec<Finding>,
     pub schema_problems: Vec<String>,
+    /// Tokens the output reports, when it reports any.
+    pub usage: Option<Usage>,
+}
+
+/// Token counts a reviewer reported in its output.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct Usage {
+    pub prompt_tokens: Option<u64>,
+    pub completion_tokens: Option<u64>,
+}
+
+impl Usage {
+    /// Reads a usage object: `prompt_tokens`/`completion_tokens` or `input_tokens`/`output_tokens`.
+    /// `Ok(None)` when it names neither; an error for a count that is not a whole number ≥ 0.
+    pub fn from_value(value: &Value) -> Result<Option<Self>, String> {
+        let obj = value.as_object().ok_or("`usage` is not an object")?;
+        let count = |names: [&str; 2]| -> Result<Option<u64>, String> {
+            match names.iter().find_map(|n| obj.get(*n).map(|v| (*n, v))) {
+                None | Some((_, Value::Null)) => Ok(None),
+                Some((name, v)) => v.as_u64().map(Some).ok_or_else(|| format!("`usage.{name}` is not a whole number of tokens: {v}")),
+            }
+        };
+        let usage = Self { prompt_tokens: count(["prompt_tokens", "input_tokens"])?, completion_tokens: count(["completion_tokens", "output_tokens"])? };
+        Ok((usage != Self::default()).then_some(usage))
+    }
+
+    fn plus(self, other: Self) -> Self {
+        let add = |a: Option<u64>, b: Option<u64>| match (a, b) {
+            (Some(a), Some(b)) => Some(a.saturating_add(b)),
+            (a, b) => a.or(b),
+        };
+        Self { prompt_tokens: add(self.prompt_tokens, other.prompt_tokens), completion_tokens: add(self.completion_tokens, other.completion_tokens) }
+    }
+}
+
+impl Parsed {
+    /// Adds a usage object's counts; a malformed one is a schema problem.
+    fn add_usage(&mut self, value: &Value, at: &str) {
+        match Usage::from_value(value) {
+            Ok(Some(u)) => self.usage = Some(self.usage.map_or(u, |sum| sum.plus(u))),
+            Ok(None) => {}
+            Err(e) => self.schema_problems.push(format!("{at}: {e}")),
+        }
+    }
 }
 
 /// Reads a command's stdout: one JSON document with `findings`, or an NDJSON stream of
@@ -37,6 +88,9 @@ pub fn parse_findings_document(doc: &Value) -> Result<Parsed, String> {
     for (i, item) in items.iter().enumerate() {
         push_strict(&mut parsed, item, &format!("findings[{i}]"));
     }
+    if let Some(usage) = doc.get("usage") {
+        parsed.add_usage(usage, "document");
+    }
     Ok(parsed)
 }
 
@@ -49,7 +103,16 @@ pub fn parse_stream(text: &str) -> Result<Parsed, String> {
             continue;
         }
         let event: Value = serde_json::from_str(line).map_err(|e| format!("stream line {}: not JSON: {e}", n + 1))?;
-        match event.get("type").and_then(Value::as_str) {
+        let at = format!("stream line {}", n + 1);
+        let kind = event.get("type").and_then(Value::as_str);
+        if kind == Some("usage") {
+            parsed.add_usage(event.get("data").or_else(|| event.get("usage")).unwrap_or(&event), &at);
+            continue;
+        }
+        if let Some(usage) = event.get("usage") {
+            parsed.add_usage(usage, &at);
+        }
+        match kind {
             Some("finding") => {
                 let data = event.get("data").ok_or_else(|| format!("stream line {}: finding event without `data`", n + 1))?;
                 push_strict(&mut parsed, data, &format!("stream line {}", n + 1));
@@ -60,6 +123,15 @@ pub fn parse_stream(text: &str) -> Result<Parsed, String> {
                 return Err(format!("reviewer reported an error: {msg}"));
             }
             Some(other) => parsed.schema_problems.push(format!("stream line {}: unknown event type `{other}`", n + 1)),
+            // A findings document on a line of its own, beside usage events.
+            None if event.get("findings").is_some() => {
+                let doc = parse_findings_document(&event).map_err(|e| format!("{at}: {e}"))?;
+                parsed.findings.extend(doc.findings);
+                parsed.schema_problems.extend(doc.schema_problems);
+                if let Some(u) = doc.usage {
+                    parsed.usage = Some(parsed.usage.map_or(u, |sum| sum.plus(u)));
+                }
+            }
             None => return Err(format!("stream line {}: event without `type`", n + 1)),
         }
     }
@@ -224,6 +296,32 @@ mod tests {
         assert_eq!(parsed.findings.len(), 1);
         assert_eq!(parsed.findings[0].line, 3);
         assert_eq!(parsed.findings[0].id, stet_finding_id("a.go", 3, None, "m"));
+    }
+
+    #[test]
+    fn usage_is_read_from_a_document_and_added_up_over_a_stream() {
+        let usage = |p, c| Some(Usage { prompt_tokens: p, completion_tokens: c });
+        let doc = r#"{"findings":[],"usage":{"prompt_tokens":120,"completion_tokens":30,"total_tokens":150}}"#;
+        assert_eq!(parse_stet_output(doc).expect("parses").usage, usage(Some(120), Some(30)));
+        let doc = r#"{"findings":[],"usage":{"input_tokens":7,"output_tokens":2}}"#;
+        assert_eq!(parse_stet_output(doc).expect("parses").usage, usage(Some(7), Some(2)));
+        assert_eq!(parse_stet_output(r#"{"findings":[]}"#).expect("parses").usage, None);
+        let stream = concat!(
+            "{\"msg\":\"2 hunks\",\"type\":\"progress\"}\n",
+            "{\"data\":{\"prompt_tokens\":100,\"completion_tokens\":10},\"type\":\"usage\"}\n",
+            "{\"input_tokens\":50,\"type\":\"usage\"}\n",
+            "{\"type\":\"done\",\"usage\":{\"prompt_tokens\":1,\"completion_tokens\":1}}\n"
+        );
+        let parsed = parse_stet_output(stream).expect("parses");
+        assert_eq!(parsed.usage, usage(Some(151), Some(11)));
+        assert!(parsed.schema_problems.is_empty(), "a usage event is known: {:?}", parsed.schema_problems);
+        // A findings document on its own line, then a usage event.
+        let mixed = "{\"findings\":[{\"file\":\"a\",\"line\":1,\"severity\":\"info\",\"category\":\"style\",\"confidence\":1,\"message\":\"m\"}]}\n{\"type\":\"usage\",\"usage\":{\"prompt_tokens\":9,\"completion_tokens\":4}}\n";
+        let parsed = parse_stet_output(mixed).expect("parses");
+        assert_eq!((parsed.findings.len(), parsed.usage), (1, usage(Some(9), Some(4))));
+        let bad = parse_stet_output(r#"{"findings":[],"usage":{"prompt_tokens":-3}}"#).expect("parses");
+        assert_eq!(bad.usage, None);
+        assert!(bad.schema_problems.iter().any(|p| p.contains("usage.prompt_tokens")), "{:?}", bad.schema_problems);
     }
 
     #[test]

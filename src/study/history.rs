@@ -108,6 +108,8 @@ struct Record {
     tokens: u64,
     finished_at: Option<String>,
     model: Option<String>,
+    /// `review_output` as written.
+    posted: Vec<Value>,
 }
 
 /// One review session.
@@ -128,6 +130,13 @@ pub struct Session {
     /// 1 − dismissed/findings; `None` without findings.
     pub actionability: Option<f64>,
     pub reasons: BTreeMap<String, usize>,
+    /// The findings posted: the finish record's `review_output` (an unfinished session's last
+    /// record's), as written.
+    #[serde(skip)]
+    pub posted: Vec<Value>,
+    /// The ids dismissed (the finish record's `dismissed_ids`).
+    #[serde(skip)]
+    pub dismissed_ids: BTreeSet<String>,
 }
 
 /// A2 over the finished sessions.
@@ -308,9 +317,9 @@ fn parse_line(line: usize, text: &str) -> Result<Record, String> {
         None | Some(Value::Null) => String::new(),
         Some(_) => return Err("`diff_ref` is not a string".into()),
     };
-    let review_output = object.get("review_output").and_then(Value::as_array).ok_or("no `review_output` array")?;
-    let findings = review_output.len();
-    let categories = review_output.iter().map(|f| f.get("category").and_then(Value::as_str).unwrap_or("").to_string()).collect();
+    let posted = object.get("review_output").and_then(Value::as_array).ok_or("no `review_output` array")?.clone();
+    let findings = posted.len();
+    let categories = posted.iter().map(|f| f.get("category").and_then(Value::as_str).unwrap_or("").to_string()).collect();
     // stet prefers the record's own counts, else `usage`'s.
     let count = |name: &str| object.get(name).or_else(|| object.get("usage").and_then(|u| u.get(name))).and_then(Value::as_u64).unwrap_or(0);
     let tokens = count("prompt_tokens").saturating_add(count("completion_tokens"));
@@ -359,7 +368,7 @@ fn parse_line(line: usize, text: &str) -> Result<Record, String> {
         Some(_) => return Err("`user_action` is not an object".into()),
     }
     let model = object.get("run_config").and_then(|c| c.get("model")).and_then(Value::as_str).filter(|m| !m.is_empty()).map(str::to_string);
-    Ok(Record { line, diff_ref, findings, dismissed_ids, dismissals, reasons_given, categories, tokens, finished_at, model })
+    Ok(Record { line, diff_ref, findings, dismissed_ids, dismissals, reasons_given, categories, tokens, finished_at, model, posted })
 }
 
 /// The ids a dismiss record dismisses (its `dismissed_ids` and its dismissals' ids).
@@ -409,6 +418,7 @@ fn session_of(records: &[Record], finish: Option<&Record>, side: Option<&SideFil
         },
     };
     let dismissed = dismissed_set.len();
+    let posted = finish.unwrap_or(last).posted.clone();
     Session {
         key,
         diff_ref: last.diff_ref.clone(),
@@ -421,6 +431,8 @@ fn session_of(records: &[Record], finish: Option<&Record>, side: Option<&SideFil
         dismissed,
         actionability: ratio(dismissed, findings),
         reasons,
+        posted,
+        dismissed_ids: dismissed_set,
     }
 }
 

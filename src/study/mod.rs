@@ -10,4 +10,5 @@ pub mod findings;
 pub mod history;
 pub mod preference;
 pub mod report;
+pub mod resolution;
 pub mod sheet;

@@ -8,6 +8,7 @@ pub mod external;
 pub mod files;
 pub mod git;
 pub mod history;
+pub mod trace;
 
 use corpus::{CorpusError, PublicCase};
 use diff::FileDiff;
@@ -17,11 +18,13 @@ use std::path::{Path, PathBuf};
 /// What is reviewed.
 #[derive(Debug, Clone)]
 pub enum TargetSpec {
-    /// A git repository reviewed as `ref..head`; `ref` comes from the matrix.
-    Git { repo: PathBuf, head: String },
+    /// A git repository reviewed as `ref..head`; `ref` comes from the matrix. Its optional
+    /// oracle (runner's format) is keyed by subject id; commit ids match by SHA prefix.
+    Git { repo: PathBuf, head: String, oracle: Option<PathBuf> },
     /// A git repository's own history: each selected commit is a subject, reviewed as the
-    /// change it made against its first parent.
-    History { repo: PathBuf, history: history::HistorySpec },
+    /// change it made against its first parent; its optional oracle is keyed by commit SHA
+    /// (`runner oracle import-github` writes one).
+    History { repo: PathBuf, history: history::HistorySpec, oracle: Option<PathBuf> },
     /// A directory with `cases.public.json` (and optionally `oracle.json`).
     Corpus { dir: PathBuf, cases: Option<Vec<String>>, unseal_holdout: bool },
     /// A git repository with seed 003's eval cases (`<dir>/<id>/case.md`): each case's

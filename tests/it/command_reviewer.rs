@@ -248,6 +248,53 @@ fn usage_is_read_before_the_cleanup_finishes_the_session() {
 }
 
 #[test]
+fn usage_a_command_reviewer_prints_is_read_as_tokens_and_fills_the_cost_columns() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let repo = calc_repo(dir.path());
+    // A reviewer of any kind: a findings document with OpenAI's `usage`, or an NDJSON stream
+    // with usage events named as OpenAI's responses and Anthropic name them.
+    script(
+        dir.path(),
+        "review.py",
+        concat!(
+            "#!/usr/bin/env python3\n",
+            "import json, sys\n",
+            "finding = {'file': 'calc.py', 'line': 1, 'severity': 'info', 'category': 'style', 'confidence': 0.5, 'message': 'name it'}\n",
+            "if sys.argv[1] == 'doc':\n",
+            "    print(json.dumps({'findings': [finding], 'usage': {'prompt_tokens': 1200, 'completion_tokens': 80, 'total_tokens': 1280}}))\n",
+            "else:\n",
+            "    print(json.dumps({'type': 'progress', 'msg': '2 hunks'}))\n",
+            "    print(json.dumps({'type': 'usage', 'data': {'input_tokens': 300, 'output_tokens': 20}}))\n",
+            "    print(json.dumps({'type': 'finding', 'data': finding}))\n",
+            "    print(json.dumps({'type': 'usage', 'data': {'input_tokens': 200, 'output_tokens': 5}}))\n",
+            "    print(json.dumps({'type': 'done'}))\n",
+        ),
+    );
+    let manifest = script_manifest(dir.path(), &repo, "./review.py", "args = [\"{{format}}\"]\n[[analysis]]\nkind = \"cost\"");
+    let text = std::fs::read_to_string(&manifest).expect("manifest").replace("ref = [\"HEAD~2\"]", "ref = [\"HEAD~2\"]\nformat = [\"doc\", \"stream\"]");
+    std::fs::write(&manifest, text).expect("write");
+    let out = runner(dir.path()).args(["exec"]).arg(&manifest).output().expect("runs");
+    assert!(out.status.success(), "{}", stderr_of(&out));
+    let mut tokens: Vec<(u64, u64)> = run_records(&dir.path().join("cache"))
+        .iter()
+        .map(|r| (r["cost"]["prompt_tokens"].as_u64().unwrap_or(0), r["cost"]["completion_tokens"].as_u64().unwrap_or(0)))
+        .collect();
+    tokens.sort();
+    assert_eq!(tokens, [(500, 25), (1200, 80)]);
+    let results: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(dir.path().join("out/results.json")).expect("results.json")).expect("JSON");
+    let cost = results["analyses"].as_array().expect("analyses").iter().find(|a| a["kind"] == "cost").expect("the cost analysis");
+    let cells: Vec<(String, u64)> = cost["data"]
+        .as_array()
+        .expect("rows")
+        .iter()
+        .map(|c| (c["cell"].as_str().unwrap_or("").to_string(), c["total_tokens"].as_u64().unwrap_or(0)))
+        .collect();
+    assert_eq!(cells, [("format=doc,ref=HEAD~2".to_string(), 1280), ("format=stream,ref=HEAD~2".to_string(), 525)]);
+    let md = std::fs::read_to_string(dir.path().join("out/RESULTS.md")).expect("RESULTS.md");
+    assert!(md.contains("| Tokens | 1700 prompt, 105 completion |"), "{md}");
+}
+
+#[test]
 fn a_stale_session_file_lends_its_tokens_to_no_run() {
     let dir = tempfile::tempdir().expect("tempdir");
     let repo = calc_repo(dir.path());

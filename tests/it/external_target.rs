@@ -101,7 +101,7 @@ fn external_target_keys_are_checked_where_they_are_written() {
         (text.replace("external = \"corpus/changes.json\"", "external = \"corpus/none.json\""), "external file"),
         (text.replace("[target]\n", "[target]\ncorpus = \"corpus\"\n"), "takes one of `repo`"),
         (text.replace("[matrix]\n", "[matrix]\nref = [\"HEAD~1\"]\n"), "`ref` axis does not apply to an `external` target"),
-        (text.replace("external = \"corpus/changes.json\"\n", "corpus = \"corpus\"\n"), "`oracle` applies to an `external` target only"),
+        (text.replace("external = \"corpus/changes.json\"\n", "corpus = \"corpus\"\n"), "`oracle` applies to a git (`repo`) or `external` target"),
     ];
     for (manifest_text, expected) in cases {
         let path = write_manifest(dir.path(), "bad.toml", &manifest_text);

@@ -23,6 +23,7 @@ fn oracle(subjects: &[&str]) -> Oracle {
                 severity: None,
                 blocking: true,
                 severity_label: None,
+                resolved: None,
             })
             .collect(),
         cases: subjects
@@ -36,6 +37,7 @@ fn oracle(subjects: &[&str]) -> Oracle {
                 ground_truth: Default::default(),
             })
             .collect(),
+        skipped: Vec::new(),
     }
 }
 
