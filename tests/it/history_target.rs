@@ -331,8 +331,8 @@ fn an_analysis_that_needs_an_oracle_is_refused_on_a_target_without_one() {
     let out = runner(dir.path()).args(["validate"]).arg(&manifest).output().expect("runs");
     assert_eq!(out.status.code(), Some(1));
     let err = stderr_of(&out);
-    assert!(err.contains("compare metrics `recall`, `f1` need an oracle, but a git repository has no oracle"), "{err}");
-    assert!(err.contains("analysis `review-eval` scores findings against an oracle, but a git repository has no oracle"), "{err}");
+    assert!(err.contains("compare metrics `recall`, `f1` need an oracle, but the git repository names no `oracle` file"), "{err}");
+    assert!(err.contains("analysis `review-eval` scores findings against an oracle, but the git repository names no `oracle` file"), "{err}");
     // Each at its own place: the `metrics` value, the analysis's `kind`.
     assert!(err.contains("history.toml:16:11") && err.contains("history.toml:18:8"), "{err}");
     // Without `metrics`, a comparison compares what it can: no error.
