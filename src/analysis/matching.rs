@@ -1048,6 +1048,38 @@ pub(crate) mod tests {
     }
 
     #[test]
+    fn a_majority_of_judges_finds_a_located_pair_that_text_does_not_settle_and_a_tie_does_not() {
+        let rule = OracleRule { evidence: Evidence::Judge, calibrated: None, ..OracleRule::default() };
+        let o = oracle("F1", "a.rs", 10, Category::Bug, F1_DESC);
+        // {loop, skips→skips, elemen, ...}: one shared stem with the description, under 0.22, over 0.05.
+        let near = reported("near", "a.rs", 11, Category::Style, "pagination drops a record at each boundary loop");
+        let far = reported("far", "a.rs", 40, Category::Style, "pagination drops a record at each boundary loop");
+        let unrelated = reported("none", "a.rs", 10, Category::Style, "rename this variable");
+        let (verdict, similarity, gap) = grade(&near, &o, &rule);
+        assert!(verdict != Verdict::Found && similarity >= rule.judge_floor() && similarity < rule.similarity, "{verdict:?} {similarity}");
+        assert!(judge_candidate(similarity, gap, &rule));
+        let pairs = judge_pairs(&[near.clone(), far.clone(), unrelated.clone()], &[&o], &rule);
+        assert_eq!(pairs, vec![(F1_DESC.to_string(), report_text(&near))], "far away or under the floor: not asked");
+        assert!(judge_pairs(&[near.clone()], &[&o], &OracleRule::default()).is_empty(), "only the judge evidence asks");
+        let votes_of = |v: Vec<Option<bool>>| MatchVotes {
+            judges: vec!["a".into(), "b".into(), "c".into()],
+            pairs: [((F1_DESC.to_string(), report_text(&near)), v)].into(),
+            problems: Vec::new(),
+        };
+        let verdict_with = |v: Vec<Option<bool>>| match_case_judged(std::slice::from_ref(&near), &[&o], &rule, Some(&votes_of(v))).verdicts[0].verdict;
+        assert_eq!(verdict_with(vec![Some(true), Some(true), Some(false)]), Verdict::Found);
+        assert_eq!(verdict_with(vec![Some(true), Some(false), None]), verdict, "a tie is not a find");
+        assert_eq!(verdict_with(vec![Some(false), Some(false), Some(true)]), verdict);
+        assert_eq!(match_case_judged(std::slice::from_ref(&near), &[&o], &rule, None).verdicts[0].verdict, verdict, "no votes, no find");
+        let tied = votes_of(vec![Some(true), Some(false), None]);
+        assert_eq!(tied.tally(), (1, 1));
+        let text = with_jury(rule.describe(), Some(&tied));
+        assert!(text.contains("or a majority of judges `a`, `b`, `c` say the two describe the same issue"), "{text}");
+        assert!(text.contains("similarity ≥ 0.05") && text.ends_with("judges asked about 1 pair, 1 tie (not found)"), "{text}");
+        assert!(rule.describe().contains(crate::analysis::spec::JURY_PLACEHOLDER));
+    }
+
+    #[test]
     fn the_rule_is_printed_in_words() {
         let text = OracleRule::default().describe();
         assert!(text.starts_with("automatic matching:"), "{text}");
