@@ -491,10 +491,11 @@ fn two_judges(url: &str, second_model: &str) -> String {
     )
 }
 
-/// The request every judge sends about p-1's pair, byte for byte, but for its model: the two
-/// texts (in sorted order, so nothing says which is the golden comment), the instructions and
-/// the schema; no reviewer, cell, repeat, subject or source.
-const MATCH_REQUEST: &str = r#"{"model":"MODEL","messages":[{"role":"user","content":"You compare two short descriptions of problems in one code change.\n\nQuestion: do the two texts describe the SAME ISSUE, that is, the same defect in the same code? Answer \"yes\" when both name the same underlying problem, even in different words, at a different level of detail, or when one also proposes a fix. Answer \"no\" when they name different problems, even in the same code, or when one is too vague to tell which problem it means.\n\nText A:\ndangerous eval call lets attackers take over the machine\n\nText B:\neval of untrusted code runs arbitrary code\n\nAnswer with one JSON object with two keys: \"reason\", your own sentence saying what each text is about, and \"verdict\", which is \"yes\" (the same issue) or \"no\".\n"}]}"#;
+/// The request every judge sends about p-1's pair, byte for byte but for its model: the two
+/// texts (in sorted order, so nothing says which is the golden comment), the instructions, the
+/// schema and the judge's settings (the defaults: seed 0, temperature 0, 256 tokens); no
+/// reviewer, cell, repeat, subject or source.
+const MATCH_REQUEST: &str = r#"{"max_tokens":256,"messages":[{"content":"You compare two short descriptions of problems in one code change.\n\nQuestion: do the two texts describe the SAME ISSUE, that is, the same defect in the same code? Answer \"yes\" when both name the same underlying problem, even in different words, at a different level of detail, or when one also proposes a fix. Answer \"no\" when they name different problems, even in the same code, or when one is too vague to tell which problem it means.\n\nText A:\ndangerous eval call lets attackers take over the machine\n\nText B:\neval of untrusted code runs arbitrary code\n\nAnswer with one JSON object with two keys: \"reason\", your own sentence saying what each text is about, and \"verdict\", which is \"yes\" (the same issue) or \"no\".","role":"user"}],"model":"MODEL","response_format":{"json_schema":{"name":"verdict","schema":{"additionalProperties":false,"properties":{"reason":{"maxLength":300,"type":"string"},"verdict":{"enum":["yes","no"],"type":"string"}},"required":["verdict","reason"],"title":"verdict","type":"object"},"strict":true},"type":"json_schema"},"seed":0,"stream":false,"temperature":0.0}"#;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_jury_finds_a_report_its_words_do_not_and_a_tie_is_not_a_find() {
@@ -508,7 +509,9 @@ async fn the_jury_finds_a_report_its_words_do_not_and_a_tie_is_not_a_find() {
         let root = root.clone();
         async move { tokio::task::spawn_blocking(move || crate::runner(&root).args(args).output().expect("runs")).await.expect("joined") }
     };
-    let exec = |m: &std::path::Path| ["exec", "--cache-dir", "cache", "--work-dir", "work"].iter().map(|s| s.to_string()).chain([m.display().to_string()]).collect::<Vec<_>>();
+    let exec = |m: &std::path::Path| {
+        ["exec", "--cache-dir", "cache", "--work-dir", "work"].iter().map(|s| s.to_string()).chain([m.display().to_string()]).collect::<Vec<_>>()
+    };
     let plan = |m: &std::path::Path| ["plan", "--cache-dir", "cache"].iter().map(|s| s.to_string()).chain([m.display().to_string()]).collect::<Vec<_>>();
     let fixture = |dir: &std::path::Path| -> Value {
         let results: Value = serde_json::from_str(&std::fs::read_to_string(dir.join("out/results.json")).expect("results.json")).expect("json");
@@ -528,14 +531,7 @@ async fn the_jury_finds_a_report_its_words_do_not_and_a_tie_is_not_a_find() {
     assert_eq!(models, [JUDGE_MODEL, "judge-model-b"]);
     for chat in &chats {
         let model = chat.body["model"].as_str().unwrap_or_default();
-        let mut expected: Value = serde_json::from_str(&MATCH_REQUEST.replace("MODEL", model)).expect("json");
-        // The client's own settings, as every judge request carries them (tested above).
-        for key in ["temperature", "seed", "max_tokens", "response_format", "stream"] {
-            if let Some(v) = chat.body.get(key) {
-                expected[key] = v.clone();
-            }
-        }
-        assert_eq!(chat.body, expected, "{}", chat.raw);
+        assert_eq!(chat.raw, MATCH_REQUEST.replace("MODEL", model), "the exact bytes sent");
         assert_eq!(chat.body["response_format"]["json_schema"]["schema"], verdict_schema());
         for needle in ["sentinel", "Sentinel", "p-1", "p-2", "oracle", "golden", "repeat", "reviewer", "judged-matching"] {
             assert!(!chat.raw.contains(needle), "a match request carries `{needle}`: {}", chat.raw);
@@ -556,7 +552,7 @@ async fn the_jury_finds_a_report_its_words_do_not_and_a_tie_is_not_a_find() {
     let planned = cli(plan(&manifest)).await;
     let text = crate::stdout_of(&planned);
     assert!(planned.status.success() && text.contains("2 calls known from the cached reviews, 2 cached, 0 to run"), "{text}");
-    assert!(text.lines().any(|l| l.trim_start().starts_with("match") && l.contains(" 2  ")), "two match nodes (a run × two judges): {text}");
+    assert!(text.lines().any(|l| l.trim_start().starts_with("match") && l.contains(" 4  ")), "four match nodes (two runs × two judges): {text}");
 
     // Another second judge, who says no: a tie, not a find; alpha's answer is still cached.
     let tied = judged_matching_experiment(dir.path(), &two_judges(&server.url, "judge-model-c"));
