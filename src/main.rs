@@ -487,11 +487,11 @@ fn crscore(args: &CrscoreArgs) -> Result<Exit, Error> {
     Ok(Exit::Ok)
 }
 
+/// Judgement files, their texts' embeddings when an embedder is set, and its fingerprint.
+type JudgementsRead = (Vec<runner::analysis::judgements::JudgementFile>, Option<runner::analysis::judgements::Vectors>, Option<serde_json::Value>);
+
 /// Reads judgement files, and embeds their texts through the cache when an embedder is set.
-fn read_judgements(
-    files: &[PathBuf],
-    embedder: &MatchingEmbedderArgs,
-) -> Result<(Vec<runner::analysis::judgements::JudgementFile>, Option<runner::analysis::judgements::Vectors>, Option<serde_json::Value>), Error> {
+fn read_judgements(files: &[PathBuf], embedder: &MatchingEmbedderArgs) -> Result<JudgementsRead, Error> {
     use runner::analysis::judgements::JudgementFile;
     use runner::judge::embed::{EmbedProtocol, Embedder, EmbedderSpec};
     let read: Vec<JudgementFile> = files.iter().map(|f| JudgementFile::read(f)).collect::<Result<_, _>>().map_err(Error::Scoring)?;

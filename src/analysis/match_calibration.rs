@@ -293,9 +293,9 @@ pub fn calibrate(
     let mean_kappa = |counts: &[Confusion]| counts.iter().map(|c| c.kappa().unwrap_or(0.0)).sum::<f64>() / counts.len() as f64;
     let best = |without: Option<usize>| -> usize {
         let mut best = (0usize, f64::NEG_INFINITY);
-        for g in 0..grid.len() {
+        for (g, row) in table.iter().enumerate() {
             let counts: Vec<Confusion> = match without {
-                Some(f) => totals(g).iter().zip(&table[g]).map(|(t, folds)| t.minus(&folds[f])).collect(),
+                Some(f) => totals(g).iter().zip(row).map(|(t, folds)| t.minus(&folds[f])).collect(),
                 None => totals(g),
             };
             let k = mean_kappa(&counts);

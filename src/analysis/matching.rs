@@ -1060,7 +1060,7 @@ pub(crate) mod tests {
         assert!(judge_candidate(similarity, gap, &rule));
         let pairs = judge_pairs(&[near.clone(), far.clone(), unrelated.clone()], &[&o], &rule);
         assert_eq!(pairs, vec![(F1_DESC.to_string(), report_text(&near))], "far away or under the floor: not asked");
-        assert!(judge_pairs(&[near.clone()], &[&o], &OracleRule::default()).is_empty(), "only the judge evidence asks");
+        assert!(judge_pairs(std::slice::from_ref(&near), &[&o], &OracleRule::default()).is_empty(), "only the judge evidence asks");
         let votes_of = |v: Vec<Option<bool>>| MatchVotes {
             judges: vec!["a".into(), "b".into(), "c".into()],
             pairs: [((F1_DESC.to_string(), report_text(&near)), v)].into(),
