@@ -89,7 +89,7 @@ fn prepare_manifest(manifest: Manifest, locations: &Locations, options: &Prepare
     let cache = CacheStore::new(locations.cache_dir.clone().unwrap_or_else(|| manifest.cache_dir.clone()));
     let oracle = load_oracle(&manifest)?;
     let adjudications = load_adjudications(&manifest)?;
-    let (scorers, rqs) = load_scoring(&manifest, &plan, &cache, options.frozen)?;
+    let (scorers, rqs) = load_scoring(&manifest, &plan, &cache, options.frozen, oracle.as_ref())?;
     let remote = open_remote(locations)?;
     Ok(Prepared { manifest, reviewers, plan, cache, remote, oracle, adjudications, scorers, rqs })
 }
@@ -105,9 +105,9 @@ type Scoring = (Option<Arc<ExperimentScorers>>, BTreeMap<usize, RqsResources>);
 /// The scoring clients, when the plan has scoring nodes, and each `rqs` analysis's τ and
 /// anchor set. Analyzers are looked up only when the plan has smells, and never by a frozen
 /// execution (`scoring::analyzers_for`).
-fn load_scoring(manifest: &Manifest, plan: &Plan, cache: &CacheStore, frozen: bool) -> Result<Scoring, Error> {
+fn load_scoring(manifest: &Manifest, plan: &Plan, cache: &CacheStore, frozen: bool, oracle: Option<&Oracle>) -> Result<Scoring, Error> {
     let counts = plan.node_counts();
-    let scoring_kinds = [plan::NodeKind::Claims, plan::NodeKind::Smells, plan::NodeKind::Judge, plan::NodeKind::Embed];
+    let scoring_kinds = [plan::NodeKind::Claims, plan::NodeKind::Smells, plan::NodeKind::Judge, plan::NodeKind::Match, plan::NodeKind::Embed];
     if !scoring_kinds.iter().any(|k| counts.contains_key(k)) {
         return Ok((None, BTreeMap::new()));
     }
@@ -127,7 +127,12 @@ fn load_scoring(manifest: &Manifest, plan: &Plan, cache: &CacheStore, frozen: bo
         })
         .collect();
     let analyzers = crate::scoring::analyzers_for(&manifest.scoring, &smells_of, &tools_dir, frozen, cache).map_err(Error::Scoring)?;
-    let scorers = ExperimentScorers::new(&manifest.scoring, shuffle_seed, analyzers).map_err(Error::Scoring)?;
+    let mut scorers = ExperimentScorers::new(&manifest.scoring, shuffle_seed, analyzers).map_err(Error::Scoring)?;
+    // The judges match under the first analysis that asks them to (as `runner show` reads the
+    // first oracle-matching analysis's rule).
+    if let (Some(spec), Some(oracle)) = (manifest.analyses.iter().find(|a| a.asks_judges_to_match()), oracle) {
+        scorers = scorers.with_matching(Arc::new(oracle.clone()), spec.oracle_rule);
+    }
     let mut rqs = BTreeMap::new();
     for (index, o) in options {
         let mut resources = RqsResources::default();
@@ -210,7 +215,7 @@ pub fn check(manifest: Manifest, options: &PrepareOptions) -> Result<plan::PlanS
     let missing = RunOutcome::Missing;
     let outcomes: Vec<&RunOutcome> = prepared.plan.runs.iter().map(|_| &missing).collect();
     // No run has results, so no diff scope is needed: nothing is materialized.
-    let analyses = (0..prepared.manifest.analyses.len()).map(|i| Arc::new(analyze(&prepared, i, &outcomes, None, None))).collect();
+    let analyses = (0..prepared.manifest.analyses.len()).map(|i| Arc::new(analyze(&prepared, i, &outcomes, None, None, None))).collect();
     let results = build_results(&prepared, &prepared.manifest.path.display().to_string(), &outcomes, analyses);
     if let Err(e) = report::render::check_template(&results, template.as_deref()) {
         problems.push(e.to_string());
@@ -322,7 +327,11 @@ impl exec::Conclusions for ExperimentConclusions<'_> {
             }
             _ => None,
         };
-        Arc::new(analyze(prepared, index, &outcomes, scopes.as_ref(), rqs.as_ref()))
+        let votes = match (&prepared.scorers, spec.asks_judges_to_match()) {
+            (Some(scorers), true) => crate::scoring::match_votes(&prepared.plan, view, scorers),
+            _ => None,
+        };
+        Arc::new(analyze(prepared, index, &outcomes, scopes.as_ref(), rqs.as_ref(), votes.as_ref()))
     }
 
     fn render(&self, view: &WalkView<'_, Arc<AnalysisResult>, Rendered>, analyses: &[&Arc<AnalysisResult>]) -> Result<Rendered, report::render::RenderError> {
@@ -352,6 +361,7 @@ fn analyze(
     outcomes: &[&RunOutcome],
     scopes: Option<&BTreeMap<String, DiffScope>>,
     rqs: Option<&crate::analysis::rqs::RqsInput>,
+    match_votes: Option<&crate::analysis::matching::MatchVotes>,
 ) -> AnalysisResult {
     let plan = &prepared.plan;
     let mut views = Vec::with_capacity(plan.runs.len());
@@ -372,6 +382,7 @@ fn analyze(
         scopes,
         adjudications: &prepared.adjudications,
         rqs,
+        match_votes,
         by_cell: Default::default(),
     };
     let spec = &prepared.manifest.analyses[index];

@@ -260,11 +260,15 @@ fn plan(args: PlanArgs) -> Result<Exit, Error> {
     let (mut cached, mut missing) = (0, 0);
     // With a remote cache, what it holds counts as cached (and is copied into the local one).
     let store = prepared.store(std::sync::Arc::new(|message| eprintln!("warning: {message}")));
-    let runs: Vec<&runner::plan::PlannedRun> = prepared.plan.runs.iter().filter(|r| args.shard.is_none_or(|s| s.contains(&r.key))).collect();
-    store.prefetch(&runs.iter().map(|r| r.key.clone()).collect::<Vec<_>>());
-    for run in runs {
+    let runs: Vec<(usize, &runner::plan::PlannedRun)> =
+        prepared.plan.runs.iter().enumerate().filter(|(_, r)| args.shard.is_none_or(|s| s.contains(&r.key))).collect();
+    store.prefetch(&runs.iter().map(|(_, r)| r.key.clone()).collect::<Vec<_>>());
+    // The findings of cached reviews: what the match nodes' calls are computed from.
+    let mut known = std::collections::BTreeMap::new();
+    for (index, run) in runs {
         let (status, why) = match store.lookup(&run.key) {
-            Lookup::Hit { .. } => {
+            Lookup::Hit { findings, .. } => {
+                known.insert(index, findings);
                 cached += 1;
                 ("cached", String::new())
             }
@@ -288,7 +292,8 @@ fn plan(args: PlanArgs) -> Result<Exit, Error> {
         };
         rows.push(serde_json::json!({ "run": run.label(), "key": run.key.0, "status": status, "why": why }));
     }
-    let nodes = node_summary(&prepared, cached);
+    let match_calls = prepared.scorers.as_ref().map(|s| runner::scoring::match_calls(&prepared.plan, s, store.as_ref(), &known));
+    let nodes = node_summary(&prepared, cached, match_calls.unwrap_or_default());
     let reach = runner::plan::compare_reach(&prepared.manifest, &prepared.plan);
     let history = prepared.plan.history.as_ref();
     if args.json {
@@ -397,7 +402,7 @@ struct NodeLine {
 }
 
 /// Each node kind of the plan: how many, and whether its work is cached, to do, or not needed.
-fn node_summary(prepared: &experiment::Prepared, cached_runs: usize) -> Vec<NodeLine> {
+fn node_summary(prepared: &experiment::Prepared, cached_runs: usize, (match_calls, match_cached): (usize, usize)) -> Vec<NodeLine> {
     use runner::plan::NodeKind;
     let counts = prepared.plan.node_counts();
     let runs = prepared.plan.runs.len();
@@ -409,6 +414,10 @@ fn node_summary(prepared: &experiment::Prepared, cached_runs: usize) -> Vec<Node
                 NodeKind::Materialize if cached_runs == runs => "not cached; built only for runs that are not cached (none now)".to_string(),
                 NodeKind::Materialize => "not cached; built only for runs that are not cached".to_string(),
                 NodeKind::Review => format!("cached by key: {cached_runs} cached, {} to run", runs - cached_runs),
+                NodeKind::Match => format!(
+                    "cached per call (one per pair the judges are asked about): {match_calls} calls known from the cached reviews, {match_cached} cached, {} to run; the other runs' calls are known once reviewed",
+                    match_calls - match_cached
+                ),
                 NodeKind::Claims | NodeKind::Smells | NodeKind::Judge | NodeKind::Embed => {
                     "cached per call, keyed by the producer's fingerprint and the content it reads (known once its review is)".to_string()
                 }

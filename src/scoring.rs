@@ -7,13 +7,17 @@
 //! an embedding by the embedder's fingerprint and the texts. The blind item a judge sees is
 //! built from the finding and the subject's diff only when the call runs.
 
+use crate::analysis::matching::{judge_pairs, MatchVotes};
 use crate::analysis::rqs::{EmbedderInfo, FindingVotes, JudgeInfo, RqsInput, RunScoring, StageCost, SubjectReferences, Vote};
 use crate::cache::CacheStore;
+use crate::analysis::spec::OracleRule;
 use crate::exec::{Call, CallFuture, NodeInputs, ScoredView, Scorers, WalkView};
 use crate::finding::Finding;
+use crate::ground_truth::oracle::Oracle;
 use crate::judge::blind::blind_items;
 use crate::judge::claims::ClaimsGenerator;
 use crate::judge::embed::Embedder;
+use crate::judge::rubric::same_issue_order;
 use crate::judge::rubric::{Judge, Rubric, Verdict};
 use crate::manifest::Scoring;
 use crate::plan::{Embedded, Node, Plan};
@@ -33,6 +37,9 @@ pub struct ExperimentScorers {
     analyzers: Option<AnalyzerSet>,
     embedder: Option<Embedder>,
     shuffle_seed: u64,
+    /// The oracle and the rule whose pairs the judges are asked about, when an analysis takes
+    /// their word as evidence of a find.
+    matching: Option<(Arc<Oracle>, OracleRule)>,
 }
 
 /// The analyzers an execution keys (and, live, runs) smells with, when its plan has smells
@@ -103,7 +110,14 @@ impl ExperimentScorers {
         let judges = scoring.judges.iter().map(|spec| Judge::new(spec.clone()).map_err(|e| e.to_string())).collect::<Result<Vec<_>, _>>()?;
         let claims = scoring.claims.clone().map(|spec| ClaimsGenerator::new(spec).map_err(|e| e.to_string())).transpose()?;
         let embedder = scoring.embedder.clone().map(|spec| Embedder::new(spec).map_err(|e| e.to_string())).transpose()?;
-        Ok(Self { judges, claims, analyzers, embedder, shuffle_seed })
+        Ok(Self { judges, claims, analyzers, embedder, shuffle_seed, matching: None })
+    }
+
+    /// Asks the judges, in match nodes, about the pairs of `oracle`'s findings and a run's
+    /// findings that `rule` leaves to them.
+    pub fn with_matching(mut self, oracle: Arc<Oracle>, rule: OracleRule) -> Self {
+        self.matching = Some((oracle, rule));
+        self
     }
 
     /// The jury as the report names it.
@@ -198,6 +212,29 @@ impl Scorers for ExperimentScorers {
                 }
                 Ok(calls)
             }
+            Node::Match { judge, .. } => {
+                let j = self.judges.get(*judge).ok_or_else(|| format!("no judge number {}", judge + 1))?;
+                let (oracle, rule) = self.matching.as_ref().ok_or("no analysis asks the judges to match findings")?;
+                let findings = inputs.findings.ok_or("the run has no findings to match")?;
+                if oracle.case(inputs.subject).is_none() {
+                    return Ok(Vec::new());
+                }
+                let expected = oracle.expected_for(inputs.subject);
+                let fingerprint = j.same_issue_fingerprint();
+                Ok(judge_pairs(findings, &expected, rule)
+                    .into_iter()
+                    .map(|(description, report)| {
+                        // Blind: the two texts in an order that does not say which is which.
+                        let (first, second) = same_issue_order(&description, &report);
+                        Call {
+                            stage: "match",
+                            inputs: json!({"judge": fingerprint, "texts": [first, second]}),
+                            endpoint: format!("judge:{}", j.spec().name),
+                            payload: json!({"oracle": description, "report": report}),
+                        }
+                    })
+                    .collect())
+            }
             Node::Embed { of } => {
                 let embedder = self.embedder.as_ref().ok_or("no embedder is declared")?;
                 let (texts, payload) = match of {
@@ -253,6 +290,14 @@ impl Scorers for ExperimentScorers {
                     // finding and the subject only, as the key does.
                     let (_, item) = blind_items(std::slice::from_ref(&finding), &subject, 0).into_iter().next().ok_or("no blind item")?;
                     let judgement = judge.judge(rubric, &item).await.map_err(|e| e.to_string())?;
+                    serde_json::to_value(&judgement).map_err(|e| e.to_string())
+                }
+                "match" => {
+                    let name = call.endpoint.trim_start_matches("judge:");
+                    let judge = self.judges.iter().find(|j| j.spec().name == name).ok_or_else(|| format!("no judge `{name}`"))?;
+                    let texts = strings(&call.inputs["texts"]);
+                    let [first, second] = texts.as_slice() else { return Err("bad match call: two texts expected".to_string()) };
+                    let judgement = judge.same_issue(first, second).await.map_err(|e| e.to_string())?;
                     serde_json::to_value(&judgement).map_err(|e| e.to_string())
                 }
                 "embed" => {
@@ -326,6 +371,59 @@ fn vote(value: &Value) -> Vote {
         Some(_) => Vote::Unparseable,
         None => Vote::Absent,
     }
+}
+
+/// The judges' same-issue votes from the match nodes, as oracle matching reads them; `None`
+/// when the plan has no match nodes.
+pub fn match_votes<A, R>(plan: &Plan, view: &WalkView<'_, A, R>, scorers: &ExperimentScorers) -> Option<MatchVotes> {
+    scorers.matching.as_ref()?;
+    let names: Vec<String> = scorers.judges.iter().map(|j| j.spec().name.clone()).collect();
+    let mut votes = MatchVotes { judges: names.clone(), ..Default::default() };
+    for i in 0..plan.runs.len() {
+        for (j, name) in names.iter().enumerate() {
+            match view.scored(&Node::Match { run: i, judge: j }) {
+                ScoredView::Done(s) => {
+                    for (value, payload) in s.values.iter().zip(&s.payloads) {
+                        let (Some(oracle), Some(report)) = (payload["oracle"].as_str(), payload["report"].as_str()) else { continue };
+                        let slot = votes.pairs.entry((oracle.to_string(), report.to_string())).or_insert_with(|| vec![None; names.len()]);
+                        slot[j] = match vote(value) {
+                            Vote::Yes => Some(true),
+                            Vote::No => Some(false),
+                            Vote::Unparseable | Vote::Absent => None,
+                        };
+                    }
+                }
+                // A run that failed is reported as such; its match nodes were skipped with it.
+                ScoredView::Failed(e) if view.run(i).and_then(|o| o.success()).is_some() => {
+                    votes.problems.push(format!("judge `{name}` on run {}: {e}", plan.runs[i].label()))
+                }
+                ScoredView::Failed(_) | ScoredView::Absent => {}
+            }
+        }
+    }
+    Some(votes)
+}
+
+/// The calls of the plan's match nodes that the findings of reviews already known (`findings`,
+/// by run index) determine, and how many of them the cache holds: what `runner plan` shows
+/// before anything runs.
+pub fn match_calls(
+    plan: &Plan,
+    scorers: &ExperimentScorers,
+    store: &dyn crate::cache::Store,
+    findings: &std::collections::BTreeMap<usize, Arc<[Finding]>>,
+) -> (usize, usize) {
+    let (mut calls, mut cached) = (0, 0);
+    for n in plan.graph.node_weights() {
+        let Node::Match { run, .. } = n else { continue };
+        let (Some(found), Some(subject)) = (findings.get(run), plan.subjects.get(&plan.runs[*run].subject_id)) else { continue };
+        let inputs = NodeInputs { subject: &subject.id, subject_identity: &subject.identity, findings: Some(found), claims: None, smells: None };
+        for call in scorers.calls(n, &inputs).unwrap_or_default() {
+            calls += 1;
+            cached += usize::from(matches!(store.lookup_value(&call.key()), crate::cache::ValueLookup::Hit(_)));
+        }
+    }
+    (calls, cached)
 }
 
 /// What the scoring nodes produced, as the RQS analysis reads it.

@@ -10,7 +10,7 @@
 
 use super::matching::fuzzy_match;
 use super::{fmt_num, fmt_ratio, AnalysisInput, AnalysisResult, RunView, Table};
-use crate::analysis::matching::{match_case, Prf};
+use crate::analysis::matching::{match_case_judged, with_jury, Prf};
 use crate::analysis::spec::{AnalysisSpec, MatchRule};
 use crate::finding::Finding;
 use std::collections::BTreeMap;
@@ -62,7 +62,12 @@ impl CellAggregation {
 }
 
 /// Aggregates one cell's runs.
-pub fn aggregate(runs: &[&RunView<'_>], oracle: Option<&crate::ground_truth::oracle::Oracle>, spec: &AnalysisSpec) -> CellAggregation {
+pub fn aggregate(
+    runs: &[&RunView<'_>],
+    oracle: Option<&crate::ground_truth::oracle::Oracle>,
+    spec: &AnalysisSpec,
+    votes: Option<&crate::analysis::matching::MatchVotes>,
+) -> CellAggregation {
     let mut by_subject: BTreeMap<&str, Vec<&RunView<'_>>> = BTreeMap::new();
     let mut by_repeat: BTreeMap<u32, Vec<&RunView<'_>>> = BTreeMap::new();
     for r in runs {
@@ -78,7 +83,7 @@ pub fn aggregate(runs: &[&RunView<'_>], oracle: Option<&crate::ground_truth::ora
         merged_count += merged.len();
         if let (Some(o), Some(acc)) = (oracle, union_prf.as_mut()) {
             if o.case(subject).is_some() {
-                *acc += match_case(&merged, &o.expected_for(subject), &spec.oracle_rule).counts().prf();
+                *acc += match_case_judged(&merged, &o.expected_for(subject), &spec.oracle_rule, votes).counts().prf();
             }
         }
     }
@@ -89,7 +94,7 @@ pub fn aggregate(runs: &[&RunView<'_>], oracle: Option<&crate::ground_truth::ora
         if let Some(o) = oracle {
             let mut prf = Prf::default();
             for r in rs.iter().filter(|r| o.case(r.subject).is_some()) {
-                prf += match_case(r.findings, &o.expected_for(r.subject), &spec.oracle_rule).counts().prf();
+                prf += match_case_judged(r.findings, &o.expected_for(r.subject), &spec.oracle_rule, votes).counts().prf();
             }
             single.push(prf);
         }
@@ -123,7 +128,7 @@ pub fn compute(spec: &AnalysisSpec, input: &AnalysisInput<'_>) -> AnalysisResult
         if runs.is_empty() {
             continue;
         }
-        let a = aggregate(&runs, oracle, spec);
+        let a = aggregate(&runs, oracle, spec, input.match_votes);
         let union = a.union.as_ref();
         table.rows.push(vec![
             format!("`{}`", cell.id).into(),
@@ -161,7 +166,7 @@ pub fn compute(spec: &AnalysisSpec, input: &AnalysisInput<'_>) -> AnalysisResult
     let rule = match oracle {
         Some(_) => {
             notes.push("Method: automatic matching by the rule above (no adjudication).".into());
-            format!("{dedup}; oracle: {}", spec.oracle_rule.describe())
+            format!("{dedup}; oracle: {}", with_jury(spec.oracle_rule.describe(), input.match_votes))
         }
         None => {
             notes.push("No oracle: only counts are reported (`ground_truth_provided`: false).".into());
@@ -233,7 +238,7 @@ mod tests {
         let r2 = vec![reported("b", "a.py", 30, Category::Security, "path can escape root"), reported("n", "a.py", 20, Category::Style, "unused import")];
         let v1 = RunView { cell: &cell, repeat: 1, subject: "c1", record: &rec, findings: &r1 };
         let v2 = RunView { cell: &cell, repeat: 2, subject: "c1", record: &rec, findings: &r2 };
-        let a = aggregate(&[&v1, &v2], Some(&oracle), &spec());
+        let a = aggregate(&[&v1, &v2], Some(&oracle), &spec(), None);
         assert_eq!(a.runs, 2);
         // Union: a, n, b (the second `n` is a duplicate).
         assert_eq!(a.merged_count, 3);
@@ -254,7 +259,7 @@ mod tests {
         let rec = record(&cell, None);
         let r1 = vec![reported("a", "a.py", 10, Category::Bug, "x")];
         let v1 = RunView { cell: &cell, repeat: 1, subject: "s", record: &rec, findings: &r1 };
-        let a = aggregate(&[&v1], None, &spec());
+        let a = aggregate(&[&v1], None, &spec(), None);
         assert_eq!((a.merged_count, a.union, a.single.len()), (1, None, 0));
     }
 }

@@ -8,7 +8,7 @@
 //! of the cell metric across repeats is shown beside the interval, so run-to-run variance is
 //! visible. The p-values of one table are corrected together (Holm). Same seed, same bytes.
 
-use crate::analysis::matching::{adjudicate, score_runs, MatchCounts, ScoredRun, Verdict};
+use crate::analysis::matching::{adjudicate_described, score_runs_judged, with_jury, MatchCounts, ScoredRun, Verdict};
 use crate::analysis::repeatability::jaccard;
 use crate::analysis::rqs::{RqsScores, RunPart, RunParts};
 use crate::analysis::spec::{AnalysisSpec, CompareMetric, CompareOptions};
@@ -558,8 +558,8 @@ pub fn compute(spec: &AnalysisSpec, input: &AnalysisInput<'_>) -> AnalysisResult
     if needs_oracle {
         match input.oracle {
             Some(oracle) => {
-                let (mut s, unknown) = score_runs(&input.runs, oracle, &spec.oracle_rule);
-                let (method, notes) = adjudicate(&mut s, input.adjudication(spec), &spec.oracle_rule);
+                let (mut s, unknown) = score_runs_judged(&input.runs, oracle, &spec.oracle_rule, input.match_votes);
+                let (method, notes) = adjudicate_described(&mut s, input.adjudication(spec), with_jury(spec.oracle_rule.describe(), input.match_votes));
                 result.rule = Some(method.describe());
                 result.notes.extend(notes);
                 if !unknown.is_empty() {

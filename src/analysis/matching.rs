@@ -212,10 +212,14 @@ pub enum Evidence {
     Category,
     /// The place alone.
     Location,
+    /// Similarity ≥ threshold, or a majority of the manifest's judges say the two texts describe
+    /// the same issue (asked, blind, about located pairs that text does not settle whose
+    /// similarity is at least the rule's `judge_floor`).
+    Judge,
 }
 
 impl Evidence {
-    pub const ALL: [Evidence; 4] = [Self::SimilarityOrCategory, Self::Similarity, Self::Category, Self::Location];
+    pub const ALL: [Evidence; 5] = [Self::SimilarityOrCategory, Self::Similarity, Self::Category, Self::Location, Self::Judge];
 
     pub fn parse(text: &str) -> Option<Self> {
         Self::ALL.into_iter().find(|e| e.as_str() == text)
@@ -227,6 +231,7 @@ impl Evidence {
             Self::Similarity => "similarity",
             Self::Category => "category",
             Self::Location => "location",
+            Self::Judge => "judge",
         }
     }
 }
@@ -494,7 +499,7 @@ pub fn grade_with(reported: &Finding, oracle: &OracleFinding, rule: &OracleRule,
     let same_category = oracle.category == Some(reported.category);
     let strong = match rule.evidence {
         Evidence::SimilarityOrCategory => similar || same_category,
-        Evidence::Similarity => similar,
+        Evidence::Similarity | Evidence::Judge => similar,
         Evidence::Category => same_category,
         Evidence::Location => true,
     };
@@ -570,11 +575,33 @@ pub fn match_case(reported: &[Finding], expected: &[&OracleFinding], rule: &Orac
 /// is at hand. Pairs are taken best first: found before partial, then the higher similarity
 /// plus cosine, then nearer lines, then oracle and report order.
 pub fn match_case_with(reported: &[Finding], expected: &[&OracleFinding], rule: &OracleRule, cosine: impl Fn(usize, usize) -> Option<f64>) -> CaseMatch {
+    match_case_full(reported, expected, rule, cosine, None)
+}
+
+/// [`match_case`], with the judges' same-issue votes where the rule's evidence is
+/// [`Evidence::Judge`]: a pair [`judge_candidate`] selects that a majority of judges call the
+/// same issue is `found` (a tie is not).
+pub fn match_case_judged(reported: &[Finding], expected: &[&OracleFinding], rule: &OracleRule, votes: Option<&MatchVotes>) -> CaseMatch {
+    match_case_full(reported, expected, rule, |_, _| None, votes)
+}
+
+fn match_case_full(
+    reported: &[Finding],
+    expected: &[&OracleFinding],
+    rule: &OracleRule,
+    cosine: impl Fn(usize, usize) -> Option<f64>,
+    votes: Option<&MatchVotes>,
+) -> CaseMatch {
     let mut candidates: Vec<(Verdict, f64, u32, usize, usize, f64)> = Vec::new();
     for (oi, o) in expected.iter().enumerate() {
         for (ri, r) in reported.iter().enumerate() {
             let c = cosine(oi, ri);
-            let (verdict, similarity, gap) = grade_with(r, o, rule, c);
+            let (mut verdict, similarity, gap) = grade_with(r, o, rule, c);
+            if let Some(votes) = votes.filter(|_| verdict != Verdict::Found && judge_candidate(similarity, gap, rule)) {
+                if votes.decision(&o.description, &report_text(r)) == Some(JudgedSame::Yes) {
+                    verdict = Verdict::Found;
+                }
+            }
             if verdict > Verdict::Missed {
                 let strength = similarity + if rule.embedding_similarity.is_some() { c.unwrap_or(0.0) } else { 0.0 };
                 candidates.push((verdict, strength, gap, oi, ri, similarity));
@@ -595,6 +622,94 @@ pub fn match_case_with(reported: &[Finding], expected: &[&OracleFinding], rule: 
     CaseMatch { verdicts, extras, reported: reported.len() }
 }
 
+/// Whether the judges are asked about a pair graded with `similarity` at line gap `gap`: the
+/// rule takes [`Evidence::Judge`], the pair is located (change level: always; otherwise the
+/// same file, within the line tolerance), text alone does not make it `found`, and its
+/// similarity is at least the rule's judge floor.
+pub fn judge_candidate(similarity: f64, gap: u32, rule: &OracleRule) -> bool {
+    rule.evidence == Evidence::Judge && gap <= rule.line_tolerance && !text_evidence(similarity, None, rule) && similarity >= rule.judge_floor()
+}
+
+/// The pairs of one run's reports and a case's oracle findings that the judges are asked
+/// about, as (oracle description, report text), in oracle then report order, each once.
+pub fn judge_pairs(reported: &[Finding], expected: &[&OracleFinding], rule: &OracleRule) -> Vec<(String, String)> {
+    let mut pairs: Vec<(String, String)> = Vec::new();
+    for o in expected {
+        for r in reported {
+            let (verdict, similarity, gap) = grade(r, o, rule);
+            let pair = (o.description.clone(), report_text(r));
+            if verdict != Verdict::Found && judge_candidate(similarity, gap, rule) && !pairs.contains(&pair) {
+                pairs.push(pair);
+            }
+        }
+    }
+    pairs
+}
+
+/// A jury's majority about one pair.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum JudgedSame {
+    /// More judges said "the same issue" than said otherwise.
+    Yes,
+    No,
+    /// As many yes as no (a tie is not a find).
+    Tie,
+}
+
+/// The judges' answers to "do these two texts describe the same issue?", by pair of texts
+/// (the oracle description and the report's message and suggestion, [`report_text`]), so a
+/// pair reported alike in several runs reads one answer, as its cached call does.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct MatchVotes {
+    /// The judges' names, in manifest order.
+    pub judges: Vec<String>,
+    /// Each asked pair's votes, one per judge: `Some(true)` the same issue, `Some(false)` not,
+    /// `None` no well-formed answer (or none yet).
+    pub pairs: BTreeMap<(String, String), Vec<Option<bool>>>,
+    /// Why some answers are missing (a judge's node that failed).
+    pub problems: Vec<String>,
+}
+
+impl MatchVotes {
+    /// The majority about a pair; `None` when it was not asked or no judge answered.
+    pub fn decision(&self, description: &str, report: &str) -> Option<JudgedSame> {
+        let votes = self.pairs.get(&(description.to_string(), report.to_string()))?;
+        majority(votes)
+    }
+
+    /// Asked pairs, and how many of them were ties.
+    pub fn tally(&self) -> (usize, usize) {
+        (self.pairs.len(), self.pairs.values().filter(|v| majority(v) == Some(JudgedSame::Tie)).count())
+    }
+}
+
+/// The majority of well-formed votes: yes over no, a tie when they are as many.
+pub fn majority(votes: &[Option<bool>]) -> Option<JudgedSame> {
+    let yes = votes.iter().filter(|v| **v == Some(true)).count();
+    let no = votes.iter().filter(|v| **v == Some(false)).count();
+    match yes.cmp(&no) {
+        _ if yes + no == 0 => None,
+        std::cmp::Ordering::Greater => Some(JudgedSame::Yes),
+        std::cmp::Ordering::Less => Some(JudgedSame::No),
+        std::cmp::Ordering::Equal => Some(JudgedSame::Tie),
+    }
+}
+
+/// A rule's description with the jury named and its ties counted, where the rule takes the
+/// judges' word (`votes` present).
+pub fn with_jury(text: String, votes: Option<&MatchVotes>) -> String {
+    let Some(votes) = votes else { return text };
+    let names: Vec<String> = votes.judges.iter().map(|j| format!("`{j}`")).collect();
+    let (asked, ties) = votes.tally();
+    let named = text.replace(super::spec::JURY_PLACEHOLDER, &format!("judges {}", names.join(", ")));
+    let problems = if votes.problems.is_empty() { String::new() } else { format!("; missing answers: {}", votes.problems.join("; ")) };
+    format!(
+        "{named}; judges asked about {asked} pair{}, {ties} tie{} (not found){problems}",
+        if asked == 1 { "" } else { "s" },
+        if ties == 1 { "" } else { "s" }
+    )
+}
+
 /// One run's reports on its case, matched to the case's oracle findings.
 #[derive(Debug, Clone)]
 pub struct ScoredRun<'a> {
@@ -605,6 +720,11 @@ pub struct ScoredRun<'a> {
 /// Matches every run whose subject the oracle knows; returns them in plan order, with the
 /// subjects the oracle lacks (sorted, distinct).
 pub fn score_runs<'a>(runs: &[RunView<'a>], oracle: &Oracle, rule: &OracleRule) -> (Vec<ScoredRun<'a>>, Vec<String>) {
+    score_runs_judged(runs, oracle, rule, None)
+}
+
+/// [`score_runs`], with the judges' same-issue votes where the rule asks for them.
+pub fn score_runs_judged<'a>(runs: &[RunView<'a>], oracle: &Oracle, rule: &OracleRule, votes: Option<&MatchVotes>) -> (Vec<ScoredRun<'a>>, Vec<String>) {
     let mut scored = Vec::new();
     let mut unknown = std::collections::BTreeSet::new();
     for view in runs {
@@ -613,7 +733,7 @@ pub fn score_runs<'a>(runs: &[RunView<'a>], oracle: &Oracle, rule: &OracleRule) 
             continue;
         }
         let expected = oracle.expected_for(view.subject);
-        scored.push(ScoredRun { view: *view, case: match_case(view.findings, &expected, rule) });
+        scored.push(ScoredRun { view: *view, case: match_case_judged(view.findings, &expected, rule, votes) });
     }
     (scored, unknown.into_iter().collect())
 }
@@ -926,6 +1046,38 @@ pub(crate) mod tests {
         assert!(!only.contains("same file"), "{only}");
         let both = describe_rule_for(&rule, &oracle_of(vec![located, change_level("G1", "y")]));
         assert!(both.starts_with(&rule.describe()) && both.contains("change-level matching (1 of 2"), "{both}");
+    }
+
+    #[test]
+    fn a_majority_of_judges_finds_a_located_pair_that_text_does_not_settle_and_a_tie_does_not() {
+        let rule = OracleRule { evidence: Evidence::Judge, calibrated: None, ..OracleRule::default() };
+        let o = oracle("F1", "a.rs", 10, Category::Bug, F1_DESC);
+        // {loop, skips→skips, elemen, ...}: one shared stem with the description, under 0.22, over 0.05.
+        let near = reported("near", "a.rs", 11, Category::Style, "pagination drops a record at each boundary loop");
+        let far = reported("far", "a.rs", 40, Category::Style, "pagination drops a record at each boundary loop");
+        let unrelated = reported("none", "a.rs", 10, Category::Style, "rename this variable");
+        let (verdict, similarity, gap) = grade(&near, &o, &rule);
+        assert!(verdict != Verdict::Found && similarity >= rule.judge_floor() && similarity < rule.similarity, "{verdict:?} {similarity}");
+        assert!(judge_candidate(similarity, gap, &rule));
+        let pairs = judge_pairs(&[near.clone(), far.clone(), unrelated.clone()], &[&o], &rule);
+        assert_eq!(pairs, vec![(F1_DESC.to_string(), report_text(&near))], "far away or under the floor: not asked");
+        assert!(judge_pairs(std::slice::from_ref(&near), &[&o], &OracleRule::default()).is_empty(), "only the judge evidence asks");
+        let votes_of = |v: Vec<Option<bool>>| MatchVotes {
+            judges: vec!["a".into(), "b".into(), "c".into()],
+            pairs: [((F1_DESC.to_string(), report_text(&near)), v)].into(),
+            problems: Vec::new(),
+        };
+        let verdict_with = |v: Vec<Option<bool>>| match_case_judged(std::slice::from_ref(&near), &[&o], &rule, Some(&votes_of(v))).verdicts[0].verdict;
+        assert_eq!(verdict_with(vec![Some(true), Some(true), Some(false)]), Verdict::Found);
+        assert_eq!(verdict_with(vec![Some(true), Some(false), None]), verdict, "a tie is not a find");
+        assert_eq!(verdict_with(vec![Some(false), Some(false), Some(true)]), verdict);
+        assert_eq!(match_case_judged(std::slice::from_ref(&near), &[&o], &rule, None).verdicts[0].verdict, verdict, "no votes, no find");
+        let tied = votes_of(vec![Some(true), Some(false), None]);
+        assert_eq!(tied.tally(), (1, 1));
+        let text = with_jury(rule.describe(), Some(&tied));
+        assert!(text.contains("or a majority of judges `a`, `b`, `c` say the two describe the same issue"), "{text}");
+        assert!(text.contains("similarity ≥ 0.05") && text.ends_with("judges asked about 1 pair, 1 tie (not found)"), "{text}");
+        assert!(rule.describe().contains(crate::analysis::spec::JURY_PLACEHOLDER));
     }
 
     #[test]

@@ -68,6 +68,8 @@ pub struct AnalysisInput<'a> {
     pub adjudications: &'a BTreeMap<std::path::PathBuf, adjudication::Adjudication>,
     /// What the scoring stages produced, for RQS v2.
     pub rqs: Option<&'a rqs::RqsInput>,
+    /// The judges' same-issue votes, for oracle matching whose evidence is the judges' word.
+    pub match_votes: Option<&'a matching::MatchVotes>,
     /// `runs` and `missing` by cell id, built on first use (`CellIndex::default()` when
     /// constructing), so per-cell reads are linear in runs rather than cells × runs.
     pub by_cell: CellIndex<'a>,

@@ -13,7 +13,7 @@
 //! A cell's verdict on an oracle finding over its repeats is the most frequent one, a tie going
 //! to the worse verdict.
 
-use crate::analysis::matching::{adjudicate_described, describe_rule_for, score_runs, ExtraVerdict, MatchCounts, Method, ScoredRun, Verdict};
+use crate::analysis::matching::{adjudicate_described, describe_rule_for, score_runs_judged, with_jury, ExtraVerdict, MatchCounts, Method, ScoredRun, Verdict};
 use crate::analysis::spec::AnalysisSpec;
 use crate::analysis::{fmt_num, fmt_ratio, AnalysisInput, AnalysisResult, RunView, Table, TableCell};
 use crate::ground_truth::oracle::Oracle;
@@ -313,8 +313,9 @@ pub fn compute(spec: &AnalysisSpec, input: &AnalysisInput<'_>) -> AnalysisResult
         result.notes.push("No oracle: the target is neither a corpus with `oracle.json` nor an eval set, so nothing can be scored.".into());
         return result;
     };
-    let (mut scored, unknown) = score_runs(&input.runs, oracle, &spec.oracle_rule);
-    let (method, method_notes) = adjudicate_described(&mut scored, input.adjudication(spec), describe_rule_for(&spec.oracle_rule, oracle));
+    let (mut scored, unknown) = score_runs_judged(&input.runs, oracle, &spec.oracle_rule, input.match_votes);
+    let (method, method_notes) =
+        adjudicate_described(&mut scored, input.adjudication(spec), with_jury(describe_rule_for(&spec.oracle_rule, oracle), input.match_votes));
     result.rule = Some(method.describe());
     let cells: Vec<CellEval> = input
         .cells

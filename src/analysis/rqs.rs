@@ -4,7 +4,7 @@
 //! headline — the harmonic mean of severity-weighted recall, jury precision and actionability.
 //! Every number says which method produced it.
 
-use super::matching::{score_runs, Verdict};
+use super::matching::{score_runs_judged, with_jury, Verdict};
 use super::spec::AnalysisSpec;
 use super::{fmt_num, fmt_ratio, json_num, missing_note, ratio, AnalysisInput, AnalysisResult, RunView, Table, TableCell};
 use crate::matrix::RunId;
@@ -287,9 +287,11 @@ pub struct RunParts<'i, 'a> {
 impl<'i, 'a> RunParts<'i, 'a> {
     pub fn new(input: &'i AnalysisInput<'a>, rqs: &'i RqsInput, rule: &crate::analysis::spec::OracleRule) -> Self {
         let scored = match input.oracle {
-            Some(oracle) => {
-                score_runs(&input.runs, oracle, rule).0.into_iter().map(|s| ((s.view.cell.id.as_str(), s.view.repeat, s.view.subject), s.case)).collect()
-            }
+            Some(oracle) => score_runs_judged(&input.runs, oracle, rule, input.match_votes)
+                .0
+                .into_iter()
+                .map(|s| ((s.view.cell.id.as_str(), s.view.repeat, s.view.subject), s.case))
+                .collect(),
             None => Default::default(),
         };
         Self { rqs, oracle: input.oracle, scored }
@@ -566,7 +568,7 @@ pub fn compute(spec: &AnalysisSpec, input: &AnalysisInput<'_>) -> AnalysisResult
         families.len(),
         if families.len() == 1 { "y" } else { "ies" },
         if judges == 2 { "inter-judge agreement Cohen's κ" } else { "inter-judge agreement Fleiss' κ" },
-        spec.oracle_rule.describe(),
+        with_jury(spec.oracle_rule.describe(), input.match_votes),
         match &rqs.embedder {
             Some(e) => format!("cosine similarity of `{}` embeddings, strict > τ = {:.4} ({})", e.identity, e.tau, e.tau_source),
             None => "none (no embedder declared)".to_string(),
@@ -870,6 +872,7 @@ mod tests {
             scopes: None,
             adjudications: &crate::analysis::NO_ADJUDICATIONS,
             rqs: Some(&rqs),
+            match_votes: None,
             by_cell: Default::default(),
         };
         let result = compute(&spec(crate::analysis::spec::AnalysisKind::Rqs, None), &input);

@@ -208,9 +208,17 @@ impl AnalysisSpec {
     /// Whether the analysis reads the scoring stages' values: RQS v2 itself, and a comparison
     /// of RQS v2 metrics.
     pub fn reads_scoring(&self) -> bool {
-        self.kind == AnalysisKind::Rqs
+        self.asks_judges_to_match()
+            || self.kind == AnalysisKind::Rqs
             || self.study.as_ref().is_some_and(|s| s.study == "h5")
             || self.compare.as_ref().is_some_and(|c| c.metrics.iter().any(|m| m.needs_scoring()))
+    }
+}
+
+impl AnalysisSpec {
+    /// Whether the analysis matches against the oracle with the judges' word as evidence.
+    pub fn asks_judges_to_match(&self) -> bool {
+        self.kind.uses_oracle() && self.oracle_rule.evidence == Evidence::Judge
     }
 }
 
@@ -401,7 +409,18 @@ pub struct OracleRule {
     /// Where the thresholds came from, when a calibration chose them.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub calibrated: Option<Calibrated>,
+    /// With [`Evidence::Judge`]: the least similarity of a pair the judges are asked about
+    /// (`judge-floor`; [`DEFAULT_JUDGE_FLOOR`] when not given).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub judge_floor: Option<f64>,
 }
+
+/// The least similarity of a pair the judges are asked about, unless `judge-floor` says.
+pub const DEFAULT_JUDGE_FLOOR: f64 = 0.05;
+
+/// How a rule's description names the jury until the judges' names are at hand
+/// (`matching::with_jury` names them).
+pub const JURY_PLACEHOLDER: &str = "the manifest's judges";
 
 impl Default for OracleRule {
     fn default() -> Self {
@@ -413,6 +432,7 @@ impl Default for OracleRule {
             evidence: Evidence::Similarity,
             embedding_similarity: None,
             calibrated: Some(DEFAULT_CALIBRATION),
+            judge_floor: None,
         }
     }
 }
@@ -429,12 +449,26 @@ impl OracleRule {
         }
     }
 
-    /// The text evidence in words: the measure and threshold, and the embedding threshold.
+    /// The least similarity of a pair the judges are asked about.
+    pub fn judge_floor(&self) -> f64 {
+        self.judge_floor.unwrap_or(DEFAULT_JUDGE_FLOOR)
+    }
+
+    /// The text evidence in words: the measure and threshold, the embedding threshold, and
+    /// the judges where the rule asks them.
     pub fn describe_text_evidence(&self) -> String {
         let lexical = format!("{} (message and suggestion vs. the oracle description) ≥ {:.2}", self.measure.describe(), self.similarity);
-        match self.embedding_similarity {
+        let text = match self.embedding_similarity {
             Some(e) => format!("{lexical} or embedding cosine ≥ {e:.2}"),
             None => lexical,
+        };
+        if self.evidence == Evidence::Judge {
+            format!(
+                "{text}, or a majority of {JURY_PLACEHOLDER} say the two describe the same issue (asked blind about pairs with similarity ≥ {:.2} that text does not settle; a tie is not a find)",
+                self.judge_floor()
+            )
+        } else {
+            text
         }
     }
 
@@ -465,7 +499,7 @@ impl OracleRule {
     pub fn describe(&self) -> String {
         let evidence = match self.evidence {
             Evidence::SimilarityOrCategory => format!("{} or the same category", self.describe_text_evidence()),
-            Evidence::Similarity => self.describe_text_evidence(),
+            Evidence::Similarity | Evidence::Judge => self.describe_text_evidence(),
             Evidence::Category => "the same category as the oracle finding".to_string(),
             Evidence::Location => "nothing more".to_string(),
         };
@@ -515,6 +549,7 @@ pub fn read_analysis(t: &TableReader<'_, '_>, axes: &BTreeSet<String>, base_dir:
             "dedup-similarity",
             "partial-similarity",
             "evidence",
+            "judge-floor",
             "matching-calibration",
             "adjudication",
             "tau",
@@ -791,6 +826,9 @@ fn read_oracle_rule(t: &TableReader<'_, '_>, matching: &mut MatchRule, rule: &mu
             Some(_) => {}
             None => problems.push_with_help(m.span(), format!("unknown similarity measure `{}`", m.get_ref()), "measures: tokens, levenshtein"),
         }
+    }
+    if let Some(f) = t.float("judge-floor", 0.0, 1.0) {
+        rule.judge_floor = Some(*f.get_ref());
     }
     if let Some(e) = t.string("evidence") {
         match Evidence::parse(e.get_ref()) {

@@ -125,6 +125,7 @@ impl Fixture {
             scopes: None,
             adjudications: &crate::analysis::NO_ADJUDICATIONS,
             rqs: None,
+            match_votes: None,
             by_cell: Default::default(),
         }
     }

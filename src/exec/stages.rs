@@ -43,6 +43,8 @@ impl Call {
 
 /// What a scoring node's calls are computed from.
 pub struct NodeInputs<'a> {
+    /// The id of the subject the node scores (what an oracle knows it by).
+    pub subject: &'a str,
     /// The content key of the subject the node scores.
     pub subject_identity: &'a str,
     /// The run's findings (judge and review-embedding nodes).
@@ -53,7 +55,8 @@ pub struct NodeInputs<'a> {
     pub smells: Option<&'a [Value]>,
 }
 
-/// The scoring stages' meaning: the experiment's jury, claims model, analyzers and embedder.
+/// The scoring stages' meaning: the experiment's jury, claims model, analyzers and embedder
+/// (and, for match nodes, whatever the experiment compares a run's findings with).
 pub trait Scorers: Send + Sync {
     /// The calls of a scoring node, in a stable order.
     fn calls(&self, node: &Node, inputs: &NodeInputs<'_>) -> Result<Vec<Call>, String>;

@@ -132,7 +132,7 @@ impl<A, R> WalkView<'_, A, R> {
         (0..self.plan.runs.len()).map(|i| self.run(i).unwrap_or(INTERRUPTED)).collect()
     }
 
-    /// A scoring node's answers: [`Node::Claims`], [`Node::Smells`], [`Node::Judge`] or [`Node::Embed`].
+    /// A scoring node's answers: [`Node::Claims`], [`Node::Smells`], [`Node::Judge`], [`Node::Match`] or [`Node::Embed`].
     pub fn scored(&self, node: &Node) -> ScoredView<'_> {
         match self.scoring_nodes.get(node).map(|n| &self.states[n.index()]) {
             Some(State::Scored(scored)) => ScoredView::Done(scored),
@@ -447,10 +447,10 @@ pub async fn execute<C: Conclusions>(
                         own_reviews_in_flight += 1;
                     }
                 }
-                Node::Claims { .. } | Node::Smells { .. } | Node::Judge { .. } | Node::Embed { .. } if interrupted => {
+                Node::Claims { .. } | Node::Smells { .. } | Node::Judge { .. } | Node::Match { .. } | Node::Embed { .. } if interrupted => {
                     walk.finish(node, State::Skipped(SkipReason::Interrupted))
                 }
-                Node::Claims { .. } | Node::Smells { .. } | Node::Judge { .. } | Node::Embed { .. } => {
+                Node::Claims { .. } | Node::Smells { .. } | Node::Judge { .. } | Node::Match { .. } | Node::Embed { .. } => {
                     let Some(shared) = stage_shared.clone() else {
                         walk.finish(node, State::Failed("the experiment declares no scoring stages".to_string()));
                         continue;
@@ -729,7 +729,7 @@ impl<A, R> Walk<'_, A, R> {
 }
 
 fn is_scoring(node: &Node) -> bool {
-    matches!(node, Node::Claims { .. } | Node::Smells { .. } | Node::Judge { .. } | Node::Embed { .. })
+    matches!(node, Node::Claims { .. } | Node::Smells { .. } | Node::Judge { .. } | Node::Match { .. } | Node::Embed { .. })
 }
 
 fn is_done<A, R>(state: &State<A, R>) -> bool {
@@ -742,11 +742,11 @@ fn node_inputs<'s, A, R>(plan: &'s Plan, states: &'s [State<A, R>], node: NodeIn
     let graph = &plan.graph;
     let subject_id = match &graph[node] {
         Node::Claims { subject } | Node::Smells { subject } | Node::Embed { of: crate::plan::Embedded::References { subject } } => subject.as_str(),
-        Node::Judge { run, .. } | Node::Embed { of: crate::plan::Embedded::Review { run } } => plan.runs[*run].subject_id.as_str(),
+        Node::Judge { run, .. } | Node::Match { run, .. } | Node::Embed { of: crate::plan::Embedded::Review { run } } => plan.runs[*run].subject_id.as_str(),
         other => return Err(format!("{} is not a scoring node", describe(other))),
     };
     let subject = plan.subjects.get(subject_id).ok_or_else(|| format!("no subject `{subject_id}`"))?;
-    let mut inputs = NodeInputs { subject_identity: &subject.identity, findings: None, claims: None, smells: None };
+    let mut inputs = NodeInputs { subject: subject_id, subject_identity: &subject.identity, findings: None, claims: None, smells: None };
     for edge in graph.edges_directed(node, Direction::Incoming) {
         match (&graph[edge.source()], &states[edge.source().index()]) {
             (Node::Review { .. }, State::Run(outcome)) => inputs.findings = outcome.success().map(|(_, findings)| findings),
@@ -766,6 +766,7 @@ fn describe(node: &Node) -> String {
         Node::Claims { subject } => format!("the claims of `{subject}`"),
         Node::Smells { subject } => format!("the smells of `{subject}`"),
         Node::Judge { run, judge } => format!("judge {} on run {run}", judge + 1),
+        Node::Match { run, judge } => format!("judge {}'s matching of run {run}", judge + 1),
         Node::Embed { of: crate::plan::Embedded::References { subject } } => format!("the pseudo-reference embeddings of `{subject}`"),
         Node::Embed { of: crate::plan::Embedded::Review { run } } => format!("the review embeddings of run {run}"),
         Node::Analyze { index } => format!("analysis {}", index + 1),

@@ -29,6 +29,23 @@ pub const PARSE_VERSION: &str = "verdict-parse-1";
 /// The longest `reason` the schema allows.
 pub const REASON_MAX_CHARS: u32 = 300;
 
+/// The same-issue question's template (`templates/rubrics/same-issue.hbs`): two texts,
+/// `first` and `second`, and nothing about where either came from.
+pub const SAME_ISSUE_TEMPLATE: &str = include_str!("../../templates/rubrics/same-issue.hbs");
+
+/// Two texts in the order a same-issue prompt shows them: whitespace collapsed, then sorted,
+/// so the order says nothing about which text is which (and the prompt, like its key, is the
+/// same whichever way the pair is given).
+pub fn same_issue_order(a: &str, b: &str) -> (String, String) {
+    let flat = |s: &str| crate::finding::collapse_whitespace(s).trim().to_string();
+    let (a, b) = (flat(a), flat(b));
+    if a <= b {
+        (a, b)
+    } else {
+        (b, a)
+    }
+}
+
 /// Which question a judge answers.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -170,7 +187,38 @@ impl Judge {
 
     /// Judges one item.
     pub async fn judge(&self, rubric: Rubric, item: &BlindItem) -> Result<Judgement, JudgeError> {
-        let messages = [Message { role: "user", content: self.prompt(rubric, item)? }];
+        self.ask_verdict(self.prompt(rubric, item)?).await
+    }
+
+    /// The prompt asking whether two texts describe the same issue: [`SAME_ISSUE_TEMPLATE`]
+    /// over the two texts, whitespace collapsed, in a fixed order that does not depend on
+    /// where either came from ([`same_issue_order`]).
+    pub fn same_issue_prompt(&self, a: &str, b: &str) -> Result<String, JudgeError> {
+        let (first, second) = same_issue_order(a, b);
+        let vars = json!({ "first": first, "second": second });
+        render_template("same-issue rubric `default`", SAME_ISSUE_TEMPLATE, &vars).map_err(JudgeError::Failed)
+    }
+
+    /// Asks whether two texts describe the same issue: `yes`, `no`, or unparseable.
+    pub async fn same_issue(&self, a: &str, b: &str) -> Result<Judgement, JudgeError> {
+        self.ask_verdict(self.same_issue_prompt(a, b)?).await
+    }
+
+    /// Everything that changes this judge's same-issue answer: [`Self::fingerprint`]'s
+    /// settings with the same-issue template's hash.
+    pub fn same_issue_fingerprint(&self) -> Value {
+        let mut value = self.fingerprint(Rubric::Validity);
+        if let Some(object) = value.as_object_mut() {
+            object.insert("rubric".into(), json!("same-issue"));
+            object.insert("rubric_text".into(), json!(short_hash(SAME_ISSUE_TEMPLATE)));
+            object.remove("blind");
+        }
+        value
+    }
+
+    /// One prompt, asked until a well-formed verdict comes back or the retries are spent.
+    async fn ask_verdict(&self, prompt: String) -> Result<Judgement, JudgeError> {
+        let messages = [Message { role: "user", content: prompt }];
         let mut tokens = Tokens::default();
         let (mut seconds, mut requests) = (0.0, 0);
         let (mut raw, mut problem, mut seed) = (String::new(), String::new(), self.spec.settings.seed);
@@ -319,6 +367,20 @@ mod tests {
             s.actionability.text.push('!');
         });
         assert_eq!(same.fingerprint(Rubric::Validity), base);
+    }
+
+    #[test]
+    fn the_same_issue_prompt_holds_the_two_texts_in_an_order_that_hides_their_source() {
+        let j = judge(|_| {});
+        let p = j.same_issue_prompt("the loop   skips the last element", "off by one at the end").expect("renders");
+        assert_eq!(p, j.same_issue_prompt("off by one at the end", "the loop skips the last element").expect("renders"));
+        let (a, b) = (p.find("Text A:\noff by one at the end"), p.find("Text B:\nthe loop skips the last element"));
+        assert!(a.is_some() && b.is_some(), "{p}");
+        assert!(!p.to_lowercase().contains("oracle") && !p.contains("{{"), "{p}");
+        let f = j.same_issue_fingerprint();
+        assert_eq!(f["rubric"], "same-issue");
+        assert_ne!(f["rubric_text"], j.fingerprint(Rubric::Validity)["rubric_text"]);
+        assert_eq!(f["model"], "m");
     }
 
     #[test]

@@ -56,6 +56,13 @@ pub(super) fn read_scoring(root: &TableReader<'_, '_>, base_dir: &Path, analyses
     if let Err(e) = crate::judge::spec::check_cross_family(&judges.iter().collect::<Vec<_>>()) {
         problems.push(root.key_span("judges").unwrap_or(0..0), e);
     }
+    if judges.is_empty() && analyses.iter().flatten().any(|a| a.asks_judges_to_match()) {
+        problems.push_with_help(
+            root.span(),
+            "`evidence = \"judge\"` asks the judges whether two findings describe the same issue, but no judges are declared",
+            "declare [judges.NAME] tables (models of different families), or choose another `evidence`",
+        );
+    }
     for spec in analyses.iter().flatten().filter(|a| a.kind == AnalysisKind::Rqs) {
         if judges.is_empty() {
             problems.push_with_help(root.span(), "analysis `rqs` needs a jury", "declare [judges.NAME] tables (2–3 judges of different model families)");

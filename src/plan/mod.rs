@@ -69,6 +69,9 @@ pub enum Node {
     /// Judge number `judge` of the jury on every finding of run `run`: one cached call per
     /// finding and rubric.
     Judge { run: usize, judge: usize },
+    /// Judge number `judge` of the jury on the pairs (oracle finding, reported finding) of run
+    /// `run` that oracle matching asks the judges about: one cached call per pair.
+    Match { run: usize, judge: usize },
     /// Embeddings of a subject's pseudo-references or of a run's review sentences.
     Embed { of: Embedded },
     /// The manifest's `[[analysis]]` number `index`, over every run's outcome.
@@ -86,6 +89,7 @@ impl Node {
             Self::Claims { .. } => NodeKind::Claims,
             Self::Smells { .. } => NodeKind::Smells,
             Self::Judge { .. } => NodeKind::Judge,
+            Self::Match { .. } => NodeKind::Match,
             Self::Embed { .. } => NodeKind::Embed,
             Self::Analyze { .. } => NodeKind::Analyze,
             Self::Render => NodeKind::Render,
@@ -111,13 +115,15 @@ pub enum NodeKind {
     Claims,
     Smells,
     Judge,
+    Match,
     Embed,
     Analyze,
     Render,
 }
 
 impl NodeKind {
-    pub const ALL: [NodeKind; 8] = [Self::Materialize, Self::Review, Self::Claims, Self::Smells, Self::Judge, Self::Embed, Self::Analyze, Self::Render];
+    pub const ALL: [NodeKind; 9] =
+        [Self::Materialize, Self::Review, Self::Claims, Self::Smells, Self::Judge, Self::Match, Self::Embed, Self::Analyze, Self::Render];
 
     pub fn as_str(self) -> &'static str {
         match self {
@@ -126,6 +132,7 @@ impl NodeKind {
             Self::Claims => "claims",
             Self::Smells => "smells",
             Self::Judge => "judge",
+            Self::Match => "match",
             Self::Embed => "embed",
             Self::Analyze => "analyze",
             Self::Render => "render",
@@ -135,7 +142,7 @@ impl NodeKind {
     /// Whether nodes of this kind keep their results in the cache (a judge node keeps each
     /// of its calls).
     pub fn cached(self) -> bool {
-        matches!(self, Self::Review | Self::Claims | Self::Smells | Self::Judge | Self::Embed)
+        matches!(self, Self::Review | Self::Claims | Self::Smells | Self::Judge | Self::Match | Self::Embed)
     }
 }
 
@@ -376,7 +383,9 @@ pub fn scoring_stages(manifest: &Manifest) -> ScoringStages {
 /// The scoring nodes (claims, smells, judges, embeddings) when an `rqs` analysis reads them:
 /// claims and smells require their subject, a judge requires its run and the run's subject
 /// (the findings are shown with their diff context), a reference embedding requires the
-/// subject's claims and smells, a review embedding its run.
+/// subject's claims and smells, a review embedding its run. When an oracle-matching analysis
+/// takes the judges' word as evidence, each judge's match node requires its run alone (the
+/// two texts are all a judge sees).
 fn add_scoring_nodes(
     manifest: &Manifest,
     runs: &[PlannedRun],
@@ -386,6 +395,15 @@ fn add_scoring_nodes(
 ) -> Vec<NodeIndex> {
     let stages = scoring_stages(manifest);
     let mut out = Vec::new();
+    if manifest.analyses.iter().any(|a| a.asks_judges_to_match()) {
+        for (i, &review) in reviews.iter().enumerate() {
+            for judge in 0..stages.judges {
+                let n = graph.add_node(Node::Match { run: i, judge });
+                graph.add_edge(review, n, Dependency::Requires);
+                out.push(n);
+            }
+        }
+    }
     if !manifest.analyses.iter().any(|a| a.kind == AnalysisKind::Rqs) {
         return out;
     }

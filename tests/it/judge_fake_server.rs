@@ -449,3 +449,120 @@ async fn no_reviewer_identity_reaches_a_judge() {
     // The reviewer's own requests do carry its model: the check would have seen a leak.
     assert!(server.chats()[..reviewer_requests].iter().all(|r| r.raw.contains(REVIEWER_MODEL)));
 }
+
+// ---------------------------------------------------------------- oracle matching by the jury
+
+/// An external change set of two changes, each with one change-level golden comment, reviewed
+/// by a replay of captured findings, scored by a `fixture` analysis whose evidence is the
+/// judges' word. p-1's report shares one word with its golden comment (similarity 2/12, under
+/// the 0.22 threshold, over the judge floor): only the judges can find it. p-2's report is
+/// found by its words alone, and p-1's second report shares none: neither is asked about.
+pub(crate) fn judged_matching_experiment(dir: &std::path::Path, judges: &str) -> PathBuf {
+    let corpus = dir.join("corpus");
+    std::fs::create_dir_all(&corpus).expect("mkdir");
+    std::fs::write(corpus.join("changes.json"), r#"[{"id": "p-1", "title": "Add run"}, {"id": "p-2", "title": "Add helper"}]"#).expect("changes");
+    std::fs::write(
+        corpus.join("oracle.json"),
+        r#"{"version": 1, "cases": [
+            {"id": "p-1", "expectedFindingIds": ["p-1/G1"], "rationale": "r"},
+            {"id": "p-2", "expectedFindingIds": ["p-2/G1"], "rationale": "r"}],
+          "findings": [
+            {"id": "p-1/G1", "caseId": "p-1", "description": "eval of untrusted code runs arbitrary code", "severity": "error", "blocking": true, "severityLabel": "Critical"},
+            {"id": "p-2/G1", "caseId": "p-2", "description": "the new function has no docstring", "severity": "info", "severityLabel": "Low"}]}"#,
+    )
+    .expect("oracle");
+    std::fs::write(
+        dir.join("captured.jsonl"),
+        "{\"subject\": \"p-1\", \"file\": null, \"line\": null, \"message\": \"dangerous eval call lets attackers take over the machine\"}\n\
+         {\"subject\": \"p-1\", \"file\": null, \"line\": null, \"message\": \"rename the function\"}\n\
+         {\"subject\": \"p-2\", \"file\": null, \"line\": null, \"message\": \"the new function lacks a docstring\"}\n",
+    )
+    .expect("capture");
+    let text = format!(
+        "version = 1\n[experiment]\nname = \"judged-matching\"\n[target]\nexternal = \"corpus/changes.json\"\noracle = \"corpus/oracle.json\"\n[matrix]\nreviewer = [\"sentinel-tool\"]\nrepeat = 1\n[reviewers.sentinel-tool]\nkind = \"replay\"\nformat = \"jsonl\"\npath = \"captured.jsonl\"\nmissing = \"empty\"\ntool = \"Sentinel tool\"\n{judges}\n[[analysis]]\nkind = \"fixture\"\nevidence = \"judge\"\n[report]\noutput = \"out\"\n"
+    );
+    crate::write_manifest(dir, "judged.toml", &text)
+}
+
+/// Two judges of different families on one server, each with its own model name.
+fn two_judges(url: &str, second_model: &str) -> String {
+    format!(
+        "[judges.alpha]\nprovider = \"openai\"\nbase-url = \"{url}\"\nmodel = \"{JUDGE_MODEL}\"\nfamily = \"smollm2\"\n[judges.beta]\nprovider = \"openai\"\nbase-url = \"{url}\"\nmodel = \"{second_model}\"\nfamily = \"gemma\"\n"
+    )
+}
+
+/// The request every judge sends about p-1's pair, byte for byte but for its model: the two
+/// texts (in sorted order, so nothing says which is the golden comment), the instructions, the
+/// schema and the judge's settings (the defaults: seed 0, temperature 0, 256 tokens); no
+/// reviewer, cell, repeat, subject or source.
+const MATCH_REQUEST: &str = r#"{"max_tokens":256,"messages":[{"content":"You compare two short descriptions of problems in one code change.\n\nQuestion: do the two texts describe the SAME ISSUE, that is, the same defect in the same code? Answer \"yes\" when both name the same underlying problem, even in different words, at a different level of detail, or when one also proposes a fix. Answer \"no\" when they name different problems, even in the same code, or when one is too vague to tell which problem it means.\n\nText A:\ndangerous eval call lets attackers take over the machine\n\nText B:\neval of untrusted code runs arbitrary code\n\nAnswer with one JSON object with two keys: \"reason\", your own sentence saying what each text is about, and \"verdict\", which is \"yes\" (the same issue) or \"no\".","role":"user"}],"model":"MODEL","response_format":{"json_schema":{"name":"verdict","schema":{"additionalProperties":false,"properties":{"reason":{"maxLength":300,"type":"string"},"verdict":{"enum":["yes","no"],"type":"string"}},"required":["verdict","reason"],"title":"verdict","type":"object"},"strict":true},"type":"json_schema"},"seed":0,"stream":false,"temperature":0.0}"#;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_jury_finds_a_report_its_words_do_not_and_a_tie_is_not_a_find() {
+    // judge-model says yes; judge-model-b yes; judge-model-c no.
+    let handler: Handler = Arc::new(|_, body| if body["model"] == "judge-model-c" { good("no") } else { good("yes") });
+    let server = fake(Protocol::OpenAi, &[JUDGE_MODEL, "judge-model-b", "judge-model-c"], handler).await;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let root = dir.path().to_path_buf();
+    let manifest = judged_matching_experiment(&root, &two_judges(&server.url, "judge-model-b"));
+    let cli = move |args: Vec<String>| {
+        let root = root.clone();
+        async move { tokio::task::spawn_blocking(move || crate::runner(&root).args(args).output().expect("runs")).await.expect("joined") }
+    };
+    let exec = |m: &std::path::Path| {
+        ["exec", "--cache-dir", "cache", "--work-dir", "work"].iter().map(|s| s.to_string()).chain([m.display().to_string()]).collect::<Vec<_>>()
+    };
+    let plan = |m: &std::path::Path| ["plan", "--cache-dir", "cache"].iter().map(|s| s.to_string()).chain([m.display().to_string()]).collect::<Vec<_>>();
+    let fixture = |dir: &std::path::Path| -> Value {
+        let results: Value = serde_json::from_str(&std::fs::read_to_string(dir.join("out/results.json")).expect("results.json")).expect("json");
+        results["analyses"][0].clone()
+    };
+    let prf = |f: &Value| {
+        let o = &f["data"]["cells"][0]["overall"];
+        (o["tp"].as_u64(), o["fp"].as_u64(), o["fn"].as_u64())
+    };
+
+    let out = cli(exec(&manifest)).await;
+    assert!(out.status.success(), "{}", crate::stderr_of(&out));
+    let chats = server.chats();
+    assert_eq!(chats.len(), 2, "one pair, asked of each judge once");
+    let mut models: Vec<&str> = chats.iter().filter_map(|c| c.body["model"].as_str()).collect();
+    models.sort_unstable();
+    assert_eq!(models, [JUDGE_MODEL, "judge-model-b"]);
+    for chat in &chats {
+        let model = chat.body["model"].as_str().unwrap_or_default();
+        assert_eq!(chat.raw, MATCH_REQUEST.replace("MODEL", model), "the exact bytes sent");
+        assert_eq!(chat.body["response_format"]["json_schema"]["schema"], verdict_schema());
+        for needle in ["sentinel", "Sentinel", "p-1", "p-2", "oracle", "golden", "repeat", "reviewer", "judged-matching"] {
+            assert!(!chat.raw.contains(needle), "a match request carries `{needle}`: {}", chat.raw);
+        }
+    }
+    let found = fixture(dir.path());
+    // p-1's report found by the jury, p-2's by its words; "rename the function" is noise.
+    assert_eq!(prf(&found), (Some(2), Some(1), Some(0)), "{}", found["data"]);
+    let rule = found["rule"].as_str().unwrap_or_default();
+    assert!(rule.contains("or a majority of judges `alpha`, `beta` say the two describe the same issue"), "{rule}");
+    assert!(rule.contains("similarity ≥ 0.05") && rule.contains("judges asked about 1 pair, 0 ties"), "{rule}");
+
+    // A second execution asks nothing: every call is cached.
+    let again = cli(exec(&manifest)).await;
+    assert!(again.status.success(), "{}", crate::stderr_of(&again));
+    assert_eq!(server.chats().len(), 2, "served from the cache");
+    assert_eq!(prf(&fixture(dir.path())), (Some(2), Some(1), Some(0)));
+    let planned = cli(plan(&manifest)).await;
+    let text = crate::stdout_of(&planned);
+    assert!(planned.status.success() && text.contains("2 calls known from the cached reviews, 2 cached, 0 to run"), "{text}");
+    assert!(text.lines().any(|l| l.trim_start().starts_with("match") && l.contains(" 4  ")), "four match nodes (two runs × two judges): {text}");
+
+    // Another second judge, who says no: a tie, not a find; alpha's answer is still cached.
+    let tied = judged_matching_experiment(dir.path(), &two_judges(&server.url, "judge-model-c"));
+    let planned = cli(plan(&tied)).await;
+    assert!(crate::stdout_of(&planned).contains("2 calls known from the cached reviews, 1 cached, 1 to run"), "{}", crate::stdout_of(&planned));
+    let out = cli(exec(&tied)).await;
+    assert!(out.status.success(), "{}", crate::stderr_of(&out));
+    assert_eq!(server.chats().len(), 3, "only the new judge is asked");
+    let tie = fixture(dir.path());
+    // p-1's report is now partial (a false positive), its golden comment missed.
+    assert_eq!(prf(&tie), (Some(1), Some(2), Some(1)), "{}", tie["data"]);
+    assert!(tie["rule"].as_str().is_some_and(|r| r.contains("judges `alpha`, `beta`") && r.contains("1 pair, 1 tie (not found)")), "{}", tie["rule"]);
+}

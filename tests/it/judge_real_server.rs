@@ -104,3 +104,28 @@ async fn real_claims_answer() {
     assert!(out.tokens.prompt > 100 && out.tokens.completion > 0, "{out:?}");
     eprintln!("real claims answer in {:.2} s (truncated: {}), {:?}:\n{}", out.seconds, out.truncated, out.tokens, out.raw);
 }
+
+/// Oracle matching by a jury of one real model (SmolLM2-135M, as `[judges.NAME]` declares it)
+/// in a whole experiment: the pair text does not settle is asked, the answer (whatever it is)
+/// is cached and read back as a vote, and a frozen second execution finds every call cached.
+#[test]
+#[ignore = "needs RUNNER_LLAMA_URL (a real llama.cpp server; .ci/run starts one)"]
+fn judge_real_server_matches_an_experiment_and_caches_the_votes() {
+    let (url, model) = server();
+    let dir = tempfile::tempdir().expect("tempdir");
+    let judges = format!("[judges.smol]\nprovider = \"openai\"\nbase-url = \"{url}\"\nmodel = \"{model}\"\nfamily = \"smollm2\"\nrequest-timeout = \"1h\"\n");
+    let manifest = crate::judge_fake_server::judged_matching_experiment(dir.path(), &judges);
+    let exec = || crate::runner(dir.path()).args(["exec", "--json", "--cache-dir", "cache", "--work-dir", "work"]).arg(&manifest).output().expect("runs");
+    let out = exec();
+    assert!(out.status.success(), "{}", crate::stderr_of(&out));
+    let results =
+        || -> serde_json::Value { serde_json::from_str(&std::fs::read_to_string(dir.path().join("out/results.json")).expect("results.json")).expect("json") };
+    let first = results();
+    let rule = first["analyses"][0]["rule"].as_str().unwrap_or_default().to_string();
+    assert!(rule.contains("or a majority of judges `smol` say the two describe the same issue") && rule.contains("judges asked about 1 pair"), "{rule}");
+    // Served from the cache: `--frozen` makes no call and fails on a missing one; the same scores.
+    let again = crate::runner(dir.path()).args(["exec", "--frozen", "--cache-dir", "cache", "--work-dir", "work"]).arg(&manifest).output().expect("runs");
+    assert!(again.status.success(), "{}", crate::stderr_of(&again));
+    assert_eq!(results()["analyses"][0]["data"], first["analyses"][0]["data"]);
+    assert_eq!(results()["analyses"][0]["rule"], first["analyses"][0]["rule"]);
+}
