@@ -9,8 +9,8 @@
 
 use crate::analysis::matching::{judge_pairs, MatchVotes};
 use crate::analysis::rqs::{EmbedderInfo, FindingVotes, JudgeInfo, RqsInput, RunScoring, StageCost, SubjectReferences, Vote};
-use crate::cache::CacheStore;
 use crate::analysis::spec::OracleRule;
+use crate::cache::CacheStore;
 use crate::exec::{Call, CallFuture, NodeInputs, ScoredView, Scorers, WalkView};
 use crate::finding::Finding;
 use crate::ground_truth::oracle::Oracle;
