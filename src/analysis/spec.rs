@@ -477,7 +477,7 @@ impl OracleRule {
         match self.calibrated {
             Some(c) => format!(
                 "thresholds calibrated on {} golden-comment cells of {} judges, κ {:.2} cross-validated over pull requests (lowest judge {:.2})",
-                group_thousands(c.cells),
+                group_thousands(u64::from(c.cells)),
                 c.judges,
                 c.kappa,
                 c.kappa_min
@@ -517,7 +517,7 @@ impl OracleRule {
 }
 
 /// `2808` → `2,808`.
-pub fn group_thousands(n: u32) -> String {
+pub fn group_thousands(n: u64) -> String {
     let digits = n.to_string();
     let mut out = String::new();
     for (i, c) in digits.chars().enumerate() {

@@ -299,15 +299,7 @@ fn too_large(size: &PlanSize, limit: u64) -> String {
 
 /// `1280000000` → `1,280,000,000`.
 pub fn thousands(n: u64) -> String {
-    let digits = n.to_string();
-    let mut out = String::new();
-    for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i) % 3 == 0 {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    out
+    crate::analysis::spec::group_thousands(n)
 }
 
 /// What a `compare` analysis can conclude with the subjects the plan gives it.

@@ -4,26 +4,12 @@
 //! when they cannot be significant; the `ref` axis refused beside `commits`.
 
 use super::*;
-use std::process::Command as StdCommand;
 
 /// Runs git in `repo` with a fixed identity and the date of minute `n` of 2024 (so SHAs are the
 /// same at every run of the test).
 fn git_at(repo: &Path, n: u32, args: &[&str]) {
     let date = format!("2024-01-01T00:{:02}:{:02}Z", n / 60, n % 60);
-    let out = StdCommand::new("git")
-        .arg("-C")
-        .arg(repo)
-        .args(["-c", "commit.gpgsign=false"])
-        .args(args)
-        .env("GIT_AUTHOR_NAME", "t")
-        .env("GIT_AUTHOR_EMAIL", "t@example.com")
-        .env("GIT_COMMITTER_NAME", "t")
-        .env("GIT_COMMITTER_EMAIL", "t@example.com")
-        .env("GIT_AUTHOR_DATE", &date)
-        .env("GIT_COMMITTER_DATE", &date)
-        .output()
-        .expect("git runs");
-    assert!(out.status.success(), "git {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+    crate::git_dated(repo, Some(&date), args);
 }
 
 /// Commits what is staged in `repo` at a fixed date; `extra` goes before `-m`. Returns the SHA.

@@ -57,7 +57,14 @@ pub fn fake_stet() -> PathBuf {
 /// Runs git in `dir` with a fixed identity and no signing, panicking with its stderr on
 /// failure; returns stdout, trimmed. The one git helper of the integration tests.
 pub fn git(dir: &Path, args: &[&str]) -> String {
-    let out = StdCommand::new("git")
+    git_dated(dir, None, args)
+}
+
+/// [`git`], with the author and committer dates fixed to `date` when one is given (so commit
+/// SHAs are the same at every run of a test).
+pub fn git_dated(dir: &Path, date: Option<&str>, args: &[&str]) -> String {
+    let mut command = StdCommand::new("git");
+    command
         .arg("-C")
         .arg(dir)
         .args(["-c", "commit.gpgsign=false"])
@@ -65,9 +72,11 @@ pub fn git(dir: &Path, args: &[&str]) -> String {
         .env("GIT_AUTHOR_NAME", "t")
         .env("GIT_AUTHOR_EMAIL", "t@example.com")
         .env("GIT_COMMITTER_NAME", "t")
-        .env("GIT_COMMITTER_EMAIL", "t@example.com")
-        .output()
-        .expect("git runs");
+        .env("GIT_COMMITTER_EMAIL", "t@example.com");
+    if let Some(date) = date {
+        command.env("GIT_AUTHOR_DATE", date).env("GIT_COMMITTER_DATE", date);
+    }
+    let out = command.output().expect("git runs");
     assert!(out.status.success(), "git {args:?}: {}", String::from_utf8_lossy(&out.stderr));
     String::from_utf8_lossy(&out.stdout).trim().to_string()
 }
