@@ -108,7 +108,9 @@ impl JudgementFile {
 fn text_list(v: &Value, key: &str) -> Result<Option<Vec<String>>, String> {
     match v.get(key) {
         None | Some(Value::Null) => Ok(None),
-        Some(Value::Array(items)) => items.iter().map(|t| t.as_str().map(str::to_string).ok_or(format!("`{key}` holds a non-string"))).collect::<Result<_, _>>().map(Some),
+        Some(Value::Array(items)) => {
+            items.iter().map(|t| t.as_str().map(str::to_string).ok_or(format!("`{key}` holds a non-string"))).collect::<Result<_, _>>().map(Some)
+        }
         Some(_) => Err(format!("`{key}` is not an array")),
     }
 }
@@ -224,7 +226,13 @@ pub fn decide(file: &JudgementFile, rule: &OracleRule, vectors: Option<&Vectors>
     let mut out = Vec::with_capacity(file.cells());
     for r in &file.records {
         for (g, m) in r.golden.iter().zip(match_record(r, rule, vectors)) {
-            out.push(Decision { pr: r.pr.clone(), tool: r.tool.clone(), golden: g.comment.clone(), found: m.is_some(), candidate: m.map(|i| r.candidates[i].clone()) });
+            out.push(Decision {
+                pr: r.pr.clone(),
+                tool: r.tool.clone(),
+                golden: g.comment.clone(),
+                found: m.is_some(),
+                candidate: m.map(|i| r.candidates[i].clone()),
+            });
         }
     }
     out

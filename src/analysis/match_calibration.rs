@@ -112,7 +112,12 @@ pub fn read_rule(path: &Path) -> Result<CalibratedRule, String> {
     if c.version != 1 {
         return Err(format!("calibration version {} (this runner reads version 1)", c.version));
     }
-    Ok(CalibratedRule { measure: c.rule.measure, similarity: c.rule.similarity, embedding_similarity: c.rule.embedding_similarity, calibrated: Some(c.calibrated) })
+    Ok(CalibratedRule {
+        measure: c.rule.measure,
+        similarity: c.rule.similarity,
+        embedding_similarity: c.rule.embedding_similarity,
+        calibrated: Some(c.calibrated),
+    })
 }
 
 /// Counts of one judge's cells: both found, only the matcher, only the judge, neither.
@@ -223,7 +228,13 @@ fn found(record: &Prepared, similarity: f64, embedding: Option<f64>, golden: &mu
 
 /// Chooses the thresholds on labelled files. `vectors`: embeddings of every text, to also try
 /// an embedding threshold; `embedder`: its fingerprint, recorded in the file.
-pub fn calibrate(files: &[JudgementFile], measure: SimilarityMeasure, vectors: Option<&Vectors>, embedder: Option<serde_json::Value>, by: FoldBy) -> Result<Calibration, String> {
+pub fn calibrate(
+    files: &[JudgementFile],
+    measure: SimilarityMeasure,
+    vectors: Option<&Vectors>,
+    embedder: Option<serde_json::Value>,
+    by: FoldBy,
+) -> Result<Calibration, String> {
     let unlabelled: Vec<&str> = files.iter().filter(|f| !f.labelled()).map(|f| f.name.as_str()).collect();
     if files.is_empty() || !unlabelled.is_empty() {
         return Err(format!("calibration needs labelled files (every golden comment with `matched_candidate`); unlabelled: {}", unlabelled.join(", ")));
@@ -282,9 +293,9 @@ pub fn calibrate(files: &[JudgementFile], measure: SimilarityMeasure, vectors: O
     let mean_kappa = |counts: &[Confusion]| counts.iter().map(|c| c.kappa().unwrap_or(0.0)).sum::<f64>() / counts.len() as f64;
     let best = |without: Option<usize>| -> usize {
         let mut best = (0usize, f64::NEG_INFINITY);
-        for g in 0..grid.len() {
+        for (g, per_file) in table.iter().enumerate() {
             let counts: Vec<Confusion> = match without {
-                Some(f) => totals(g).iter().zip(&table[g]).map(|(t, folds)| t.minus(&folds[f])).collect(),
+                Some(f) => totals(g).iter().zip(per_file).map(|(t, folds)| t.minus(&folds[f])).collect(),
                 None => totals(g),
             };
             let k = mean_kappa(&counts);
@@ -301,10 +312,17 @@ pub fn calibrate(files: &[JudgementFile], measure: SimilarityMeasure, vectors: O
         for (j, acc) in out_of_fold.iter_mut().enumerate() {
             acc.add(&table[g][j][f]);
         }
-        fold_rules.push(Fold { project: name.clone(), pull_requests: folds.values().filter(|&&x| x == f).count(), similarity: grid[g].0, embedding_similarity: grid[g].1 });
+        fold_rules.push(Fold {
+            project: name.clone(),
+            pull_requests: folds.values().filter(|&&x| x == f).count(),
+            similarity: grid[g].0,
+            embedding_similarity: grid[g].1,
+        });
     }
     let chosen = best(None);
-    let per_judge = |counts: &[Confusion]| -> Vec<JudgeKappa> { files.iter().zip(counts).map(|(f, c)| JudgeKappa { judge: f.judge.clone(), kappa: c.kappa().map(round3) }).collect() };
+    let per_judge = |counts: &[Confusion]| -> Vec<JudgeKappa> {
+        files.iter().zip(counts).map(|(f, c)| JudgeKappa { judge: f.judge.clone(), kappa: c.kappa().map(round3) }).collect()
+    };
     let cv = per_judge(&out_of_fold);
     let kappas: Vec<f64> = cv.iter().filter_map(|k| k.kappa).collect();
     let calibrated = Calibrated {
@@ -382,7 +400,8 @@ mod tests {
 
     #[test]
     fn unlabelled_files_are_refused() {
-        let f = JudgementFile::from_value(&json!({"records": [{"pr": "p", "tool": "t", "golden": [{"comment": "a"}]}]}), "u.json".into(), String::new()).expect("reads");
+        let f = JudgementFile::from_value(&json!({"records": [{"pr": "p", "tool": "t", "golden": [{"comment": "a"}]}]}), "u.json".into(), String::new())
+            .expect("reads");
         assert!(calibrate(&[f], SimilarityMeasure::Tokens, None, None, FoldBy::PullRequest).is_err_and(|e| e.contains("u.json")));
     }
 }

@@ -84,7 +84,13 @@ impl MatchingReport {
                 a.judge_only,
                 a.neither
             );
-            let _ = writeln!(out, "  per-tool rankings: Spearman ρ {} (recall), {} (F1), {} tools", num(a.tool_recall_rho, 3), num(a.tool_f1_rho, 3), a.tools.len());
+            let _ = writeln!(
+                out,
+                "  per-tool rankings: Spearman ρ {} (recall), {} (F1), {} tools",
+                num(a.tool_recall_rho, 3),
+                num(a.tool_f1_rho, 3),
+                a.tools.len()
+            );
             let _ = writeln!(out, "\n  | tool | judge precision | judge recall | judge F1 | matcher precision | matcher recall | matcher F1 |");
             let _ = writeln!(out, "  |---|---:|---:|---:|---:|---:|---:|");
             for t in &a.tools {

@@ -16,7 +16,8 @@ fn judgement_files() -> Vec<String> {
 #[test]
 fn evaluate_prints_each_judges_figures_and_the_judges_side_by_side() {
     let root = project_root();
-    let out = runner(&root).args(["matching", "evaluate", "--lexical", "--json"]).args(judgement_files()).env_remove("RUNNER_EMBED_URL").output().expect("runs");
+    let out =
+        runner(&root).args(["matching", "evaluate", "--lexical", "--json"]).args(judgement_files()).env_remove("RUNNER_EMBED_URL").output().expect("runs");
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let report: Value = serde_json::from_slice(&out.stdout).expect("JSON");
     let files = report["files"].as_array().expect("files");
