@@ -165,6 +165,8 @@ fn merge(args: MergeArgs) -> Result<Exit, Error> {
 }
 
 fn exec(args: ExecArgs) -> Result<Exit, Error> {
+    // What killed runners left behind goes first.
+    runner::scratch::sweep_stale();
     let mut prepared = experiment::prepare_with(&args.manifest, &locations(&args.locations), &experiment::PrepareOptions { max_runs: args.reports.max_runs })?;
     if let Some(dir) = &args.reports.output {
         prepared.manifest.report.output = dir.clone();

@@ -1,8 +1,8 @@
 //! The per-process scratch directory: every temporary directory a run makes (its `HOME`, its
 //! private copy of a repository, its worktree) lies in one directory of this process,
 //! `$TMPDIR/runner-<pid>-<random>/`, removed when the process ends ([`finish`]). A process
-//! killed before that leaves it behind; the next one to make its own removes every such
-//! directory whose owner is gone. The owner holds an advisory lock on `owner.lock` inside it
+//! killed before that leaves it behind; the next execution ([`sweep_stale`]), and any process
+//! making its own, removes every such directory whose owner is gone. The owner holds an advisory lock on `owner.lock` inside it
 //! while it lives (the kernel drops it when the process dies, whatever the signal), so
 //! "gone" does not depend on pids, which are reused and differ between containers.
 
@@ -34,10 +34,13 @@ pub fn dir() -> io::Result<PathBuf> {
     let parent = std::env::temp_dir();
     sweep(&parent);
     let path = tempfile::Builder::new().prefix(&format!("{PREFIX}{}-", std::process::id())).tempdir_in(&parent)?.keep();
-    let lock = File::options().create(true).truncate(false).read(true).write(true).open(path.join(OWNER))?;
+    // Locked under another name, then renamed: a sweep never finds `owner.lock` unlocked here.
+    let unnamed = path.join(".owner");
+    let lock = File::options().create_new(true).read(true).write(true).open(&unnamed)?;
     if !try_lock(&lock)? {
         return Err(io::Error::other(format!("the lock of `{}` is taken", path.display())));
     }
+    std::fs::rename(&unnamed, path.join(OWNER))?;
     *held = Some(Scratch { path: path.clone(), _lock: lock });
     Ok(path)
 }
@@ -75,6 +78,12 @@ fn try_lock(file: &File) -> io::Result<bool> {
     }
 }
 
+/// Removes the scratch directories killed runners left in the temporary directory (see
+/// [`sweep`]); an execution calls it as it starts, whether or not it makes its own.
+pub fn sweep_stale() -> usize {
+    sweep(&std::env::temp_dir())
+}
+
 /// Whether `name` is a scratch directory's: `runner-<pid>-<random>`.
 fn is_scratch_name(name: &str) -> bool {
     name.strip_prefix(PREFIX)
@@ -82,9 +91,13 @@ fn is_scratch_name(name: &str) -> bool {
         .is_some_and(|(pid, rest)| !pid.is_empty() && pid.bytes().all(|b| b.is_ascii_digit()) && !rest.is_empty())
 }
 
+/// How long a scratch directory without its lock file may be in the making: older, its maker
+/// died before it could lock it.
+const MAKING: std::time::Duration = std::time::Duration::from_secs(60);
+
 /// Removes the scratch directories under `parent` whose owner is gone: a directory (not a
 /// link) of this user with an `owner.lock` no process holds. One whose lock file is not there
-/// yet (being made right now) is left alone. Returns how many were removed.
+/// yet is being made, and left alone unless older than [`MAKING`]. Returns how many were removed.
 pub fn sweep(parent: &Path) -> usize {
     let Ok(entries) = std::fs::read_dir(parent) else { return 0 };
     let mut removed = 0;
@@ -96,12 +109,35 @@ pub fn sweep(parent: &Path) -> usize {
         if !is_own_directory(&path) {
             continue;
         }
-        let Ok((lock, _)) = crate::bounded::open_regular(&path.join(OWNER), crate::bounded::Links::Refuse, "lock files") else { continue };
-        if try_lock(&lock).unwrap_or(false) && std::fs::remove_dir_all(&path).is_ok() {
+        let gone = match crate::bounded::open_regular(&path.join(OWNER), crate::bounded::Links::Refuse, "lock files") {
+            Ok((lock, _)) => try_lock(&lock).unwrap_or(false),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {
+                std::fs::symlink_metadata(&path).and_then(|m| m.modified()).ok().and_then(|t| t.elapsed().ok()).is_some_and(|age| age > MAKING)
+            }
+            Err(_) => false,
+        };
+        if gone && remove_lock_last(&path).is_ok() {
             removed += 1;
         }
     }
     removed
+}
+
+/// Removes a scratch directory, its lock file last: a sweep cut short (the sweeper killed)
+/// leaves a directory the next sweep still recognises as one whose owner is gone.
+fn remove_lock_last(path: &Path) -> io::Result<()> {
+    for entry in std::fs::read_dir(path)?.flatten() {
+        if entry.file_name() == OWNER {
+            continue;
+        }
+        if entry.file_type()?.is_dir() {
+            std::fs::remove_dir_all(entry.path())?;
+        } else {
+            std::fs::remove_file(entry.path())?;
+        }
+    }
+    let _ = std::fs::remove_file(path.join(OWNER));
+    std::fs::remove_dir(path)
 }
 
 /// A directory itself (not a link to one) owned by this process's user.
@@ -146,5 +182,10 @@ mod tests {
         drop(held);
         assert_eq!(sweep(parent.path()), 1, "once its owner is gone");
         assert!(!live.exists());
+        // One whose maker died before locking it: removed once it is older than a maker takes.
+        let old = std::time::SystemTime::now() - MAKING - std::time::Duration::from_secs(1);
+        File::open(&young).expect("open").set_modified(old).expect("age it");
+        assert_eq!(sweep(parent.path()), 1);
+        assert!(!young.exists() && foreign.exists());
     }
 }
