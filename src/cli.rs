@@ -182,6 +182,10 @@ pub(crate) struct ReportFlags {
     /// = true` does.
     #[arg(long)]
     pub html: bool,
+    /// Overwrite files in the report directory that runner did not write (it lists those it
+    /// did in `.runner-outputs.json` there, and otherwise refuses to write over others).
+    #[arg(long)]
+    pub force: bool,
 }
 
 #[derive(Debug, Args)]

@@ -69,6 +69,14 @@ pub enum Error {
     Results(#[from] crate::report::model::ResultsError),
     #[error(transparent)]
     Show(#[from] crate::report::show::ShowError),
+    #[error(transparent)]
+    Outputs(#[from] crate::report::outputs::OutputsError),
+    /// The report directory cannot be written.
+    #[error("the report directory `{path}` cannot be written: {why}")]
+    OutputDir { path: std::path::PathBuf, why: String },
+    /// Writing to runner's standard output or error failed (a full disk, a closed pipe).
+    #[error("cannot write to {stream}: {source}")]
+    Output { stream: &'static str, source: std::io::Error },
     /// RQS v2's scoring resources could not be set up (a judge, the embedder, an analyzer,
     /// the anchor set or the calibration).
     #[error("scoring: {0}")]

@@ -279,6 +279,9 @@ pub async fn execute(
     emitter: &Emitter,
     cancel: watch::Receiver<bool>,
 ) -> Result<Executed, Error> {
+    if options.shard.is_none() {
+        check_output(&prepared.manifest.report)?;
+    }
     let conclusions = ExperimentConclusions { prepared, manifest_label, frozen: options.frozen, sharded: options.shard.is_some() };
     let materializer: exec::Materializer = Arc::new(|spec, work_dir| crate::subject::materialize(spec, work_dir).map_err(|e| e.to_string()));
     let scorers = prepared.scorers.clone().map(|s| s as Arc<dyn exec::Scorers>);
@@ -287,6 +290,17 @@ pub async fn execute(
     let execution = exec::execute(&prepared.plan, &prepared.reviewers, scorers, materializer, store, &options, &conclusions, emitter, cancel).await;
     let rendered = execution.report.ok_or(Error::NotRendered)??;
     Ok(Executed { outcomes: execution.outcomes, cost: execution.cost, scoring: rendered.scoring, results: rendered.results, written: rendered.written })
+}
+
+/// Before anything runs: the report directory can be written, and the reports' own files
+/// there (RESULTS.md, results.json, report.html) are runner's to replace (the charts are
+/// checked when they are known, as the reports are written).
+fn check_output(report: &crate::manifest::ReportSpec) -> Result<(), Error> {
+    crate::config::probe_writable(&report.output).map_err(|why| Error::OutputDir { path: report.output.clone(), why })?;
+    let names = ["RESULTS.md", "results.json", report::render::HTML_FILE];
+    let outputs = report::outputs::Outputs::open(&report.output, report.force)?;
+    outputs.check(names.into_iter().take(if report.html { 3 } else { 2 }))?;
+    Ok(())
 }
 
 /// The meaning of the plan's analyze and render nodes for one experiment.
@@ -348,7 +362,9 @@ impl exec::Conclusions for ExperimentConclusions<'_> {
         let written = if nothing_succeeded || gaps || interrupted || self.sharded {
             Vec::new()
         } else {
-            report::render::write_reports(&results, &prepared.manifest.report.output, prepared.manifest.report.template.as_deref())?
+            let report = &prepared.manifest.report;
+            let options = report::render::WriteOptions { force: report.force, html: report.html };
+            report::render::write_reports(&results, &report.output, report.template.as_deref(), options)?
         };
         Ok(Rendered { results, scoring, written })
     }

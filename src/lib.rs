@@ -10,6 +10,7 @@
 //! holds every import to its layer.
 
 pub mod analysis;
+pub mod bounded;
 pub mod cache;
 pub mod config;
 pub mod error;
@@ -25,6 +26,7 @@ pub(crate) mod rag;
 pub mod report;
 pub mod reviewer;
 pub mod scoring;
+pub mod scratch;
 pub mod smells;
 pub mod stats;
 pub mod study;

@@ -2,6 +2,27 @@
 
 mod cli;
 
+/// `print!` to stdout; a write that fails (a full disk, a closed pipe) ends the command with
+/// [`Error::Output`] rather than a panic.
+macro_rules! out {
+    ($($arg:tt)*) => { write_to(Stream::Stdout, format_args!($($arg)*))? };
+}
+
+/// `println!`, as [`out!`].
+macro_rules! outln {
+    ($($arg:tt)*) => { out!("{}\n", format_args!($($arg)*)) };
+}
+
+/// `eprint!`, as [`out!`] on stderr.
+macro_rules! err {
+    ($($arg:tt)*) => { write_to(Stream::Stderr, format_args!($($arg)*))? };
+}
+
+/// `eprintln!`, as [`out!`] on stderr.
+macro_rules! errln {
+    ($($arg:tt)*) => { err!("{}\n", format_args!($($arg)*)) };
+}
+
 use clap::Parser;
 use cli::{
     A2Args, AdjudicateCommand, AdjudicateExportArgs, AdjudicateImportArgs, CacheCommand, Cli, Command, CorpusCommand, CorpusValidateArgs, CrscoreArgs,
@@ -33,6 +54,15 @@ fn main() -> ExitCode {
         libc::signal(libc::SIGPIPE, libc::SIG_DFL);
     }
     let cli = Cli::parse();
+    if matches!(cli.command, Command::Exec(_) | Command::Merge(_)) {
+        // An execution must outlive its reader: a closed pipe is a failed write it sees (and
+        // ends like Ctrl-C, killing its reviewers), not a signal that kills runner alone and
+        // leaves them running. Children start with the default disposition again.
+        // SAFETY: setting a signal disposition before any thread starts.
+        unsafe {
+            libc::signal(libc::SIGPIPE, libc::SIG_IGN);
+        }
+    }
     let result = match cli.command {
         Command::Exec(args) => exec(args),
         Command::Plan(args) => plan(args),
@@ -57,29 +87,59 @@ fn main() -> ExitCode {
         Command::Study { command: StudyCommand::Audit(args) } => study_audit(&args),
         Command::Study { command: StudyCommand::Preference(args) } => study_preference(&args),
     };
+    // What is still buffered for stdout must get there too, or the command failed.
+    let result =
+        result.and_then(|exit| std::io::Write::flush(&mut std::io::stdout()).map(|()| exit).map_err(|source| Error::Output { stream: "stdout", source }));
+    // The run directories of this process go with it.
+    runner::scratch::finish();
     match result {
         Ok(exit) => exit.into(),
         Err(error) => {
-            report_error(&error);
+            // Nowhere left to say it when stderr itself fails: the exit code does.
+            let _ = report_error(&error);
             error.exit().into()
         }
     }
 }
 
-fn report_error(error: &Error) {
-    match error {
-        Error::Manifest(LoadError::Invalid(errors)) => eprint!("{}", errors.render(std::io::stderr().is_terminal())),
-        Error::Score(ScoreError::Invalid { path, problems }) => report_problems("score", path, problems),
-        Error::Adjudication(AdjudicationError::Invalid { path, problems }) => report_problems("import", path, problems),
-        other => eprintln!("error: {other}"),
+/// Where [`out!`] and [`err!`] write.
+#[derive(Clone, Copy)]
+enum Stream {
+    Stdout,
+    Stderr,
+}
+
+/// Writes to stdout or stderr; the error names the stream.
+fn write_to(stream: Stream, text: std::fmt::Arguments<'_>) -> Result<(), Error> {
+    use std::io::Write;
+    match stream {
+        Stream::Stdout => std::io::stdout().lock().write_fmt(text).map_err(|source| Error::Output { stream: "stdout", source }),
+        Stream::Stderr => std::io::stderr().lock().write_fmt(text).map_err(|source| Error::Output { stream: "stderr", source }),
     }
 }
 
-fn report_problems(what: &str, path: &Path, problems: &[String]) {
-    eprintln!("error: failed to {what} `{}`: {} problem{}", path.display(), problems.len(), if problems.len() == 1 { "" } else { "s" });
-    for p in problems {
-        eprintln!("  - {p}");
+/// A warning on stderr from where an error cannot be returned (a store's callback); a failed
+/// write is left to the command's next one to report.
+fn warn(message: &str) {
+    let _ = write_to(Stream::Stderr, format_args!("warning: {message}\n"));
+}
+
+fn report_error(error: &Error) -> Result<(), Error> {
+    match error {
+        Error::Manifest(LoadError::Invalid(errors)) => err!("{}", errors.render(std::io::stderr().is_terminal())),
+        Error::Score(ScoreError::Invalid { path, problems }) => report_problems("score", path, problems)?,
+        Error::Adjudication(AdjudicationError::Invalid { path, problems }) => report_problems("import", path, problems)?,
+        other => errln!("error: {other}"),
     }
+    Ok(())
+}
+
+fn report_problems(what: &str, path: &Path, problems: &[String]) -> Result<(), Error> {
+    errln!("error: failed to {what} `{}`: {} problem{}", path.display(), problems.len(), if problems.len() == 1 { "" } else { "s" });
+    for p in problems {
+        errln!("  - {p}");
+    }
+    Ok(())
 }
 
 fn locations(args: &LocationArgs) -> Locations {
@@ -108,11 +168,15 @@ fn merge(args: MergeArgs) -> Result<Exit, Error> {
 }
 
 fn exec(args: ExecArgs) -> Result<Exit, Error> {
+    // What killed runners left behind goes first.
+    runner::scratch::sweep_stale();
     let options = experiment::PrepareOptions { max_runs: args.reports.max_runs, frozen: args.frozen };
     let mut prepared = experiment::prepare_with(&args.manifest, &locations(&args.locations), &options)?;
     if let Some(dir) = &args.reports.output {
         prepared.manifest.report.output = dir.clone();
     }
+    prepared.manifest.report.html |= args.reports.html;
+    prepared.manifest.report.force = args.reports.force;
     if args.steal && prepared.remote.is_none() {
         return Err(Error::RemoteCache(runner::cache::RemoteError::Config(
             "--steal takes runs under leases kept in the remote cache: pass --remote-cache s3://bucket/prefix or set RUNNER_REMOTE_CACHE".to_string(),
@@ -148,14 +212,20 @@ fn exec(args: ExecArgs) -> Result<Exit, Error> {
     let (executed, summary) = rt.block_on(async {
         let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
         let (cancel_tx, cancel_rx) = tokio::sync::watch::channel(false);
-        // Ctrl-C and SIGTERM (CI cancellation, `timeout`, `docker stop`) take the same path:
-        // running reviews are abandoned (their process groups killed), finished runs stay cached.
+        let cancel_tx = std::sync::Arc::new(cancel_tx);
+        // Ctrl-C, SIGTERM (CI cancellation, `timeout`, `docker stop`) and SIGHUP (a closed
+        // terminal or SSH session) take the same path: running reviews are abandoned (their
+        // process groups killed), finished runs stay cached.
+        let on_signal = cancel_tx.clone();
         tokio::spawn(async move {
             if interrupt_or_terminate().await {
-                let _ = cancel_tx.send(true);
+                let _ = on_signal.send(true);
             }
         });
-        let reporter = tokio::spawn(progress::consume(rx, mode, log));
+        // So does output that can no longer be written (a closed pipe, a full disk).
+        let reporter = tokio::spawn(progress::consume(rx, mode, log, move || {
+            let _ = cancel_tx.send(true);
+        }));
         let emitter = Emitter::new(tx);
         let executed = experiment::execute(&prepared, &label, options, &emitter, cancel_rx).await;
         drop(emitter);
@@ -165,8 +235,12 @@ fn exec(args: ExecArgs) -> Result<Exit, Error> {
     let mut executed = executed?;
     // Force an exit now: a cancelled child's pipes must not keep the runtime waiting.
     rt.shutdown_background();
+    if let Some(lost) = &summary.output_error {
+        let _ = write_to(Stream::Stderr, format_args!("error: {lost}; the execution was stopped (finished runs are cached)\n"));
+        return Ok(Exit::Error);
+    }
     // The HTML page beside the reports it was written from (only when they were written).
-    if args.reports.html || prepared.manifest.report.html {
+    if prepared.manifest.report.html {
         if let Some(results) = executed.written.iter().find(|p| p.ends_with("results.json")).cloned() {
             let mut side = experiment::report_side(&results, Some(&args.manifest), &locations(&args.locations))?;
             // Named as the file beside the page, so the page does not depend on where it was written.
@@ -182,33 +256,33 @@ fn exec(args: ExecArgs) -> Result<Exit, Error> {
     let interrupted = ending == Ending::Interrupted;
     match mode {
         Mode::Human => {
-            eprint!("{}", summary.render());
+            err!("{}", summary.render());
             for path in &executed.written {
-                eprintln!("wrote {}", path.display());
+                errln!("wrote {}", path.display());
             }
             if !interrupted && args.shard.is_none() && executed.written.is_empty() && summary.missing.is_empty() && !executed.outcomes.is_empty() {
-                eprintln!("no run succeeded: the reports were left as they were");
+                errln!("no run succeeded: the reports were left as they were");
             }
         }
         // Quiet still shows errors: what failed and why.
-        Mode::Quiet if summary.failed + summary.skipped + summary.unrun > 0 => eprint!("{}", summary.render()),
+        Mode::Quiet if summary.failed + summary.skipped + summary.unrun > 0 => err!("{}", summary.render()),
         _ => {}
     }
     if ending == Ending::Missing {
         if !summary.missing.is_empty() {
-            eprintln!("error: --frozen: {} runs are not in the cache:", summary.missing.len());
+            errln!("error: --frozen: {} runs are not in the cache:", summary.missing.len());
         }
         // With the shard count known (`runner merge --shards`), each names the shard to re-run.
         let owners: std::collections::HashMap<String, &runner::cache::CacheKey> =
             if args.shards.is_some() { prepared.plan.runs.iter().map(|r| (r.label(), &r.key)).collect() } else { Default::default() };
         for run in &summary.missing {
             match (args.shards, owners.get(run)) {
-                (Some(count), Some(key)) => eprintln!("  {run}  (shard {}/{count})", runner::plan::Shard::of(key, count)),
-                _ => eprintln!("  {run}"),
+                (Some(count), Some(key)) => errln!("  {run}  (shard {}/{count})", runner::plan::Shard::of(key, count)),
+                _ => errln!("  {run}"),
             }
         }
         if executed.scoring.not_cached > 0 {
-            eprintln!("error: --frozen: {} scoring nodes (judges, claims, smells, embeddings) are not in the cache", executed.scoring.not_cached);
+            errln!("error: --frozen: {} scoring nodes (judges, claims, smells, embeddings) are not in the cache", executed.scoring.not_cached);
         }
     }
     if let Some(path) = &args.reports.summary {
@@ -219,7 +293,7 @@ fn exec(args: ExecArgs) -> Result<Exit, Error> {
         }
     }
     if ending == Ending::Interrupted {
-        eprintln!("interrupted: finished runs are cached; the reports were left as they were (an incomplete report never replaces them); run the same command again to complete the rest");
+        errln!("interrupted: finished runs are cached; the reports were left as they were (an incomplete report never replaces them); run the same command again to complete the rest");
     }
     // The process ends next: freeing every run's record and every analysis row one at a time
     // (a second at 100k runs) would only delay it. Plain memory, no handles.
@@ -236,15 +310,16 @@ fn manifest_label(path: &Path, base_dir: &Path) -> String {
     relative.unwrap_or_else(|| runner::config::resolve_path(Path::new(""), &path.display().to_string())).display().to_string()
 }
 
-/// Resolves when SIGINT or SIGTERM arrives; false when neither can be listened for.
+/// Resolves when SIGINT, SIGTERM or SIGHUP arrives; false when none can be listened for.
 async fn interrupt_or_terminate() -> bool {
     use tokio::signal::unix::{signal, SignalKind};
-    let Ok(mut term) = signal(SignalKind::terminate()) else {
+    let (Ok(mut term), Ok(mut hangup)) = (signal(SignalKind::terminate()), signal(SignalKind::hangup())) else {
         return tokio::signal::ctrl_c().await.is_ok();
     };
     tokio::select! {
         r = tokio::signal::ctrl_c() => r.is_ok(),
         r = term.recv() => r.is_some(),
+        r = hangup.recv() => r.is_some(),
     }
 }
 
@@ -259,7 +334,7 @@ fn plan(args: PlanArgs) -> Result<Exit, Error> {
     let mut rows = Vec::new();
     let (mut cached, mut missing) = (0, 0);
     // With a remote cache, what it holds counts as cached (and is copied into the local one).
-    let store = prepared.store(std::sync::Arc::new(|message| eprintln!("warning: {message}")));
+    let store = prepared.store(std::sync::Arc::new(|message| warn(&message)));
     let runs: Vec<(usize, &runner::plan::PlannedRun)> =
         prepared.plan.runs.iter().enumerate().filter(|(_, r)| args.shard.is_none_or(|s| s.contains(&r.key))).collect();
     store.prefetch(&runs.iter().map(|(_, r)| r.key.clone()).collect::<Vec<_>>());
@@ -275,6 +350,10 @@ fn plan(args: PlanArgs) -> Result<Exit, Error> {
             Lookup::Corrupt(detail) => {
                 missing += 1;
                 ("corrupt", detail)
+            }
+            Lookup::Unreadable(detail) => {
+                missing += 1;
+                ("unreadable", detail)
             }
             Lookup::Miss => {
                 missing += 1;
@@ -315,26 +394,26 @@ fn plan(args: PlanArgs) -> Result<Exit, Error> {
             "nodes": nodes.iter().map(|n| serde_json::json!({ "kind": n.kind.as_str(), "count": n.count, "cached": n.kind.cached(), "status": n.status })).collect::<Vec<_>>(),
             "edges": prepared.plan.graph.edge_count(),
         });
-        println!("{}", serde_json::to_string_pretty(&doc).unwrap_or_default());
+        outln!("{}", serde_json::to_string_pretty(&doc).unwrap_or_default());
     } else {
-        println!("{name}: {} ({} cached, {} to run)", prepared.plan.size(), cached, missing,);
+        outln!("{name}: {} ({} cached, {} to run)", prepared.plan.size(), cached, missing,);
         if let Some(shard) = args.shard {
-            println!("shard {shard}: {} of the {} runs", cached + missing, prepared.plan.runs.len());
+            outln!("shard {shard}: {} of the {} runs", cached + missing, prepared.plan.runs.len());
         }
-        println!("DAG: {} nodes, {} edges", prepared.plan.graph.node_count(), prepared.plan.graph.edge_count());
+        outln!("DAG: {} nodes, {} edges", prepared.plan.graph.node_count(), prepared.plan.graph.edge_count());
         for n in &nodes {
-            println!("  {:<12} {:>6}  {}", n.kind.as_str(), n.count, n.status);
+            outln!("  {:<12} {:>6}  {}", n.kind.as_str(), n.count, n.status);
         }
         if let Some(h) = history {
-            print!("{}", history_lines(h));
+            out!("{}", history_lines(h));
         }
         for r in &reach {
-            println!("{}", reach_line(r));
+            outln!("{}", reach_line(r));
         }
-        println!("runs:");
+        outln!("runs:");
         for row in &rows {
             let why = row["why"].as_str().unwrap_or_default();
-            println!(
+            outln!(
                 "  {:<7} {}  {}{}",
                 row["status"].as_str().unwrap_or_default(),
                 &row["key"].as_str().unwrap_or_default()[..12],
@@ -432,11 +511,11 @@ fn node_summary(prepared: &experiment::Prepared, cached_runs: usize, (match_call
 fn validate(files: &[PathBuf], max_runs: u64) -> Result<Exit, Error> {
     let mut ok = true;
     for file in files {
-        match manifest::load(file) {
+        match manifest::load_to_validate(file) {
             Ok(m) => {
                 let (axes, analyses) = (m.matrix.axes.len(), m.analyses.len());
                 match experiment::check(m, &experiment::PrepareOptions { max_runs, ..Default::default() }) {
-                    Ok(size) => println!(
+                    Ok(size) => outln!(
                         "{}: ok ({axes} ax{}, {analyses} analys{}; {size})",
                         file.display(),
                         if axes == 1 { "is" } else { "es" },
@@ -445,14 +524,14 @@ fn validate(files: &[PathBuf], max_runs: u64) -> Result<Exit, Error> {
                     Err(problems) => {
                         ok = false;
                         for p in &problems {
-                            eprintln!("error: {}: {p}", file.display());
+                            errln!("error: {}: {p}", file.display());
                         }
                     }
                 }
             }
             Err(e) => {
                 ok = false;
-                report_error(&Error::Manifest(e));
+                report_error(&Error::Manifest(e))?;
             }
         }
     }
@@ -482,9 +561,9 @@ fn corpus_validate(args: &CorpusValidateArgs) -> Result<Exit, Error> {
     };
     let validation = validate::validate(&args.dir, &options);
     if args.json {
-        println!("{}", serde_json::to_string_pretty(&validation).unwrap_or_default());
+        outln!("{}", serde_json::to_string_pretty(&validation).unwrap_or_default());
     } else {
-        print!("{}", validation.render());
+        out!("{}", validation.render());
     }
     Ok(if validation.valid { Exit::Ok } else { Exit::Error })
 }
@@ -501,9 +580,9 @@ fn score(args: &ScoreArgs) -> Result<Exit, Error> {
     let method = args.method.clone().or_else(|| score::recorded_method(&args.results)).unwrap_or_else(|| score::DEFAULT_METHOD.to_string());
     let scored = score::score(&captured, &oracle, &method, &args.results.display().to_string(), &args.oracle.display().to_string());
     if args.json {
-        println!("{}", serde_json::to_string_pretty(&scored).unwrap_or_default());
+        outln!("{}", serde_json::to_string_pretty(&scored).unwrap_or_default());
     } else {
-        print!("{}", scored.render());
+        out!("{}", scored.render());
     }
     Ok(Exit::Ok)
 }
@@ -516,9 +595,9 @@ fn oracle_import_github(args: &ImportGithubArgs) -> Result<Exit, Error> {
     let json = serde_json::to_string_pretty(&imported.oracle).unwrap_or_default();
     write_file(&args.out, &format!("{json}\n"))?;
     for s in &imported.oracle.skipped {
-        eprintln!("skipped {}: {}", s.source, s.reason);
+        errln!("skipped {}: {}", s.source, s.reason);
     }
-    eprintln!(
+    errln!(
         "wrote {}: {} findings ({} resolved; {} replies merged into their threads) in {} cases from {} pull requests and {} review comments; {} left out",
         args.out.display(),
         imported.threads,
@@ -538,15 +617,15 @@ fn resolution(args: &ResolutionArgs) -> Result<Exit, Error> {
     let options = resolution::Options { window: args.window, tolerance: args.tolerance };
     let report = resolution::load(&args.history, side.as_ref(), &args.repo, &args.head, options)?;
     if args.json {
-        println!("{}", serde_json::to_string_pretty(&report).unwrap_or_default());
+        outln!("{}", serde_json::to_string_pretty(&report).unwrap_or_default());
     } else {
-        print!("{}", report.render());
+        out!("{}", report.render());
     }
     for s in &report.skipped_lines {
-        eprintln!("warning: `{}` line {} skipped: {}", args.history.display(), s.line, s.why);
+        errln!("warning: `{}` line {} skipped: {}", args.history.display(), s.line, s.why);
     }
     if report.is_empty() {
-        eprintln!("error: no record could be read from `{}`: is it stet's `.review/history.jsonl`?", args.history.display());
+        errln!("error: no record could be read from `{}`: is it stet's `.review/history.jsonl`?", args.history.display());
         return Ok(Exit::Error);
     }
     Ok(Exit::Ok)
@@ -561,17 +640,17 @@ fn a2(args: &A2Args) -> Result<Exit, Error> {
         for (name, text) in [("A2.md", report.render()), ("a2.json", format!("{json}\n"))] {
             write_file(&dir.join(name), &text)?;
         }
-        eprintln!("wrote {} and {}", dir.join("A2.md").display(), dir.join("a2.json").display());
+        errln!("wrote {} and {}", dir.join("A2.md").display(), dir.join("a2.json").display());
     } else if args.json {
-        println!("{json}");
+        outln!("{json}");
     } else {
-        print!("{}", report.render());
+        out!("{}", report.render());
     }
     for s in &report.skipped {
-        eprintln!("warning: `{}` line {} skipped: {}", args.history.display(), s.line, s.why);
+        errln!("warning: `{}` line {} skipped: {}", args.history.display(), s.line, s.why);
     }
     if report.is_empty() {
-        eprintln!("error: no record could be read from `{}`: is it stet's `.review/history.jsonl`?", args.history.display());
+        errln!("error: no record could be read from `{}`: is it stet's `.review/history.jsonl`?", args.history.display());
         return Ok(Exit::Error);
     }
     Ok(Exit::Ok)
@@ -589,14 +668,14 @@ fn crscore(args: &CrscoreArgs) -> Result<Exit, Error> {
     let store = runner::cache::CacheStore::new(&args.cache);
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().map_err(Error::Runtime)?;
     let embedded = runtime.block_on(runner::scoring::embed_cached(&embedder, &store, "crscore", &texts, args.frozen)).map_err(Error::Scoring)?;
-    eprintln!("{} texts: {} batches from the cache, {} embedded now", texts.len(), embedded.cached, embedded.fresh);
+    errln!("{} texts: {} batches from the cache, {} embedded now", texts.len(), embedded.cached, embedded.fresh);
     let mut report = crscore::evaluate(&data, &embedded.vectors, args.tau).map_err(|e| Error::Scoring(e.to_string()))?;
     let fingerprint = embedder.fingerprint();
     report.embedder = Some(fingerprint.to_string());
     let written = runner::scoring::write_crscore(&args.out, &report, &fingerprint).map_err(Error::Scoring)?;
-    print!("{}", report.to_markdown());
+    out!("{}", report.to_markdown());
     for path in written {
-        eprintln!("wrote {}", path.display());
+        errln!("wrote {}", path.display());
     }
     Ok(Exit::Ok)
 }
@@ -619,7 +698,7 @@ fn read_judgements(files: &[PathBuf], embedder: &MatchingEmbedderArgs) -> Result
     let store = runner::cache::CacheStore::new(&embedder.cache);
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().map_err(Error::Runtime)?;
     let embedded = runtime.block_on(runner::scoring::embed_cached(&client, &store, "matching", &texts, embedder.frozen)).map_err(Error::Scoring)?;
-    eprintln!("{} texts embedded: {} batches from the cache, {} embedded now", texts.len(), embedded.cached, embedded.fresh);
+    errln!("{} texts embedded: {} batches from the cache, {} embedded now", texts.len(), embedded.cached, embedded.fresh);
     Ok((read, Some(embedded.vectors), Some(client.fingerprint())))
 }
 
@@ -661,9 +740,9 @@ fn matching_evaluate(args: &MatchingEvaluateArgs) -> Result<Exit, Error> {
     }
     let report = runner::report::matching::evaluate(&files, &rule, vectors.as_ref());
     if args.json {
-        println!("{}", serde_json::to_string_pretty(&report).map_err(|e| Error::Scoring(e.to_string()))?);
+        outln!("{}", serde_json::to_string_pretty(&report).map_err(|e| Error::Scoring(e.to_string()))?);
     } else {
-        print!("{}", report.to_text());
+        out!("{}", report.to_text());
     }
     Ok(Exit::Ok)
 }
@@ -682,7 +761,7 @@ fn matching_calibrate(args: &MatchingCalibrateArgs) -> Result<Exit, Error> {
     std::fs::write(&args.out, text).map_err(|e| Error::Scoring(format!("cannot write `{}`: {e}", args.out.display())))?;
     let rule = &calibration.rule;
     let embedding = rule.embedding_similarity.map(|e| format!(" or embedding cosine ≥ {e:.2}")).unwrap_or_default();
-    eprintln!(
+    errln!(
         "chose {} ≥ {:.2}{embedding}: κ {:.3} cross-validated by {} (lowest judge {:.3}), {} cells of {} judges; wrote {}",
         rule.measure.describe(),
         rule.similarity,
@@ -700,7 +779,7 @@ fn adjudicate_export(args: &AdjudicateExportArgs) -> Result<Exit, Error> {
     let prepared = experiment::prepare(&args.manifest, &locations(&args.locations))?;
     let exported =
         runner::study::adjudication::export(&runner::experiment::sheet_source(&prepared), &args.manifest.display().to_string(), &args.out, args.seed)?;
-    println!(
+    outln!(
         "{} rows from {} findings of {} cached runs{}",
         exported.rows,
         exported.findings,
@@ -712,9 +791,9 @@ fn adjudicate_export(args: &AdjudicateExportArgs) -> Result<Exit, Error> {
         }
     );
     for file in &exported.files {
-        println!("wrote {}", file.display());
+        outln!("wrote {}", file.display());
     }
-    println!("fill `disposition` and `oracle_id` in the sheet (see README.md); keep key.json from the adjudicator");
+    outln!("fill `disposition` and `oracle_id` in the sheet (see README.md); keep key.json from the adjudicator");
     Ok(Exit::Ok)
 }
 
@@ -723,7 +802,7 @@ fn adjudicate_import(args: &AdjudicateImportArgs) -> Result<Exit, Error> {
     let imported = adjudication::import(&args.sheet, &args.key, args.oracle.as_deref())?;
     let written = adjudication::write_imported(&imported, &args.out)?;
     let runs: usize = imported.captured.strategies.iter().map(|s| s.runs.len()).sum();
-    println!(
+    outln!(
         "{} rows → {} strategies × {} cases × {} trials ({} runs submitted)",
         imported.rows,
         imported.captured.strategies.len(),
@@ -732,9 +811,9 @@ fn adjudicate_import(args: &AdjudicateImportArgs) -> Result<Exit, Error> {
         runs
     );
     for file in &written {
-        println!("wrote {}", file.display());
+        outln!("wrote {}", file.display());
     }
-    println!("score it: runner score {} --oracle {}", args.out.display(), imported.oracle.display());
+    outln!("score it: runner score {} --oracle {}", args.out.display(), imported.oracle.display());
     Ok(Exit::Ok)
 }
 
@@ -762,20 +841,20 @@ fn study_export(args: &StudyExportArgs) -> Result<Exit, Error> {
     } else {
         runner::study::findings::export(&source, args.study, &label, &args.out, args.seed, args.sample)?
     };
-    println!("{} rows sampled from {} eligible findings", exported.rows, exported.eligible);
+    outln!("{} rows sampled from {} eligible findings", exported.rows, exported.eligible);
     for file in &exported.files {
-        println!("wrote {}", file.display());
+        outln!("wrote {}", file.display());
     }
-    println!("fill the label columns and `rater` (see README.md); keep key.json from the rater");
+    outln!("fill the label columns and `rater` (see README.md); keep key.json from the rater");
     Ok(Exit::Ok)
 }
 
 fn study_import(args: &StudyImportArgs) -> Result<Exit, Error> {
     let result = runner::study::findings::import_sheets(&args.sheets, &args.key)?;
     let written = runner::study::findings::write_result(&result, &args.out)?;
-    print!("{}", result.to_markdown());
+    out!("{}", result.to_markdown());
     for file in &written {
-        eprintln!("wrote {}", file.display());
+        errln!("wrote {}", file.display());
     }
     Ok(Exit::Ok)
 }
@@ -788,14 +867,14 @@ fn study_audit(args: &StudyAuditArgs) -> Result<Exit, Error> {
     let (patterns, audited) = audit::audit(&args.sheets, &args.key, args.similarity)?;
     let text = audit::to_csv(&patterns).map_err(|e| AdjudicationError::Parse { path: args.out.clone(), message: e.to_string() })?;
     std::fs::write(&args.out, text).map_err(|source| AdjudicationError::Write { path: args.out.clone(), source })?;
-    println!("{audited} findings labelled false_positive or wrong_suggestion, in {} candidate patterns", patterns.len());
-    println!("wrote {}", args.out.display());
+    outln!("{audited} findings labelled false_positive or wrong_suggestion, in {} candidate patterns", patterns.len());
+    outln!("wrote {}", args.out.display());
     Ok(Exit::Ok)
 }
 
 fn study_preference(args: &StudyPreferenceArgs) -> Result<Exit, Error> {
     use runner::study::{adjudication::AdjudicationError, preference};
-    let read = |p: &Path| std::fs::read(p).map_err(|source| AdjudicationError::Read { path: p.to_path_buf(), source });
+    let read = |p: &Path| runner::bounded::input(p).map_err(|source| AdjudicationError::Read { path: p.to_path_buf(), source });
     let (log, survey) = (read(&args.sessions)?, read(&args.survey)?);
     let result = preference::study(&args.sessions.display().to_string(), &log, &args.survey.display().to_string(), &survey, args.resamples, args.seed)
         .map_err(|problems| AdjudicationError::Invalid { path: args.sessions.clone(), problems })?;
@@ -804,8 +883,8 @@ fn study_preference(args: &StudyPreferenceArgs) -> Result<Exit, Error> {
     let text = serde_json::to_string_pretty(&result).map_err(|e| AdjudicationError::Parse { path: json.clone(), message: e.to_string() })?;
     std::fs::write(&json, text + "\n").map_err(|source| AdjudicationError::Write { path: json.clone(), source })?;
     std::fs::write(&md, result.to_markdown()).map_err(|source| AdjudicationError::Write { path: md.clone(), source })?;
-    print!("{}", result.to_markdown());
-    eprintln!("wrote {}\nwrote {}", json.display(), md.display());
+    out!("{}", result.to_markdown());
+    errln!("wrote {}\nwrote {}", json.display(), md.display());
     Ok(Exit::Ok)
 }
 
@@ -840,9 +919,9 @@ fn show(args: &ShowArgs) -> Result<Exit, Error> {
         show::collect_run(&store, &target.display().to_string())?
     };
     if args.json {
-        println!("{}", serde_json::to_string_pretty(&shown).unwrap_or_default());
+        outln!("{}", serde_json::to_string_pretty(&shown).unwrap_or_default());
     } else {
-        print!("{}", show::render_text(&shown));
+        out!("{}", show::render_text(&shown));
     }
     Ok(Exit::Ok)
 }
@@ -858,12 +937,13 @@ fn report(args: &ReportArgs) -> Result<Exit, Error> {
     let page = runner::report::html::render(&sides)?;
     let out = args.output.clone().unwrap_or_else(|| first.parent().unwrap_or(Path::new(".")).join("report.html"));
     runner::cache::store::atomic_write(&out, page.as_bytes())?;
+    runner::report::outputs::record_also(&out)?;
     for side in &sides {
         for note in side.findings.as_ref().err().into_iter().chain(side.note.as_ref()) {
-            eprintln!("{}: {note}", side.results_path);
+            errln!("{}: {note}", side.results_path);
         }
     }
-    eprintln!("wrote {} ({} bytes)", out.display(), page.len());
+    errln!("wrote {} ({} bytes)", out.display(), page.len());
     Ok(Exit::Ok)
 }
 
@@ -880,9 +960,9 @@ fn diff(args: DiffArgs) -> Result<Exit, Error> {
     let b = if b_path == a_path { a.clone() } else { diff::load_side(&b_path)? };
     let report = diff::compare(&a, &b, args.cell_a.as_deref(), args.cell_b.as_deref())?;
     if args.json {
-        println!("{}", serde_json::to_string_pretty(&report).unwrap_or_default());
+        outln!("{}", serde_json::to_string_pretty(&report).unwrap_or_default());
     } else {
-        print!("{}", diff::render_text(&report));
+        out!("{}", diff::render_text(&report));
     }
     if let Some(path) = &args.junit {
         write_file(path, &runner::report::ci::junit_keep(&report))?;
@@ -920,9 +1000,9 @@ fn diff_metric(args: &DiffArgs, metric: &str, a_path: &Path, b_path: &Path) -> R
     };
     let report = gate::gate(&a, &b, args.cell_a.as_deref(), args.cell_b.as_deref(), &options)?;
     if args.json {
-        println!("{}", serde_json::to_string_pretty(&report).unwrap_or_default());
+        outln!("{}", serde_json::to_string_pretty(&report).unwrap_or_default());
     } else {
-        print!("{}", gate::render_text(&report));
+        out!("{}", gate::render_text(&report));
     }
     if let Some(path) = &args.junit {
         write_file(path, &runner::report::ci::junit_gate(&report))?;
@@ -950,7 +1030,7 @@ fn cache_transfer(manifests: &[PathBuf], locations: &LocationArgs, push: bool) -
     for manifest in manifests {
         let prepared = experiment::prepare_to_read(manifest, &self::locations(locations))?;
         let name = prepared.manifest.experiment.name.clone();
-        let Some(layered) = prepared.layered(std::sync::Arc::new(|message| eprintln!("warning: {message}"))) else { continue };
+        let Some(layered) = prepared.layered(std::sync::Arc::new(|message| warn(&message))) else { continue };
         let keys: Vec<runner::cache::CacheKey> = prepared.plan.runs.iter().map(|r| r.key.clone()).collect();
         let mut values = 0usize;
         let runs = if push {
@@ -969,12 +1049,12 @@ fn cache_transfer(manifests: &[PathBuf], locations: &LocationArgs, push: bool) -
         layered.local().sync()?;
         let moved = layered.transfer();
         if let Some(outage) = layered.outage() {
-            eprintln!("error: {name}: the remote cache failed: {outage}");
+            errln!("error: {name}: the remote cache failed: {outage}");
             ok = false;
             continue;
         }
         if push {
-            println!(
+            outln!(
                 "{name}: {runs} of {} runs and {values} stage values checked against {}: {} new there, {} already there",
                 keys.len(),
                 layered_url(&prepared),
@@ -982,14 +1062,14 @@ fn cache_transfer(manifests: &[PathBuf], locations: &LocationArgs, push: bool) -
                 moved.present
             );
         } else {
-            println!(
+            outln!(
                 "{name}: {} entries copied from {}; {runs} of {} runs now in the local cache, {values} stage values copied",
                 moved.pulled,
                 layered_url(&prepared),
                 keys.len()
             );
             if moved.corrupt > 0 {
-                eprintln!("warning: {name}: {} remote entries failed verification and were not used", moved.corrupt);
+                errln!("warning: {name}: {} remote entries failed verification and were not used", moved.corrupt);
             }
         }
     }
@@ -1009,25 +1089,25 @@ fn cache(command: CacheCommand, locations: &LocationArgs) -> Result<Exit, Error>
             let entries = store.list();
             for entry in &entries {
                 match entry {
-                    Ok(r) if json => println!(
+                    Ok(r) if json => outln!(
                         "{}",
                         serde_json::json!({"key": r.key.0, "experiment": r.experiment, "run": r.label, "findings": r.finding_count, "wall_ms": r.cost.wall_ms})
                     ),
-                    Ok(r) => println!("{}  {:<20} {:>4} findings  {}", r.key.short(), r.experiment, r.finding_count, r.label),
-                    Err((path, e)) => eprintln!("corrupt: {}: {e}", path.display()),
+                    Ok(r) => outln!("{}  {:<20} {:>4} findings  {}", r.key.short(), r.experiment, r.finding_count, r.label),
+                    Err((path, e)) => errln!("corrupt: {}: {e}", path.display()),
                 }
             }
             if !json {
-                eprintln!("{} runs in `{}`", entries.len(), store.root().display());
+                errln!("{} runs in `{}`", entries.len(), store.root().display());
             }
             Ok(if entries.iter().all(Result::is_ok) { Exit::Ok } else { Exit::Error })
         }
         CacheCommand::Verify => {
             let report = store.verify();
             for p in &report.problems {
-                println!("corrupt: {p}");
+                outln!("corrupt: {p}");
             }
-            println!("{} objects, {} runs, {} stage values checked, {} problems", report.objects, report.runs, report.values, report.problems.len());
+            outln!("{} objects, {} runs, {} stage values checked, {} problems", report.objects, report.runs, report.values, report.problems.len());
             Ok(if report.problems.is_empty() { Exit::Ok } else { Exit::Error })
         }
         CacheCommand::Gc { keep, dry_run } => {
@@ -1046,12 +1126,12 @@ fn cache(command: CacheCommand, locations: &LocationArgs) -> Result<Exit, Error>
             let _lock = match store.lock_exclusive(false)? {
                 Some(lock) => lock,
                 None => {
-                    eprintln!("waiting for the `runner exec` processes using `{}` to finish…", store.root().display());
+                    errln!("waiting for the `runner exec` processes using `{}` to finish…", store.root().display());
                     store.lock_exclusive(true)?.ok_or_else(|| runner::cache::CacheError::Lock(store.root().to_path_buf()))?
                 }
             };
             let report = store.gc(keep_keys.as_ref(), dry_run)?;
-            println!(
+            outln!(
                 "{}{} runs, {} stage values, {} objects ({} bytes), {} failure records, {} stale temporary files",
                 if dry_run { "would remove " } else { "removed " },
                 report.runs_removed,

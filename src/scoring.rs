@@ -272,7 +272,7 @@ impl Scorers for ExperimentScorers {
                     let me = self.clone();
                     tokio::task::spawn_blocking(move || {
                         let analyzers = me.analyzers.as_ref().ok_or("no analyzers are declared")?;
-                        let scratch = tempfile::tempdir().map_err(|e| format!("no scratch directory for the analyzers: {e}"))?;
+                        let scratch = crate::scratch::tempdir("runner-smells-").map_err(|e| format!("no scratch directory for the analyzers: {e}"))?;
                         let smells = crate::smells::analyze(analyzers, &subject, scratch.path()).map_err(|e| e.to_string())?;
                         let texts: Vec<String> = smells.iter().map(|s| s.text()).collect();
                         Ok::<Value, String>(json!({"smells": smells, "texts": texts, "analyzers": analyzers.identity()}))

@@ -117,6 +117,6 @@ impl Adjudication {
 
 /// Reads an adjudication record (`captured.adjudication.json`, as `import` writes it).
 pub fn load(path: &Path) -> Result<Adjudication, RecordError> {
-    let text = std::fs::read_to_string(path).map_err(|source| RecordError::Read { path: path.to_path_buf(), source })?;
+    let text = crate::bounded::input_text(path).map_err(|source| RecordError::Read { path: path.to_path_buf(), source })?;
     serde_json::from_str(&text).map_err(|e| RecordError::Parse { path: path.to_path_buf(), message: e.to_string() })
 }

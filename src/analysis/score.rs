@@ -575,7 +575,7 @@ pub fn adjudication_path(results: &Path) -> PathBuf {
 
 /// The method recorded beside `results`, if any.
 pub fn recorded_method(results: &Path) -> Option<String> {
-    let text = std::fs::read_to_string(adjudication_path(results)).ok()?;
+    let text = crate::bounded::input_text(&adjudication_path(results)).ok()?;
     let value: serde_json::Value = serde_json::from_str(&text).ok()?;
     value.get("method")?.as_str().map(str::to_string)
 }

@@ -24,7 +24,7 @@ pub mod store;
 pub use key::{CacheKey, KeyInputs};
 pub use layered::{LayeredStore, Transfer};
 pub use remote::{RemoteError, RemoteStore, RemoteUrl};
-pub use store::{CacheError, CacheStore, Findings, FindingsMemo, Keep, Lookup, RunRecord, ValueLookup, ValueRecord};
+pub use store::{CacheError, CacheStore, EntryError, Findings, FindingsMemo, Keep, Lookup, RunRecord, ValueLookup, ValueRecord};
 
 use crate::reviewer::{ReviewError, ReviewOutput};
 

@@ -82,7 +82,11 @@ pub type Findings = Arc<[Finding]>;
 /// [`CacheStore::lookup_in`]). It lives for one batch only: an object corrupted after the
 /// batch is read again, and caught, by the next.
 #[derive(Debug, Default)]
-pub struct FindingsMemo(HashMap<String, Findings>);
+pub struct FindingsMemo {
+    findings: HashMap<String, Findings>,
+    /// Other objects (raw outputs, attachments) the batch has verified.
+    verified: std::collections::HashSet<String>,
+}
 
 /// The answer to a lookup.
 #[derive(Debug, Clone)]
@@ -94,6 +98,77 @@ pub enum Lookup {
     Miss,
     /// The entry exists but failed verification; treated as a miss.
     Corrupt(String),
+    /// The entry could not be read (too many open files, permissions, an I/O error): not
+    /// known to be corrupt, and treated as a miss.
+    Unreadable(String),
+}
+
+/// Why a cache entry could not be used.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum EntryError {
+    /// Its bytes, type or size are wrong, or an object it names is missing.
+    Corrupt(String),
+    /// The system would not read it.
+    Unreadable(String),
+}
+
+impl std::fmt::Display for EntryError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Corrupt(m) | Self::Unreadable(m) => f.write_str(m),
+        }
+    }
+}
+
+impl EntryError {
+    /// The same error, its text prefixed (`run `abc`: …`).
+    fn context(self, prefix: &str) -> Self {
+        match self {
+            Self::Corrupt(m) => Self::Corrupt(format!("{prefix}{m}")),
+            Self::Unreadable(m) => Self::Unreadable(format!("{prefix}{m}")),
+        }
+    }
+
+    /// A failed read of the cache file `what` (`object `abc``): a content problem (its type,
+    /// its size) or absence is corruption, anything else the system's.
+    fn of_read(what: &str, error: &std::io::Error) -> Self {
+        if error.kind() == std::io::ErrorKind::NotFound {
+            Self::Corrupt(format!("{what} is missing"))
+        } else if crate::bounded::is_content_problem(error) {
+            Self::Corrupt(format!("{what} is corrupt: {error}"))
+        } else {
+            Self::Unreadable(format!("{what} could not be read: {error}"))
+        }
+    }
+
+    fn lookup(self) -> Lookup {
+        match self {
+            Self::Corrupt(m) => Lookup::Corrupt(m),
+            Self::Unreadable(m) => Lookup::Unreadable(m),
+        }
+    }
+}
+
+/// The largest cache object or journal read: far above any review's output or embedding,
+/// far below what would exhaust memory. Larger objects are not stored.
+pub const MAX_ENTRY_BYTES: u64 = 256 * crate::bounded::MIB;
+
+/// The largest pointer file read (a pointer is one hash and a newline).
+const MAX_POINTER_BYTES: u64 = 4096;
+
+/// Reads a file of the cache: a regular file, never a link, of at most `limit` bytes; a FIFO
+/// or a device put there is refused before anything blocks on it.
+fn read_entry(path: &Path, limit: u64) -> std::io::Result<Vec<u8>> {
+    crate::bounded::read(path, limit, crate::bounded::Links::Refuse, "cache entries")
+}
+
+/// A pointer file's text (trimmed): `Ok(None)` when there is none.
+fn read_pointer(path: &Path, what: &str) -> Result<Option<String>, EntryError> {
+    match read_entry(path, MAX_POINTER_BYTES) {
+        Ok(bytes) => Ok(Some(String::from_utf8_lossy(&bytes).trim().to_string())),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(EntryError::of_read(what, &e)),
+    }
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -227,11 +302,18 @@ impl CacheStore {
             return Some(key.clone());
         }
         drop(slots);
-        std::fs::read_to_string(self.slot_path(slot)).ok().map(|k| k.trim().to_string())
+        read_pointer(&self.slot_path(slot), "slot").ok().flatten()
     }
 
     /// Stores bytes under their blake3 hash and returns it.
     pub fn put_object(&self, bytes: &[u8]) -> Result<String, CacheError> {
+        if bytes.len() as u64 > MAX_ENTRY_BYTES {
+            return Err(CacheError::Encode(format!(
+                "an object of {} bytes is over the {} MiB limit of cache entries",
+                bytes.len(),
+                MAX_ENTRY_BYTES / crate::bounded::MIB
+            )));
+        }
         let hash = blake3::hash(bytes).to_hex().to_string();
         let path = self.object_path(&hash);
         // An existing object is reused only when it is intact: a corrupt one is rewritten.
@@ -243,12 +325,12 @@ impl CacheStore {
 
     /// The record hash a run key points at, as filed (unverified); `None` when there is none.
     pub fn run_pointer(&self, key: &CacheKey) -> Option<String> {
-        std::fs::read_to_string(self.run_path(key)).ok().map(|p| p.trim().to_string())
+        read_pointer(&self.run_path(key), "run").ok().flatten()
     }
 
     /// The record hash a stage value's key points at, as filed (unverified).
     pub fn value_pointer(&self, key: &CacheKey) -> Option<String> {
-        std::fs::read_to_string(self.value_path(key)).ok().map(|p| p.trim().to_string())
+        read_pointer(&self.value_path(key), "value").ok().flatten()
     }
 
     /// Files `key` as pointing at the run record `hash`; the caller stored its objects first.
@@ -293,23 +375,43 @@ impl CacheStore {
     /// verified, so such an entry is a miss (reported as corrupt) and its run runs again. A
     /// killed process loses nothing (the kernel has the bytes). An fsync per entry made a cold
     /// 100k-run execution 2.6 times slower.
+    ///
+    /// Whatever is in the entry's place is replaced: a corrupt file, a FIFO, or a directory
+    /// (removed with what it holds: nothing of the cache's own layout lives at an entry's path).
     fn write_entry(&self, path: &Path, bytes: &[u8]) -> Result<(), CacheError> {
         self.unsynced.store(true, Ordering::SeqCst);
-        write_via_temp(path, bytes, false)
+        match write_via_temp(path, bytes, false) {
+            // Another writer of the same entry may have removed it already: only the retry counts.
+            Err(_) if std::fs::symlink_metadata(path).is_ok_and(|m| m.is_dir()) => {
+                let _ = std::fs::remove_dir_all(path);
+                write_via_temp(path, bytes, false)
+            }
+            written => written,
+        }
     }
 
     /// Reads an object and checks that its bytes still hash to its name.
-    pub fn get_object(&self, hash: &str) -> Result<Vec<u8>, String> {
+    pub fn get_object(&self, hash: &str) -> Result<Vec<u8>, EntryError> {
         if !is_hex64(hash) {
-            return Err(format!("`{hash}` is not an object hash"));
+            return Err(EntryError::Corrupt(format!("`{hash}` is not an object hash")));
         }
         let path = self.object_path(hash);
-        let bytes = std::fs::read(&path).map_err(|e| format!("object `{hash}` is unreadable: {e}"))?;
+        let what = format!("object `{}`", short(hash));
+        let bytes = read_entry(&path, MAX_ENTRY_BYTES).map_err(|e| EntryError::of_read(&what, &e))?;
         let actual = blake3::hash(&bytes).to_hex().to_string();
         if actual != hash {
-            return Err(format!("object `{hash}` is corrupt (its content hashes to `{actual}`)"));
+            return Err(EntryError::Corrupt(format!("{what} is corrupt (its content hashes to `{}`)", short(&actual))));
         }
         Ok(bytes)
+    }
+
+    /// Checks that an object is intact, once per batch.
+    fn verify_object(&self, hash: &str, memo: &mut FindingsMemo) -> Result<(), EntryError> {
+        if !memo.verified.contains(hash) {
+            self.get_object(hash)?;
+            memo.verified.insert(hash.to_string());
+        }
+        Ok(())
     }
 
     /// Looks a run up, verifying every object it touches.
@@ -320,51 +422,64 @@ impl CacheStore {
     /// [`Self::lookup`] within a batch: a findings object the batch has already read and
     /// verified is not read again (at 100k runs of a deterministic reviewer, one object
     /// serves them all).
+    ///
+    /// Every object the run's record names is verified: its findings (read), its raw output
+    /// and attachments (hashed), so an entry with any part damaged is not served (`--frozen`
+    /// refuses it; an execution runs it again and so repairs it).
     pub fn lookup_in(&self, key: &CacheKey, memo: &mut FindingsMemo) -> Lookup {
-        let path = self.run_path(key);
-        let pointer = match std::fs::read_to_string(&path) {
-            Ok(p) => p.trim().to_string(),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Lookup::Miss,
-            Err(e) => return Lookup::Corrupt(format!("run `{}` is unreadable: {e}", key.short())),
+        let run = format!("run `{}`", key.short());
+        let pointer = match read_pointer(&self.run_path(key), &run) {
+            Ok(Some(p)) => p,
+            Ok(None) => return Lookup::Miss,
+            Err(e) => return e.lookup(),
         };
-        match self.read_record(&pointer, memo) {
+        let read = self.read_record(&pointer, memo).and_then(|(record, findings)| {
+            for hash in std::iter::once(&record.raw).chain(record.attachments.values()) {
+                let part = if *hash == record.raw { "raw output: " } else { "attachment: " };
+                self.verify_object(hash, memo).map_err(|e| e.context(part))?;
+            }
+            Ok((record, findings))
+        });
+        match read {
             Ok((record, findings)) if record.key == *key => Lookup::Hit { record: Box::new(record), findings },
-            Ok(_) => Lookup::Corrupt(format!("run `{}` points at a record for another key", key.short())),
-            Err(e) => Lookup::Corrupt(format!("run `{}`: {e}", key.short())),
+            Ok(_) => Lookup::Corrupt(format!("{run} points at a record for another key")),
+            Err(e) => e.context(&format!("{run}: ")).lookup(),
         }
     }
 
-    fn read_record(&self, pointer: &str, memo: &mut FindingsMemo) -> Result<(RunRecord, Findings), String> {
+    fn read_record(&self, pointer: &str, memo: &mut FindingsMemo) -> Result<(RunRecord, Findings), EntryError> {
         let bytes = self.get_object(pointer)?;
-        let record: RunRecord = serde_json::from_slice(&bytes).map_err(|e| format!("record is not a valid run record: {e}"))?;
-        if let Some(findings) = memo.0.get(&record.findings) {
+        let record: RunRecord = serde_json::from_slice(&bytes).map_err(|e| EntryError::Corrupt(format!("record is not a valid run record: {e}")))?;
+        if let Some(findings) = memo.findings.get(&record.findings) {
             return Ok((record, findings.clone()));
         }
         let findings_bytes = self.get_object(&record.findings)?;
-        let findings: Findings = serde_json::from_slice::<Vec<Finding>>(&findings_bytes).map_err(|e| format!("findings are not valid: {e}"))?.into();
-        memo.0.insert(record.findings.clone(), findings.clone());
+        let findings: Findings =
+            serde_json::from_slice::<Vec<Finding>>(&findings_bytes).map_err(|e| EntryError::Corrupt(format!("findings are not valid: {e}")))?.into();
+        memo.findings.insert(record.findings.clone(), findings.clone());
         Ok((record, findings))
     }
 
     /// Looks a stage value up, verifying its record and value objects.
     pub fn lookup_value(&self, key: &CacheKey) -> ValueLookup {
-        let pointer = match std::fs::read_to_string(self.value_path(key)) {
-            Ok(p) => p.trim().to_string(),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return ValueLookup::Miss,
-            Err(e) => return ValueLookup::Corrupt(format!("value `{}` is unreadable: {e}", key.short())),
+        let value = format!("value `{}`", key.short());
+        let pointer = match read_pointer(&self.value_path(key), &value) {
+            Ok(Some(p)) => p,
+            Ok(None) => return ValueLookup::Miss,
+            Err(e) => return ValueLookup::Corrupt(e.to_string()),
         };
         match self.read_value_record(&pointer) {
-            Ok((record, value)) if record.key == *key => ValueLookup::Hit(value),
-            Ok(_) => ValueLookup::Corrupt(format!("value `{}` points at a record for another key", key.short())),
-            Err(e) => ValueLookup::Corrupt(format!("value `{}`: {e}", key.short())),
+            Ok((record, found)) if record.key == *key => ValueLookup::Hit(found),
+            Ok(_) => ValueLookup::Corrupt(format!("{value} points at a record for another key")),
+            Err(e) => ValueLookup::Corrupt(format!("{value}: {e}")),
         }
     }
 
-    fn read_value_record(&self, pointer: &str) -> Result<(ValueRecord, serde_json::Value), String> {
+    fn read_value_record(&self, pointer: &str) -> Result<(ValueRecord, serde_json::Value), EntryError> {
         let bytes = self.get_object(pointer)?;
-        let record: ValueRecord = serde_json::from_slice(&bytes).map_err(|e| format!("record is not a valid value record: {e}"))?;
+        let record: ValueRecord = serde_json::from_slice(&bytes).map_err(|e| EntryError::Corrupt(format!("record is not a valid value record: {e}")))?;
         let value_bytes = self.get_object(&record.value)?;
-        let value = serde_json::from_slice(&value_bytes).map_err(|e| format!("the value is not valid JSON: {e}"))?;
+        let value = serde_json::from_slice(&value_bytes).map_err(|e| EntryError::Corrupt(format!("the value is not valid JSON: {e}")))?;
         Ok((record, value))
     }
 
@@ -390,20 +505,23 @@ impl CacheStore {
         let mut out = Vec::new();
         for path in files_under(&self.root.join("values")) {
             let filed_as = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-            let result = std::fs::read_to_string(&path).map_err(|e| e.to_string()).and_then(|p| {
-                let (record, _) = self.read_value_record(p.trim())?;
-                if record.key.0 != filed_as {
-                    return Err(format!("the pointer for key `{}` names a record for key `{}`", short(&filed_as), record.key.short()));
-                }
-                Ok(record)
-            });
+            let result = read_pointer(&path, "the pointer")
+                .and_then(|p| p.ok_or_else(|| EntryError::Corrupt("the pointer is missing".into())))
+                .map_err(|e| e.to_string())
+                .and_then(|p| {
+                    let (record, _) = self.read_value_record(&p).map_err(|e| e.to_string())?;
+                    if record.key.0 != filed_as {
+                        return Err(format!("the pointer for key `{}` names a record for key `{}`", short(&filed_as), record.key.short()));
+                    }
+                    Ok(record)
+                });
             out.push(result.map_err(|e| (path, e)));
         }
         out
     }
 
     /// Reads a record's raw output object.
-    pub fn raw_output(&self, record: &RunRecord) -> Result<String, String> {
+    pub fn raw_output(&self, record: &RunRecord) -> Result<String, EntryError> {
         self.get_object(&record.raw).map(|b| String::from_utf8_lossy(&b).into_owned())
     }
 
@@ -457,7 +575,7 @@ impl CacheStore {
     }
 
     pub fn failure(&self, key: &CacheKey) -> Option<FailureRecord> {
-        let bytes = std::fs::read(self.failure_path(key)).ok()?;
+        let bytes = read_entry(&self.failure_path(key), MAX_ENTRY_BYTES).ok()?;
         serde_json::from_slice(&bytes).ok()
     }
 
@@ -526,14 +644,17 @@ impl CacheStore {
         let mut out = Vec::new();
         for path in files_under(&self.root.join("runs")) {
             let filed_as = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-            let result = std::fs::read_to_string(&path).map_err(|e| e.to_string()).and_then(|p| {
-                let (record, _) = self.read_record(p.trim(), &mut FindingsMemo::default())?;
-                if record.key.0 != filed_as {
-                    return Err(format!("the pointer for key `{}` names a record for key `{}`", short(&filed_as), record.key.short()));
-                }
-                self.get_object(&record.raw).map_err(|e| format!("raw output: {e}"))?;
-                Ok(record)
-            });
+            let result = read_pointer(&path, "the pointer")
+                .and_then(|p| p.ok_or_else(|| EntryError::Corrupt("the pointer is missing".into())))
+                .map_err(|e| e.to_string())
+                .and_then(|p| {
+                    let (record, _) = self.read_record(&p, &mut FindingsMemo::default()).map_err(|e| e.to_string())?;
+                    if record.key.0 != filed_as {
+                        return Err(format!("the pointer for key `{}` names a record for key `{}`", short(&filed_as), record.key.short()));
+                    }
+                    self.get_object(&record.raw).map_err(|e| format!("raw output: {e}"))?;
+                    Ok(record)
+                });
             out.push(result.map_err(|e| (path, e)));
         }
         out
@@ -597,8 +718,7 @@ impl CacheStore {
                 }
                 continue;
             }
-            if let Ok(pointer) = std::fs::read_to_string(&path) {
-                let pointer = pointer.trim().to_string();
+            if let Ok(Some(pointer)) = read_pointer(&path, "the pointer") {
                 if let Ok(bytes) = self.get_object(&pointer) {
                     if let Ok(record) = serde_json::from_slice::<RunRecord>(&bytes) {
                         live.insert(record.findings);
@@ -610,8 +730,7 @@ impl CacheStore {
             }
         }
         for path in files_under(&self.root.join("values")) {
-            let record = std::fs::read_to_string(&path).ok().and_then(|pointer| {
-                let pointer = pointer.trim().to_string();
+            let record = read_pointer(&path, "the pointer").ok().flatten().and_then(|pointer| {
                 let bytes = self.get_object(&pointer).ok()?;
                 serde_json::from_slice::<ValueRecord>(&bytes).ok().map(|record| (pointer, record))
             });
@@ -683,8 +802,8 @@ pub struct GcReport {
 /// An experiment's slot journal, the last line for each slot winning; lines that do not
 /// parse (a torn write) are skipped. A missing journal is an empty one.
 fn read_slot_journal(path: &Path) -> HashMap<String, String> {
-    let Ok(text) = std::fs::read_to_string(path) else { return HashMap::new() };
-    text.lines().filter_map(|line| serde_json::from_str::<SlotLine>(line).ok()).map(|l| (l.slot, l.key)).collect()
+    let Ok(bytes) = read_entry(path, MAX_ENTRY_BYTES) else { return HashMap::new() };
+    String::from_utf8_lossy(&bytes).lines().filter_map(|line| serde_json::from_str::<SlotLine>(line).ok()).map(|l| (l.slot, l.key)).collect()
 }
 
 /// Temporary files at least this old were left by a process that died mid-write.
@@ -814,11 +933,24 @@ fn walk_files(dir: &Path, keep: impl Fn(&Path) -> bool) -> Vec<PathBuf> {
     out
 }
 
+/// A file a report would replace, opened to compare with: a regular file only (anything else
+/// is replaced without being read).
+fn open_existing(path: &Path) -> std::io::Result<std::fs::File> {
+    crate::bounded::open_regular(path, crate::bounded::Links::Follow, "reports").map(|(file, _)| file)
+}
+
+/// [`open_existing`], read whole when at most `limit` bytes.
+fn read_existing(path: &Path, limit: u64) -> std::io::Result<Vec<u8>> {
+    crate::bounded::read(path, limit, crate::bounded::Links::Follow, "reports")
+}
+
 /// Writes a file atomically: a temp file in the same directory, fsync, rename. A file that
 /// already holds exactly these bytes is left as it is (no rename, no fsync), so a re-report
 /// that changes nothing writes nothing.
 pub fn atomic_write(path: &Path, bytes: &[u8]) -> Result<(), CacheError> {
-    let unchanged = std::fs::metadata(path).is_ok_and(|m| m.len() == bytes.len() as u64) && std::fs::read(path).is_ok_and(|old| old == bytes);
+    // Read only when it is a regular file of exactly this size (a FIFO there is replaced, not waited on).
+    let unchanged =
+        std::fs::metadata(path).is_ok_and(|m| m.len() == bytes.len() as u64) && read_existing(path, bytes.len() as u64).is_ok_and(|old| old == bytes);
     if unchanged {
         return Ok(());
     }
@@ -834,7 +966,7 @@ pub fn atomic_write(path: &Path, bytes: &[u8]) -> Result<(), CacheError> {
 pub fn atomic_write_streamed(path: &Path, write: impl FnOnce(&mut dyn Write) -> std::io::Result<()>, proceed: impl FnOnce() -> bool) -> std::io::Result<()> {
     let dir = path.parent().unwrap_or(Path::new("."));
     std::fs::create_dir_all(dir)?;
-    let old = std::fs::File::open(path).ok().map(|file| std::io::BufReader::with_capacity(STREAM_BUFFER, file));
+    let old = open_existing(path).ok().map(|file| std::io::BufReader::with_capacity(STREAM_BUFFER, file));
     let mut out = std::io::BufWriter::with_capacity(
         STREAM_BUFFER,
         Compared { dir: dir.to_path_buf(), path: path.to_path_buf(), old, matched: 0, temp: None, scratch: Vec::new() },
@@ -880,7 +1012,7 @@ impl Compared {
     fn diverge(&mut self) -> std::io::Result<()> {
         let mut temp = temp_file_in(&self.dir)?;
         if self.matched > 0 {
-            let mut prefix = std::io::Read::take(std::fs::File::open(&self.path)?, self.matched);
+            let mut prefix = std::io::Read::take(open_existing(&self.path)?, self.matched);
             if std::io::copy(&mut prefix, temp.as_file_mut())? != self.matched {
                 return Err(std::io::Error::other(format!("`{}` changed while it was being replaced", self.path.display())));
             }

@@ -28,8 +28,26 @@ pub fn template_var_regex() -> &'static Regex {
     RE.get_or_init(|| Regex::new(r"\{\{\{?\s*([A-Za-z_][A-Za-z0-9_]*)\s*\}?\}\}").expect("static regex"))
 }
 
-/// Reports template variables that are neither an axis nor a built-in.
+/// Reports a template that does not parse, and template variables that are neither an axis nor
+/// a built-in.
 pub fn check_template(problems: &Problems, text: &Spanned<String>, axes: &BTreeSet<String>, extra: &[&str]) {
+    if text.get_ref().contains("{{") {
+        if let Err(e) = handlebars::Template::compile(text.get_ref()) {
+            // The parser's reason, without the list of every token it expected.
+            let reason = e.reason().to_string();
+            let reason = reason.split(": expected").next().unwrap_or_default();
+            let at = e
+                .pos()
+                .map(|(line, column)| if line > 1 { format!(" at line {line}, column {column}") } else { format!(" at column {column}") })
+                .unwrap_or_default();
+            problems.push_with_help(
+                text.span(),
+                format!("template `{}` does not parse{at}: {reason}", text.get_ref()),
+                "templates are handlebars: `{{axis}}`, `{{#if axis}}…{{/if}}` (every block closed)",
+            );
+            return;
+        }
+    }
     for cap in template_var_regex().captures_iter(text.get_ref()) {
         let name = &cap[1];
         // `{{else}}` and `{{this}}` are handlebars keywords, not variables.
@@ -57,6 +75,35 @@ pub fn project_root(manifest_dir: &Path) -> PathBuf {
     match std::env::current_dir().and_then(|d| d.canonicalize()) {
         Ok(cwd) if cwd == root => PathBuf::new(),
         _ => root,
+    }
+}
+
+/// Whether files can be made in directory `dir` (or, while it does not exist, in the nearest
+/// directory above it, where it would be made): a temporary file is created there and removed.
+/// The error says which directory and why.
+pub fn probe_writable(dir: &Path) -> Result<(), String> {
+    let mut probe = if dir.as_os_str().is_empty() { Path::new(".") } else { dir };
+    loop {
+        match std::fs::metadata(probe) {
+            Ok(meta) if meta.is_dir() => break,
+            Ok(_) => return Err(format!("`{}` is not a directory", probe.display())),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound && probe != Path::new(".") => {
+                probe = match probe.parent() {
+                    Some(parent) if !parent.as_os_str().is_empty() => parent,
+                    _ => Path::new("."),
+                };
+            }
+            Err(e) => return Err(format!("`{}` cannot be read: {e}", probe.display())),
+        }
+    }
+    let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.subsec_nanos()).unwrap_or_default();
+    let file = probe.join(format!(".runner-probe-{}-{nanos}", std::process::id()));
+    match std::fs::OpenOptions::new().write(true).create_new(true).open(&file) {
+        Ok(_) => {
+            let _ = std::fs::remove_file(&file);
+            Ok(())
+        }
+        Err(e) => Err(format!("no file can be made in `{}`: {e}", probe.display())),
     }
 }
 

@@ -19,6 +19,12 @@ pub enum Event {
         run: RunId,
         detail: String,
     },
+    /// A cache entry could not be read (too many open files, permissions, an I/O error); the
+    /// run is run again.
+    CacheUnreadable {
+        run: RunId,
+        detail: String,
+    },
     MaterializeFailed {
         subject: String,
         error: String,

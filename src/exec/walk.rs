@@ -229,6 +229,10 @@ pub async fn execute<C: Conclusions>(
                 emitter.emit(Event::CacheCorrupt { run: run.id(), detail });
                 pending_runs += 1;
             }
+            Lookup::Unreadable(detail) => {
+                emitter.emit(Event::CacheUnreadable { run: run.id(), detail });
+                pending_runs += 1;
+            }
         }
     }
     // A shard executes its own runs only; the rest are other machines' work, or, with

@@ -156,7 +156,7 @@ pub fn load_dir(dir: &Path) -> Result<Vec<EvalCase>, EvalCaseError> {
     let mut cases = Vec::new();
     for d in dirs {
         let path = d.join(CASE_FILE);
-        let text = std::fs::read_to_string(&path).map_err(|source| EvalCaseError::Read { path: path.clone(), source })?;
+        let text = crate::subject::files::read_text(&path).map_err(|source| EvalCaseError::Read { path: path.clone(), source })?;
         let case = parse(&path, &text)?;
         let name = d.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
         if case.id != name {

@@ -32,17 +32,37 @@ pub enum LoadError {
 ///
 /// Besides the text, this checks that the directories the target names exist.
 pub fn load(path: &Path) -> Result<Manifest, LoadError> {
+    load_checked(path, Checks::Paths)
+}
+
+/// [`load`] for `runner validate`: also reports a report directory that cannot be written
+/// (which `plan` or `show` do not need).
+pub fn load_to_validate(path: &Path) -> Result<Manifest, LoadError> {
+    load_checked(path, Checks::Writable)
+}
+
+fn load_checked(path: &Path, checks: Checks) -> Result<Manifest, LoadError> {
     let source = std::fs::read_to_string(path).map_err(|source| LoadError::Read { path: path.to_path_buf(), source })?;
-    parse_checked(path, &source, true).map_err(LoadError::Invalid)
+    parse_checked(path, &source, checks).map_err(LoadError::Invalid)
 }
 
 /// Validates manifest text; `path` names the file in messages and anchors relative paths.
 pub fn parse(path: &Path, source: &str) -> Result<Manifest, ManifestErrors> {
-    parse_checked(path, source, false)
+    parse_checked(path, source, Checks::Text)
 }
 
-/// [`parse`]; with `check_paths`, also reports target directories that do not exist.
-fn parse_checked(path: &Path, source: &str, check_paths: bool) -> Result<Manifest, ManifestErrors> {
+/// What a manifest is checked against besides its text.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+enum Checks {
+    Text,
+    /// The directories and files the target names exist.
+    Paths,
+    /// And the report directory can be written.
+    Writable,
+}
+
+/// [`parse`] with `checks`.
+fn parse_checked(path: &Path, source: &str, checks: Checks) -> Result<Manifest, ManifestErrors> {
     let fail = |diagnostics: Vec<Diagnostic>| ManifestErrors { path: path.to_path_buf(), source: source.to_string(), diagnostics };
     let (document, syntax_errors) = DeTable::parse_recoverable(source);
     if !syntax_errors.is_empty() {
@@ -56,7 +76,7 @@ fn parse_checked(path: &Path, source: &str, check_paths: bool) -> Result<Manifes
     let problems = Problems::default();
     let base_dir = path.parent().map(Path::to_path_buf).unwrap_or_default();
     let root = TableReader::new(&problems, document.get_ref(), 0..source.len().min(1), "the manifest");
-    let manifest = read_manifest(&root, path, &base_dir, check_paths);
+    let manifest = read_manifest(&root, path, &base_dir, checks);
     root.finish();
     if problems.is_empty() {
         if let Some(manifest) = manifest {
@@ -66,7 +86,8 @@ fn parse_checked(path: &Path, source: &str, check_paths: bool) -> Result<Manifes
     Err(fail(problems.into_sorted()))
 }
 
-fn read_manifest(root: &TableReader<'_, '_>, path: &Path, base_dir: &Path, check_paths: bool) -> Option<Manifest> {
+fn read_manifest(root: &TableReader<'_, '_>, path: &Path, base_dir: &Path, checks: Checks) -> Option<Manifest> {
+    let check_paths = checks >= Checks::Paths;
     let problems = root.problems();
     match root.integer("version", i64::MIN, i64::MAX) {
         Some(v) if *v.get_ref() == MANIFEST_VERSION => {}
@@ -108,7 +129,7 @@ fn read_manifest(root: &TableReader<'_, '_>, path: &Path, base_dir: &Path, check
         })
         .collect();
     let report = section(root, "report").and_then(|t| {
-        let r = read_report(&t, base_dir);
+        let r = read_report(&t, base_dir, checks >= Checks::Writable);
         t.finish();
         r
     });
@@ -166,12 +187,19 @@ fn section<'c, 'i>(root: &TableReader<'c, 'i>, name: &str) -> Option<TableReader
     root.table(name)
 }
 
+/// The longest experiment name: the execution log's file name (`<name>-<ms>.ndjson`) stays
+/// well under a file name's 255 bytes.
+pub const MAX_EXPERIMENT_NAME: usize = 128;
+
 fn read_experiment(t: &TableReader<'_, '_>) -> Option<Experiment> {
     let name = t.required_string("name");
     if let Some(n) = &name {
         let ok = !n.get_ref().is_empty() && n.get_ref().chars().all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c));
         if !ok {
             t.problems().push(n.span(), "experiment `name` must be non-empty and use only letters, digits, `-`, `_` and `.`");
+        } else if n.get_ref().len() > MAX_EXPERIMENT_NAME {
+            // It names files (the execution log): past a file name's 255 bytes none can be made.
+            t.problems().push(n.span(), format!("experiment `name` is {} characters long; at most {MAX_EXPERIMENT_NAME}", n.get_ref().len()));
         }
     }
     let description = t.string("description").map(|d| d.into_inner()).unwrap_or_default();
@@ -651,8 +679,17 @@ fn read_reviewers(root: &TableReader<'_, '_>, axes: &BTreeSet<String>, matrix: O
     }
 }
 
-fn read_report(t: &TableReader<'_, '_>, base_dir: &Path) -> Option<ReportSpec> {
+fn read_report(t: &TableReader<'_, '_>, base_dir: &Path, check_writable: bool) -> Option<ReportSpec> {
     let output = t.required_string("output");
+    if let (Some(dir), true) = (&output, check_writable) {
+        if let Err(why) = crate::config::probe_writable(&resolve_path(base_dir, dir.get_ref())) {
+            t.problems().push_with_help(
+                dir.span(),
+                format!("the report directory cannot be written: {why}"),
+                "`exec` writes RESULTS.md and results.json there; choose another `output`",
+            );
+        }
+    }
     let template = t.string("template").map(|p| resolve_path(base_dir, p.get_ref()));
     if let Some(path) = &template {
         if !path.is_file() {
@@ -662,7 +699,7 @@ fn read_report(t: &TableReader<'_, '_>, base_dir: &Path) -> Option<ReportSpec> {
         }
     }
     let html = t.boolean("html").unwrap_or(false);
-    Some(ReportSpec { output: resolve_path(base_dir, output?.get_ref()), template, html })
+    Some(ReportSpec { output: resolve_path(base_dir, output?.get_ref()), template, html, force: false })
 }
 
 #[cfg(test)]

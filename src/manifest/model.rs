@@ -97,4 +97,6 @@ pub struct ReportSpec {
     pub template: Option<PathBuf>,
     /// Also write report.html (`runner report`'s page) beside RESULTS.md.
     pub html: bool,
+    /// Overwrite files in `output` that runner did not write (`exec --force`; no manifest sets it).
+    pub force: bool,
 }

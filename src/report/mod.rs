@@ -7,6 +7,7 @@ pub mod gate;
 pub mod html;
 pub mod matching;
 pub mod model;
+pub mod outputs;
 pub mod plots;
 pub mod pretty;
 pub mod progress;

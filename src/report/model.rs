@@ -11,6 +11,9 @@ use std::sync::Arc;
 /// Bumped when results.json changes shape. 2: numbers as numbers, typed table cells, run status.
 pub const RESULTS_SCHEMA: u32 = 2;
 
+/// The largest results.json read back (a million runs' rows fit many times over).
+pub const MAX_RESULTS_BYTES: u64 = 1024 * crate::bounded::MIB;
+
 /// Why a results.json could not be read back.
 #[derive(Debug, thiserror::Error)]
 pub enum ResultsError {
@@ -34,7 +37,8 @@ struct SchemaProbe {
 impl Results {
     /// Reads a results.json written by this runner's schema.
     pub fn read(path: &Path) -> Result<Self, ResultsError> {
-        let text = std::fs::read_to_string(path).map_err(|source| ResultsError::Read { path: path.to_path_buf(), source })?;
+        let text = crate::bounded::read_text(path, MAX_RESULTS_BYTES, crate::bounded::Links::Follow, "results files")
+            .map_err(|source| ResultsError::Read { path: path.to_path_buf(), source })?;
         Self::parse(&text, path)
     }
 

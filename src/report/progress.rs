@@ -35,6 +35,9 @@ pub struct ExecutionSummary {
     pub other_shards: usize,
     pub missing: Vec<String>,
     pub corrupt: Vec<String>,
+    /// Cache entries that could not be read (not known to be corrupt), with why.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub unreadable: Vec<String>,
     pub failures: Vec<FailureLine>,
     /// Scoring nodes (claims, smells, judges, embeddings) that failed, with why.
     #[serde(skip_serializing_if = "Vec::is_empty")]
@@ -45,6 +48,10 @@ pub struct ExecutionSummary {
     /// What the executed reviews cost and what the cache saved; set once the execution ends.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub cost: Option<CostReport>,
+    /// Why events could not be written to stdout or stderr, when they could not: the
+    /// execution was ended.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub output_error: Option<String>,
     pub wall_seconds: f64,
 }
 
@@ -59,24 +66,36 @@ pub struct FailureLine {
 pub type Sink = Box<dyn Write + Send>;
 
 /// NDJSON: one JSON object per event, one event per line (stdout with `--json`, and the
-/// execution log). A write error stops nothing: the execution goes on.
+/// execution log). After a write fails it writes nothing more and keeps the error
+/// ([`Self::error`]): lost events on stdout end the execution ([`consume`]), a lost log does not.
 pub struct NdjsonReporter {
     out: Sink,
+    failed: Option<std::io::Error>,
 }
 
 impl NdjsonReporter {
     pub fn new(out: Sink) -> Self {
-        Self { out }
+        Self { out, failed: None }
     }
 
     pub fn event(&mut self, event: &Event) {
+        if self.failed.is_some() {
+            return;
+        }
         if let Ok(line) = serde_json::to_string(event) {
-            let _ = writeln!(self.out, "{line}");
+            self.failed = writeln!(self.out, "{line}").err();
         }
     }
 
     pub fn finish(&mut self) {
-        let _ = self.out.flush();
+        if self.failed.is_none() {
+            self.failed = self.out.flush().err();
+        }
+    }
+
+    /// The write that failed, if one did.
+    pub fn error(&self) -> Option<&std::io::Error> {
+        self.failed.as_ref()
     }
 }
 
@@ -87,6 +106,7 @@ impl NdjsonReporter {
 pub struct ProgressReporter {
     out: Sink,
     bar: Option<ProgressBar>,
+    failed: Option<std::io::Error>,
 }
 
 impl ProgressReporter {
@@ -99,15 +119,14 @@ impl ProgressReporter {
             );
             bar
         });
-        Self { out, bar }
+        Self { out, bar, failed: None }
     }
 
     fn line(&mut self, text: String) {
         match &self.bar {
             Some(b) => b.println(text),
-            None => {
-                let _ = writeln!(self.out, "{text}");
-            }
+            None if self.failed.is_none() => self.failed = writeln!(self.out, "{text}").err(),
+            None => {}
         }
     }
 
@@ -136,6 +155,7 @@ impl ProgressReporter {
                 }
             }
             Event::CacheCorrupt { run, detail } => self.line(format!("warning: corrupt cache entry for {run}: {detail}; recomputing")),
+            Event::CacheUnreadable { run, detail } => self.line(format!("warning: cannot read the cache entry for {run}: {detail}; running it again")),
             Event::Warning { message } => self.line(format!("warning: {message}")),
             Event::MaterializeFailed { subject, error } => self.line(format!("error: could not materialize {subject}: {error}")),
             Event::StageFailed { node, error } => self.line(format!("error: {node}: {error}")),
@@ -152,7 +172,9 @@ impl ProgressReporter {
         if let Some(b) = self.bar.take() {
             b.finish_and_clear();
         }
-        let _ = self.out.flush();
+        if self.failed.is_none() {
+            self.failed = self.out.flush().err();
+        }
     }
 }
 
@@ -190,6 +212,7 @@ impl SummaryReporter {
             }
             Event::RunMissing { run } => summary.missing.push(run.to_string()),
             Event::CacheCorrupt { run, detail } => summary.corrupt.push(format!("{run}: {detail}")),
+            Event::CacheUnreadable { run, detail } => summary.unreadable.push(format!("{run}: {detail}")),
             Event::Warning { message } => summary.warnings.push(message.clone()),
             Event::StageFailed { node, error } => summary.scoring_failures.push(format!("{node}: {error}")),
             Event::Cost(cost) => summary.cost = Some(*cost),
@@ -205,7 +228,9 @@ impl SummaryReporter {
 
 /// Every reporter of one execution, fed the same events.
 pub struct Reporters {
-    ndjson: Vec<NdjsonReporter>,
+    log: Option<NdjsonReporter>,
+    /// NDJSON on stdout (`--json`).
+    stdout: Option<NdjsonReporter>,
     progress: Option<ProgressReporter>,
     summary: SummaryReporter,
 }
@@ -220,18 +245,18 @@ impl Reporters {
     /// The reporters of `mode` on injected writers: NDJSON on `stdout` (`--json`), progress on
     /// `stderr` (human mode; a bar only when `stderr_is_terminal`), and NDJSON on `log`.
     pub fn new(mode: Mode, stdout: Sink, stderr: Sink, stderr_is_terminal: bool, log: Option<Sink>) -> Self {
-        let mut ndjson: Vec<NdjsonReporter> = log.into_iter().map(NdjsonReporter::new).collect();
-        let mut progress = None;
+        let log = log.map(NdjsonReporter::new);
+        let (mut out, mut progress) = (None, None);
         match mode {
-            Mode::Json => ndjson.push(NdjsonReporter::new(stdout)),
+            Mode::Json => out = Some(NdjsonReporter::new(stdout)),
             Mode::Human => progress = Some(ProgressReporter::new(stderr, stderr_is_terminal)),
             Mode::Quiet => {}
         }
-        Self { ndjson, progress, summary: SummaryReporter::default() }
+        Self { log, stdout: out, progress, summary: SummaryReporter::default() }
     }
 
     pub fn event(&mut self, event: &Event) {
-        for r in &mut self.ndjson {
+        for r in self.log.iter_mut().chain(self.stdout.as_mut()) {
             r.event(event);
         }
         if let Some(p) = &mut self.progress {
@@ -240,26 +265,43 @@ impl Reporters {
         self.summary.event(event);
     }
 
+    /// The failed write to stdout or stderr, if one failed: events are being lost.
+    pub fn output_error(&self) -> Option<String> {
+        if let Some(e) = self.stdout.as_ref().and_then(NdjsonReporter::error) {
+            return Some(format!("cannot write events to stdout: {e}"));
+        }
+        self.progress.as_ref().and_then(|p| p.failed.as_ref()).map(|e| format!("cannot write progress to stderr: {e}"))
+    }
+
     pub fn finish(mut self) -> ExecutionSummary {
-        for r in &mut self.ndjson {
+        for r in self.log.iter_mut().chain(self.stdout.as_mut()) {
             r.finish();
         }
         if let Some(p) = &mut self.progress {
             p.finish();
         }
-        self.summary.finish()
+        let output_error = self.output_error();
+        ExecutionSummary { output_error, ..self.summary.finish() }
     }
 }
 
-/// Consumes events until the channel closes; returns the summary.
-pub async fn consume(rx: mpsc::UnboundedReceiver<Event>, mode: Mode, log: Option<std::fs::File>) -> ExecutionSummary {
-    consume_into(rx, Reporters::standard(mode, log.map(|f| Box::new(f) as Sink))).await
+/// Consumes events until the channel closes; returns the summary. `lost` is called once,
+/// when a write to stdout or stderr first fails (a closed pipe, a full disk): the caller ends
+/// the execution as it would for Ctrl-C, and the summary's `output_error` says why.
+pub async fn consume(rx: mpsc::UnboundedReceiver<Event>, mode: Mode, log: Option<std::fs::File>, lost: impl FnOnce() + Send) -> ExecutionSummary {
+    consume_into(rx, Reporters::standard(mode, log.map(|f| Box::new(f) as Sink)), lost).await
 }
 
-/// Feeds every event to `reporters` until the channel closes; returns the summary.
-pub async fn consume_into(mut rx: mpsc::UnboundedReceiver<Event>, mut reporters: Reporters) -> ExecutionSummary {
+/// Feeds every event to `reporters` until the channel closes; returns the summary (see [`consume`]).
+pub async fn consume_into(mut rx: mpsc::UnboundedReceiver<Event>, mut reporters: Reporters, lost: impl FnOnce() + Send) -> ExecutionSummary {
+    let mut lost = Some(lost);
     while let Some(event) = rx.recv().await {
         reporters.event(&event);
+        if reporters.output_error().is_some() {
+            if let Some(lost) = lost.take() {
+                lost();
+            }
+        }
     }
     reporters.finish()
 }
@@ -289,6 +331,9 @@ impl ExecutionSummary {
         }
         for c in &self.corrupt {
             out.push_str(&format!("  corrupt cache entry (recomputed): {c}\n"));
+        }
+        for c in &self.unreadable {
+            out.push_str(&format!("  unreadable cache entry (run again): {c}\n"));
         }
         const SHOWN: usize = 5;
         for f in self.scoring_failures.iter().take(SHOWN) {
@@ -478,5 +523,41 @@ mod tests {
         assert_eq!(stdout.text().lines().count(), events().len());
         assert_eq!(stdout.text(), log.text());
         assert_eq!(stderr.text(), "", "neither JSON nor quiet mode draws progress");
+    }
+
+    /// A writer that fails every write, as stdout does once its reader has gone.
+    struct Closed;
+
+    impl Write for Closed {
+        fn write(&mut self, _: &[u8]) -> std::io::Result<usize> {
+            Err(std::io::Error::from(std::io::ErrorKind::BrokenPipe))
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    #[tokio::test]
+    async fn a_failed_write_to_stdout_is_reported_once_and_the_log_keeps_every_event() {
+        let log = Buffer::default();
+        let reporters = Reporters::new(Mode::Json, Box::new(Closed), Box::new(Buffer::default()), false, Some(Box::new(log.clone())));
+        let (tx, rx) = mpsc::unbounded_channel();
+        for e in events() {
+            tx.send(e).expect("send");
+        }
+        drop(tx);
+        let calls = Arc::new(Mutex::new(0));
+        let counted = calls.clone();
+        let summary = consume_into(rx, reporters, move || *counted.lock().expect("count") += 1).await;
+        assert_eq!(*calls.lock().expect("count"), 1, "the execution is told once");
+        let error = summary.output_error.expect("the lost output is in the summary");
+        assert!(error.starts_with("cannot write events to stdout: ") && error.contains("broken pipe"), "{error}");
+        assert_eq!(log.text().lines().count(), events().len());
+        // A working stdout: nothing to report.
+        let (tx, rx) = mpsc::unbounded_channel();
+        tx.send(events().remove(0)).expect("send");
+        drop(tx);
+        let fine = Reporters::new(Mode::Json, Box::new(Buffer::default()), Box::new(Buffer::default()), false, None);
+        assert!(consume_into(rx, fine, || panic!("not lost")).await.output_error.is_none());
     }
 }

@@ -23,7 +23,21 @@ pub enum RenderError {
     Write { path: String, source: std::io::Error },
     #[error(transparent)]
     Plot(#[from] super::plots::PlotError),
+    #[error(transparent)]
+    Outputs(#[from] super::outputs::OutputsError),
 }
+
+/// How reports go into their directory.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct WriteOptions {
+    /// Overwrite files there that runner did not write (`--force`).
+    pub force: bool,
+    /// The caller writes report.html beside them: it is checked and listed with them.
+    pub html: bool,
+}
+
+/// report.html's name in the report directory.
+pub const HTML_FILE: &str = "report.html";
 
 fn engine() -> Handlebars<'static> {
     let mut hb = Handlebars::new();
@@ -272,7 +286,9 @@ pub fn check_template(results: &Results, template_override: Option<&Path>) -> Re
 }
 
 /// Writes RESULTS.md, results.json and the charts (`plots/*.svg`) into `dir`; returns their paths.
-pub fn write_reports(results: &Results, dir: &Path, template_override: Option<&Path>) -> Result<Vec<std::path::PathBuf>, RenderError> {
+/// Nothing is written over a file runner did not write there (see [`super::outputs`]) unless
+/// `options.force`; charts runner wrote there before and no longer draws are removed.
+pub fn write_reports(results: &Results, dir: &Path, template_override: Option<&Path>, options: WriteOptions) -> Result<Vec<std::path::PathBuf>, RenderError> {
     let (template, name) = match template_override {
         Some(path) => {
             (std::fs::read_to_string(path).map_err(|source| RenderError::Read { path: path.display().to_string(), source })?, path.display().to_string())
@@ -281,18 +297,26 @@ pub fn write_reports(results: &Results, dir: &Path, template_override: Option<&P
     };
     let md_path = dir.join("RESULTS.md");
     let json_path = dir.join("results.json");
+    let outputs = super::outputs::Outputs::open(dir, options.force)?;
     // results.json is written while RESULTS.md renders beside it, and replaces the one there
-    // only once RESULTS.md has rendered: a template that fails leaves both as they were.
-    let (rendered, charts) = std::thread::scope(|scope| {
+    // only once RESULTS.md has rendered and nothing that is not runner's is in the way: a
+    // template that fails, or a file runner did not write, leaves both as they were.
+    let (rendered, charts, names) = std::thread::scope(|scope| {
         let (md_done, md_result) = std::sync::mpsc::channel::<bool>();
         let json = scope.spawn(|| write_json(&json_path, results, move || md_result.recv().unwrap_or(false)));
         let charts = super::plots::charts(results);
-        let markdown = render_markdown_with(results, &charts, &template, &name);
+        let mut names: Vec<String> = ["RESULTS.md", "results.json"].map(String::from).into();
+        names.extend(charts.iter().filter(|c| c.chart.drawn()).map(|c| c.path.clone()));
+        if options.html {
+            names.push(HTML_FILE.to_string());
+        }
+        let markdown =
+            outputs.check(names.iter().map(String::as_str)).map_err(RenderError::from).and_then(|()| render_markdown_with(results, &charts, &template, &name));
         let _ = md_done.send(markdown.is_ok());
         let json = json
             .join()
             .unwrap_or_else(|_| Err(RenderError::Write { path: json_path.display().to_string(), source: std::io::Error::other("the writer panicked") }));
-        (markdown.and_then(|m| json.map(|()| m)), charts)
+        (markdown.and_then(|m| json.map(|()| m)), charts, names)
     });
     let markdown = rendered?;
     crate::cache::store::atomic_write(&md_path, markdown.as_bytes())
@@ -300,6 +324,7 @@ pub fn write_reports(results: &Results, dir: &Path, template_override: Option<&P
     drop(markdown);
     let mut written = vec![md_path, json_path];
     written.extend(super::plots::write_charts(charts, dir)?);
+    outputs.commit(&names)?;
     Ok(written)
 }
 
@@ -351,7 +376,7 @@ mod tests {
         assert!(links[latency].iter().all(|l| l.path.is_none() && l.not_drawn.is_some()), "{:?}", links[latency]);
         assert!(md.contains("*Seconds per run, by cell: not drawn: "), "not-drawn note");
         let dir = tempfile::tempdir().expect("tempdir");
-        let written = write_reports(&results, dir.path(), None).expect("writes");
+        let written = write_reports(&results, dir.path(), None, WriteOptions::default()).expect("writes");
         assert!(!written.iter().any(|p| p.ends_with("plots/latency-seconds.svg")), "{written:?}");
         // results.json keeps every row.
         let back = Results::read(&dir.path().join("results.json")).expect("reads back");
@@ -383,19 +408,19 @@ mod tests {
         let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("results/quickstart/results.json");
         let mut results = Results::read(&path).unwrap_or_else(|e| panic!("{e}"));
         let dir = tempfile::tempdir().expect("tempdir");
-        write_reports(&results, dir.path(), None).expect("first reports");
+        write_reports(&results, dir.path(), None, WriteOptions::default()).expect("first reports");
         let read = |name: &str| std::fs::read(dir.path().join(name)).expect("read");
         let (md, json) = (read("RESULTS.md"), read("results.json"));
         results.experiment.description.push_str(" (changed)");
         let failing = dir.path().join("failing.md.hbs");
         std::fs::write(&failing, "{{experiment.name}} {{no_such_field}}").expect("template");
-        assert!(write_reports(&results, dir.path(), Some(&failing)).is_err(), "an unknown field fails in strict mode");
+        assert!(write_reports(&results, dir.path(), Some(&failing), WriteOptions::default()).is_err(), "an unknown field fails in strict mode");
         assert_eq!((read("RESULTS.md"), read("results.json")), (md, json.clone()), "neither report is replaced");
         assert!(
             std::fs::read_dir(dir.path()).expect("list").all(|e| !e.expect("entry").file_name().to_string_lossy().starts_with(".tmp")),
             "no temporary file is left"
         );
-        write_reports(&results, dir.path(), None).expect("reports again");
+        write_reports(&results, dir.path(), None, WriteOptions::default()).expect("reports again");
         assert_ne!(read("results.json"), json, "with a template that renders, the changed results are written");
     }
 

@@ -88,6 +88,8 @@ pub enum ShownStatus {
     NotCached(Option<String>),
     /// In the cache but failing verification.
     Corrupt(String),
+    /// In the cache but not readable (too many open files, permissions, an I/O error).
+    Unreadable(String),
 }
 
 impl ShownStatus {
@@ -96,6 +98,7 @@ impl ShownStatus {
             Self::Cached => "cached",
             Self::NotCached(_) => "not in the cache",
             Self::Corrupt(_) => "corrupt in the cache",
+            Self::Unreadable(_) => "unreadable in the cache",
         }
     }
 }
@@ -240,6 +243,7 @@ fn record_run(cache: &CacheStore, key: &CacheKey) -> ShownRun {
         Lookup::Hit { record, findings } => (ShownStatus::Cached, findings, Some(record)),
         Lookup::Miss => (ShownStatus::NotCached(None), Findings::default(), None),
         Lookup::Corrupt(detail) => (ShownStatus::Corrupt(detail), Findings::default(), None),
+        Lookup::Unreadable(detail) => (ShownStatus::Unreadable(detail), Findings::default(), None),
     };
     let label = record.as_ref().map(|r| r.label.clone()).unwrap_or_default();
     let (cell, repeat, subject) = parse_label(&label).unwrap_or_default();
@@ -279,6 +283,7 @@ fn read_run(cache: &CacheStore, key: &CacheKey) -> (ShownStatus, Findings) {
         Lookup::Hit { findings, .. } => (ShownStatus::Cached, findings),
         Lookup::Miss => (ShownStatus::NotCached(cache.failure(key).map(|f| f.error.to_string())), Findings::default()),
         Lookup::Corrupt(detail) => (ShownStatus::Corrupt(detail), Findings::default()),
+        Lookup::Unreadable(detail) => (ShownStatus::Unreadable(detail), Findings::default()),
     }
 }
 
@@ -356,6 +361,7 @@ pub fn render_text(shown: &Shown) -> String {
             ShownStatus::NotCached(None) => "not in the cache (never run, or run elsewhere): nothing to show".to_string(),
             ShownStatus::NotCached(Some(error)) => format!("not in the cache; its last attempt failed: {}", one_line(error)),
             ShownStatus::Corrupt(detail) => format!("corrupt in the cache: {}", one_line(detail)),
+            ShownStatus::Unreadable(detail) => format!("unreadable in the cache: {}", one_line(detail)),
         };
         let _ = writeln!(out, "{}  (key {}{reviewer}): {what}", run.run, short(&run.key));
         for f in &run.findings {

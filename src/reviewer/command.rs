@@ -11,7 +11,9 @@
 //! experiment, what the manifest's `env` sets and the `pass-env` variables — nothing else of
 //! runner's environment. A repository runner materialized (a corpus case, an eval clone) is
 //! reviewed in a private copy in a temporary directory, so the child's working directory
-//! is outside the experiment tree and each run starts from a clean state.
+//! is outside the experiment tree and each run starts from a clean state. A run's temporary
+//! directories lie in the process's [`crate::scratch`] directory, removed as runner exits
+//! (and by the next runner when it was killed).
 //!
 //! Exit code 2 (stet: the model server is unreachable, timed out, or answered an HTTP error —
 //! a 4xx at once, a 5xx after its retries): runner then probes the run's endpoint itself. If
@@ -90,6 +92,13 @@ pub struct CommandSpec {
 pub fn read_spec(t: &TableReader<'_, '_>, axes: &BTreeSet<String>, base_dir: &Path) -> Option<CommandSpec> {
     let problems = t.problems();
     let program = t.required_string("program");
+    if let Some(p) = &program {
+        if p.get_ref().trim().is_empty() {
+            problems.push_with_help(p.span(), "`program` is empty", "the reviewer's program: a name found through PATH, or a path relative to the manifest");
+        } else {
+            check_template(problems, p, axes, &[]);
+        }
+    }
     // Files whose content is hashed into every run's key (scripts the program reads, prompts).
     let inputs: Vec<String> = t.strings("inputs").unwrap_or_default().into_iter().map(Spanned::into_inner).collect();
     let endpoint = t.string("endpoint");
@@ -111,7 +120,10 @@ pub fn read_spec(t: &TableReader<'_, '_>, axes: &BTreeSet<String>, base_dir: &Pa
         let mut out = Vec::new();
         for item in items.iter() {
             match item.get_ref() {
-                DeValue::Array(argv) if !argv.is_empty() && argv.iter().all(|a| matches!(a.get_ref(), DeValue::String(_))) => {
+                DeValue::Array(argv)
+                    if argv.first().is_some_and(|p| matches!(p.get_ref(), DeValue::String(s) if !s.trim().trim_start_matches('-').is_empty()))
+                        && argv.iter().all(|a| matches!(a.get_ref(), DeValue::String(_))) =>
+                {
                     let argv: Vec<String> = argv
                         .iter()
                         .filter_map(|a| match a.get_ref() {
@@ -326,7 +338,7 @@ impl CommandReviewer {
     /// Runs one review in `dir`. `private`: `dir` is this run's own copy or worktree of the
     /// subject's repository, removed afterwards.
     async fn review_in(&self, job: &ReviewJob, dir: &Path, private: bool) -> Result<ReviewOutput, ReviewError> {
-        let home = tempfile::Builder::new().prefix("runner-home-").tempdir().map_err(|e| ReviewError::failed(format!("cannot create the run's HOME: {e}")))?;
+        let home = crate::scratch::tempdir("runner-home-").map_err(|e| ReviewError::failed(format!("cannot create the run's HOME: {e}")))?;
         let vars = template::variables(&job.cell, job.repeat, Some((&job.subject, &dir.display().to_string())));
         let mut argv = render_all(&std::iter::once(self.spec.program.clone()).chain(self.spec.args.iter().cloned()).collect::<Vec<_>>(), &vars)?;
         argv[0] = self.resolve(&argv[0]);
@@ -775,7 +787,7 @@ struct PrivateCopy {
 
 impl PrivateCopy {
     fn new(repo: &Path, ignore: &[String]) -> Result<Self, ReviewError> {
-        let dir = tempfile::Builder::new().prefix("runner-run-").tempdir().map_err(|e| ReviewError::failed(format!("cannot create a run directory: {e}")))?;
+        let dir = crate::scratch::tempdir("runner-run-").map_err(|e| ReviewError::failed(format!("cannot create a run directory: {e}")))?;
         let path = dir.path().join("repo");
         let skip: Vec<PathBuf> = ignore
             .iter()
@@ -819,7 +831,7 @@ struct Worktree {
 
 impl Worktree {
     fn add(repo: &Path, commit: &str) -> Result<Self, ReviewError> {
-        let dir = tempfile::Builder::new().prefix("runner-worktree-").tempdir().map_err(|e| ReviewError::failed(e.to_string()))?;
+        let dir = crate::scratch::tempdir("runner-worktree-").map_err(|e| ReviewError::failed(e.to_string()))?;
         let path = dir.path().join("tree");
         git(repo, &["worktree", "add", "--detach", "--quiet", &path.display().to_string(), commit])
             .map_err(|e| ReviewError::failed(format!("failed to add a worktree: {e}")))?;

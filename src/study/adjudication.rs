@@ -354,7 +354,7 @@ struct FilledRow {
 /// Reads a filled sheet with its key, checks every row, and builds seed 002's captured
 /// results (strategies = cells, trials = repeats, cases = subjects) and the per-run record.
 pub fn import(sheet_path: &Path, key_path: &Path, oracle_path: Option<&Path>) -> Result<Imported, AdjudicationError> {
-    let key_text = std::fs::read_to_string(key_path).map_err(|source| AdjudicationError::Read { path: key_path.to_path_buf(), source })?;
+    let key_text = crate::bounded::input_text(key_path).map_err(|source| AdjudicationError::Read { path: key_path.to_path_buf(), source })?;
     let key: Key = serde_json::from_str(&key_text).map_err(|e| AdjudicationError::Parse { path: key_path.to_path_buf(), message: e.to_string() })?;
     let oracle_file = match oracle_path {
         Some(p) if p.is_dir() => p.join(oracle::ORACLE_FILE),
@@ -362,7 +362,7 @@ pub fn import(sheet_path: &Path, key_path: &Path, oracle_path: Option<&Path>) ->
         None => key.corpus.join(oracle::ORACLE_FILE),
     };
     let oracle = oracle::load_file(&oracle_file)?;
-    let sheet_bytes = std::fs::read(sheet_path).map_err(|source| AdjudicationError::Read { path: sheet_path.to_path_buf(), source })?;
+    let sheet_bytes = crate::bounded::input(sheet_path).map_err(|source| AdjudicationError::Read { path: sheet_path.to_path_buf(), source })?;
     let sheet_label = sheet_path.display().to_string();
     let mut problems = Vec::new();
     if key.version != KEY_VERSION {

@@ -416,7 +416,7 @@ struct Read {
 
 /// Reads a study's key.
 pub fn read_key(key_path: &Path) -> Result<StudyKey, AdjudicationError> {
-    let key_text = std::fs::read_to_string(key_path).map_err(|source| AdjudicationError::Read { path: key_path.to_path_buf(), source })?;
+    let key_text = crate::bounded::input_text(key_path).map_err(|source| AdjudicationError::Read { path: key_path.to_path_buf(), source })?;
     serde_json::from_str(&key_text).map_err(|e| AdjudicationError::Parse { path: key_path.to_path_buf(), message: e.to_string() })
 }
 
@@ -473,7 +473,7 @@ fn read_sheets(sheet_paths: &[PathBuf], key_path: &Path) -> Result<(StudyKey, Ve
     let spec = key.study.spec(&key);
     let mut sheets = Vec::new();
     for path in sheet_paths {
-        let bytes = std::fs::read(path).map_err(|source| AdjudicationError::Read { path: path.to_path_buf(), source })?;
+        let bytes = crate::bounded::input(path).map_err(|source| AdjudicationError::Read { path: path.to_path_buf(), source })?;
         let label = path.display().to_string();
         let checked = sheet::check(&spec, &bytes);
         problems.extend(checked.problems.iter().map(|p| if p.line.is_some() { format!("{label}:{p}") } else { format!("{label}: {p}") }));

@@ -271,7 +271,7 @@ pub struct SideFile {
 impl SideFile {
     /// Reads `session,model` (header required; other columns ignored).
     pub fn load(path: &Path) -> Result<Self, HistoryError> {
-        let text = std::fs::read_to_string(path).map_err(|source| HistoryError::Read { path: path.to_path_buf(), source })?;
+        let text = crate::bounded::input_text(path).map_err(|source| HistoryError::Read { path: path.to_path_buf(), source })?;
         Self::parse(&text, path)
     }
 
@@ -302,7 +302,7 @@ impl SideFile {
 
 /// Reads the history file and analyzes it.
 pub fn load(history: &Path, side: Option<&SideFile>) -> Result<A2Report, HistoryError> {
-    let text = std::fs::read_to_string(history).map_err(|source| HistoryError::Read { path: history.to_path_buf(), source })?;
+    let text = crate::bounded::input_text(history).map_err(|source| HistoryError::Read { path: history.to_path_buf(), source })?;
     Ok(analyze(&text, &history.display().to_string(), side))
 }
 

@@ -371,7 +371,7 @@ fn h9(r: &mut AnalysisResult, files: &[std::path::PathBuf]) {
         r.notes.push("Study `h9` reads two files: the session log, then the preference survey.".into());
         return;
     };
-    let read = |p: &Path| std::fs::read(p).map_err(|e| format!("`{}`: {e}", shown_one(p)));
+    let read = |p: &Path| crate::bounded::input(p).map_err(|e| format!("`{}`: {e}", shown_one(p)));
     let result = read(log).and_then(|l| read(survey).map(|s| (l, s))).and_then(|(l, s)| {
         preference::study(&shown_one(log), &l, &shown_one(survey), &s, preference::DEFAULT_RESAMPLES, 1).map_err(|problems| problems.join("; "))
     });

@@ -8,7 +8,6 @@ use super::corpus::is_safe_relative_path;
 use super::files::{read_text, MAX_FILE_BYTES};
 use super::{diff, Subject, TargetError};
 use serde::{Deserialize, Serialize};
-use std::io::Read;
 use std::path::{Path, PathBuf};
 
 /// One change of an external target, as `changes.json` lists it, its diff read.
@@ -107,16 +106,7 @@ pub fn load_changes(path: &Path) -> Result<Vec<ExternalChange>, TargetError> {
 /// A diff file's bytes: a regular file (not a symlink to one elsewhere) of at most
 /// [`MAX_FILE_BYTES`]; any bytes, as git writes them.
 fn read_diff(path: &Path) -> std::io::Result<Vec<u8>> {
-    let meta = std::fs::symlink_metadata(path)?;
-    if !meta.file_type().is_file() {
-        return Err(std::io::Error::new(std::io::ErrorKind::InvalidInput, "it is not a regular file"));
-    }
-    let mut bytes = Vec::new();
-    std::fs::File::open(path)?.take(MAX_FILE_BYTES + 1).read_to_end(&mut bytes)?;
-    if bytes.len() as u64 > MAX_FILE_BYTES {
-        return Err(std::io::Error::new(std::io::ErrorKind::InvalidData, format!("it is over the {} MiB limit", MAX_FILE_BYTES / (1024 * 1024))));
-    }
-    Ok(bytes)
+    crate::bounded::read(path, MAX_FILE_BYTES, crate::bounded::Links::Refuse, "diff files")
 }
 
 fn sanitize(id: &str) -> String {

@@ -3,8 +3,8 @@
 //! [`MAX_FILE_BYTES`] each, so a hostile corpus cannot hang or exhaust `corpus validate`,
 //! `score` or `exec`.
 
-use std::io::{self, Read};
-use std::os::unix::fs::OpenOptionsExt;
+use crate::bounded::Links;
+use std::io;
 use std::path::Path;
 
 /// The largest corpus file read: far above any real corpus (the bundled one is under
@@ -12,45 +12,9 @@ use std::path::Path;
 pub const MAX_FILE_BYTES: u64 = 64 * 1024 * 1024;
 
 /// Reads `path` as UTF-8 text, refusing anything but a regular file of at most `limit`
-/// bytes. The error says which and names the limit; the caller names the file.
+/// bytes ([`crate::bounded`]). The error says which and names the limit; the caller names the file.
 pub fn read_text_limited(path: &Path, limit: u64) -> io::Result<String> {
-    // O_NONBLOCK: opening a FIFO for reading returns at once instead of waiting for a
-    // writer; it changes nothing for a regular file. The type is then checked on the
-    // opened file itself, so a file swapped in after a check cannot slip through.
-    let file = std::fs::OpenOptions::new().read(true).custom_flags(libc::O_NONBLOCK).open(path)?;
-    let meta = file.metadata()?;
-    let kind = meta.file_type();
-    if !kind.is_file() {
-        use std::os::unix::fs::FileTypeExt;
-        let what = if kind.is_dir() {
-            "a directory"
-        } else if kind.is_fifo() {
-            "a FIFO"
-        } else if kind.is_char_device() || kind.is_block_device() {
-            "a device"
-        } else if kind.is_socket() {
-            "a socket"
-        } else {
-            "not a regular file"
-        };
-        return Err(io::Error::new(io::ErrorKind::InvalidInput, format!("it is {what}; corpus files must be regular files")));
-    }
-    let too_big = |size: u64| {
-        io::Error::new(
-            io::ErrorKind::InvalidData,
-            format!("it is {size} bytes, over the {} MiB limit for corpus files; split the corpus", limit / (1024 * 1024)),
-        )
-    };
-    if meta.len() > limit {
-        return Err(too_big(meta.len()));
-    }
-    // The file may grow while it is read: read one byte past the limit at most.
-    let mut bytes = Vec::with_capacity(meta.len() as usize);
-    file.take(limit + 1).read_to_end(&mut bytes)?;
-    if bytes.len() as u64 > limit {
-        return Err(too_big(bytes.len() as u64));
-    }
-    String::from_utf8(bytes).map_err(|e| io::Error::new(io::ErrorKind::InvalidData, format!("it is not UTF-8 text: {e}")))
+    crate::bounded::read_text(path, limit, Links::Follow, "corpus files")
 }
 
 /// [`read_text_limited`] with [`MAX_FILE_BYTES`].

@@ -1,6 +1,6 @@
-//! The bundled experiments reproduce their committed RESULTS.md and results.json byte for
-//! byte from the committed cache with `--frozen`, written to a temporary directory (the
-//! repository's `results/` and `.runner/` are left alone).
+//! The bundled experiments reproduce their committed RESULTS.md, results.json, charts and list
+//! of outputs byte for byte from the committed cache with `--frozen`, written to a temporary
+//! directory (the repository's `results/` and `.runner/` are left alone).
 
 use crate::{project_root, runner};
 
@@ -21,7 +21,9 @@ fn every_bundled_experiment_reproduces_its_committed_results_byte_for_byte() {
         assert!(run.status.success(), "{name}: {}", String::from_utf8_lossy(&run.stderr));
         // report.html where the manifest asks for it (`[report] html = true`: model-swap).
         let html = root.join("results").join(name).join("report.html").is_file();
-        for file in ["RESULTS.md", "results.json", "report.html"].into_iter().filter(|f| html || *f != "report.html") {
+        // The list of what runner wrote there, too: committed, so an execution into `results/`
+        // leaves the tree as it was.
+        for file in ["RESULTS.md", "results.json", "report.html", ".runner-outputs.json"].into_iter().filter(|f| html || *f != "report.html") {
             let committed = std::fs::read_to_string(root.join("results").join(name).join(file)).expect("committed");
             let written = std::fs::read_to_string(out.join(file)).unwrap_or_else(|e| panic!("{name}/{file}: {e}"));
             assert!(written == committed, "{name}/{file} differs from the committed one; first differing line: {:?}", first_difference(&committed, &written));
@@ -76,7 +78,7 @@ fn rqs_reproduces_its_committed_results_without_the_analyzers() {
     let out = tmp.path().join("rqs");
     let run = frozen(std::path::Path::new("experiments/rqs.toml"), &out);
     assert!(run.status.success(), "{}", String::from_utf8_lossy(&run.stderr));
-    for file in ["RESULTS.md", "results.json"] {
+    for file in ["RESULTS.md", "results.json", ".runner-outputs.json"] {
         let committed = std::fs::read_to_string(root.join("results/rqs").join(file)).expect("committed");
         let written = std::fs::read_to_string(out.join(file)).unwrap_or_else(|e| panic!("rqs/{file}: {e}"));
         assert!(written == committed, "rqs/{file} differs; first differing line: {:?}", first_difference(&committed, &written));

@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 
 /// Bottom to top; a module may import the modules of the layers before its own.
 const LAYERS: &[&[&str]] = &[
-    &["finding", "matrix", "config", "text", "stats"],
+    &["finding", "matrix", "config", "text", "stats", "bounded", "scratch"],
     &["subject", "rag"],
     &["ground_truth"],
     &["smells"],
@@ -30,7 +30,7 @@ const LAYERS: &[&[&str]] = &[
 ];
 
 /// Imports allowed within one layer: (importer, imported).
-const SAME_LAYER: &[(&str, &str)] = &[("rag", "subject"), ("cache", "reviewer")];
+const SAME_LAYER: &[(&str, &str)] = &[("rag", "subject"), ("cache", "reviewer"), ("scratch", "bounded")];
 
 fn layer_of(module: &str) -> Option<usize> {
     LAYERS.iter().position(|l| l.contains(&module))

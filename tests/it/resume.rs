@@ -71,14 +71,14 @@ fn blocking_reviewer_manifest(dir: &Path, repo: &Path, shards: &[u32]) -> PathBu
 }
 
 /// Whether a process is gone (a zombie awaiting its reaper counts as gone).
-fn process_gone(pid: i32) -> bool {
+pub(super) fn process_gone(pid: i32) -> bool {
     match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
         Err(_) => true,
         Ok(stat) => stat.rsplit_once(") ").is_some_and(|(_, rest)| rest.starts_with('Z')),
     }
 }
 
-fn wait_for(what: &str, mut done: impl FnMut() -> bool) {
+pub(super) fn wait_for(what: &str, mut done: impl FnMut() -> bool) {
     let deadline = Instant::now() + Duration::from_secs(120);
     while !done() {
         assert!(Instant::now() < deadline, "timed out waiting for {what}");

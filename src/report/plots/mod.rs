@@ -249,8 +249,9 @@ pub fn links_of(results: &Results, charts: &[ChartFile]) -> Vec<Vec<PlotLink>> {
     out
 }
 
-/// Writes every chart drawn under `dir/plots/` and removes the `.svg` files there that no chart of
-/// these results has any more; returns the paths written. No chart, no `plots/` folder.
+/// Writes every chart drawn under `dir/plots/`; returns the paths written. No chart, no `plots/`
+/// folder. (Charts no longer drawn are removed by [`super::outputs::Outputs::commit`], which
+/// knows which files there runner wrote.)
 pub fn write(results: &Results, dir: &Path) -> Result<Vec<PathBuf>, PlotError> {
     write_charts(charts(results), dir)
 }
@@ -269,17 +270,6 @@ pub fn write_charts(charts: Vec<ChartFile>, dir: &Path) -> Result<Vec<PathBuf>, 
         let path = dir.join(&file.path);
         crate::cache::store::atomic_write(&path, svg.as_bytes()).map_err(|e| fail(&path, e.to_string()))?;
         written.push(path);
-    }
-    if let Ok(entries) = std::fs::read_dir(&plots) {
-        let mut stale: Vec<PathBuf> = entries
-            .filter_map(Result::ok)
-            .map(|e| e.path())
-            .filter(|p| p.extension().is_some_and(|e| e == "svg") && p.is_file() && !written.contains(p))
-            .collect();
-        stale.sort();
-        for path in stale {
-            std::fs::remove_file(&path).map_err(|e| fail(&path, e.to_string()))?;
-        }
     }
     Ok(written)
 }

@@ -1,0 +1,191 @@
+//! The per-process scratch directory: every temporary directory a run makes (its `HOME`, its
+//! private copy of a repository, its worktree) lies in one directory of this process,
+//! `$TMPDIR/runner-<pid>-<random>/`, removed when the process ends ([`finish`]). A process
+//! killed before that leaves it behind; the next execution ([`sweep_stale`]), and any process
+//! making its own, removes every such directory whose owner is gone. The owner holds an advisory lock on `owner.lock` inside it
+//! while it lives (the kernel drops it when the process dies, whatever the signal), so
+//! "gone" does not depend on pids, which are reused and differ between containers.
+
+use std::fs::File;
+use std::io;
+use std::path::{Path, PathBuf};
+use std::sync::{Mutex, OnceLock};
+
+/// The prefix of every scratch directory's name.
+const PREFIX: &str = "runner-";
+/// The file whose lock says the owner lives.
+const OWNER: &str = "owner.lock";
+
+struct Scratch {
+    path: PathBuf,
+    /// Holds the owner's lock while the process lives.
+    _lock: File,
+}
+
+static SCRATCH: OnceLock<Mutex<Option<Scratch>>> = OnceLock::new();
+
+/// This process's scratch directory, made (and the stale ones swept) on first use.
+pub fn dir() -> io::Result<PathBuf> {
+    let cell = SCRATCH.get_or_init(|| Mutex::new(None));
+    let mut held = cell.lock().unwrap_or_else(|p| p.into_inner());
+    if let Some(scratch) = held.as_ref() {
+        return Ok(scratch.path.clone());
+    }
+    let parent = std::env::temp_dir();
+    sweep(&parent);
+    let path = tempfile::Builder::new().prefix(&format!("{PREFIX}{}-", std::process::id())).tempdir_in(&parent)?.keep();
+    // Locked under another name, then renamed: a sweep never finds `owner.lock` unlocked here.
+    let unnamed = path.join(".owner");
+    let lock = File::options().create_new(true).read(true).write(true).open(&unnamed)?;
+    if !try_lock(&lock)? {
+        return Err(io::Error::other(format!("the lock of `{}` is taken", path.display())));
+    }
+    std::fs::rename(&unnamed, path.join(OWNER))?;
+    *held = Some(Scratch { path: path.clone(), _lock: lock });
+    Ok(path)
+}
+
+/// A temporary directory named `<prefix>…` inside this process's scratch directory, removed
+/// when dropped.
+pub fn tempdir(prefix: &str) -> io::Result<tempfile::TempDir> {
+    tempfile::Builder::new().prefix(prefix).tempdir_in(dir()?)
+}
+
+/// Removes this process's scratch directory and what is left in it; called as the process
+/// ends. Nothing when none was made.
+pub fn finish() {
+    let Some(cell) = SCRATCH.get() else { return };
+    let mut held = cell.lock().unwrap_or_else(|p| p.into_inner());
+    if let Some(scratch) = held.take() {
+        let _ = std::fs::remove_dir_all(&scratch.path);
+    }
+}
+
+/// Takes the exclusive lock of `file` without waiting: `false` while another holds it.
+fn try_lock(file: &File) -> io::Result<bool> {
+    use std::os::fd::AsRawFd;
+    loop {
+        // SAFETY: flock on a descriptor the caller owns; no memory is shared with it.
+        if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } == 0 {
+            return Ok(true);
+        }
+        let err = io::Error::last_os_error();
+        match err.raw_os_error() {
+            Some(libc::EINTR) => continue,
+            Some(libc::EWOULDBLOCK) => return Ok(false),
+            _ => return Err(err),
+        }
+    }
+}
+
+/// Removes the scratch directories killed runners left in the temporary directory (see
+/// [`sweep`]); an execution calls it as it starts, whether or not it makes its own.
+pub fn sweep_stale() -> usize {
+    sweep(&std::env::temp_dir())
+}
+
+/// Whether `name` is a scratch directory's: `runner-<pid>-<random>`.
+fn is_scratch_name(name: &str) -> bool {
+    name.strip_prefix(PREFIX)
+        .and_then(|rest| rest.split_once('-'))
+        .is_some_and(|(pid, rest)| !pid.is_empty() && pid.bytes().all(|b| b.is_ascii_digit()) && !rest.is_empty())
+}
+
+/// How long a scratch directory without its lock file may be in the making: older, its maker
+/// died before it could lock it.
+const MAKING: std::time::Duration = std::time::Duration::from_secs(60);
+
+/// Removes the scratch directories under `parent` whose owner is gone: a directory (not a
+/// link) of this user with an `owner.lock` no process holds. One whose lock file is not there
+/// yet is being made, and left alone unless older than [`MAKING`]. Returns how many were removed.
+pub fn sweep(parent: &Path) -> usize {
+    let Ok(entries) = std::fs::read_dir(parent) else { return 0 };
+    let mut removed = 0;
+    for entry in entries.flatten() {
+        if !entry.file_name().to_str().is_some_and(is_scratch_name) {
+            continue;
+        }
+        let path = entry.path();
+        if !is_own_directory(&path) {
+            continue;
+        }
+        let gone = match crate::bounded::open_regular(&path.join(OWNER), crate::bounded::Links::Refuse, "lock files") {
+            Ok((lock, _)) => try_lock(&lock).unwrap_or(false),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {
+                std::fs::symlink_metadata(&path).and_then(|m| m.modified()).ok().and_then(|t| t.elapsed().ok()).is_some_and(|age| age > MAKING)
+            }
+            Err(_) => false,
+        };
+        if gone && remove_lock_last(&path).is_ok() {
+            removed += 1;
+        }
+    }
+    removed
+}
+
+/// Removes a scratch directory, its lock file last: a sweep cut short (the sweeper killed)
+/// leaves a directory the next sweep still recognises as one whose owner is gone.
+fn remove_lock_last(path: &Path) -> io::Result<()> {
+    for entry in std::fs::read_dir(path)?.flatten() {
+        if entry.file_name() == OWNER {
+            continue;
+        }
+        if entry.file_type()?.is_dir() {
+            std::fs::remove_dir_all(entry.path())?;
+        } else {
+            std::fs::remove_file(entry.path())?;
+        }
+    }
+    let _ = std::fs::remove_file(path.join(OWNER));
+    std::fs::remove_dir(path)
+}
+
+/// A directory itself (not a link to one) owned by this process's user.
+fn is_own_directory(path: &Path) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    // SAFETY: geteuid takes no arguments and cannot fail.
+    let uid = unsafe { libc::geteuid() };
+    std::fs::symlink_metadata(path).is_ok_and(|m| m.is_dir() && m.uid() == uid)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_are_recognised_strictly() {
+        assert!(is_scratch_name("runner-123-abcDEF"));
+        for other in ["runner-home-x1", "runner-run-x", "runner-123", "runner--x", "runner-12a-x", "other-1-x"] {
+            assert!(!is_scratch_name(other), "{other}");
+        }
+    }
+
+    #[test]
+    fn a_sweep_removes_only_directories_whose_owner_is_gone() {
+        let parent = tempfile::tempdir().expect("tempdir");
+        let dead = parent.path().join("runner-1-dead");
+        std::fs::create_dir_all(dead.join("runner-home-a")).expect("mkdir");
+        std::fs::write(dead.join(OWNER), b"").expect("lock file");
+        // A live owner: this test holds the lock, as the process that made it would.
+        let live = parent.path().join("runner-2-live");
+        std::fs::create_dir_all(&live).expect("mkdir");
+        let held = File::options().create(true).truncate(false).read(true).write(true).open(live.join(OWNER)).expect("open");
+        assert!(try_lock(&held).expect("lock"));
+        // Being made: no lock file yet. Not ours by name: left alone.
+        let young = parent.path().join("runner-3-young");
+        std::fs::create_dir_all(&young).expect("mkdir");
+        let foreign = parent.path().join("runner-home-zzz");
+        std::fs::create_dir_all(&foreign).expect("mkdir");
+        assert_eq!(sweep(parent.path()), 1);
+        assert!(!dead.exists());
+        assert!(live.exists() && young.exists() && foreign.exists());
+        drop(held);
+        assert_eq!(sweep(parent.path()), 1, "once its owner is gone");
+        assert!(!live.exists());
+        // One whose maker died before locking it: removed once it is older than a maker takes.
+        let old = std::time::SystemTime::now() - MAKING - std::time::Duration::from_secs(1);
+        File::open(&young).expect("open").set_modified(old).expect("age it");
+        assert_eq!(sweep(parent.path()), 1);
+        assert!(!young.exists() && foreign.exists());
+    }
+}
