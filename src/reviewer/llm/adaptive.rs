@@ -10,7 +10,8 @@
 //! not cut it again. OpenAI's `x-ratelimit-remaining-requests` / `-tokens` and
 //! `x-ratelimit-reset-requests` / `-tokens` (`1s`, `6m0s`, `20ms`) pace the endpoint before a
 //! 429 happens: once the remaining requests reach 0, or the remaining tokens fall below what a
-//! request has cost on average, new requests wait until the reset.
+//! request has cost on average, new requests wait until the reset (counted from when the
+//! request that was answered was sent), and a 429 that meets such a hold retries when it ends.
 
 use reqwest::header::HeaderMap;
 use serde::Serialize;
@@ -236,7 +237,8 @@ impl Controller {
         Permit { controller: self.clone(), permit, generation }
     }
 
-    fn hold(&self) -> Option<Instant> {
+    /// Until when new requests are held (`x-ratelimit-*`), if they are.
+    pub fn hold(&self) -> Option<Instant> {
         let mut s = self.lock();
         match s.hold_until {
             Some(until) if until > Instant::now() => Some(until),
@@ -299,9 +301,12 @@ impl Controller {
         s.tokens_per_request = Some(s.tokens_per_request.map_or(t, |avg| avg + RECENT_WEIGHT * (t - avg)));
     }
 
-    /// Applies an answer's `x-ratelimit-*` headers: holds new requests until the reset when
-    /// no request, or not enough tokens for one, remain. A hold lasts at most `cap`.
-    pub fn observe(&self, headers: &RateHeaders, cap: Duration) {
+    /// Applies the `x-ratelimit-*` headers of the answer to a request sent at `sent`: holds new
+    /// requests until the reset when no request, or not enough tokens for one, remain. The
+    /// reset counts from when the request was sent (a server states its limits as the request
+    /// arrives), so answers that took long to come hold no longer than the fresh ones. A hold
+    /// lasts at most `cap`.
+    pub fn observe(&self, headers: &RateHeaders, cap: Duration, sent: Instant) {
         if headers.is_empty() {
             return;
         }
@@ -316,8 +321,11 @@ impl Controller {
                 wait = Some(wait.map_or(reset, |w| w.max(reset)));
             }
         }
-        let Some(wait) = wait.map(|w| w.min(cap)).filter(|w| !w.is_zero()) else { return };
-        let until = Instant::now() + wait;
+        let Some(wait) = wait.map(|w| w.min(cap)) else { return };
+        let until = sent + wait;
+        if until <= Instant::now() {
+            return;
+        }
         if s.hold_until.is_none_or(|h| h < until) {
             if s.hold_until.is_none_or(|h| h <= Instant::now()) {
                 s.holds += 1;
@@ -644,29 +652,39 @@ mod tests {
     async fn no_remaining_requests_holds_new_requests_until_the_reset() {
         let c = Controller::new("http://h/v1", 4);
         let cap = Duration::from_secs(30);
-        c.observe(&RateHeaders { remaining_requests: Some(3), reset_requests: Some(Duration::from_secs(9)), ..Default::default() }, cap);
+        c.observe(&RateHeaders { remaining_requests: Some(3), reset_requests: Some(Duration::from_secs(9)), ..Default::default() }, cap, Instant::now());
         assert!(c.acquire().now_or_never().is_some(), "requests remain: no hold");
         let started = Instant::now();
-        c.observe(&RateHeaders { remaining_requests: Some(0), reset_requests: Some(Duration::from_secs(2)), ..Default::default() }, cap);
+        c.observe(&RateHeaders { remaining_requests: Some(0), reset_requests: Some(Duration::from_secs(2)), ..Default::default() }, cap, Instant::now());
         let p = c.acquire().await;
         assert_eq!(started.elapsed(), Duration::from_secs(2), "held until the reset (virtual time)");
         drop(p);
         // Tokens: below what a request costs on average.
         c.record_tokens(500);
         let started = Instant::now();
-        c.observe(&RateHeaders { remaining_tokens: Some(400), reset_tokens: Some(Duration::from_millis(1500)), ..Default::default() }, cap);
+        c.observe(&RateHeaders { remaining_tokens: Some(400), reset_tokens: Some(Duration::from_millis(1500)), ..Default::default() }, cap, Instant::now());
         drop(c.acquire().await);
         assert_eq!(started.elapsed(), Duration::from_millis(1500));
         let started = Instant::now();
-        c.observe(&RateHeaders { remaining_tokens: Some(600), reset_tokens: Some(Duration::from_secs(5)), ..Default::default() }, cap);
+        c.observe(&RateHeaders { remaining_tokens: Some(600), reset_tokens: Some(Duration::from_secs(5)), ..Default::default() }, cap, Instant::now());
         drop(c.acquire().await);
         assert_eq!(started.elapsed(), Duration::ZERO, "enough tokens for a request: no hold");
         // A reset of six minutes is capped.
         let started = Instant::now();
-        c.observe(&RateHeaders { remaining_requests: Some(0), reset_requests: parse_reset("6m0s"), ..Default::default() }, cap);
+        c.observe(&RateHeaders { remaining_requests: Some(0), reset_requests: parse_reset("6m0s"), ..Default::default() }, cap, Instant::now());
         drop(c.acquire().await);
         assert_eq!(started.elapsed(), cap);
-        assert_eq!(c.lock().holds, 3);
+        // The reset counts from when the request was sent: an answer that took a second holds
+        // half a second for a reset of a second and a half, and none for one of a second.
+        let sent = Instant::now();
+        tokio::time::advance(Duration::from_secs(1)).await;
+        let answered = Instant::now();
+        c.observe(&RateHeaders { remaining_requests: Some(0), reset_requests: Some(Duration::from_secs(1)), ..Default::default() }, cap, sent);
+        assert!(c.hold().is_none());
+        c.observe(&RateHeaders { remaining_requests: Some(0), reset_requests: Some(Duration::from_millis(1500)), ..Default::default() }, cap, sent);
+        drop(c.acquire().await);
+        assert_eq!(answered.elapsed(), Duration::from_millis(500));
+        assert_eq!(c.lock().holds, 4);
     }
 
     #[tokio::test(start_paused = true)]
@@ -682,7 +700,7 @@ mod tests {
             }
         });
         tokio::task::yield_now().await;
-        c.observe(&RateHeaders { remaining_requests: Some(0), reset_requests: Some(Duration::from_secs(1)), ..Default::default() }, Duration::from_secs(30));
+        c.observe(&RateHeaders { remaining_requests: Some(0), reset_requests: Some(Duration::from_secs(1)), ..Default::default() }, Duration::from_secs(30), Instant::now());
         drop(first);
         assert_eq!(queued.await.expect("task"), Duration::from_secs(1));
     }

@@ -194,8 +194,9 @@ impl Transport {
     /// Sends one request to `endpoint`: its `x-ratelimit-*` headers pace the endpoint, and an
     /// error status becomes the attempt's error.
     pub async fn send(&self, endpoint: &Endpoint, request: reqwest::RequestBuilder) -> Result<reqwest::Response, AttemptError> {
+        let sent = tokio::time::Instant::now();
         let resp = request.send().await.map_err(|e| AttemptError::from_reqwest(&e, self.policy.request_timeout))?;
-        endpoint.controller.observe(&RateHeaders::from_headers(resp.headers()), self.policy.max_delay);
+        endpoint.controller.observe(&RateHeaders::from_headers(resp.headers()), self.policy.max_delay, sent);
         check_status(resp).await
     }
 
@@ -256,14 +257,19 @@ impl Transport {
                         AttemptError::Status { retry_after, .. } => *retry_after,
                         _ => None,
                     };
-                    // A 429's backoff grows with the 429s this request met, free or not.
-                    let exponent = if matches!(e, AttemptError::Status { status: 429, .. }) {
+                    // A 429's backoff grows with the 429s this request met, free or not; when
+                    // the server's x-ratelimit headers hold the endpoint, the hold is the wait.
+                    let is_429 = matches!(e, AttemptError::Status { status: 429, .. });
+                    let exponent = if is_429 {
                         throttled += 1;
                         throttled - 1
                     } else {
                         counted.saturating_sub(1)
                     };
-                    tokio::time::sleep(self.policy.delay(exponent, retry_after)).await;
+                    let held = is_429 && retry_after.is_none() && endpoint.is_some_and(|ep| ep.controller.hold().is_some());
+                    if !held {
+                        tokio::time::sleep(self.policy.delay(exponent, retry_after)).await;
+                    }
                     if let Some(reason) = endpoint.and_then(Endpoint::down_reason) {
                         return Err((AttemptError::Connect(reason), n));
                     }
