@@ -20,6 +20,7 @@ mod llm_real_server;
 mod manifest_errors;
 mod matching;
 mod named_reviewers;
+mod rate_limits;
 mod remote_cache;
 mod replay;
 mod report_html;
