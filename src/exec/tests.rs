@@ -891,7 +891,9 @@ async fn a_cost_budget_counts_and_stops_scoring_calls_and_reports_them_apart() {
         async move {
             let opts = ExecOptions { max_cost: Some(Budget::Tokens(budget)), ..options(2, None) };
             let (tx, rx) = watch::channel(false);
-            let execution = execute(plan, &reviewers, Some(scorers), materializer(Arc::default(), &[]), Arc::new(cache), &opts, &CountingJudged, &Emitter::silent(), rx).await;
+            let execution =
+                execute(plan, &reviewers, Some(scorers), materializer(Arc::default(), &[]), Arc::new(cache), &opts, &CountingJudged, &Emitter::silent(), rx)
+                    .await;
             drop(tx);
             execution
         }

@@ -47,7 +47,8 @@ async fn serve(mut stream: TcpStream, counts: Arc<Counts>) -> std::io::Result<()
                     "choices": [{"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": "{\"findings\":[]}"}}],
                     "usage": {"prompt_tokens": 90, "completion_tokens": 10, "total_tokens": 100},
                 });
-                let headers = vec![("x-ratelimit-remaining-requests".to_string(), "100".to_string()), ("x-ratelimit-reset-requests".to_string(), "1s".to_string())];
+                let headers =
+                    vec![("x-ratelimit-remaining-requests".to_string(), "100".to_string()), ("x-ratelimit-reset-requests".to_string(), "1s".to_string())];
                 write_json(&mut stream, 200, &answer, &headers).await?;
             }
             _ => write_json(&mut stream, 404, &json!({"error": "not found"}), &[]).await?,

@@ -3,7 +3,9 @@
 //! claims generator and embedder of the process that talks to it.
 //!
 //! The controller starts at the configured limit and adjusts it AIMD-style: halved on a 429 or
-//! a 503, cut by a fifth when latency rises (its recent average past twice the baseline), and
+//! a 503, cut by a fifth when latency rises (its recent average past twice its long-run
+//! average, a baseline that spreads over a hundred answers so a model's own spread of answer
+//! lengths does not read as congestion, and that follows a server slower for good), and
 //! raised by one for every `limit` successes, never above the ceiling (the largest configured
 //! limit of its users; each user's own limit still applies to its own requests). A congestion
 //! signal cuts the limit once per generation: answers to requests sent before the last cut do
@@ -26,11 +28,10 @@ pub const THROTTLED_FACTOR: f64 = 0.5;
 pub const LATENCY_FACTOR: f64 = 0.8;
 /// Latency has risen when its recent average exceeds the baseline by this factor.
 pub const LATENCY_RISE: f64 = 2.0;
-/// Weight of a new latency in the recent average.
+/// Weight of a new latency in the recent average (about the last five answers).
 const RECENT_WEIGHT: f64 = 0.3;
-/// How far the baseline (the lowest latency seen) moves towards a higher latency per answer,
-/// so a server that became slower for good stops counting as congested.
-const BASELINE_DRIFT: f64 = 0.01;
+/// Weight of a new latency in the baseline, the long-run average (about the last hundred).
+const BASELINE_WEIGHT: f64 = 0.01;
 /// Answers after a cut before latency may cut again (at least twice the limit).
 const LATENCY_WARMUP: u64 = 8;
 
@@ -259,12 +260,11 @@ impl Controller {
             Outcome::Success(latency) => {
                 s.successes += 1;
                 s.since_cut += 1;
+                // Averages of all answers so far until they have seen enough to be moving ones.
                 let x = latency.as_secs_f64();
-                let recent = s.recent.map_or(x, |r| r + RECENT_WEIGHT * (x - r));
-                let baseline = match s.baseline {
-                    Some(b) if x >= b => b + BASELINE_DRIFT * (x - b),
-                    _ => x,
-                };
+                let seen = s.successes as f64;
+                let recent = s.recent.map_or(x, |r| r + RECENT_WEIGHT.max(1.0 / seen) * (x - r));
+                let baseline = s.baseline.map_or(x, |b| b + BASELINE_WEIGHT.max(1.0 / seen) * (x - b));
                 s.recent = Some(recent);
                 s.baseline = Some(baseline);
                 // While latency stays up the limit does not grow; it is cut once a window of
@@ -599,11 +599,11 @@ mod tests {
     async fn rising_latency_cuts_the_limit_by_a_fifth() {
         let c = Controller::new("http://h/v1", 10);
         let p = permit(&c).await;
-        for _ in 0..30 {
+        for _ in 0..200 {
             c.record(&p, Outcome::Success(100 * MS));
         }
         assert_eq!(c.limit(), 10);
-        // Three times slower: the recent average passes twice the baseline within a few answers.
+        // Three times slower: the recent average passes twice the long-run one within a few answers.
         let mut answers = 0;
         while c.limit() == 10 && answers < 20 {
             c.record(&p, Outcome::Success(300 * MS));
@@ -620,6 +620,19 @@ mod tests {
             more += 1;
         }
         assert!(more >= LATENCY_WARMUP.max(16) as usize, "no second cut before a window of answers: {more}");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn answers_of_widely_spread_lengths_do_not_read_as_congestion() {
+        // A model's answers take 0.5 s to 4 s by their length, in a fixed scrambled order:
+        // latency varies eightfold but does not rise, so the limit stays where it is.
+        let c = Controller::new("http://h/v1", 8);
+        let p = permit(&c).await;
+        let lengths = [500u64, 4000, 700, 1200, 3000, 600, 900, 2500, 800, 1500, 4000, 3500, 500, 1000, 700, 2000];
+        for i in 0..2000 {
+            c.record(&p, Outcome::Success(Duration::from_millis(lengths[(i * 7) % lengths.len()])));
+        }
+        assert_eq!((c.limit(), c.lock().min_limit), (8, 8));
     }
 
     #[tokio::test(start_paused = true)]
@@ -700,7 +713,11 @@ mod tests {
             }
         });
         tokio::task::yield_now().await;
-        c.observe(&RateHeaders { remaining_requests: Some(0), reset_requests: Some(Duration::from_secs(1)), ..Default::default() }, Duration::from_secs(30), Instant::now());
+        c.observe(
+            &RateHeaders { remaining_requests: Some(0), reset_requests: Some(Duration::from_secs(1)), ..Default::default() },
+            Duration::from_secs(30),
+            Instant::now(),
+        );
         drop(first);
         assert_eq!(queued.await.expect("task"), Duration::from_secs(1));
     }
