@@ -110,12 +110,15 @@ pub enum Failure {
     Fatal(ReviewError),
 }
 
+/// A base URL and the hash of the API key used there.
+type EndpointId = (String, Option<String>);
+
 /// The HTTP client and every endpoint it has used.
 pub struct Transport {
     pub http: reqwest::Client,
     pub policy: Policy,
     per_endpoint: usize,
-    endpoints: StdMutex<BTreeMap<(String, Option<String>), Arc<Endpoint>>>,
+    endpoints: StdMutex<BTreeMap<EndpointId, Arc<Endpoint>>>,
     rotate: AtomicUsize,
 }
 
