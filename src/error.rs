@@ -142,11 +142,13 @@ impl Ending {
     }
 
     /// The ending once the scoring nodes are counted in: a frozen execution missing some is
-    /// `Missing`, an interrupted one `Interrupted`, and a failed one counts as failed runs.
+    /// `Missing`, an interrupted one `Interrupted`, one the budget left unrun `OverBudget`, and
+    /// a failed one counts as failed runs.
     pub fn with_scoring(self, scoring: &crate::exec::ScoringTally) -> Self {
         match self {
             Self::Complete | Self::RunsFailed if scoring.not_cached > 0 => Self::Missing,
             Self::Complete | Self::RunsFailed if scoring.interrupted > 0 => Self::Interrupted,
+            Self::Complete | Self::RunsFailed if scoring.over_budget > 0 => Self::OverBudget,
             Self::Complete if scoring.failed > 0 => Self::RunsFailed,
             other => other,
         }

@@ -287,7 +287,17 @@ pub async fn execute(
     let scorers = prepared.scorers.clone().map(|s| s as Arc<dyn exec::Scorers>);
     let warner = emitter.clone();
     let store = prepared.store(Arc::new(move |message| warner.emit(exec::Event::Warning { message })));
+    let window = crate::reviewer::llm::adaptive::Registry::global().window();
     let execution = exec::execute(&prepared.plan, &prepared.reviewers, scorers, materializer, store, &options, &conclusions, emitter, cancel).await;
+    let mut endpoints = window.reports();
+    if !endpoints.is_empty() {
+        // Base URLs are shown without credentials; a secret a reviewer names is redacted too.
+        let redactor = crate::reviewer::redact::Redactor::new(prepared.reviewers.values().flat_map(|r| r.secrets()));
+        for e in &mut endpoints {
+            e.endpoint = redactor.text(&e.endpoint);
+        }
+        emitter.emit(exec::Event::Endpoints { endpoints });
+    }
     let rendered = execution.report.ok_or(Error::NotRendered)??;
     Ok(Executed { outcomes: execution.outcomes, cost: execution.cost, scoring: rendered.scoring, results: rendered.results, written: rendered.written })
 }

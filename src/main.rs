@@ -265,7 +265,9 @@ fn exec(args: ExecArgs) -> Result<Exit, Error> {
             }
         }
         // Quiet still shows errors: what failed and why.
-        Mode::Quiet if summary.failed + summary.skipped + summary.unrun > 0 => err!("{}", summary.render()),
+        Mode::Quiet if summary.failed + summary.skipped + summary.unrun + summary.cost.as_ref().map_or(0, |c| c.unrun_calls) > 0 => {
+            err!("{}", summary.render())
+        }
         _ => {}
     }
     if ending == Ending::Missing {

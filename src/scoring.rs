@@ -11,7 +11,7 @@ use crate::analysis::matching::{judge_pairs, MatchVotes};
 use crate::analysis::rqs::{EmbedderInfo, FindingVotes, JudgeInfo, RqsInput, RunScoring, StageCost, SubjectReferences, Vote};
 use crate::analysis::spec::OracleRule;
 use crate::cache::CacheStore;
-use crate::exec::{Call, CallFuture, NodeInputs, ScoredView, Scorers, WalkView};
+use crate::exec::{Call, CallCost, CallFuture, NodeInputs, ScoredView, Scorers, WalkView};
 use crate::finding::Finding;
 use crate::ground_truth::oracle::Oracle;
 use crate::judge::blind::blind_items;
@@ -309,6 +309,21 @@ impl Scorers for ExperimentScorers {
                 other => Err(format!("unknown scoring stage `{other}`")),
             }
         })
+    }
+
+    /// Judge, claims and embedding calls are model calls; the analyzers are local work.
+    fn metered(&self, call: &Call) -> bool {
+        call.stage != "smells"
+    }
+
+    /// The tokens and seconds the answer records (a judge's requests without waiting for a
+    /// free endpoint); a failed call costs its time.
+    fn cost(&self, _call: &Call, answer: Option<&Value>, elapsed: std::time::Duration) -> CallCost {
+        match answer.map(cost) {
+            Some(c) if c.seconds > 0.0 => CallCost { tokens: c.tokens, ms: (c.seconds * 1000.0).round() as u64 },
+            Some(c) => CallCost { tokens: c.tokens, ms: elapsed.as_millis() as u64 },
+            None => CallCost { tokens: 0, ms: elapsed.as_millis() as u64 },
+        }
     }
 
     fn endpoint_limit(&self, endpoint: &str) -> usize {

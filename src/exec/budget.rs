@@ -1,10 +1,12 @@
-//! The cost budget of one execution (`runner exec --max-cost`): tokens or review seconds.
-//! Reviews are counted as they finish; once the incurred cost reaches the budget no new
-//! review starts, so at most the reviews already in flight overshoot it. Cached runs incur
-//! nothing: their recorded cost is what the cache saved.
+//! The cost budget of one execution (`runner exec --max-cost`): tokens or seconds. Reviews
+//! and the scoring stages' model calls (judges, claims, embeddings) are counted as they
+//! finish; once the incurred cost of both reaches the budget no new review or scoring call
+//! starts, so at most the ones already in flight overshoot it. Cached runs and calls incur
+//! nothing: a cached run's recorded cost is what the cache saved.
 
 use crate::reviewer::Cost;
 use serde::Serialize;
+use std::collections::BTreeMap;
 use std::sync::Mutex;
 
 /// A limit on what one execution may spend on reviews it actually runs.
@@ -13,7 +15,8 @@ use std::sync::Mutex;
 pub enum Budget {
     /// Prompt plus completion tokens, as the reviewers report them.
     Tokens(u64),
-    /// Review wall time as runner measures it, summed over runs (not the execution's elapsed time).
+    /// Review and scoring-call time as runner measures it, summed over runs and calls (not the
+    /// execution's elapsed time).
     Seconds(f64),
 }
 
@@ -86,15 +89,36 @@ impl Spent {
 
     /// Whether this much spending has reached `budget`.
     pub fn reaches(&self, budget: &Budget) -> bool {
-        match *budget {
-            Budget::Tokens(n) => self.tokens >= n,
-            Budget::Seconds(s) => self.review_ms as f64 >= s * 1000.0,
-        }
+        reached(budget, self.tokens, self.review_ms)
     }
 }
 
+fn reached(budget: &Budget, tokens: u64, ms: u64) -> bool {
+    match *budget {
+        Budget::Tokens(n) => tokens >= n,
+        Budget::Seconds(s) => ms as f64 >= s * 1000.0,
+    }
+}
+
+/// What the scoring calls of one stage spent: tokens (prompt + completion, as the servers
+/// report them) and milliseconds.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct CallsSpent {
+    pub tokens: u64,
+    pub ms: u64,
+    /// Calls counted.
+    pub calls: usize,
+}
+
+/// What one scoring call spent.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct CallCost {
+    pub tokens: u64,
+    pub ms: u64,
+}
+
 /// What one execution spent and what the cache saved it, with the budget it ran under.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct CostReport {
     pub budget: Option<Budget>,
     /// Reviews this execution ran (failed ones count their wall time).
@@ -103,31 +127,80 @@ pub struct CostReport {
     pub saved: Spent,
     /// Runs not started because the budget was reached.
     pub unrun: usize,
+    /// Scoring calls this execution ran, per stage (`judge`, `claims`, `embed`), apart from
+    /// the reviews; they count against the budget too.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub scoring: BTreeMap<String, CallsSpent>,
+    /// Scoring calls not started because the budget was reached.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub unrun_calls: usize,
 }
 
-/// The incurred cost, shared by the reviews of one execution.
+fn is_zero(n: &usize) -> bool {
+    *n == 0
+}
+
+impl CostReport {
+    /// Tokens and milliseconds of reviews and scoring calls together, as the budget counts them.
+    pub fn total(&self) -> (u64, u64) {
+        self.scoring.values().fold((self.incurred.tokens, self.incurred.review_ms), |(t, ms), c| (t + c.tokens, ms + c.ms))
+    }
+}
+
+#[derive(Debug, Default)]
+struct Ledger {
+    reviews: Spent,
+    calls: BTreeMap<String, CallsSpent>,
+    unrun_calls: usize,
+}
+
+/// The incurred cost, shared by the reviews and scoring calls of one execution.
 #[derive(Debug, Default)]
 pub(super) struct Meter {
     pub budget: Option<Budget>,
-    spent: Mutex<Spent>,
+    spent: Mutex<Ledger>,
 }
 
 impl Meter {
     pub(super) fn new(budget: Option<Budget>) -> Self {
-        Self { budget, spent: Mutex::new(Spent::default()) }
+        Self { budget, spent: Mutex::new(Ledger::default()) }
     }
 
-    /// Whether a new review may start: no budget, or the incurred cost is still below it.
+    fn ledger(&self) -> std::sync::MutexGuard<'_, Ledger> {
+        self.spent.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Whether a new review or scoring call may start: no budget, or what reviews and calls
+    /// incurred together is still below it.
     pub(super) fn may_start(&self) -> bool {
-        self.budget.is_none_or(|b| !self.spent().reaches(&b))
+        let Some(budget) = self.budget else { return true };
+        let l = self.ledger();
+        let (tokens, ms) = l.calls.values().fold((l.reviews.tokens, l.reviews.review_ms), |(t, ms), c| (t + c.tokens, ms + c.ms));
+        !reached(&budget, tokens, ms)
     }
 
     pub(super) fn add(&self, cost: &Cost) {
-        self.spent.lock().unwrap_or_else(|p| p.into_inner()).add_cost(cost);
+        self.ledger().reviews.add_cost(cost);
     }
 
-    pub(super) fn spent(&self) -> Spent {
-        *self.spent.lock().unwrap_or_else(|p| p.into_inner())
+    /// Counts a scoring call of `stage` that ran (or failed after running).
+    pub(super) fn add_call(&self, stage: &str, cost: CallCost) {
+        let mut l = self.ledger();
+        let entry = l.calls.entry(stage.to_string()).or_default();
+        entry.tokens += cost.tokens;
+        entry.ms += cost.ms;
+        entry.calls += 1;
+    }
+
+    /// Counts a scoring call the budget kept from starting.
+    pub(super) fn refuse_call(&self) {
+        self.ledger().unrun_calls += 1;
+    }
+
+    /// The report of what reviews and calls incurred, with `saved` and `unrun` filled in.
+    pub(super) fn report(&self, saved: Spent, unrun: usize) -> CostReport {
+        let l = self.ledger();
+        CostReport { budget: self.budget, incurred: l.reviews, saved, unrun, scoring: l.calls.clone(), unrun_calls: l.unrun_calls }
     }
 }
 
@@ -168,5 +241,29 @@ mod tests {
         meter.add(&Cost { prompt_tokens: Some(100), ..Cost::default() });
         assert!(!meter.may_start());
         assert!(Meter::new(None).may_start());
+    }
+
+    #[test]
+    fn scoring_calls_count_against_the_budget_and_are_reported_apart() {
+        let meter = Meter::new(Some(Budget::Tokens(1_000)));
+        meter.add(&Cost { wall_ms: 100, prompt_tokens: Some(400), ..Cost::default() });
+        meter.add_call("judge", CallCost { tokens: 300, ms: 50 });
+        assert!(meter.may_start(), "700 of 1000 tokens");
+        meter.add_call("judge", CallCost { tokens: 200, ms: 50 });
+        meter.add_call("embed", CallCost { tokens: 100, ms: 10 });
+        assert!(!meter.may_start(), "reviews and calls together reach the budget");
+        meter.refuse_call();
+        let report = meter.report(Spent::default(), 2);
+        assert_eq!(report.incurred, Spent { tokens: 400, review_ms: 100, runs: 1 });
+        assert_eq!(report.scoring["judge"], CallsSpent { tokens: 500, ms: 100, calls: 2 });
+        assert_eq!(report.scoring["embed"], CallsSpent { tokens: 100, ms: 10, calls: 1 });
+        assert_eq!((report.unrun, report.unrun_calls, report.total()), (2, 1, (1_000, 210)));
+        let json = serde_json::to_value(&report).expect("json");
+        assert_eq!(json["scoring"]["judge"], serde_json::json!({"tokens": 500, "ms": 100, "calls": 2}));
+        let seconds = Meter::new(Some(Budget::Seconds(0.1)));
+        seconds.add_call("claims", CallCost { tokens: 0, ms: 100 });
+        assert!(!seconds.may_start(), "call time counts against a budget in seconds");
+        let plain = serde_json::to_value(Meter::new(None).report(Spent::default(), 0)).expect("json");
+        assert!(plain.get("scoring").is_none() && plain.get("unrun_calls").is_none(), "no scoring, no new keys: {plain}");
     }
 }

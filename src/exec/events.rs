@@ -71,9 +71,14 @@ pub enum Event {
     Warning {
         message: String,
     },
-    /// The walk is over: what the reviews it ran cost, what the cache saved, and how many
-    /// runs `--max-cost` left unrun.
+    /// The walk is over: what the reviews and scoring calls it ran cost (apart), what the
+    /// cache saved, and how many runs and scoring calls `--max-cost` left unrun.
     Cost(super::CostReport),
+    /// The execution is over: per model server it talked to, the concurrency its adaptive
+    /// limit settled on (final, lowest, highest) and the 429s it met.
+    Endpoints {
+        endpoints: Vec<crate::reviewer::llm::adaptive::EndpointReport>,
+    },
 }
 
 /// Why a planned run was not attempted, or was abandoned.
@@ -92,8 +97,8 @@ pub enum SkipReason {
     DependencyFailed { dependency: String, error: String },
     /// Frozen mode and the cache lacks the node's result (a scoring call).
     NotCached,
-    /// The execution's cost budget (`--max-cost`) was reached before the run could start;
-    /// running again with a larger budget continues from the cache.
+    /// The execution's cost budget (`--max-cost`) was reached before the run (or a scoring
+    /// node's call) could start; running again with a larger budget continues from the cache.
     OverBudget { budget: String },
     /// `--shard`: the run belongs to another shard, whose execution runs it.
     OtherShard { shard: String },
@@ -114,7 +119,7 @@ impl std::fmt::Display for SkipReason {
             Self::NotCached => f.write_str("not in the cache (frozen)"),
             Self::OtherShard { shard } => write!(f, "belongs to shard {shard}"),
             Self::Leased { holder } => write!(f, "taken by {holder}"),
-            Self::OverBudget { budget } => write!(f, "over budget: not started once the reviews run had cost --max-cost {budget}"),
+            Self::OverBudget { budget } => write!(f, "over budget: not started once the reviews and scoring calls run had cost --max-cost {budget}"),
         }
     }
 }

@@ -11,7 +11,7 @@ pub mod stages;
 mod walk;
 mod writes;
 
-pub use budget::{Budget, CostReport, Spent};
+pub use budget::{Budget, CallCost, CallsSpent, CostReport, Spent};
 pub use events::{Event, SkipReason};
 pub use stages::{Call, CallFuture, NodeInputs, Scored, Scorers};
 pub use walk::{execute, Conclusions, Execution, Materializer, ScoredView, ScoringTally, WalkView};

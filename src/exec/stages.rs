@@ -1,11 +1,13 @@
 //! Scoring stages (RQS v2): claims, smells, judges and embeddings. A scoring node is a list
 //! of calls; each call is cached under its own key ([`stage_key`] of the stage and what
 //! determines the answer), so an interrupted node repeats no finished call, and runs under
-//! its endpoint's own limit.
+//! its endpoint's own limit. A model call (the scorers say which) starts only while the
+//! execution's `--max-cost` budget is not reached, and what it cost is counted against it.
 //!
 //! The experiment supplies what the calls are ([`Scorers`]); the engine decides when they
 //! run, whether the cache already has them, and records what they produced.
 
+use super::budget::{CallCost, Meter};
 use crate::cache::key::stage_key;
 use crate::cache::{CacheKey, Store, ValueLookup};
 use crate::finding::Finding;
@@ -64,6 +66,15 @@ pub trait Scorers: Send + Sync {
     fn run(self: Arc<Self>, call: Call, subject: Option<Arc<Subject>>) -> CallFuture;
     /// How many calls to `endpoint` may run at once (within `--jobs`).
     fn endpoint_limit(&self, endpoint: &str) -> usize;
+    /// Whether `--max-cost` counts and stops this call (a model call, not local work).
+    fn metered(&self, _call: &Call) -> bool {
+        false
+    }
+    /// What a metered call that ran cost: from its answer, or, failed, the `elapsed` time.
+    fn cost(&self, _call: &Call, answer: Option<&Value>, elapsed: std::time::Duration) -> CallCost {
+        let _ = answer;
+        CallCost { tokens: 0, ms: elapsed.as_millis() as u64 }
+    }
 }
 
 /// The answers of one scoring node's calls, in call order, with the calls' payloads (a
@@ -101,6 +112,8 @@ pub struct StageShared {
     pub cancel: watch::Receiver<bool>,
     /// Bounds the cache writes in flight, shared with the reviews.
     pub(super) writers: super::writes::Writers,
+    /// What reviews and calls cost so far, against `--max-cost`.
+    pub(super) meter: Arc<Meter>,
 }
 
 impl StageShared {
@@ -117,12 +130,15 @@ pub enum NodeError {
     Interrupted,
     /// Frozen mode and a call is not in the cache.
     NotCached,
+    /// `--max-cost` was reached before a call could start (the budget, as shown).
+    OverBudget(String),
     Failed(String),
 }
 
 /// Runs a scoring node's calls concurrently: each is taken from the cache when it is there,
 /// else run under the limits and stored. The first failure fails the node; what finished is
-/// stored already, so running again repeats none of it.
+/// stored already, so running again repeats none of it. Calls the budget keeps from starting
+/// leave the node unrun once the calls in flight have finished (and been stored).
 pub async fn run_node(shared: StageShared, calls: Vec<Call>, subject: Option<Arc<Subject>>) -> Result<Scored, NodeError> {
     let total = calls.len();
     let payloads = calls.iter().map(|c| c.payload.clone()).collect();
@@ -133,13 +149,22 @@ pub async fn run_node(shared: StageShared, calls: Vec<Call>, subject: Option<Arc
     }
     let mut values = Vec::with_capacity(total);
     let mut cached = 0;
+    let mut over_budget = None;
     use futures::StreamExt;
     while let Some(result) = pending.next().await {
-        let (value, hit) = result?;
-        cached += usize::from(hit);
-        values.push(value);
+        match result {
+            Ok((value, hit)) => {
+                cached += usize::from(hit);
+                values.push(value);
+            }
+            Err(NodeError::OverBudget(budget)) => over_budget = Some(budget),
+            Err(e) => return Err(e),
+        }
     }
-    Ok(Scored { values, payloads, cached })
+    match over_budget {
+        Some(budget) => Err(NodeError::OverBudget(budget)),
+        None => Ok(Scored { values, payloads, cached }),
+    }
 }
 
 /// One call: the cached answer (`true`), or a fresh one, stored (`false`).
@@ -156,6 +181,16 @@ async fn run_call(shared: &StageShared, call: Call, subject: Option<Arc<Subject>
     if shared.frozen {
         return Err(NodeError::NotCached);
     }
+    // A model call starts only while the budget is not reached: checked before it waits for
+    // its endpoint and again once it has a place, as a review is.
+    let metered = shared.scorers.metered(&call);
+    let over_budget = || {
+        shared.meter.refuse_call();
+        NodeError::OverBudget(shared.meter.budget.map(|b| b.to_string()).unwrap_or_default())
+    };
+    if metered && !shared.meter.may_start() {
+        return Err(over_budget());
+    }
     // Only the endpoint's own limit applies: a call mostly waits on its server, and holding a
     // `--jobs` permit meanwhile would starve the other stages (claims behind judges, say).
     // Local work (the analyzers) is its own endpoint, limited to the machine's cores.
@@ -164,13 +199,23 @@ async fn run_call(shared: &StageShared, call: Call, subject: Option<Arc<Subject>
     if *shared.cancel.borrow() {
         return Err(NodeError::Interrupted);
     }
+    if metered && !shared.meter.may_start() {
+        return Err(over_budget());
+    }
     let mut cancel = shared.cancel.clone();
     let (stage, inputs) = (call.stage, call.inputs.clone());
+    let scorers = shared.scorers.clone();
+    let counted = metered.then(|| call.clone());
+    let started = tokio::time::Instant::now();
     let work = shared.scorers.clone().run(call, subject);
     let value = tokio::select! {
-        value = work => value.map_err(NodeError::Failed)?,
+        value = work => value,
         () = super::wait_cancel(&mut cancel) => return Err(NodeError::Interrupted),
     };
+    if let Some(call) = &counted {
+        shared.meter.add_call(stage, scorers.cost(call, value.as_ref().ok(), started.elapsed()));
+    }
+    let value = value.map_err(NodeError::Failed)?;
     let (cache, experiment, stored) = (shared.cache.clone(), shared.experiment.clone(), value.clone());
     shared
         .writers

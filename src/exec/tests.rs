@@ -617,6 +617,8 @@ fn test_finding(message: &str, line: u32) -> crate::finding::Finding {
 struct FakeScorers {
     runs: AtomicUsize,
     cancel_after: Option<(usize, StdMutex<Option<watch::Sender<bool>>>)>,
+    /// Tokens each call costs against `--max-cost` (`None`: calls are not metered).
+    tokens: Option<u64>,
 }
 
 impl super::Scorers for FakeScorers {
@@ -654,6 +656,14 @@ impl super::Scorers for FakeScorers {
 
     fn endpoint_limit(&self, _endpoint: &str) -> usize {
         1
+    }
+
+    fn metered(&self, _call: &super::Call) -> bool {
+        self.tokens.is_some()
+    }
+
+    fn cost(&self, _call: &super::Call, answer: Option<&serde_json::Value>, _elapsed: Duration) -> CallCost {
+        CallCost { tokens: if answer.is_some() { self.tokens.unwrap_or(0) } else { 0 }, ms: 1 }
     }
 }
 
@@ -865,4 +875,41 @@ async fn a_stealing_shard_starts_its_own_runs_before_the_others() {
     let (first, rest) = started.split_at(owned.len());
     assert!(first.iter().all(|r| owned.contains(r)), "own runs first: {started:?}");
     assert!(rest.iter().all(|r| !owned.contains(r)), "then the other shards': {started:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cost_budget_counts_and_stops_scoring_calls_and_reports_them_apart() {
+    // One run of 5 findings, reviews free, each judge call 100 tokens, one call at a time,
+    // under 250 tokens: calls start at 0, 100 and 200 spent; the other two are left unrun.
+    let dir = tempfile::tempdir().expect("tempdir");
+    let cache = CacheStore::new(dir.path());
+    let plan = judged_plan(&["a"], &["s1"]);
+    let reviewers: ReviewerSet = [("fake".to_string(), Arc::new(FakeReviewer { findings: 5, ..Default::default() }) as Arc<dyn Reviewer>)].into();
+    let run = |scorers: Arc<FakeScorers>, budget: u64| {
+        let (reviewers, cache) = (reviewers.clone(), cache.clone());
+        let plan = &plan;
+        async move {
+            let opts = ExecOptions { max_cost: Some(Budget::Tokens(budget)), ..options(2, None) };
+            let (tx, rx) = watch::channel(false);
+            let execution =
+                execute(plan, &reviewers, Some(scorers), materializer(Arc::default(), &[]), Arc::new(cache), &opts, &CountingJudged, &Emitter::silent(), rx)
+                    .await;
+            drop(tx);
+            execution
+        }
+    };
+    let first = Arc::new(FakeScorers { tokens: Some(100), ..Default::default() });
+    let execution = run(first.clone(), 250).await;
+    assert_eq!(first.runs.load(Ordering::SeqCst), 3, "calls start only below the budget");
+    assert_eq!(execution.analyses, vec![(0, 1)], "the judge node is left without a result");
+    assert_eq!(execution.cost.scoring["judge"], CallsSpent { tokens: 300, ms: 3, calls: 3 });
+    assert_eq!((execution.cost.unrun_calls, execution.cost.unrun, execution.cost.incurred.tokens), (2, 0, 0));
+    assert_eq!(execution.cost.total(), (300, 3));
+
+    // A larger budget: the three answers come from the cache, only the two left run.
+    let second = Arc::new(FakeScorers { tokens: Some(100), ..Default::default() });
+    let execution = run(second.clone(), 10_000).await;
+    assert_eq!(second.runs.load(Ordering::SeqCst), 2);
+    assert_eq!(execution.analyses, vec![(5, 0)]);
+    assert_eq!((execution.cost.scoring["judge"].calls, execution.cost.unrun_calls), (2, 0));
 }

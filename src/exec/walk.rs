@@ -105,6 +105,8 @@ pub struct ScoringTally {
     pub interrupted: usize,
     /// Frozen mode and not in the cache.
     pub not_cached: usize,
+    /// `--max-cost` was reached before all their calls could start.
+    pub over_budget: usize,
 }
 
 /// A scoring node's result as analyses read it.
@@ -150,6 +152,7 @@ impl<A, R> WalkView<'_, A, R> {
                 State::Scored(_) => tally.done += 1,
                 State::Skipped(SkipReason::Interrupted) | State::Pending => tally.interrupted += 1,
                 State::Skipped(SkipReason::NotCached) => tally.not_cached += 1,
+                State::Skipped(SkipReason::OverBudget { .. }) => tally.over_budget += 1,
                 _ => tally.failed += 1,
             }
         }
@@ -347,6 +350,7 @@ pub async fn execute<C: Conclusions>(
     }
 
     let writers = super::writes::Writers::for_jobs(options.jobs);
+    let meter = Arc::new(Meter::new(options.max_cost));
     let stage_shared = scorers.clone().map(|scorers| StageShared {
         cache: cache.clone(),
         scorers,
@@ -356,6 +360,7 @@ pub async fn execute<C: Conclusions>(
         endpoints: Arc::default(),
         cancel: cancel.clone(),
         writers: writers.clone(),
+        meter: meter.clone(),
     });
     let mut walk = Walk { plan, states, remaining: vec![0; graph.node_count()], ready: VecDeque::new(), later: VecDeque::new(), deferred, emitter };
     for n in graph.node_indices() {
@@ -377,7 +382,6 @@ pub async fn execute<C: Conclusions>(
         })
         .collect();
     let redactors: HashMap<&str, Arc<Redactor>> = reviewers.iter().map(|(name, r)| (name.as_str(), Arc::new(Redactor::new(r.secrets())))).collect();
-    let meter = Arc::new(Meter::new(options.max_cost));
     let shared = ReviewShared {
         cache: cache.clone(),
         refresh: options.refresh,
@@ -475,6 +479,7 @@ pub async fn execute<C: Conclusions>(
                             Ok(scored) => State::Scored(Arc::new(scored)),
                             Err(stages::NodeError::Interrupted) => State::Skipped(SkipReason::Interrupted),
                             Err(stages::NodeError::NotCached) => State::Skipped(SkipReason::NotCached),
+                            Err(stages::NodeError::OverBudget(budget)) => State::Skipped(SkipReason::OverBudget { budget }),
                             Err(stages::NodeError::Failed(e)) => State::Failed(e),
                         };
                         (node, state)
@@ -581,8 +586,8 @@ pub async fn execute<C: Conclusions>(
             saved.add_cost(&record.cost);
         }
     }
-    let cost = CostReport { budget: options.max_cost, incurred: meter.spent(), saved, unrun: outcomes.iter().filter(|o| o.is_over_budget()).count() };
-    emitter.emit(Event::Cost(cost));
+    let cost = meter.report(saved, outcomes.iter().filter(|o| o.is_over_budget()).count());
+    emitter.emit(Event::Cost(cost.clone()));
     Execution { outcomes, analyses, report, cost }
 }
 
@@ -687,7 +692,10 @@ impl<A, R> Walk<'_, A, R> {
             (n, State::Failed(error)) if is_scoring(n) => self.emitter.emit(Event::StageFailed { node: describe(n), error: error.clone() }),
             // An interrupted node is not a failure: the interruption is reported once, and
             // running again completes it.
-            (n, State::Skipped(reason)) if is_scoring(n) && *reason != SkipReason::Interrupted && !matches!(reason, SkipReason::OtherShard { .. }) => {
+            // Nor is one the budget left unrun: the cost event counts its calls.
+            (n, State::Skipped(reason))
+                if is_scoring(n) && *reason != SkipReason::Interrupted && !matches!(reason, SkipReason::OtherShard { .. } | SkipReason::OverBudget { .. }) =>
+            {
                 self.emitter.emit(Event::StageFailed { node: describe(n), error: reason.to_string() })
             }
             _ => {}

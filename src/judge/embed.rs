@@ -19,7 +19,7 @@
 use crate::config::{resolve_path, TableReader};
 use crate::reviewer::llm::spec::{expand_env, Protocol};
 use crate::reviewer::llm::transport::{Endpoint, Failure, Policy, ServerInfo, Transport};
-use crate::reviewer::llm::wire::{check_status, AttemptError};
+use crate::reviewer::llm::wire::AttemptError;
 use crate::reviewer::ReviewError;
 use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
@@ -243,21 +243,21 @@ impl Embedder {
             return Ok(out);
         }
         let api_key = self.api_key()?;
-        let endpoint = self.transport.endpoint(&self.base);
+        let endpoint = self.transport.endpoint(&self.base, api_key.as_deref());
         let pool = [endpoint.clone()];
         // The dimension every vector must have: what `models-json` lists, else the first one's.
         let listed = self.models_entry()?.and_then(|e| e.get("dimension").and_then(Value::as_u64)).map(|d| (d as usize, "`models-json` lists".to_string()));
         let mut want: Option<(usize, String)> = listed;
         {
-            let (_, _permit) = self.transport.acquire(&pool).await.map_err(EmbedError::Unreachable)?;
+            let _slot = self.transport.acquire(&pool).await.map_err(EmbedError::Unreachable)?;
             let info = self.check(&endpoint, api_key.as_deref()).await?;
             self.check_against_models_json(&info)?;
         }
         let mut offset = 0usize;
         for chunk in texts.chunks(self.spec.batch_size) {
-            let (_, permit) = self.transport.acquire(&pool).await.map_err(EmbedError::Unreachable)?;
-            let result = self.transport.with_retries(&self.base, &self.spec.model, || self.send(chunk, api_key.as_deref())).await;
-            drop(permit);
+            let mut slot = self.transport.acquire(&pool).await.map_err(EmbedError::Unreachable)?;
+            let result = self.transport.with_retries(&endpoint, slot.take_permit(), &self.spec.model, || self.send(&endpoint, chunk, api_key.as_deref())).await;
+            drop(slot);
             let (batch, attempts) = match result {
                 Ok(v) => v,
                 Err(Failure::Down(reason)) => {
@@ -292,6 +292,7 @@ impl Embedder {
                 }
             }
             if let Some(t) = batch.tokens {
+                endpoint.controller.record_tokens(t);
                 out.tokens += t;
             }
             out.vectors.extend(batch.vectors);
@@ -301,7 +302,7 @@ impl Embedder {
         Ok(out)
     }
 
-    async fn send(&self, texts: &[String], api_key: Option<&str>) -> Result<Batch, AttemptError> {
+    async fn send(&self, endpoint: &Endpoint, texts: &[String], api_key: Option<&str>) -> Result<Batch, AttemptError> {
         let timeout = self.spec.request_timeout;
         let url = match self.spec.protocol {
             EmbedProtocol::OpenAi => format!("{}/embeddings", self.base),
@@ -312,8 +313,7 @@ impl Embedder {
         if let Some(key) = api_key {
             req = req.bearer_auth(key);
         }
-        let resp = req.send().await.map_err(|e| AttemptError::from_reqwest(&e, timeout))?;
-        let resp = match check_status(resp).await {
+        let resp = match self.transport.send(endpoint, req).await {
             // llama.cpp answers 500 for an input longer than its batch; retrying cannot help.
             Err(AttemptError::Status { message, .. }) if message.contains("too large to process") => {
                 return Err(AttemptError::Model(format!(
@@ -360,7 +360,7 @@ impl Embedder {
                 return id;
             }
         };
-        let endpoint: Arc<Endpoint> = self.transport.endpoint(&self.base);
+        let endpoint: Arc<Endpoint> = self.transport.endpoint(&self.base, api_key.as_deref());
         match self.check(&endpoint, api_key.as_deref()).await {
             Ok(info) => {
                 let served = json!({

@@ -2,7 +2,8 @@
 //! the execution summary (wall time, cache hits, failures with stderr tails). Each writes to
 //! an injected writer, so each is tested against a buffer.
 
-use crate::exec::{CostReport, Event, SkipReason, Spent};
+use crate::exec::{CallsSpent, CostReport, Event, SkipReason, Spent};
+use crate::reviewer::llm::adaptive::EndpointReport;
 use indicatif::{ProgressBar, ProgressStyle};
 use serde::Serialize;
 use std::io::Write;
@@ -45,13 +46,17 @@ pub struct ExecutionSummary {
     /// Runs not started because `--max-cost` was reached (not failures: running again with a
     /// larger budget does them).
     pub unrun: usize,
-    /// What the executed reviews cost and what the cache saved; set once the execution ends.
+    /// What the executed reviews and scoring calls cost and what the cache saved; set once the
+    /// execution ends.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub cost: Option<CostReport>,
     /// Why events could not be written to stdout or stderr, when they could not: the
     /// execution was ended.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub output_error: Option<String>,
+    /// Per model server: the concurrency its adaptive limit settled on and the 429s it met.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub endpoints: Vec<EndpointReport>,
     pub wall_seconds: f64,
 }
 
@@ -164,7 +169,7 @@ impl ProgressReporter {
                     b.set_message(node.clone());
                 }
             }
-            Event::RunCached { .. } | Event::RunMissing { .. } | Event::Interrupted | Event::Cost(_) => {}
+            Event::RunCached { .. } | Event::RunMissing { .. } | Event::Interrupted | Event::Cost(_) | Event::Endpoints { .. } => {}
         }
     }
 
@@ -215,7 +220,8 @@ impl SummaryReporter {
             Event::CacheUnreadable { run, detail } => summary.unreadable.push(format!("{run}: {detail}")),
             Event::Warning { message } => summary.warnings.push(message.clone()),
             Event::StageFailed { node, error } => summary.scoring_failures.push(format!("{node}: {error}")),
-            Event::Cost(cost) => summary.cost = Some(*cost),
+            Event::Cost(cost) => summary.cost = Some(cost.clone()),
+            Event::Endpoints { endpoints } => summary.endpoints = endpoints.clone(),
             Event::RunStarted { .. } | Event::MaterializeFailed { .. } | Event::RunCached { .. } | Event::StageDone { .. } | Event::Interrupted => {}
         }
     }
@@ -325,9 +331,18 @@ impl ExecutionSummary {
         if let Some(cost) = &self.cost {
             out.push_str(&cost_line(cost));
         }
-        if self.unrun > 0 {
-            let budget = self.cost.and_then(|c| c.budget).map(|b| format!(" (--max-cost {b})")).unwrap_or_default();
-            out.push_str(&format!("  left unrun: {} runs, over budget{budget}; run again with a larger --max-cost to continue from the cache\n", self.unrun));
+        for e in &self.endpoints {
+            out.push_str(&endpoint_line(e));
+        }
+        let unrun_calls = self.cost.as_ref().map_or(0, |c| c.unrun_calls);
+        if self.unrun > 0 || unrun_calls > 0 {
+            let budget = self.cost.as_ref().and_then(|c| c.budget).map(|b| format!(" (--max-cost {b})")).unwrap_or_default();
+            let what = match (self.unrun, unrun_calls) {
+                (runs, 0) => format!("{runs} runs"),
+                (0, calls) => format!("{calls} scoring calls"),
+                (runs, calls) => format!("{runs} runs and {calls} scoring calls"),
+            };
+            out.push_str(&format!("  left unrun: {what}, over budget{budget}; run again with a larger --max-cost to continue from the cache\n"));
         }
         for c in &self.corrupt {
             out.push_str(&format!("  corrupt cache entry (recomputed): {c}\n"));
@@ -366,7 +381,17 @@ impl ExecutionSummary {
     }
 }
 
+/// `  endpoint URL: N requests, M answered 429; concurrency settled at …`.
+fn endpoint_line(e: &EndpointReport) -> String {
+    let held = if e.held > 0 { format!("; held {} times by its x-ratelimit headers", e.held) } else { String::new() };
+    format!(
+        "  endpoint {}: {} requests, {} answered 429; concurrency settled at {} (lowest {}, highest {}, ceiling {}){held}\n",
+        e.endpoint, e.requests, e.throttled, e.final_limit, e.min_limit, e.max_limit, e.ceiling
+    )
+}
+
 /// `  cost: incurred …; saved by the cache …`, or nothing when neither was spent nor saved.
+/// Scoring calls, when any ran, follow the reviews per stage.
 fn cost_line(cost: &CostReport) -> String {
     fn spent(s: &Spent) -> String {
         if s.runs == 0 {
@@ -375,11 +400,21 @@ fn cost_line(cost: &CostReport) -> String {
         let tokens = if s.tokens > 0 { format!("{} tokens, ", s.tokens) } else { String::new() };
         format!("{tokens}{:.2} review s ({} runs)", s.review_ms as f64 / 1000.0, s.runs)
     }
-    if cost.incurred.runs == 0 && cost.saved.runs == 0 {
+    fn calls(stage: &str, c: &CallsSpent) -> String {
+        let tokens = if c.tokens > 0 { format!("{} tokens, ", c.tokens) } else { String::new() };
+        format!("{stage} {tokens}{:.2} s ({} calls)", c.ms as f64 / 1000.0, c.calls)
+    }
+    if cost.incurred.runs == 0 && cost.saved.runs == 0 && cost.scoring.is_empty() {
         return String::new();
     }
+    let scoring = if cost.scoring.is_empty() {
+        String::new()
+    } else {
+        let stages: Vec<String> = cost.scoring.iter().map(|(stage, c)| calls(stage, c)).collect();
+        format!(", and scoring calls: {}", stages.join(", "))
+    };
     let budget = cost.budget.map(|b| format!(" against --max-cost {b}")).unwrap_or_default();
-    format!("  cost: incurred {}{budget}; saved by the cache {}\n", spent(&cost.incurred), spent(&cost.saved))
+    format!("  cost: incurred {}{scoring}{budget}; saved by the cache {}\n", spent(&cost.incurred), spent(&cost.saved))
 }
 
 #[cfg(test)]
@@ -487,6 +522,7 @@ mod tests {
             incurred: Spent { tokens: 150, review_ms: 1000, runs: 1 },
             saved: Spent { tokens: 120, review_ms: 800, runs: 1 },
             unrun: 3,
+            ..CostReport::default()
         });
         let text = ExecutionSummary { wall_seconds: 0.5, ..summary }.render();
         assert_eq!(
@@ -494,6 +530,58 @@ mod tests {
             "demo: 5 runs: 1 from cache, 1 ran, 0 failed, 0 skipped in 0.50s\n\
              \x20 cost: incurred 150 tokens, 1.00 review s (1 runs) against --max-cost 100 tokens; saved by the cache 120 tokens, 0.80 review s (1 runs)\n\
              \x20 left unrun: 3 runs, over budget (--max-cost 100 tokens); run again with a larger --max-cost to continue from the cache\n"
+        );
+    }
+
+    #[test]
+    fn summary_and_ndjson_report_endpoints_and_scoring_calls_apart() {
+        let report = EndpointReport {
+            endpoint: "http://127.0.0.1:9/v1".into(),
+            ceiling: 16,
+            final_limit: 5,
+            min_limit: 2,
+            max_limit: 16,
+            requests: 540,
+            throttled: 40,
+            held: 3,
+        };
+        let mut scoring = std::collections::BTreeMap::new();
+        scoring.insert("judge".to_string(), CallsSpent { tokens: 900, ms: 1500, calls: 6 });
+        scoring.insert("embed".to_string(), CallsSpent { tokens: 0, ms: 200, calls: 1 });
+        let cost = CostReport {
+            budget: Some(crate::exec::Budget::Tokens(1000)),
+            incurred: Spent { tokens: 150, review_ms: 1000, runs: 1 },
+            scoring,
+            unrun_calls: 4,
+            ..CostReport::default()
+        };
+        let events = [
+            Event::Planned { experiment: "demo".into(), runs: 1, cached: 0, to_run: 1 },
+            Event::RunFinished { run: RunId::new("a", 1, "s1"), findings: 0, wall_ms: 1000 },
+            Event::Cost(cost),
+            Event::Endpoints { endpoints: vec![report] },
+        ];
+        let out = Buffer::default();
+        let mut ndjson = NdjsonReporter::new(Box::new(out.clone()));
+        let mut reporter = SummaryReporter::default();
+        for e in &events {
+            ndjson.event(e);
+            reporter.event(e);
+        }
+        let lines: Vec<serde_json::Value> = out.text().lines().map(|l| serde_json::from_str(l).expect("json")).collect();
+        assert_eq!(lines[2]["scoring"]["judge"], serde_json::json!({"tokens": 900, "ms": 1500, "calls": 6}));
+        assert_eq!(lines[2]["unrun_calls"], 4);
+        assert_eq!(
+            lines[3],
+            serde_json::json!({"event": "endpoints", "endpoints": [{"endpoint": "http://127.0.0.1:9/v1", "ceiling": 16, "final_limit": 5, "min_limit": 2, "max_limit": 16, "requests": 540, "throttled": 40, "held": 3}]})
+        );
+        let text = ExecutionSummary { wall_seconds: 0.5, ..reporter.finish() }.render();
+        assert_eq!(
+            text,
+            "demo: 1 runs: 0 from cache, 1 ran, 0 failed, 0 skipped in 0.50s\n\
+             \x20 cost: incurred 150 tokens, 1.00 review s (1 runs), and scoring calls: embed 0.20 s (1 calls), judge 900 tokens, 1.50 s (6 calls) against --max-cost 1000 tokens; saved by the cache nothing\n\
+             \x20 endpoint http://127.0.0.1:9/v1: 540 requests, 40 answered 429; concurrency settled at 5 (lowest 2, highest 16, ceiling 16); held 3 times by its x-ratelimit headers\n\
+             \x20 left unrun: 4 scoring calls, over budget (--max-cost 1000 tokens); run again with a larger --max-cost to continue from the cache\n"
         );
     }
 

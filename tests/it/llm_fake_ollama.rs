@@ -88,9 +88,9 @@ async fn fake(models: &[&str], chat: ChatHandler) -> Fake {
 }
 
 /// (method, path, authorization header, body)
-type Request = (String, String, Option<String>, Vec<u8>);
+pub(super) type Request = (String, String, Option<String>, Vec<u8>);
 
-async fn read_request(stream: &mut TcpStream) -> std::io::Result<Option<Request>> {
+pub(super) async fn read_request(stream: &mut TcpStream) -> std::io::Result<Option<Request>> {
     let mut buf = Vec::new();
     let mut tmp = [0u8; 4096];
     let header_end = loop {
@@ -135,7 +135,7 @@ fn reason(status: u16) -> &'static str {
     }
 }
 
-async fn write_json(stream: &mut TcpStream, status: u16, body: &Value, headers: &[(String, String)]) -> std::io::Result<()> {
+pub(super) async fn write_json(stream: &mut TcpStream, status: u16, body: &Value, headers: &[(String, String)]) -> std::io::Result<()> {
     let text = body.to_string();
     let mut head = format!("HTTP/1.1 {status} {}\r\nContent-Type: application/json; charset=utf-8\r\nContent-Length: {}\r\n", reason(status), text.len());
     for (k, v) in headers {

@@ -18,6 +18,7 @@
 //! (from `models-json`, the manifest's `provenance` table and what the server reports), and a
 //! server that serves another file than `models-json` names fails the run.
 
+pub mod adaptive;
 pub mod normalize;
 pub mod prompt;
 pub mod spec;
@@ -142,7 +143,7 @@ impl LlmReviewer {
         Ok(Params { model, temperature, seed, base_seed, rag_max_definitions })
     }
 
-    fn pool(&self, model: &str) -> Result<Vec<Arc<Endpoint>>, ReviewError> {
+    fn pool(&self, model: &str, api_key: Option<&str>) -> Result<Vec<Arc<Endpoint>>, ReviewError> {
         let urls = self.spec.endpoints.get(model).unwrap_or(&self.spec.base_urls);
         let mut pool = Vec::new();
         for raw in urls {
@@ -150,7 +151,7 @@ impl LlmReviewer {
             if !url.starts_with("http://") && !url.starts_with("https://") {
                 return Err(ReviewError::failed(format!("base URL `{url}` (from `{raw}`) for model `{model}` is not an http(s) URL")));
             }
-            pool.push(self.transport.endpoint(&url));
+            pool.push(self.transport.endpoint(&url, api_key));
         }
         if pool.is_empty() {
             return Err(ReviewError::failed(format!("no base URL for model `{model}`")));
@@ -249,7 +250,8 @@ impl LlmReviewer {
             let wait_started = Instant::now();
             let acquired = self.transport.acquire(pool).await;
             *waited += wait_started.elapsed();
-            let (endpoint, _permit) = acquired.map_err(|reasons| self.all_down(pool, model, reasons))?;
+            let slot = acquired.map_err(|reasons| self.all_down(pool, model, reasons))?;
+            let endpoint = slot.endpoint.clone();
             match self.transport.check(self.spec.protocol, &endpoint, model, api_key).await {
                 Ok(info) => return Ok((endpoint.url.clone(), info)),
                 Err(Failure::Down(reason)) => self.transport.mark_down(&endpoint, reason),
@@ -279,7 +281,8 @@ impl LlmReviewer {
             let wait_started = Instant::now();
             let acquired = self.transport.acquire(pool).await;
             *waited += wait_started.elapsed();
-            let (endpoint, permit) = acquired.map_err(|reasons| self.all_down(pool, model, reasons))?;
+            let mut slot = acquired.map_err(|reasons| self.all_down(pool, model, reasons))?;
+            let endpoint = slot.endpoint.clone();
             match self.transport.check(self.spec.protocol, &endpoint, model, api_key).await {
                 Ok(_) => {}
                 Err(Failure::Down(reason)) => {
@@ -288,18 +291,24 @@ impl LlmReviewer {
                 }
                 Err(Failure::Fatal(e)) => return Err(e),
             };
-            let result = self.transport.with_retries(&endpoint.url, model, || self.send(&endpoint.url, model, ask, api_key)).await;
-            drop(permit);
+            let result = self.transport.with_retries(&endpoint, slot.take_permit(), model, || self.send(&endpoint, model, ask, api_key)).await;
+            drop(slot);
             match result {
-                Ok((completion, attempts)) => return Ok((completion, attempts, endpoint.url.clone())),
+                Ok((completion, attempts)) => {
+                    if let (Some(p), Some(c)) = (completion.prompt_tokens, completion.completion_tokens) {
+                        endpoint.controller.record_tokens(p + c);
+                    }
+                    return Ok((completion, attempts, endpoint.url.clone()));
+                }
                 Err(Failure::Down(reason)) => self.transport.mark_down(&endpoint, reason),
                 Err(Failure::Fatal(e)) => return Err(e),
             }
         }
     }
 
-    async fn send(&self, base: &str, model: &str, ask: &Ask<'_>, api_key: Option<&str>) -> Result<Completion, AttemptError> {
+    async fn send(&self, endpoint: &Endpoint, model: &str, ask: &Ask<'_>, api_key: Option<&str>) -> Result<Completion, AttemptError> {
         let timeout = self.spec.request_timeout;
+        let base = &endpoint.url;
         let (url, body) = match self.spec.protocol {
             Protocol::Ollama => (format!("{base}/api/chat"), wire::ollama_body(model, ask.messages, ask.schema, ask.sampling)),
             Protocol::OpenAi => (format!("{base}/chat/completions"), wire::openai_body(model, ask.messages, ask.schema, ask.sampling)),
@@ -308,8 +317,7 @@ impl LlmReviewer {
         if let Some(key) = api_key {
             req = req.bearer_auth(key);
         }
-        let resp = req.send().await.map_err(|e| AttemptError::from_reqwest(&e, timeout))?;
-        let resp = wire::check_status(resp).await?;
+        let resp = self.transport.send(endpoint, req).await?;
         match self.spec.protocol {
             Protocol::Ollama => wire::ollama_read(resp, timeout).await,
             Protocol::OpenAi => wire::openai_read(resp, timeout).await,
@@ -326,8 +334,8 @@ impl LlmReviewer {
         schema: Option<&Value>,
         sampling: &Sampling,
     ) -> Result<(Completion, u32, std::time::Duration), ReviewError> {
-        let pool = self.pool(model)?;
         let api_key = self.api_key()?;
+        let pool = self.pool(model, api_key.as_deref())?;
         let mut waited = std::time::Duration::ZERO;
         let (completion, attempts, _endpoint) = self.request(&pool, model, &Ask { messages, schema, sampling }, api_key.as_deref(), &mut waited).await?;
         Ok((completion, attempts, waited))
@@ -336,8 +344,8 @@ impl LlmReviewer {
     /// What is known of the model that answers `p.model`: sampling, `models-json`, what the
     /// server reports (checked against `models-json`) and the manifest's `provenance` table.
     pub(crate) async fn served_provenance(&self, p: &Params) -> Result<BTreeMap<String, Value>, ReviewError> {
-        let pool = self.pool(&p.model)?;
         let api_key = self.api_key()?;
+        let pool = self.pool(&p.model, api_key.as_deref())?;
         let mut waited = std::time::Duration::ZERO;
         let (endpoint, info) = self.preflight(&pool, &p.model, api_key.as_deref(), &mut waited).await?;
         let mut provenance = self.base_provenance(p)?;
@@ -410,8 +418,8 @@ impl LlmReviewer {
         let mut raw_units = Vec::new();
         let mut seen = BTreeSet::new();
         let mut waited = std::time::Duration::ZERO;
-        let pool = if units.is_empty() { Vec::new() } else { self.pool(&p.model)? };
         let api_key = if units.is_empty() { None } else { self.api_key()? };
+        let pool = if units.is_empty() { Vec::new() } else { self.pool(&p.model, api_key.as_deref())? };
         // The server first: an unknown model or a dead server fails before anything else.
         let served = if units.is_empty() { None } else { Some(self.preflight(&pool, &p.model, api_key.as_deref(), &mut waited).await?) };
         let mut provenance = self.base_provenance(&p)?;

@@ -1,8 +1,18 @@
-//! Talking to model servers robustly: endpoints with their own concurrency limits, load
-//! spread over several base URLs, retries with exponential backoff and jitter (honouring
-//! `Retry-After`), fail-fast on unknown models and unreachable servers, and a one-time
-//! check per endpoint and model that also reports what the server serves.
+//! Talking to model servers robustly: endpoints whose concurrency adapts to the server
+//! ([`adaptive`](super::adaptive): one controller per server and API key, shared by every
+//! user in the process, under each user's own limit), load spread over several base URLs,
+//! retries with exponential backoff and jitter (honouring `Retry-After`), fail-fast on unknown
+//! models and unreachable servers, and a one-time check per endpoint and model that also
+//! reports what the server serves.
+//!
+//! The retry rule: connection errors, 5xx and 429 are retried, each failed attempt counting
+//! against `retries` — except a 429 while the server is serving: a request's first 429, and
+//! any later one after some request to the same endpoint succeeded since its previous 429, is
+//! free (at most [`RATE_LIMIT_RETRIES`] of them per request). Sustained rate limiting thus
+//! slows runs down without failing them, while a server that answers nothing but 429 (a
+//! spent quota) still fails them once the retries are used up.
 
+use super::adaptive::{key_identity, Controller, Outcome, Permit, RateHeaders, Registry};
 use super::spec::Protocol;
 use super::wire::{check_status, AttemptError};
 use crate::reviewer::ReviewError;
@@ -15,6 +25,9 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex as StdMutex};
 use std::time::Duration;
 use tokio::sync::{Mutex, OwnedSemaphorePermit, Semaphore};
+
+/// The most 429s one request takes without counting them against `retries`.
+pub const RATE_LIMIT_RETRIES: u32 = 32;
 
 /// Retry and timeout settings.
 #[derive(Debug, Clone, Copy)]
@@ -51,11 +64,14 @@ pub struct ServerInfo {
     pub digest: Option<String>,
 }
 
-/// One base URL.
+/// One base URL, as one user (a reviewer, a judge, an embedder) sees it.
 pub struct Endpoint {
     /// Expanded, without a trailing `/`.
     pub url: String,
+    /// This user's own limit (`max-concurrency-per-endpoint`, a judge's `max-concurrency`).
     permits: Arc<Semaphore>,
+    /// The server's adaptive limit, shared with every other user of the same URL and key.
+    pub controller: Arc<Controller>,
     down: StdMutex<Option<String>>,
     checked: Mutex<BTreeMap<String, Result<ServerInfo, ReviewError>>>,
 }
@@ -70,8 +86,20 @@ impl Endpoint {
     }
 }
 
-/// A free place on an endpoint: hold the permit while the request runs.
-type Slot = (Arc<Endpoint>, OwnedSemaphorePermit);
+/// A free place on an endpoint: this user's permit, held while the request (retries
+/// included) runs, and a place under the server's adaptive limit for its first attempt.
+pub struct Slot {
+    pub endpoint: Arc<Endpoint>,
+    _own: OwnedSemaphorePermit,
+    shared: Option<Permit>,
+}
+
+impl Slot {
+    /// The place under the adaptive limit, for [`Transport::with_retries`].
+    pub fn take_permit(&mut self) -> Option<Permit> {
+        self.shared.take()
+    }
+}
 
 /// How a request sequence ended badly.
 #[derive(Debug)]
@@ -82,12 +110,15 @@ pub enum Failure {
     Fatal(ReviewError),
 }
 
+/// A base URL and the hash of the API key used there.
+type EndpointId = (String, Option<String>);
+
 /// The HTTP client and every endpoint it has used.
 pub struct Transport {
     pub http: reqwest::Client,
     pub policy: Policy,
     per_endpoint: usize,
-    endpoints: StdMutex<BTreeMap<String, Arc<Endpoint>>>,
+    endpoints: StdMutex<BTreeMap<EndpointId, Arc<Endpoint>>>,
     rotate: AtomicUsize,
 }
 
@@ -102,13 +133,15 @@ impl Transport {
         Ok(Self { http, policy, per_endpoint: per_endpoint.max(1), endpoints: StdMutex::new(BTreeMap::new()), rotate: AtomicUsize::new(0) })
     }
 
-    /// The endpoint for an (expanded) base URL, shared by every model and run that uses it.
-    pub fn endpoint(&self, url: &str) -> Arc<Endpoint> {
+    /// The endpoint for an (expanded) base URL used with `api_key`, shared by every model and
+    /// run of this user that uses it; its controller is shared process-wide.
+    pub fn endpoint(&self, url: &str, api_key: Option<&str>) -> Arc<Endpoint> {
         let url = url.trim_end_matches('/').to_string();
         let mut map = self.endpoints.lock().unwrap_or_else(|p| p.into_inner());
-        map.entry(url.clone())
+        map.entry((url.clone(), api_key.map(key_identity)))
             .or_insert_with(|| {
                 Arc::new(Endpoint {
+                    controller: Registry::global().controller(&url, api_key, self.per_endpoint),
                     url,
                     permits: Arc::new(Semaphore::new(self.per_endpoint)),
                     down: StdMutex::new(None),
@@ -118,8 +151,9 @@ impl Transport {
             .clone()
     }
 
-    /// Waits for a free slot on any endpoint of the pool that is not down, starting the
-    /// search at a rotating position so load spreads. `Err` lists why each one is down.
+    /// Waits for a free slot on any endpoint of the pool that is not down (this user's limit,
+    /// then the server's adaptive one), starting the search at a rotating position so load
+    /// spreads. `Err` lists why each one is down.
     pub async fn acquire(&self, pool: &[Arc<Endpoint>]) -> Result<Slot, String> {
         let live: Vec<Arc<Endpoint>> = pool.iter().filter(|e| e.down_reason().is_none()).cloned().collect();
         if live.is_empty() {
@@ -132,7 +166,12 @@ impl Transport {
             .into_iter()
             .map(|e| {
                 let sem = e.permits.clone();
-                async move { sem.acquire_owned().await.ok().map(|p| (e, p)) }.boxed()
+                async move {
+                    let own = sem.acquire_owned().await.ok()?;
+                    let shared = e.controller.acquire().await;
+                    Some(Slot { endpoint: e, _own: own, shared: Some(shared) })
+                }
+                .boxed()
             })
             .collect();
         let (first, _, _) = select_all(waits).await;
@@ -143,15 +182,25 @@ impl Transport {
         endpoint.mark_down(reason);
     }
 
-    /// Runs `attempt` until it succeeds, retrying connection errors, 429 and 5xx with backoff.
+    /// Runs `attempt` against `endpoint` until it succeeds, retrying connection errors, 429
+    /// and 5xx with backoff (the module's retry rule), each attempt under the endpoint's
+    /// adaptive limit (`permit` for the first, when the caller holds one) and reported to it.
     /// Returns the value and the number of attempts made.
-    pub async fn with_retries<T, F, Fut>(&self, url: &str, model: &str, attempt: F) -> Result<(T, u32), Failure>
+    pub async fn with_retries<T, F, Fut>(&self, endpoint: &Endpoint, permit: Option<Permit>, model: &str, attempt: F) -> Result<(T, u32), Failure>
     where
         F: FnMut() -> Fut,
         Fut: Future<Output = Result<T, AttemptError>>,
     {
-        let endpoint = self.endpoint(url);
-        self.retrying_on(Some(&endpoint), attempt).await.map_err(|(e, n)| classify(e, url, model, n))
+        self.retrying_on(Some(endpoint), permit, attempt).await.map_err(|(e, n)| classify(e, &endpoint.url, model, n))
+    }
+
+    /// Sends one request to `endpoint`: its `x-ratelimit-*` headers pace the endpoint, and an
+    /// error status becomes the attempt's error.
+    pub async fn send(&self, endpoint: &Endpoint, request: reqwest::RequestBuilder) -> Result<reqwest::Response, AttemptError> {
+        let sent = tokio::time::Instant::now();
+        let resp = request.send().await.map_err(|e| AttemptError::from_reqwest(&e, self.policy.request_timeout))?;
+        endpoint.controller.observe(&RateHeaders::from_headers(resp.headers()), self.policy.max_delay, sent);
+        check_status(resp).await
     }
 
     async fn retrying<T, F, Fut>(&self, attempt: F) -> Result<(T, u32), (AttemptError, u32)>
@@ -159,27 +208,71 @@ impl Transport {
         F: FnMut() -> Fut,
         Fut: Future<Output = Result<T, AttemptError>>,
     {
-        self.retrying_on(None, attempt).await
+        self.retrying_on(None, None, attempt).await
     }
 
     /// The retry loop; on failure, the last attempt's error and the number of attempts. Once
-    /// `endpoint` is known to be down (another request found it so), no retry is made.
-    async fn retrying_on<T, F, Fut>(&self, endpoint: Option<&Endpoint>, mut attempt: F) -> Result<(T, u32), (AttemptError, u32)>
+    /// `endpoint` is known to be down (another request found it so), no retry is made. With
+    /// an endpoint, each attempt holds a place under its adaptive limit (given back before any
+    /// backoff) and reports how it ended.
+    async fn retrying_on<T, F, Fut>(&self, endpoint: Option<&Endpoint>, mut permit: Option<Permit>, mut attempt: F) -> Result<(T, u32), (AttemptError, u32)>
     where
         F: FnMut() -> Fut,
         Fut: Future<Output = Result<T, AttemptError>>,
     {
         let mut n = 0u32;
+        // Failed attempts counted against `retries`, and 429s (counted or not).
+        let (mut counted, mut throttled, mut free) = (0u32, 0u32, 0u32);
+        // The endpoint's successes when this request met its previous 429.
+        let mut progress_mark: Option<u64> = None;
         loop {
             n += 1;
-            match attempt().await {
+            if let (Some(e), None) = (endpoint, &permit) {
+                permit = Some(e.controller.acquire().await);
+            }
+            let started = tokio::time::Instant::now();
+            let result = attempt().await;
+            if let (Some(e), Some(p)) = (endpoint, permit.take()) {
+                e.controller.record(&p, outcome_of(&result, started.elapsed()));
+            }
+            match result {
                 Ok(v) => return Ok((v, n)),
-                Err(e) if e.retryable() && n <= self.policy.retries => {
+                Err(e) if e.retryable() => {
+                    let rate_limited = is_rate_limit(&e);
+                    let is_free = match endpoint {
+                        Some(ep) if rate_limited && free < RATE_LIMIT_RETRIES => {
+                            let now = ep.controller.successes();
+                            let progressed = progress_mark.is_none_or(|mark| now > mark);
+                            progress_mark = Some(now);
+                            progressed
+                        }
+                        _ => false,
+                    };
+                    if is_free {
+                        free += 1;
+                    } else {
+                        counted += 1;
+                        if counted > self.policy.retries {
+                            return Err((e, n));
+                        }
+                    }
                     let retry_after = match &e {
                         AttemptError::Status { retry_after, .. } => *retry_after,
                         _ => None,
                     };
-                    tokio::time::sleep(self.policy.delay(n - 1, retry_after)).await;
+                    // A 429's backoff grows with the 429s this request met, free or not; when
+                    // the server's x-ratelimit headers hold the endpoint, the hold is the wait.
+                    let is_429 = matches!(e, AttemptError::Status { status: 429, .. });
+                    let exponent = if is_429 {
+                        throttled += 1;
+                        throttled - 1
+                    } else {
+                        counted.saturating_sub(1)
+                    };
+                    let held = is_429 && retry_after.is_none() && endpoint.is_some_and(|ep| ep.controller.hold().is_some());
+                    if !held {
+                        tokio::time::sleep(self.policy.delay(exponent, retry_after)).await;
+                    }
                     if let Some(reason) = endpoint.and_then(Endpoint::down_reason) {
                         return Err((AttemptError::Connect(reason), n));
                     }
@@ -303,6 +396,22 @@ impl Transport {
     }
 }
 
+/// What an attempt's result tells the endpoint's controller.
+fn outcome_of<T>(result: &Result<T, AttemptError>, latency: Duration) -> Outcome {
+    match result {
+        Ok(_) => Outcome::Success(latency),
+        Err(AttemptError::Status { status: 429, .. }) => Outcome::Throttled,
+        Err(AttemptError::Status { status: 503, .. }) => Outcome::Overloaded,
+        Err(_) => Outcome::Other,
+    }
+}
+
+/// A 429 that says the server is rate limiting (not one saying the account's quota is spent,
+/// which waiting does not fix: OpenAI's `insufficient_quota`).
+fn is_rate_limit(e: &AttemptError) -> bool {
+    matches!(e, AttemptError::Status { status: 429, message, .. } if !message.contains("exceeded your current quota"))
+}
+
 pub fn unreachable(message: String) -> ReviewError {
     ReviewError::Unreachable { message, stderr_tail: String::new() }
 }
@@ -363,30 +472,35 @@ mod tests {
         assert!(matches!(bad, Failure::Fatal(ReviewError::Failed { .. })));
     }
 
-    #[tokio::test]
+    fn status(status: u16, message: &str) -> AttemptError {
+        AttemptError::Status { status, retry_after: None, message: message.into() }
+    }
+
+    #[tokio::test(start_paused = true)]
     async fn retries_stop_at_the_limit_and_on_fatal_errors() {
-        let t = Transport::new(Policy { base_delay: Duration::from_millis(1), ..policy() }, Duration::from_secs(1), 1).expect("client");
+        let t = Transport::new(policy(), Duration::from_secs(1), 1).expect("client");
+        let e = t.endpoint("http://retry-limit.invalid", None);
         let mut calls = 0;
         let r: Result<((), u32), Failure> = t
-            .with_retries("http://h", "m", || {
+            .with_retries(&e, None, "m", || {
                 calls += 1;
-                async { Err(AttemptError::Status { status: 503, retry_after: None, message: "busy".into() }) }
+                async { Err(status(503, "busy")) }
             })
             .await;
         assert_eq!(calls, 4, "1 try + 3 retries");
         assert!(matches!(r, Err(Failure::Fatal(ReviewError::Failed { message, .. })) if message.contains("503") && message.contains("4 attempts")));
         let mut calls = 0;
         let r: Result<((), u32), Failure> = t
-            .with_retries("http://h", "m", || {
+            .with_retries(&e, None, "m", || {
                 calls += 1;
-                async { Err(AttemptError::Status { status: 400, retry_after: None, message: "bad".into() }) }
+                async { Err(status(400, "bad")) }
             })
             .await;
         assert_eq!(calls, 1, "no retry on 400");
         assert!(r.is_err());
         let mut calls = 0;
         let r = t
-            .with_retries("http://h", "m", || {
+            .with_retries(&e, None, "m", || {
                 calls += 1;
                 let n = calls;
                 async move {
@@ -402,23 +516,97 @@ mod tests {
         assert_eq!(r.expect("third try succeeds"), (3, 3));
     }
 
+    #[tokio::test(start_paused = true)]
+    async fn a_429_is_free_while_the_endpoint_serves_others_and_counts_when_it_serves_none() {
+        let t = Transport::new(Policy { retries: 1, ..policy() }, Duration::from_secs(1), 64).expect("client");
+        let e = t.endpoint("http://free-429.invalid", None);
+        // Five 429s, each after another request to the endpoint succeeded: none counts, so
+        // one retry allowed is enough.
+        let mut calls = 0;
+        let controller = e.controller.clone();
+        let r = t
+            .with_retries(&e, None, "m", || {
+                calls += 1;
+                let (n, c) = (calls, controller.clone());
+                async move {
+                    if n > 5 {
+                        return Ok(n);
+                    }
+                    let other = c.acquire().await;
+                    c.record(&other, Outcome::Success(Duration::from_millis(5)));
+                    Err(status(429, "rate limit reached"))
+                }
+            })
+            .await
+            .map_err(|_| "failed");
+        assert_eq!(r.expect("the sixth attempt succeeds"), (6, 6));
+        // 429s with no other success in between: the first is free, then they count.
+        let mut calls = 0;
+        let r: Result<((), u32), Failure> = t
+            .with_retries(&e, None, "m", || {
+                calls += 1;
+                async { Err(status(429, "rate limit reached")) }
+            })
+            .await;
+        assert_eq!(calls, 3, "1 free 429 + 1 try + 1 retry");
+        assert!(matches!(r, Err(Failure::Fatal(ReviewError::Failed { message, .. })) if message.contains("429") && message.contains("3 attempts")));
+        // A spent quota is not a rate limit: every 429 counts.
+        let mut calls = 0;
+        let _: Result<((), u32), Failure> = t
+            .with_retries(&e, None, "m", || {
+                calls += 1;
+                async { Err(status(429, "You exceeded your current quota, please check your plan and billing details.")) }
+            })
+            .await;
+        assert_eq!(calls, 2);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn retry_after_delays_the_retry_and_429s_cut_the_shared_limit() {
+        let t = Transport::new(Policy { max_delay: Duration::from_secs(10), ..policy() }, Duration::from_secs(1), 8).expect("client");
+        let e = t.endpoint("http://retry-after.invalid", Some("sk-a"));
+        let started = tokio::time::Instant::now();
+        let mut calls = 0;
+        let r = t
+            .with_retries(&e, None, "m", || {
+                calls += 1;
+                let n = calls;
+                async move {
+                    if n == 1 {
+                        Err(AttemptError::Status { status: 429, retry_after: Some(Duration::from_secs(5)), message: "slow down".into() })
+                    } else {
+                        Ok(n)
+                    }
+                }
+            })
+            .await
+            .map_err(|_| "failed");
+        assert_eq!(r.expect("retried"), (2, 2));
+        assert_eq!(started.elapsed(), Duration::from_secs(5), "Retry-After honoured, in virtual time");
+        assert_eq!(e.controller.limit(), 4, "the 429 halved the endpoint's limit");
+        // Another user of the same server and key shares the controller; another key does not.
+        let judge = Transport::new(policy(), Duration::from_secs(1), 2).expect("client");
+        assert!(Arc::ptr_eq(&judge.endpoint("http://retry-after.invalid/", Some("sk-a")).controller, &e.controller));
+        assert!(!Arc::ptr_eq(&judge.endpoint("http://retry-after.invalid", Some("sk-b")).controller, &e.controller));
+    }
+
     #[tokio::test]
     async fn acquire_spreads_and_skips_down_endpoints() {
         let t = Transport::new(policy(), Duration::from_secs(1), 1).expect("client");
-        let a = t.endpoint("http://a/");
-        let b = t.endpoint("http://b");
+        let a = t.endpoint("http://a/", None);
+        let b = t.endpoint("http://b", None);
         assert_eq!(a.url, "http://a");
         let pool = vec![a.clone(), b.clone()];
-        let (e1, p1) = t.acquire(&pool).await.expect("one");
-        let (e2, p2) = t.acquire(&pool).await.expect("two");
-        assert_ne!(e1.url, e2.url, "the second request goes to the free endpoint");
-        drop((p1, p2));
+        let s1 = t.acquire(&pool).await.expect("one");
+        let s2 = t.acquire(&pool).await.expect("two");
+        assert_ne!(s1.endpoint.url, s2.endpoint.url, "the second request goes to the free endpoint");
+        drop((s1, s2));
         t.mark_down(&a, "refused".into());
         match t.acquire(std::slice::from_ref(&a)).await {
             Ok(_) => panic!("a pool with only a down endpoint has nothing to give"),
             Err(e) => assert!(e.contains("`http://a`: refused"), "{e}"),
         }
-        let (e3, _p3) = t.acquire(&pool).await.expect("b is live");
-        assert_eq!(e3.url, "http://b");
+        let s3 = t.acquire(&pool).await.expect("b is live");
+        assert_eq!(s3.endpoint.url, "http://b");
     }
 }

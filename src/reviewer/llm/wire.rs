@@ -127,10 +127,14 @@ pub fn error_message(body: &str) -> String {
     }
 }
 
-/// `Retry-After` as seconds or an HTTP date.
+/// How long the server asks to wait: `retry-after-ms` (milliseconds, as OpenAI sends beside
+/// `Retry-After`) when present, else `Retry-After` as seconds or an HTTP date.
 pub fn retry_after(headers: &reqwest::header::HeaderMap) -> Option<Duration> {
-    let value = headers.get(reqwest::header::RETRY_AFTER)?.to_str().ok()?.trim().to_string();
-    parse_retry_after(&value, std::time::SystemTime::now())
+    let text = |name| headers.get(name).and_then(|v: &reqwest::header::HeaderValue| v.to_str().ok()).map(str::trim);
+    if let Some(ms) = text("retry-after-ms").and_then(|t| t.parse::<f64>().ok()).filter(|ms| ms.is_finite() && *ms >= 0.0) {
+        return Some(Duration::from_secs_f64(ms / 1000.0));
+    }
+    parse_retry_after(text(reqwest::header::RETRY_AFTER.as_str())?, std::time::SystemTime::now())
 }
 
 pub fn parse_retry_after(value: &str, now: std::time::SystemTime) -> Option<Duration> {
@@ -334,6 +338,15 @@ mod tests {
         let later = httpdate::fmt_http_date(now + Duration::from_secs(7));
         assert_eq!(parse_retry_after(&later, now), Some(Duration::from_secs(7)));
         assert_eq!(parse_retry_after("soon", now), None);
+        assert_eq!(parse_retry_after("1.5", now), Some(Duration::from_millis(1500)));
+        let earlier = httpdate::fmt_http_date(now - Duration::from_secs(7));
+        assert_eq!(parse_retry_after(&earlier, now), Some(Duration::ZERO), "a date in the past: retry at once");
+        let mut h = reqwest::header::HeaderMap::new();
+        h.insert("retry-after", "3".parse().expect("value"));
+        assert_eq!(retry_after(&h), Some(Duration::from_secs(3)));
+        h.insert("retry-after-ms", "250".parse().expect("value"));
+        assert_eq!(retry_after(&h), Some(Duration::from_millis(250)), "the precise form wins");
+        assert_eq!(retry_after(&reqwest::header::HeaderMap::new()), None);
         assert!(AttemptError::Status { status: 503, retry_after: None, message: String::new() }.retryable());
         assert!(AttemptError::Status { status: 429, retry_after: None, message: String::new() }.retryable());
         assert!(!AttemptError::Status { status: 400, retry_after: None, message: String::new() }.retryable());

@@ -1,0 +1,153 @@
+#!/usr/bin/env python3
+"""Throughput at a server's rate limit: how close does runner get to the ideal schedule of a
+rate-limited OpenAI-compatible server, how many 429s does it meet, and does any run fail?
+Run from the repository root: `python3 bench/ratelimit.py`.
+
+CELLS runs of an `openai` reviewer (one request each) at `max-concurrency-per-endpoint`
+CONCURRENCY and `--jobs` CONCURRENCY against `bench/mock_openai.py` in this process: answers
+after LATENCY_MS, two token buckets (RPS requests per second with a burst of BURST; TPM
+tokens per minute with a burst of TOKEN_BURST, 100 tokens a request). Per 429 mode
+(`retry-after`, `no-retry-after`, `headers`), ROUNDS cold executions on a fresh cache and a
+fresh server, each measured against
+
+    ideal = max((CELLS - BURST) / RPS, (CELLS * 100 - TOKEN_BURST) / (TPM / 60)) + latency,
+
+the time a client that sends each request the moment the buckets allow it would take.
+RUNNER_BIN runs another build (an older one, for a before/after comparison) instead of
+building this one.
+"""
+
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import mock_openai  # noqa: E402
+
+CELLS = int(os.environ.get("BENCH_CELLS", "500"))
+LATENCY_MS = int(os.environ.get("BENCH_LATENCY_MS", "100"))
+CONCURRENCY = int(os.environ.get("BENCH_CONCURRENCY", "16"))
+ROUNDS = int(os.environ.get("BENCH_ROUNDS", "3"))
+RPS = float(os.environ.get("BENCH_RPS", "50"))
+BURST = float(os.environ.get("BENCH_BURST", "10"))
+TPM = float(os.environ.get("BENCH_TPM", "240000"))
+TOKEN_BURST = float(os.environ.get("BENCH_TOKEN_BURST", "1000"))
+TOKENS = 100
+MODES = os.environ.get("BENCH_MODES", ",".join(mock_openai.MODES)).split(",")
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+BIN = os.environ.get("RUNNER_BIN") or os.path.join(ROOT, "target", "release", "runner")
+
+
+def ideal_seconds():
+    by_requests = max(0.0, CELLS - BURST) / RPS
+    by_tokens = max(0.0, CELLS * TOKENS - TOKEN_BURST) / (TPM / 60.0)
+    return max(by_requests, by_tokens) + LATENCY_MS / 1000.0
+
+
+def make_repo(tmp):
+    repo = os.path.join(tmp, "repo")
+    os.makedirs(repo)
+    env = dict(os.environ, GIT_AUTHOR_NAME="b", GIT_AUTHOR_EMAIL="b@b", GIT_COMMITTER_NAME="b", GIT_COMMITTER_EMAIL="b@b")
+    subprocess.run(["git", "init", "-q"], cwd=repo, check=True, env=env)
+    for i in range(2):
+        with open(os.path.join(repo, "a.py"), "w") as f:
+            f.write("x = %d\n" % i)
+        subprocess.run(["git", "add", "a.py"], cwd=repo, check=True, env=env)
+        subprocess.run(["git", "commit", "-qm", str(i)], cwd=repo, check=True, env=env)
+    return repo
+
+
+def manifest(tmp, repo, url):
+    shards = ", ".join(str(i) for i in range(1, CELLS + 1))
+    path = os.path.join(tmp, "limited.toml")
+    with open(path, "w") as f:
+        f.write(f"""version = 1
+[experiment]
+name = "bench-ratelimit"
+[target]
+repo = "{repo}"
+[matrix]
+ref = ["HEAD~1"]
+shard = [{shards}]
+[reviewer]
+kind = "openai"
+base-url = "{url}"
+model = "mock"
+unit = "change"
+rag-symbol-max-definitions = 0
+max-concurrency-per-endpoint = {CONCURRENCY}
+[report]
+output = "out"
+""")
+    return path
+
+
+def one_round(tmp, repo, mode, r):
+    server, limits, url = mock_openai.start(mode, RPS, BURST, TPM, TOKEN_BURST, TOKENS, LATENCY_MS)
+    try:
+        path = manifest(tmp, repo, url)
+        cache = os.path.join(tmp, f"cache-{mode}-{r}")
+        args = [BIN, "exec", "--json", "--jobs", str(CONCURRENCY), "--cache-dir", cache, path]
+        start = time.perf_counter()
+        done = subprocess.run(args, cwd=tmp, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        wall = time.perf_counter() - start
+    finally:
+        server.shutdown()
+    events = [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
+    count = lambda kind: sum(1 for e in events if e.get("event") == kind)  # noqa: E731
+    endpoint = next((e["endpoints"][0] for e in events if e.get("event") == "endpoints"), None)
+    stats = limits.stats()
+    return {
+        "wall_s": wall,
+        "exit": done.returncode,
+        "finished": count("run_finished"),
+        "failed": count("run_failed"),
+        "throttled": stats["throttled"],
+        "requests": stats["chats"],
+        "limit": None if endpoint is None else (endpoint["final_limit"], endpoint["min_limit"], endpoint["max_limit"]),
+        "held": None if endpoint is None else endpoint["held"],
+    }
+
+
+def main():
+    if not os.environ.get("RUNNER_BIN"):
+        subprocess.run(["cargo", "build", "--release", "--quiet"], cwd=ROOT, check=True)
+    version = subprocess.run([BIN, "--version"], stdout=subprocess.PIPE, text=True, check=True).stdout.strip()
+    ideal = ideal_seconds()
+    results = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        repo = make_repo(tmp)
+        for r in range(ROUNDS):
+            for mode in MODES:
+                results.setdefault(mode, []).append(one_round(tmp, repo, mode, r))
+    summary = {"runner": version, "bin": BIN, "cells": CELLS, "latency_ms": LATENCY_MS, "concurrency": CONCURRENCY, "rounds": ROUNDS,
+               "rps": RPS, "burst": BURST, "tpm": TPM, "token_burst": TOKEN_BURST, "ideal_s": round(ideal, 3), "modes": {}}
+    for mode, rounds in results.items():
+        wall = statistics.median(x["wall_s"] for x in rounds)
+        summary["modes"][mode] = {
+            "wall_s": round(wall, 3),
+            "over_ideal_pct": round((wall / ideal - 1) * 100, 1),
+            "throttled_median": statistics.median(x["throttled"] for x in rounds),
+            "failed_runs": [x["failed"] for x in rounds],
+            "finished_runs": [x["finished"] for x in rounds],
+            "exit_codes": [x["exit"] for x in rounds],
+            "limit_final_min_max": [x["limit"] for x in rounds],
+            "held": [x["held"] for x in rounds],
+            "rounds_wall_s": [round(x["wall_s"], 3) for x in rounds],
+        }
+    print(json.dumps(summary, indent=2))
+    print()
+    print(f"| 429 mode | wall (median of {ROUNDS}) | over ideal {ideal:.2f} s | 429s (median) | failed runs (per round) | limit final / min / max |")
+    print("|---|---:|---:|---:|---|---|")
+    for mode, m in summary["modes"].items():
+        limits = ", ".join("—" if l is None else f"{l[0]} / {l[1]} / {l[2]}" for l in m["limit_final_min_max"])
+        failed = ", ".join(str(f) for f in m["failed_runs"])
+        print(f"| {mode} | {m['wall_s']:.2f} s | +{m['over_ideal_pct']} % | {m['throttled_median']:g} | {failed} | {limits} |")
+
+
+if __name__ == "__main__":
+    main()
