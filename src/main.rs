@@ -6,8 +6,8 @@ use clap::Parser;
 use cli::{
     A2Args, AdjudicateCommand, AdjudicateExportArgs, AdjudicateImportArgs, CacheCommand, Cli, Command, CorpusCommand, CorpusValidateArgs, CrscoreArgs,
     DiffArgs, ExecArgs, ImportGithubArgs, LocationArgs, MatchingCalibrateArgs, MatchingCommand, MatchingEmbedderArgs, MatchingEvaluateArgs, MergeArgs,
-    OracleCommand, OracleProposeArgs, PlanArgs, ReportArgs, ResolutionArgs, ScoreArgs, ShowArgs, StudyAuditArgs, StudyCommand, StudyExportArgs, StudyImportArgs,
-    StudyPreferenceArgs,
+    OracleCommand, OracleProposeArgs, PlanArgs, ReportArgs, ResolutionArgs, ScoreArgs, ShowArgs, StudyAuditArgs, StudyCommand, StudyExportArgs,
+    StudyImportArgs, StudyPreferenceArgs,
 };
 use runner::analysis::score::ScoreError;
 use runner::cache::Lookup;
