@@ -494,6 +494,23 @@ pub(crate) enum OracleCommand {
     /// request's merge commit (its head when not merged), `resolved` when a later commit of the
     /// pull request changed the commented lines in the local clone.
     ImportGithub(ImportGithubArgs),
+    /// Proposed oracle additions from an adjudication record: each extra a person adjudicated
+    /// `real` becomes a new finding of its case (file, line and description from the report, a
+    /// new id), in a patch naming the oracle version it applies to and the version it makes.
+    Propose(OracleProposeArgs),
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct OracleProposeArgs {
+    /// The adjudication record (`captured-results.adjudication.json`, as `runner adjudicate import` writes it).
+    pub adjudication: PathBuf,
+    /// The oracle to extend: an `oracle.json`, a corpus directory or an eval set directory
+    /// (default: the corpus named by the record's key).
+    #[arg(long)]
+    pub oracle: Option<PathBuf>,
+    /// Where the patch is written.
+    #[arg(long, default_value = "oracle.patch.json")]
+    pub out: PathBuf,
 }
 
 #[derive(Debug, Args)]

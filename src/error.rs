@@ -64,6 +64,8 @@ pub enum Error {
     #[error(transparent)]
     EvalCase(#[from] crate::ground_truth::evalcase::EvalCaseError),
     #[error(transparent)]
+    Propose(#[from] crate::ground_truth::propose::ProposeError),
+    #[error(transparent)]
     Diff(#[from] crate::report::diff::DiffError),
     #[error(transparent)]
     Results(#[from] crate::report::model::ResultsError),

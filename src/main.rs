@@ -27,8 +27,8 @@ use clap::Parser;
 use cli::{
     A2Args, AdjudicateCommand, AdjudicateExportArgs, AdjudicateImportArgs, CacheCommand, Cli, Command, CorpusCommand, CorpusValidateArgs, CrscoreArgs,
     DiffArgs, ExecArgs, ImportGithubArgs, LocationArgs, MatchingCalibrateArgs, MatchingCommand, MatchingEmbedderArgs, MatchingEvaluateArgs, MergeArgs,
-    OracleCommand, PlanArgs, ReportArgs, ResolutionArgs, ScoreArgs, ShowArgs, StudyAuditArgs, StudyCommand, StudyExportArgs, StudyImportArgs,
-    StudyPreferenceArgs,
+    OracleCommand, OracleProposeArgs, PlanArgs, ReportArgs, ResolutionArgs, ScoreArgs, ShowArgs, StudyAuditArgs, StudyCommand, StudyExportArgs,
+    StudyImportArgs, StudyPreferenceArgs,
 };
 use runner::analysis::score::ScoreError;
 use runner::cache::Lookup;
@@ -80,6 +80,7 @@ fn main() -> ExitCode {
         Command::A2(args) => a2(&args),
         Command::Resolution(args) => resolution(&args),
         Command::Oracle { command: OracleCommand::ImportGithub(args) } => oracle_import_github(&args),
+        Command::Oracle { command: OracleCommand::Propose(args) } => oracle_propose(&args),
         Command::Adjudicate { command: AdjudicateCommand::Export(args) } => adjudicate_export(&args),
         Command::Adjudicate { command: AdjudicateCommand::Import(args) } => adjudicate_import(&args),
         Command::Study { command: StudyCommand::Export(args) } => study_export(&args),
@@ -609,6 +610,28 @@ fn oracle_import_github(args: &ImportGithubArgs) -> Result<Exit, Error> {
         pulls.len(),
         comments.len(),
         imported.oracle.skipped.len()
+    );
+    Ok(Exit::Ok)
+}
+
+fn oracle_propose(args: &OracleProposeArgs) -> Result<Exit, Error> {
+    let patch = runner::ground_truth::propose::build(&args.adjudication, args.oracle.as_deref())?;
+    let json = serde_json::to_string_pretty(&patch).unwrap_or_default();
+    write_file(&args.out, &format!("{json}\n"))?;
+    for a in &patch.additions {
+        let place = match (&a.finding.file, a.finding.line) {
+            (Some(f), Some(l)) => format!("{f}:{l}"),
+            (Some(f), None) => f.clone(),
+            _ => "(no location)".into(),
+        };
+        eprintln!("{} ({}) {place}: {}", a.finding.id, a.case, a.finding.description);
+    }
+    eprintln!(
+        "wrote {}: {} proposed findings for oracle {} → {}; verify each in the code before adding it",
+        args.out.display(),
+        patch.additions.len(),
+        patch.applies_to,
+        patch.makes
     );
     Ok(Exit::Ok)
 }

@@ -305,6 +305,7 @@ mod severity_tests {
             blocking,
             severity_label: Some(label.into()),
             resolved: None,
+            class: None,
         };
         ("pr-1", f)
     }

@@ -193,6 +193,7 @@ pub fn match_record(record: &Record, rule: &OracleRule, vectors: Option<&Vectors
             blocking: false,
             severity_label: g.severity.clone(),
             resolved: None,
+            class: None,
         })
         .collect();
     let expected: Vec<&OracleFinding> = oracle.iter().collect();

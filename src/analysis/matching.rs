@@ -886,6 +886,7 @@ pub(crate) mod tests {
             blocking: true,
             severity_label: None,
             resolved: None,
+            class: None,
         }
     }
 

@@ -159,6 +159,76 @@ pub struct ReviewEvalData {
     /// recall by severity); absent when no scored finding has a severity.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub severities: BTreeMap<String, crate::finding::Severity>,
+    /// Recall per cell and class of the oracle's findings (an eval set's free-text classes),
+    /// over every repeat; absent when no oracle finding has a class.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub recall_by_class: Vec<ClassRecall>,
+}
+
+/// Recall over one class's oracle findings in one cell, every repeat counted.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ClassRecall {
+    pub cell: String,
+    /// The class, or `unclassified` for a finding without one.
+    pub class: String,
+    /// Oracle findings of the class, once per repeat.
+    pub oracle: usize,
+    pub found: usize,
+    pub partial: usize,
+    pub missed: usize,
+    pub recall_strict: Option<f64>,
+    pub recall_with_partials: Option<f64>,
+}
+
+/// Recall by class, per cell (cells in order, classes sorted); empty when no oracle finding
+/// has a class.
+pub fn recall_by_class(oracle: &Oracle, cells: &[CellEval]) -> Vec<ClassRecall> {
+    if oracle.findings.iter().all(|f| f.class.is_none()) {
+        return Vec::new();
+    }
+    let mut out = Vec::new();
+    for c in cells {
+        let mut by_class: BTreeMap<String, MatchCounts> = BTreeMap::new();
+        for v in c.runs.iter().flat_map(|r| r.cases.iter()).flat_map(|case| case.verdicts.iter()) {
+            let class = oracle.finding(&v.finding).and_then(|f| f.class.clone()).unwrap_or_else(|| "unclassified".into());
+            let e = by_class.entry(class).or_default();
+            e.oracle += 1;
+            match v.verdict {
+                Verdict::Found => e.found += 1,
+                Verdict::Partial => e.partial += 1,
+                Verdict::Missed => e.missed += 1,
+            }
+        }
+        out.extend(by_class.into_iter().map(|(class, m)| ClassRecall {
+            cell: c.cell.clone(),
+            class,
+            oracle: m.oracle,
+            found: m.found,
+            partial: m.partial,
+            missed: m.missed,
+            recall_strict: m.recall_strict(),
+            recall_with_partials: m.recall_with_partials(),
+        }));
+    }
+    out
+}
+
+fn class_table(rows: &[ClassRecall]) -> Table {
+    let columns = ["Cell", "Class", "Oracle findings", "Found", "Partial", "Missed", "Recall (strict)", "Recall (with partials)"];
+    let mut table = Table::with_columns("Recall by class", columns.map(String::from).to_vec());
+    for r in rows {
+        table.push(vec![
+            format!("`{}`", r.cell).into(),
+            r.class.clone().into(),
+            r.oracle.into(),
+            r.found.into(),
+            r.partial.into(),
+            r.missed.into(),
+            fmt_ratio(r.recall_strict),
+            fmt_ratio(r.recall_with_partials),
+        ]);
+    }
+    table
 }
 
 /// The key of an oracle finding in [`CellEval::findings`]: `case/finding`, or the finding's id
@@ -326,6 +396,12 @@ pub fn compute(spec: &AnalysisSpec, input: &AnalysisInput<'_>) -> AnalysisResult
         })
         .collect();
     result.tables = tables(oracle, &cells);
+    let by_class = recall_by_class(oracle, &cells);
+    if !by_class.is_empty() {
+        // After "Recall by category", before the per-finding grid.
+        let at = result.tables.len().saturating_sub(1);
+        result.tables.insert(at, class_table(&by_class));
+    }
     if method_notes.is_empty() {
         result.notes.push("Method: automatic matching by the rule above (no adjudication); extras are `rejected` unless an adjudication says `real`.".into());
     } else {
@@ -341,7 +417,7 @@ pub fn compute(spec: &AnalysisSpec, input: &AnalysisInput<'_>) -> AnalysisResult
         result.notes.push("No run reported tokens, so tokens per case and recall per 100k tokens are `–`.".into());
     }
     let severities = cells.iter().flat_map(|c| c.findings.values()).filter_map(|f| Some((f.finding.clone(), oracle.finding(&f.finding)?.severity?))).collect();
-    result.data = serde_json::to_value(ReviewEvalData { method, cells, severities }).unwrap_or(serde_json::Value::Null).into();
+    result.data = serde_json::to_value(ReviewEvalData { method, cells, severities, recall_by_class: by_class }).unwrap_or(serde_json::Value::Null).into();
     result
 }
 
@@ -542,6 +618,39 @@ mod tests {
         // F2 has no severity in the oracle, so only F1 is named.
         assert_eq!(data.severities, BTreeMap::from([("F1".to_string(), Severity::Error)]));
         assert_eq!(out.data["severities"]["F1"], "error");
+    }
+
+    #[test]
+    fn recall_is_reported_by_class() {
+        use crate::analysis::test_support::{finding, s, spec, with_kind, Fixture};
+        use crate::finding::Severity;
+        use crate::ground_truth::oracle::OracleCase;
+        let mut f1 = ofinding("c1/F1", "a.rs", 10, Category::Bug, "the cache stores a rejected promise and serves it stale");
+        f1.class = Some("state".into());
+        let mut f2 = ofinding("c1/F2", "a.rs", 50, Category::Security, "unvalidated direction is interpolated into the sql order clause");
+        f2.class = Some("validation".into());
+        let mut f3 = ofinding("c1/F3", "b.rs", 5, Category::Bug, "the retry counter is never reset after a success");
+        f3.class = Some("state".into());
+        let case = OracleCase {
+            id: "c1".into(),
+            expected_finding_ids: vec!["c1/F1".into(), "c1/F2".into(), "c1/F3".into()],
+            rationale: String::new(),
+            split: None,
+            interpreter: None,
+            ground_truth: Default::default(),
+        };
+        let oracle = Oracle { version: 1, findings: vec![f1, f2, f3], cases: vec![case], skipped: Vec::new() };
+        let mut fx = Fixture::new(&[("m", vec![s("a")])], 1);
+        fx.add("m=a", 1, "c1", vec![with_kind(finding("a.rs", 10, "rejected promise is cached"), Category::Bug, Severity::Error)]);
+        let mut input = fx.input();
+        input.oracle = Some(&oracle);
+        let out = compute(&spec(crate::analysis::spec::AnalysisKind::ReviewEval, None), &input);
+        let data: ReviewEvalData = out.data_as().expect("typed data");
+        let classes: Vec<(&str, usize, usize, Option<f64>)> =
+            data.recall_by_class.iter().map(|r| (r.class.as_str(), r.oracle, r.found, r.recall_strict)).collect();
+        assert_eq!(classes, vec![("state", 2, 1, Some(0.5)), ("validation", 1, 0, Some(0.0))]);
+        let table = out.tables.iter().find(|t| t.title == "Recall by class").expect("a class table");
+        assert_eq!(table.rows.len(), 2);
     }
 
     #[test]

@@ -170,13 +170,42 @@ pub fn load_dir(dir: &Path) -> Result<Vec<EvalCase>, EvalCaseError> {
     Ok(cases)
 }
 
+/// The review guide the reviewer reads (`REVIEW.md`), put into each blind clone.
+pub const REVIEW_FILE: &str = "REVIEW.md";
+
+/// Whether `line` carries the tag `case:<tag>`: the tag must end there (`case:x` does not tag
+/// `case:x-2`), a sentence's closing punctuation aside.
+fn has_tag(line: &str, tag: &str) -> bool {
+    let needle = format!("case:{tag}");
+    line.match_indices(&needle).any(|(at, _)| {
+        let starts_word = line[..at].chars().next_back().is_none_or(|c| !(c.is_alphanumeric() || c == '-' || c == '_'));
+        let rest = &line[at + needle.len()..];
+        let mut chars = rest.chars();
+        let ends_word = match chars.next() {
+            None => true,
+            Some(c) if c.is_alphanumeric() || c == '-' || c == '_' || c == '/' => false,
+            Some('.') => !chars.next().is_some_and(|c| c.is_alphanumeric()),
+            Some(_) => true,
+        };
+        starts_word && ends_word
+    })
+}
+
+/// `text` (a review guide) without the lines tagged `case:<id>` or `case:<group>` for a group
+/// on the case's `Groups:` line: seed 003's hold-out, since a reviewer that reads a line
+/// written because of the case has been told the answer.
+pub fn strip_tagged(text: &str, case: &EvalCase) -> String {
+    let tags: Vec<&str> = std::iter::once(case.id.as_str()).chain(case.groups.iter().map(String::as_str)).collect();
+    text.split_inclusive('\n').filter(|line| !tags.iter().any(|t| has_tag(line, t))).collect()
+}
+
 /// The oracle id of a case's finding.
 pub fn oracle_id(case: &str, finding: &str) -> String {
     format!("{case}/{finding}")
 }
 
-/// The cases as an oracle: every finding located, its class as the category where it is one
-/// of stet's categories.
+/// The cases as an oracle: every finding located, with its class, which is also the category
+/// where it is one of stet's categories.
 pub fn to_oracle(cases: &[EvalCase]) -> Oracle {
     let mut findings = Vec::new();
     let mut oracle_cases = Vec::new();
@@ -195,6 +224,7 @@ pub fn to_oracle(cases: &[EvalCase]) -> Oracle {
                 blocking: true,
                 severity_label: None,
                 resolved: None,
+                class: Some(f.class.clone()),
             });
         }
         let mut rationale = format!("Source: {}", c.source);
@@ -245,6 +275,25 @@ mod tests {
         assert_eq!(oracle.findings[1].id, "store-damage/F2");
         assert_eq!(oracle.findings[1].range, Some(LineRange { start: 88, end: 90 }));
         assert_eq!(oracle.findings[0].category, None);
+        assert_eq!(oracle.findings[0].class.as_deref(), Some("state"));
+    }
+
+    #[test]
+    fn lines_tagged_with_the_case_or_its_groups_are_stripped() {
+        let case = parse(Path::new("c.md"), &sample()).expect("valid");
+        let guide = "# Review\n\
+- state: a damaged file is not an empty one (case:store-damage)\n\
+- validation: check types of request fields  <!-- case:round-2 -->\n\
+- naming: short names are fine\n\
+- ordering: lock before reading (case:store-damage-2)\n\
+- errors: case:state.\n\
+- style: see mycase:store-damage\n";
+        let stripped = strip_tagged(guide, &case);
+        assert_eq!(
+            stripped,
+            "# Review\n- naming: short names are fine\n- ordering: lock before reading (case:store-damage-2)\n- style: see mycase:store-damage\n"
+        );
+        assert!(has_tag("x case:a.", "a") && !has_tag("x case:a.b", "a") && has_tag("case:a", "a"));
     }
 
     #[test]

@@ -335,6 +335,7 @@ pub fn import(pulls: &[Pull], comments: &[Comment], repo: &Path, include_bots: b
             blocking,
             severity_label: label,
             resolved: Some(was_resolved),
+            class: None,
         };
         findings.push((pull.number, first.created_at.clone(), finding));
     }

@@ -74,6 +74,9 @@ pub struct OracleFinding {
     /// not known); RQS v2 weighs a resolved finding ×1.5.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub resolved: Option<bool>,
+    /// A free-text class (seed 003's `state`, `validation`, …); recall is reported per class.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub class: Option<String>,
 }
 
 /// Which half of a tuning/holdout split a case belongs to.

@@ -250,7 +250,16 @@ fn read_target(t: &TableReader<'_, '_>, base_dir: &Path, check_paths: bool) -> O
                 t.problems().push(head.span(), "`head` does not apply with `evals`: each case's `Range: base..tip` says what is reviewed");
             }
             let cases = t.strings("cases").map(|v| v.into_iter().map(Spanned::into_inner).collect());
-            Some(TargetSpec::Evals { repo: base_dir.join(repo.get_ref()), dir: base_dir.join(evals.get_ref()), cases })
+            let review_file = t.string("review-file");
+            if let Some(f) = review_file.as_ref().filter(|f| check_paths && !resolve_path(base_dir, f.get_ref()).is_file()) {
+                t.problems().push_with_help(
+                    f.span(),
+                    format!("review file `{}` does not exist", resolve_path(base_dir, f.get_ref()).display()),
+                    "paths in a manifest are relative to the manifest's directory",
+                );
+            }
+            let review_file = review_file.map(|f| resolve_path(base_dir, f.get_ref()));
+            Some(TargetSpec::Evals { repo: base_dir.join(repo.get_ref()), dir: base_dir.join(evals.get_ref()), cases, review_file })
         }
         (Some(repo), None) if t.has("commits") || t.has("pull-requests") => {
             let history = read_history(t)?;

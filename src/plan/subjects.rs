@@ -83,7 +83,7 @@ fn resolve_subjects(manifest: &Manifest) -> Result<BTreeMap<String, SubjectSpec>
             }
             Ok(out)
         }
-        TargetSpec::Evals { repo, dir, cases: wanted } => resolve_evals(repo, dir, wanted.as_deref()),
+        TargetSpec::Evals { repo, dir, cases: wanted, review_file } => resolve_evals(repo, dir, wanted.as_deref(), review_file.as_deref()),
         TargetSpec::External { changes, cases: wanted, .. } => resolve_external(manifest, changes, wanted.as_deref()),
         TargetSpec::Corpus { dir, cases: wanted, unseal_holdout } => {
             let cases = corpus::load_public_cases(dir)?;
@@ -190,8 +190,17 @@ fn inside(repo: &Path, dir: &Path) -> Option<PathBuf> {
 }
 
 /// One subject per case (sorted by id), its commits checked to exist.
-fn resolve_evals(repo: &Path, dir: &Path, wanted: Option<&[String]>) -> Result<BTreeMap<String, SubjectSpec>, ResolveError> {
+fn resolve_evals(repo: &Path, dir: &Path, wanted: Option<&[String]>, review_file: Option<&Path>) -> Result<BTreeMap<String, SubjectSpec>, ResolveError> {
     let cases = evalcase::load_dir(dir)?;
+    let guide_path = review_file.map(Path::to_path_buf).unwrap_or_else(|| repo.join(evalcase::REVIEW_FILE));
+    let guide = match std::fs::read_to_string(&guide_path) {
+        Ok(text) => Some(text),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound && review_file.is_none() => None,
+        Err(e) => {
+            let message = format!("cannot read the review file `{}`: {e}", guide_path.display());
+            return Err(TargetError::Resolve { repo: repo.display().to_string(), rev: "REVIEW.md".into(), message }.into());
+        }
+    };
     if let Some(missing) = wanted.and_then(|w| w.iter().find(|w| !cases.iter().any(|c| &c.id == *w))) {
         return Err(TargetError::UnknownEvalCase(missing.clone()).into());
     }
@@ -211,13 +220,18 @@ fn resolve_evals(repo: &Path, dir: &Path, wanted: Option<&[String]>) -> Result<B
                 )
             }
         };
-        let identity = blake3::hash(format!("eval\0{base_sha}\0{head_sha}").as_bytes()).to_hex().to_string();
+        let review = guide.as_deref().map(|g| evalcase::strip_tagged(g, &case));
+        // The guide is reviewer input, so it is part of the identity (unchanged without one).
+        let identity = match &review {
+            None => blake3::hash(format!("eval\0{base_sha}\0{head_sha}").as_bytes()).to_hex().to_string(),
+            Some(r) => blake3::hash(format!("eval\0{base_sha}\0{head_sha}\0review\0{r}").as_bytes()).to_hex().to_string(),
+        };
         out.insert(
             case.id.clone(),
             SubjectSpec {
                 id: case.id.clone(),
                 identity,
-                source: SubjectSource::Eval { repo: repo.to_path_buf(), base_sha, head_sha, strip: strip.clone() },
+                source: SubjectSource::Eval { repo: repo.to_path_buf(), base_sha, head_sha, strip: strip.clone(), review },
                 holdout: false,
             },
         );

@@ -1,6 +1,7 @@
 //! Seed 003's eval sets as a target: each case's `Range: base..tip` is one subject, reviewed
 //! blind — in a fresh clone that holds the history up to the tip only and not the eval set
-//! (seed 003's strict `--archive` run, kept a git repository so every reviewer works).
+//! (seed 003's strict `--archive` run, kept a git repository so every reviewer works), with
+//! the review guide (`REVIEW.md`) less the lines tagged with the case or its groups.
 
 use super::corpus::is_safe_relative_path;
 use super::git::git;
@@ -12,7 +13,15 @@ fn sanitize(id: &str) -> String {
 }
 
 /// Clones `base..tip` blind under `work_dir/evals/`, reusing a finished clone.
-pub fn materialize(id: &str, identity: &str, repo: &Path, base: &str, tip: &str, strip: Option<&Path>, work_dir: &Path) -> Result<Subject, TargetError> {
+pub fn materialize(
+    id: &str,
+    identity: &str,
+    repo: &Path,
+    (base, tip): (&str, &str),
+    strip: Option<&Path>,
+    review: Option<&str>,
+    work_dir: &Path,
+) -> Result<Subject, TargetError> {
     let root = work_dir.join("evals");
     let dir = root.join(format!("{}-{}", sanitize(id), &identity[..16.min(identity.len())]));
     let fail = |message: String| TargetError::Resolve { repo: repo.display().to_string(), rev: format!("{base}..{tip}"), message };
@@ -32,6 +41,10 @@ pub fn materialize(id: &str, identity: &str, repo: &Path, base: &str, tip: &str,
             if evals.exists() {
                 std::fs::remove_dir_all(&evals).map_err(|e| fail(format!("cannot remove the eval set from the clone: {e}")))?;
             }
+        }
+        if let Some(text) = review {
+            let guide = work.join(crate::ground_truth::evalcase::REVIEW_FILE);
+            std::fs::write(&guide, text).map_err(|e| fail(format!("cannot write `{}`: {e}", guide.display())))?;
         }
         std::fs::write(work.join(".git").join("runner-ready"), b"").map_err(|e| fail(e.to_string()))?;
         let staged = staging.keep();

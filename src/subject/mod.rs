@@ -29,7 +29,9 @@ pub enum TargetSpec {
     Corpus { dir: PathBuf, cases: Option<Vec<String>>, unseal_holdout: bool },
     /// A git repository with seed 003's eval cases (`<dir>/<id>/case.md`): each case's
     /// `Range: base..tip` is a subject, reviewed in a blind clone, and its findings are the oracle.
-    Evals { repo: PathBuf, dir: PathBuf, cases: Option<Vec<String>> },
+    /// The review guide put into each clone, its lines tagged `case:<id>` or `case:<group>`
+    /// stripped: `review-file`, or the repository's current `REVIEW.md` when there is one.
+    Evals { repo: PathBuf, dir: PathBuf, cases: Option<Vec<String>>, review_file: Option<PathBuf> },
     /// Changes without a repository (`changes.json`: ids, titles, URLs, optional diffs), with
     /// an optional oracle file in runner's format.
     External { changes: PathBuf, oracle: Option<PathBuf>, cases: Option<Vec<String>> },
@@ -66,6 +68,8 @@ pub enum SubjectSource {
         base_sha: String,
         head_sha: String,
         strip: Option<PathBuf>,
+        /// The review guide (`REVIEW.md`) as this case's reviewer may read it.
+        review: Option<String>,
     },
     /// An external change: an id, a title and URL, and its diff when it has one.
     External(Box<external::ExternalChange>),
@@ -128,8 +132,8 @@ pub fn materialize(spec: &SubjectSpec, work_dir: &Path) -> Result<Subject, Targe
                 spec: None,
             })
         }
-        SubjectSource::Eval { repo, base_sha, head_sha, strip } => {
-            evals::materialize(&spec.id, &spec.identity, repo, base_sha, head_sha, strip.as_deref(), work_dir)
+        SubjectSource::Eval { repo, base_sha, head_sha, strip, review } => {
+            evals::materialize(&spec.id, &spec.identity, repo, (base_sha, head_sha), strip.as_deref(), review.as_deref(), work_dir)
         }
         SubjectSource::External(change) => external::materialize(change, &spec.identity, work_dir),
         SubjectSource::Case(case) => {

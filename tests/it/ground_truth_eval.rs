@@ -127,6 +127,11 @@ fn eval_cases_on_a_git_repository_are_reviewed_blind_and_scored() {
             "Case: shell\nRange: {base}..{tip}     # as reviewed\nSource: outside reviewer, PR #7\nDate: 2025-01-02\nGroups: round-1\n\nFindings (one per line: id | path:line | class | the defect, in a sentence):\n\nF1 | src/thumb.py:4 | security | untrusted input reaches shell execution: a user-controlled name runs through os.system\n"
         ),
     );
+    // The current review guide: lines written because of this case or its round are tagged.
+    write(
+        &repo.join("REVIEW.md"),
+        "# Review\n- security: a name from a request never reaches a shell (case:shell)\n- round one: check every os.system call <!-- case:round-1 -->\n- naming: short names are fine\n- ordering: lock before reading (case:shell-2)\n",
+    );
     git(&repo, &["add", "-A"]);
     git(&repo, &["commit", "--quiet", "-m", "eval case"]);
     write(
@@ -142,6 +147,11 @@ fn eval_cases_on_a_git_repository_are_reviewed_blind_and_scored() {
     let cell = &eval["data"]["cells"][0];
     assert_eq!(cell["findings"]["shell/F1"]["verdict"], "found");
     assert_eq!(cell["scores"]["recall_strict"], 1.0);
+    // The case's class is kept: recall by class in results.json and RESULTS.md.
+    assert_eq!(eval["data"]["recall_by_class"][0]["class"], "security");
+    assert_eq!(eval["data"]["recall_by_class"][0]["recall_strict"], 1.0);
+    let md = std::fs::read_to_string(tmp.path().join("out/RESULTS.md")).expect("RESULTS.md");
+    assert!(md.contains("Recall by class"), "{md}");
     let context = results["analyses"].as_array().expect("analyses").iter().find(|a| a["kind"] == "context-level").expect("context-level");
     assert_eq!(context["data"]["by_context_level"]["diff"], 1);
 
@@ -156,6 +166,10 @@ fn eval_cases_on_a_git_repository_are_reviewed_blind_and_scored() {
     assert_eq!(git(&clone, &["rev-parse", "HEAD"]), tip);
     assert_eq!(git(&clone, &["rev-list", "--count", "HEAD"]), "2");
     assert!(!clone.join("evals").exists());
+    // The guide is there, less the lines tagged with the case or its group.
+    let guide = std::fs::read_to_string(clone.join("REVIEW.md")).expect("the review guide in the clone");
+    assert_eq!(guide, "# Review\n- naming: short names are fine\n- ordering: lock before reading (case:shell-2)\n");
+    assert!(!guide.contains("case:shell)") && !guide.contains("case:round-1"));
     let fix_visible = std::process::Command::new("git")
         .arg("-C")
         .arg(&clone)
@@ -191,4 +205,43 @@ fn oracle_matching_keys_are_checked() {
         .stderr(contains("unknown evidence `vibes`"))
         .stderr(contains("`partial-similarity` (0.5) must not exceed `similarity` (0.2)"))
         .stderr(contains("unknown key `evidence` in [[analysis]] #2"));
+}
+
+#[test]
+fn oracle_propose_turns_real_extras_into_a_versioned_patch() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let dir = tmp.path();
+    let sha = "a".repeat(40);
+    write(
+        &dir.join("evals/shell/case.md"),
+        &format!("Case: shell\nRange: {sha}..{sha}\nSource: PR #7\n\nFindings:\n\nF1 | src/thumb.py:4 | security | a name runs through os.system\n"),
+    );
+    write(
+        &dir.join("adj/sheet.csv"),
+        "item,case,file,line,severity,category,message,suggestion,disposition,oracle_id,note\ni1,shell,src/thumb.py,2,error,bug,the output file is overwritten when two thumbnails share a name,,real,,\ni2,shell,src/thumb.py,1,info,style,rename os,,rejected,,\n",
+    );
+    let claim = |id: &str| serde_json::json!({"id": id, "disposition": "unresolved"});
+    let record = serde_json::json!({
+        "version": 1, "method": "adjudicated by a person: adj/sheet.csv", "sheet": "adj/sheet.csv", "key": "adj/key.json", "experiment": "evals",
+        "runs": [{"cell": "default", "repeat": 1, "case": "shell",
+                  "reported": [{"item": "i1", "finding": "r1", "disposition": "real", "claim": claim("shell-r1")},
+                               {"item": "i2", "finding": "r2", "disposition": "rejected", "claim": claim("shell-r2")}],
+                  "oracle": {"shell/F1": "missed"}, "real_extras": 1, "rejected_extras": 1}]
+    });
+    write(&dir.join("captured.adjudication.json"), &serde_json::to_string_pretty(&record).expect("json"));
+    runner()
+        .current_dir(dir)
+        .args(["oracle", "propose", "captured.adjudication.json", "--oracle", "evals", "--out", "oracle.patch.json"])
+        .assert()
+        .success()
+        .stderr(contains("shell/F2 (shell) src/thumb.py:2"));
+    let patch: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(dir.join("oracle.patch.json")).expect("patch")).expect("json");
+    assert_eq!(patch["oracle_kind"], "eval-set");
+    let additions = patch["additions"].as_array().expect("additions");
+    assert_eq!(additions.len(), 1, "only the real extra: {additions:?}");
+    assert_eq!(additions[0]["finding"]["id"], "shell/F2");
+    assert_eq!(additions[0]["finding"]["line"], 2);
+    assert_eq!(additions[0]["case_md_line"], "F2 | src/thumb.py:2 | bug | the output file is overwritten when two thumbnails share a name");
+    let (from, to) = (patch["applies_to"].as_str().expect("from"), patch["makes"].as_str().expect("to"));
+    assert!(from.starts_with("blake3:") && to.starts_with("blake3:") && from != to, "{from} → {to}");
 }

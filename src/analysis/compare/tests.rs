@@ -24,6 +24,7 @@ fn oracle(subjects: &[&str]) -> Oracle {
                 blocking: true,
                 severity_label: None,
                 resolved: None,
+                class: None,
             })
             .collect(),
         cases: subjects
