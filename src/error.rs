@@ -64,7 +64,7 @@ pub enum Error {
     #[error(transparent)]
     EvalCase(#[from] crate::ground_truth::evalcase::EvalCaseError),
     #[error(transparent)]
-    Propose(#[from] crate::ground_truth::propose::ProposeError),
+    Propose(#[from] crate::study::propose::ProposeError),
     #[error(transparent)]
     Diff(#[from] crate::report::diff::DiffError),
     #[error(transparent)]

@@ -615,7 +615,7 @@ fn oracle_import_github(args: &ImportGithubArgs) -> Result<Exit, Error> {
 }
 
 fn oracle_propose(args: &OracleProposeArgs) -> Result<Exit, Error> {
-    let patch = runner::ground_truth::propose::build(&args.adjudication, args.oracle.as_deref())?;
+    let patch = runner::study::propose::build(&args.adjudication, args.oracle.as_deref())?;
     let json = serde_json::to_string_pretty(&patch).unwrap_or_default();
     write_file(&args.out, &format!("{json}\n"))?;
     for a in &patch.additions {

@@ -171,7 +171,7 @@ pub fn load_dir(dir: &Path) -> Result<Vec<EvalCase>, EvalCaseError> {
 }
 
 /// The review guide the reviewer reads (`REVIEW.md`), put into each blind clone.
-pub const REVIEW_FILE: &str = "REVIEW.md";
+pub use crate::subject::evals::REVIEW_FILE;
 
 /// Whether `line` carries the tag `case:<tag>`: the tag must end there (`case:x` does not tag
 /// `case:x-2`), a sentence's closing punctuation aside.

@@ -7,7 +7,6 @@ pub mod github;
 pub mod holdout;
 pub mod oracle;
 pub mod program;
-pub mod propose;
 pub mod spanned;
 pub mod validate;
 

@@ -9,6 +9,7 @@ pub mod calibration;
 pub mod findings;
 pub mod history;
 pub mod preference;
+pub mod propose;
 pub mod report;
 pub mod resolution;
 pub mod sheet;

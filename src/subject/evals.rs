@@ -8,6 +8,9 @@ use super::git::git;
 use super::{diff, Subject, TargetError};
 use std::path::Path;
 
+/// The review guide the reviewer reads (`REVIEW.md`), put into each blind clone.
+pub const REVIEW_FILE: &str = "REVIEW.md";
+
 fn sanitize(id: &str) -> String {
     id.chars().map(|c| if c.is_ascii_alphanumeric() || c == '-' || c == '_' { c } else { '_' }).collect()
 }
@@ -43,7 +46,7 @@ pub fn materialize(
             }
         }
         if let Some(text) = review {
-            let guide = work.join(crate::ground_truth::evalcase::REVIEW_FILE);
+            let guide = work.join(REVIEW_FILE);
             std::fs::write(&guide, text).map_err(|e| fail(format!("cannot write `{}`: {e}", guide.display())))?;
         }
         std::fs::write(work.join(".git").join("runner-ready"), b"").map_err(|e| fail(e.to_string()))?;
