@@ -341,10 +341,7 @@ async fn a_503_is_retried_by_the_transport_not_counted_as_an_attempt() {
 
 #[tokio::test]
 async fn an_unreachable_server_or_unknown_model_is_an_error_not_a_verdict() {
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
-    let port = listener.local_addr().expect("addr").port();
-    drop(listener);
-    let url = format!("http://127.0.0.1:{port}/v1");
+    let url = format!("{}/v1", crate::dead_url());
     let err = judge(Protocol::OpenAi, &url, |s| s.settings.retries = 1).judge(Rubric::Validity, &item()).await.expect_err("nothing listens");
     assert!(matches!(&err, JudgeError::Unreachable(m) if m.contains(&url)), "{err}");
     let other = fake(Protocol::OpenAi, &["another-model"], answers(vec![good("yes")])).await;

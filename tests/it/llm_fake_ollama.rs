@@ -476,11 +476,7 @@ async fn unparsable_answers_fail_the_run() {
 
 #[tokio::test]
 async fn unreachable_server_fails_fast_naming_the_url() {
-    let port = {
-        let l = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
-        l.local_addr().expect("addr").port()
-    };
-    let url = format!("http://127.0.0.1:{port}");
+    let url = crate::dead_url();
     let err = review(spec(&url, |_| {})).await.expect_err("nothing listens");
     assert!(err.is_unreachable(), "{err:?}");
     assert!(err.to_string().contains(&url) && err.to_string().contains(MODEL) && err.to_string().contains("4 attempts"), "{err}");
@@ -490,10 +486,7 @@ async fn unreachable_server_fails_fast_naming_the_url() {
 async fn several_base_urls_share_the_load_and_skip_a_dead_one() {
     let a = fake(&[MODEL], always(stream_of(ANSWER, "stop"))).await;
     let b = fake(&[MODEL], always(stream_of(ANSWER, "stop"))).await;
-    let dead = {
-        let l = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
-        format!("http://{}", l.local_addr().expect("addr"))
-    };
+    let dead = crate::dead_url();
     let mut s = spec(&a.url, |_| {});
     s.base_urls = vec![dead.clone(), a.url.clone(), b.url.clone()];
     let reviewer = Arc::new(LlmReviewer::new(s).expect("reviewer"));
@@ -668,8 +661,7 @@ async fn cli_runs_caches_replays_frozen_and_exits_2_when_unreachable() {
     assert_eq!(std::fs::read_to_string(root.join("out/RESULTS.md")).expect("RESULTS.md"), results);
 
     // Nothing listens there: exit 2 within seconds, naming the URL.
-    let port = std::net::TcpListener::bind("127.0.0.1:0").expect("bind").local_addr().expect("addr").port();
-    let dead = format!("http://127.0.0.1:{port}");
+    let dead = crate::dead_url();
     let (r, m2, d) = (root.clone(), m.clone(), dead.clone());
     let out = tokio::task::spawn_blocking(move || {
         std::process::Command::new(env!("CARGO_BIN_EXE_runner"))

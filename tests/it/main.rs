@@ -40,6 +40,13 @@ use assert_cmd::Command;
 use std::path::{Path, PathBuf};
 use std::process::Command as StdCommand;
 
+/// A URL nothing listens on, whatever other tests bind meanwhile: port 1 is privileged and
+/// unused, so a connection is refused at once. (A port freed by dropping a listener can be
+/// taken by another test's server before it is dialled.)
+pub fn dead_url() -> String {
+    "http://127.0.0.1:1".to_string()
+}
+
 /// The repository root (where Cargo.toml is).
 pub fn project_root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
