@@ -68,6 +68,7 @@ fn calibrations_reproduce_the_committed_files_byte_for_byte_and_the_default_rule
         ("calibration-by-project.json", vec!["--lexical", "--folds", "project"]),
         // From the committed cache: no server is reached (the URL is never dialled).
         ("calibration-embedding.json", vec!["--embedder-url", "http://127.0.0.1:9/v1", "--frozen", "--cache", "cache"]),
+        ("calibration-embedding-by-project.json", vec!["--embedder-url", "http://127.0.0.1:9/v1", "--frozen", "--cache", "cache", "--folds", "project"]),
     ] {
         let out = tmp.path().join(name);
         let run = runner(&root).args(["matching", "calibrate"]).args(judgement_files()).args(&extra).arg("--out").arg(&out).output().expect("runs");
