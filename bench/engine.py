@@ -17,6 +17,8 @@ import sys
 import tempfile
 import time
 
+from benchrepo import make_repo
+
 CELLS = int(os.environ.get("BENCH_CELLS", "512"))
 LATENCY_MS = int(os.environ.get("BENCH_LATENCY_MS", "100"))
 CONCURRENCY = int(os.environ.get("BENCH_CONCURRENCY", "16"))
@@ -43,16 +45,7 @@ def main():
     version = sh([BIN, "--version"]).stdout.strip()
     cold, cached, startup = [], [], []
     with tempfile.TemporaryDirectory() as tmp:
-        repo = os.path.join(tmp, "repo")
-        os.makedirs(repo)
-        env = dict(os.environ, GIT_AUTHOR_NAME="b", GIT_AUTHOR_EMAIL="b@b", GIT_COMMITTER_NAME="b", GIT_COMMITTER_EMAIL="b@b")
-        for cmd in (["git", "init", "-q"], ):
-            subprocess.run(cmd, cwd=repo, check=True, env=env)
-        for i in range(2):
-            with open(os.path.join(repo, "a.py"), "w") as f:
-                f.write("x = %d\n" % i)
-            subprocess.run(["git", "add", "a.py"], cwd=repo, check=True, env=env)
-            subprocess.run(["git", "commit", "-qm", str(i)], cwd=repo, check=True, env=env)
+        repo = make_repo(tmp)
         shards = ", ".join(str(i) for i in range(1, CELLS + 1))
         manifest = os.path.join(tmp, "bench.toml")
         with open(manifest, "w") as f:

@@ -25,6 +25,8 @@ import tempfile
 import threading
 import time
 
+from benchrepo import make_repo
+
 RUNS = int(os.environ.get("BENCH_RUNS", "128"))
 LATENCY_MS = int(os.environ.get("BENCH_LATENCY_MS", "100"))
 CONCURRENCY = int(os.environ.get("BENCH_CONCURRENCY", "16"))
@@ -92,15 +94,7 @@ def main():
     url = f"http://127.0.0.1:{server.server_address[1]}/v1"
     reviews, judged, cached = [], [], []
     with tempfile.TemporaryDirectory() as tmp:
-        repo = os.path.join(tmp, "repo")
-        os.makedirs(repo)
-        env = dict(os.environ, GIT_AUTHOR_NAME="b", GIT_AUTHOR_EMAIL="b@b", GIT_COMMITTER_NAME="b", GIT_COMMITTER_EMAIL="b@b")
-        subprocess.run(["git", "init", "-q"], cwd=repo, check=True, env=env)
-        for i in range(2):
-            with open(os.path.join(repo, "a.py"), "w") as f:
-                f.write("x = %d\n" % i)
-            subprocess.run(["git", "add", "a.py"], cwd=repo, check=True, env=env)
-            subprocess.run(["git", "commit", "-qm", str(i)], cwd=repo, check=True, env=env)
+        repo = make_repo(tmp)
         shards = ", ".join(str(i) for i in range(1, RUNS + 1))
         base = f"""version = 1
 [experiment]

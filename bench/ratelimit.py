@@ -27,6 +27,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import mock_openai  # noqa: E402
+from benchrepo import make_repo  # noqa: E402
 
 CELLS = int(os.environ.get("BENCH_CELLS", "500"))
 LATENCY_MS = int(os.environ.get("BENCH_LATENCY_MS", "100"))
@@ -46,19 +47,6 @@ def ideal_seconds():
     by_requests = max(0.0, CELLS - BURST) / RPS
     by_tokens = max(0.0, CELLS * TOKENS - TOKEN_BURST) / (TPM / 60.0)
     return max(by_requests, by_tokens) + LATENCY_MS / 1000.0
-
-
-def make_repo(tmp):
-    repo = os.path.join(tmp, "repo")
-    os.makedirs(repo)
-    env = dict(os.environ, GIT_AUTHOR_NAME="b", GIT_AUTHOR_EMAIL="b@b", GIT_COMMITTER_NAME="b", GIT_COMMITTER_EMAIL="b@b")
-    subprocess.run(["git", "init", "-q"], cwd=repo, check=True, env=env)
-    for i in range(2):
-        with open(os.path.join(repo, "a.py"), "w") as f:
-            f.write("x = %d\n" % i)
-        subprocess.run(["git", "add", "a.py"], cwd=repo, check=True, env=env)
-        subprocess.run(["git", "commit", "-qm", str(i)], cwd=repo, check=True, env=env)
-    return repo
 
 
 def manifest(tmp, repo, url):

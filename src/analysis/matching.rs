@@ -342,6 +342,16 @@ fn ratio(n: usize, d: usize) -> Option<f64> {
 }
 
 impl MatchCounts {
+    /// Counts one oracle finding with its verdict.
+    pub fn add_verdict(&mut self, verdict: Verdict) {
+        self.oracle += 1;
+        match verdict {
+            Verdict::Found => self.found += 1,
+            Verdict::Partial => self.partial += 1,
+            Verdict::Missed => self.missed += 1,
+        }
+    }
+
     /// Seed 003: found / oracle findings.
     pub fn recall_strict(&self) -> Option<f64> {
         ratio(self.found, self.oracle)

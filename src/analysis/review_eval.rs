@@ -191,13 +191,7 @@ pub fn recall_by_class(oracle: &Oracle, cells: &[CellEval]) -> Vec<ClassRecall> 
         let mut by_class: BTreeMap<String, MatchCounts> = BTreeMap::new();
         for v in c.runs.iter().flat_map(|r| r.cases.iter()).flat_map(|case| case.verdicts.iter()) {
             let class = oracle.finding(&v.finding).and_then(|f| f.class.clone()).unwrap_or_else(|| "unclassified".into());
-            let e = by_class.entry(class).or_default();
-            e.oracle += 1;
-            match v.verdict {
-                Verdict::Found => e.found += 1,
-                Verdict::Partial => e.partial += 1,
-                Verdict::Missed => e.missed += 1,
-            }
+            by_class.entry(class).or_default().add_verdict(v.verdict);
         }
         out.extend(by_class.into_iter().map(|(class, m)| ClassRecall {
             cell: c.cell.clone(),
@@ -448,13 +442,7 @@ fn tables(oracle: &Oracle, cells: &[CellEval]) -> Vec<Table> {
                 by_case.entry(&case.case).or_default().merge(&case.scores);
                 for v in &case.verdicts {
                     let class = oracle.finding(&v.finding).and_then(|f| f.category).map(|c| c.as_str().to_string()).unwrap_or_else(|| "uncategorized".into());
-                    let e = by_class.entry(class).or_default();
-                    e.oracle += 1;
-                    match v.verdict {
-                        Verdict::Found => e.found += 1,
-                        Verdict::Partial => e.partial += 1,
-                        Verdict::Missed => e.missed += 1,
-                    }
+                    by_class.entry(class).or_default().add_verdict(v.verdict);
                 }
             }
         }

@@ -6,6 +6,14 @@ use super::*;
 
 const DIFF: &str = "diff --git a/calc.py b/calc.py\nindex 1111111..2222222 100644\n--- a/calc.py\n+++ b/calc.py\n@@ -1,2 +1,5 @@\n def add(a, b):\n     return a + b\n+\n+def run(code):\n+    return eval(code)  # TODO: sandbox\n";
 
+/// The oracle of two external changes `p-1` and `p-2`, one change-level finding each.
+pub(crate) const TWO_CHANGE_ORACLE: &str = r#"{"version": 1, "cases": [
+    {"id": "p-1", "expectedFindingIds": ["p-1/G1"], "rationale": "r"},
+    {"id": "p-2", "expectedFindingIds": ["p-2/G1"], "rationale": "r"}],
+  "findings": [
+    {"id": "p-1/G1", "caseId": "p-1", "description": "eval of untrusted code runs arbitrary code", "severity": "error", "blocking": true, "severityLabel": "Critical"},
+    {"id": "p-2/G1", "caseId": "p-2", "description": "the new function has no docstring", "severity": "info", "severityLabel": "Low"}]}"#;
+
 /// A corpus of two external changes (one with a diff when `with_diff`), an oracle with one
 /// change-level finding each, and a manifest reviewing them with `reviewer`.
 fn external(dir: &Path, with_diff: bool, reviewer: &str) -> PathBuf {
@@ -19,16 +27,7 @@ fn external(dir: &Path, with_diff: bool, reviewer: &str) -> PathBuf {
         format!(r#"[{{"id": "p-2", "title": "Add run", "url": "https://example.com/pr/2"{second_diff}}}, {{"id": "p-1", "title": "Add run too", "diff": "diffs/p-1.diff"}}]"#),
     )
     .expect("changes");
-    std::fs::write(
-        corpus.join("oracle.json"),
-        r#"{"version": 1, "cases": [
-            {"id": "p-1", "expectedFindingIds": ["p-1/G1"], "rationale": "r"},
-            {"id": "p-2", "expectedFindingIds": ["p-2/G1"], "rationale": "r"}],
-          "findings": [
-            {"id": "p-1/G1", "caseId": "p-1", "description": "eval of untrusted code runs arbitrary code", "severity": "error", "blocking": true, "severityLabel": "Critical"},
-            {"id": "p-2/G1", "caseId": "p-2", "description": "the new function has no docstring", "severity": "info", "severityLabel": "Low"}]}"#,
-    )
-    .expect("oracle");
+    std::fs::write(corpus.join("oracle.json"), TWO_CHANGE_ORACLE).expect("oracle");
     let text = format!(
         "version = 1\n[experiment]\nname = \"ext\"\n[target]\nexternal = \"corpus/changes.json\"\noracle = \"corpus/oracle.json\"\n[matrix]\nrepeat = 1\n{reviewer}\n[[analysis]]\nkind = \"fixture\"\nrank-by = \"f1\"\n[report]\noutput = \"out\"\n"
     );

@@ -458,16 +458,7 @@ pub(crate) fn judged_matching_experiment(dir: &std::path::Path, judges: &str) ->
     let corpus = dir.join("corpus");
     std::fs::create_dir_all(&corpus).expect("mkdir");
     std::fs::write(corpus.join("changes.json"), r#"[{"id": "p-1", "title": "Add run"}, {"id": "p-2", "title": "Add helper"}]"#).expect("changes");
-    std::fs::write(
-        corpus.join("oracle.json"),
-        r#"{"version": 1, "cases": [
-            {"id": "p-1", "expectedFindingIds": ["p-1/G1"], "rationale": "r"},
-            {"id": "p-2", "expectedFindingIds": ["p-2/G1"], "rationale": "r"}],
-          "findings": [
-            {"id": "p-1/G1", "caseId": "p-1", "description": "eval of untrusted code runs arbitrary code", "severity": "error", "blocking": true, "severityLabel": "Critical"},
-            {"id": "p-2/G1", "caseId": "p-2", "description": "the new function has no docstring", "severity": "info", "severityLabel": "Low"}]}"#,
-    )
-    .expect("oracle");
+    std::fs::write(corpus.join("oracle.json"), crate::external_target::TWO_CHANGE_ORACLE).expect("oracle");
     std::fs::write(
         dir.join("captured.jsonl"),
         "{\"subject\": \"p-1\", \"file\": null, \"line\": null, \"message\": \"dangerous eval call lets attackers take over the machine\"}\n\
