@@ -647,8 +647,11 @@ pub fn judge_pairs(reported: &[Finding], expected: &[&OracleFinding], rule: &Ora
     for o in expected {
         for r in reported {
             let (verdict, similarity, gap) = grade(r, o, rule);
+            if verdict == Verdict::Found || !judge_candidate(similarity, gap, rule) {
+                continue;
+            }
             let pair = (o.description.clone(), report_text(r));
-            if verdict != Verdict::Found && judge_candidate(similarity, gap, rule) && !pairs.contains(&pair) {
+            if !pairs.contains(&pair) {
                 pairs.push(pair);
             }
         }
