@@ -130,8 +130,10 @@ fn load_scoring(manifest: &Manifest, plan: &Plan, cache: &CacheStore, frozen: bo
     let mut scorers = ExperimentScorers::new(&manifest.scoring, shuffle_seed, analyzers).map_err(Error::Scoring)?;
     // The judges match under the first analysis that asks them to (as `runner show` reads the
     // first oracle-matching analysis's rule).
+    // A `jury` analysis measures the judges themselves, so they are asked every pair.
     if let (Some(spec), Some(oracle)) = (manifest.analyses.iter().find(|a| a.asks_judges_to_match()), oracle) {
-        scorers = scorers.with_matching(Arc::new(oracle.clone()), spec.oracle_rule);
+        let every_pair = manifest.analyses.iter().any(|a| a.kind == crate::analysis::spec::AnalysisKind::Jury);
+        scorers = scorers.with_matching(Arc::new(oracle.clone()), spec.oracle_rule, every_pair);
     }
     let mut rqs = BTreeMap::new();
     for (index, o) in options {

@@ -497,7 +497,7 @@ fn node_summary(prepared: &experiment::Prepared, cached_runs: usize, (match_call
                 NodeKind::Materialize => "not cached; built only for runs that are not cached".to_string(),
                 NodeKind::Review => format!("cached by key: {cached_runs} cached, {} to run", runs - cached_runs),
                 NodeKind::Match => format!(
-                    "cached per call (one per pair the judges are asked about): {match_calls} calls known from the cached reviews, {match_cached} cached, {} to run; the other runs' calls are known once reviewed",
+                    "cached per call (one per pair the judges are asked about; a replayed judge's, one per oracle finding, read from its file): {match_calls} calls known from the cached reviews, {match_cached} cached, {} to run; the other runs' calls are known once reviewed",
                     match_calls - match_cached
                 ),
                 NodeKind::Claims | NodeKind::Smells | NodeKind::Judge | NodeKind::Embed => {

@@ -7,6 +7,7 @@
 //! an embedding by the embedder's fingerprint and the texts. The blind item a judge sees is
 //! built from the finding and the subject's diff only when the call runs.
 
+use crate::analysis::judgements::{recorded_decisions, JudgementFile, RecordedDecision};
 use crate::analysis::matching::{judge_pairs, MatchVotes};
 use crate::analysis::rqs::{EmbedderInfo, FindingVotes, JudgeInfo, RqsInput, RunScoring, StageCost, SubjectReferences, Vote};
 use crate::analysis::spec::OracleRule;
@@ -19,27 +20,100 @@ use crate::judge::claims::ClaimsGenerator;
 use crate::judge::embed::Embedder;
 use crate::judge::rubric::same_issue_order;
 use crate::judge::rubric::{Judge, Rubric, Verdict};
+use crate::judge::spec::JudgeSpec;
 use crate::manifest::Scoring;
 use crate::plan::{Embedded, Node, Plan};
 use crate::smells::AnalyzerSet;
 use crate::subject::Subject;
 use serde_json::{json, Value};
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::Arc;
 
 /// The rubrics every judge applies to every finding, in call order.
 pub const RUBRICS: [Rubric; 2] = [Rubric::Validity, Rubric::Actionability];
 
+/// A judge of the experiment: a model asked through its rubrics, or one whose match decisions
+/// are replayed from the file it recorded them in.
+enum Juror {
+    Model(Box<Judge>),
+    Replay(Box<ReplayedJudge>),
+}
+
+/// `[judges.NAME] kind = "replay"`: a judge's recorded match decisions, answering each match
+/// call at once, from memory (`Scorers::answer_now`): nothing is run, stored or metered.
+struct ReplayedJudge {
+    spec: JudgeSpec,
+    /// blake3 of the file's bytes: what the answers depend on.
+    digest: String,
+    decisions: HashMap<(String, String), RecordedDecision>,
+}
+
+impl ReplayedJudge {
+    fn read(mut spec: JudgeSpec) -> Result<Self, String> {
+        let path = spec.replay.clone().ok_or("not a replayed judge")?;
+        let file = JudgementFile::read(&path)?;
+        if !file.labelled() {
+            return Err(format!("judge `{}`: `{}` carries no match decisions (no golden comment has `matched_candidate`)", spec.name, path.display()));
+        }
+        if spec.settings.model.is_empty() {
+            spec.settings.model = file.judge.clone();
+        }
+        Ok(Self { decisions: recorded_decisions(&file), digest: file.digest, spec })
+    }
+
+    fn fingerprint(&self) -> Value {
+        json!({"stage": "match", "kind": "replay", "judge": self.spec.settings.model, "decisions": self.digest})
+    }
+
+    /// The recorded decision on `golden` in a review by `tool`: `verdict` yes or no, or null
+    /// where the file has none.
+    fn answer(&self, tool: &str, golden: &str) -> Value {
+        match self.decisions.get(&(tool.to_string(), golden.to_string())) {
+            Some(d) => json!({
+                "verdict": d.found.map(|f| if f { Verdict::Yes.as_str() } else { Verdict::No.as_str() }),
+                "candidate": d.candidate,
+                "false_positives": d.false_positives,
+                "replayed": self.spec.settings.model,
+            }),
+            None => json!({"verdict": null, "replayed": self.spec.settings.model}),
+        }
+    }
+}
+
+impl Juror {
+    fn spec(&self) -> &JudgeSpec {
+        match self {
+            Self::Model(j) => j.spec(),
+            Self::Replay(r) => &r.spec,
+        }
+    }
+
+    fn model(&self) -> Result<&Judge, String> {
+        match self {
+            Self::Model(j) => Ok(j),
+            Self::Replay(r) => Err(format!("judge `{}` replays recorded match decisions; only a model judge applies rubrics", r.spec.name)),
+        }
+    }
+}
+
+/// What the match nodes ask the judges about: a run's findings against `oracle`'s under
+/// `rule`, only the pairs the rule leaves to them or, for a `jury` analysis, every pair.
+struct MatchingAsk {
+    oracle: Arc<Oracle>,
+    rule: OracleRule,
+    every_pair: bool,
+}
+
 /// The scoring resources of one experiment.
 pub struct ExperimentScorers {
-    judges: Vec<Judge>,
+    judges: Vec<Juror>,
     claims: Option<ClaimsGenerator>,
     analyzers: Option<AnalyzerSet>,
     embedder: Option<Embedder>,
     shuffle_seed: u64,
     /// The oracle and the rule whose pairs the judges are asked about, when an analysis takes
-    /// their word as evidence of a find.
-    matching: Option<(Arc<Oracle>, OracleRule)>,
+    /// their word as evidence of a find or measures them (`jury`).
+    matching: Option<MatchingAsk>,
 }
 
 /// The analyzers an execution keys (and, live, runs) smells with, when its plan has smells
@@ -107,16 +181,24 @@ impl ExperimentScorers {
     /// Builds the clients the manifest declares, with the analyzers [`analyzers_for`] gave
     /// (`None` when the plan has no smells, so an experiment without them needs none).
     pub fn new(scoring: &Scoring, shuffle_seed: u64, analyzers: Option<AnalyzerSet>) -> Result<Self, String> {
-        let judges = scoring.judges.iter().map(|spec| Judge::new(spec.clone()).map_err(|e| e.to_string())).collect::<Result<Vec<_>, _>>()?;
+        let judges = scoring
+            .judges
+            .iter()
+            .map(|spec| match spec.replay {
+                Some(_) => ReplayedJudge::read(spec.clone()).map(|r| Juror::Replay(Box::new(r))),
+                None => Judge::new(spec.clone()).map(|j| Juror::Model(Box::new(j))).map_err(|e| e.to_string()),
+            })
+            .collect::<Result<Vec<_>, _>>()?;
         let claims = scoring.claims.clone().map(|spec| ClaimsGenerator::new(spec).map_err(|e| e.to_string())).transpose()?;
         let embedder = scoring.embedder.clone().map(|spec| Embedder::new(spec).map_err(|e| e.to_string())).transpose()?;
         Ok(Self { judges, claims, analyzers, embedder, shuffle_seed, matching: None })
     }
 
     /// Asks the judges, in match nodes, about the pairs of `oracle`'s findings and a run's
-    /// findings that `rule` leaves to them.
-    pub fn with_matching(mut self, oracle: Arc<Oracle>, rule: OracleRule) -> Self {
-        self.matching = Some((oracle, rule));
+    /// findings that `rule` leaves to them, or with `every_pair` (a `jury` analysis) about
+    /// every pair at the same place; a replayed judge is asked about each oracle finding.
+    pub fn with_matching(mut self, oracle: Arc<Oracle>, rule: OracleRule, every_pair: bool) -> Self {
+        self.matching = Some(MatchingAsk { oracle, rule, every_pair });
         self
     }
 
@@ -197,7 +279,7 @@ impl Scorers for ExperimentScorers {
                 }])
             }
             Node::Judge { judge, .. } => {
-                let j = self.judges.get(*judge).ok_or_else(|| format!("no judge number {}", judge + 1))?;
+                let j = self.judges.get(*judge).ok_or_else(|| format!("no judge number {}", judge + 1))?.model()?;
                 let findings = inputs.findings.ok_or("the run has no findings to judge")?;
                 let mut calls = Vec::new();
                 for index in shuffled(findings.len(), self.shuffle_seed) {
@@ -213,15 +295,32 @@ impl Scorers for ExperimentScorers {
                 Ok(calls)
             }
             Node::Match { judge, .. } => {
-                let j = self.judges.get(*judge).ok_or_else(|| format!("no judge number {}", judge + 1))?;
-                let (oracle, rule) = self.matching.as_ref().ok_or("no analysis asks the judges to match findings")?;
+                let juror = self.judges.get(*judge).ok_or_else(|| format!("no judge number {}", judge + 1))?;
+                let ask = self.matching.as_ref().ok_or("no analysis asks the judges to match findings")?;
                 let findings = inputs.findings.ok_or("the run has no findings to match")?;
-                if oracle.case(inputs.subject).is_none() {
+                if ask.oracle.case(inputs.subject).is_none() {
                     return Ok(Vec::new());
                 }
-                let expected = oracle.expected_for(inputs.subject);
+                let expected = ask.oracle.expected_for(inputs.subject);
+                let j = match juror {
+                    Juror::Model(j) => j,
+                    // A replayed judge decided per oracle finding, on its own reading of the
+                    // review: one call per oracle finding, for the run's reviewer.
+                    Juror::Replay(r) => {
+                        let fingerprint = r.fingerprint();
+                        return Ok(expected
+                            .iter()
+                            .map(|o| Call {
+                                stage: "match",
+                                inputs: json!({"judge": fingerprint, "tool": inputs.reviewer, "golden": o.description}),
+                                endpoint: format!("judge:{}", r.spec.name),
+                                payload: json!({"oracle": o.description, "golden": true}),
+                            })
+                            .collect());
+                    }
+                };
                 let fingerprint = j.same_issue_fingerprint();
-                Ok(judge_pairs(findings, &expected, rule)
+                Ok(judge_pairs(findings, &expected, &ask.rule, ask.every_pair)
                     .into_iter()
                     .map(|(description, report)| {
                         // Blind: the two texts in an order that does not say which is which.
@@ -285,7 +384,7 @@ impl Scorers for ExperimentScorers {
                     let finding: Finding = serde_json::from_value(call.payload["shown"].clone()).map_err(|e| format!("bad judge payload: {e}"))?;
                     let rubric = RUBRICS.into_iter().find(|r| call.payload["rubric"] == r.as_str()).ok_or("bad judge payload: rubric")?;
                     let name = call.endpoint.trim_start_matches("judge:");
-                    let judge = self.judges.iter().find(|j| j.spec().name == name).ok_or_else(|| format!("no judge `{name}`"))?;
+                    let judge = self.judges.iter().find(|j| j.spec().name == name).ok_or_else(|| format!("no judge `{name}`"))?.model()?;
                     // One finding per call, always shown as `item-1`: the prompt depends on the
                     // finding and the subject only, as the key does.
                     let (_, item) = blind_items(std::slice::from_ref(&finding), &subject, 0).into_iter().next().ok_or("no blind item")?;
@@ -294,7 +393,7 @@ impl Scorers for ExperimentScorers {
                 }
                 "match" => {
                     let name = call.endpoint.trim_start_matches("judge:");
-                    let judge = self.judges.iter().find(|j| j.spec().name == name).ok_or_else(|| format!("no judge `{name}`"))?;
+                    let judge = self.judges.iter().find(|j| j.spec().name == name).ok_or_else(|| format!("no judge `{name}`"))?.model()?;
                     let texts = strings(&call.inputs["texts"]);
                     let [first, second] = texts.as_slice() else { return Err("bad match call: two texts expected".to_string()) };
                     let judgement = judge.same_issue(first, second).await.map_err(|e| e.to_string())?;
@@ -309,6 +408,21 @@ impl Scorers for ExperimentScorers {
                 other => Err(format!("unknown scoring stage `{other}`")),
             }
         })
+    }
+
+    /// A replayed judge's match calls: its recorded decision.
+    fn answer_now(&self, call: &Call) -> Option<Result<Value, String>> {
+        if call.stage != "match" || call.inputs.get("golden").is_none() {
+            return None;
+        }
+        let name = call.endpoint.trim_start_matches("judge:");
+        let Some(Juror::Replay(r)) = self.judges.iter().find(|j| j.spec().name == name) else {
+            return Some(Err(format!("no replayed judge `{name}`")));
+        };
+        let (Some(tool), Some(golden)) = (call.inputs["tool"].as_str(), call.inputs["golden"].as_str()) else {
+            return Some(Err("bad match call: a tool and an oracle finding expected".to_string()));
+        };
+        Some(Ok(r.answer(tool, golden)))
     }
 
     /// Judge, claims and embedding calls are model calls; the analyzers are local work.
@@ -393,19 +507,25 @@ fn vote(value: &Value) -> Vote {
 pub fn match_votes<A, R>(plan: &Plan, view: &WalkView<'_, A, R>, scorers: &ExperimentScorers) -> Option<MatchVotes> {
     scorers.matching.as_ref()?;
     let names: Vec<String> = scorers.judges.iter().map(|j| j.spec().name.clone()).collect();
-    let mut votes = MatchVotes { judges: names.clone(), ..Default::default() };
+    let replayed = scorers.judges.iter().map(|j| matches!(j, Juror::Replay(_))).collect();
+    let mut votes = MatchVotes { judges: names.clone(), replayed, ..Default::default() };
     for i in 0..plan.runs.len() {
         for (j, name) in names.iter().enumerate() {
             match view.scored(&Node::Match { run: i, judge: j }) {
                 ScoredView::Done(s) => {
                     for (value, payload) in s.values.iter().zip(&s.payloads) {
+                        if payload["golden"] == true {
+                            let Some(oracle) = payload["oracle"].as_str() else { continue };
+                            let label = plan.runs[i].label();
+                            let slot = votes.findings.entry((label.clone(), oracle.to_string())).or_insert_with(|| vec![None; names.len()]);
+                            slot[j] = vote(value).as_bool();
+                            let fp = votes.false_positives.entry(label).or_insert_with(|| vec![None; names.len()]);
+                            fp[j] = value["false_positives"].as_u64().map(|n| n as usize).or(fp[j]);
+                            continue;
+                        }
                         let (Some(oracle), Some(report)) = (payload["oracle"].as_str(), payload["report"].as_str()) else { continue };
                         let slot = votes.pairs.entry((oracle.to_string(), report.to_string())).or_insert_with(|| vec![None; names.len()]);
-                        slot[j] = match vote(value) {
-                            Vote::Yes => Some(true),
-                            Vote::No => Some(false),
-                            Vote::Unparseable | Vote::Absent => None,
-                        };
+                        slot[j] = vote(value).as_bool();
                     }
                 }
                 // A run that failed is reported as such; its match nodes were skipped with it.
@@ -432,10 +552,18 @@ pub fn match_calls(
     for n in plan.graph.node_weights() {
         let Node::Match { run, .. } = n else { continue };
         let (Some(found), Some(subject)) = (findings.get(run), plan.subjects.get(&plan.runs[*run].subject_id)) else { continue };
-        let inputs = NodeInputs { subject: &subject.id, subject_identity: &subject.identity, findings: Some(found), claims: None, smells: None };
+        let inputs = NodeInputs {
+            subject: &subject.id,
+            subject_identity: &subject.identity,
+            findings: Some(found),
+            reviewer: &plan.runs[*run].reviewer,
+            claims: None,
+            smells: None,
+        };
         for call in scorers.calls(n, &inputs).unwrap_or_default() {
             calls += 1;
-            cached += usize::from(matches!(store.lookup_value(&call.key()), crate::cache::ValueLookup::Hit(_)));
+            // A replayed decision needs no work: counted as cached.
+            cached += usize::from(scorers.answer_now(&call).is_some() || matches!(store.lookup_value(&call.key()), crate::cache::ValueLookup::Hit(_)));
         }
     }
     (calls, cached)

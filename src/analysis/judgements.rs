@@ -160,6 +160,42 @@ fn read_record(r: &Value) -> Result<Record, String> {
     })
 }
 
+/// One judge's recorded decision on one golden comment of one tool's review, as a replayed
+/// judge (`[judges.NAME] kind = "replay"`) answers it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RecordedDecision {
+    /// Whether the judge found the comment in the review; `None` where it left it unlabelled
+    /// (or two records with the same tool and comment disagree).
+    pub found: Option<bool>,
+    /// The candidate, in the judge's own reading of the review, it matched.
+    pub candidate: Option<String>,
+    /// The judge's false positives in that review: its candidates matched to no golden
+    /// comment (the benchmark's FP).
+    pub false_positives: usize,
+}
+
+/// A labelled file's decisions by tool and golden comment: what a replayed judge answers for
+/// a run of that tool (the reviewer's name) on the oracle finding with that description.
+/// The pull request is not part of the key: the benchmark's URLs name each tool's fork of it,
+/// and a golden comment's text already identifies its pull request.
+pub fn recorded_decisions(file: &JudgementFile) -> HashMap<(String, String), RecordedDecision> {
+    let mut out: HashMap<(String, String), RecordedDecision> = HashMap::new();
+    for r in &file.records {
+        let false_positives = judge_prf(r).fp;
+        for g in &r.golden {
+            let decision = RecordedDecision { found: g.label.as_ref().map(Option::is_some), candidate: g.label.clone().flatten(), false_positives };
+            match out.entry((r.tool.clone(), g.comment.clone())) {
+                std::collections::hash_map::Entry::Vacant(v) => {
+                    v.insert(decision);
+                }
+                std::collections::hash_map::Entry::Occupied(mut o) if o.get().found != decision.found => o.get_mut().found = None,
+                std::collections::hash_map::Entry::Occupied(_) => {}
+            }
+        }
+    }
+    out
+}
+
 /// Embedding vectors by text, where an embedder was used.
 pub type Vectors = HashMap<String, Vec<f32>>;
 

@@ -641,13 +641,16 @@ pub fn judge_candidate(similarity: f64, gap: u32, rule: &OracleRule) -> bool {
 }
 
 /// The pairs of one run's reports and a case's oracle findings that the judges are asked
-/// about, as (oracle description, report text), in oracle then report order, each once.
-pub fn judge_pairs(reported: &[Finding], expected: &[&OracleFinding], rule: &OracleRule) -> Vec<(String, String)> {
+/// about, as (oracle description, report text), in oracle then report order, each once:
+/// those `rule` leaves to them, or with `every` (a `jury` analysis, which measures the judges
+/// themselves) every pair at the same place (change level: every pair).
+pub fn judge_pairs(reported: &[Finding], expected: &[&OracleFinding], rule: &OracleRule, every: bool) -> Vec<(String, String)> {
     let mut pairs: Vec<(String, String)> = Vec::new();
     for o in expected {
         for r in reported {
             let (verdict, similarity, gap) = grade(r, o, rule);
-            if verdict == Verdict::Found || !judge_candidate(similarity, gap, rule) {
+            let asked = if every { gap <= rule.line_tolerance } else { verdict != Verdict::Found && judge_candidate(similarity, gap, rule) };
+            if !asked {
                 continue;
             }
             let pair = (o.description.clone(), report_text(r));
@@ -681,6 +684,14 @@ pub struct MatchVotes {
     pub pairs: BTreeMap<(String, String), Vec<Option<bool>>>,
     /// Why some answers are missing (a judge's node that failed).
     pub problems: Vec<String>,
+    /// Per judge: whether it decides per oracle finding (a replayed judge) rather than per pair.
+    pub replayed: Vec<bool>,
+    /// The decisions of judges that decide per oracle finding rather than per pair (replayed
+    /// judges: "did this run find it?"), by run label and oracle description, one per judge.
+    pub findings: BTreeMap<(String, String), Vec<Option<bool>>>,
+    /// What replayed judges counted as a run's false positives (candidates they matched to
+    /// no oracle finding, in their own reading of the review), by run label, one per judge.
+    pub false_positives: BTreeMap<String, Vec<Option<usize>>>,
 }
 
 impl MatchVotes {
@@ -1073,13 +1084,15 @@ pub(crate) mod tests {
         let (verdict, similarity, gap) = grade(&near, &o, &rule);
         assert!(verdict != Verdict::Found && similarity >= rule.judge_floor() && similarity < rule.similarity, "{verdict:?} {similarity}");
         assert!(judge_candidate(similarity, gap, &rule));
-        let pairs = judge_pairs(&[near.clone(), far.clone(), unrelated.clone()], &[&o], &rule);
+        let pairs = judge_pairs(&[near.clone(), far.clone(), unrelated.clone()], &[&o], &rule, false);
         assert_eq!(pairs, vec![(F1_DESC.to_string(), report_text(&near))], "far away or under the floor: not asked");
-        assert!(judge_pairs(std::slice::from_ref(&near), &[&o], &OracleRule::default()).is_empty(), "only the judge evidence asks");
+        assert!(judge_pairs(std::slice::from_ref(&near), &[&o], &OracleRule::default(), false).is_empty(), "only the judge evidence asks");
+        let every = judge_pairs(&[near.clone(), far.clone(), unrelated.clone()], &[&o], &rule, true);
+        assert_eq!(every.len(), 2, "a jury is asked every pair at the place, settled or not, and nothing elsewhere: {every:?}");
         let votes_of = |v: Vec<Option<bool>>| MatchVotes {
             judges: vec!["a".into(), "b".into(), "c".into()],
             pairs: [((F1_DESC.to_string(), report_text(&near)), v)].into(),
-            problems: Vec::new(),
+            ..MatchVotes::default()
         };
         let verdict_with = |v: Vec<Option<bool>>| match_case_judged(std::slice::from_ref(&near), &[&o], &rule, Some(&votes_of(v))).verdicts[0].verdict;
         assert_eq!(verdict_with(vec![Some(true), Some(true), Some(false)]), Verdict::Found);

@@ -14,6 +14,7 @@ pub mod distribution;
 pub mod fixture;
 pub mod id_stability;
 pub mod judgements;
+pub mod jury;
 pub mod latency;
 pub mod match_calibration;
 pub mod matching;
@@ -554,6 +555,7 @@ fn compute_kind(spec: &AnalysisSpec, input: &AnalysisInput<'_>) -> AnalysisResul
         AnalysisKind::ReviewEval => crate::analysis::review_eval::compute(spec, input),
         AnalysisKind::Rqs => rqs::compute(spec, input),
         AnalysisKind::Compare => compare::compute(spec, input),
+        AnalysisKind::Jury => jury::compute(spec, input),
         // Read from filled sheets by the study layer (`crate::study::report`), which sits above.
         AnalysisKind::Study => {
             let mut r = AnalysisResult::new(spec, "H", "Human study", "A human study read from its filled sheets.");

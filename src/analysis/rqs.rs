@@ -24,7 +24,8 @@ pub enum Vote {
 }
 
 impl Vote {
-    fn decided(self) -> Option<bool> {
+    /// A decided vote as yes (`true`) or no; `None` for no well-formed answer.
+    pub fn as_bool(self) -> Option<bool> {
         match self {
             Self::Yes => Some(true),
             Self::No => Some(false),
@@ -149,8 +150,8 @@ pub const STAND_ALONE_AGREEMENT: f64 = 0.85;
 
 /// The jury's majority on one finding: `Some(verdict)`, or `None` for a tie or no decided vote.
 pub fn majority(votes: &[Vote]) -> Majority {
-    let yes = votes.iter().filter(|v| v.decided() == Some(true)).count();
-    let no = votes.iter().filter(|v| v.decided() == Some(false)).count();
+    let yes = votes.iter().filter(|v| v.as_bool() == Some(true)).count();
+    let no = votes.iter().filter(|v| v.as_bool() == Some(false)).count();
     match yes.cmp(&no) {
         _ if yes + no == 0 => Majority::Undecided,
         std::cmp::Ordering::Greater => Majority::Verdict(true),
@@ -196,7 +197,7 @@ impl Tally {
 /// Inter-judge agreement on one rubric: κ over the findings every judge decided.
 fn jury_kappa(items: &[&[Vote]], judges: usize) -> (Option<f64>, usize) {
     let decided: Vec<Vec<bool>> =
-        items.iter().filter_map(|votes| votes.iter().map(|v| v.decided()).collect::<Option<Vec<bool>>>()).filter(|v| v.len() == judges).collect();
+        items.iter().filter_map(|votes| votes.iter().map(|v| v.as_bool()).collect::<Option<Vec<bool>>>()).filter(|v| v.len() == judges).collect();
     let n = decided.len();
     if judges < 2 || n == 0 {
         return (None, n);
@@ -710,7 +711,7 @@ fn anchor_agreement(anchor: &Anchor, input: &AnalysisInput<'_>, rqs: &RqsInput) 
             for (rubric, (human, judged)) in [(valid, &votes.validity), (actionable, &votes.actionability)].into_iter().enumerate() {
                 let Some(human) = human else { continue };
                 for (j, vote) in judged.iter().enumerate() {
-                    if let (Some(v), Some(p)) = (vote.decided(), pairs.get_mut(j)) {
+                    if let (Some(v), Some(p)) = (vote.as_bool(), pairs.get_mut(j)) {
                         p[rubric].push((v, human));
                     }
                 }

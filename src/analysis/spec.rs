@@ -218,7 +218,7 @@ impl AnalysisSpec {
 impl AnalysisSpec {
     /// Whether the analysis matches against the oracle with the judges' word as evidence.
     pub fn asks_judges_to_match(&self) -> bool {
-        self.kind.uses_oracle() && self.oracle_rule.evidence == Evidence::Judge
+        self.kind == AnalysisKind::Jury || (self.kind.uses_oracle() && self.oracle_rule.evidence == Evidence::Judge)
     }
 }
 
@@ -291,10 +291,15 @@ pub enum AnalysisKind {
     Compare,
     /// Seed 000's human studies (H1, H5, H7, H8) from filled sheets.
     Study,
+    /// The judges measured: each judge's found / not found per oracle finding of every run
+    /// (model judges asked every pair, replayed judges' recorded decisions), their recall and
+    /// precision per cell, their pairwise κ and majority, runner's matcher against each and
+    /// against the majority, and the cells' ranking under each.
+    Jury,
 }
 
 impl AnalysisKind {
-    pub const ALL: [AnalysisKind; 15] = [
+    pub const ALL: [AnalysisKind; 16] = [
         Self::Overlap,
         Self::Latency,
         Self::Repeatability,
@@ -310,6 +315,7 @@ impl AnalysisKind {
         Self::Rqs,
         Self::Compare,
         Self::Study,
+        Self::Jury,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -329,6 +335,7 @@ impl AnalysisKind {
             Self::Rqs => "rqs",
             Self::Compare => "compare",
             Self::Study => "study",
+            Self::Jury => "jury",
         }
     }
 
@@ -338,7 +345,7 @@ impl AnalysisKind {
 
     /// Kinds that match findings to an oracle and read the oracle-matching keys.
     pub fn uses_oracle(self) -> bool {
-        matches!(self, Self::Fixture | Self::Aggregation | Self::ReviewEval | Self::Rqs | Self::Compare)
+        matches!(self, Self::Fixture | Self::Aggregation | Self::ReviewEval | Self::Rqs | Self::Compare | Self::Jury)
     }
 }
 

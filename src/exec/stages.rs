@@ -51,6 +51,9 @@ pub struct NodeInputs<'a> {
     pub subject_identity: &'a str,
     /// The run's findings (judge and review-embedding nodes).
     pub findings: Option<&'a [Finding]>,
+    /// The name of the reviewer whose run the node scores (judge, match and review-embedding
+    /// nodes); empty for a subject's nodes.
+    pub reviewer: &'a str,
     /// The subject's claims and smells, for its pseudo-reference embedding: the values of
     /// those nodes' calls, `None` where the stage is not declared.
     pub claims: Option<&'a [Value]>,
@@ -66,6 +69,12 @@ pub trait Scorers: Send + Sync {
     fn run(self: Arc<Self>, call: Call, subject: Option<Arc<Subject>>) -> CallFuture;
     /// How many calls to `endpoint` may run at once (within `--jobs`).
     fn endpoint_limit(&self, endpoint: &str) -> usize;
+    /// The answer of a call that needs no work and no cache: one read from data already in
+    /// memory (a replayed judge's recorded decision). It is neither stored nor metered, and
+    /// a frozen execution has it too.
+    fn answer_now(&self, _call: &Call) -> Option<Result<Value, String>> {
+        None
+    }
     /// Whether `--max-cost` counts and stops this call (a model call, not local work).
     fn metered(&self, _call: &Call) -> bool {
         false
@@ -88,10 +97,14 @@ pub struct Scored {
     pub cached: usize,
 }
 
-/// Looks every call up: all of them hit, or `None`.
-pub fn all_cached(cache: &dyn Store, calls: &[Call]) -> Option<Scored> {
+/// Looks every call up (answered at once, or in the cache): all of them known, or `None`.
+pub fn all_cached(cache: &dyn Store, scorers: &dyn Scorers, calls: &[Call]) -> Option<Scored> {
     let mut values = Vec::with_capacity(calls.len());
     for call in calls {
+        if let Some(answer) = scorers.answer_now(call) {
+            values.push(answer.ok()?);
+            continue;
+        }
         match cache.lookup_value(&call.key()) {
             ValueLookup::Hit(value) => values.push(value),
             ValueLookup::Miss | ValueLookup::Corrupt(_) => return None,
@@ -169,6 +182,9 @@ pub async fn run_node(shared: StageShared, calls: Vec<Call>, subject: Option<Arc
 
 /// One call: the cached answer (`true`), or a fresh one, stored (`false`).
 async fn run_call(shared: &StageShared, call: Call, subject: Option<Arc<Subject>>) -> Result<(Value, bool), NodeError> {
+    if let Some(answer) = shared.scorers.answer_now(&call) {
+        return answer.map(|value| (value, true)).map_err(NodeError::Failed);
+    }
     let key = call.key();
     if !shared.refresh {
         let cache = shared.cache.clone();

@@ -334,7 +334,7 @@ pub async fn execute<C: Conclusions>(
         if options.refresh {
             continue;
         }
-        if let Some(scored) = stages::all_cached(cache.as_ref(), &calls) {
+        if let Some(scored) = stages::all_cached(cache.as_ref(), scorers.as_ref(), &calls) {
             states[n.index()] = State::Scored(Arc::new(scored));
         } else if options.frozen {
             states[n.index()] = State::Skipped(SkipReason::NotCached);
@@ -758,7 +758,11 @@ fn node_inputs<'s, A, R>(plan: &'s Plan, states: &'s [State<A, R>], node: NodeIn
         other => return Err(format!("{} is not a scoring node", describe(other))),
     };
     let subject = plan.subjects.get(subject_id).ok_or_else(|| format!("no subject `{subject_id}`"))?;
-    let mut inputs = NodeInputs { subject: subject_id, subject_identity: &subject.identity, findings: None, claims: None, smells: None };
+    let reviewer = match &graph[node] {
+        Node::Judge { run, .. } | Node::Match { run, .. } | Node::Embed { of: crate::plan::Embedded::Review { run } } => plan.runs[*run].reviewer.as_str(),
+        _ => "",
+    };
+    let mut inputs = NodeInputs { subject: subject_id, subject_identity: &subject.identity, findings: None, reviewer, claims: None, smells: None };
     for edge in graph.edges_directed(node, Direction::Incoming) {
         match (&graph[edge.source()], &states[edge.source().index()]) {
             (Node::Review { .. }, State::Run(outcome)) => inputs.findings = outcome.success().map(|(_, findings)| findings),

@@ -113,6 +113,11 @@ pub struct JudgeSpec {
     pub rubric_dir: Option<PathBuf>,
     pub validity: PromptTemplate,
     pub actionability: PromptTemplate,
+    /// `kind = "replay"`: the judge asks no model; it replays the match decisions a judge
+    /// recorded in this file (the code-review benchmark's judgements format), for a `jury`
+    /// analysis. Its `settings` then hold only `model` (the file's judge by default) and
+    /// `family`.
+    pub replay: Option<PathBuf>,
 }
 
 impl JudgeSpec {
@@ -125,6 +130,7 @@ impl JudgeSpec {
             rubric_dir: None,
             validity: PromptTemplate { name: "default".into(), text: DEFAULT_VALIDITY_RUBRIC.into() },
             actionability: PromptTemplate { name: "default".into(), text: DEFAULT_ACTIONABILITY_RUBRIC.into() },
+            replay: None,
         }
     }
 }
@@ -143,8 +149,11 @@ impl ClaimsSpec {
     }
 }
 
-/// Checks that judges that sit on one jury come from different model families.
+/// Checks that the model judges that sit on one jury come from different model families.
+/// Replayed judges are left out: they score no review of runner's, and the `jury` analysis
+/// that reads them names judges of one family in its notes.
 pub fn check_cross_family(judges: &[&JudgeSpec]) -> Result<(), String> {
+    let judges: Vec<&&JudgeSpec> = judges.iter().filter(|j| j.replay.is_none()).collect();
     for (i, a) in judges.iter().enumerate() {
         if let Some(b) = judges[i + 1..].iter().find(|b| b.settings.family == a.settings.family) {
             return Err(format!(
@@ -189,6 +198,19 @@ pub fn read_judges(root: &TableReader<'_, '_>, base_dir: &Path) -> Option<Vec<Ju
 }
 
 fn read_judge(t: &TableReader<'_, '_>, name: &str, base_dir: &Path) -> Option<JudgeSpec> {
+    match t.string("kind") {
+        Some(k) if k.get_ref() == "replay" => return read_replay_judge(t, name, base_dir),
+        Some(k) if k.get_ref() == "model" => {}
+        Some(k) => {
+            t.problems().push_with_help(
+                k.span(),
+                format!("unknown judge kind `{}` in {}", k.get_ref(), t.name()),
+                "kinds: model (the default: a model asked through `provider`), replay (decisions captured in a file)",
+            );
+            return None;
+        }
+        None => {}
+    }
     let settings = read_settings(t, base_dir, JUDGE_MAX_TOKENS);
     let mut ok = true;
     let mut spec = JudgeSpec::new(name, settings.clone().unwrap_or_else(|| ModelSettings::new(Protocol::OpenAi, "http://x", "", "")));
@@ -230,6 +252,41 @@ fn read_judge(t: &TableReader<'_, '_>, name: &str, base_dir: &Path) -> Option<Ju
     }
     spec.settings = settings?;
     ok.then_some(spec)
+}
+
+/// `kind = "replay"`: `path` (a judgements file, relative to the manifest), `family`, and
+/// optionally `model` (the name the report gives the judge; by default the file's `judge`).
+fn read_replay_judge(t: &TableReader<'_, '_>, name: &str, base_dir: &Path) -> Option<JudgeSpec> {
+    let problems = t.problems();
+    let path = t.required_string("path");
+    let family = t.required_string("family");
+    let model = t.string("model");
+    let path = path.and_then(|p| {
+        let resolved = crate::config::resolve_path(base_dir, p.get_ref());
+        if resolved.is_file() {
+            Some(resolved)
+        } else {
+            problems.push_with_help(
+                p.span(),
+                format!("judgements file `{}` does not exist", resolved.display()),
+                "`path` names a file in the code-review benchmark's judgements format, relative to the manifest",
+            );
+            None
+        }
+    });
+    let family = family.and_then(|f| {
+        let valid = f.get_ref().chars().next().is_some_and(|c| c.is_ascii_lowercase() || c.is_ascii_digit())
+            && f.get_ref().chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || "._-".contains(c));
+        if !valid {
+            problems.push(f.span(), format!("`family` `{}` must be lowercase letters, digits, `.`, `-` or `_`", f.get_ref()));
+        }
+        valid.then(|| f.into_inner())
+    });
+    let (path, family) = (path?, family?);
+    let mut spec = JudgeSpec::new(name, ModelSettings::new(Protocol::OpenAi, "", model.map(Spanned::into_inner).as_deref().unwrap_or(""), &family));
+    spec.settings.base_urls.clear();
+    spec.replay = Some(path);
+    Some(spec)
 }
 
 /// Reads the claims generator's model keys (and `prompt`) from `t`, typically

@@ -564,7 +564,7 @@ fn check_oracle_needs(root: &TableReader<'_, '_>, target: &TargetSpec, analyses:
     for (t, spec) in root.tables("analysis").iter().zip(analyses) {
         let Some(spec) = spec else { continue };
         match spec.kind {
-            AnalysisKind::Fixture | AnalysisKind::ReviewEval => {
+            AnalysisKind::Fixture | AnalysisKind::ReviewEval | AnalysisKind::Jury => {
                 let span = t.get("kind").map_or_else(|| t.span(), |k| k.span());
                 t.problems().push_with_help(
                     span,

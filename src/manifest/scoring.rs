@@ -56,12 +56,36 @@ pub(super) fn read_scoring(root: &TableReader<'_, '_>, base_dir: &Path, analyses
     if let Err(e) = crate::judge::spec::check_cross_family(&judges.iter().collect::<Vec<_>>()) {
         problems.push(root.key_span("judges").unwrap_or(0..0), e);
     }
-    if judges.is_empty() && analyses.iter().flatten().any(|a| a.asks_judges_to_match()) {
+    if judges.is_empty() && analyses.iter().flatten().any(|a| a.kind == AnalysisKind::Jury) {
+        problems.push_with_help(
+            root.span(),
+            "analysis `jury` measures the judges, but no judges are declared",
+            "declare [judges.NAME] tables: models (`provider`, `model`, `family`) or recorded decisions (`kind = \"replay\"`, `path`, `family`)",
+        );
+    } else if judges.is_empty() && analyses.iter().flatten().any(|a| a.asks_judges_to_match()) {
         problems.push_with_help(
             root.span(),
             "`evidence = \"judge\"` asks the judges whether two findings describe the same issue, but no judges are declared",
             "declare [judges.NAME] tables (models of different families), or choose another `evidence`",
         );
+    }
+    // A replayed judge decided per oracle finding on its own reading of a review: it answers a
+    // `jury` analysis, not a pair of texts or a rubric.
+    let replayed: Vec<&str> = judges.iter().filter(|j| j.replay.is_some()).map(|j| j.name.as_str()).collect();
+    if let Some(first) = replayed.first() {
+        let model_uses = analyses.iter().flatten().find_map(|a| match a.kind {
+            AnalysisKind::Rqs => Some("analysis `rqs` has every judge apply its rubrics"),
+            AnalysisKind::Jury => None,
+            _ if a.oracle_rule.evidence == crate::analysis::matching::Evidence::Judge => Some("`evidence = \"judge\"` asks every judge about pairs of texts"),
+            _ => None,
+        });
+        if let Some(why) = model_uses {
+            problems.push_with_help(
+                root.key_span("judges").unwrap_or(0..0),
+                format!("judge `{first}` replays recorded decisions, but {why}"),
+                "a replayed judge (`kind = \"replay\"`) sits on a `jury` analysis only; declare model judges for the rest",
+            );
+        }
     }
     for spec in analyses.iter().flatten().filter(|a| a.kind == AnalysisKind::Rqs) {
         if judges.is_empty() {

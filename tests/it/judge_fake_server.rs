@@ -554,3 +554,48 @@ async fn the_jury_finds_a_report_its_words_do_not_and_a_tie_is_not_a_find() {
     assert_eq!(prf(&tie), (Some(1), Some(2), Some(1)), "{}", tie["data"]);
     assert!(tie["rule"].as_str().is_some_and(|r| r.contains("judges `alpha`, `beta`") && r.contains("1 pair, 1 tie (not found)")), "{}", tie["rule"]);
 }
+
+/// The same experiment with a `jury` analysis instead: it measures the judges, so they are
+/// asked about every pair — p-1's two reports and p-2's one, found by their words or not.
+pub(crate) fn jury_experiment(dir: &std::path::Path, judges: &str) -> PathBuf {
+    let manifest = judged_matching_experiment(dir, judges);
+    let text = std::fs::read_to_string(&manifest).expect("manifest");
+    let text = text.replace("kind = \"fixture\"\nevidence = \"judge\"\n", "kind = \"jury\"\n");
+    crate::write_manifest(dir, "jury.toml", &text)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_jury_analysis_asks_model_judges_about_every_pair_and_measures_them_against_the_matcher() {
+    // alpha says yes to everything; beta only to the pair about eval.
+    let handler: Handler =
+        Arc::new(|_, body| if body["model"] == JUDGE_MODEL || body.to_string().contains("dangerous eval call") { good("yes") } else { good("no") });
+    let server = fake(Protocol::OpenAi, &[JUDGE_MODEL, "judge-model-b"], handler).await;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let root = dir.path().to_path_buf();
+    let manifest = jury_experiment(&root, &two_judges(&server.url, "judge-model-b"));
+    let out = tokio::task::spawn_blocking(move || {
+        crate::runner(&root).args(["exec", "--cache-dir", "cache", "--work-dir", "work"]).arg(&manifest).output().expect("runs")
+    })
+    .await
+    .expect("joined");
+    assert!(out.status.success(), "{}", crate::stderr_of(&out));
+    assert_eq!(server.chats().len(), 6, "three pairs (every report at the place of each golden comment), asked of each judge");
+    let results: Value = serde_json::from_str(&std::fs::read_to_string(dir.path().join("out/results.json")).expect("results.json")).expect("json");
+    let jury = &results["analyses"][0];
+    assert_eq!(jury["kind"], "jury");
+    let cell = &jury["data"]["cells"][0];
+    // alpha finds both golden comments, beta only p-1's; the majority of two: p-1 found, p-2 a tie.
+    assert_eq!(cell["judges"][0]["recall"], 1.0, "{cell}");
+    assert_eq!(cell["judges"][1]["recall"], 0.5, "{cell}");
+    assert_eq!(cell["majority_recall"], 0.5, "{cell}");
+    // The matcher finds p-2's by its words and not p-1's (similarity under the threshold).
+    assert_eq!(cell["matcher"]["recall"], 0.5, "{cell}");
+    // As the benchmark counts: a golden comment takes one report (the first the judge called
+    // the same), and a report matched to none is a false positive: alpha 2 of 3, beta 1 of 3.
+    assert_eq!((cell["judges"][0]["precision"].as_f64(), cell["judges"][1]["precision"].as_f64()), (Some(2.0 / 3.0), Some(1.0 / 3.0)), "{cell}");
+    let agreement = &jury["data"]["agreement"];
+    // The matcher against beta: beta [yes, no], matcher [no, yes]: they agree on nothing.
+    assert_eq!(agreement[1]["matcher"]["agreement"], 0.0, "{agreement}");
+    assert_eq!(agreement[0]["matcher"]["both"], 1, "{agreement}");
+    assert_eq!(jury["data"]["jury"]["ties"], 1, "{}", jury["data"]["jury"]);
+}

@@ -16,6 +16,7 @@ mod ground_truth_eval;
 mod history_target;
 mod judge_fake_server;
 mod judge_real_server;
+mod jury;
 mod layers;
 mod llm_fake_ollama;
 mod llm_real_server;
