@@ -284,7 +284,13 @@ pub async fn execute(
     if options.shard.is_none() {
         check_output(&prepared.manifest.report)?;
     }
-    let conclusions = ExperimentConclusions { prepared, manifest_label, frozen: options.frozen, sharded: options.shard.is_some() };
+    let conclusions = ExperimentConclusions {
+        prepared,
+        manifest_label,
+        frozen: options.frozen,
+        sharded: options.shard.is_some(),
+        render_stamps: Some(options.work_dir.join("renders")),
+    };
     let materializer: exec::Materializer = Arc::new(|spec, work_dir| crate::subject::materialize(spec, work_dir).map_err(|e| e.to_string()));
     let scorers = prepared.scorers.clone().map(|s| s as Arc<dyn exec::Scorers>);
     let warner = emitter.clone();
@@ -322,6 +328,9 @@ struct ExperimentConclusions<'a> {
     frozen: bool,
     /// `--shard`: this execution holds part of the runs, so it writes no report.
     sharded: bool,
+    /// Where what each report directory was last rendered from is noted, so reports whose
+    /// results.json, template and runner are unchanged are not rendered again.
+    render_stamps: Option<PathBuf>,
 }
 
 /// What the render node produced.
@@ -375,7 +384,7 @@ impl exec::Conclusions for ExperimentConclusions<'_> {
             Vec::new()
         } else {
             let report = &prepared.manifest.report;
-            let options = report::render::WriteOptions { force: report.force, html: report.html };
+            let options = report::render::WriteOptions { force: report.force, html: report.html, stamps: self.render_stamps.clone() };
             report::render::write_reports(&results, &report.output, report.template.as_deref(), options)?
         };
         Ok(Rendered { results, scoring, written })

@@ -28,12 +28,57 @@ pub enum RenderError {
 }
 
 /// How reports go into their directory.
-#[derive(Debug, Clone, Copy, Default)]
+#[derive(Debug, Clone, Default)]
 pub struct WriteOptions {
     /// Overwrite files there that runner did not write (`--force`).
     pub force: bool,
     /// The caller writes report.html beside them: it is checked and listed with them.
     pub html: bool,
+    /// A directory (in the work directory) noting what each report directory was last
+    /// rendered from ([`RenderStamp`]): when results.json, the template and the runner binary
+    /// are what they were and the rendered files are as runner left them, RESULTS.md and the
+    /// charts are not rendered again. `None`: always render.
+    pub stamps: Option<std::path::PathBuf>,
+}
+
+/// What a report directory's RESULTS.md and charts were rendered from and what they held:
+/// the runner binary (version, size and modification time, so a rebuilt runner renders
+/// again), the template's hash, the file list, and each rendered file's hash (a file edited or
+/// removed since is rendered again). Kept in the work directory, never beside the reports.
+#[derive(Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+struct RenderStamp {
+    runner: String,
+    template: String,
+    names: Vec<String>,
+    files: Vec<(String, String)>,
+}
+
+impl RenderStamp {
+    /// The stamp's file for report directory `dir`: named by the blake3 of its absolute path.
+    fn path(stamps: &Path, dir: &Path) -> std::path::PathBuf {
+        let absolute = std::path::absolute(dir).unwrap_or_else(|_| dir.to_path_buf());
+        stamps.join(format!("{}.json", blake3::hash(absolute.as_os_str().as_encoded_bytes()).to_hex()))
+    }
+
+    /// This runner binary, as far as rendering can tell it apart from another build.
+    fn runner() -> String {
+        let exe = std::env::current_exe().ok().and_then(|p| std::fs::metadata(p).ok());
+        let (len, modified) =
+            exe.map_or((0, 0), |m| (m.len(), m.modified().ok().and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok()).map_or(0, |d| d.as_nanos())));
+        format!("{} {len} {modified}", env!("CARGO_PKG_VERSION"))
+    }
+
+    /// The rendered files' hashes as they are on disk; `None` when one is missing or unreadable.
+    fn hashes(dir: &Path, names: &[String]) -> Option<Vec<(String, String)>> {
+        names
+            .iter()
+            .filter(|n| *n != "results.json" && *n != HTML_FILE)
+            .map(|n| {
+                let bytes = crate::bounded::read(&dir.join(n), 64 * crate::bounded::MIB, crate::bounded::Links::Refuse, "reports").ok()?;
+                Some((n.clone(), blake3::hash(&bytes).to_hex().to_string()))
+            })
+            .collect()
+    }
 }
 
 /// report.html's name in the report directory.
@@ -298,6 +343,11 @@ pub fn write_reports(results: &Results, dir: &Path, template_override: Option<&P
     let md_path = dir.join("RESULTS.md");
     let json_path = dir.join("results.json");
     let outputs = super::outputs::Outputs::open(dir, options.force)?;
+    let stamp_path = options.stamps.as_deref().map(|stamps| RenderStamp::path(stamps, dir));
+    let template_hash = blake3::hash(template.as_bytes()).to_hex().to_string();
+    if let Some(written) = stamp_path.as_deref().and_then(|p| unchanged_reports(p, dir, results, &template_hash, options.html)) {
+        return Ok(written);
+    }
     // results.json is written while RESULTS.md renders beside it, and replaces the one there
     // only once RESULTS.md has rendered and nothing that is not runner's is in the way: a
     // template that fails, or a file runner did not write, leaves both as they were.
@@ -325,7 +375,43 @@ pub fn write_reports(results: &Results, dir: &Path, template_override: Option<&P
     let mut written = vec![md_path, json_path];
     written.extend(super::plots::write_charts(charts, dir)?);
     outputs.commit(&names)?;
+    if let Some(path) = stamp_path {
+        // A stamp that cannot be written costs the next execution a render, nothing more.
+        if let Some(files) = RenderStamp::hashes(dir, &names) {
+            let stamp = RenderStamp { runner: RenderStamp::runner(), template: template_hash, names, files };
+            if let Ok(text) = serde_json::to_vec(&stamp) {
+                let _ = path.parent().map(std::fs::create_dir_all);
+                let _ = crate::cache::store::atomic_write(&path, &text);
+            }
+        }
+    }
     Ok(written)
+}
+
+/// The report files, when the directory's reports are those its stamp at `stamp_path` says
+/// were rendered from this very results.json (compared byte for byte as it streams, nothing
+/// written), template and runner, and are still as runner left them; `None`: render.
+fn unchanged_reports(stamp_path: &Path, dir: &Path, results: &Results, template_hash: &str, html: bool) -> Option<Vec<std::path::PathBuf>> {
+    let text = crate::bounded::read(stamp_path, crate::bounded::MIB, crate::bounded::Links::Refuse, "render stamps").ok()?;
+    let stamp: RenderStamp = serde_json::from_slice(&text).ok()?;
+    if stamp.template != template_hash || stamp.runner != RenderStamp::runner() || stamp.names.iter().any(|n| n == HTML_FILE) != html {
+        return None;
+    }
+    if RenderStamp::hashes(dir, &stamp.names)? != stamp.files {
+        return None;
+    }
+    // A results.json that differs is not written here (`proceed` says no): the reports are
+    // then rendered and written together as usual.
+    let mut changed = false;
+    write_json(&dir.join("results.json"), results, || {
+        changed = true;
+        false
+    })
+    .ok()?;
+    if changed {
+        return None;
+    }
+    Some(stamp.names.iter().filter(|n| *n != HTML_FILE).map(|n| dir.join(n)).collect())
 }
 
 /// results.json, pretty-printed with a final newline, streamed to its file (see
@@ -468,5 +554,54 @@ mod tests {
     #[test]
     fn a_missing_field_is_an_error() {
         assert!(engine().render_template("{{fmt nothing digits=2}}", &serde_json::json!({})).is_err());
+    }
+}
+
+#[cfg(test)]
+mod stamp_tests {
+    use super::*;
+
+    #[test]
+    fn unchanged_reports_are_not_rendered_again_and_anything_changed_is() {
+        let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("results/quickstart/results.json");
+        let mut results = Results::read(&path).unwrap_or_else(|e| panic!("{e}"));
+        let dir = tempfile::tempdir().expect("tempdir");
+        let (out, stamps) = (dir.path().join("out"), dir.path().join("renders"));
+        let options = || WriteOptions { stamps: Some(stamps.clone()), ..WriteOptions::default() };
+        write_reports(&results, &out, None, options()).expect("first");
+        let md = out.join("RESULTS.md");
+        let rendered = std::fs::read_to_string(&md).expect("RESULTS.md");
+        let stamp_file = RenderStamp::path(&stamps, &out);
+        let stamp: RenderStamp = serde_json::from_slice(&std::fs::read(&stamp_file).expect("a stamp is kept")).expect("stamp");
+        assert!(stamp.files.iter().any(|(n, _)| n == "RESULTS.md") && !stamp.files.iter().any(|(n, _)| n == "results.json"), "{stamp:?}");
+
+        // A RESULTS.md edited by hand is rendered again.
+        std::fs::write(&md, "edited").expect("edit");
+        write_reports(&results, &out, None, options()).expect("again");
+        assert_eq!(std::fs::read_to_string(&md).expect("RESULTS.md"), rendered, "restored");
+
+        // With the stamp saying the edited file is what was rendered, nothing is rendered:
+        // the skip is real (the file stays as the stamp knows it).
+        std::fs::write(&md, "as stamped").expect("edit");
+        let mut files = stamp.files.clone();
+        for (name, hash) in &mut files {
+            if name == "RESULTS.md" {
+                *hash = blake3::hash(b"as stamped").to_hex().to_string();
+            }
+        }
+        let forged = RenderStamp { files, ..stamp };
+        std::fs::write(&stamp_file, serde_json::to_vec(&forged).expect("json")).expect("forge");
+        let written = write_reports(&results, &out, None, options()).expect("skipped");
+        assert_eq!(std::fs::read_to_string(&md).expect("RESULTS.md"), "as stamped", "not rendered again");
+        assert!(written.iter().any(|p| p.ends_with("RESULTS.md")) && written.iter().any(|p| p.ends_with("results.json")), "{written:?}");
+
+        // A changed results.json is rendered, and a changed template too.
+        results.experiment.name.push_str(" (changed)");
+        write_reports(&results, &out, None, options()).expect("changed results");
+        assert!(std::fs::read_to_string(&md).expect("RESULTS.md").contains("(changed)"));
+        let template = dir.path().join("t.hbs");
+        std::fs::write(&template, "# {{experiment.name}} by template\n").expect("template");
+        write_reports(&results, &out, Some(&template), options()).expect("template");
+        assert!(std::fs::read_to_string(&md).expect("RESULTS.md").ends_with("by template\n"));
     }
 }
