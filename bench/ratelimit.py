@@ -15,6 +15,13 @@ fresh server, each measured against
 the time a client that sends each request the moment the buckets allow it would take.
 RUNNER_BIN runs another build (an older one, for a before/after comparison) instead of
 building this one.
+
+BENCH_PROMPTFOO names a promptfoo CLI (e.g. `node_modules/.bin/promptfoo` of `npm install
+promptfoo@0.123.1`, with Node.js >= 22 on PATH): each round then also runs promptfoo's own
+scheduler at the same ceiling (`-j CONCURRENCY`, `--no-cache`) on the same number of requests
+(one test per cell, an `openai:chat` provider at the mock), against a fresh server, side by
+side: its wall time (start-up included, as runner's is), the evaluation time it reports
+itself, 429s and errored tests.
 """
 
 import json
@@ -101,17 +108,65 @@ def one_round(tmp, repo, mode, r):
     }
 
 
+PROMPTFOO = os.environ.get("BENCH_PROMPTFOO")
+
+
+def promptfoo_round(tmp, mode, r):
+    server, limits, url = mock_openai.start(mode, RPS, BURST, TPM, TOKEN_BURST, TOKENS, LATENCY_MS)
+    work = os.path.join(tmp, f"promptfoo-{mode}-{r}")
+    os.makedirs(work)
+    tests = "\n".join(f"  - vars:\n      n: {i}" for i in range(1, CELLS + 1))
+    config = os.path.join(work, "promptfooconfig.yaml")
+    with open(config, "w") as f:
+        f.write(f"""description: bench-ratelimit
+prompts:
+  - "Review change {{{{n}}}}"
+providers:
+  - id: openai:chat:mock
+    config:
+      apiBaseUrl: {url}
+      apiKey: sk-bench
+      max_tokens: {TOKENS}
+tests:
+{tests}
+""")
+    env = dict(os.environ, PROMPTFOO_DISABLE_TELEMETRY="1", PROMPTFOO_DISABLE_UPDATE="1", HOME=work,
+               PROMPTFOO_CONFIG_DIR=os.path.join(work, ".promptfoo"))
+    out = os.path.join(work, "out.json")
+    args = [PROMPTFOO, "eval", "-c", config, "--no-cache", "-j", str(CONCURRENCY), "-o", out, "--no-progress-bar", "--no-table"]
+    try:
+        start = time.perf_counter()
+        done = subprocess.run(args, cwd=work, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        wall = time.perf_counter() - start
+    finally:
+        server.shutdown()
+    stats = limits.stats()
+    try:
+        with open(out) as f:
+            result = json.load(f)["results"]["stats"]
+    except (OSError, KeyError, ValueError):
+        sys.exit(f"promptfoo wrote no results (exit {done.returncode}): {done.stderr[-2000:]}")
+    return {"wall_s": wall, "exit": done.returncode, "eval_s": result.get("durationMs", 0) / 1000.0,
+            "finished": result.get("successes", 0) + result.get("failures", 0), "failed": result.get("errors", 0),
+            "throttled": stats["throttled"], "requests": stats["chats"]}
+
+
 def main():
     if not os.environ.get("RUNNER_BIN"):
         subprocess.run(["cargo", "build", "--release", "--quiet"], cwd=ROOT, check=True)
     version = subprocess.run([BIN, "--version"], stdout=subprocess.PIPE, text=True, check=True).stdout.strip()
     ideal = ideal_seconds()
-    results = {}
+    results, promptfoo = {}, {}
+    promptfoo_version = None
+    if PROMPTFOO:
+        promptfoo_version = subprocess.run([PROMPTFOO, "--version"], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, check=True).stdout.strip()
     with tempfile.TemporaryDirectory() as tmp:
         repo = make_repo(tmp)
         for r in range(ROUNDS):
             for mode in MODES:
                 results.setdefault(mode, []).append(one_round(tmp, repo, mode, r))
+                if PROMPTFOO:
+                    promptfoo.setdefault(mode, []).append(promptfoo_round(tmp, mode, r))
     summary = {"runner": version, "bin": BIN, "cells": CELLS, "latency_ms": LATENCY_MS, "concurrency": CONCURRENCY, "rounds": ROUNDS,
                "rps": RPS, "burst": BURST, "tpm": TPM, "token_burst": TOKEN_BURST, "ideal_s": round(ideal, 3), "modes": {}}
     for mode, rounds in results.items():
@@ -127,6 +182,20 @@ def main():
             "held": [x["held"] for x in rounds],
             "rounds_wall_s": [round(x["wall_s"], 3) for x in rounds],
         }
+    if PROMPTFOO:
+        summary["promptfoo"] = {"version": promptfoo_version, "modes": {}}
+        for mode, rounds in promptfoo.items():
+            wall = statistics.median(x["wall_s"] for x in rounds)
+            summary["promptfoo"]["modes"][mode] = {
+                "wall_s": round(wall, 3),
+                "over_ideal_pct": round((wall / ideal - 1) * 100, 1),
+                "eval_s": round(statistics.median(x["eval_s"] for x in rounds), 3),
+                "throttled_median": statistics.median(x["throttled"] for x in rounds),
+                "failed_runs": [x["failed"] for x in rounds],
+                "finished_runs": [x["finished"] for x in rounds],
+                "rounds_wall_s": [round(x["wall_s"], 3) for x in rounds],
+                "runner_speedup": round(wall / summary["modes"][mode]["wall_s"], 2),
+            }
     print(json.dumps(summary, indent=2))
     print()
     print(f"| 429 mode | wall (median of {ROUNDS}) | over ideal {ideal:.2f} s | 429s (median) | failed runs (per round) | limit final / min / max |")
@@ -135,6 +204,14 @@ def main():
         limits = ", ".join("—" if l is None else f"{l[0]} / {l[1]} / {l[2]}" for l in m["limit_final_min_max"])
         failed = ", ".join(str(f) for f in m["failed_runs"])
         print(f"| {mode} | {m['wall_s']:.2f} s | +{m['over_ideal_pct']} % | {m['throttled_median']:g} | {failed} | {limits} |")
+    if PROMPTFOO:
+        print()
+        print(f"| 429 mode | runner wall | promptfoo {promptfoo_version} wall (its own eval time) | promptfoo over ideal | promptfoo 429s | promptfoo errored tests | runner faster by |")
+        print("|---|---:|---:|---:|---:|---|---:|")
+        for mode, p in summary["promptfoo"]["modes"].items():
+            failed = ", ".join(str(f) for f in p["failed_runs"])
+            print(f"| {mode} | {summary['modes'][mode]['wall_s']:.2f} s | {p['wall_s']:.2f} s ({p['eval_s']:.2f} s) | +{p['over_ideal_pct']} % "
+                  f"| {p['throttled_median']:g} | {failed} | {p['runner_speedup']}× |")
 
 
 if __name__ == "__main__":

@@ -284,6 +284,11 @@ pub async fn execute(
     if options.shard.is_none() {
         check_output(&prepared.manifest.report)?;
     }
+    // The report template compiles while the reviews run, off the path to the report.
+    if options.shard.is_none() {
+        let template = prepared.manifest.report.template.clone();
+        std::thread::spawn(move || report::render::precompile(template.as_deref()));
+    }
     let conclusions = ExperimentConclusions {
         prepared,
         manifest_label,

@@ -309,9 +309,49 @@ pub fn render_markdown(results: &Results, template: &str, template_name: &str) -
 
 /// [`render_markdown`] with the results' charts already computed.
 fn render_markdown_with(results: &Results, charts: &[super::plots::ChartFile], template: &str, template_name: &str) -> Result<String, RenderError> {
-    engine()
-        .render_template_with_context(template, &context(results, charts)?)
-        .map_err(|e| RenderError::Render { template: template_name.to_string(), message: e.to_string() })
+    let fail = |e: String| RenderError::Render { template: template_name.to_string(), message: e };
+    match compiled(template) {
+        Some(compiled) => {
+            let mut hb = engine();
+            hb.register_template(template_name, compiled);
+            hb.render_with_context(template_name, &context(results, charts)?).map_err(|e| fail(e.to_string()))
+        }
+        // Compiled again here for its error, worded as it always was.
+        None => engine().render_template_with_context(template, &context(results, charts)?).map_err(|e| fail(e.to_string())),
+    }
+}
+
+/// Templates compiled in this process, by the blake3 of their text: compiling the report
+/// template is a good part of rendering RESULTS.md, and [`precompile`] does it while the
+/// reviews run.
+static COMPILED: std::sync::Mutex<Vec<(blake3::Hash, handlebars::Template)>> = std::sync::Mutex::new(Vec::new());
+
+/// The template compiled from `text` (from [`COMPILED`], or compiled now and kept); `None`
+/// when it does not compile.
+fn compiled(text: &str) -> Option<handlebars::Template> {
+    let hash = blake3::hash(text.as_bytes());
+    if let Some((_, t)) = COMPILED.lock().ok()?.iter().find(|(h, _)| *h == hash) {
+        return Some(t.clone());
+    }
+    let template = handlebars::Template::compile(text).ok()?;
+    if let Ok(mut kept) = COMPILED.lock() {
+        kept.push((hash, template.clone()));
+    }
+    Some(template)
+}
+
+/// Compiles the report template (the built-in one, or `template_override`) ahead of the
+/// render, so the render after the last review does not: an execution calls it on another
+/// thread as it starts. A template that does not compile is left for the render to report.
+pub fn precompile(template_override: Option<&Path>) {
+    let text = match template_override {
+        Some(path) => match std::fs::read_to_string(path) {
+            Ok(text) => text,
+            Err(_) => return,
+        },
+        None => DEFAULT_TEMPLATE.to_string(),
+    };
+    let _ = compiled(&text);
 }
 
 /// Compiles the report template (the built-in one, or `template_override`) and renders it
@@ -351,29 +391,32 @@ pub fn write_reports(results: &Results, dir: &Path, template_override: Option<&P
     // results.json is written while RESULTS.md renders beside it, and replaces the one there
     // only once RESULTS.md has rendered and nothing that is not runner's is in the way: a
     // template that fails, or a file runner did not write, leaves both as they were.
-    let (rendered, charts, names) = std::thread::scope(|scope| {
+    let charts = super::plots::charts(results);
+    let mut names: Vec<String> = ["RESULTS.md", "results.json"].map(String::from).into();
+    names.extend(charts.iter().filter(|c| c.chart.drawn()).map(|c| c.path.clone()));
+    if options.html {
+        names.push(HTML_FILE.to_string());
+    }
+    // results.json is written and the charts drawn while RESULTS.md renders.
+    let (rendered, svgs) = std::thread::scope(|scope| {
         let (md_done, md_result) = std::sync::mpsc::channel::<bool>();
         let json = scope.spawn(|| write_json(&json_path, results, move || md_result.recv().unwrap_or(false)));
-        let charts = super::plots::charts(results);
-        let mut names: Vec<String> = ["RESULTS.md", "results.json"].map(String::from).into();
-        names.extend(charts.iter().filter(|c| c.chart.drawn()).map(|c| c.path.clone()));
-        if options.html {
-            names.push(HTML_FILE.to_string());
-        }
+        let svgs = scope.spawn(|| super::plots::render_charts(&charts));
         let markdown =
             outputs.check(names.iter().map(String::as_str)).map_err(RenderError::from).and_then(|()| render_markdown_with(results, &charts, &template, &name));
         let _ = md_done.send(markdown.is_ok());
         let json = json
             .join()
             .unwrap_or_else(|_| Err(RenderError::Write { path: json_path.display().to_string(), source: std::io::Error::other("the writer panicked") }));
-        (markdown.and_then(|m| json.map(|()| m)), charts, names)
+        let svgs = svgs.join().unwrap_or_default();
+        (markdown.and_then(|m| json.map(|()| m)), svgs)
     });
     let markdown = rendered?;
     crate::cache::store::atomic_write(&md_path, markdown.as_bytes())
         .map_err(|e| RenderError::Write { path: md_path.display().to_string(), source: std::io::Error::other(e.to_string()) })?;
     drop(markdown);
     let mut written = vec![md_path, json_path];
-    written.extend(super::plots::write_charts(charts, dir)?);
+    written.extend(super::plots::write_rendered(svgs, dir)?);
     outputs.commit(&names)?;
     if let Some(path) = stamp_path {
         // A stamp that cannot be written costs the next execution a render, nothing more.

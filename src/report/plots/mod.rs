@@ -258,16 +258,26 @@ pub fn write(results: &Results, dir: &Path) -> Result<Vec<PathBuf>, PlotError> {
 
 /// [`write`] of charts already computed.
 pub fn write_charts(charts: Vec<ChartFile>, dir: &Path) -> Result<Vec<PathBuf>, PlotError> {
-    let files: Vec<ChartFile> = charts.into_iter().filter(|f| f.chart.drawn()).collect();
+    write_rendered(render_charts(&charts), dir)
+}
+
+/// The drawn charts' SVG text, by relative path: the work of [`write_charts`] that needs no
+/// file, so it can run beside RESULTS.md's rendering.
+pub fn render_charts(charts: &[ChartFile]) -> Vec<(String, Result<String, PlotError>)> {
+    charts.iter().filter(|f| f.chart.drawn()).map(|f| (f.path.clone(), f.chart.render_svg())).collect()
+}
+
+/// Writes charts [`render_charts`] drew into `dir`; the first that failed to draw is the error.
+pub fn write_rendered(rendered: Vec<(String, Result<String, PlotError>)>, dir: &Path) -> Result<Vec<PathBuf>, PlotError> {
     let plots = dir.join(PLOTS_DIR);
     let fail = |path: &Path, message: String| PlotError::Write { path: path.display().to_string(), message };
     let mut written = Vec::new();
-    if !files.is_empty() {
+    if !rendered.is_empty() {
         std::fs::create_dir_all(&plots).map_err(|e| fail(&plots, e.to_string()))?;
     }
-    for file in &files {
-        let svg = file.chart.render_svg()?;
-        let path = dir.join(&file.path);
+    for (name, svg) in rendered {
+        let svg = svg?;
+        let path = dir.join(&name);
         crate::cache::store::atomic_write(&path, svg.as_bytes()).map_err(|e| fail(&path, e.to_string()))?;
         written.push(path);
     }
