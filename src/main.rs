@@ -377,6 +377,12 @@ fn plan(args: PlanArgs) -> Result<Exit, Error> {
     let match_calls = prepared.scorers.as_ref().map(|s| runner::scoring::match_calls(&prepared.plan, s, store.as_ref(), &known));
     let nodes = node_summary(&prepared, cached, match_calls.unwrap_or_default());
     let reach = runner::plan::compare_reach(&prepared.manifest, &prepared.plan);
+    // An earlier execution's results.json is the pilot of the power estimates.
+    let pilot = (!reach.is_empty())
+        .then(|| runner::report::model::Results::read(&prepared.manifest.report.output.join("results.json")).ok())
+        .flatten()
+        .map(|results| runner::report::pilot::pilot_power(&results, &reach.iter().map(|r| r.index).collect::<Vec<_>>()))
+        .unwrap_or_default();
     let history = prepared.plan.history.as_ref();
     if args.json {
         let commit = |c: &runner::subject::history::Commit, note: Option<String>| serde_json::json!({ "sha": c.sha, "base": c.base, "title": c.title, "files": c.files, "lines": c.lines, "note": note });
@@ -391,6 +397,7 @@ fn plan(args: PlanArgs) -> Result<Exit, Error> {
                 "sample": h.sample.map(|s| serde_json::json!({ "size": s.size, "of": s.of, "seed": s.seed })),
             })),
             "compare": reach,
+            "power": pilot,
             "runs": rows,
             "cached": cached,
             "to_run": missing,
@@ -412,6 +419,9 @@ fn plan(args: PlanArgs) -> Result<Exit, Error> {
         }
         for r in &reach {
             outln!("{}", reach_line(r));
+            for p in pilot.iter().filter(|p| p.index == r.index) {
+                outln!("{}", runner::report::pilot::line(p));
+            }
         }
         outln!("runs:");
         for row in &rows {

@@ -106,6 +106,8 @@ pub struct McNemar {
 pub const BOOTSTRAP_STREAM: u64 = 1;
 /// The ChaCha stream the Monte-Carlo sign-flip test draws from.
 pub const SIGN_FLIP_STREAM: u64 = 2;
+/// The stream of [`subjects_for_power`]'s simulated experiments.
+pub const POWER_STREAM: u64 = 3;
 
 /// The arithmetic mean (left-to-right sum over n); `None` when empty.
 pub fn mean(xs: &[f64]) -> Option<f64> {
@@ -536,6 +538,59 @@ const F: [f64; 8] = [
     2.044_263_103_389_939_785_64e-15,
 ];
 
+/// How many subjects a paired comparison would need, estimated from a pilot's paired
+/// differences: the smallest n on a grid (5 … 1,000) at which at least `power` of `sims`
+/// simulated experiments — n differences drawn with replacement from the pilot's, seeded —
+/// are called: the two-sided sign-flip test's p below `alpha` (exact up to 12 differences,
+/// its normal approximation above) and |mean| ≥ `min_effect`. Per comparison, before any
+/// correction over a table. `None`: the pilot has no difference, or no n up to 1,000 is enough.
+pub fn subjects_for_power(pilot: &[f64], alpha: f64, min_effect: f64, power: f64, sims: usize, seed: u64) -> Option<PowerEstimate> {
+    if pilot.is_empty() || !all_finite(pilot) || pilot.iter().all(|d| *d == 0.0) || sims == 0 {
+        return None;
+    }
+    const GRID: [usize; 24] = [5, 6, 8, 10, 12, 15, 20, 25, 30, 40, 50, 60, 80, 100, 120, 150, 200, 250, 300, 400, 500, 600, 800, 1000];
+    let mut rng = rng(seed, POWER_STREAM);
+    let mut sample = Vec::with_capacity(1000);
+    for n in GRID {
+        let mut called = 0;
+        for _ in 0..sims {
+            sample.clear();
+            sample.extend((0..n).map(|_| pilot[(rng.next_u64() % pilot.len() as u64) as usize]));
+            let mean = sum(&sample) / n as f64;
+            if mean.abs() < min_effect {
+                continue;
+            }
+            let p = if n <= 12 {
+                sign_flip_test(&sample, 1 << 12, 0).map_or(1.0, |t| t.p_value)
+            } else {
+                // The sign-flip distribution of the sum has variance Σd²: z = Σd / √Σd².
+                let squares: f64 = sample.iter().map(|d| d * d).sum();
+                if squares == 0.0 {
+                    1.0
+                } else {
+                    2.0 * (1.0 - normal_cdf((sum(&sample) / squares.sqrt()).abs()))
+                }
+            };
+            called += usize::from(p < alpha);
+        }
+        let reached = called as f64 / sims as f64;
+        if reached >= power {
+            return Some(PowerEstimate { subjects: n, power: reached, sims });
+        }
+    }
+    None
+}
+
+/// [`subjects_for_power`]'s answer.
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize)]
+pub struct PowerEstimate {
+    /// The smallest number of subjects on the grid that reached the power.
+    pub subjects: usize,
+    /// The share of simulated experiments called at that size.
+    pub power: f64,
+    pub sims: usize,
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -797,5 +852,31 @@ mod tests {
                 prop_assert!(i.low <= i.high);
             }
         }
+    }
+
+    #[test]
+    fn power_needs_more_subjects_for_a_smaller_effect_and_none_for_no_difference() {
+        // A difference of +1 on 40 % of subjects and 0 elsewhere (mean 0.4) is called at small
+        // n; +1 on 10 % and -1 on 5 % (mean 0.05) needs far more.
+        let strong: Vec<f64> = (0..10).map(|i| if i < 4 { 1.0 } else { 0.0 }).collect();
+        let weak: Vec<f64> = (0..20)
+            .map(|i| {
+                if i < 2 {
+                    1.0
+                } else if i == 2 {
+                    -1.0
+                } else {
+                    0.0
+                }
+            })
+            .collect();
+        let a = subjects_for_power(&strong, 0.05, 0.0, 0.8, 400, 7).expect("reachable");
+        let b = subjects_for_power(&weak, 0.05, 0.0, 0.8, 400, 7).expect("reachable");
+        assert!(a.subjects <= 30 && a.power >= 0.8, "{a:?}");
+        assert!(b.subjects > 3 * a.subjects, "{a:?} {b:?}");
+        assert_eq!(subjects_for_power(&strong, 0.05, 0.0, 0.8, 400, 7), Some(a), "seeded: the same estimate");
+        assert_eq!(subjects_for_power(&[0.0, 0.0], 0.05, 0.0, 0.8, 400, 7), None, "no difference, no size");
+        // A minimum effect above the pilot's mean is never called.
+        assert_eq!(subjects_for_power(&weak, 0.05, 0.5, 0.8, 400, 7), None);
     }
 }

@@ -8,6 +8,7 @@ pub mod html;
 pub mod matching;
 pub mod model;
 pub mod outputs;
+pub mod pilot;
 pub mod plots;
 pub mod pretty;
 pub mod progress;

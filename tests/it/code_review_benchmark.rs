@@ -127,3 +127,23 @@ fn the_committed_conversion_holds_the_benchmarks_counts() {
     assert_eq!(rows, 1978, "every candidate comment of the 12 tools");
     assert!(std::fs::read_to_string(dir.join("LICENSE")).expect("licence").starts_with("MIT License"));
 }
+
+#[test]
+fn plan_estimates_from_the_bundled_results_how_many_subjects_each_comparison_needs() {
+    let root = project_root();
+    let out = runner(&root).args(["plan", "--json", "--cache-dir", "cache", "experiments/code-review-benchmark.toml"]).output().expect("plan");
+    assert!(out.status.success(), "{}", stderr_of(&out));
+    let doc: serde_json::Value = serde_json::from_str(&stdout_of(&out)).expect("json");
+    let power = doc["power"].as_array().expect("power estimates");
+    assert_eq!(power.len(), 11, "each tool against Cursor Bugbot, on the headline metric: {power:?}");
+    let of = |tool: &str| power.iter().find(|p| p["b"] == tool).unwrap_or_else(|| panic!("{tool}: {power:?}"));
+    let graphite = of("graphite");
+    assert_eq!((graphite["metric"].as_str(), graphite["pilot_subjects"].as_u64()), (Some("f1"), Some(50)));
+    // Graphite's F1 is far below Bugbot's: few subjects; Augment's is within 0.01: none suffice.
+    let needed = |p: &serde_json::Value| p["estimate"]["subjects"].as_u64();
+    assert!(needed(graphite).is_some_and(|n| n <= 20), "{graphite}");
+    assert!(needed(of("augment")).is_none(), "{}", of("augment"));
+    assert!(needed(of("greptile")) > needed(of("baz")), "a smaller difference needs more subjects");
+    let text = stdout_of(&runner(&root).args(["plan", "--cache-dir", "cache", "experiments/code-review-benchmark.toml"]).output().expect("plan"));
+    assert!(text.contains("  pilot: f1 graphite − bugbot = -0.334 over 50 subjects: about"), "{text}");
+}
