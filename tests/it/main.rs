@@ -6,6 +6,7 @@ mod code_review_benchmark;
 mod command_reviewer;
 mod comparisons;
 mod cost_budget;
+mod docs;
 mod embed_real_server;
 mod exec_corpus;
 mod external_target;
