@@ -446,7 +446,13 @@ pub async fn execute<C: Conclusions>(
                         reviewer: reviewer.clone(),
                         per_reviewer: per_reviewer.get(planned.reviewer.as_str()).cloned().unwrap_or_else(|| global.clone()),
                         redactor: redactors.get(planned.reviewer.as_str()).cloned().unwrap_or_default(),
-                        job: ReviewJob { cell: crate::matrix::Cell::clone(&planned.cell), repeat: planned.repeat, subject, timeout: limits.timeout },
+                        job: ReviewJob {
+                            cell: crate::matrix::Cell::clone(&planned.cell),
+                            repeat: planned.repeat,
+                            subject,
+                            timeout: limits.timeout,
+                            calls: Some(review::run_calls(&shared, &planned.inputs.subject)),
+                        },
                     };
                     let shared = shared.clone();
                     let handle = tasks.spawn(async move { (node, State::Run(review::run(shared, task).await)) });

@@ -22,6 +22,7 @@ mod llm_real_server;
 mod manifest_errors;
 mod matching;
 mod named_reviewers;
+mod pipeline;
 mod rate_limits;
 mod reliability;
 mod remote_cache;

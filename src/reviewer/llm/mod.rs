@@ -72,6 +72,28 @@ struct Ask<'a> {
     sampling: &'a Sampling,
 }
 
+/// Why a review failed: the model's answer (it stopped at the token limit, it does not
+/// parse), or anything else.
+enum RunFailure {
+    Answer(String),
+    Review(ReviewError),
+}
+
+impl From<ReviewError> for RunFailure {
+    fn from(e: ReviewError) -> Self {
+        Self::Review(e)
+    }
+}
+
+impl RunFailure {
+    fn into_error(self) -> ReviewError {
+        match self {
+            Self::Answer(message) => ReviewError::failed(message),
+            Self::Review(e) => e,
+        }
+    }
+}
+
 /// What one unit's exchange with the model produced.
 struct Exchange {
     text: String,
@@ -362,7 +384,7 @@ impl LlmReviewer {
         schema: &Value,
         api_key: Option<&str>,
         label: &str,
-    ) -> Result<Exchange, ReviewError> {
+    ) -> Result<Exchange, RunFailure> {
         let sampling = Sampling { temperature: p.temperature, seed: p.seed, max_tokens: self.spec.max_tokens, num_ctx: self.spec.num_ctx };
         let base = vec![Message { role: "system", content: prompts.system.clone() }, Message { role: "user", content: prompts.user.clone() }];
         let rounds = match self.spec.on_truncation {
@@ -403,15 +425,29 @@ impl LlmReviewer {
             OnTruncation::Continue => format!(" and was still cut after {} continuations; raise `max-tokens`", self.spec.max_continuations),
         };
         let tail: String = text.chars().rev().take(120).collect::<Vec<_>>().into_iter().rev().collect();
-        Err(ReviewError::failed(format!(
+        Err(RunFailure::Answer(format!(
             "model `{}` stopped at the token limit (max-tokens = {}, finish_reason `length`) reviewing `{label}` at `{}`{how}; the answer was not parsed; it ended: {tail:?}",
             p.model, self.spec.max_tokens, last
         )))
     }
 
-    async fn run(&self, job: &ReviewJob) -> Result<ReviewOutput, ReviewError> {
+    /// One review of `job` whose prompts also see `extra`'s variables and whose seed (when
+    /// one is set) is moved on by `seed_offset`: a pipeline stage's call of this reviewer.
+    /// The inner `Err` is the answer's own failure (cut at the token limit, unreadable): the
+    /// model answered; the outer one is everything else (the server, the timeout).
+    pub async fn review_with(&self, job: &ReviewJob, extra: &Value, seed_offset: u64) -> Result<Result<ReviewOutput, String>, ReviewError> {
+        match tokio::time::timeout(job.timeout, self.run(job, Some(extra), seed_offset)).await {
+            Ok(Ok(output)) => Ok(Ok(output)),
+            Ok(Err(RunFailure::Answer(message))) => Ok(Err(message)),
+            Ok(Err(RunFailure::Review(e))) => Err(e),
+            Err(_) => Err(ReviewError::Timeout { seconds: job.timeout.as_secs_f64() }),
+        }
+    }
+
+    async fn run(&self, job: &ReviewJob, extra: Option<&Value>, seed_offset: u64) -> Result<ReviewOutput, RunFailure> {
         let started = Instant::now();
-        let p = self.params(&job.cell, job.repeat)?;
+        let mut p = self.params(&job.cell, job.repeat)?;
+        p.seed = p.seed.map(|s| s + seed_offset);
         let units = prompt::units(&job.subject.files, self.spec.unit);
         let mut out = ReviewOutput::default();
         let mut cost = Cost { hunks: units.iter().map(prompt::Unit::hunk_count).sum(), ..Cost::default() };
@@ -442,13 +478,13 @@ impl LlmReviewer {
             } else {
                 Vec::new()
             };
-            let prompts = prompt::render(&self.spec, &job.subject, unit, &definitions).map_err(ReviewError::failed)?;
+            let prompts = prompt::render(&self.spec, &job.subject, unit, &definitions, extra).map_err(ReviewError::failed)?;
             let lines = self.spec.constrain_lines.then(|| prompt::reviewed_lines(unit));
             let schema = prompt::response_schema(&self.spec, unit.files.len() > 1, lines.as_deref());
             let ex = self.exchange(&pool, &p, &prompts, &schema, api_key.as_deref(), &unit.label).await?;
             waited += ex.waited;
             let items = extract_model_findings(&ex.text).map_err(|e| {
-                ReviewError::failed(format!(
+                RunFailure::Answer(format!(
                     "failed to read model `{}`'s answer for `{}`: {e}; it began: {}",
                     p.model,
                     unit.label,
@@ -558,8 +594,8 @@ impl Reviewer for LlmReviewer {
 
     fn review<'a>(&'a self, job: &'a ReviewJob) -> BoxFuture<'a, Result<ReviewOutput, ReviewError>> {
         Box::pin(async move {
-            match tokio::time::timeout(job.timeout, self.run(job)).await {
-                Ok(result) => result,
+            match tokio::time::timeout(job.timeout, self.run(job, None, 0)).await {
+                Ok(result) => result.map_err(RunFailure::into_error),
                 Err(_) => Err(ReviewError::Timeout { seconds: job.timeout.as_secs_f64() }),
             }
         })
