@@ -275,6 +275,8 @@ pub enum AnalysisKind {
     RagAblation,
     /// Tokens and durations per cell.
     Cost,
+    /// Each review strategy's (pipeline's) total budget, allocation and spend.
+    Budget,
     /// H2: TP, FP, FN, precision, recall and F1 against the oracle.
     Fixture,
     /// A8: the union of a cell's repeats against the average single run.
@@ -294,7 +296,7 @@ pub enum AnalysisKind {
 }
 
 impl AnalysisKind {
-    pub const ALL: [AnalysisKind; 15] = [
+    pub const ALL: [AnalysisKind; 16] = [
         Self::Overlap,
         Self::Latency,
         Self::Repeatability,
@@ -303,6 +305,7 @@ impl AnalysisKind {
         Self::Schema,
         Self::RagAblation,
         Self::Cost,
+        Self::Budget,
         Self::Fixture,
         Self::Aggregation,
         Self::ContextLevel,
@@ -322,6 +325,7 @@ impl AnalysisKind {
             Self::Schema => "schema",
             Self::RagAblation => "rag-ablation",
             Self::Cost => "cost",
+            Self::Budget => "budget",
             Self::Fixture => "fixture",
             Self::Aggregation => "aggregation",
             Self::ContextLevel => "context-level",

@@ -122,6 +122,8 @@ reviewer = "smol"
 role = "review"
 instances = 3
 share = 1.0
+[[analysis]]
+kind = "budget"
 [report]
 output = "out"
 "#,
@@ -181,6 +183,12 @@ async fn each_stage_call_is_cached_on_its_own_and_budgets_stop_a_stage() {
     assert_eq!(synthesis.body["max_tokens"], 300);
     assert!(chats.iter().any(|c| c.body["max_tokens"] == 100), "the stopped pipeline's calls get 300 / 3 tokens");
 
+    // RESULTS.md: each strategy's total, allocation and provider-reported spend.
+    let results = std::fs::read_to_string(dir.path().join("out/RESULTS.md")).expect("RESULTS.md");
+    let row = results.lines().find(|l| l.contains("`ref=HEAD~1,reviewer=routine`") && l.contains("reviewers 500")).unwrap_or_default();
+    assert!(row.contains("| 1000 | reviewers 500, verifier 200, synthesis 300 | 1 | 680.0 | reviewers 340.0, verifier 170.0, synthesis 170.0 |"), "{results}");
+    let stopped = results.lines().find(|l| l.contains("`ref=HEAD~1,reviewer=stopped`") && l.contains("many 300")).unwrap_or_default();
+    assert!(stopped.contains("| 300 | many 300 | 1 | 340.0 | many 340.0 | many 2.0 | 1 | 0 | 1 | 0 |"), "{results}");
     let shown = cli(args(&["show", "--cache-dir", "cache", "--cell", "reviewer=routine"], &manifest)).await;
     let text = crate::stdout_of(&shown);
     assert!(
