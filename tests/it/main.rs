@@ -23,6 +23,7 @@ mod manifest_errors;
 mod matching;
 mod named_reviewers;
 mod pipeline;
+mod pipeline_real_server;
 mod rate_limits;
 mod reliability;
 mod remote_cache;

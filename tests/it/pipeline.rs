@@ -231,3 +231,42 @@ fn a_verifier_of_the_reviewers_family_is_refused() {
     assert!(err.contains("error: verify stage `verifier` is of the `smollm2` family, as review stage `reviewers` whose claims it checks"), "{err}");
     assert!(err.contains("strategies.toml:51:10)") && err.contains("1 problem"), "located at the verifier's family: {err}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_run_that_failed_at_its_synthesis_repeats_no_finished_call() {
+    let failing = Arc::new(std::sync::atomic::AtomicBool::new(true));
+    let inner = handler();
+    let flag = failing.clone();
+    let server = fake(
+        Protocol::OpenAi,
+        &["smol-model", "qwen-model"],
+        Arc::new(
+            move |n, body| if stage_of(body) == "synthesize" && flag.load(std::sync::atomic::Ordering::SeqCst) { Reply::Status(503) } else { inner(n, body) },
+        ),
+    )
+    .await;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = manifest(dir.path(), &server.url, "qwen");
+    let text = std::fs::read_to_string(&path).expect("manifest").replace("reviewer = [\"single\", \"routine\", \"stopped\"]", "reviewer = [\"routine\"]");
+    let manifest = crate::write_manifest(dir.path(), "routine.toml", &text);
+    let root = dir.path().to_path_buf();
+    let exec = move || {
+        let (root, manifest) = (root.clone(), manifest.clone());
+        async move {
+            tokio::task::spawn_blocking(move || {
+                crate::runner(&root).args(["exec", "--cache-dir", "cache", "--work-dir", "work"]).arg(&manifest).output().expect("runs")
+            })
+            .await
+            .expect("joined")
+        }
+    };
+    let out = exec().await;
+    assert!(!out.status.success(), "the synthesis server fails: {}", crate::stderr_of(&out));
+    let first: Vec<&'static str> = server.chats().iter().map(|c| stage_of(&c.body)).collect();
+    assert_eq!(first, ["review", "review", "verify", "synthesize"], "{first:?}");
+    failing.store(false, std::sync::atomic::Ordering::SeqCst);
+    let out = exec().await;
+    assert!(out.status.success(), "{}", crate::stderr_of(&out));
+    let second: Vec<&'static str> = server.chats().iter().skip(first.len()).map(|c| stage_of(&c.body)).collect();
+    assert_eq!(second, ["synthesize"], "the reviews and the verification come from the cache: {second:?}");
+}
