@@ -87,6 +87,18 @@ pub struct Cost {
     pub units: Vec<UnitCost>,
 }
 
+impl Cost {
+    /// The provider-reported time of the run's requests: the whole requests' where the provider
+    /// reports it (Ollama), else prompt processing plus generation (llama.cpp's timings);
+    /// `None` when the provider gave neither (runner's own `wall_ms` is never a substitute).
+    pub fn provider_ms(&self) -> Option<f64> {
+        self.model_total_ms.or(match (self.prompt_eval_ms, self.eval_ms) {
+            (Some(p), Some(e)) => Some(p + e),
+            _ => None,
+        })
+    }
+}
+
 /// What reviewing one unit (a hunk, a file or the whole change) cost.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct UnitCost {

@@ -203,12 +203,15 @@ pub fn export(source: &SheetSource<'_>, manifest_label: &str, out: &Path, seed: 
                 (Some(p), Some(c)) => Some(p + c),
                 _ => None,
             };
-            run.metrics = Some(Metrics {
-                latency_ms: Some(cost.wall_ms as f64),
+            // Only what the provider reported (seed 002): runner's own wall time is not the
+            // provider's latency, and no metric at all leaves `metrics` out.
+            let metrics = Metrics {
+                latency_ms: cost.provider_ms(),
                 input_tokens: cost.prompt_tokens.map(|v| v as f64),
                 output_tokens: cost.completion_tokens.map(|v| v as f64),
                 total_tokens: total.map(|v| v as f64),
-            });
+            };
+            run.metrics = (metrics != Metrics::default()).then_some(metrics);
             for (i, f) in findings.iter().enumerate() {
                 run.findings.push(f.id.clone());
                 occurrences.entry(RowContent::of(planned.case, f)).or_default().push((index, i));

@@ -284,7 +284,7 @@ impl PipelineReviewer {
                 "runner_wall_ms": answer.cost.wall_ms,
                 "prompt_tokens": answer.cost.prompt_tokens,
                 "completion_tokens": answer.cost.completion_tokens,
-                "provider_ms": provider_ms(&answer.cost),
+                "provider_ms": answer.cost.provider_ms(),
                 "model": answer.provenance.get("model"),
                 "findings": answer.findings.len(),
                 "error": answer.error,
@@ -323,15 +323,6 @@ impl PipelineReviewer {
             Err(message) => Answer { error: Some(message), started_at, ..Answer::default() },
         })
     }
-}
-
-/// Provider-reported time of a call: the whole request where reported (Ollama), else prompt
-/// processing plus generation (llama.cpp's timings); `None` when the provider gave neither.
-pub fn provider_ms(cost: &Cost) -> Option<f64> {
-    cost.model_total_ms.or(match (cost.prompt_eval_ms, cost.eval_ms) {
-        (Some(p), Some(e)) => Some(p + e),
-        _ => None,
-    })
 }
 
 fn add_cost(total: &mut Cost, c: &Cost) {
