@@ -372,7 +372,7 @@ fn plan(args: PlanArgs) -> Result<Exit, Error> {
                 ("run", why)
             }
         };
-        rows.push(serde_json::json!({ "run": run.label(), "key": run.key.0, "status": status, "why": why }));
+        rows.push(serde_json::json!({ "run": run.label(), "key": run.key.0, "order": run.order, "status": status, "why": why }));
     }
     let match_calls = prepared.scorers.as_ref().map(|s| runner::scoring::match_calls(&prepared.plan, s, store.as_ref(), &known));
     let nodes = node_summary(&prepared, cached, match_calls.unwrap_or_default());

@@ -73,6 +73,10 @@ pub struct KeyRun {
     pub complete: bool,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub metrics: Option<Metrics>,
+    /// Where the run started among the runs of its case and trial: strategies start in an
+    /// order rotated by one per case/trial block (the plan's `order`, from 0).
+    #[serde(default)]
+    pub order: u32,
     /// The stet ids of the run's findings, in the run's order.
     pub findings: Vec<String>,
 }
@@ -169,6 +173,8 @@ pub struct SheetRun<'a> {
     pub repeat: u32,
     pub case: &'a str,
     pub key: &'a CacheKey,
+    /// Where the run started among its case and repeat's runs (the plan's rotation).
+    pub order: u32,
 }
 
 /// Exports a blind sheet of every cached finding of `source`'s runs into `out`.
@@ -190,6 +196,7 @@ pub fn export(source: &SheetSource<'_>, manifest_label: &str, out: &Path, seed: 
             repeat: planned.repeat,
             case: planned.case.to_string(),
             cache_key: planned.key.0.clone(),
+            order: planned.order,
             submitted: false,
             complete: false,
             metrics: None,
