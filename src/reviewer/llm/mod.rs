@@ -75,8 +75,23 @@ struct Ask<'a> {
 /// Why a review failed: the model's answer (it stopped at the token limit, it does not
 /// parse), or anything else.
 enum RunFailure {
-    Answer(String),
+    /// What was wrong, what the answers cost (as the provider reported), and their text.
+    Answer(String, Cost, String),
     Review(ReviewError),
+}
+
+/// What a unit's answers cost, as the provider reported it.
+fn answers_cost(answers: &[Completion]) -> Cost {
+    let mut cost = Cost { requests: answers.len() as u32, ..Cost::default() };
+    for a in answers {
+        add_u64(&mut cost.prompt_tokens, a.prompt_tokens);
+        add_u64(&mut cost.completion_tokens, a.completion_tokens);
+        add_f64(&mut cost.prompt_eval_ms, a.prompt_ms);
+        add_f64(&mut cost.eval_ms, a.eval_ms);
+        add_f64(&mut cost.model_total_ms, a.total_ms);
+        add_f64(&mut cost.load_ms, a.load_ms);
+    }
+    cost
 }
 
 impl From<ReviewError> for RunFailure {
@@ -88,7 +103,7 @@ impl From<ReviewError> for RunFailure {
 impl RunFailure {
     fn into_error(self) -> ReviewError {
         match self {
-            Self::Answer(message) => ReviewError::failed(message),
+            Self::Answer(message, ..) => ReviewError::failed(message),
             Self::Review(e) => e,
         }
     }
@@ -425,20 +440,25 @@ impl LlmReviewer {
             OnTruncation::Continue => format!(" and was still cut after {} continuations; raise `max-tokens`", self.spec.max_continuations),
         };
         let tail: String = text.chars().rev().take(120).collect::<Vec<_>>().into_iter().rev().collect();
-        Err(RunFailure::Answer(format!(
-            "model `{}` stopped at the token limit (max-tokens = {}, finish_reason `length`) reviewing `{label}` at `{}`{how}; the answer was not parsed; it ended: {tail:?}",
-            p.model, self.spec.max_tokens, last
-        )))
+        Err(RunFailure::Answer(
+            format!(
+                "model `{}` stopped at the token limit (max-tokens = {}, finish_reason `length`) reviewing `{label}` at `{}`{how}; the answer was not parsed; it ended: {tail:?}",
+                p.model, self.spec.max_tokens, last
+            ),
+            answers_cost(&answers),
+            text,
+        ))
     }
 
     /// One review of `job` whose prompts also see `extra`'s variables and whose seed (when
     /// one is set) is moved on by `seed_offset`: a pipeline stage's call of this reviewer.
     /// The inner `Err` is the answer's own failure (cut at the token limit, unreadable): the
     /// model answered; the outer one is everything else (the server, the timeout).
-    pub async fn review_with(&self, job: &ReviewJob, extra: &Value, seed_offset: u64) -> Result<Result<ReviewOutput, String>, ReviewError> {
+    /// A failed answer comes with what it cost and its text.
+    pub async fn review_with(&self, job: &ReviewJob, extra: &Value, seed_offset: u64) -> Result<Result<ReviewOutput, (String, Cost, String)>, ReviewError> {
         match tokio::time::timeout(job.timeout, self.run(job, Some(extra), seed_offset)).await {
             Ok(Ok(output)) => Ok(Ok(output)),
-            Ok(Err(RunFailure::Answer(message))) => Ok(Err(message)),
+            Ok(Err(RunFailure::Answer(message, cost, text))) => Ok(Err((message, cost, text))),
             Ok(Err(RunFailure::Review(e))) => Err(e),
             Err(_) => Err(ReviewError::Timeout { seconds: job.timeout.as_secs_f64() }),
         }
@@ -484,12 +504,16 @@ impl LlmReviewer {
             let ex = self.exchange(&pool, &p, &prompts, &schema, api_key.as_deref(), &unit.label).await?;
             waited += ex.waited;
             let items = extract_model_findings(&ex.text).map_err(|e| {
-                RunFailure::Answer(format!(
-                    "failed to read model `{}`'s answer for `{}`: {e}; it began: {}",
-                    p.model,
-                    unit.label,
-                    ex.text.chars().take(160).collect::<String>()
-                ))
+                RunFailure::Answer(
+                    format!(
+                        "failed to read model `{}`'s answer for `{}`: {e}; it began: {}",
+                        p.model,
+                        unit.label,
+                        ex.text.chars().take(160).collect::<String>()
+                    ),
+                    answers_cost(&ex.answers),
+                    ex.text.clone(),
+                )
             })?;
             let normalized = normalize::normalize(items, unit, &job.subject.repo_dir, &mut seen);
             let mut unit_cost = UnitCost {

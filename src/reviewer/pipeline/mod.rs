@@ -82,6 +82,8 @@ impl Answer {
 /// One stage's calls in a run.
 struct StageRun {
     findings: Vec<Finding>,
+    /// The model that answered its first call, as its provenance names it.
+    model: Option<String>,
     calls: Vec<Value>,
     spent: Option<u64>,
     stopped: u32,
@@ -128,7 +130,6 @@ impl PipelineReviewer {
     }
 
     async fn run(&self, job: &ReviewJob) -> Result<ReviewOutput, ReviewError> {
-        let started = Instant::now();
         let run_id = format!("{} #{} @{}", job.cell.id, job.repeat, job.subject.id);
         let mut done: Vec<(usize, StageRun)> = Vec::new();
         let mut out = ReviewOutput::default();
@@ -158,7 +159,7 @@ impl PipelineReviewer {
             };
             let received = json!({ "earlier": earlier, "findings": shown(&merged), "claims": shown(&claims) });
             let run = if stage.role == Role::Verify && claims.is_empty() {
-                StageRun { findings: Vec::new(), calls: Vec::new(), spent: Some(0), stopped: 0, note: Some("no claim to verify".into()) }
+                StageRun { findings: Vec::new(), model: None, calls: Vec::new(), spent: Some(0), stopped: 0, note: Some("no claim to verify".into()) }
             } else {
                 self.run_stage(i, job, &received, &run_id, &mut cost).await?
             };
@@ -167,12 +168,16 @@ impl PipelineReviewer {
         let budget = self.spec.total_budget;
         let mut stages_raw = Vec::new();
         let mut allocation = serde_json::Map::new();
+        let mut models = serde_json::Map::new();
         let bump = |out: &mut ReviewOutput, key: String, n: u64| *out.counters.entry(key).or_insert(0) += n;
         for (i, run) in &done {
             let stage = &self.spec.stages[*i];
             let stage_budget = stage.budget(budget);
             if let Some(b) = stage_budget {
                 allocation.insert(stage.name.clone(), json!(b));
+            }
+            if let Some(model) = &run.model {
+                models.insert(stage.name.clone(), json!(model));
             }
             bump(&mut out, format!("stage.{}.calls", stage.name), run.calls.len() as u64);
             if let Some(spent) = run.spent {
@@ -210,10 +215,12 @@ impl PipelineReviewer {
             out.schema_problems.push(format!("the final stage `{}` made no call", self.spec.stages[last].name));
         }
         out.findings = final_run.findings;
-        cost.wall_ms = started.elapsed().as_millis() as u64;
         out.cost = cost;
         out.provenance
             .insert("pipeline".into(), json!(self.spec.stages.iter().map(|s| format!("{}:{}×{}", s.name, s.role.as_str(), s.instances)).collect::<Vec<_>>()));
+        if !models.is_empty() {
+            out.provenance.insert("stage_models".into(), Value::Object(models));
+        }
         if let Some(total) = budget {
             out.provenance.insert("total_budget".into(), json!(total));
             out.provenance.insert("allocation".into(), Value::Object(allocation));
@@ -229,7 +236,7 @@ impl PipelineReviewer {
         let budget = stage.budget(self.spec.total_budget);
         let fingerprint = self.stage_fingerprint(i, &job.cell);
         let received_hash = blake3::hash(&serde_json::to_vec(received).unwrap_or_default()).to_hex().to_string();
-        let mut run = StageRun { findings: Vec::new(), calls: Vec::new(), spent: Some(0), stopped: 0, note: None };
+        let mut run = StageRun { findings: Vec::new(), model: None, calls: Vec::new(), spent: Some(0), stopped: 0, note: None };
         let mut seen = BTreeSet::new();
         for instance in 0..stage.instances {
             if let (Some(b), Some(spent)) = (budget, run.spent) {
@@ -274,6 +281,11 @@ impl PipelineReviewer {
                 _ => None,
             };
             add_cost(cost, &answer.cost);
+            if run.calls.is_empty() {
+                if let Some(model) = describe_model(&answer.provenance) {
+                    run.model = Some(model);
+                }
+            }
             run.findings.extend(answer.findings.iter().filter(|f| seen.insert(f.id.clone())).cloned());
             run.calls.push(json!({
                 "instance": instance + 1,
@@ -302,6 +314,7 @@ impl PipelineReviewer {
     /// command that fails) fails the run, and nothing of that call is cached.
     async fn call(&self, i: usize, job: &ReviewJob, received: &Value, stage: &StageSpec, instance: u32) -> Result<Answer, ReviewError> {
         let started_at = utc_now();
+        let started = Instant::now();
         let result = match &self.runners[i] {
             Runner::Llm(r) => {
                 let mut extra = received.clone();
@@ -310,7 +323,7 @@ impl PipelineReviewer {
             }
             Runner::Command(r) => Ok(r.review(job).await?),
         };
-        Ok(match result {
+        let mut answer = match result {
             Ok(o) => Answer {
                 findings: o.findings,
                 raw: o.raw,
@@ -320,8 +333,11 @@ impl PipelineReviewer {
                 provenance: o.provenance,
                 schema_problems: o.schema_problems,
             },
-            Err(message) => Answer { error: Some(message), started_at, ..Answer::default() },
-        })
+            Err((message, cost, text)) => Answer { error: Some(message), started_at, cost, raw: text, ..Answer::default() },
+        };
+        // runner's own wall time of the call, kept apart from the provider's timings.
+        answer.cost.wall_ms = started.elapsed().as_millis() as u64;
+        Ok(answer)
     }
 }
 
@@ -334,6 +350,8 @@ fn add_cost(total: &mut Cost, c: &Cost) {
             });
         }
     }
+    // runner's wall time of the calls as each ran (a call served from the cache keeps its own).
+    total.wall_ms += c.wall_ms;
     total.hunks = total.hunks.max(c.hunks);
     total.requests += c.requests;
     add(&mut total.prompt_tokens, c.prompt_tokens);
@@ -342,6 +360,19 @@ fn add_cost(total: &mut Cost, c: &Cost) {
     add(&mut total.prompt_eval_ms, c.prompt_eval_ms);
     add(&mut total.model_total_ms, c.model_total_ms);
     add(&mut total.load_ms, c.load_ms);
+}
+
+/// A model as its call's provenance names it: `smollm2-135m (SmolLM2-135M-Instruct.Q4_1.gguf,
+/// Q4_1, sha256 3f1e2a…, xllamacpp … (llama.cpp …))`, from what is known.
+fn describe_model(provenance: &BTreeMap<String, Value>) -> Option<String> {
+    let text = |k: &str| provenance.get(k).and_then(Value::as_str);
+    let model = text("model")?;
+    let mut details = Vec::new();
+    details.extend(text("model_file").map(str::to_string));
+    details.extend(text("quantization").map(str::to_string));
+    details.extend(text("model_sha256").map(|s| format!("sha256 {}…", &s[..s.len().min(12)])));
+    details.extend(text("server").map(str::to_string));
+    Some(if details.is_empty() { model.to_string() } else { format!("{model} ({})", details.join(", ")) })
 }
 
 /// Findings as a stage prompt sees them: numbered from 1.
