@@ -88,6 +88,26 @@ pub struct Cost {
 }
 
 impl Cost {
+    /// Adds what `other` reports of requests, tokens and model timings (a value either side
+    /// lacks counts as what the other has); its wall time, hunks and units are the caller's.
+    pub fn add_reported(&mut self, other: &Cost) {
+        fn add<T: std::ops::Add<Output = T> + Copy>(total: &mut Option<T>, v: Option<T>) {
+            if let Some(v) = v {
+                *total = Some(match *total {
+                    Some(t) => t + v,
+                    None => v,
+                });
+            }
+        }
+        self.requests += other.requests;
+        add(&mut self.prompt_tokens, other.prompt_tokens);
+        add(&mut self.completion_tokens, other.completion_tokens);
+        add(&mut self.eval_ms, other.eval_ms);
+        add(&mut self.prompt_eval_ms, other.prompt_eval_ms);
+        add(&mut self.model_total_ms, other.model_total_ms);
+        add(&mut self.load_ms, other.load_ms);
+    }
+
     /// The provider-reported time of the run's requests: the whole requests' where the provider
     /// reports it (Ollama), else prompt processing plus generation (llama.cpp's timings);
     /// `None` when the provider gave neither (runner's own `wall_ms` is never a substitute).

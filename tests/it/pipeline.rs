@@ -53,82 +53,33 @@ fn handler() -> Handler {
     })
 }
 
+/// A `[reviewers.NAME]` table of an `openai` reviewer of `model` at `url`.
+fn model_reviewer(name: &str, url: &str, model: &str) -> String {
+    format!("[reviewers.{name}]\nkind = \"openai\"\nbase-url = \"{url}\"\nmodel = \"{model}\"\nunit = \"change\"\ntemperature = 0.0\nseed = 7\nrag-symbol-max-definitions = 0\nretries = 0\n")
+}
+
+/// A stage of pipeline `pipeline`, with its other keys in `extra` (one per line).
+fn stage(pipeline: &str, name: &str, reviewer: &str, role: &str, extra: &str) -> String {
+    format!("[[reviewers.{pipeline}.stages]]\nname = \"{name}\"\nreviewer = \"{reviewer}\"\nrole = \"{role}\"\n{extra}")
+}
+
 fn manifest(dir: &Path, url: &str, verifier_family: &str) -> std::path::PathBuf {
     let repo = crate::calc_repo(dir);
-    let text = format!(
-        r#"version = 1
-[experiment]
-name = "strategies"
-[target]
-repo = "{repo}"
-[matrix]
-ref = ["HEAD~1"]
-reviewer = ["single", "routine", "stopped"]
-[reviewers.smol]
-kind = "openai"
-base-url = "{url}"
-model = "smol-model"
-unit = "change"
-temperature = 0.0
-seed = 7
-rag-symbol-max-definitions = 0
-retries = 0
-[reviewers.qwen]
-kind = "openai"
-base-url = "{url}"
-model = "qwen-model"
-unit = "change"
-temperature = 0.0
-seed = 7
-rag-symbol-max-definitions = 0
-retries = 0
-[reviewers.single]
-kind = "pipeline"
-total-budget = 1000
-[[reviewers.single.stages]]
-name = "one"
-reviewer = "smol"
-role = "review"
-share = 1.0
-[reviewers.routine]
-kind = "pipeline"
-total-budget = 1000
-[[reviewers.routine.stages]]
-name = "reviewers"
-reviewer = "smol"
-role = "review"
-instances = 2
-share = 0.5
-family = "smollm2"
-[[reviewers.routine.stages]]
-name = "verifier"
-reviewer = "qwen"
-role = "verify"
-check-severity = ["error"]
-share = 0.2
-family = "{verifier_family}"
-[[reviewers.routine.stages]]
-name = "synthesis"
-reviewer = "smol"
-role = "synthesize"
-prompt = "synthesis.hbs"
-share = 0.3
-[reviewers.stopped]
-kind = "pipeline"
-total-budget = 300
-[[reviewers.stopped.stages]]
-name = "many"
-reviewer = "smol"
-role = "review"
-instances = 3
-share = 1.0
-[[analysis]]
-kind = "budget"
-[report]
-output = "out"
-"#,
-        repo = repo.display()
-    );
+    let text = [
+        format!("version = 1\n[experiment]\nname = \"strategies\"\n[target]\nrepo = \"{}\"\n[matrix]\nref = [\"HEAD~1\"]\nreviewer = [\"single\", \"routine\", \"stopped\"]\n", repo.display()),
+        model_reviewer("smol", url, "smol-model"),
+        model_reviewer("qwen", url, "qwen-model"),
+        "[reviewers.single]\nkind = \"pipeline\"\ntotal-budget = 1000\n".to_string(),
+        stage("single", "one", "smol", "review", "share = 1.0\n"),
+        "[reviewers.routine]\nkind = \"pipeline\"\ntotal-budget = 1000\n".to_string(),
+        stage("routine", "reviewers", "smol", "review", "instances = 2\nshare = 0.5\nfamily = \"smollm2\"\n"),
+        stage("routine", "verifier", "qwen", "verify", &format!("check-severity = [\"error\"]\nshare = 0.2\nfamily = \"{verifier_family}\"\n")),
+        stage("routine", "synthesis", "smol", "synthesize", "prompt = \"synthesis.hbs\"\nshare = 0.3\n"),
+        "[reviewers.stopped]\nkind = \"pipeline\"\ntotal-budget = 300\n".to_string(),
+        stage("stopped", "many", "smol", "review", "instances = 3\nshare = 1.0\n"),
+        "[[analysis]]\nkind = \"budget\"\n[report]\noutput = \"out\"\n".to_string(),
+    ]
+    .concat();
     std::fs::write(
         dir.join("synthesis.hbs"),
         "MERGE these reviews.\n{{#each earlier}}{{#each findings}}\n- `{{file}}` line {{line}}: {{message}}{{/each}}{{/each}}\n",

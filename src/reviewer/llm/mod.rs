@@ -82,14 +82,11 @@ enum RunFailure {
 
 /// What a unit's answers cost, as the provider reported it.
 fn answers_cost(answers: &[Completion]) -> Cost {
-    let mut cost = Cost { requests: answers.len() as u32, ..Cost::default() };
+    let mut cost = Cost::default();
     for a in answers {
-        add_u64(&mut cost.prompt_tokens, a.prompt_tokens);
-        add_u64(&mut cost.completion_tokens, a.completion_tokens);
-        add_f64(&mut cost.prompt_eval_ms, a.prompt_ms);
-        add_f64(&mut cost.eval_ms, a.eval_ms);
-        add_f64(&mut cost.model_total_ms, a.total_ms);
-        add_f64(&mut cost.load_ms, a.load_ms);
+        let reported =
+            Cost { prompt_tokens: a.prompt_tokens, completion_tokens: a.completion_tokens, prompt_eval_ms: a.prompt_ms, eval_ms: a.eval_ms, ..Cost::default() };
+        cost.add_reported(&Cost { requests: 1, model_total_ms: a.total_ms, load_ms: a.load_ms, ..reported });
     }
     cost
 }
@@ -122,18 +119,6 @@ struct Exchange {
 fn short_hash(text: &str) -> String {
     let hex = blake3::hash(text.as_bytes()).to_hex();
     format!("blake3:{}", &hex[..16])
-}
-
-fn add_u64(total: &mut Option<u64>, v: Option<u64>) {
-    if let Some(v) = v {
-        *total = Some(total.unwrap_or(0) + v);
-    }
-}
-
-fn add_f64(total: &mut Option<f64>, v: Option<f64>) {
-    if let Some(v) = v {
-        *total = Some(total.unwrap_or(0.0) + v);
-    }
 }
 
 impl LlmReviewer {
@@ -523,20 +508,13 @@ impl LlmReviewer {
                 findings: normalized.findings.len() as u32,
                 ..UnitCost::default()
             };
-            for a in &ex.answers {
-                add_u64(&mut unit_cost.prompt_tokens, a.prompt_tokens);
-                add_u64(&mut unit_cost.completion_tokens, a.completion_tokens);
-                add_f64(&mut unit_cost.prompt_eval_ms, a.prompt_ms);
-                add_f64(&mut unit_cost.eval_ms, a.eval_ms);
-                add_f64(&mut cost.model_total_ms, a.total_ms);
-                add_f64(&mut cost.load_ms, a.load_ms);
-            }
+            let reported = answers_cost(&ex.answers);
+            unit_cost.prompt_tokens = reported.prompt_tokens;
+            unit_cost.completion_tokens = reported.completion_tokens;
+            unit_cost.prompt_eval_ms = reported.prompt_eval_ms;
+            unit_cost.eval_ms = reported.eval_ms;
             unit_cost.wall_ms = unit_started.elapsed().saturating_sub(ex.waited).as_millis() as u64;
-            add_u64(&mut cost.prompt_tokens, unit_cost.prompt_tokens);
-            add_u64(&mut cost.completion_tokens, unit_cost.completion_tokens);
-            add_f64(&mut cost.prompt_eval_ms, unit_cost.prompt_eval_ms);
-            add_f64(&mut cost.eval_ms, unit_cost.eval_ms);
-            cost.requests += ex.requests;
+            cost.add_reported(&Cost { requests: ex.requests, ..reported });
             cost.units.push(unit_cost);
             for (k, v) in normalized.counters {
                 bump(&mut out, &k, v);

@@ -342,24 +342,10 @@ impl PipelineReviewer {
 }
 
 fn add_cost(total: &mut Cost, c: &Cost) {
-    fn add<T: std::ops::Add<Output = T> + Copy>(total: &mut Option<T>, v: Option<T>) {
-        if let Some(v) = v {
-            *total = Some(match *total {
-                Some(t) => t + v,
-                None => v,
-            });
-        }
-    }
     // runner's wall time of the calls as each ran (a call served from the cache keeps its own).
     total.wall_ms += c.wall_ms;
     total.hunks = total.hunks.max(c.hunks);
-    total.requests += c.requests;
-    add(&mut total.prompt_tokens, c.prompt_tokens);
-    add(&mut total.completion_tokens, c.completion_tokens);
-    add(&mut total.eval_ms, c.eval_ms);
-    add(&mut total.prompt_eval_ms, c.prompt_eval_ms);
-    add(&mut total.model_total_ms, c.model_total_ms);
-    add(&mut total.load_ms, c.load_ms);
+    total.add_reported(c);
 }
 
 /// A model as its call's provenance names it: `smollm2-135m (SmolLM2-135M-Instruct.Q4_1.gguf,
