@@ -472,7 +472,7 @@ pub fn sheet_source(prepared: &Prepared) -> crate::study::adjudication::SheetSou
             .plan
             .runs
             .iter()
-            .map(|r| SheetRun { cell: &r.cell.id, matrix_cell: &r.cell, repeat: r.repeat, case: &r.subject_id, key: &r.key })
+            .map(|r| SheetRun { cell: &r.cell.id, matrix_cell: &r.cell, repeat: r.repeat, case: &r.subject_id, key: &r.key, order: r.order })
             .collect(),
         cases: prepared.plan.subjects.keys().cloned().collect(),
         cells: prepared.plan.cells.iter().map(|c| c.id.clone()).collect(),

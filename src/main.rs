@@ -372,7 +372,7 @@ fn plan(args: PlanArgs) -> Result<Exit, Error> {
                 ("run", why)
             }
         };
-        rows.push(serde_json::json!({ "run": run.label(), "key": run.key.0, "status": status, "why": why }));
+        rows.push(serde_json::json!({ "run": run.label(), "key": run.key.0, "order": run.order, "status": status, "why": why }));
     }
     let match_calls = prepared.scorers.as_ref().map(|s| runner::scoring::match_calls(&prepared.plan, s, store.as_ref(), &known));
     let nodes = node_summary(&prepared, cached, match_calls.unwrap_or_default());
@@ -413,6 +413,9 @@ fn plan(args: PlanArgs) -> Result<Exit, Error> {
         outln!("DAG: {} nodes, {} edges", prepared.plan.graph.node_count(), prepared.plan.graph.edge_count());
         for n in &nodes {
             outln!("  {:<12} {:>6}  {}", n.kind.as_str(), n.count, n.status);
+        }
+        for line in pipeline_lines(&prepared) {
+            outln!("{line}");
         }
         if let Some(h) = history {
             out!("{}", history_lines(h));
@@ -486,6 +489,32 @@ fn significant(p: f64) -> String {
     format!("{p:.digits$}")
 }
 
+/// `runner plan`'s lines on the pipeline reviewers it runs: each stage's calls per run, each
+/// call cached on its own.
+fn pipeline_lines(prepared: &experiment::Prepared) -> Vec<String> {
+    use runner::reviewer::spec::ReviewerKindSpec;
+    let mut lines = Vec::new();
+    for named in &prepared.manifest.reviewers.entries {
+        let ReviewerKindSpec::Pipeline(p) = &named.spec.kind else { continue };
+        let runs = prepared.plan.runs.iter().filter(|r| r.reviewer == named.name).count();
+        if runs == 0 {
+            continue;
+        }
+        if lines.is_empty() {
+            lines.push("pipeline stage calls (each cached on its own, keyed by its stage and what it receives):".to_string());
+        }
+        let budget = match p.total_budget {
+            Some(total) => {
+                let shares: Vec<String> = p.allocation().iter().map(|(stage, tokens)| format!("{stage} {tokens}")).collect();
+                format!("; total budget {total} tokens ({})", shares.join(", "))
+            }
+            None => String::new(),
+        };
+        lines.push(format!("  {}: per run {}; {runs} run{}{budget}", named.name, p.calls_per_run(), if runs == 1 { "" } else { "s" }));
+    }
+    lines
+}
+
 /// One line of `runner plan`'s node table.
 struct NodeLine {
     kind: runner::plan::NodeKind,
@@ -527,6 +556,9 @@ fn validate(files: &[PathBuf], max_runs: u64) -> Result<Exit, Error> {
         match manifest::load_to_validate(file) {
             Ok(m) => {
                 let (axes, analyses) = (m.matrix.axes.len(), m.analyses.len());
+                for warning in budget_warnings(&m) {
+                    errln!("warning: {}: {warning}", file.display());
+                }
                 match experiment::check(m, &experiment::PrepareOptions { max_runs, ..Default::default() }) {
                     Ok(size) => outln!(
                         "{}: ok ({axes} ax{}, {analyses} analys{}; {size})",
@@ -549,6 +581,20 @@ fn validate(files: &[PathBuf], max_runs: u64) -> Result<Exit, Error> {
         }
     }
     Ok(if ok { Exit::Ok } else { Exit::Error })
+}
+
+/// Strategies (the `reviewer` axis's reviewers) whose total budgets differ.
+fn budget_warnings(m: &runner::manifest::Manifest) -> Vec<String> {
+    let Some(axis) = m.matrix.axis(runner::manifest::REVIEWER_AXIS) else { return Vec::new() };
+    let compared: Vec<(&str, &runner::reviewer::spec::ReviewerSpec)> = axis
+        .values
+        .iter()
+        .filter_map(|v| match v {
+            runner::matrix::AxisValue::Str(name) => m.reviewers.get(name).map(|spec| (name.as_str(), spec)),
+            _ => None,
+        })
+        .collect();
+    runner::reviewer::pipeline::budget_mismatches(&compared)
 }
 
 fn seconds(value: f64, flag: &str) -> Result<std::time::Duration, Error> {

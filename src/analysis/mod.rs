@@ -5,6 +5,7 @@ pub mod adjudication;
 pub mod aggregation;
 pub mod agreement;
 pub mod alignment;
+pub mod budget;
 pub mod compare;
 pub mod context_level;
 pub mod cost;
@@ -549,6 +550,7 @@ fn compute_kind(spec: &AnalysisSpec, input: &AnalysisInput<'_>) -> AnalysisResul
         AnalysisKind::Schema => schema::compute(spec, input),
         AnalysisKind::RagAblation => rag_ablation::compute(spec, input),
         AnalysisKind::Cost => cost::compute(spec, input),
+        AnalysisKind::Budget => budget::compute(spec, input),
         AnalysisKind::Fixture => crate::analysis::fixture::compute(spec, input),
         AnalysisKind::Aggregation => aggregation::compute(spec, input),
         AnalysisKind::ContextLevel => context_level::compute(spec, input),

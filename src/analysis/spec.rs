@@ -275,6 +275,8 @@ pub enum AnalysisKind {
     RagAblation,
     /// Tokens and durations per cell.
     Cost,
+    /// Each review strategy's (pipeline's) total budget, allocation and spend.
+    Budget,
     /// H2: TP, FP, FN, precision, recall and F1 against the oracle.
     Fixture,
     /// A8: the union of a cell's repeats against the average single run.
@@ -308,6 +310,7 @@ impl AnalysisKind {
         Self::Schema,
         Self::RagAblation,
         Self::Cost,
+        Self::Budget,
         Self::Fixture,
         Self::Aggregation,
         Self::ContextLevel,
@@ -328,6 +331,7 @@ impl AnalysisKind {
             Self::Schema => "schema",
             Self::RagAblation => "rag-ablation",
             Self::Cost => "cost",
+            Self::Budget => "budget",
             Self::Fixture => "fixture",
             Self::Aggregation => "aggregation",
             Self::ContextLevel => "context-level",

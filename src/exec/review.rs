@@ -6,7 +6,7 @@ use super::{wait_cancel, Emitter, Event, RunOutcome, SkipReason};
 use crate::cache::{CacheKey, Guard, KeyInputs, Lease, Lookup, RunRecord, Store};
 use crate::matrix::RunId;
 use crate::reviewer::redact::Redactor;
-use crate::reviewer::{Cost, ReviewError, ReviewJob, ReviewOutput, Reviewer};
+use crate::reviewer::{CallCache, Calls, Cost, ReviewError, ReviewJob, ReviewOutput, Reviewer};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex as StdMutex};
 use std::time::{Duration, Instant};
@@ -229,4 +229,45 @@ async fn store_success(
         Some(permit) => super::writes::Writers::run_with(permit, write).await?,
         None => shared.writers.run(write).await?,
     }
+}
+
+/// The stage name a reviewer's own calls (a pipeline's stage calls) are cached under.
+pub(super) const RUN_CALL_STAGE: &str = "pipeline";
+
+/// One run's calls, cached each under [`crate::cache::key::stage_key`] of the subject's
+/// identity and the call's inputs, as scoring calls are.
+struct RunCalls {
+    cache: Arc<dyn Store>,
+    experiment: String,
+    subject: String,
+    refresh: bool,
+}
+
+impl RunCalls {
+    fn inputs(&self, inputs: &serde_json::Value) -> serde_json::Value {
+        serde_json::json!({ "subject": self.subject, "call": inputs })
+    }
+}
+
+impl CallCache for RunCalls {
+    fn lookup(&self, inputs: &serde_json::Value) -> Option<serde_json::Value> {
+        if self.refresh {
+            return None;
+        }
+        match self.cache.lookup_value(&crate::cache::key::stage_key(RUN_CALL_STAGE, &self.inputs(inputs))) {
+            crate::cache::ValueLookup::Hit(value) => Some(value),
+            crate::cache::ValueLookup::Miss | crate::cache::ValueLookup::Corrupt(_) => None,
+        }
+    }
+
+    fn store(&self, inputs: &serde_json::Value, answer: &serde_json::Value) -> Result<(), String> {
+        let inputs = self.inputs(inputs);
+        let key = crate::cache::key::stage_key(RUN_CALL_STAGE, &inputs);
+        self.cache.store_value(&self.experiment, RUN_CALL_STAGE, &key, &inputs, answer).map_err(|e| e.to_string())
+    }
+}
+
+/// The call cache of a run of the subject whose content identity is `subject`.
+pub(super) fn run_calls(shared: &ReviewShared, subject: &str) -> Calls {
+    Calls(Arc::new(RunCalls { cache: shared.cache.clone(), experiment: shared.experiment.clone(), subject: subject.to_string(), refresh: shared.refresh }))
 }

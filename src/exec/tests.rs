@@ -114,7 +114,7 @@ fn plan(models: &[&str], repeat: u32, subjects: &[&str]) -> Plan {
                 let n = graph.add_node(Node::Review { run: runs.len() });
                 graph.add_edge(mats[*s], n, Dependency::Requires);
                 graph.add_edge(n, analysis, Dependency::Observes);
-                runs.push(PlannedRun { cell: cell.clone().into(), repeat: r, subject_id: s.to_string(), reviewer: "fake".into(), key, inputs });
+                runs.push(PlannedRun { cell: cell.clone().into(), repeat: r, subject_id: s.to_string(), reviewer: "fake".into(), key, inputs, order: 0 });
             }
         }
     }

@@ -446,7 +446,13 @@ pub async fn execute<C: Conclusions>(
                         reviewer: reviewer.clone(),
                         per_reviewer: per_reviewer.get(planned.reviewer.as_str()).cloned().unwrap_or_else(|| global.clone()),
                         redactor: redactors.get(planned.reviewer.as_str()).cloned().unwrap_or_default(),
-                        job: ReviewJob { cell: crate::matrix::Cell::clone(&planned.cell), repeat: planned.repeat, subject, timeout: limits.timeout },
+                        job: ReviewJob {
+                            cell: crate::matrix::Cell::clone(&planned.cell),
+                            repeat: planned.repeat,
+                            subject,
+                            timeout: limits.timeout,
+                            calls: Some(review::run_calls(&shared, &planned.inputs.subject)),
+                        },
                     };
                     let shared = shared.clone();
                     let handle = tasks.spawn(async move { (node, State::Run(review::run(shared, task).await)) });
@@ -701,6 +707,7 @@ impl<A, R> Walk<'_, A, R> {
             _ => {}
         }
         self.states[node.index()] = state;
+        let mut released = Vec::new();
         let mut done = vec![node];
         while let Some(node) = done.pop() {
             let failure = (!self.states[node.index()].succeeded()).then(|| self.states[node.index()].error());
@@ -731,11 +738,20 @@ impl<A, R> Walk<'_, A, R> {
                         let left = &mut self.remaining[next.index()];
                         *left = left.saturating_sub(1);
                         if *left == 0 {
-                            self.release(next);
+                            released.push(next);
                         }
                     }
                 }
             }
+        }
+        // A subject's reviews are queued in their block's rotated order (`PlannedRun::order`);
+        // they then race for their limits' slots, so starts follow it only as far as those do.
+        released.sort_by_key(|&n| match &graph[n] {
+            Node::Review { run } => (1, self.plan.runs[*run].repeat, self.plan.runs[*run].order),
+            _ => (0, 0, 0),
+        });
+        for next in released {
+            self.release(next);
         }
     }
 }

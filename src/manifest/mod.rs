@@ -625,8 +625,18 @@ fn read_reviewers(root: &TableReader<'_, '_>, axes: &BTreeSet<String>, matrix: O
             }
             let t = root.table("reviewer")?;
             let spec = read_reviewer(&t, axes, base_dir);
+            let span = t.span();
             t.finish();
-            Some(Reviewers { entries: vec![NamedReviewer { name: SINGLE_REVIEWER.to_string(), spec: spec? }], by_axis: false })
+            let spec = spec?;
+            if matches!(spec.kind, ReviewerKindSpec::Pipeline(_)) {
+                problems.push_with_help(
+                    span,
+                    "a pipeline's stages call named reviewers",
+                    "declare it and the reviewers its stages call as [reviewers.NAME] tables",
+                );
+                return None;
+            }
+            Some(Reviewers { entries: vec![NamedReviewer { name: SINGLE_REVIEWER.to_string(), spec }], by_axis: false })
         }
         (false, true) => {
             let table = root.table("reviewers")?;
@@ -683,9 +693,23 @@ fn read_reviewers(root: &TableReader<'_, '_>, axes: &BTreeSet<String>, matrix: O
                 }
                 None => {}
             }
+            complete &= resolve_pipelines(&mut entries, problems);
             complete.then_some(Reviewers { entries, by_axis: axis.is_some() })
         }
     }
+}
+
+/// Resolves each pipeline's stages against the other named reviewers.
+fn resolve_pipelines(entries: &mut [NamedReviewer], problems: &crate::config::Problems) -> bool {
+    let declared: Vec<NamedReviewer> = entries.to_vec();
+    let named: Vec<(&str, &crate::reviewer::spec::ReviewerSpec)> = declared.iter().map(|e| (e.name.as_str(), &e.spec)).collect();
+    let mut ok = true;
+    for entry in entries.iter_mut() {
+        if let ReviewerKindSpec::Pipeline(p) = &mut entry.spec.kind {
+            ok &= crate::reviewer::pipeline::resolve(p, &entry.name, &named, problems);
+        }
+    }
+    ok
 }
 
 fn read_report(t: &TableReader<'_, '_>, base_dir: &Path, check_writable: bool) -> Option<ReportSpec> {

@@ -34,6 +34,10 @@ pub struct PlannedRun {
     pub key: CacheKey,
     /// What the key was computed from, kept to explain a cache miss.
     pub inputs: KeyInputs,
+    /// Where the run starts among the runs of its subject and repeat (its block), from 0: the
+    /// block's cells in matrix order, rotated by one per block ([`rotate`]), so that no
+    /// strategy always goes first. Not part of the key.
+    pub order: u32,
 }
 
 impl PlannedRun {
@@ -515,11 +519,13 @@ pub fn build_limited(manifest: &Manifest, subjects: impl Into<Resolved>, reviewe
                     reviewer: name.to_string(),
                     key: review_key(&inputs),
                     inputs,
+                    order: 0,
                 });
             }
         }
     }
 
+    rotate(&mut runs);
     let mut graph = DiGraph::new();
     let mut materialize: BTreeMap<&str, NodeIndex> = BTreeMap::new();
     for id in subjects.keys() {
@@ -566,9 +572,61 @@ pub fn build_limited(manifest: &Manifest, subjects: impl Into<Resolved>, reviewe
     Ok(Plan { cells, subjects, runs, graph, axis_order: manifest.matrix.axes.iter().map(|a| a.name.clone()).collect(), history })
 }
 
+/// Sets each run's start position in its block (the runs of one subject and repeat, in plan
+/// order): block `b` (blocks numbered as they first appear) starts at its `b mod n`-th cell
+/// and wraps around, so over `n` blocks each cell starts first once.
+pub fn rotate(runs: &mut [PlannedRun]) {
+    let mut blocks: HashMap<(u32, String), Vec<usize>> = HashMap::new();
+    let mut order: Vec<(u32, String)> = Vec::new();
+    for (i, run) in runs.iter().enumerate() {
+        let block = (run.repeat, run.subject_id.clone());
+        let members = blocks.entry(block.clone()).or_default();
+        if members.is_empty() {
+            order.push(block);
+        }
+        members.push(i);
+    }
+    for (b, block) in order.iter().enumerate() {
+        let members = &blocks[block];
+        let m = members.len();
+        for (k, &i) in members.iter().enumerate() {
+            runs[i].order = ((k + m - b % m) % m) as u32;
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn each_block_starts_its_cells_one_further_along() {
+        let cell = |id: &str| Arc::new(Cell { id: id.into(), values: Default::default() });
+        let mut runs = Vec::new();
+        for c in ["a", "b", "c"] {
+            for repeat in 1..=2 {
+                for subject in ["s1", "s2"] {
+                    let inputs = KeyInputs::new("x", serde_json::Value::Null, &cell(c), subject, repeat);
+                    runs.push(PlannedRun {
+                        cell: cell(c),
+                        repeat,
+                        subject_id: subject.into(),
+                        reviewer: "r".into(),
+                        key: review_key(&inputs),
+                        inputs,
+                        order: 0,
+                    });
+                }
+            }
+        }
+        rotate(&mut runs);
+        let first = |repeat: u32, subject: &str| runs.iter().find(|r| r.repeat == repeat && r.subject_id == subject && r.order == 0).map(|r| r.cell.id.clone());
+        // Blocks in plan order: (1, s1), (1, s2), (2, s1), (2, s2).
+        let starts: Vec<Option<String>> = vec![first(1, "s1"), first(1, "s2"), first(2, "s1"), first(2, "s2")];
+        assert_eq!(starts, [Some("a".into()), Some("b".into()), Some("c".into()), Some("a".into())]);
+        let block: Vec<(String, u32)> = runs.iter().filter(|r| r.repeat == 1 && r.subject_id == "s2").map(|r| (r.cell.id.clone(), r.order)).collect();
+        assert_eq!(block, [("a".into(), 2), ("b".into(), 0), ("c".into(), 1)]);
+    }
 
     #[test]
     fn every_edge_runs_from_an_earlier_stage_to_a_later_one() {

@@ -159,6 +159,81 @@ pub struct ShownRun {
     #[serde(flatten)]
     pub status: ShownStatus,
     pub findings: Vec<ShownFinding>,
+    /// A pipeline run's stages, each call with its raw answer (empty for other reviewers).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub stages: Vec<ShownStage>,
+}
+
+/// One stage of a pipeline run, as its run's raw output records it.
+#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
+pub struct ShownStage {
+    pub name: String,
+    pub role: String,
+    pub reviewer: String,
+    #[serde(default)]
+    pub family: Option<String>,
+    /// Its share of the run's total budget, in tokens.
+    #[serde(default)]
+    pub budget: Option<u64>,
+    /// Provider-reported tokens its calls spent (`None`: not reported).
+    #[serde(default)]
+    pub spent: Option<u64>,
+    /// Calls not made because its budget was spent.
+    #[serde(default)]
+    pub stopped: u32,
+    #[serde(default)]
+    pub note: Option<String>,
+    #[serde(default)]
+    pub calls: Vec<ShownCall>,
+}
+
+/// One call of a stage.
+#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
+pub struct ShownCall {
+    pub instance: u32,
+    pub started_at: String,
+    /// The run that made it (`cell #repeat @subject`).
+    pub run: String,
+    pub cached: bool,
+    #[serde(default)]
+    pub prompt_tokens: Option<u64>,
+    #[serde(default)]
+    pub completion_tokens: Option<u64>,
+    /// Provider-reported time.
+    #[serde(default)]
+    pub provider_ms: Option<f64>,
+    /// runner's own wall time of the call.
+    #[serde(default)]
+    pub runner_wall_ms: u64,
+    #[serde(default)]
+    pub error: Option<String>,
+    /// The reviewer's raw output for the call.
+    pub raw: String,
+}
+
+/// A pipeline run's stages from its raw output (nothing for other reviewers).
+fn stages_of(cache: &CacheStore, record: &RunRecord) -> Vec<ShownStage> {
+    if record.inputs.reviewer_kind != "pipeline" {
+        return Vec::new();
+    }
+    let Ok(raw) = cache.raw_output(record) else { return Vec::new() };
+    serde_json::from_str::<serde_json::Value>(&raw).ok().and_then(|v| serde_json::from_value(v["stages"].clone()).ok()).unwrap_or_default()
+}
+
+/// The model's answer texts in a call's raw output (an `openai`/`ollama` reviewer's), or the
+/// raw output itself.
+fn answer_texts(raw: &str) -> Vec<String> {
+    let parsed: Option<serde_json::Value> = serde_json::from_str(raw).ok();
+    let texts: Vec<String> = parsed
+        .as_ref()
+        .and_then(|v| v["units"].as_array())
+        .map(|units| units.iter().flat_map(|u| u["answers"].as_array().into_iter().flatten()).filter_map(|a| a["text"].as_str().map(str::to_string)).collect())
+        .unwrap_or_default();
+    if texts.is_empty() && !raw.is_empty() {
+        vec![raw.to_string()]
+    } else {
+        texts
+    }
 }
 
 /// The shown runs of one selection.
@@ -188,7 +263,7 @@ pub fn collect(experiment: &str, plan: &Plan, cache: &CacheStore, oracle: Option
     let runs = selected
         .into_iter()
         .map(|run| {
-            let (status, findings) = read_run(cache, &run.key);
+            let (status, findings, stages) = read_run(cache, &run.key);
             let verdicts = oracle.and_then(|(o, rule)| verdicts(&findings, &run.subject_id, o, rule));
             ShownRun {
                 run: run.label(),
@@ -200,6 +275,7 @@ pub fn collect(experiment: &str, plan: &Plan, cache: &CacheStore, oracle: Option
                 key: run.key.0.clone(),
                 status,
                 findings: shown_findings(&findings, verdicts),
+                stages,
             }
         })
         .collect();
@@ -245,6 +321,7 @@ fn record_run(cache: &CacheStore, key: &CacheKey) -> ShownRun {
         Lookup::Corrupt(detail) => (ShownStatus::Corrupt(detail), Findings::default(), None),
         Lookup::Unreadable(detail) => (ShownStatus::Unreadable(detail), Findings::default(), None),
     };
+    let stages = record.as_ref().map(|r| stages_of(cache, r)).unwrap_or_default();
     let label = record.as_ref().map(|r| r.label.clone()).unwrap_or_default();
     let (cell, repeat, subject) = parse_label(&label).unwrap_or_default();
     ShownRun {
@@ -257,6 +334,7 @@ fn record_run(cache: &CacheStore, key: &CacheKey) -> ShownRun {
         key: key.0.clone(),
         status,
         findings: shown_findings(&findings, None),
+        stages,
     }
 }
 
@@ -278,12 +356,12 @@ fn list(items: &[&str]) -> String {
 }
 
 /// A run's cached findings, or why there are none.
-fn read_run(cache: &CacheStore, key: &CacheKey) -> (ShownStatus, Findings) {
+fn read_run(cache: &CacheStore, key: &CacheKey) -> (ShownStatus, Findings, Vec<ShownStage>) {
     match cache.lookup(key) {
-        Lookup::Hit { findings, .. } => (ShownStatus::Cached, findings),
-        Lookup::Miss => (ShownStatus::NotCached(cache.failure(key).map(|f| f.error.to_string())), Findings::default()),
-        Lookup::Corrupt(detail) => (ShownStatus::Corrupt(detail), Findings::default()),
-        Lookup::Unreadable(detail) => (ShownStatus::Unreadable(detail), Findings::default()),
+        Lookup::Hit { findings, record } => (ShownStatus::Cached, findings, stages_of(cache, &record)),
+        Lookup::Miss => (ShownStatus::NotCached(cache.failure(key).map(|f| f.error.to_string())), Findings::default(), Vec::new()),
+        Lookup::Corrupt(detail) => (ShownStatus::Corrupt(detail), Findings::default(), Vec::new()),
+        Lookup::Unreadable(detail) => (ShownStatus::Unreadable(detail), Findings::default(), Vec::new()),
     }
 }
 
@@ -380,8 +458,48 @@ pub fn render_text(shown: &Shown) -> String {
                 }
             }
         }
+        for stage in &run.stages {
+            render_stage(&mut out, stage);
+        }
     }
     out
+}
+
+/// A pipeline stage: its budget and spend, then each call with its raw answer.
+fn render_stage(out: &mut String, stage: &ShownStage) {
+    use std::fmt::Write;
+    let calls = stage.calls.len();
+    let mut head = format!("  stage {} ({}): {calls} call{}", stage.name, stage.role, if calls == 1 { "" } else { "s" });
+    match (stage.spent, stage.budget) {
+        (Some(spent), Some(budget)) => head.push_str(&format!(", {spent} of {budget} tokens")),
+        (Some(spent), None) => head.push_str(&format!(", {spent} tokens")),
+        (None, _) => head.push_str(", tokens not reported"),
+    }
+    if stage.stopped > 0 {
+        head.push_str(&format!(", {} stopped", stage.stopped));
+    }
+    if let Some(note) = &stage.note {
+        head.push_str(&format!(" ({})", one_line(note)));
+    }
+    let _ = writeln!(out, "{head}");
+    for call in &stage.calls {
+        let tokens = match (call.prompt_tokens, call.completion_tokens) {
+            (Some(p), Some(c)) => format!("{p}+{c} tokens"),
+            _ => "tokens not reported".to_string(),
+        };
+        let provider = call.provider_ms.map(|ms| format!(", provider {ms:.0} ms")).unwrap_or_default();
+        let cached = if call.cached { ", from the cache" } else { "" };
+        let _ =
+            writeln!(out, "    call {} at {} by `{}`: {tokens}{provider}, runner {} ms{cached}", call.instance, call.started_at, call.run, call.runner_wall_ms);
+        if let Some(e) = &call.error {
+            let _ = writeln!(out, "      failed: {}", one_line(e));
+        }
+        for text in answer_texts(&call.raw) {
+            for line in text.lines() {
+                let _ = writeln!(out, "      | {}", sanitize(line));
+            }
+        }
+    }
 }
 
 fn short(key: &str) -> &str {
@@ -439,6 +557,7 @@ mod tests {
                 key: "0123456789abcdef".into(),
                 status: ShownStatus::Cached,
                 findings: shown_findings(&[finding("a.py", 3, "bad \u{1b}[31mred")], None),
+                stages: Vec::new(),
             }],
         };
         let text = render_text(&shown);

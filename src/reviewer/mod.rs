@@ -7,6 +7,7 @@ pub mod builtin;
 pub mod command;
 pub mod llm;
 pub mod parse;
+pub mod pipeline;
 pub mod redact;
 pub mod replay;
 pub mod spec;
@@ -28,6 +29,30 @@ pub struct ReviewJob {
     pub repeat: u32,
     pub subject: Arc<Subject>,
     pub timeout: Duration,
+    /// Where a reviewer that makes several calls per run (a pipeline) keeps each call's
+    /// answer; `None`: nowhere (every call runs).
+    pub calls: Option<Calls>,
+}
+
+/// A cache of one run's calls, each under its own content key: the engine keys them by the
+/// run's subject identity and `inputs` (everything else that determines the answer), so an
+/// interrupted run repeats no finished call and a changed stage re-runs only its own calls.
+/// Calls block (disk): run them off the async threads.
+pub trait CallCache: Send + Sync {
+    /// The answer stored for `inputs`, when there is one (never under `--refresh`).
+    fn lookup(&self, inputs: &serde_json::Value) -> Option<serde_json::Value>;
+    /// Stores the answer for `inputs`.
+    fn store(&self, inputs: &serde_json::Value, answer: &serde_json::Value) -> Result<(), String>;
+}
+
+/// A run's [`CallCache`].
+#[derive(Clone)]
+pub struct Calls(pub Arc<dyn CallCache>);
+
+impl std::fmt::Debug for Calls {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Calls")
+    }
 }
 
 /// What a run cost, from the reviewer's own reports where it has them.
@@ -60,6 +85,38 @@ pub struct Cost {
     /// send one request per unit; empty for the others.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub units: Vec<UnitCost>,
+}
+
+impl Cost {
+    /// Adds what `other` reports of requests, tokens and model timings (a value either side
+    /// lacks counts as what the other has); its wall time, hunks and units are the caller's.
+    pub fn add_reported(&mut self, other: &Cost) {
+        fn add<T: std::ops::Add<Output = T> + Copy>(total: &mut Option<T>, v: Option<T>) {
+            if let Some(v) = v {
+                *total = Some(match *total {
+                    Some(t) => t + v,
+                    None => v,
+                });
+            }
+        }
+        self.requests += other.requests;
+        add(&mut self.prompt_tokens, other.prompt_tokens);
+        add(&mut self.completion_tokens, other.completion_tokens);
+        add(&mut self.eval_ms, other.eval_ms);
+        add(&mut self.prompt_eval_ms, other.prompt_eval_ms);
+        add(&mut self.model_total_ms, other.model_total_ms);
+        add(&mut self.load_ms, other.load_ms);
+    }
+
+    /// The provider-reported time of the run's requests: the whole requests' where the provider
+    /// reports it (Ollama), else prompt processing plus generation (llama.cpp's timings);
+    /// `None` when the provider gave neither (runner's own `wall_ms` is never a substitute).
+    pub fn provider_ms(&self) -> Option<f64> {
+        self.model_total_ms.or(match (self.prompt_eval_ms, self.eval_ms) {
+            (Some(p), Some(e)) => Some(p + e),
+            _ => None,
+        })
+    }
 }
 
 /// What reviewing one unit (a hunk, a file or the whole change) cost.
@@ -193,6 +250,7 @@ pub fn from_spec(spec: &crate::reviewer::spec::ReviewerSpec) -> Result<Arc<dyn R
         K::Command(c) => Arc::new(command::CommandReviewer::new(c.as_ref().clone())),
         K::Llm(l) => Arc::new(llm::LlmReviewer::new(l.as_ref().clone())?),
         K::Replay(r) => Arc::new(replay::ReplayReviewer::new(r.clone())),
+        K::Pipeline(p) => Arc::new(pipeline::PipelineReviewer::new(p.as_ref().clone())?),
     })
 }
 

@@ -27,6 +27,8 @@ pub enum ReviewerKindSpec {
     Llm(Box<crate::reviewer::llm::LlmSpec>),
     /// Findings read from captured files.
     Replay(super::replay::ReplaySpec),
+    /// Stages of calls to other named reviewers (boxed: it holds their configurations).
+    Pipeline(Box<super::pipeline::PipelineSpec>),
 }
 
 /// What a reviewer reads of a subject besides its id.
@@ -47,6 +49,7 @@ impl ReviewerKindSpec {
         match self {
             Self::Builtin(_) | Self::Llm(_) => SubjectNeeds::Diff,
             Self::Command(_) => SubjectNeeds::Repository,
+            Self::Pipeline(p) => p.needs(),
             Self::Replay(_) => SubjectNeeds::Nothing,
         }
     }
@@ -57,6 +60,7 @@ impl ReviewerKindSpec {
             Self::Command(_) => "command",
             Self::Llm(spec) => spec.protocol.as_str(),
             Self::Replay(_) => "replay",
+            Self::Pipeline(_) => "pipeline",
         }
     }
 }
@@ -82,8 +86,9 @@ pub fn read_reviewer(t: &TableReader<'_, '_>, axes: &BTreeSet<String>, base_dir:
         "command" => super::command::read_spec(t, axes, base_dir).map(|c| ReviewerKindSpec::Command(Box::new(c))),
         "ollama" | "openai" => super::llm::read_spec(t, kind.get_ref(), axes, base_dir).map(|s| ReviewerKindSpec::Llm(Box::new(s))),
         "replay" => super::replay::read_spec(t, base_dir).map(ReviewerKindSpec::Replay),
+        "pipeline" => super::pipeline::read_spec(t, axes, base_dir).map(|p| ReviewerKindSpec::Pipeline(Box::new(p))),
         other => {
-            let kinds = ["builtin", "command", "ollama", "openai", "replay"];
+            let kinds = ["builtin", "command", "ollama", "openai", "pipeline", "replay"];
             let help = match did_you_mean(other, kinds) {
                 Some(best) => format!("did you mean `{best}`? (kinds: {})", kinds.join(", ")),
                 None => format!("kinds: {}", kinds.join(", ")),
@@ -101,7 +106,7 @@ pub fn read_reviewer(t: &TableReader<'_, '_>, axes: &BTreeSet<String>, base_dir:
 /// `reviewer_axis` is the axis that picks the reviewer, when one does.
 pub fn check_unused_axes(root: &TableReader<'_, '_>, reviewer: &ReviewerSpec, matrix: &Matrix, reviewer_axis: Option<&str>) {
     let texts: Vec<&str> = match &reviewer.kind {
-        ReviewerKindSpec::Builtin(_) | ReviewerKindSpec::Llm(_) | ReviewerKindSpec::Replay(_) => return,
+        ReviewerKindSpec::Builtin(_) | ReviewerKindSpec::Llm(_) | ReviewerKindSpec::Replay(_) | ReviewerKindSpec::Pipeline(_) => return,
         ReviewerKindSpec::Command(c) => std::iter::once(c.program.as_str())
             .chain(c.args.iter().map(String::as_str))
             .chain(c.env.values().map(String::as_str))

@@ -73,6 +73,10 @@ pub struct KeyRun {
     pub complete: bool,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub metrics: Option<Metrics>,
+    /// Where the run started among the runs of its case and trial: strategies start in an
+    /// order rotated by one per case/trial block (the plan's `order`, from 0).
+    #[serde(default)]
+    pub order: u32,
     /// The stet ids of the run's findings, in the run's order.
     pub findings: Vec<String>,
 }
@@ -169,6 +173,8 @@ pub struct SheetRun<'a> {
     pub repeat: u32,
     pub case: &'a str,
     pub key: &'a CacheKey,
+    /// Where the run started among its case and repeat's runs (the plan's rotation).
+    pub order: u32,
 }
 
 /// Exports a blind sheet of every cached finding of `source`'s runs into `out`.
@@ -190,6 +196,7 @@ pub fn export(source: &SheetSource<'_>, manifest_label: &str, out: &Path, seed: 
             repeat: planned.repeat,
             case: planned.case.to_string(),
             cache_key: planned.key.0.clone(),
+            order: planned.order,
             submitted: false,
             complete: false,
             metrics: None,
@@ -203,12 +210,15 @@ pub fn export(source: &SheetSource<'_>, manifest_label: &str, out: &Path, seed: 
                 (Some(p), Some(c)) => Some(p + c),
                 _ => None,
             };
-            run.metrics = Some(Metrics {
-                latency_ms: Some(cost.wall_ms as f64),
+            // Only what the provider reported (seed 002): runner's own wall time is not the
+            // provider's latency, and no metric at all leaves `metrics` out.
+            let metrics = Metrics {
+                latency_ms: cost.provider_ms(),
                 input_tokens: cost.prompt_tokens.map(|v| v as f64),
                 output_tokens: cost.completion_tokens.map(|v| v as f64),
                 total_tokens: total.map(|v| v as f64),
-            });
+            };
+            run.metrics = (metrics != Metrics::default()).then_some(metrics);
             for (i, f) in findings.iter().enumerate() {
                 run.findings.push(f.id.clone());
                 occurrences.entry(RowContent::of(planned.case, f)).or_default().push((index, i));

@@ -8,7 +8,7 @@ use crate::{project_root, runner};
 fn every_bundled_experiment_reproduces_its_committed_results_byte_for_byte() {
     let root = project_root();
     let tmp = tempfile::tempdir().expect("tempdir");
-    for name in ["quickstart", "scored", "model-swap", "replay-tools", "code-review-benchmark", "studies", "studies-rqs"] {
+    for name in ["quickstart", "scored", "model-swap", "replay-tools", "code-review-benchmark", "studies", "studies-rqs", "strategies"] {
         let out = tmp.path().join(name);
         let run = runner(&root)
             .args(["exec", "--frozen", "--quiet", "--cache-dir", "cache", "--work-dir"])

@@ -321,6 +321,10 @@ fn adjudication_round_trip_from_cached_results_to_a_score() {
     assert_eq!(header, "item,case,file,line,severity,category,message,suggestion,disposition,oracle_id,note");
     let key = read_json(&dir.path().join("adj/key.json"));
     assert_eq!(key["cells"], json!(["baseline=dry-run", "baseline=heuristic"]));
+    // The built-in baselines report no provider latency or tokens: no metrics, not runner's
+    // own wall time passed off as latency.
+    let runs = key["runs"].as_array().expect("runs");
+    assert!(!runs.is_empty() && runs.iter().all(|r| r.get("metrics").is_none_or(Value::is_null)), "{key}");
     assert!(std::fs::read_to_string(dir.path().join("adj/cases.md")).expect("cases").contains("`F02`"));
 
     // A person fills it: the storage prefix check is F02, everything else is noise.

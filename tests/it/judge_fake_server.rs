@@ -25,16 +25,16 @@ use tokio::net::{TcpListener, TcpStream};
 
 /// One request the fake received.
 #[derive(Debug, Clone)]
-struct Seen {
-    path: String,
+pub(crate) struct Seen {
+    pub(crate) path: String,
     /// The body exactly as received.
-    raw: String,
-    body: Value,
+    pub(crate) raw: String,
+    pub(crate) body: Value,
 }
 
 /// What the fake answers to one chat request.
 #[derive(Clone)]
-enum Reply {
+pub(crate) enum Reply {
     /// 200 with this text as the model's answer and this finish reason.
     Answer(String, &'static str),
     /// An error status with a JSON body.
@@ -42,11 +42,11 @@ enum Reply {
 }
 
 /// Answers the n-th (0-based, counted over the server's life) chat request.
-type Handler = Arc<dyn Fn(usize, &Value) -> Reply + Send + Sync>;
+pub(crate) type Handler = Arc<dyn Fn(usize, &Value) -> Reply + Send + Sync>;
 
-struct Fake {
+pub(crate) struct Fake {
     /// The base URL a client is given: `…/v1` (OpenAI-compatible) or the root (Ollama).
-    url: String,
+    pub(crate) url: String,
     seen: Arc<Mutex<Vec<Seen>>>,
     task: tokio::task::JoinHandle<()>,
 }
@@ -58,7 +58,7 @@ impl Drop for Fake {
 }
 
 impl Fake {
-    fn chats(&self) -> Vec<Seen> {
+    pub(crate) fn chats(&self) -> Vec<Seen> {
         self.seen.lock().expect("lock").iter().filter(|s| s.path.ends_with("/chat/completions") || s.path == "/api/chat").cloned().collect()
     }
 }
@@ -66,7 +66,7 @@ impl Fake {
 const JUDGE_MODEL: &str = "judge-model";
 
 /// Starts a fake server speaking `protocol`, serving `models`.
-async fn fake(protocol: Protocol, models: &[&str], handler: Handler) -> Fake {
+pub(crate) async fn fake(protocol: Protocol, models: &[&str], handler: Handler) -> Fake {
     let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
     let root = format!("http://{}", listener.local_addr().expect("addr"));
     let url = match protocol {
@@ -405,7 +405,10 @@ async fn no_reviewer_identity_reaches_a_judge() {
         .into_iter()
         .collect(),
     };
-    let out = reviewer.review(&ReviewJob { cell: cell.clone(), repeat: REPEAT, subject: subject(), timeout: Duration::from_secs(60) }).await.expect("review");
+    let out = reviewer
+        .review(&ReviewJob { cell: cell.clone(), repeat: REPEAT, subject: subject(), timeout: Duration::from_secs(60), calls: None })
+        .await
+        .expect("review");
     assert_eq!(out.findings.len(), 3, "{:?}", out.findings);
     let reviewer_requests = server.chats().len();
 

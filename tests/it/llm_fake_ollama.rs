@@ -266,7 +266,7 @@ fn spec(url: &str, f: impl FnOnce(&mut LlmSpec)) -> LlmSpec {
 
 fn job(subject: Arc<Subject>, repeat: u32) -> ReviewJob {
     let cell = Cell { id: format!("model={MODEL}"), values: [("model".to_string(), AxisValue::Str(MODEL.into()))].into_iter().collect() };
-    ReviewJob { cell, repeat, subject, timeout: Duration::from_secs(60) }
+    ReviewJob { cell, repeat, subject, timeout: Duration::from_secs(60), calls: None }
 }
 
 async fn review(spec: LlmSpec) -> Result<runner::reviewer::ReviewOutput, ReviewError> {

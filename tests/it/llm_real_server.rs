@@ -96,7 +96,7 @@ fn spec(url: &str, f: impl FnOnce(&mut LlmSpec)) -> LlmSpec {
 
 fn job(model: &str, subject: Arc<Subject>, repeat: u32) -> ReviewJob {
     let cell = Cell { id: format!("model={model}"), values: [("model".to_string(), AxisValue::Str(model.into()))].into_iter().collect() };
-    ReviewJob { cell, repeat, subject, timeout: HUNG }
+    ReviewJob { cell, repeat, subject, timeout: HUNG, calls: None }
 }
 
 #[tokio::test]

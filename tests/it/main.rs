@@ -24,6 +24,8 @@ mod llm_real_server;
 mod manifest_errors;
 mod matching;
 mod named_reviewers;
+mod pipeline;
+mod pipeline_real_server;
 mod rate_limits;
 mod reliability;
 mod remote_cache;

@@ -72,6 +72,40 @@ struct Ask<'a> {
     sampling: &'a Sampling,
 }
 
+/// Why a review failed: the model's answer (it stopped at the token limit, it does not
+/// parse), or anything else.
+enum RunFailure {
+    /// What was wrong, what the answers cost (as the provider reported), and their text.
+    Answer(String, Cost, String),
+    Review(ReviewError),
+}
+
+/// What a unit's answers cost, as the provider reported it.
+fn answers_cost(answers: &[Completion]) -> Cost {
+    let mut cost = Cost::default();
+    for a in answers {
+        let reported =
+            Cost { prompt_tokens: a.prompt_tokens, completion_tokens: a.completion_tokens, prompt_eval_ms: a.prompt_ms, eval_ms: a.eval_ms, ..Cost::default() };
+        cost.add_reported(&Cost { requests: 1, model_total_ms: a.total_ms, load_ms: a.load_ms, ..reported });
+    }
+    cost
+}
+
+impl From<ReviewError> for RunFailure {
+    fn from(e: ReviewError) -> Self {
+        Self::Review(e)
+    }
+}
+
+impl RunFailure {
+    fn into_error(self) -> ReviewError {
+        match self {
+            Self::Answer(message, ..) => ReviewError::failed(message),
+            Self::Review(e) => e,
+        }
+    }
+}
+
 /// What one unit's exchange with the model produced.
 struct Exchange {
     text: String,
@@ -85,18 +119,6 @@ struct Exchange {
 fn short_hash(text: &str) -> String {
     let hex = blake3::hash(text.as_bytes()).to_hex();
     format!("blake3:{}", &hex[..16])
-}
-
-fn add_u64(total: &mut Option<u64>, v: Option<u64>) {
-    if let Some(v) = v {
-        *total = Some(total.unwrap_or(0) + v);
-    }
-}
-
-fn add_f64(total: &mut Option<f64>, v: Option<f64>) {
-    if let Some(v) = v {
-        *total = Some(total.unwrap_or(0.0) + v);
-    }
 }
 
 impl LlmReviewer {
@@ -362,7 +384,7 @@ impl LlmReviewer {
         schema: &Value,
         api_key: Option<&str>,
         label: &str,
-    ) -> Result<Exchange, ReviewError> {
+    ) -> Result<Exchange, RunFailure> {
         let sampling = Sampling { temperature: p.temperature, seed: p.seed, max_tokens: self.spec.max_tokens, num_ctx: self.spec.num_ctx };
         let base = vec![Message { role: "system", content: prompts.system.clone() }, Message { role: "user", content: prompts.user.clone() }];
         let rounds = match self.spec.on_truncation {
@@ -403,15 +425,34 @@ impl LlmReviewer {
             OnTruncation::Continue => format!(" and was still cut after {} continuations; raise `max-tokens`", self.spec.max_continuations),
         };
         let tail: String = text.chars().rev().take(120).collect::<Vec<_>>().into_iter().rev().collect();
-        Err(ReviewError::failed(format!(
-            "model `{}` stopped at the token limit (max-tokens = {}, finish_reason `length`) reviewing `{label}` at `{}`{how}; the answer was not parsed; it ended: {tail:?}",
-            p.model, self.spec.max_tokens, last
-        )))
+        Err(RunFailure::Answer(
+            format!(
+                "model `{}` stopped at the token limit (max-tokens = {}, finish_reason `length`) reviewing `{label}` at `{}`{how}; the answer was not parsed; it ended: {tail:?}",
+                p.model, self.spec.max_tokens, last
+            ),
+            answers_cost(&answers),
+            text,
+        ))
     }
 
-    async fn run(&self, job: &ReviewJob) -> Result<ReviewOutput, ReviewError> {
+    /// One review of `job` whose prompts also see `extra`'s variables and whose seed (when
+    /// one is set) is moved on by `seed_offset`: a pipeline stage's call of this reviewer.
+    /// The inner `Err` is the answer's own failure (cut at the token limit, unreadable): the
+    /// model answered; the outer one is everything else (the server, the timeout).
+    /// A failed answer comes with what it cost and its text.
+    pub async fn review_with(&self, job: &ReviewJob, extra: &Value, seed_offset: u64) -> Result<Result<ReviewOutput, (String, Cost, String)>, ReviewError> {
+        match tokio::time::timeout(job.timeout, self.run(job, Some(extra), seed_offset)).await {
+            Ok(Ok(output)) => Ok(Ok(output)),
+            Ok(Err(RunFailure::Answer(message, cost, text))) => Ok(Err((message, cost, text))),
+            Ok(Err(RunFailure::Review(e))) => Err(e),
+            Err(_) => Err(ReviewError::Timeout { seconds: job.timeout.as_secs_f64() }),
+        }
+    }
+
+    async fn run(&self, job: &ReviewJob, extra: Option<&Value>, seed_offset: u64) -> Result<ReviewOutput, RunFailure> {
         let started = Instant::now();
-        let p = self.params(&job.cell, job.repeat)?;
+        let mut p = self.params(&job.cell, job.repeat)?;
+        p.seed = p.seed.map(|s| s + seed_offset);
         let units = prompt::units(&job.subject.files, self.spec.unit);
         let mut out = ReviewOutput::default();
         let mut cost = Cost { hunks: units.iter().map(prompt::Unit::hunk_count).sum(), ..Cost::default() };
@@ -442,18 +483,22 @@ impl LlmReviewer {
             } else {
                 Vec::new()
             };
-            let prompts = prompt::render(&self.spec, &job.subject, unit, &definitions).map_err(ReviewError::failed)?;
+            let prompts = prompt::render(&self.spec, &job.subject, unit, &definitions, extra).map_err(ReviewError::failed)?;
             let lines = self.spec.constrain_lines.then(|| prompt::reviewed_lines(unit));
             let schema = prompt::response_schema(&self.spec, unit.files.len() > 1, lines.as_deref());
             let ex = self.exchange(&pool, &p, &prompts, &schema, api_key.as_deref(), &unit.label).await?;
             waited += ex.waited;
             let items = extract_model_findings(&ex.text).map_err(|e| {
-                ReviewError::failed(format!(
-                    "failed to read model `{}`'s answer for `{}`: {e}; it began: {}",
-                    p.model,
-                    unit.label,
-                    ex.text.chars().take(160).collect::<String>()
-                ))
+                RunFailure::Answer(
+                    format!(
+                        "failed to read model `{}`'s answer for `{}`: {e}; it began: {}",
+                        p.model,
+                        unit.label,
+                        ex.text.chars().take(160).collect::<String>()
+                    ),
+                    answers_cost(&ex.answers),
+                    ex.text.clone(),
+                )
             })?;
             let normalized = normalize::normalize(items, unit, &job.subject.repo_dir, &mut seen);
             let mut unit_cost = UnitCost {
@@ -463,20 +508,13 @@ impl LlmReviewer {
                 findings: normalized.findings.len() as u32,
                 ..UnitCost::default()
             };
-            for a in &ex.answers {
-                add_u64(&mut unit_cost.prompt_tokens, a.prompt_tokens);
-                add_u64(&mut unit_cost.completion_tokens, a.completion_tokens);
-                add_f64(&mut unit_cost.prompt_eval_ms, a.prompt_ms);
-                add_f64(&mut unit_cost.eval_ms, a.eval_ms);
-                add_f64(&mut cost.model_total_ms, a.total_ms);
-                add_f64(&mut cost.load_ms, a.load_ms);
-            }
+            let reported = answers_cost(&ex.answers);
+            unit_cost.prompt_tokens = reported.prompt_tokens;
+            unit_cost.completion_tokens = reported.completion_tokens;
+            unit_cost.prompt_eval_ms = reported.prompt_eval_ms;
+            unit_cost.eval_ms = reported.eval_ms;
             unit_cost.wall_ms = unit_started.elapsed().saturating_sub(ex.waited).as_millis() as u64;
-            add_u64(&mut cost.prompt_tokens, unit_cost.prompt_tokens);
-            add_u64(&mut cost.completion_tokens, unit_cost.completion_tokens);
-            add_f64(&mut cost.prompt_eval_ms, unit_cost.prompt_eval_ms);
-            add_f64(&mut cost.eval_ms, unit_cost.eval_ms);
-            cost.requests += ex.requests;
+            cost.add_reported(&Cost { requests: ex.requests, ..reported });
             cost.units.push(unit_cost);
             for (k, v) in normalized.counters {
                 bump(&mut out, &k, v);
@@ -558,8 +596,8 @@ impl Reviewer for LlmReviewer {
 
     fn review<'a>(&'a self, job: &'a ReviewJob) -> BoxFuture<'a, Result<ReviewOutput, ReviewError>> {
         Box::pin(async move {
-            match tokio::time::timeout(job.timeout, self.run(job)).await {
-                Ok(result) => result,
+            match tokio::time::timeout(job.timeout, self.run(job, None, 0)).await {
+                Ok(result) => result.map_err(RunFailure::into_error),
                 Err(_) => Err(ReviewError::Timeout { seconds: job.timeout.as_secs_f64() }),
             }
         })

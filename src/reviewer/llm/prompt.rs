@@ -168,8 +168,9 @@ pub struct Prompts {
     pub user: String,
 }
 
-/// Renders the system and user prompts for a unit.
-pub fn render(spec: &LlmSpec, subject: &Subject, unit: &Unit<'_>, definitions: &[Definition]) -> Result<Prompts, String> {
+/// Renders the system and user prompts for a unit; `extra` (an object: a pipeline stage's
+/// earlier findings) adds variables beside the unit's.
+pub fn render(spec: &LlmSpec, subject: &Subject, unit: &Unit<'_>, definitions: &[Definition], extra: Option<&Value>) -> Result<Prompts, String> {
     let multi_file = unit.files.len() > 1;
     let files: Vec<Value> = unit
         .files
@@ -185,7 +186,7 @@ pub fn render(spec: &LlmSpec, subject: &Subject, unit: &Unit<'_>, definitions: &
             })
         })
         .collect();
-    let vars = json!({
+    let mut vars = json!({
         "unit": unit.kind.as_str(),
         "file": unit.first_file(),
         "multi_file": multi_file,
@@ -198,6 +199,9 @@ pub fn render(spec: &LlmSpec, subject: &Subject, unit: &Unit<'_>, definitions: &
         "severities": Severity::ALL.iter().map(|s| s.as_str()).collect::<Vec<_>>(),
         "categories": Category::ALL.iter().map(|c| c.as_str()).collect::<Vec<_>>(),
     });
+    if let (Some(Value::Object(extra)), Value::Object(vars)) = (extra, &mut vars) {
+        vars.extend(extra.iter().map(|(k, v)| (k.clone(), v.clone())));
+    }
     let system = render_template(&format!("system prompt `{}`", spec.system_prompt.name), &spec.system_prompt.text, &vars)?;
     let user = render_template(&format!("prompt `{}`", spec.prompt.name), &spec.prompt.text, &vars)?;
     Ok(Prompts { system, user })
@@ -275,7 +279,7 @@ mod tests {
             snippet: "def mean(xs):\n    return 0".into(),
             truncated: false,
         };
-        let p = render(&spec, &s, unit, &[def]).expect("renders");
+        let p = render(&spec, &s, unit, &[def], None).expect("renders");
         assert!(p.user.contains("Review the averaging helper."));
         assert!(p.user.contains("avg([]) must return 0."));
         assert!(p.user.contains("File `calc.py`:"));
@@ -286,7 +290,7 @@ mod tests {
         assert!(p.system.contains("one of error, warning, info, nitpick;"), "{}", p.system);
         assert!(!p.system.contains("\"file\": the path"), "single-file units need no file field");
         let change = &units(&s.files, UnitKind::Change)[0];
-        let p = render(&spec, &s, change, &[]).expect("renders");
+        let p = render(&spec, &s, change, &[], None).expect("renders");
         assert!(p.system.contains("\"file\": the path"));
         assert!(!p.user.contains("## Definitions"));
     }
@@ -297,7 +301,7 @@ mod tests {
         s.review_task = None;
         s.spec = None;
         let spec = LlmSpec::new(Protocol::Ollama, "http://x");
-        let p = render(&spec, &s, &units(&s.files, UnitKind::Hunk)[2], &[]).expect("renders");
+        let p = render(&spec, &s, &units(&s.files, UnitKind::Hunk)[2], &[], None).expect("renders");
         assert!(p.user.starts_with("## Change to review"), "{}", p.user);
     }
 

@@ -158,6 +158,27 @@ impl LlmSpec {
     }
 }
 
+/// Reads the prompt template file `key` names (relative to `base_dir`), compiled to check it:
+/// `None` when the key is absent, `Some(None)` when the file is unreadable or does not compile
+/// (reported at the key).
+pub(crate) fn read_prompt(t: &TableReader<'_, '_>, key: &str, base_dir: &Path) -> Option<Option<PromptTemplate>> {
+    let p = t.string(key)?;
+    let path = base_dir.join(p.get_ref());
+    Some(match std::fs::read_to_string(&path) {
+        Ok(text) => match handlebars::Template::compile(&text) {
+            Ok(_) => Some(PromptTemplate { name: p.get_ref().clone(), text }),
+            Err(e) => {
+                t.problems().push(p.span(), format!("`{key}` template `{}` does not compile: {e}", path.display()));
+                None
+            }
+        },
+        Err(e) => {
+            t.problems().push(p.span(), format!("failed to read `{key}` template `{}`: {e}", path.display()));
+            None
+        }
+    })
+}
+
 /// Where a server of `protocol` listens when the manifest names no URL.
 pub(crate) fn default_base_url(protocol: Protocol) -> &'static str {
     match protocol {
@@ -285,20 +306,10 @@ pub fn read_spec(t: &TableReader<'_, '_>, kind: &str, axes: &BTreeSet<String>, b
         };
     }
     for (key, slot) in [("prompt", &mut spec.prompt), ("system-prompt", &mut spec.system_prompt)] {
-        if let Some(p) = t.string(key) {
-            let path = base_dir.join(p.get_ref());
-            match std::fs::read_to_string(&path) {
-                Ok(text) => match handlebars::Template::compile(&text) {
-                    Ok(_) => *slot = PromptTemplate { name: p.get_ref().clone(), text },
-                    Err(e) => {
-                        problems.push(p.span(), format!("`{key}` template `{}` does not compile: {e}", path.display()));
-                        ok = false;
-                    }
-                },
-                Err(e) => {
-                    problems.push(p.span(), format!("failed to read `{key}` template `{}`: {e}", path.display()));
-                    ok = false;
-                }
+        if let Some(read) = read_prompt(t, key, base_dir) {
+            match read {
+                Some(template) => *slot = template,
+                None => ok = false,
             }
         }
     }

@@ -233,7 +233,13 @@ fn job(subject: &str, repeat: u32) -> ReviewJob {
         review_task: None,
         spec: None,
     };
-    ReviewJob { cell: Cell { id: String::new(), values: Default::default() }, repeat, subject: Arc::new(subject), timeout: std::time::Duration::from_secs(5) }
+    ReviewJob {
+        cell: Cell { id: String::new(), values: Default::default() },
+        repeat,
+        subject: Arc::new(subject),
+        timeout: std::time::Duration::from_secs(5),
+        calls: None,
+    }
 }
 
 fn review(reviewer: &ReplayReviewer, subject: &str) -> Result<ReviewOutput, ReviewError> {

@@ -25,6 +25,7 @@ fn fixture(sheet_rows: &[[&str; 3]]) -> (tempfile::TempDir, PathBuf, PathBuf) {
         repeat,
         case: case.into(),
         cache_key: format!("{cell}{repeat}{case}"),
+        order: 0,
         submitted,
         complete: submitted,
         metrics: submitted.then(|| Metrics { latency_ms: Some(10.0), ..Metrics::default() }),

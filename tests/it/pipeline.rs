@@ -1,0 +1,223 @@
+//! `pipeline` reviewers (review strategies as stages of model calls) through the CLI, against
+//! the fake OpenAI-compatible server of `judge_fake_server.rs`: which calls each stage makes,
+//! what a stage's prompt receives, each call cached on its own (a changed synthesis prompt
+//! re-runs only the synthesis calls), budgets split into `max_tokens` and a stage stopped
+//! once its budget is spent, the raw output of every call shown by `runner show`, and the
+//! family rule refusing a verifier of the reviewers' own family.
+
+use crate::judge_fake_server::{fake, Handler, Reply};
+use runner::reviewer::llm::Protocol;
+use serde_json::{json, Value};
+use std::path::Path;
+use std::sync::Arc;
+
+/// The last line the request's schema allows (a reviewed line of the change).
+fn allowed_line(body: &Value) -> u64 {
+    let lines = &body["response_format"]["json_schema"]["schema"]["properties"]["findings"]["items"]["properties"]["line"]["enum"];
+    lines.as_array().and_then(|l| l.last()).and_then(Value::as_u64).unwrap_or(1)
+}
+
+fn user_prompt(body: &Value) -> String {
+    body["messages"].as_array().and_then(|m| m.iter().find(|m| m["role"] == "user")).and_then(|m| m["content"].as_str()).unwrap_or_default().to_string()
+}
+
+/// Which stage a request is from, by its prompt.
+fn stage_of(body: &Value) -> &'static str {
+    let prompt = user_prompt(body);
+    if prompt.contains("Claims to verify") {
+        "verify"
+    } else if prompt.contains("MERGE") {
+        "synthesize"
+    } else {
+        "review"
+    }
+}
+
+/// Reviewers find an eval and a style nit; the verifier confirms the eval; the synthesis
+/// answers one finding naming how many earlier findings it was shown.
+fn handler() -> Handler {
+    Arc::new(|_, body| {
+        let line = allowed_line(body);
+        let findings = match stage_of(body) {
+            "review" => json!([
+                {"line": line, "severity": "error", "category": "security", "message": "eval runs untrusted code"},
+                {"line": line, "severity": "nitpick", "category": "style", "message": "comment style"},
+            ]),
+            "verify" => json!([{"line": line, "severity": "error", "category": "security", "message": "eval runs untrusted code (verified)"}]),
+            _ => {
+                let shown = user_prompt(body).matches("- `calc.py` line").count();
+                json!([{"line": line, "severity": "error", "category": "security", "message": format!("synthesized from {shown} findings")}])
+            }
+        };
+        Reply::Answer(json!({ "findings": findings }).to_string(), "stop")
+    })
+}
+
+/// A `[reviewers.NAME]` table of an `openai` reviewer of `model` at `url`.
+fn model_reviewer(name: &str, url: &str, model: &str) -> String {
+    format!("[reviewers.{name}]\nkind = \"openai\"\nbase-url = \"{url}\"\nmodel = \"{model}\"\nunit = \"change\"\ntemperature = 0.0\nseed = 7\nrag-symbol-max-definitions = 0\nretries = 0\n")
+}
+
+/// A stage of pipeline `pipeline`, with its other keys in `extra` (one per line).
+fn stage(pipeline: &str, name: &str, reviewer: &str, role: &str, extra: &str) -> String {
+    format!("[[reviewers.{pipeline}.stages]]\nname = \"{name}\"\nreviewer = \"{reviewer}\"\nrole = \"{role}\"\n{extra}")
+}
+
+fn manifest(dir: &Path, url: &str, verifier_family: &str) -> std::path::PathBuf {
+    let repo = crate::calc_repo(dir);
+    let text = [
+        format!("version = 1\n[experiment]\nname = \"strategies\"\n[target]\nrepo = \"{}\"\n[matrix]\nref = [\"HEAD~1\"]\nreviewer = [\"single\", \"routine\", \"stopped\"]\n", repo.display()),
+        model_reviewer("smol", url, "smol-model"),
+        model_reviewer("qwen", url, "qwen-model"),
+        "[reviewers.single]\nkind = \"pipeline\"\ntotal-budget = 1000\n".to_string(),
+        stage("single", "one", "smol", "review", "share = 1.0\n"),
+        "[reviewers.routine]\nkind = \"pipeline\"\ntotal-budget = 1000\n".to_string(),
+        stage("routine", "reviewers", "smol", "review", "instances = 2\nshare = 0.5\nfamily = \"smollm2\"\n"),
+        stage("routine", "verifier", "qwen", "verify", &format!("check-severity = [\"error\"]\nshare = 0.2\nfamily = \"{verifier_family}\"\n")),
+        stage("routine", "synthesis", "smol", "synthesize", "prompt = \"synthesis.hbs\"\nshare = 0.3\n"),
+        "[reviewers.stopped]\nkind = \"pipeline\"\ntotal-budget = 300\n".to_string(),
+        stage("stopped", "many", "smol", "review", "instances = 3\nshare = 1.0\n"),
+        "[[analysis]]\nkind = \"budget\"\n[report]\noutput = \"out\"\n".to_string(),
+    ]
+    .concat();
+    std::fs::write(
+        dir.join("synthesis.hbs"),
+        "MERGE these reviews.\n{{#each earlier}}{{#each findings}}\n- `{{file}}` line {{line}}: {{message}}{{/each}}{{/each}}\n",
+    )
+    .expect("prompt");
+    crate::write_manifest(dir, "strategies.toml", &text)
+}
+
+fn args(words: &[&str], manifest: &Path) -> Vec<String> {
+    words.iter().map(|s| s.to_string()).chain([manifest.display().to_string()]).collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn each_stage_call_is_cached_on_its_own_and_budgets_stop_a_stage() {
+    let server = fake(Protocol::OpenAi, &["smol-model", "qwen-model"], handler()).await;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let root = dir.path().to_path_buf();
+    let manifest = manifest(&root, &server.url, "qwen");
+    let cli = move |args: Vec<String>| {
+        let root = root.clone();
+        async move { tokio::task::spawn_blocking(move || crate::runner(&root).args(args).output().expect("runs")).await.expect("joined") }
+    };
+    let exec = ["exec", "--cache-dir", "cache", "--work-dir", "work"];
+
+    // validate warns that the strategies' totals differ (`stopped` has 300, not 1000).
+    let validated = cli(args(&["validate"], &manifest)).await;
+    assert!(validated.status.success(), "{}", crate::stderr_of(&validated));
+    let warnings = crate::stderr_of(&validated);
+    assert!(warnings.contains("`single` has a total budget of 1000 tokens, `stopped` has a total budget of 300 tokens"), "{warnings}");
+    let planned = cli(args(&["plan", "--cache-dir", "cache"], &manifest)).await;
+    let text = crate::stdout_of(&planned);
+    assert!(text.contains("routine: per run reviewers 2 × review, verifier ≤ 1 × verify, synthesis 1 × synthesize"), "{text}");
+
+    let out = cli(args(&exec, &manifest)).await;
+    assert!(out.status.success(), "{}", crate::stderr_of(&out));
+    let chats = server.chats();
+    let count = |stage: &str, chats: &[crate::judge_fake_server::Seen]| chats.iter().filter(|c| stage_of(&c.body) == stage).count();
+    // single: 1; routine: 2 reviews, 1 verification, 1 synthesis; stopped: 2 of 3 (each call
+    // spends 170 tokens of its 300).
+    assert_eq!((count("review", &chats), count("verify", &chats), count("synthesize", &chats)), (5, 1, 1), "{chats:?}");
+    // Seeds move on per instance; max_tokens is each call's share of its stage's budget.
+    let routine_reviews: Vec<&Value> = chats.iter().map(|c| &c.body).filter(|b| stage_of(b) == "review" && b["max_tokens"] == 250).collect();
+    let mut seeds: Vec<u64> = routine_reviews.iter().filter_map(|b| b["seed"].as_u64()).collect();
+    seeds.sort_unstable();
+    assert_eq!(seeds, [7, 8], "two fresh instances");
+    let verify = chats.iter().find(|c| stage_of(&c.body) == "verify").expect("a verification");
+    assert_eq!(verify.body["model"], "qwen-model");
+    assert_eq!(verify.body["max_tokens"], 200);
+    let claims = user_prompt(&verify.body);
+    assert!(claims.contains("eval runs untrusted code") && !claims.contains("comment style"), "only error claims are verified: {claims}");
+    let synthesis = chats.iter().find(|c| stage_of(&c.body) == "synthesize").expect("a synthesis");
+    assert_eq!(synthesis.body["max_tokens"], 300);
+    assert!(chats.iter().any(|c| c.body["max_tokens"] == 100), "the stopped pipeline's calls get 300 / 3 tokens");
+
+    // RESULTS.md: each strategy's total, allocation and provider-reported spend.
+    let results = std::fs::read_to_string(dir.path().join("out/RESULTS.md")).expect("RESULTS.md");
+    let row = results.lines().find(|l| l.contains("`ref=HEAD~1,reviewer=routine`") && l.contains("reviewers 500")).unwrap_or_default();
+    assert!(row.contains("| 1000 | reviewers 500, verifier 200, synthesis 300 | 1 | 680.0 | reviewers 340.0, verifier 170.0, synthesis 170.0 |"), "{results}");
+    let stopped = results.lines().find(|l| l.contains("`ref=HEAD~1,reviewer=stopped`") && l.contains("many 300")).unwrap_or_default();
+    assert!(stopped.contains("| 300 | many 300 | 1 | 340.0 | many 340.0 | many 2.0 | 1 | 0 | 1 | 0 |"), "{results}");
+    let shown = cli(args(&["show", "--cache-dir", "cache", "--cell", "reviewer=routine"], &manifest)).await;
+    let text = crate::stdout_of(&shown);
+    assert!(
+        text.contains("1 finding") && text.contains("synthesized from 3 findings"),
+        "the synthesis saw the reviewers' two findings (the same from both) and the verified one: {text}"
+    );
+    assert!(text.contains("stage verifier (verify): 1 call, 170 of 200 tokens"), "{text}");
+
+    // `runner show` prints every stage's calls with their raw answers.
+    let shown = cli(args(&["show", "--cache-dir", "cache", "--cell", "reviewer=stopped"], &manifest)).await;
+    let shown_text = crate::stdout_of(&shown);
+    assert!(shown.status.success(), "{}", crate::stderr_of(&shown));
+    assert!(shown_text.contains("stage many (review): 2 calls, 340 of 300 tokens, 1 stopped"), "{shown_text}");
+    assert!(shown_text.contains("eval runs untrusted code"), "{shown_text}");
+
+    // A changed synthesis prompt re-runs the synthesis call only.
+    std::fs::write(
+        dir.path().join("synthesis.hbs"),
+        "MERGE these reviews, again.\n{{#each earlier}}{{#each findings}}\n- `{{file}}` line {{line}}: {{message}}{{/each}}{{/each}}\n",
+    )
+    .expect("prompt");
+    let planned = cli(args(&["plan", "--cache-dir", "cache"], &manifest)).await;
+    let text = crate::stdout_of(&planned);
+    assert!(text.contains("reviewer.stages[2].reviewer.prompt"), "the miss is explained by the synthesis stage's prompt: {text}");
+    let before = server.chats().len();
+    let out = cli(args(&exec, &manifest)).await;
+    assert!(out.status.success(), "{}", crate::stderr_of(&out));
+    let new: Vec<_> = server.chats().into_iter().skip(before).collect();
+    assert_eq!(new.len(), 1, "one new request: {new:?}");
+    assert_eq!(stage_of(&new[0].body), "synthesize");
+}
+
+#[test]
+fn a_verifier_of_the_reviewers_family_is_refused() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let manifest = manifest(dir.path(), "http://127.0.0.1:1/v1", "smollm2");
+    let out = crate::runner(dir.path()).args(["validate"]).arg(&manifest).output().expect("runs");
+    assert!(!out.status.success());
+    let err = crate::stderr_of(&out);
+    assert!(err.contains("error: verify stage `verifier` is of the `smollm2` family, as review stage `reviewers` whose claims it checks"), "{err}");
+    assert!(err.contains("strategies.toml:51:10)") && err.contains("1 problem"), "located at the verifier's family: {err}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_run_that_failed_at_its_synthesis_repeats_no_finished_call() {
+    let failing = Arc::new(std::sync::atomic::AtomicBool::new(true));
+    let inner = handler();
+    let flag = failing.clone();
+    let server = fake(
+        Protocol::OpenAi,
+        &["smol-model", "qwen-model"],
+        Arc::new(
+            move |n, body| if stage_of(body) == "synthesize" && flag.load(std::sync::atomic::Ordering::SeqCst) { Reply::Status(503) } else { inner(n, body) },
+        ),
+    )
+    .await;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = manifest(dir.path(), &server.url, "qwen");
+    let text = std::fs::read_to_string(&path).expect("manifest").replace("reviewer = [\"single\", \"routine\", \"stopped\"]", "reviewer = [\"routine\"]");
+    let manifest = crate::write_manifest(dir.path(), "routine.toml", &text);
+    let root = dir.path().to_path_buf();
+    let exec = move || {
+        let (root, manifest) = (root.clone(), manifest.clone());
+        async move {
+            tokio::task::spawn_blocking(move || {
+                crate::runner(&root).args(["exec", "--cache-dir", "cache", "--work-dir", "work"]).arg(&manifest).output().expect("runs")
+            })
+            .await
+            .expect("joined")
+        }
+    };
+    let out = exec().await;
+    assert!(!out.status.success(), "the synthesis server fails: {}", crate::stderr_of(&out));
+    let first: Vec<&'static str> = server.chats().iter().map(|c| stage_of(&c.body)).collect();
+    assert_eq!(first, ["review", "review", "verify", "synthesize"], "{first:?}");
+    failing.store(false, std::sync::atomic::Ordering::SeqCst);
+    let out = exec().await;
+    assert!(out.status.success(), "{}", crate::stderr_of(&out));
+    let second: Vec<&'static str> = server.chats().iter().skip(first.len()).map(|c| stage_of(&c.body)).collect();
+    assert_eq!(second, ["synthesize"], "the reviews and the verification come from the cache: {second:?}");
+}
