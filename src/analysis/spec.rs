@@ -301,7 +301,7 @@ pub enum AnalysisKind {
 }
 
 impl AnalysisKind {
-    pub const ALL: [AnalysisKind; 16] = [
+    pub const ALL: [AnalysisKind; 17] = [
         Self::Overlap,
         Self::Latency,
         Self::Repeatability,
