@@ -398,6 +398,8 @@ fn analyze(
             None => missing.push(run.id()),
         }
     }
+    let spec = &prepared.manifest.analyses[index];
+    let repository = (spec.kind == AnalysisKind::Resolution).then(|| history_repository(prepared)).flatten();
     let input = AnalysisInput {
         runs: views,
         cells: &plan.cells,
@@ -406,16 +408,38 @@ fn analyze(
         repeat: prepared.manifest.matrix.repeat,
         oracle: prepared.oracle.as_ref(),
         scopes,
+        repository: repository.as_ref(),
         adjudications: &prepared.adjudications,
         rqs,
         match_votes,
         by_cell: Default::default(),
     };
-    let spec = &prepared.manifest.analyses[index];
     if spec.kind == AnalysisKind::Study {
         return crate::study::report::compute(spec, &input);
     }
     analysis::compute(spec, &input)
+}
+
+/// A history target's repository, the head its findings are followed up to by default (the
+/// range's end, else `HEAD`) and each subject's reviewed commit, for the resolution rate.
+fn history_repository(prepared: &Prepared) -> Option<crate::analysis::resolution::Repository> {
+    use crate::subject::history::Commits;
+    let TargetSpec::History { repo, history, .. } = &prepared.manifest.target else { return None };
+    let head = match &history.commits {
+        Commits::Range(range) | Commits::Merges(range) => range.split_once("..").map(|(_, end)| end.trim()).filter(|e| !e.is_empty()).unwrap_or("HEAD"),
+        Commits::Listed(_) => "HEAD",
+    };
+    let commits = prepared
+        .plan
+        .subjects
+        .iter()
+        .filter_map(|(id, s)| match &s.source {
+            crate::subject::SubjectSource::Git { head_sha, .. } => Some((id.clone(), head_sha.clone())),
+            _ => None,
+        })
+        .collect();
+    let labels = prepared.plan.history.iter().flat_map(|h| &h.planned).map(|c| (c.sha.clone(), c.label())).collect();
+    Some(crate::analysis::resolution::Repository { repo: repo.clone(), head: head.to_string(), commits, labels })
 }
 
 /// The results model of an execution.

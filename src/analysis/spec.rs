@@ -37,6 +37,26 @@ pub struct AnalysisSpec {
     /// A human study's filled sheets (`kind = "study"`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub study: Option<StudyOptions>,
+    /// The resolution rate's window, tolerance and head (`kind = "resolution"`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub resolution: Option<ResolutionOptions>,
+}
+
+/// A `resolution` analysis: how many later commits (`window`), lines either side
+/// (`tolerance`), and the commit whose first-parent line is followed (`head`; default the
+/// target's range end, else `HEAD`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ResolutionOptions {
+    pub window: usize,
+    pub tolerance: u32,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub head: Option<String>,
+}
+
+impl Default for ResolutionOptions {
+    fn default() -> Self {
+        Self { window: super::resolution::DEFAULT_WINDOW, tolerance: super::resolution::DEFAULT_TOLERANCE, head: None }
+    }
 }
 
 /// The human studies a `study` analysis renders: seed 000's H1, H4, H5, H6, H7, H8 and H9.
@@ -291,10 +311,12 @@ pub enum AnalysisKind {
     Compare,
     /// Seed 000's human studies (H1, H5, H7, H8) from filled sheets.
     Study,
+    /// Seed 001's resolution rate from git: findings whose lines a later commit changed.
+    Resolution,
 }
 
 impl AnalysisKind {
-    pub const ALL: [AnalysisKind; 15] = [
+    pub const ALL: [AnalysisKind; 16] = [
         Self::Overlap,
         Self::Latency,
         Self::Repeatability,
@@ -310,6 +332,7 @@ impl AnalysisKind {
         Self::Rqs,
         Self::Compare,
         Self::Study,
+        Self::Resolution,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -329,6 +352,7 @@ impl AnalysisKind {
             Self::Rqs => "rqs",
             Self::Compare => "compare",
             Self::Study => "study",
+            Self::Resolution => "resolution",
         }
     }
 
@@ -568,6 +592,9 @@ pub fn read_analysis(t: &TableReader<'_, '_>, axes: &BTreeSet<String>, base_dir:
             "study",
             "sheets",
             "key",
+            "window",
+            "tolerance",
+            "head",
         ] {
             t.allow(key);
         }
@@ -653,7 +680,27 @@ pub fn read_analysis(t: &TableReader<'_, '_>, axes: &BTreeSet<String>, base_dir:
         found
     });
     let study = (kind == AnalysisKind::Study).then(|| read_study(t, base_dir)).flatten();
-    Some(AnalysisSpec { kind, title, axis, matching, oracle_rule, adjudication, rqs, compare, rank_by, study })
+    let resolution = (kind == AnalysisKind::Resolution).then(|| read_resolution(t));
+    Some(AnalysisSpec { kind, title, axis, matching, oracle_rule, adjudication, rqs, compare, rank_by, study, resolution })
+}
+
+/// A `resolution` analysis's `window`, `tolerance` and `head`.
+fn read_resolution(t: &TableReader<'_, '_>) -> ResolutionOptions {
+    let mut options = ResolutionOptions::default();
+    if let Some(n) = t.integer("window", 1, 100_000) {
+        options.window = *n.get_ref() as usize;
+    }
+    if let Some(n) = t.integer("tolerance", 0, 1000) {
+        options.tolerance = *n.get_ref() as u32;
+    }
+    if let Some(h) = t.string("head") {
+        if h.get_ref().trim().is_empty() || h.get_ref().starts_with('-') {
+            t.problems().push(h.span(), format!("`head` must name a commit (a SHA or a ref), found `{}`", h.get_ref()));
+        } else {
+            options.head = Some(h.into_inner());
+        }
+    }
+    options
 }
 
 /// A `study` analysis's `study`, `sheets` and `key`.

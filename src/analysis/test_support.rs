@@ -48,6 +48,7 @@ pub(crate) fn spec(kind: AnalysisKind, axis: Option<&str>) -> AnalysisSpec {
         compare: None,
         rank_by: None,
         study: None,
+        resolution: None,
     }
 }
 
@@ -123,6 +124,7 @@ impl Fixture {
             repeat: self.repeat,
             oracle: None,
             scopes: None,
+            repository: None,
             adjudications: &crate::analysis::NO_ADJUDICATIONS,
             rqs: None,
             match_votes: None,

@@ -150,6 +150,7 @@ fn read_manifest(root: &TableReader<'_, '_>, path: &Path, base_dir: &Path, check
     }
     if let Some(target) = &target {
         check_oracle_needs(root, target, &analyses, check_paths);
+        check_history_needs(root, target, &analyses);
     }
     if let (Some(reviewers), Some(matrix)) = (&reviewers, &matrix) {
         for named in &reviewers.entries {
@@ -589,6 +590,36 @@ fn check_oracle_needs(root: &TableReader<'_, '_>, target: &TargetSpec, analyses:
                 }
             }
             _ => {}
+        }
+    }
+}
+
+/// A `resolution` analysis follows findings through the later commits of a repository's own
+/// history: on any other target it is an error at its `kind`.
+fn check_history_needs(root: &TableReader<'_, '_>, target: &TargetSpec, analyses: &[Option<AnalysisSpec>]) {
+    use crate::analysis::spec::AnalysisKind;
+    if matches!(target, TargetSpec::History { .. }) || !analyses.iter().flatten().any(|a| a.kind == AnalysisKind::Resolution) {
+        return;
+    }
+    let what = match target {
+        TargetSpec::Git { .. } => "a `ref` target reviews one change per ref, not commits of a history",
+        TargetSpec::Corpus { .. } => "a corpus's cases have no later commits",
+        TargetSpec::Evals { .. } => "an eval set's cases are reviewed in blind clones without their later commits",
+        TargetSpec::External { .. } => "external changes have no repository",
+        TargetSpec::History { .. } => return,
+    };
+    // Read again for the spans only where every item is a table, so no problem is told twice.
+    if !root.get("analysis").is_some_and(|v| matches!(v.get_ref(), DeValue::Array(items) if items.iter().all(|i| matches!(i.get_ref(), DeValue::Table(_))))) {
+        return;
+    }
+    for (t, spec) in root.tables("analysis").iter().zip(analyses) {
+        if spec.as_ref().is_some_and(|s| s.kind == AnalysisKind::Resolution) {
+            let span = t.get("kind").map_or_else(|| t.span(), |k| k.span());
+            t.problems().push_with_help(
+                span,
+                format!("analysis `resolution` follows findings through later commits of a repository's history, but {what}"),
+                "select commits beside `repo` in [target]: `commits = \"A..B\"` (or a list) or `pull-requests = \"A..B\"`",
+            );
         }
     }
 }
