@@ -274,10 +274,10 @@ pub fn compute(spec: &AnalysisSpec, input: &AnalysisInput<'_>) -> AnalysisResult
     let options = spec.resolution.clone().unwrap_or_default();
     let mut result = AnalysisResult::new(
         spec,
-        "Resolution",
+        "seed 001",
         "Resolution rate from git (a proxy)",
         format!(
-            "{} Findings on a commit with fewer than {} later commits up to the head are pending and not counted; it needs no oracle. Resolved / posted per cell with a 95 % Wilson interval, then per category and severity.",
+            "{} Findings on a commit with fewer than {} later commits up to the head are pending, and findings without a file and line the reviewed commit has are not traced; neither is counted. Resolved / counted per cell with a 95 % Wilson interval, then per category and severity. It needs no oracle.",
             definition(options.window, options.tolerance),
             options.window
         ),
