@@ -77,7 +77,7 @@ pub(crate) struct Fixture {
 
 impl Fixture {
     pub(crate) fn new(axes: &[(&str, Vec<AxisValue>)], repeat: u32) -> Self {
-        let matrix = Matrix { axes: axes.iter().map(|(n, v)| Axis { name: n.to_string(), values: v.clone() }).collect(), repeat };
+        let matrix = Matrix::new(axes.iter().map(|(n, v)| Axis { name: n.to_string(), values: v.clone() }).collect(), repeat);
         Self {
             axis_order: axes.iter().map(|(n, _)| n.to_string()).collect(),
             cells: expand(&matrix).into_iter().map(std::sync::Arc::new).collect(),
