@@ -432,17 +432,7 @@ mod tests {
     use crate::analysis::spec::{AnalysisKind, ResolutionOptions};
     use crate::analysis::test_support::{finding, s, spec, with_kind, Fixture};
     use crate::finding::{Category, Severity};
-
-    /// Runs git in `dir` with a fixed identity; stdout, trimmed.
-    fn run(dir: &Path, args: &[&str]) -> String {
-        let out = crate::subject::git::command(dir)
-            .args(["-c", "user.name=t", "-c", "user.email=t@example.com", "-c", "commit.gpgsign=false"])
-            .args(args)
-            .output()
-            .expect("git runs");
-        assert!(out.status.success(), "git {args:?}: {}", String::from_utf8_lossy(&out.stderr));
-        String::from_utf8_lossy(&out.stdout).trim().to_string()
-    }
+    use crate::subject::git::run_for_test as run;
 
     /// c0 writes f.txt (lines 1–10); c1 rewrites line 2; c2 line 8; c3 adds g.txt; c4 puts two
     /// lines on top of f.txt; c5 rewrites c0's line 5 (line 7 by then). The head is c5.
