@@ -212,6 +212,14 @@ pub fn check(manifest: Manifest, options: &PrepareOptions) -> Result<plan::PlanS
             }
         }
     }
+    // A resolution rate's head must be a commit of the repository, or nothing can be traced.
+    for (i, spec) in prepared.manifest.analyses.iter().enumerate().filter(|(_, a)| a.kind == AnalysisKind::Resolution) {
+        let Some(repository) = history_repository(&prepared) else { continue };
+        let head = spec.resolution.as_ref().and_then(|r| r.head.clone()).unwrap_or_else(|| repository.head.clone());
+        if crate::subject::trace::Tracer::new(&repository.repo).commit(&head).is_none() {
+            problems.push(format!("analysis #{} (`resolution`): `head = \"{head}\"` is not a commit of `{}`", i + 1, repository.repo.display()));
+        }
+    }
     let missing = RunOutcome::Missing;
     let outcomes: Vec<&RunOutcome> = prepared.plan.runs.iter().map(|_| &missing).collect();
     // No run has results, so no diff scope is needed: nothing is materialized.

@@ -361,6 +361,12 @@ fn the_resolution_analysis_counts_findings_a_later_commit_changed() {
     assert!(markdown.contains("a proxy") && markdown.contains(&format!("Followed up to `{}`", &c5[..7])), "{markdown}");
     assert!(!markdown.contains(&format!("{} (", &c3[..7])), "c3's window is complete: not pending: {markdown}");
 
+    // A head the repository does not have is said before anything runs.
+    let wrong = std::fs::read_to_string(&manifest).expect("read").replace("window = 2\n", "window = 2\nhead = \"no-such-branch\"\n");
+    let out = runner(dir.path()).args(["validate"]).arg(write_manifest(dir.path(), "wrong-head.toml", &wrong)).output().expect("runs");
+    assert_eq!(out.status.code(), Some(1));
+    assert!(stderr_of(&out).contains("analysis #2 (`resolution`): `head = \"no-such-branch\"` is not a commit of"), "{}", stderr_of(&out));
+
     // On a target that is not a history, `validate` says so where the analysis is.
     let text =
         std::fs::read_to_string(&manifest).expect("read").replace("commits = \"HEAD~4..HEAD\"\n", "").replace("[matrix]\n", "[matrix]\nref = [\"HEAD~1\"]\n");
