@@ -26,7 +26,7 @@ use crate::stats::wilson_interval;
 use crate::subject::git::GitError;
 use crate::subject::history::short;
 use crate::subject::trace::{Fate, Span, Step, Tracer};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use serde_json::json;
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
@@ -69,7 +69,7 @@ pub fn definition(window: usize, tolerance: u32) -> String {
 }
 
 /// resolved / posted, with a Wilson interval.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
 pub struct Rate {
     pub resolved: usize,
     pub posted: usize,
@@ -236,6 +236,13 @@ pub struct Repository {
     pub commits: BTreeMap<String, String>,
     /// Subject id → `1a2b3c4 Fix the parser`.
     pub labels: BTreeMap<String, String>,
+}
+
+/// One cell of the analysis's `data`, as a chart reads it back.
+#[derive(Debug, Clone, Deserialize)]
+pub struct CellData {
+    pub cell: String,
+    pub resolution: Rate,
 }
 
 /// The lines a reported finding flags, `None` when it names none.

@@ -360,6 +360,7 @@ fn the_resolution_analysis_counts_findings_a_later_commit_changed() {
     let markdown = std::fs::read_to_string(dir.path().join("out/RESULTS.md")).expect("RESULTS.md");
     assert!(markdown.contains("a proxy") && markdown.contains(&format!("Followed up to `{}`", &c5[..7])), "{markdown}");
     assert!(!markdown.contains(&format!("{} (", &c3[..7])), "c3's window is complete: not pending: {markdown}");
+    assert!(markdown.contains("](plots/resolution-rate.svg)") && dir.path().join("out/plots/resolution-rate.svg").is_file(), "the rates charted: {markdown}");
 
     // A head the repository does not have is said before anything runs.
     let wrong = std::fs::read_to_string(&manifest).expect("read").replace("window = 2\n", "window = 2\nhead = \"no-such-branch\"\n");
