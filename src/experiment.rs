@@ -407,7 +407,7 @@ fn analyze(
         }
     }
     let spec = &prepared.manifest.analyses[index];
-    let repository = (spec.kind == AnalysisKind::Resolution).then(|| history_repository(prepared)).flatten();
+    let repository = spec.reads_history().then(|| history_repository(prepared)).flatten();
     let input = AnalysisInput {
         runs: views,
         cells: &plan.cells,
@@ -447,7 +447,8 @@ fn history_repository(prepared: &Prepared) -> Option<crate::analysis::resolution
         })
         .collect();
     let labels = prepared.plan.history.iter().flat_map(|h| &h.planned).map(|c| (c.sha.clone(), c.label())).collect();
-    Some(crate::analysis::resolution::Repository { repo: repo.clone(), head: head.to_string(), commits, labels })
+    let options = prepared.manifest.analyses.iter().find_map(|a| a.resolution.clone()).unwrap_or_default();
+    Some(crate::analysis::resolution::Repository { repo: repo.clone(), head: head.to_string(), commits, labels, options })
 }
 
 /// The results model of an execution.

@@ -20,7 +20,7 @@
 //! 95 % Wilson interval, per category and per severity.
 
 use super::{fmt_ratio, json_num, missing_note, runs_of, AnalysisInput, AnalysisResult, DataList, Table};
-use crate::analysis::spec::AnalysisSpec;
+use crate::analysis::spec::{AnalysisSpec, ResolutionOptions};
 use crate::finding::{Finding, Severity};
 use crate::stats::wilson_interval;
 use crate::subject::git::GitError;
@@ -236,6 +236,9 @@ pub struct Repository {
     pub commits: BTreeMap<String, String>,
     /// Subject id → `1a2b3c4 Fix the parser`.
     pub labels: BTreeMap<String, String>,
+    /// What a comparison's `resolution` metric follows: the first `resolution` analysis's
+    /// window, tolerance and head, else the defaults.
+    pub options: ResolutionOptions,
 }
 
 /// One cell of the analysis's `data`, as a chart reads it back.
@@ -254,7 +257,70 @@ fn span_of(finding: &Finding) -> Option<Span> {
 }
 
 /// Where a finding points: its subject, file and lines.
-type Place<'a> = (&'a str, &'a str, Option<(u32, u32)>);
+type Place = (String, String, Option<(u32, u32)>);
+
+/// An experiment's findings traced, each place once: the resolver of a history target, up to
+/// the head `options` names (else the target's), and the walk of each subject's commit.
+pub struct RunTracer<'a> {
+    repository: &'a Repository,
+    resolver: Resolver,
+    /// The head as written.
+    head_rev: String,
+    walks: HashMap<String, Walk>,
+    traced: HashMap<Place, Outcome>,
+}
+
+impl<'a> RunTracer<'a> {
+    pub fn new(repository: &'a Repository, options: &ResolutionOptions) -> Result<Self, GitError> {
+        let head_rev = options.head.clone().unwrap_or_else(|| repository.head.clone());
+        let traced = Options { window: options.window, tolerance: options.tolerance, pending: Pending::IncompleteWindow };
+        let resolver = Resolver::new(&repository.repo, &head_rev, traced)?;
+        Ok(Self { repository, resolver, head_rev, walks: HashMap::new(), traced: HashMap::new() })
+    }
+
+    /// What became of `finding`, reported on `subject`, and how many later commits its commit
+    /// has (up to the window). A git failure is the finding's reason not to be traced.
+    pub fn outcome(&mut self, subject: &str, finding: &Finding) -> (Outcome, usize) {
+        if !self.walks.contains_key(subject) {
+            let reviewed = self.repository.commits.get(subject).map_or(subject, String::as_str);
+            let walk = self.resolver.walk(reviewed).unwrap_or_else(|e| Walk { commit: None, steps: Vec::new(), problem: Some(format!("git failed: {e}")) });
+            self.walks.insert(subject.to_string(), walk);
+        }
+        let Some(walk) = self.walks.get(subject) else { return (Outcome::NotTraced("no walk".into()), 0) };
+        let file = finding.file.trim_start_matches("./");
+        let span = span_of(finding);
+        let key = (subject.to_string(), file.to_string(), span.map(|s| (s.start, s.end)));
+        let outcome = match self.traced.get(&key) {
+            Some(o) => o.clone(),
+            None => {
+                let o = self.resolver.trace(walk, file, span).unwrap_or_else(|e| Outcome::NotTraced(format!("git failed: {e}")));
+                self.traced.insert(key, o.clone());
+                o
+            }
+        };
+        (outcome, walk.steps.len())
+    }
+}
+
+/// (resolved, counted) findings by run: (cell, repeat, subject).
+pub type RunCounts = BTreeMap<(String, u32, String), (usize, usize)>;
+
+/// Each run's findings counted, for a comparison; `None` when the head cannot be resolved.
+pub fn run_counts(input: &AnalysisInput<'_>, repository: &Repository) -> Option<RunCounts> {
+    let mut tracer = RunTracer::new(repository, &repository.options).ok()?;
+    let mut out = BTreeMap::new();
+    for run in &input.runs {
+        let (mut resolved, mut counted) = (0, 0);
+        for f in run.findings {
+            if let Some(r) = tracer.outcome(run.subject, f).0.counted() {
+                counted += 1;
+                resolved += usize::from(r);
+            }
+        }
+        out.insert((run.cell.id.clone(), run.repeat, run.subject.to_string()), (resolved, counted));
+    }
+    Some(out)
+}
 
 /// One cell's counts.
 #[derive(Default)]
@@ -293,18 +359,14 @@ pub fn compute(spec: &AnalysisSpec, input: &AnalysisInput<'_>) -> AnalysisResult
         result.notes.push("This analysis needs a history target (`[target] repo` with `commits` or `pull-requests`); this experiment has none.".into());
         return result;
     };
-    let head = options.head.clone().unwrap_or_else(|| repository.head.clone());
-    let resolver_options = Options { window: options.window, tolerance: options.tolerance, pending: Pending::IncompleteWindow };
-    let mut resolver = match Resolver::new(&repository.repo, &head, resolver_options) {
-        Ok(r) => r,
+    let mut tracer = match RunTracer::new(repository, &options) {
+        Ok(t) => t,
         Err(e) => {
             result.notes.push(format!("No finding could be traced: {e}."));
             return result;
         }
     };
-    let mut walks: HashMap<&str, Walk> = HashMap::new();
-    // One finding's place (subject, file, lines) is traced once, whichever cells reported it.
-    let mut traced: HashMap<Place<'_>, Outcome> = HashMap::new();
+    let head = tracer.head_rev.clone();
     let mut counts: Vec<(&crate::matrix::Cell, CellCounts)> = Vec::new();
     let mut listed: Vec<Listed> = Vec::new();
     let mut pending_subjects: BTreeMap<&str, usize> = BTreeMap::new();
@@ -312,25 +374,9 @@ pub fn compute(spec: &AnalysisSpec, input: &AnalysisInput<'_>) -> AnalysisResult
         let mut c = CellCounts::default();
         for run in runs_of(input, cell) {
             c.runs += 1;
-            let reviewed = repository.commits.get(run.subject).map_or(run.subject, String::as_str);
-            if !walks.contains_key(run.subject) {
-                let walk = resolver.walk(reviewed).unwrap_or_else(|e| Walk { commit: None, steps: Vec::new(), problem: Some(format!("git failed: {e}")) });
-                walks.insert(run.subject, walk);
-            }
-            let Some(walk) = walks.get(run.subject) else { continue };
             for f in run.findings {
                 c.findings += 1;
-                let file = f.file.trim_start_matches("./");
-                let span = span_of(f);
-                let key = (run.subject, file, span.map(|s| (s.start, s.end)));
-                let outcome = match traced.get(&key) {
-                    Some(o) => o.clone(),
-                    None => {
-                        let o = resolver.trace(walk, file, span).unwrap_or_else(|e| Outcome::NotTraced(format!("git failed: {e}")));
-                        traced.insert(key, o.clone());
-                        o
-                    }
-                };
+                let (outcome, later) = tracer.outcome(run.subject, f);
                 match outcome.counted() {
                     Some(resolved) => {
                         c.all.add(resolved);
@@ -339,7 +385,7 @@ pub fn compute(spec: &AnalysisSpec, input: &AnalysisInput<'_>) -> AnalysisResult
                     }
                     None if matches!(outcome, Outcome::Pending { .. }) => {
                         c.pending += 1;
-                        pending_subjects.insert(run.subject, walk.steps.len());
+                        pending_subjects.insert(run.subject, later);
                     }
                     None => {
                         c.not_traced += 1;
@@ -415,7 +461,7 @@ pub fn compute(spec: &AnalysisSpec, input: &AnalysisInput<'_>) -> AnalysisResult
     result.data = data.finish();
     result.notes.push(format!(
         "Followed up to `{}` ({}), at most {} later commits on its first-parent line, ±{} lines. A proxy that needs no oracle: a later change to the flagged lines may be unrelated to the finding, and a fix made elsewhere is not seen.",
-        short(resolver.head()),
+        short(tracer.resolver.head()),
         head,
         options.window,
         options.tolerance
@@ -502,6 +548,7 @@ mod tests {
             head: "main".into(),
             commits: shas.iter().map(|s| (s.clone(), s.clone())).collect(),
             labels: BTreeMap::new(),
+            options: ResolutionOptions::default(),
         };
         let mut analysis = spec(AnalysisKind::Resolution, None);
         analysis.resolution = Some(ResolutionOptions { window: 2, tolerance: 1, head: None });

@@ -105,10 +105,13 @@ pub enum CompareMetric {
     Comprehensiveness,
     /// RQS v2 (CRScore): the harmonic mean of conciseness and comprehensiveness.
     Relevance,
+    /// Seed 001 from git: findings a later commit changed the lines of / counted findings
+    /// (a history target; the first `resolution` analysis's window, tolerance and head).
+    Resolution,
 }
 
 impl CompareMetric {
-    pub const ALL: [CompareMetric; 14] = [
+    pub const ALL: [CompareMetric; 15] = [
         Self::Recall,
         Self::RecallWithPartials,
         Self::Precision,
@@ -123,6 +126,7 @@ impl CompareMetric {
         Self::Conciseness,
         Self::Comprehensiveness,
         Self::Relevance,
+        Self::Resolution,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -141,11 +145,17 @@ impl CompareMetric {
             Self::Conciseness => "conciseness",
             Self::Comprehensiveness => "comprehensiveness",
             Self::Relevance => "relevance",
+            Self::Resolution => "resolution",
         }
     }
 
     pub fn parse(text: &str) -> Option<Self> {
         Self::ALL.into_iter().find(|m| m.as_str() == text)
+    }
+
+    /// Whether the metric follows findings through a history target's later commits.
+    pub fn needs_history(self) -> bool {
+        self == Self::Resolution
     }
 
     /// Whether a larger value is better (`None`: neither, e.g. how many findings).
@@ -225,6 +235,12 @@ impl Default for CompareOptions {
 }
 
 impl AnalysisSpec {
+    /// Whether the analysis follows findings through a history target's later commits: the
+    /// resolution rate, and a comparison of it.
+    pub fn reads_history(&self) -> bool {
+        self.kind == AnalysisKind::Resolution || self.compare.as_ref().is_some_and(|c| c.metrics.iter().any(|m| m.needs_history()))
+    }
+
     /// Whether the analysis reads the scoring stages' values: RQS v2 itself, and a comparison
     /// of RQS v2 metrics.
     pub fn reads_scoring(&self) -> bool {

@@ -701,7 +701,7 @@ fn check_oracle_needs(root: &TableReader<'_, '_>, target: &TargetSpec, analyses:
 /// history: on any other target it is an error at its `kind`.
 fn check_history_needs(root: &TableReader<'_, '_>, target: &TargetSpec, analyses: &[Option<AnalysisSpec>]) {
     use crate::analysis::spec::AnalysisKind;
-    if matches!(target, TargetSpec::History { .. }) || !analyses.iter().flatten().any(|a| a.kind == AnalysisKind::Resolution) {
+    if matches!(target, TargetSpec::History { .. }) || !analyses.iter().flatten().any(|a| a.reads_history()) {
         return;
     }
     let what = match target {
@@ -715,14 +715,26 @@ fn check_history_needs(root: &TableReader<'_, '_>, target: &TargetSpec, analyses
     if !root.get("analysis").is_some_and(|v| matches!(v.get_ref(), DeValue::Array(items) if items.iter().all(|i| matches!(i.get_ref(), DeValue::Table(_))))) {
         return;
     }
+    let help = "select commits beside `repo` in [target]: `commits = \"A..B\"` (or a list) or `pull-requests = \"A..B\"`";
     for (t, spec) in root.tables("analysis").iter().zip(analyses) {
-        if spec.as_ref().is_some_and(|s| s.kind == AnalysisKind::Resolution) {
-            let span = t.get("kind").map_or_else(|| t.span(), |k| k.span());
-            t.problems().push_with_help(
-                span,
-                format!("analysis `resolution` follows findings through later commits of a repository's history, but {what}"),
-                "select commits beside `repo` in [target]: `commits = \"A..B\"` (or a list) or `pull-requests = \"A..B\"`",
-            );
+        match spec {
+            Some(s) if s.kind == AnalysisKind::Resolution => {
+                let span = t.get("kind").map_or_else(|| t.span(), |k| k.span());
+                t.problems().push_with_help(
+                    span,
+                    format!("analysis `resolution` follows findings through later commits of a repository's history, but {what}"),
+                    help,
+                );
+            }
+            Some(s) if s.reads_history() => {
+                let span = t.get("metrics").map_or_else(|| t.span(), |k| k.span());
+                t.problems().push_with_help(
+                    span,
+                    format!("compare metric `resolution` follows findings through later commits of a repository's history, but {what}"),
+                    help,
+                );
+            }
+            _ => {}
         }
     }
 }

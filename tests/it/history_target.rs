@@ -343,7 +343,9 @@ fn the_resolution_analysis_counts_findings_a_later_commit_changed() {
     let c5 = commit(&repo, 5, "Parse f3's input", &[]);
     let c3 = git(&repo, &["rev-parse", "HEAD~2"]);
     let text = std::fs::read_to_string(history_manifest(dir.path(), "commits = \"HEAD~4..HEAD\"", "")).expect("read");
-    let text = text.replace("[report]", "[[analysis]]\nkind = \"resolution\"\nwindow = 2\n[report]");
+    let text = text
+        .replace("metrics = [\"findings\"]", "metrics = [\"findings\", \"resolution\"]")
+        .replace("[report]", "[[analysis]]\nkind = \"resolution\"\nwindow = 2\n[report]");
     let manifest = write_manifest(dir.path(), "history.toml", &text);
     let out = runner(dir.path()).args(["exec", "--quiet"]).arg(&manifest).output().expect("runs");
     assert!(out.status.success(), "{}", stderr_of(&out));
@@ -357,8 +359,15 @@ fn the_resolution_analysis_counts_findings_a_later_commit_changed() {
         (Some(2), Some(4), Some(2)),
         "{heuristic}"
     );
+    // The comparison's per-commit values are the same counts: c2's findings unresolved, c3's
+    // resolved, c4 and c5 without a value (their windows are not complete).
+    let c2 = git(&repo, &["rev-parse", "HEAD~3"]);
+    for cell in compare_data(&results)["cells"].as_array().expect("cells") {
+        assert_eq!(cell["metrics"]["resolution"]["subjects"], serde_json::json!({ c2.clone(): 0.0, c3.clone(): 1.0 }), "{cell}");
+    }
     let markdown = std::fs::read_to_string(dir.path().join("out/RESULTS.md")).expect("RESULTS.md");
     assert!(markdown.contains("a proxy") && markdown.contains(&format!("Followed up to `{}`", &c5[..7])), "{markdown}");
+    assert!(markdown.contains("| resolution |"), "compared: {markdown}");
     assert!(!markdown.contains(&format!("{} (", &c3[..7])), "c3's window is complete: not pending: {markdown}");
     assert!(markdown.contains("](plots/resolution-rate.svg)") && dir.path().join("out/plots/resolution-rate.svg").is_file(), "the rates charted: {markdown}");
 
@@ -379,6 +388,7 @@ fn the_resolution_analysis_counts_findings_a_later_commit_changed() {
         err.contains("analysis `resolution` follows findings through later commits of a repository's history, but a `ref` target reviews one change per ref"),
         "{err}"
     );
+    assert!(err.contains("compare metric `resolution` follows findings through later commits"), "{err}");
     let line = text.lines().position(|l| l == "kind = \"resolution\"").expect("kind line") + 1;
     assert!(err.contains(&format!("history.toml:{line}:8")), "{err}");
 }
