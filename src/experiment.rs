@@ -202,6 +202,12 @@ pub fn check(manifest: Manifest, options: &PrepareOptions) -> Result<plan::PlanS
             }
         }
     }
+    // Reviewers that could run nothing (a command's program missing), each once.
+    for (name, reviewer) in &prepared.reviewers {
+        if let Some(problem) = reviewer.setup_problem() {
+            problems.push(format!("reviewer `{name}`: {problem}"));
+        }
+    }
     // Runs that would fail from their inputs alone (a replayed capture missing or malformed),
     // each distinct problem once.
     for run in &prepared.plan.runs {

@@ -183,3 +183,32 @@ fn exclude_drops_the_cells_a_builtin_would_repeat_and_validate_names_the_ignored
     let markdown = std::fs::read_to_string(dir.path().join("out/RESULTS.md")).expect("RESULTS.md");
     assert!(markdown.contains("repeat 1, less the cells with `model=b`, `reviewer=dry` (`exclude`) |"), "{markdown}");
 }
+
+/// `validate` says, once per reviewer and not once per run, that a command reviewer's program
+/// is missing or not executable — what the engine's preflight would fail every run with.
+#[test]
+fn validate_names_a_missing_or_non_executable_program_once() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let manifest = write_manifest(
+        dir.path(),
+        "m.toml",
+        &format!(
+            "version = 1\n[experiment]\nname = \"program\"\n[target]\ncorpus = \"{}\"\ncases = [\"case-01\", \"case-02\"]\nunseal-holdout = true\n[matrix]\nmodel = [\"a\", \"b\"]\n[reviewer]\nkind = \"command\"\nprogram = \"./review.sh\"\nargs = [\"{{{{model}}}}\"]\n[report]\noutput = \"out\"\n",
+            project_root().join("corpus/quickstart").display()
+        ),
+    );
+    let validate = || runner(dir.path()).args(["validate"]).arg(&manifest).output().expect("runs");
+    let message = "reviewer `reviewer`: reviewer program `./review.sh` was not found (paths are relative to the manifest's directory";
+    let out = validate();
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(stderr_of(&out).matches(message).count(), 1, "once for its 4 runs: {}", stderr_of(&out));
+    let script = dir.path().join("review.sh");
+    std::fs::write(&script, "#!/bin/sh\nprintf '{\"findings\":[]}\\n'\n").expect("write");
+    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o644)).expect("chmod");
+    let out = validate();
+    assert!(!out.status.success() && stderr_of(&out).contains("(or is not executable)"), "{}", stderr_of(&out));
+    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    let out = validate();
+    assert!(out.status.success(), "{}", stderr_of(&out));
+}
