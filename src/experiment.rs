@@ -204,6 +204,12 @@ pub fn check(manifest: Manifest, options: &PrepareOptions) -> Result<plan::PlanS
             }
         }
     }
+    // Reviewers that could run nothing (a command's program missing), each once.
+    for (name, reviewer) in &prepared.reviewers {
+        if let Some(problem) = reviewer.setup_problem() {
+            problems.push(format!("reviewer `{name}`: {problem}"));
+        }
+    }
     // Runs that would fail from their inputs alone (a replayed capture missing or malformed),
     // each distinct problem once.
     for run in &prepared.plan.runs {
@@ -212,6 +218,14 @@ pub fn check(manifest: Manifest, options: &PrepareOptions) -> Result<plan::PlanS
             if !problems.contains(&problem) {
                 problems.push(problem);
             }
+        }
+    }
+    // A resolution rate's head must be a commit of the repository, or nothing can be traced.
+    for (i, spec) in prepared.manifest.analyses.iter().enumerate().filter(|(_, a)| a.kind == AnalysisKind::Resolution) {
+        let Some(repository) = history_repository(&prepared) else { continue };
+        let head = spec.resolution.as_ref().and_then(|r| r.head.clone()).unwrap_or_else(|| repository.head.clone());
+        if crate::subject::trace::Tracer::new(&repository.repo).commit(&head).is_none() {
+            problems.push(format!("analysis #{} (`resolution`): `head = \"{head}\"` is not a commit of `{}`", i + 1, repository.repo.display()));
         }
     }
     let missing = RunOutcome::Missing;
@@ -414,6 +428,8 @@ fn analyze(
             None => missing.push(run.id()),
         }
     }
+    let spec = &prepared.manifest.analyses[index];
+    let repository = spec.reads_history().then(|| history_repository(prepared)).flatten();
     let input = AnalysisInput {
         runs: views,
         cells: &plan.cells,
@@ -422,16 +438,39 @@ fn analyze(
         repeat: prepared.manifest.matrix.repeat,
         oracle: prepared.oracle.as_ref(),
         scopes,
+        repository: repository.as_ref(),
         adjudications: &prepared.adjudications,
         rqs,
         match_votes,
         by_cell: Default::default(),
     };
-    let spec = &prepared.manifest.analyses[index];
     if spec.kind == AnalysisKind::Study {
         return crate::study::report::compute(spec, &input);
     }
     analysis::compute(spec, &input)
+}
+
+/// A history target's repository, the head its findings are followed up to by default (the
+/// range's end, else `HEAD`) and each subject's reviewed commit, for the resolution rate.
+fn history_repository(prepared: &Prepared) -> Option<crate::analysis::resolution::Repository> {
+    use crate::subject::history::Commits;
+    let TargetSpec::History { repo, history, .. } = &prepared.manifest.target else { return None };
+    let head = match &history.commits {
+        Commits::Range(range) | Commits::Merges(range) => range.split_once("..").map(|(_, end)| end.trim()).filter(|e| !e.is_empty()).unwrap_or("HEAD"),
+        Commits::Listed(_) => "HEAD",
+    };
+    let commits = prepared
+        .plan
+        .subjects
+        .iter()
+        .filter_map(|(id, s)| match &s.source {
+            crate::subject::SubjectSource::Git { head_sha, .. } => Some((id.clone(), head_sha.clone())),
+            _ => None,
+        })
+        .collect();
+    let labels = prepared.plan.history.iter().flat_map(|h| &h.planned).map(|c| (c.sha.clone(), c.label())).collect();
+    let options = prepared.manifest.analyses.iter().find_map(|a| a.resolution.clone()).unwrap_or_default();
+    Some(crate::analysis::resolution::Repository { repo: repo.clone(), head: head.to_string(), commits, labels, options })
 }
 
 /// The results model of an execution.

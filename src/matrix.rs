@@ -78,16 +78,61 @@ pub struct Axis {
     pub values: Vec<AxisValue>,
 }
 
-/// Named axes in manifest order, plus the number of repeats of every cell.
+/// Named axes in manifest order, plus the number of repeats of every cell, less the cells
+/// `exclude` drops.
 #[derive(Debug, Clone, Serialize)]
 pub struct Matrix {
     pub axes: Vec<Axis>,
     pub repeat: u32,
+    /// `[matrix] exclude = [{axis = value, …}, …]`: a cell is dropped when it has every
+    /// value of one of these (each value one of its axis's values).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub exclude: Vec<Exclusion>,
 }
 
+/// One `exclude` entry: axis name → value, by axis name.
+pub type Exclusion = Vec<(String, AxisValue)>;
+
 impl Matrix {
+    /// Axes and repeats, nothing excluded.
+    pub fn new(axes: Vec<Axis>, repeat: u32) -> Self {
+        Self { axes, repeat, exclude: Vec::new() }
+    }
+
     pub fn axis(&self, name: &str) -> Option<&Axis> {
         self.axes.iter().find(|a| a.name == name)
+    }
+
+    /// Whether a cell with these values is excluded.
+    pub fn excludes<'a>(&self, value_of: impl Fn(&str) -> Option<&'a AxisValue>) -> bool {
+        self.exclude.iter().any(|rule| rule.iter().all(|(axis, value)| value_of(axis) == Some(value)))
+    }
+
+    /// How many of the axes' combinations `exclude` drops, counted over the axes it names only
+    /// (each combination of those stands for the product of the other axes' sizes); `None`
+    /// when that count does not fit 64 bits or those axes alone combine past `limit`.
+    pub fn excluded_cells(&self, limit: u64) -> Option<u64> {
+        if self.exclude.is_empty() {
+            return Some(0);
+        }
+        let named: Vec<&Axis> = self.axes.iter().filter(|a| self.exclude.iter().any(|r| r.iter().any(|(n, _)| *n == a.name))).collect();
+        let others = self.axes.iter().filter(|a| !named.iter().any(|n| n.name == a.name)).try_fold(1u64, |n, a| n.checked_mul(a.values.len() as u64))?;
+        let combinations = named.iter().try_fold(1u64, |n, a| n.checked_mul(a.values.len() as u64)).filter(|n| *n <= limit)?;
+        let sub = Matrix { axes: named.into_iter().cloned().collect(), repeat: 1, exclude: self.exclude.clone() };
+        let mut dropped = 0u64;
+        let mut at = vec![0usize; sub.axes.len()];
+        for _ in 0..combinations {
+            dropped += u64::from(sub.excludes(|name| sub.axes.iter().position(|a| a.name == name).map(|i| &sub.axes[i].values[at[i]])));
+            // The next combination, last axis fastest.
+            for i in (0..at.len()).rev() {
+                at[i] += 1;
+                if at[i] < sub.axes[i].values.len() {
+                    break;
+                }
+                at[i] = 0;
+            }
+        }
+        dropped.checked_mul(others)
     }
 }
 
@@ -136,6 +181,7 @@ pub fn expand(matrix: &Matrix) -> Vec<Cell> {
     }
     cells
         .into_iter()
+        .filter(|pairs| !matrix.excludes(|name| pairs.iter().find(|(k, _)| k == name).map(|(_, v)| v)))
         .map(|pairs| {
             let id =
                 if pairs.is_empty() { "default".to_string() } else { pairs.iter().map(|(k, v)| format!("{k}={}", v.render())).collect::<Vec<_>>().join(",") };
@@ -177,10 +223,7 @@ mod tests {
     use proptest::prelude::*;
 
     fn matrix(axes: &[(&str, &[&str])]) -> Matrix {
-        Matrix {
-            axes: axes.iter().map(|(n, vs)| Axis { name: n.to_string(), values: vs.iter().map(|v| AxisValue::Str(v.to_string())).collect() }).collect(),
-            repeat: 1,
-        }
+        Matrix::new(axes.iter().map(|(n, vs)| Axis { name: n.to_string(), values: vs.iter().map(|v| AxisValue::Str(v.to_string())).collect() }).collect(), 1)
     }
 
     #[test]
@@ -198,6 +241,34 @@ mod tests {
     }
 
     #[test]
+    fn excluded_combinations_are_dropped_and_counted_without_expanding() {
+        let mut m = matrix(&[("reviewer", &["builtin", "llm"]), ("model", &["a", "b", "c"]), ("t", &["0", "1"])]);
+        let v = |s: &str| AxisValue::Str(s.to_string());
+        // The builtin once (model a only), and the llm never with model c at t=1.
+        m.exclude = vec![
+            vec![("reviewer".into(), v("builtin")), ("model".into(), v("b"))],
+            vec![("reviewer".into(), v("builtin")), ("model".into(), v("c"))],
+            vec![("model".into(), v("c")), ("t".into(), v("1"))],
+        ];
+        let ids: Vec<String> = expand(&m).into_iter().map(|c| c.id).collect();
+        assert_eq!(
+            ids,
+            [
+                "reviewer=builtin,model=a,t=0",
+                "reviewer=builtin,model=a,t=1",
+                "reviewer=llm,model=a,t=0",
+                "reviewer=llm,model=a,t=1",
+                "reviewer=llm,model=b,t=0",
+                "reviewer=llm,model=b,t=1",
+                "reviewer=llm,model=c,t=0"
+            ]
+        );
+        // 12 combinations, 7 kept: the count agrees without expanding.
+        assert_eq!(m.excluded_cells(1000), Some(5));
+        assert_eq!(m.excluded_cells(5), None, "the named axes combine past the limit");
+    }
+
+    #[test]
     fn id_without_drops_one_axis() {
         let cells = expand(&matrix(&[("model", &["a"]), ("t", &["0"])]));
         let order = vec!["model".to_string(), "t".to_string()];
@@ -209,10 +280,7 @@ mod tests {
         fn cell_count_is_the_product_and_ids_are_unique(sizes in proptest::collection::vec(1usize..4, 0..4)) {
             let names: Vec<String> = (0..sizes.len()).map(|i| format!("a{i}")).collect();
             let values: Vec<Vec<String>> = sizes.iter().map(|n| (0..*n).map(|v| format!("v{v}")).collect()).collect();
-            let m = Matrix {
-                axes: names.iter().zip(&values).map(|(n, vs)| Axis { name: n.clone(), values: vs.iter().map(|v| AxisValue::Str(v.clone())).collect() }).collect(),
-                repeat: 1,
-            };
+            let m = Matrix::new(names.iter().zip(&values).map(|(n, vs)| Axis { name: n.clone(), values: vs.iter().map(|v| AxisValue::Str(v.clone())).collect() }).collect(), 1);
             let cells = expand(&m);
             prop_assert_eq!(cells.len(), sizes.iter().product::<usize>());
             let ids: std::collections::BTreeSet<_> = cells.iter().map(|c| c.id.clone()).collect();

@@ -210,6 +210,7 @@ mod tests {
             compare: None,
             rank_by: None,
             study: None,
+            resolution: None,
         }
     }
 

@@ -207,6 +207,8 @@ fn group_runs<'r, 'a>(runs: impl Iterator<Item = &'r RunView<'a>>) -> CellRuns<'
 struct Sources<'o> {
     counts: BTreeMap<(String, u32, String), MatchCounts>,
     rqs: BTreeMap<(String, u32, String), RunPart>,
+    /// Each run's (resolved, counted) findings from git (`resolution`).
+    resolution: crate::analysis::resolution::RunCounts,
     options: &'o CompareOptions,
 }
 
@@ -235,6 +237,10 @@ fn metric_of(metric: CompareMetric, runs: &[&RunView<'_>], sources: &Sources<'_>
         CompareMetric::Findings => Some(runs.iter().map(|r| r.findings.len() as f64).sum::<f64>() / runs.len() as f64),
         CompareMetric::Recall | CompareMetric::RecallWithPartials | CompareMetric::Precision | CompareMetric::F1 | CompareMetric::Noise => {
             pooled().and_then(|c| metric_from_counts(metric, &c))
+        }
+        CompareMetric::Resolution => {
+            let (resolved, counted) = runs.iter().filter_map(|r| sources.resolution.get(&run_key(r))).fold((0, 0), |(a, b), (r, c)| (a + r, b + c));
+            crate::analysis::ratio(resolved as f64, counted as f64)
         }
         CompareMetric::Jaccard => {
             // Mean pairwise Jaccard between the repeats given (A4); a single run has none.
@@ -575,8 +581,33 @@ pub fn compute(spec: &AnalysisSpec, input: &AnalysisInput<'_>) -> AnalysisResult
     if input.rqs.is_none() && options.metrics.iter().any(|m| m.needs_scoring()) {
         result.notes.push("No RQS v2 scoring stages: the RQS metrics are left out (add an `rqs` analysis with its judges and embedder).".into());
     }
-    let metrics: Vec<CompareMetric> =
-        options.metrics.iter().copied().filter(|m| (!m.needs_oracle() || input.oracle.is_some()) && (!m.needs_scoring() || input.rqs.is_some())).collect();
+    let resolution = match input.repository {
+        Some(repository) if options.metrics.iter().any(|m| m.needs_history()) => {
+            let counts = crate::analysis::resolution::run_counts(input, repository);
+            match &counts {
+                Some(_) => result.notes.push(format!(
+                    "`resolution` is seed 001's rate from git, a proxy that needs no oracle: resolved / counted findings, a finding resolved when one of the {} commits after its commit changed a line within ±{} of it (up to `{}`; a commit with fewer later commits has no value).",
+                    repository.options.window,
+                    repository.options.tolerance,
+                    repository.options.head.as_deref().unwrap_or(&repository.head)
+                )),
+                None => result.notes.push("`resolution` is left out: the head its findings are followed up to is not a commit of the repository.".into()),
+            }
+            counts
+        }
+        _ => None,
+    };
+    if resolution.is_none() && input.repository.is_none() && options.metrics.iter().any(|m| m.needs_history()) {
+        result.notes.push("No history target: `resolution` is left out (it follows findings through a repository's later commits).".into());
+    }
+    let metrics: Vec<CompareMetric> = options
+        .metrics
+        .iter()
+        .copied()
+        .filter(|m| {
+            (!m.needs_oracle() || input.oracle.is_some()) && (!m.needs_scoring() || input.rqs.is_some()) && (!m.needs_history() || resolution.is_some())
+        })
+        .collect();
     let options = CompareOptions { metrics, ..options };
     let rqs_parts = match input.rqs {
         Some(rqs) if options.metrics.iter().any(|m| m.needs_scoring()) => {
@@ -585,7 +616,7 @@ pub fn compute(spec: &AnalysisSpec, input: &AnalysisInput<'_>) -> AnalysisResult
         }
         _ => BTreeMap::new(),
     };
-    let sources = Sources { counts: oracle_counts(&scored), rqs: rqs_parts, options: &options };
+    let sources = Sources { counts: oracle_counts(&scored), rqs: rqs_parts, resolution: resolution.unwrap_or_default(), options: &options };
 
     let mut cells = Vec::new();
     let mut by_id: BTreeMap<&str, usize> = BTreeMap::new();

@@ -22,6 +22,7 @@ pub mod matching;
 pub mod overlap;
 pub mod rag_ablation;
 pub mod repeatability;
+pub mod resolution;
 pub mod review_eval;
 pub mod rqs;
 pub mod schema;
@@ -66,6 +67,8 @@ pub struct AnalysisInput<'a> {
     /// Changed files and hunk spans per subject, for context-level tagging (A9); subjects whose
     /// diff could not be read are absent.
     pub scopes: Option<&'a BTreeMap<String, context_level::DiffScope>>,
+    /// A history target's repository and reviewed commits, for the resolution rate.
+    pub repository: Option<&'a resolution::Repository>,
     /// Adjudication records named by analyses' `adjudication` keys, by resolved path.
     pub adjudications: &'a BTreeMap<std::path::PathBuf, adjudication::Adjudication>,
     /// What the scoring stages produced, for RQS v2.
@@ -558,6 +561,7 @@ fn compute_kind(spec: &AnalysisSpec, input: &AnalysisInput<'_>) -> AnalysisResul
         AnalysisKind::Rqs => rqs::compute(spec, input),
         AnalysisKind::Compare => compare::compute(spec, input),
         AnalysisKind::Jury => jury::compute(spec, input),
+        AnalysisKind::Resolution => resolution::compute(spec, input),
         // Read from filled sheets by the study layer (`crate::study::report`), which sits above.
         AnalysisKind::Study => {
             let mut r = AnalysisResult::new(spec, "H", "Human study", "A human study read from its filled sheets.");

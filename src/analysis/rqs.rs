@@ -871,6 +871,7 @@ mod tests {
             repeat: 1,
             oracle: Some(&oracle),
             scopes: None,
+            repository: None,
             adjudications: &crate::analysis::NO_ADJUDICATIONS,
             rqs: Some(&rqs),
             match_votes: None,

@@ -37,6 +37,26 @@ pub struct AnalysisSpec {
     /// A human study's filled sheets (`kind = "study"`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub study: Option<StudyOptions>,
+    /// The resolution rate's window, tolerance and head (`kind = "resolution"`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub resolution: Option<ResolutionOptions>,
+}
+
+/// A `resolution` analysis: how many later commits (`window`), lines either side
+/// (`tolerance`), and the commit whose first-parent line is followed (`head`; default the
+/// target's range end, else `HEAD`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ResolutionOptions {
+    pub window: usize,
+    pub tolerance: u32,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub head: Option<String>,
+}
+
+impl Default for ResolutionOptions {
+    fn default() -> Self {
+        Self { window: super::resolution::DEFAULT_WINDOW, tolerance: super::resolution::DEFAULT_TOLERANCE, head: None }
+    }
 }
 
 /// The human studies a `study` analysis renders: seed 000's H1, H4, H5, H6, H7, H8 and H9.
@@ -85,10 +105,13 @@ pub enum CompareMetric {
     Comprehensiveness,
     /// RQS v2 (CRScore): the harmonic mean of conciseness and comprehensiveness.
     Relevance,
+    /// Seed 001 from git: findings a later commit changed the lines of / counted findings
+    /// (a history target; the first `resolution` analysis's window, tolerance and head).
+    Resolution,
 }
 
 impl CompareMetric {
-    pub const ALL: [CompareMetric; 14] = [
+    pub const ALL: [CompareMetric; 15] = [
         Self::Recall,
         Self::RecallWithPartials,
         Self::Precision,
@@ -103,6 +126,7 @@ impl CompareMetric {
         Self::Conciseness,
         Self::Comprehensiveness,
         Self::Relevance,
+        Self::Resolution,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -121,11 +145,17 @@ impl CompareMetric {
             Self::Conciseness => "conciseness",
             Self::Comprehensiveness => "comprehensiveness",
             Self::Relevance => "relevance",
+            Self::Resolution => "resolution",
         }
     }
 
     pub fn parse(text: &str) -> Option<Self> {
         Self::ALL.into_iter().find(|m| m.as_str() == text)
+    }
+
+    /// Whether the metric follows findings through a history target's later commits.
+    pub fn needs_history(self) -> bool {
+        self == Self::Resolution
     }
 
     /// Whether a larger value is better (`None`: neither, e.g. how many findings).
@@ -205,6 +235,12 @@ impl Default for CompareOptions {
 }
 
 impl AnalysisSpec {
+    /// Whether the analysis follows findings through a history target's later commits: the
+    /// resolution rate, and a comparison of it.
+    pub fn reads_history(&self) -> bool {
+        self.kind == AnalysisKind::Resolution || self.compare.as_ref().is_some_and(|c| c.metrics.iter().any(|m| m.needs_history()))
+    }
+
     /// Whether the analysis reads the scoring stages' values: RQS v2 itself, and a comparison
     /// of RQS v2 metrics.
     pub fn reads_scoring(&self) -> bool {
@@ -298,10 +334,12 @@ pub enum AnalysisKind {
     /// precision per cell, their pairwise κ and majority, runner's matcher against each and
     /// against the majority, and the cells' ranking under each.
     Jury,
+    /// Seed 001's resolution rate from git: findings whose lines a later commit changed.
+    Resolution,
 }
 
 impl AnalysisKind {
-    pub const ALL: [AnalysisKind; 17] = [
+    pub const ALL: [AnalysisKind; 18] = [
         Self::Overlap,
         Self::Latency,
         Self::Repeatability,
@@ -319,6 +357,7 @@ impl AnalysisKind {
         Self::Compare,
         Self::Study,
         Self::Jury,
+        Self::Resolution,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -340,6 +379,7 @@ impl AnalysisKind {
             Self::Compare => "compare",
             Self::Study => "study",
             Self::Jury => "jury",
+            Self::Resolution => "resolution",
         }
     }
 
@@ -579,6 +619,9 @@ pub fn read_analysis(t: &TableReader<'_, '_>, axes: &BTreeSet<String>, base_dir:
             "study",
             "sheets",
             "key",
+            "window",
+            "tolerance",
+            "head",
         ] {
             t.allow(key);
         }
@@ -664,7 +707,27 @@ pub fn read_analysis(t: &TableReader<'_, '_>, axes: &BTreeSet<String>, base_dir:
         found
     });
     let study = (kind == AnalysisKind::Study).then(|| read_study(t, base_dir)).flatten();
-    Some(AnalysisSpec { kind, title, axis, matching, oracle_rule, adjudication, rqs, compare, rank_by, study })
+    let resolution = (kind == AnalysisKind::Resolution).then(|| read_resolution(t));
+    Some(AnalysisSpec { kind, title, axis, matching, oracle_rule, adjudication, rqs, compare, rank_by, study, resolution })
+}
+
+/// A `resolution` analysis's `window`, `tolerance` and `head`.
+fn read_resolution(t: &TableReader<'_, '_>) -> ResolutionOptions {
+    let mut options = ResolutionOptions::default();
+    if let Some(n) = t.integer("window", 1, 100_000) {
+        options.window = *n.get_ref() as usize;
+    }
+    if let Some(n) = t.integer("tolerance", 0, 1000) {
+        options.tolerance = *n.get_ref() as u32;
+    }
+    if let Some(h) = t.string("head") {
+        if h.get_ref().trim().is_empty() || h.get_ref().starts_with('-') {
+            t.problems().push(h.span(), format!("`head` must name a commit (a SHA or a ref), found `{}`", h.get_ref()));
+        } else {
+            options.head = Some(h.into_inner());
+        }
+    }
+    options
 }
 
 /// A `study` analysis's `study`, `sheets` and `key`.

@@ -48,6 +48,7 @@ pub(crate) fn spec(kind: AnalysisKind, axis: Option<&str>) -> AnalysisSpec {
         compare: None,
         rank_by: None,
         study: None,
+        resolution: None,
     }
 }
 
@@ -76,7 +77,7 @@ pub(crate) struct Fixture {
 
 impl Fixture {
     pub(crate) fn new(axes: &[(&str, Vec<AxisValue>)], repeat: u32) -> Self {
-        let matrix = Matrix { axes: axes.iter().map(|(n, v)| Axis { name: n.to_string(), values: v.clone() }).collect(), repeat };
+        let matrix = Matrix::new(axes.iter().map(|(n, v)| Axis { name: n.to_string(), values: v.clone() }).collect(), repeat);
         Self {
             axis_order: axes.iter().map(|(n, _)| n.to_string()).collect(),
             cells: expand(&matrix).into_iter().map(std::sync::Arc::new).collect(),
@@ -123,6 +124,7 @@ impl Fixture {
             repeat: self.repeat,
             oracle: None,
             scopes: None,
+            repository: None,
             adjudications: &crate::analysis::NO_ADJUDICATIONS,
             rqs: None,
             match_votes: None,

@@ -84,7 +84,7 @@ impl Reviewer for FakeReviewer {
 /// A plan of `models × repeat` runs over git-like subjects, built without git, with one
 /// analyze node observing every run and a render node after it.
 fn plan(models: &[&str], repeat: u32, subjects: &[&str]) -> Plan {
-    let matrix = Matrix { axes: vec![Axis { name: "model".into(), values: models.iter().map(|m| AxisValue::Str(m.to_string())).collect() }], repeat };
+    let matrix = Matrix::new(vec![Axis { name: "model".into(), values: models.iter().map(|m| AxisValue::Str(m.to_string())).collect() }], repeat);
     let cells = expand(&matrix);
     let subject_specs: BTreeMap<String, SubjectSpec> = subjects
         .iter()

@@ -110,7 +110,7 @@ fn read_manifest(root: &TableReader<'_, '_>, path: &Path, base_dir: &Path, check
     // name the axis (either spelling) do not repeat it.
     let mut axes: BTreeSet<String> = BTreeSet::new();
     let matrix = section(root, "matrix").and_then(|t| {
-        for (name, _) in t.keys().into_iter().filter(|(n, _)| n != "repeat") {
+        for (name, _) in t.keys().into_iter().filter(|(n, _)| n != "repeat" && n != "exclude") {
             axes.extend(misspelled_known_axis(&name).map(str::to_string));
             axes.insert(name);
         }
@@ -150,6 +150,7 @@ fn read_manifest(root: &TableReader<'_, '_>, path: &Path, base_dir: &Path, check
     }
     if let Some(target) = &target {
         check_oracle_needs(root, target, &analyses, check_paths);
+        check_history_needs(root, target, &analyses);
     }
     if let (Some(reviewers), Some(matrix)) = (&reviewers, &matrix) {
         for named in &reviewers.entries {
@@ -161,6 +162,7 @@ fn read_manifest(root: &TableReader<'_, '_>, path: &Path, base_dir: &Path, check
             };
             if let ReviewerKindSpec::Builtin(spec) = &named.spec.kind {
                 crate::reviewer::builtin::check_names(root, spec, matrix, name_span.unwrap_or(0..0));
+                check_ignored_axes(root, &named.name, spec, matrix, reviewers.by_axis);
             }
         }
     }
@@ -426,7 +428,7 @@ fn read_matrix(t: &TableReader<'_, '_>) -> Option<Matrix> {
         None => 1,
     };
     for (name, key_span) in t.keys() {
-        if name == "repeat" {
+        if name == "repeat" || name == "exclude" {
             continue;
         }
         t.allow(&name);
@@ -480,7 +482,109 @@ fn read_matrix(t: &TableReader<'_, '_>) -> Option<Matrix> {
         check_known_axis(t, &name, &values, value.span());
         axes.push(Axis { name, values });
     }
-    ok.then_some(Matrix { axes, repeat })
+    // A wrong entry is reported and left out; the matrix stays, so nothing that reads it
+    // reports a problem of its own.
+    let exclude = read_exclude(t, &axes);
+    let matrix = Matrix { axes, repeat, exclude };
+    let product = matrix.axes.iter().try_fold(1u64, |n, a| n.checked_mul(a.values.len() as u64));
+    if !matrix.exclude.is_empty() && product.is_some() && matrix.excluded_cells(1_000_000) == product {
+        t.problems().push(t.get("exclude").map_or_else(|| t.span(), |v| v.span()), "`exclude` drops every cell of the matrix");
+    }
+    ok.then_some(matrix)
+}
+
+/// Axes that mean something to a model reviewer only.
+const MODEL_AXES: [&str; 4] = ["model", "temperature", "seed", "rag_symbol_max_definitions"];
+
+/// Cells a validation expands at most to look for identical runs.
+const MAX_CHECKED_CELLS: u64 = 100_000;
+
+/// A built-in reviewer calls no model: a model axis its `name` does not use makes cells that
+/// differ only in that axis identical runs. Flagged at the axis, unless `exclude` leaves the
+/// reviewer one value of it.
+fn check_ignored_axes(root: &TableReader<'_, '_>, name: &str, spec: &crate::reviewer::builtin::BuiltinSpec, matrix: &Matrix, by_axis: bool) {
+    let used: BTreeSet<String> = crate::config::template_var_regex().captures_iter(&spec.name).map(|c| c[1].to_string()).collect();
+    let size = matrix.axes.iter().try_fold(1u64, |n, a| n.checked_mul(a.values.len() as u64));
+    if size.is_none_or(|n| n > MAX_CHECKED_CELLS) {
+        return;
+    }
+    let order: Vec<String> = matrix.axes.iter().map(|a| a.name.clone()).collect();
+    let cells: Vec<crate::matrix::Cell> =
+        crate::matrix::expand(matrix).into_iter().filter(|c| !by_axis || c.get(REVIEWER_AXIS).is_some_and(|v| v.render() == name)).collect();
+    for axis in matrix.axes.iter().filter(|a| MODEL_AXES.contains(&a.name.as_str()) && !used.contains(&a.name)) {
+        let mut groups: std::collections::HashMap<String, usize> = std::collections::HashMap::new();
+        for cell in &cells {
+            *groups.entry(cell.id_without(&axis.name, &order)).or_default() += 1;
+        }
+        let identical = groups.values().filter(|n| **n > 1).map(|n| n - 1).sum::<usize>();
+        if identical == 0 {
+            continue;
+        }
+        let span = root.table("matrix").and_then(|m| m.key_span(&axis.name)).unwrap_or(0..0);
+        let help = if by_axis {
+            format!("keep one `{}` value for this reviewer: `exclude = [{{{REVIEWER_AXIS} = \"{name}\", {} = …}}]`", axis.name, axis.name)
+        } else {
+            "remove the axis, or compare against a model reviewer with named reviewers and `exclude` this one's extra cells".to_string()
+        };
+        root.problems().push_with_help(
+            span,
+            format!("axis `{}` is ignored by the builtin reviewer `{name}` (it calls no model): {identical} of its cells repeat another's runs", axis.name),
+            help,
+        );
+    }
+}
+
+/// `[matrix] exclude = [{axis = value, …}, …]`: each entry names axes of the matrix and one of
+/// each one's values; a problem is reported where it is written.
+fn read_exclude(t: &TableReader<'_, '_>, axes: &[Axis]) -> Vec<crate::matrix::Exclusion> {
+    let mut out = Vec::new();
+    for entry in t.tables("exclude") {
+        let keys = entry.keys();
+        if keys.is_empty() {
+            entry.problems().push(entry.span(), "an `exclude` entry names no axis: write `{axis = value, …}`");
+            continue;
+        }
+        let (mut rule, mut complete) = (Vec::new(), true);
+        for (name, key_span) in keys {
+            let Some(value) = entry.get(&name) else { continue };
+            let Some(axis) = axes.iter().find(|a| a.name == name) else {
+                let message = format!("`exclude` names `{name}`, which is not a matrix axis");
+                match did_you_mean(&name, axes.iter().map(|a| a.name.as_str())) {
+                    Some(best) => entry.problems().push_with_help(key_span, message, format!("did you mean `{best}`?")),
+                    None => entry.problems().push_with_help(
+                        key_span,
+                        message,
+                        format!("axes: {}", axes.iter().map(|a| a.name.as_str()).collect::<Vec<_>>().join(", ")),
+                    ),
+                }
+                complete = false;
+                continue;
+            };
+            let written = match value.get_ref() {
+                DeValue::String(s) => Some(s.to_string()),
+                DeValue::Integer(_) => crate::config::reader::as_i64(value.get_ref()).map(|i| AxisValue::Int(i).render()),
+                DeValue::Float(_) => crate::config::reader::as_f64(value.get_ref()).map(|f| AxisValue::Float(f).render()),
+                DeValue::Boolean(b) => Some(b.to_string()),
+                _ => None,
+            };
+            match written.and_then(|w| axis.values.iter().find(|v| v.render() == w)) {
+                Some(v) => rule.push((name, v.clone())),
+                None => {
+                    let values: Vec<String> = axis.values.iter().map(|v| format!("`{}`", v.render())).collect();
+                    entry.problems().push_with_help(
+                        value.span(),
+                        format!("`exclude` names a value axis `{name}` does not have"),
+                        format!("its values: {}", values.join(", ")),
+                    );
+                    complete = false;
+                }
+            }
+        }
+        if complete {
+            out.push(rule);
+        }
+    }
+    out
 }
 
 /// Axes that mean something to runner's reviewers.
@@ -587,6 +691,48 @@ fn check_oracle_needs(root: &TableReader<'_, '_>, target: &TargetSpec, analyses:
                         format!("compare `findings` or `jaccard` (or RQS v2's jury and alignment metrics) here; {help}"),
                     );
                 }
+            }
+            _ => {}
+        }
+    }
+}
+
+/// A `resolution` analysis follows findings through the later commits of a repository's own
+/// history: on any other target it is an error at its `kind`.
+fn check_history_needs(root: &TableReader<'_, '_>, target: &TargetSpec, analyses: &[Option<AnalysisSpec>]) {
+    use crate::analysis::spec::AnalysisKind;
+    if matches!(target, TargetSpec::History { .. }) || !analyses.iter().flatten().any(|a| a.reads_history()) {
+        return;
+    }
+    let what = match target {
+        TargetSpec::Git { .. } => "a `ref` target reviews one change per ref, not commits of a history",
+        TargetSpec::Corpus { .. } => "a corpus's cases have no later commits",
+        TargetSpec::Evals { .. } => "an eval set's cases are reviewed in blind clones without their later commits",
+        TargetSpec::External { .. } => "external changes have no repository",
+        TargetSpec::History { .. } => return,
+    };
+    // Read again for the spans only where every item is a table, so no problem is told twice.
+    if !root.get("analysis").is_some_and(|v| matches!(v.get_ref(), DeValue::Array(items) if items.iter().all(|i| matches!(i.get_ref(), DeValue::Table(_))))) {
+        return;
+    }
+    let help = "select commits beside `repo` in [target]: `commits = \"A..B\"` (or a list) or `pull-requests = \"A..B\"`";
+    for (t, spec) in root.tables("analysis").iter().zip(analyses) {
+        match spec {
+            Some(s) if s.kind == AnalysisKind::Resolution => {
+                let span = t.get("kind").map_or_else(|| t.span(), |k| k.span());
+                t.problems().push_with_help(
+                    span,
+                    format!("analysis `resolution` follows findings through later commits of a repository's history, but {what}"),
+                    help,
+                );
+            }
+            Some(s) if s.reads_history() => {
+                let span = t.get("metrics").map_or_else(|| t.span(), |k| k.span());
+                t.problems().push_with_help(
+                    span,
+                    format!("compare metric `resolution` follows findings through later commits of a repository's history, but {what}"),
+                    help,
+                );
             }
             _ => {}
         }

@@ -254,7 +254,10 @@ pub struct PlanSize {
 
 impl PlanSize {
     pub fn new(manifest: &Manifest, subjects: &BTreeMap<String, SubjectSpec>) -> Self {
-        let cells = manifest.matrix.axes.iter().try_fold(1u64, |n, axis| n.checked_mul(axis.values.len() as u64));
+        let product = manifest.matrix.axes.iter().try_fold(1u64, |n, axis| n.checked_mul(axis.values.len() as u64));
+        // Cells `exclude` drops are counted over the axes it names, never by expanding: past
+        // a million of their combinations, none is taken off (the check errs on the safe side).
+        let cells = product.map(|p| p - manifest.matrix.excluded_cells(1_000_000).unwrap_or(0).min(p));
         let subjects_per_cell = match &manifest.target {
             TargetSpec::Git { .. } => 1,
             TargetSpec::Corpus { .. } | TargetSpec::Evals { .. } | TargetSpec::External { .. } | TargetSpec::History { .. } => subjects.len() as u64,
@@ -698,10 +701,10 @@ output = "out"
     use crate::matrix::{Axis, AxisValue, Matrix};
 
     fn size(axes: &[usize], subjects: u64, repeat: u32) -> PlanSize {
-        let matrix = Matrix {
-            axes: axes.iter().enumerate().map(|(i, n)| Axis { name: format!("a{i}"), values: (0..*n as i64).map(AxisValue::Int).collect() }).collect(),
+        let matrix = Matrix::new(
+            axes.iter().enumerate().map(|(i, n)| Axis { name: format!("a{i}"), values: (0..*n as i64).map(AxisValue::Int).collect() }).collect(),
             repeat,
-        };
+        );
         let cells = matrix.axes.iter().try_fold(1u64, |n, a| n.checked_mul(a.values.len() as u64));
         let runs = cells.and_then(|c| c.checked_mul(subjects)).and_then(|n| n.checked_mul(u64::from(repeat)));
         PlanSize { cells, subjects_per_cell: subjects, repeat: u64::from(repeat), runs }

@@ -181,6 +181,12 @@ pub fn build_results(
             cells: plan.cells.len(),
             subjects: plan.size().subjects_per_cell as usize,
             planned_runs: plan.runs.len(),
+            excluded: manifest
+                .matrix
+                .exclude
+                .iter()
+                .map(|rule| rule.iter().map(|(axis, value)| format!("`{axis}={}`", value.render())).collect::<Vec<_>>().join(", "))
+                .collect(),
         },
         reviewer: ReviewerInfo { kind: reviewer_kinds(manifest), configs: reviewer_configs },
         target: TargetInfo {

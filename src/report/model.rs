@@ -90,6 +90,10 @@ pub struct MatrixInfo {
     /// selected case for a corpus; `target.subjects` lists them all.
     pub subjects: usize,
     pub planned_runs: usize,
+    /// `[matrix] exclude`'s entries, each as `` `axis=value`, … ``: the cells they drop are
+    /// not among `cells`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub excluded: Vec<String>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]

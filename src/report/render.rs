@@ -155,6 +155,8 @@ struct MarkdownView<'a> {
     #[serde(skip_serializing_if = "<[String]>::is_empty")]
     summary: &'a [String],
     matrix: &'a MatrixInfo,
+    /// `matrix.excluded`, always present (results.json leaves it out when empty).
+    matrix_excluded: &'a [String],
     reviewer: &'a ReviewerInfo,
     target: &'a TargetInfo,
     provenance: &'a [ProvenanceRow],
@@ -255,6 +257,7 @@ fn context(results: &Results, charts: &[super::plots::ChartFile]) -> Result<Cont
         experiment: &results.experiment,
         summary: &results.summary,
         matrix: &results.matrix,
+        matrix_excluded: &results.matrix.excluded,
         reviewer: &results.reviewer,
         target: &results.target,
         provenance: &results.provenance,

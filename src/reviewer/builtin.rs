@@ -35,7 +35,7 @@ pub fn check_names(root: &TableReader<'_, '_>, spec: &BuiltinSpec, matrix: &Matr
     if axes.is_empty() || combinations.is_none_or(|n| n > MAX_NAME_RENDERINGS) {
         return;
     }
-    let sub = Matrix { axes: axes.into_iter().cloned().collect(), repeat: 1 };
+    let sub = Matrix::new(axes.into_iter().cloned().collect(), 1);
     let mut reported = BTreeSet::new();
     for cell in expand(&sub) {
         let vars = template::variables(&cell, 0, None);

@@ -494,20 +494,22 @@ impl Reviewer for CommandReviewer {
     }
 
     fn preflight(&self) -> BoxFuture<'_, Result<(), ReviewError>> {
-        Box::pin(async move {
-            if self.spec.program.contains("{{") || find_program(&self.resolve(&self.spec.program)).is_some() {
-                return Ok(());
+        Box::pin(async move { self.setup_problem().map_or(Ok(()), |problem| Err(ReviewError::failed(problem))) })
+    }
+
+    fn setup_problem(&self) -> Option<String> {
+        if self.spec.program.contains("{{") || find_program(&self.resolve(&self.spec.program)).is_some() {
+            return None;
+        }
+        Some(format!(
+            "reviewer program `{}` was not found{} (or is not executable)",
+            self.spec.program,
+            if self.spec.program.contains('/') {
+                format!(" (paths are relative to the manifest's directory: `{}`)", self.resolve(&self.spec.program))
+            } else {
+                " in PATH".to_string()
             }
-            Err(ReviewError::failed(format!(
-                "reviewer program `{}` was not found{}",
-                self.spec.program,
-                if self.spec.program.contains('/') {
-                    format!(" (paths are relative to the manifest's directory: `{}`)", self.resolve(&self.spec.program))
-                } else {
-                    " in PATH".to_string()
-                }
-            )))
-        })
+        ))
     }
 
     fn exclusive_scope(&self, job: &ReviewJob) -> Option<String> {

@@ -232,6 +232,13 @@ pub trait Reviewer: Send + Sync {
         None
     }
 
+    /// Why no run of this reviewer could start, known without running anything (a command
+    /// reviewer's program missing or not executable), for `runner validate`: checked once per
+    /// reviewer, as the engine's preflight is.
+    fn setup_problem(&self) -> Option<String> {
+        None
+    }
+
     /// Why one run would fail from its inputs alone, before anything runs (a replayed
     /// capture that is missing, malformed or outside the project), for `runner validate`.
     fn input_problem(&self, _cell: &Cell, _subject: &str, _repeat: u32) -> Option<String> {

@@ -23,23 +23,14 @@
 //!   kept and, apart, for findings the user dismissed.
 
 use super::history::{self, A2Report, SideFile};
-use crate::stats::wilson_interval;
+pub use crate::analysis::resolution::{definition, Rate, LEVEL};
+use crate::analysis::resolution::{Outcome, Pending, Resolver};
 use crate::subject::git::GitError;
-use crate::subject::trace::{Fate, Span, Tracer};
+use crate::subject::trace::Span;
 use serde::Serialize;
 use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
-
-/// The confidence level of the intervals.
-pub const LEVEL: f64 = 0.95;
-
-/// What the numbers are, said in the report.
-pub fn definition(window: usize, tolerance: u32) -> String {
-    format!(
-        "A finding counts as resolved when one of the {window} commits after its reviewed commit (`diff_ref`), on the head's first-parent line, changed or removed a line within ±{tolerance} of the lines it flagged. This is a proxy for \"the author acted on it\": a later change to those lines may be unrelated to the finding, and a fix made elsewhere is not seen."
-    )
-}
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Options {
@@ -47,30 +38,6 @@ pub struct Options {
     pub window: usize,
     /// Lines either side of the flagged ones that count.
     pub tolerance: u32,
-}
-
-/// resolved / posted, with a Wilson interval.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
-pub struct Rate {
-    pub resolved: usize,
-    pub posted: usize,
-    pub rate: Option<f64>,
-    pub wilson_low: Option<f64>,
-    pub wilson_high: Option<f64>,
-}
-
-impl Rate {
-    fn add(&mut self, resolved: bool) {
-        self.posted += 1;
-        self.resolved += usize::from(resolved);
-    }
-
-    fn finish(mut self) -> Self {
-        self.rate = (self.posted > 0).then(|| self.resolved as f64 / self.posted as f64);
-        let interval = wilson_interval(self.resolved as u64, self.posted as u64, LEVEL);
-        (self.wilson_low, self.wilson_high) = (interval.map(|i| i.0), interval.map(|i| i.1));
-        self
-    }
 }
 
 /// Kept findings and dismissed ones of one group, apart.
@@ -174,32 +141,18 @@ fn span_of(finding: &Value) -> Option<Span> {
 
 /// Computes the report for an A2 reading of the history against `repo`.
 pub fn compute(a2: &A2Report, repo: &Path, head: &str, options: Options) -> Result<ResolutionReport, GitError> {
-    let mut tracer = Tracer::new(repo);
-    let head_sha = tracer.commit(head).ok_or_else(|| GitError::Failed {
-        dir: repo.display().to_string(),
-        args: format!("rev-parse {head}"),
-        stderr: format!("`{head}` is not a commit of this repository"),
-    })?;
+    let traced = crate::analysis::resolution::Options { window: options.window, tolerance: options.tolerance, pending: Pending::NoLaterCommit };
+    let mut resolver = Resolver::new(repo, head, traced)?;
     let mut findings = Vec::new();
     let mut sessions = Vec::new();
     for session in &a2.sessions {
-        let reviewed = tracer.commit(&session.diff_ref);
-        let walk = match &reviewed {
-            Some(sha) => tracer.walk(sha, &head_sha, Some(options.window))?,
-            None => None,
-        };
-        let session_problem = match (&reviewed, &walk) {
-            (None, _) => Some(format!("the reviewed commit `{}` is not in the repository", session.diff_ref)),
-            (Some(sha), None) => Some(format!("the reviewed commit {sha} is not an ancestor of {head}")),
-            _ => None,
-        };
-        let steps = walk.unwrap_or_default();
+        let walk = resolver.walk(&session.diff_ref)?;
         let mut row = SessionRow {
             session: session.key.clone(),
             model: session.model.clone(),
             finished: session.finished,
             diff_ref: session.diff_ref.clone(),
-            commits: steps.len(),
+            commits: walk.steps.len(),
             kept: Rate::default(),
             dismissed: Rate::default(),
             pending: 0,
@@ -214,7 +167,20 @@ pub fn compute(a2: &A2Report, repo: &Path, head: &str, options: Options) -> Resu
             let file = text_of(finding, "file");
             let span = span_of(finding);
             let dismissed = session.dismissed_ids.contains(&id);
-            let mut out = FindingRow {
+            let outcome = resolver.trace(&walk, &file, span)?;
+            match &outcome {
+                Outcome::Pending { .. } => row.pending += 1,
+                Outcome::NotTraced(_) => row.not_traced += 1,
+                Outcome::Resolved { .. } | Outcome::Unresolved => {
+                    let resolved = matches!(outcome, Outcome::Resolved { .. });
+                    if dismissed {
+                        row.dismissed.add(resolved);
+                    } else {
+                        row.kept.add(resolved);
+                    }
+                }
+            }
+            findings.push(FindingRow {
                 session: session.key.clone(),
                 id,
                 file: file.clone(),
@@ -222,38 +188,13 @@ pub fn compute(a2: &A2Report, repo: &Path, head: &str, options: Options) -> Resu
                 severity: Some(text_of(finding, "severity")).filter(|s| !s.is_empty()).unwrap_or_else(|| "unknown".into()),
                 category: Some(text_of(finding, "category")).filter(|s| !s.is_empty()).unwrap_or_else(|| "unknown".into()),
                 dismissed,
-                outcome: String::new(),
-                changed_by: None,
-                reason: None,
-            };
-            let problem = session_problem.clone().or_else(|| match (&reviewed, span) {
-                _ if file.is_empty() => Some("no file".to_string()),
-                (_, None) => Some("no line".to_string()),
-                (Some(sha), _) if !tracer.has_file(sha, &file) => Some(format!("`{file}` is not in the reviewed commit")),
-                _ => None,
+                outcome: outcome.as_str().into(),
+                reason: outcome.reason(options.window),
+                changed_by: match outcome {
+                    Outcome::Resolved { commit } => Some(commit),
+                    _ => None,
+                },
             });
-            if let Some(reason) = problem {
-                out.outcome = "not traced".into();
-                out.reason = Some(reason);
-                row.not_traced += 1;
-            } else if steps.is_empty() {
-                out.outcome = "pending".into();
-                out.reason = Some("no later commit yet".into());
-                row.pending += 1;
-            } else {
-                let fate = tracer.follow(&file, span.map(|s| s.widened(options.tolerance)), &steps)?;
-                let resolved = matches!(fate, Fate::Changed { .. });
-                if let Fate::Changed { commit, .. } = fate {
-                    out.changed_by = Some(commit);
-                }
-                out.outcome = if resolved { "resolved" } else { "unresolved" }.into();
-                if dismissed {
-                    row.dismissed.add(resolved);
-                } else {
-                    row.kept.add(resolved);
-                }
-            }
-            findings.push(out);
         }
         row.kept = row.kept.finish();
         row.dismissed = row.dismissed.finish();
@@ -282,7 +223,7 @@ pub fn compute(a2: &A2Report, repo: &Path, head: &str, options: Options) -> Resu
         definition: definition(options.window, options.tolerance),
         history: a2.history.clone(),
         repo: repo.display().to_string(),
-        head: head_sha,
+        head: resolver.head().to_string(),
         side_file: a2.side_file.clone(),
         window: options.window,
         tolerance: options.tolerance,

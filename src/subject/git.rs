@@ -130,6 +130,15 @@ pub fn diff(repo: &Path, base: &str, head: &str) -> Result<String, GitError> {
     diff_bytes(repo, base, head).map(|out| String::from_utf8_lossy(&out).into_owned())
 }
 
+/// Runs git in `dir` with a fixed identity and no signing, for unit tests that build a
+/// repository; stdout, trimmed; panics with git's stderr when it fails.
+#[cfg(test)]
+pub(crate) fn run_for_test(dir: &Path, args: &[&str]) -> String {
+    let out = command(dir).args(["-c", "user.name=t", "-c", "user.email=t@example.com", "-c", "commit.gpgsign=false"]).args(args).output().expect("git runs");
+    assert!(out.status.success(), "git {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+    String::from_utf8_lossy(&out.stdout).trim().to_string()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

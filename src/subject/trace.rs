@@ -335,16 +335,7 @@ fn parse(text: &str) -> Vec<FileChange> {
 mod tests {
     use super::*;
 
-    /// Runs git in `dir` with a fixed identity; stdout, trimmed.
-    fn run(dir: &Path, args: &[&str]) -> String {
-        let out = super::super::git::command(dir)
-            .args(["-c", "user.name=t", "-c", "user.email=t@example.com", "-c", "commit.gpgsign=false"])
-            .args(args)
-            .output()
-            .expect("git runs");
-        assert!(out.status.success(), "git {args:?}: {}", String::from_utf8_lossy(&out.stderr));
-        String::from_utf8_lossy(&out.stdout).trim().to_string()
-    }
+    use crate::subject::git::run_for_test as run;
 
     fn commit(dir: &Path, path: &str, text: &str, message: &str) -> String {
         std::fs::write(dir.join(path), text).expect("write");

@@ -327,3 +327,68 @@ fn an_analysis_that_needs_an_oracle_is_refused_on_a_target_without_one() {
     let out = runner(dir.path()).args(["validate"]).arg(&manifest).output().expect("runs");
     assert!(out.status.success(), "{}", stderr_of(&out));
 }
+
+/// The `resolution` analysis over an execution on a history: the engine walks it like any
+/// analysis, and its counts are the hand count. Commits c1–c4 each add f{i}.py (the heuristic
+/// flags line 2 twice, the dry-run flags line 1 once); c5 rewrites f3.py's line 2. With a
+/// window of 2 up to the range's end (c5): c2's findings are followed through c3 and c4
+/// (unresolved), c3's through c4 and c5 (resolved), c4's and c5's are pending (c5 leaves the
+/// heuristic nothing to flag).
+#[test]
+fn the_resolution_analysis_counts_findings_a_later_commit_changed() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let repo = python_history(dir.path(), 4);
+    std::fs::write(repo.join("f3.py"), "def f3(code):\n    return int(code)\n").expect("write");
+    git(&repo, &["add", "--all"]);
+    let c5 = commit(&repo, 5, "Parse f3's input", &[]);
+    let c3 = git(&repo, &["rev-parse", "HEAD~2"]);
+    let text = std::fs::read_to_string(history_manifest(dir.path(), "commits = \"HEAD~4..HEAD\"", "")).expect("read");
+    let text = text
+        .replace("metrics = [\"findings\"]", "metrics = [\"findings\", \"resolution\"]")
+        .replace("[report]", "[[analysis]]\nkind = \"resolution\"\nwindow = 2\n[report]");
+    let manifest = write_manifest(dir.path(), "history.toml", &text);
+    let out = runner(dir.path()).args(["exec", "--quiet"]).arg(&manifest).output().expect("runs");
+    assert!(out.status.success(), "{}", stderr_of(&out));
+    let results = results_json(dir.path());
+    let analysis = results["analyses"].as_array().expect("analyses").iter().find(|a| a["kind"] == "resolution").expect("resolution analysis");
+    let cell = |id: &str| analysis["data"].as_array().expect("cells").iter().find(|c| c["cell"] == id).expect("cell").clone();
+    let (dry, heuristic) = (cell("baseline=dry-run"), cell("baseline=heuristic"));
+    assert_eq!((dry["resolution"]["resolved"].as_u64(), dry["resolution"]["posted"].as_u64(), dry["pending"].as_u64()), (Some(1), Some(2), Some(2)), "{dry}");
+    assert_eq!(
+        (heuristic["resolution"]["resolved"].as_u64(), heuristic["resolution"]["posted"].as_u64(), heuristic["pending"].as_u64()),
+        (Some(2), Some(4), Some(2)),
+        "{heuristic}"
+    );
+    // The comparison's per-commit values are the same counts: c2's findings unresolved, c3's
+    // resolved, c4 and c5 without a value (their windows are not complete).
+    let c2 = git(&repo, &["rev-parse", "HEAD~3"]);
+    for cell in compare_data(&results)["cells"].as_array().expect("cells") {
+        assert_eq!(cell["metrics"]["resolution"]["subjects"], serde_json::json!({ c2.clone(): 0.0, c3.clone(): 1.0 }), "{cell}");
+    }
+    let markdown = std::fs::read_to_string(dir.path().join("out/RESULTS.md")).expect("RESULTS.md");
+    assert!(markdown.contains("a proxy") && markdown.contains(&format!("Followed up to `{}`", &c5[..7])), "{markdown}");
+    assert!(markdown.contains("| resolution |"), "compared: {markdown}");
+    assert!(!markdown.contains(&format!("{} (", &c3[..7])), "c3's window is complete: not pending: {markdown}");
+    assert!(markdown.contains("](plots/resolution-rate.svg)") && dir.path().join("out/plots/resolution-rate.svg").is_file(), "the rates charted: {markdown}");
+
+    // A head the repository does not have is said before anything runs.
+    let wrong = std::fs::read_to_string(&manifest).expect("read").replace("window = 2\n", "window = 2\nhead = \"no-such-branch\"\n");
+    let out = runner(dir.path()).args(["validate"]).arg(write_manifest(dir.path(), "wrong-head.toml", &wrong)).output().expect("runs");
+    assert_eq!(out.status.code(), Some(1));
+    assert!(stderr_of(&out).contains("analysis #2 (`resolution`): `head = \"no-such-branch\"` is not a commit of"), "{}", stderr_of(&out));
+
+    // On a target that is not a history, `validate` says so where the analysis is.
+    let text =
+        std::fs::read_to_string(&manifest).expect("read").replace("commits = \"HEAD~4..HEAD\"\n", "").replace("[matrix]\n", "[matrix]\nref = [\"HEAD~1\"]\n");
+    let manifest = write_manifest(dir.path(), "history.toml", &text);
+    let out = runner(dir.path()).args(["validate"]).arg(&manifest).output().expect("runs");
+    assert_eq!(out.status.code(), Some(1));
+    let err = stderr_of(&out);
+    assert!(
+        err.contains("analysis `resolution` follows findings through later commits of a repository's history, but a `ref` target reviews one change per ref"),
+        "{err}"
+    );
+    assert!(err.contains("compare metric `resolution` follows findings through later commits"), "{err}");
+    let line = text.lines().position(|l| l == "kind = \"resolution\"").expect("kind line") + 1;
+    assert!(err.contains(&format!("history.toml:{line}:8")), "{err}");
+}

@@ -136,3 +136,79 @@ fn several_reviewers_without_a_reviewer_axis_are_refused() {
     assert!(err.contains("2 reviewers are declared but the matrix has no `reviewer` axis"), "{err}");
     assert!(err.contains(r#"add `reviewer = ["dry", "stet"]` to [matrix]"#), "{err}");
 }
+
+/// A built-in reviewer beside one that takes `model`: the builtin's cells for a second model
+/// repeat its runs, which `validate` says at the axis; `[matrix] exclude` drops them, the plan
+/// and the report count the cells left, and a wrong axis or value in `exclude` is located.
+#[test]
+fn exclude_drops_the_cells_a_builtin_would_repeat_and_validate_names_the_ignored_axis() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let script = dir.path().join("review.sh");
+    std::fs::write(&script, "#!/bin/sh\nprintf '{\"findings\":[]}\\n'\n").expect("write");
+    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    let text = |exclude: &str| {
+        format!(
+            "version = 1\n[experiment]\nname = \"excluded\"\n[target]\ncorpus = \"{}\"\ncases = [\"case-01\", \"case-02\"]\nunseal-holdout = true\n[matrix]\nreviewer = [\"dry\", \"tool\"]\nmodel = [\"a\", \"b\"]\n{exclude}\n[reviewers.dry]\nkind = \"builtin\"\nname = \"dry-run\"\n[reviewers.tool]\nkind = \"command\"\nprogram = \"./review.sh\"\nargs = [\"{{{{model}}}}\"]\n[[analysis]]\nkind = \"distribution\"\n[report]\noutput = \"out\"\n",
+            project_root().join("corpus/quickstart").display()
+        )
+    };
+    let validate = |exclude: &str| {
+        let manifest = write_manifest(dir.path(), "m.toml", &text(exclude));
+        runner(dir.path()).args(["validate"]).arg(&manifest).output().expect("runs")
+    };
+
+    let out = validate("");
+    assert_eq!(out.status.code(), Some(1));
+    let err = stderr_of(&out);
+    assert!(err.contains("axis `model` is ignored by the builtin reviewer `dry` (it calls no model): 1 of its cells repeat another's runs"), "{err}");
+    assert!(err.contains("m.toml:10:1") && err.contains(r#"exclude = [{reviewer = "dry", model = …}]"#), "at the axis, with the fix: {err}");
+
+    let err = stderr_of(&validate("exclude = [{reviewr = \"dry\"}, {model = \"c\"}]"));
+    assert!(err.contains("`exclude` names `reviewr`, which is not a matrix axis") && err.contains("did you mean `reviewer`?"), "{err}");
+    assert!(err.contains("`exclude` names a value axis `model` does not have") && err.contains("its values: `a`, `b`"), "{err}");
+    assert!(err.contains("m.toml:11:13") && err.contains("m.toml:11:40"), "each where it is written: {err}");
+    assert!(stderr_of(&validate("exclude = [{model = \"a\"}, {model = \"b\"}]")).contains("`exclude` drops every cell of the matrix"));
+
+    let manifest = write_manifest(dir.path(), "m.toml", &text("exclude = [{reviewer = \"dry\", model = \"b\"}]"));
+    let out = runner(dir.path()).args(["validate"]).arg(&manifest).output().expect("runs");
+    assert!(out.status.success(), "{}", stderr_of(&out));
+    assert!(stdout_of(&out).contains("3 cells × 2 subjects × 1 repeat = 6 runs"), "{}", stdout_of(&out));
+    let out = runner(dir.path()).args(["exec", "--quiet"]).arg(&manifest).output().expect("runs");
+    assert!(out.status.success(), "{}", stderr_of(&out));
+    let results: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(dir.path().join("out/results.json")).expect("results")).expect("json");
+    let cells: Vec<&str> = results["cells"].as_array().expect("cells").iter().filter_map(|c| c["cell"].as_str()).collect();
+    assert_eq!(cells, ["model=a,reviewer=dry", "model=a,reviewer=tool", "model=b,reviewer=tool"]);
+    assert_eq!(results["matrix"]["excluded"], serde_json::json!(["`model=b`, `reviewer=dry`"]));
+    let markdown = std::fs::read_to_string(dir.path().join("out/RESULTS.md")).expect("RESULTS.md");
+    assert!(markdown.contains("repeat 1, less the cells with `model=b`, `reviewer=dry` (`exclude`) |"), "{markdown}");
+}
+
+/// `validate` says, once per reviewer and not once per run, that a command reviewer's program
+/// is missing or not executable — what the engine's preflight would fail every run with.
+#[test]
+fn validate_names_a_missing_or_non_executable_program_once() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let manifest = write_manifest(
+        dir.path(),
+        "m.toml",
+        &format!(
+            "version = 1\n[experiment]\nname = \"program\"\n[target]\ncorpus = \"{}\"\ncases = [\"case-01\", \"case-02\"]\nunseal-holdout = true\n[matrix]\nmodel = [\"a\", \"b\"]\n[reviewer]\nkind = \"command\"\nprogram = \"./review.sh\"\nargs = [\"{{{{model}}}}\"]\n[report]\noutput = \"out\"\n",
+            project_root().join("corpus/quickstart").display()
+        ),
+    );
+    let validate = || runner(dir.path()).args(["validate"]).arg(&manifest).output().expect("runs");
+    let message = "reviewer `reviewer`: reviewer program `./review.sh` was not found (paths are relative to the manifest's directory";
+    let out = validate();
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(stderr_of(&out).matches(message).count(), 1, "once for its 4 runs: {}", stderr_of(&out));
+    let script = dir.path().join("review.sh");
+    std::fs::write(&script, "#!/bin/sh\nprintf '{\"findings\":[]}\\n'\n").expect("write");
+    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o644)).expect("chmod");
+    let out = validate();
+    assert!(!out.status.success() && stderr_of(&out).contains("(or is not executable)"), "{}", stderr_of(&out));
+    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    let out = validate();
+    assert!(out.status.success(), "{}", stderr_of(&out));
+}

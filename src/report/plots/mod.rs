@@ -295,6 +295,7 @@ pub fn charts_of(analysis: &AnalysisResult, results: &Results) -> Vec<Named> {
         AnalysisKind::ReviewEval => review_eval(analysis, &labels()),
         AnalysisKind::Rqs => rqs(analysis, &labels()).into_iter().collect(),
         AnalysisKind::Compare => compare(analysis).into_iter().collect(),
+        AnalysisKind::Resolution => resolution(analysis, &labels()).into_iter().collect(),
         _ => Vec::new(),
     }
 }
@@ -518,6 +519,29 @@ fn distribution(analysis: &AnalysisResult, labels: impl FnOnce() -> CellLabels) 
 }
 
 /// Seed 003: recall per cell with its Wilson interval, and recall by the oracle's severity.
+/// Seed 001's resolution rate from git: resolved / counted findings per cell, with the
+/// Wilson interval the analysis computed.
+fn resolution(analysis: &AnalysisResult, labels: &CellLabels) -> Option<Named> {
+    let cells: Vec<crate::analysis::resolution::CellData> = analysis.data_as().ok()?;
+    if cells.iter().all(|c| c.resolution.posted == 0) {
+        return None;
+    }
+    Some(Named {
+        name: "rate",
+        chart: Chart::Interval(IntervalChart {
+            title: "Resolution rate per cell (a proxy)".into(),
+            interval: "Whiskers: Wilson 95 % interval of resolved / counted findings (a later commit changed the flagged lines).".into(),
+            x_label: "resolved / counted".into(),
+            points: cells
+                .iter()
+                .map(|c| IntervalPoint { label: labels.of(&c.cell), value: c.resolution.rate, low: c.resolution.wilson_low, high: c.resolution.wilson_high })
+                .collect(),
+            range: Some((0.0, 1.0)),
+            digits: 3,
+        }),
+    })
+}
+
 fn review_eval(analysis: &AnalysisResult, labels: &CellLabels) -> Vec<Named> {
     let Ok(data) = analysis.data_as::<ReviewEvalData>() else { return Vec::new() };
     if data.cells.is_empty() {
