@@ -12,7 +12,9 @@ fresh server, each measured against
 
     ideal = max((CELLS - BURST) / RPS, (CELLS * 100 - TOKEN_BURST) / (TPM / 60)) + latency,
 
-the time a client that sends each request the moment the buckets allow it would take.
+the time a client that sends each request the moment the buckets allow it would take (or,
+with buckets too large to bind, ceil(CELLS / CONCURRENCY) × latency: the server's served
+ideal at that concurrency).
 RUNNER_BIN runs another build (an older one, for a before/after comparison) instead of
 building this one.
 
@@ -53,7 +55,9 @@ BIN = os.environ.get("RUNNER_BIN") or os.path.join(ROOT, "target", "release", "r
 def ideal_seconds():
     by_requests = max(0.0, CELLS - BURST) / RPS
     by_tokens = max(0.0, CELLS * TOKENS - TOKEN_BURST) / (TPM / 60.0)
-    return max(by_requests, by_tokens) + LATENCY_MS / 1000.0
+    # Without a binding limit, the concurrency is: CELLS answers of LATENCY_MS, CONCURRENCY at once.
+    by_concurrency = -(-CELLS // CONCURRENCY) * LATENCY_MS / 1000.0
+    return max(max(by_requests, by_tokens) + LATENCY_MS / 1000.0, by_concurrency)
 
 
 def manifest(tmp, repo, url):
