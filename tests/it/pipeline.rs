@@ -112,6 +112,7 @@ async fn each_stage_call_is_cached_on_its_own_and_budgets_stop_a_stage() {
     let planned = cli(args(&["plan", "--cache-dir", "cache"], &manifest)).await;
     let text = crate::stdout_of(&planned);
     assert!(text.contains("routine: per run reviewers 2 × review, verifier ≤ 1 × verify, synthesis 1 × synthesize"), "{text}");
+    assert!(text.contains("calls: reviewers 0 cached, 2 to run; verifier 0 cached, 0 to run, 1 known once earlier stages run; synthesis 0 cached, 0 to run, 1 known once earlier stages run"), "{text}");
 
     let out = cli(args(&exec, &manifest)).await;
     assert!(out.status.success(), "{}", crate::stderr_of(&out));
@@ -164,6 +165,7 @@ async fn each_stage_call_is_cached_on_its_own_and_budgets_stop_a_stage() {
     let planned = cli(args(&["plan", "--cache-dir", "cache"], &manifest)).await;
     let text = crate::stdout_of(&planned);
     assert!(text.contains("reviewer.stages[2].reviewer.prompt"), "the miss is explained by the synthesis stage's prompt: {text}");
+    assert!(text.contains("calls: reviewers 2 cached, 0 to run; verifier 1 cached, 0 to run; synthesis 0 cached, 1 to run"), "by stage: {text}");
     let before = server.chats().len();
     let out = cli(args(&exec, &manifest)).await;
     assert!(out.status.success(), "{}", crate::stderr_of(&out));
