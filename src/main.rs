@@ -414,7 +414,7 @@ fn plan(args: PlanArgs) -> Result<Exit, Error> {
         for n in &nodes {
             outln!("  {:<12} {:>6}  {}", n.kind.as_str(), n.count, n.status);
         }
-        for line in pipeline_lines(&prepared) {
+        for line in pipeline_lines(&prepared, &store) {
             outln!("{line}");
         }
         if let Some(h) = history {
@@ -491,14 +491,33 @@ fn significant(p: f64) -> String {
 
 /// `runner plan`'s lines on the pipeline reviewers it runs: each stage's calls per run, each
 /// call cached on its own.
-fn pipeline_lines(prepared: &experiment::Prepared) -> Vec<String> {
+fn pipeline_lines(prepared: &experiment::Prepared, store: &std::sync::Arc<dyn runner::cache::Store>) -> Vec<String> {
     use runner::reviewer::spec::ReviewerKindSpec;
     let mut lines = Vec::new();
+    let experiment = &prepared.manifest.experiment.name;
     for named in &prepared.manifest.reviewers.entries {
         let ReviewerKindSpec::Pipeline(p) = &named.spec.kind else { continue };
-        let runs = prepared.plan.runs.iter().filter(|r| r.reviewer == named.name).count();
+        let planned: Vec<&runner::plan::PlannedRun> = prepared.plan.runs.iter().filter(|r| r.reviewer == named.name).collect();
+        let runs = planned.len();
         if runs == 0 {
             continue;
+        }
+        // What the call cache holds, stage by stage, summed over the runs.
+        let mut tally: Vec<runner::reviewer::StageCalls> = Vec::new();
+        if let Some(reviewer) = prepared.reviewers.get(&named.name) {
+            for run in &planned {
+                let calls = runner::exec::call_cache(store.clone(), experiment, &run.inputs.subject);
+                for (i, stage) in reviewer.planned_calls(&run.cell, run.repeat, calls.0.as_ref()).unwrap_or_default().into_iter().enumerate() {
+                    match tally.get_mut(i) {
+                        Some(t) => {
+                            t.cached += stage.cached;
+                            t.to_run += stage.to_run;
+                            t.unknown += stage.unknown;
+                        }
+                        None => tally.push(stage),
+                    }
+                }
+            }
         }
         if lines.is_empty() {
             lines.push("pipeline stage calls (each cached on its own, keyed by its stage and what it receives):".to_string());
@@ -511,6 +530,16 @@ fn pipeline_lines(prepared: &experiment::Prepared) -> Vec<String> {
             None => String::new(),
         };
         lines.push(format!("  {}: per run {}; {runs} run{}{budget}", named.name, p.calls_per_run(), if runs == 1 { "" } else { "s" }));
+        let stages: Vec<String> = tally
+            .iter()
+            .map(|t| {
+                let unknown = if t.unknown > 0 { format!(", {} known once earlier stages run", t.unknown) } else { String::new() };
+                format!("{} {} cached, {} to run{unknown}", t.stage, t.cached, t.to_run)
+            })
+            .collect();
+        if !stages.is_empty() {
+            lines.push(format!("    calls: {}", stages.join("; ")));
+        }
     }
     lines
 }

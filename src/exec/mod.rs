@@ -13,6 +13,7 @@ mod writes;
 
 pub use budget::{Budget, CallCost, CallsSpent, CostReport, Spent};
 pub use events::{Event, SkipReason};
+pub use review::call_cache;
 pub use stages::{Call, CallFuture, NodeInputs, Scored, Scorers};
 pub use walk::{execute, Conclusions, Execution, Materializer, ScoredView, ScoringTally, WalkView};
 

@@ -271,3 +271,8 @@ impl CallCache for RunCalls {
 pub(super) fn run_calls(shared: &ReviewShared, subject: &str) -> Calls {
     Calls(Arc::new(RunCalls { cache: shared.cache.clone(), experiment: shared.experiment.clone(), subject: subject.to_string(), refresh: shared.refresh }))
 }
+
+/// The call cache of a run of `subject` in `cache`, for reading what it holds (`runner plan`).
+pub fn call_cache(cache: Arc<dyn Store>, experiment: &str, subject: &str) -> Calls {
+    Calls(Arc::new(RunCalls { cache, experiment: experiment.to_string(), subject: subject.to_string(), refresh: false }))
+}

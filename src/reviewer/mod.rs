@@ -45,6 +45,16 @@ pub trait CallCache: Send + Sync {
     fn store(&self, inputs: &serde_json::Value, answer: &serde_json::Value) -> Result<(), String>;
 }
 
+/// One stage's calls of a planned run, by what the call cache holds ([`Reviewer::planned_calls`]).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct StageCalls {
+    pub stage: String,
+    pub cached: u32,
+    pub to_run: u32,
+    /// Calls whose inputs depend on calls still to run.
+    pub unknown: u32,
+}
+
 /// A run's [`CallCache`].
 #[derive(Clone)]
 pub struct Calls(pub Arc<dyn CallCache>);
@@ -242,6 +252,14 @@ pub trait Reviewer: Send + Sync {
     /// Why one run would fail from its inputs alone, before anything runs (a replayed
     /// capture that is missing, malformed or outside the project), for `runner validate`.
     fn input_problem(&self, _cell: &Cell, _subject: &str, _repeat: u32) -> Option<String> {
+        None
+    }
+
+    /// For a reviewer that caches calls of its own (a pipeline): per stage, how many of the
+    /// calls of `cell`'s run `repeat` the run's call cache `calls` holds, how many are to run,
+    /// and how many cannot be known yet (they depend on answers still to come). `None` for
+    /// every other reviewer.
+    fn planned_calls(&self, _cell: &Cell, _repeat: u32, _calls: &dyn CallCache) -> Option<Vec<StageCalls>> {
         None
     }
 

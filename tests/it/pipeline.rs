@@ -112,6 +112,7 @@ async fn each_stage_call_is_cached_on_its_own_and_budgets_stop_a_stage() {
     let planned = cli(args(&["plan", "--cache-dir", "cache"], &manifest)).await;
     let text = crate::stdout_of(&planned);
     assert!(text.contains("routine: per run reviewers 2 × review, verifier ≤ 1 × verify, synthesis 1 × synthesize"), "{text}");
+    assert!(text.contains("calls: reviewers 0 cached, 2 to run; verifier 0 cached, 0 to run, 1 known once earlier stages run; synthesis 0 cached, 0 to run, 1 known once earlier stages run"), "{text}");
 
     let out = cli(args(&exec, &manifest)).await;
     assert!(out.status.success(), "{}", crate::stderr_of(&out));
@@ -164,6 +165,7 @@ async fn each_stage_call_is_cached_on_its_own_and_budgets_stop_a_stage() {
     let planned = cli(args(&["plan", "--cache-dir", "cache"], &manifest)).await;
     let text = crate::stdout_of(&planned);
     assert!(text.contains("reviewer.stages[2].reviewer.prompt"), "the miss is explained by the synthesis stage's prompt: {text}");
+    assert!(text.contains("calls: reviewers 2 cached, 0 to run; verifier 1 cached, 0 to run; synthesis 0 cached, 1 to run"), "by stage: {text}");
     let before = server.chats().len();
     let out = cli(args(&exec, &manifest)).await;
     assert!(out.status.success(), "{}", crate::stderr_of(&out));
@@ -220,4 +222,41 @@ async fn a_run_that_failed_at_its_synthesis_repeats_no_finished_call() {
     assert!(out.status.success(), "{}", crate::stderr_of(&out));
     let second: Vec<&'static str> = server.chats().iter().skip(first.len()).map(|c| stage_of(&c.body)).collect();
     assert_eq!(second, ["synthesize"], "the reviews and the verification come from the cache: {second:?}");
+}
+
+/// A `command` reviewer as a pipeline's review stage: its findings reach the synthesis prompt.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_command_review_stage_feeds_a_model_synthesis() {
+    use std::os::unix::fs::PermissionsExt;
+    let server = fake(Protocol::OpenAi, &["smol-model"], handler()).await;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let repo = crate::calc_repo(dir.path());
+    let tool = dir.path().join("tool.sh");
+    std::fs::write(&tool, "#!/bin/sh\necho '{\"findings\":[{\"file\":\"calc.py\",\"line\":14,\"severity\":\"error\",\"category\":\"security\",\"message\":\"the tool flags eval\"}]}'\n").expect("script");
+    std::fs::set_permissions(&tool, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    std::fs::write(dir.path().join("synthesis.hbs"), "MERGE.\n{{#each findings}}\n- `{{file}}` line {{line}}: {{message}}{{/each}}\n").expect("prompt");
+    let text = [
+        format!(
+            "version = 1\n[experiment]\nname = \"tool-then-model\"\n[target]\nrepo = \"{}\"\n[matrix]\nref = [\"HEAD~1\"]\nreviewer = [\"mixed\"]\n",
+            repo.display()
+        ),
+        format!("[reviewers.tool]\nkind = \"command\"\nprogram = \"{}\"\n", tool.display()),
+        model_reviewer("smol", &server.url, "smol-model"),
+        "[reviewers.mixed]\nkind = \"pipeline\"\n".to_string(),
+        stage("mixed", "tool", "tool", "review", ""),
+        stage("mixed", "synthesis", "smol", "synthesize", "prompt = \"synthesis.hbs\"\n"),
+        "[report]\noutput = \"out\"\n".to_string(),
+    ]
+    .concat();
+    let manifest = crate::write_manifest(dir.path(), "mixed.toml", &text);
+    let root = dir.path().to_path_buf();
+    let out = tokio::task::spawn_blocking(move || {
+        crate::runner(&root).args(["exec", "--cache-dir", "cache", "--work-dir", "work"]).arg(&manifest).output().expect("runs")
+    })
+    .await
+    .expect("joined");
+    assert!(out.status.success(), "{}", crate::stderr_of(&out));
+    let chats = server.chats();
+    assert_eq!(chats.len(), 1, "the command stage asks no model: {chats:?}");
+    assert!(user_prompt(&chats[0].body).contains("- `calc.py` line 14: the tool flags eval"), "{}", user_prompt(&chats[0].body));
 }

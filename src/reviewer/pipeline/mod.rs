@@ -129,36 +129,87 @@ impl PipelineReviewer {
         f
     }
 
+    /// What stage `i` receives from the stages done before it (`earlier`, `findings`,
+    /// `claims`), and whether it is a verifier with no claim to check (it makes no call).
+    fn received<'f>(&self, i: usize, done: impl Iterator<Item = (usize, &'f [Finding])> + Clone) -> (Value, bool) {
+        let stage = &self.spec.stages[i];
+        let earlier: Vec<Value> = done
+            .clone()
+            .map(|(j, findings)| json!({ "name": self.spec.stages[j].name, "role": self.spec.stages[j].role.as_str(), "findings": shown(findings) }))
+            .collect();
+        let mut seen = BTreeSet::new();
+        let merged: Vec<Finding> = done.clone().flat_map(|(_, f)| f.iter()).filter(|f| seen.insert(f.id.clone())).cloned().collect();
+        let claims: Vec<Finding> = if stage.role == Role::Verify {
+            let mut seen = BTreeSet::new();
+            done.filter(|(j, _)| self.spec.stages[*j].role == Role::Review)
+                .flat_map(|(_, f)| f.iter())
+                .filter(|f| stage.severities.is_empty() || stage.severities.contains(&f.severity))
+                .filter(|f| stage.categories.is_empty() || stage.categories.contains(&f.category))
+                .filter(|f| seen.insert(f.id.clone()))
+                .cloned()
+                .collect()
+        } else {
+            Vec::new()
+        };
+        let no_claims = stage.role == Role::Verify && claims.is_empty();
+        (json!({ "earlier": earlier, "findings": shown(&merged), "claims": shown(&claims) }), no_claims)
+    }
+
+    /// The inputs one call is cached under (the engine adds the subject's identity).
+    fn call_inputs(fingerprint: &Value, repeat: u32, instance: u32, received: &Value) -> Value {
+        let received_hash = blake3::hash(&serde_json::to_vec(received).unwrap_or_default()).to_hex().to_string();
+        json!({ "pipeline": PIPELINE_VERSION, "stage": fingerprint, "repeat": repeat, "instance": instance, "received": received_hash })
+    }
+
+    /// Per stage, what the call cache holds of a run's calls: walked from the first stage,
+    /// each stage's calls computed from the cached answers of the stages before it.
+    pub fn tally(&self, cell: &Cell, repeat: u32, calls: &dyn super::CallCache) -> Vec<super::StageCalls> {
+        let mut out = Vec::new();
+        let mut done: Vec<(usize, Vec<Finding>)> = Vec::new();
+        let mut known = true;
+        for (i, stage) in self.spec.stages.iter().enumerate() {
+            let mut tally = super::StageCalls { stage: stage.name.clone(), ..super::StageCalls::default() };
+            if !known {
+                tally.unknown = stage.instances;
+                out.push(tally);
+                continue;
+            }
+            let (received, no_claims) = self.received(i, done.iter().map(|(j, f)| (*j, f.as_slice())));
+            let fingerprint = self.stage_fingerprint(i, cell);
+            let budget = stage.budget(self.spec.total_budget);
+            let (mut findings, mut seen, mut spent) = (Vec::new(), BTreeSet::new(), Some(0));
+            for instance in 0..if no_claims { 0 } else { stage.instances } {
+                if let (Some(b), Some(s)) = (budget, spent) {
+                    if s >= b {
+                        break;
+                    }
+                }
+                match calls.lookup(&Self::call_inputs(&fingerprint, repeat, instance, &received)).and_then(|v| serde_json::from_value::<Answer>(v).ok()) {
+                    Some(answer) => {
+                        tally.cached += 1;
+                        spent = spent.zip(answer.tokens()).map(|(s, t)| s + t);
+                        findings.extend(answer.findings.into_iter().filter(|f| seen.insert(f.id.clone())));
+                    }
+                    None => {
+                        tally.to_run += 1;
+                        known = false;
+                    }
+                }
+            }
+            done.push((i, findings));
+            out.push(tally);
+        }
+        out
+    }
+
     async fn run(&self, job: &ReviewJob) -> Result<ReviewOutput, ReviewError> {
         let run_id = format!("{} #{} @{}", job.cell.id, job.repeat, job.subject.id);
         let mut done: Vec<(usize, StageRun)> = Vec::new();
         let mut out = ReviewOutput::default();
         let mut cost = Cost::default();
-        for (i, stage) in self.spec.stages.iter().enumerate() {
-            let earlier: Vec<Value> = done
-                .iter()
-                .map(|(j, s)| json!({ "name": self.spec.stages[*j].name, "role": self.spec.stages[*j].role.as_str(), "findings": shown(&s.findings) }))
-                .collect();
-            let mut merged = Vec::new();
-            let mut seen = BTreeSet::new();
-            for (_, s) in &done {
-                merged.extend(s.findings.iter().filter(|f| seen.insert(f.id.clone())).cloned());
-            }
-            let claims: Vec<Finding> = if stage.role == Role::Verify {
-                let mut seen = BTreeSet::new();
-                done.iter()
-                    .filter(|(j, _)| self.spec.stages[*j].role == Role::Review)
-                    .flat_map(|(_, s)| s.findings.iter())
-                    .filter(|f| stage.severities.is_empty() || stage.severities.contains(&f.severity))
-                    .filter(|f| stage.categories.is_empty() || stage.categories.contains(&f.category))
-                    .filter(|f| seen.insert(f.id.clone()))
-                    .cloned()
-                    .collect()
-            } else {
-                Vec::new()
-            };
-            let received = json!({ "earlier": earlier, "findings": shown(&merged), "claims": shown(&claims) });
-            let run = if stage.role == Role::Verify && claims.is_empty() {
+        for i in 0..self.spec.stages.len() {
+            let (received, no_claims) = self.received(i, done.iter().map(|(j, s)| (*j, s.findings.as_slice())));
+            let run = if no_claims {
                 StageRun { findings: Vec::new(), model: None, calls: Vec::new(), spent: Some(0), stopped: 0, note: Some("no claim to verify".into()) }
             } else {
                 self.run_stage(i, job, &received, &run_id, &mut cost).await?
@@ -235,7 +286,6 @@ impl PipelineReviewer {
         let stage = &self.spec.stages[i];
         let budget = stage.budget(self.spec.total_budget);
         let fingerprint = self.stage_fingerprint(i, &job.cell);
-        let received_hash = blake3::hash(&serde_json::to_vec(received).unwrap_or_default()).to_hex().to_string();
         let mut run = StageRun { findings: Vec::new(), model: None, calls: Vec::new(), spent: Some(0), stopped: 0, note: None };
         let mut seen = BTreeSet::new();
         for instance in 0..stage.instances {
@@ -246,13 +296,7 @@ impl PipelineReviewer {
                     break;
                 }
             }
-            let inputs = json!({
-                "pipeline": PIPELINE_VERSION,
-                "stage": fingerprint,
-                "repeat": job.repeat,
-                "instance": instance,
-                "received": received_hash,
-            });
+            let inputs = Self::call_inputs(&fingerprint, job.repeat, instance, received);
             let cached = match &job.calls {
                 Some(calls) => {
                     let (calls, inputs) = (calls.clone(), inputs.clone());
@@ -403,6 +447,10 @@ impl Reviewer for PipelineReviewer {
             "total_budget": self.spec.total_budget,
             "stages": (0..self.spec.stages.len()).map(|i| self.stage_fingerprint(i, cell)).collect::<Vec<_>>(),
         })
+    }
+
+    fn planned_calls(&self, cell: &Cell, repeat: u32, calls: &dyn super::CallCache) -> Option<Vec<super::StageCalls>> {
+        Some(self.tally(cell, repeat, calls))
     }
 
     fn exclusive_scope(&self, job: &ReviewJob) -> Option<String> {
