@@ -12,6 +12,10 @@ pub(crate) struct Cli {
 
 #[derive(Debug, Subcommand)]
 pub(crate) enum Command {
+    /// Start here: write a first experiment over this repository's recent commits (a built-in
+    /// reviewer against an example command reviewer, and a paired comparison), or with
+    /// `--corpus DIR` a before/after corpus of two cases. Never overwrites a file.
+    Init(InitArgs),
     /// Run an experiment: take results from the cache or run the reviewer, then write RESULTS.md.
     Exec(ExecArgs),
     /// Show what an experiment would run, what is cached, and why a cell misses.
@@ -101,6 +105,18 @@ pub(crate) struct LocationArgs {
     /// `AWS_ENDPOINT_URL`, `AWS_REGION`) or `AWS_PROFILE`, never from here.
     #[arg(long, env = "RUNNER_REMOTE_CACHE", global = true, value_name = "URL")]
     pub remote_cache: Option<String>,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct InitArgs {
+    /// The experiment's name: it writes `experiments/NAME.toml` at the repository's root and
+    /// reports into `results/NAME/`.
+    #[arg(default_value = "review", conflicts_with = "corpus")]
+    pub name: String,
+    /// Write a seed-002 corpus (`cases.public.json` and `oracle.json`: one case with a known
+    /// defect, one clean case) into DIR instead; check it with `runner corpus validate DIR`.
+    #[arg(long, value_name = "DIR")]
+    pub corpus: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]
