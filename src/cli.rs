@@ -1,6 +1,6 @@
 //! Command-line interface: clap definitions only; `main.rs` maps them onto the library.
 
-use clap::{Args, Parser, Subcommand};
+use clap::{Args, Parser, Subcommand, ValueEnum};
 use std::path::PathBuf;
 
 #[derive(Debug, Parser)]
@@ -183,6 +183,11 @@ pub(crate) struct ReportFlags {
     /// Print only errors.
     #[arg(short, long)]
     pub quiet: bool,
+    /// Progress on stderr: `bar` (a terminal's progress bar), `lines` (a line every tenth of the
+    /// runs or every 30 s: done/total, failures, elapsed, estimated time left), `none`, or
+    /// `auto`: the bar on a terminal, lines otherwise (a pipe, CI).
+    #[arg(long, value_enum, value_name = "WHEN", default_value = "auto")]
+    pub progress: ProgressArg,
     /// Write RESULTS.md, results.json and the charts (plots/) into this directory instead of the manifest's
     /// `[report] output`.
     #[arg(long, value_name = "DIR")]
@@ -202,6 +207,26 @@ pub(crate) struct ReportFlags {
     /// did in `.runner-outputs.json` there, and otherwise refuses to write over others).
     #[arg(long)]
     pub force: bool,
+}
+
+/// `--progress`.
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub(crate) enum ProgressArg {
+    Auto,
+    Bar,
+    Lines,
+    None,
+}
+
+impl From<ProgressArg> for runner::report::progress::ProgressKind {
+    fn from(arg: ProgressArg) -> Self {
+        match arg {
+            ProgressArg::Auto => Self::Auto,
+            ProgressArg::Bar => Self::Bar,
+            ProgressArg::Lines => Self::Lines,
+            ProgressArg::None => Self::None,
+        }
+    }
 }
 
 #[derive(Debug, Args)]

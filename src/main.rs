@@ -252,7 +252,7 @@ fn exec(args: ExecArgs) -> Result<Exit, Error> {
             }
         });
         // So does output that can no longer be written (a closed pipe, a full disk).
-        let reporter = tokio::spawn(progress::consume(rx, mode, log, move || {
+        let reporter = tokio::spawn(progress::consume(rx, mode, args.reports.progress.into(), log, move || {
             let _ = cancel_tx.send(true);
         }));
         let emitter = Emitter::new(tx);

@@ -46,6 +46,10 @@ fn init_then_exec_in_a_fresh_repository_gives_verdict_lines_and_leaves_the_work_
 
     let exec = runner(&repo).args(["exec", "experiments/review.toml"]).output().expect("runs");
     assert!(exec.status.success(), "{}", stderr_of(&exec));
+    // stderr is a pipe: progress comes as lines, one per tenth of the runs.
+    let progress: Vec<String> = stderr_of(&exec).lines().filter(|l| l.starts_with("progress: ")).map(str::to_string).collect();
+    assert_eq!(progress.len(), 9, "{progress:?}");
+    assert!(progress[0].starts_with("progress: 2/20 runs, ") && progress[0].contains(" elapsed, about "), "{progress:?}");
     let md = std::fs::read_to_string(repo.join("results/review/RESULTS.md")).expect("RESULTS.md");
     assert!(md.contains("Does the example reviewer flag more than the heuristic?"), "{md}");
     assert!(md.contains("(paired permutation, 10 subjects, exact over 1 024 sign flips): **higher**."), "{md}");
