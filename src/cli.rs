@@ -1,6 +1,6 @@
 //! Command-line interface: clap definitions only; `main.rs` maps them onto the library.
 
-use clap::{Args, Parser, Subcommand};
+use clap::{Args, Parser, Subcommand, ValueEnum};
 use std::path::PathBuf;
 
 #[derive(Debug, Parser)]
@@ -12,6 +12,10 @@ pub(crate) struct Cli {
 
 #[derive(Debug, Subcommand)]
 pub(crate) enum Command {
+    /// Start here: write a first experiment over this repository's recent commits (a built-in
+    /// reviewer against an example command reviewer, and a paired comparison), or with
+    /// `--corpus DIR` a before/after corpus of two cases. Never overwrites a file.
+    Init(InitArgs),
     /// Run an experiment: take results from the cache or run the reviewer, then write RESULTS.md.
     Exec(ExecArgs),
     /// Show what an experiment would run, what is cached, and why a cell misses.
@@ -104,6 +108,18 @@ pub(crate) struct LocationArgs {
 }
 
 #[derive(Debug, Args)]
+pub(crate) struct InitArgs {
+    /// The experiment's name: it writes `experiments/NAME.toml` at the repository's root and
+    /// reports into `results/NAME/`.
+    #[arg(default_value = "review", conflicts_with = "corpus")]
+    pub name: String,
+    /// Write a seed-002 corpus (`cases.public.json` and `oracle.json`: one case with a known
+    /// defect, one clean case) into DIR instead; check it with `runner corpus validate DIR`.
+    #[arg(long, value_name = "DIR")]
+    pub corpus: Option<PathBuf>,
+}
+
+#[derive(Debug, Args)]
 pub(crate) struct ExecArgs {
     /// The experiment manifest.
     pub manifest: PathBuf,
@@ -167,6 +183,11 @@ pub(crate) struct ReportFlags {
     /// Print only errors.
     #[arg(short, long)]
     pub quiet: bool,
+    /// Progress on stderr: `bar` (a terminal's progress bar), `lines` (a line every tenth of the
+    /// runs or every 30 s: done/total, failures, elapsed, estimated time left), `none`, or
+    /// `auto`: the bar on a terminal, lines otherwise (a pipe, CI).
+    #[arg(long, value_enum, value_name = "WHEN", default_value = "auto")]
+    pub progress: ProgressArg,
     /// Write RESULTS.md, results.json and the charts (plots/) into this directory instead of the manifest's
     /// `[report] output`.
     #[arg(long, value_name = "DIR")]
@@ -186,6 +207,26 @@ pub(crate) struct ReportFlags {
     /// did in `.runner-outputs.json` there, and otherwise refuses to write over others).
     #[arg(long)]
     pub force: bool,
+}
+
+/// `--progress`.
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub(crate) enum ProgressArg {
+    Auto,
+    Bar,
+    Lines,
+    None,
+}
+
+impl From<ProgressArg> for runner::report::progress::ProgressKind {
+    fn from(arg: ProgressArg) -> Self {
+        match arg {
+            ProgressArg::Auto => Self::Auto,
+            ProgressArg::Bar => Self::Bar,
+            ProgressArg::Lines => Self::Lines,
+            ProgressArg::None => Self::None,
+        }
+    }
 }
 
 #[derive(Debug, Args)]

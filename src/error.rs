@@ -68,6 +68,8 @@ pub enum Error {
     #[error(transparent)]
     Diff(#[from] crate::report::diff::DiffError),
     #[error(transparent)]
+    Init(#[from] crate::init::InitError),
+    #[error(transparent)]
     Results(#[from] crate::report::model::ResultsError),
     #[error(transparent)]
     Show(#[from] crate::report::show::ShowError),

@@ -18,6 +18,7 @@ pub mod exec;
 pub mod experiment;
 pub mod finding;
 pub mod ground_truth;
+pub mod init;
 pub mod judge;
 pub mod manifest;
 pub mod matrix;

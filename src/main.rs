@@ -26,8 +26,8 @@ macro_rules! errln {
 use clap::Parser;
 use cli::{
     A2Args, AdjudicateCommand, AdjudicateExportArgs, AdjudicateImportArgs, CacheCommand, Cli, Command, CorpusCommand, CorpusValidateArgs, CrscoreArgs,
-    DiffArgs, ExecArgs, ImportGithubArgs, LocationArgs, MatchingCalibrateArgs, MatchingCommand, MatchingEmbedderArgs, MatchingEvaluateArgs, MergeArgs,
-    OracleCommand, OracleProposeArgs, PlanArgs, ReportArgs, ResolutionArgs, ScoreArgs, ShowArgs, StudyAuditArgs, StudyCommand, StudyExportArgs,
+    DiffArgs, ExecArgs, ImportGithubArgs, InitArgs, LocationArgs, MatchingCalibrateArgs, MatchingCommand, MatchingEmbedderArgs, MatchingEvaluateArgs,
+    MergeArgs, OracleCommand, OracleProposeArgs, PlanArgs, ReportArgs, ResolutionArgs, ScoreArgs, ShowArgs, StudyAuditArgs, StudyCommand, StudyExportArgs,
     StudyImportArgs, StudyPreferenceArgs,
 };
 use runner::analysis::score::ScoreError;
@@ -64,6 +64,7 @@ fn main() -> ExitCode {
         }
     }
     let result = match cli.command {
+        Command::Init(args) => init(&args),
         Command::Exec(args) => exec(args),
         Command::Plan(args) => plan(args),
         Command::Merge(args) => merge(args),
@@ -147,6 +148,33 @@ fn locations(args: &LocationArgs) -> Locations {
     Locations { cache_dir: args.cache_dir.clone(), work_dir: args.work_dir.clone(), remote_cache: args.remote_cache.clone() }
 }
 
+/// `runner init`: a first experiment on this repository, or a corpus.
+fn init(args: &InitArgs) -> Result<Exit, Error> {
+    use runner::config::diagnostics::display_path;
+    let written = match &args.corpus {
+        Some(dir) => runner::init::corpus(dir)?,
+        None => runner::init::experiment(Path::new("."), &args.name)?,
+    };
+    for path in &written.files {
+        outln!("wrote {}", display_path(path));
+    }
+    for path in &written.kept {
+        outln!("kept {} (it already says that)", display_path(path));
+    }
+    match (&written.manifest, &args.corpus) {
+        (Some(manifest), _) => {
+            let manifest = display_path(manifest);
+            outln!("next: `runner exec {manifest}` reviews the commits and writes RESULTS.md; then replace the example reviewer with yours");
+        }
+        (None, Some(dir)) => outln!(
+            "next: `runner corpus validate {}` runs both cases' ground-truth programs; add your cases, then point an experiment's `[target] corpus` at it",
+            dir.display()
+        ),
+        (None, None) => {}
+    }
+    Ok(Exit::Ok)
+}
+
 fn runtime() -> Result<tokio::runtime::Runtime, Error> {
     tokio::runtime::Builder::new_multi_thread().enable_all().build().map_err(Error::Runtime)
 }
@@ -224,7 +252,7 @@ fn exec(args: ExecArgs) -> Result<Exit, Error> {
             }
         });
         // So does output that can no longer be written (a closed pipe, a full disk).
-        let reporter = tokio::spawn(progress::consume(rx, mode, log, move || {
+        let reporter = tokio::spawn(progress::consume(rx, mode, args.reports.progress.into(), log, move || {
             let _ = cancel_tx.send(true);
         }));
         let emitter = Emitter::new(tx);

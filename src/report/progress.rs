@@ -1,13 +1,15 @@
-//! Reporters over engine events: indicatif progress on a terminal, NDJSON for machines, and
-//! the execution summary (wall time, cache hits, failures with stderr tails). Each writes to
-//! an injected writer, so each is tested against a buffer.
+//! Reporters over engine events: indicatif progress on a terminal, progress lines elsewhere
+//! (a pipe, CI), NDJSON for machines, and the execution summary (wall time, cache hits,
+//! failures with stderr tails). Each writes to an injected writer, and progress lines take
+//! their time from an injected clock, so each is tested against a buffer without waiting.
 
 use crate::exec::{CallsSpent, CostReport, Event, SkipReason, Spent};
 use crate::reviewer::llm::adaptive::EndpointReport;
 use indicatif::{ProgressBar, ProgressStyle};
 use serde::Serialize;
 use std::io::Write;
-use std::time::Instant;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
 use tokio::sync::mpsc;
 
 /// How events reach the person or program that started runner.
@@ -19,6 +21,140 @@ pub enum Mode {
     Json,
     /// Nothing but errors.
     Quiet,
+}
+
+/// Which progress `--progress` asks for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum ProgressKind {
+    /// A bar when stderr is a terminal, lines otherwise.
+    #[default]
+    Auto,
+    Bar,
+    Lines,
+    /// No progress; warnings and errors still show.
+    None,
+}
+
+/// Time since the execution started, as progress lines read it (a test injects its own).
+pub type Clock = Arc<dyn Fn() -> Duration + Send + Sync>;
+
+/// When progress lines are written: every `every_runs` finished runs (by default a tenth of
+/// the runs to run) or every `every` of time, whichever comes first, while runs remain.
+#[derive(Clone)]
+pub struct Pacing {
+    pub every_runs: Option<usize>,
+    pub every: Duration,
+    pub clock: Clock,
+}
+
+impl Pacing {
+    /// A tenth of the runs or 30 s, on the process's clock.
+    pub fn standard() -> Self {
+        let started = Instant::now();
+        Self { every_runs: None, every: Duration::from_secs(30), clock: Arc::new(move || started.elapsed()) }
+    }
+}
+
+/// How progress is shown on stderr.
+#[derive(Clone)]
+pub enum Display {
+    Bar,
+    Lines(Pacing),
+    None,
+}
+
+impl Display {
+    /// What `kind` means on a stderr that is, or is not, a terminal.
+    pub fn of(kind: ProgressKind, terminal: bool) -> Self {
+        match kind {
+            ProgressKind::Auto if terminal => Self::Bar,
+            ProgressKind::Bar => Self::Bar,
+            ProgressKind::Auto | ProgressKind::Lines => Self::Lines(Pacing::standard()),
+            ProgressKind::None => Self::None,
+        }
+    }
+}
+
+/// The counts a progress line reports, and when the last one was written.
+struct Lines {
+    pacing: Pacing,
+    total: usize,
+    /// Runs done when the plan was known (from the cache): not part of the rate.
+    cached: usize,
+    done: usize,
+    failed: usize,
+    skipped: usize,
+    since_line: usize,
+    last_line: Duration,
+}
+
+impl Lines {
+    fn new(pacing: Pacing) -> Self {
+        Self { pacing, total: 0, cached: 0, done: 0, failed: 0, skipped: 0, since_line: 0, last_line: Duration::ZERO }
+    }
+
+    /// Runs between two lines.
+    fn every_runs(&self) -> usize {
+        self.pacing.every_runs.unwrap_or_else(|| (self.total - self.cached).div_ceil(10)).max(1)
+    }
+
+    /// The line due now, if one is: after a run (`ran`) or on a tick of the clock.
+    fn due(&mut self, ran: bool) -> Option<String> {
+        if self.done >= self.total {
+            return None;
+        }
+        let now = (self.pacing.clock)();
+        if ran {
+            self.since_line += 1;
+        }
+        let by_runs = ran && self.since_line >= self.every_runs();
+        let by_time = now.saturating_sub(self.last_line) >= self.pacing.every;
+        if !(by_runs || by_time) {
+            return None;
+        }
+        self.since_line = 0;
+        self.last_line = now;
+        Some(self.render(now))
+    }
+
+    /// `progress: 12/120 runs (2 failed), 1m30s elapsed, about 11m15s left`.
+    fn render(&self, elapsed: Duration) -> String {
+        let mut trouble = Vec::new();
+        if self.failed > 0 {
+            trouble.push(format!("{} failed", self.failed));
+        }
+        if self.skipped > 0 {
+            trouble.push(format!("{} skipped", self.skipped));
+        }
+        let trouble = if trouble.is_empty() { String::new() } else { format!(" ({})", trouble.join(", ")) };
+        let ran = self.done - self.cached;
+        let left = if ran == 0 {
+            "time left not known yet".to_string()
+        } else {
+            let per_run = elapsed.as_secs_f64() / ran as f64;
+            format!("about {} left", clock_time(Duration::from_secs_f64(per_run * (self.total - self.done) as f64)))
+        };
+        format!("progress: {}/{} {}{trouble}, {} elapsed, {left}", self.done, self.total, plural(self.total, "run", "runs"), clock_time(elapsed))
+    }
+}
+
+/// `1h02m`, `4m10s`, `35s`.
+pub fn clock_time(d: Duration) -> String {
+    let s = d.as_secs();
+    match (s / 3600, s % 3600 / 60, s % 60) {
+        (0, 0, s) => format!("{s}s"),
+        (0, m, s) => format!("{m}m{s:02}s"),
+        (h, m, _) => format!("{h}h{m:02}m"),
+    }
+}
+
+/// `singular` for one, `plural` otherwise.
+pub fn plural(n: usize, singular: &'static str, plural: &'static str) -> &'static str {
+    if n == 1 {
+        singular
+    } else {
+        plural
+    }
 }
 
 /// What one execution did; printed at the end and written to the execution log.
@@ -104,34 +240,58 @@ impl NdjsonReporter {
     }
 }
 
-/// Progress for a person: an indicatif bar when stderr is a terminal (it draws on the
-/// terminal; lines are printed above it), and otherwise only the lines that need attention
-/// now — corrupt cache entries and subjects that could not be materialized — written plainly
-/// to the injected writer. Run failures wait for the summary.
+/// Progress for a person: an indicatif bar on a terminal (it draws on the terminal; lines are
+/// printed above it), or progress lines (see [`Pacing`]), or none; and in every case the lines
+/// that need attention now — corrupt cache entries and subjects that could not be
+/// materialized — written plainly to the injected writer. Run failures wait for the summary.
 pub struct ProgressReporter {
     out: Sink,
     bar: Option<ProgressBar>,
+    lines: Option<Lines>,
     failed: Option<std::io::Error>,
 }
 
 impl ProgressReporter {
-    /// `terminal`: whether `out` is a terminal, so a bar may be drawn.
-    pub fn new(out: Sink, terminal: bool) -> Self {
-        let bar = terminal.then(|| {
-            let bar = ProgressBar::new(0);
-            bar.set_style(
-                ProgressStyle::with_template("{spinner} [{elapsed_precise}] {bar:30} {pos}/{len} runs {msg}").unwrap_or_else(|_| ProgressStyle::default_bar()),
-            );
-            bar
-        });
-        Self { out, bar, failed: None }
+    pub fn new(out: Sink, display: Display) -> Self {
+        let (mut bar, mut lines) = (None, None);
+        match display {
+            Display::Bar => {
+                let b = ProgressBar::new(0);
+                b.set_style(
+                    ProgressStyle::with_template("{spinner} [{elapsed_precise}] {bar:30} {pos}/{len} runs {msg}")
+                        .unwrap_or_else(|_| ProgressStyle::default_bar()),
+                );
+                bar = Some(b);
+            }
+            Display::Lines(pacing) => lines = Some(Lines::new(pacing)),
+            Display::None => {}
+        }
+        Self { out, bar, lines, failed: None }
     }
 
     fn line(&mut self, text: String) {
         match &self.bar {
-            Some(b) => b.println(text),
-            None if self.failed.is_none() => self.failed = writeln!(self.out, "{text}").err(),
-            None => {}
+            Some(b) if !b.is_hidden() => b.println(text),
+            _ if self.failed.is_none() => self.failed = writeln!(self.out, "{text}").err(),
+            _ => {}
+        }
+    }
+
+    /// Counts a run that ended and writes the progress line if one is due.
+    fn run_ended(&mut self, failed: bool, skipped: bool) {
+        let Some(lines) = &mut self.lines else { return };
+        lines.done += 1;
+        lines.failed += usize::from(failed);
+        lines.skipped += usize::from(skipped);
+        if let Some(text) = lines.due(true) {
+            self.line(text);
+        }
+    }
+
+    /// Writes the progress line if the time for one has come, with no run ended since.
+    pub fn tick(&mut self) {
+        if let Some(text) = self.lines.as_mut().and_then(|l| l.due(false)) {
+            self.line(text);
         }
     }
 
@@ -141,6 +301,10 @@ impl ProgressReporter {
                 if let Some(b) = &self.bar {
                     b.set_length(*runs as u64);
                     b.set_position(*cached as u64);
+                }
+                if let Some(l) = &mut self.lines {
+                    (l.total, l.cached, l.done) = (*runs, *cached, *cached);
+                    l.last_line = (l.pacing.clock)();
                 }
             }
             Event::RunStarted { run } => {
@@ -152,12 +316,14 @@ impl ProgressReporter {
                 if let Some(b) = &self.bar {
                     b.inc(1);
                 }
+                self.run_ended(false, matches!(event, Event::RunSkipped { .. }));
             }
             Event::RunFailed { run, error } => {
                 if let Some(b) = &self.bar {
                     b.inc(1);
                     b.println(format!("failed: {run}: {error}"));
                 }
+                self.run_ended(true, false);
             }
             Event::CacheCorrupt { run, detail } => self.line(format!("warning: corrupt cache entry for {run}: {detail}; recomputing")),
             Event::CacheUnreadable { run, detail } => self.line(format!("warning: cannot read the cache entry for {run}: {detail}; running it again")),
@@ -243,19 +409,19 @@ pub struct Reporters {
 
 impl Reporters {
     /// The reporters of `mode` on the process's stdout and stderr, plus the execution log.
-    pub fn standard(mode: Mode, log: Option<Sink>) -> Self {
+    pub fn standard(mode: Mode, progress: ProgressKind, log: Option<Sink>) -> Self {
         let terminal = std::io::IsTerminal::is_terminal(&std::io::stderr());
-        Self::new(mode, Box::new(std::io::stdout()), Box::new(std::io::stderr()), terminal, log)
+        Self::new(mode, Box::new(std::io::stdout()), Box::new(std::io::stderr()), Display::of(progress, terminal), log)
     }
 
     /// The reporters of `mode` on injected writers: NDJSON on `stdout` (`--json`), progress on
-    /// `stderr` (human mode; a bar only when `stderr_is_terminal`), and NDJSON on `log`.
-    pub fn new(mode: Mode, stdout: Sink, stderr: Sink, stderr_is_terminal: bool, log: Option<Sink>) -> Self {
+    /// `stderr` (human mode, as `display` says), and NDJSON on `log`.
+    pub fn new(mode: Mode, stdout: Sink, stderr: Sink, display: Display, log: Option<Sink>) -> Self {
         let log = log.map(NdjsonReporter::new);
         let (mut out, mut progress) = (None, None);
         match mode {
             Mode::Json => out = Some(NdjsonReporter::new(stdout)),
-            Mode::Human => progress = Some(ProgressReporter::new(stderr, stderr_is_terminal)),
+            Mode::Human => progress = Some(ProgressReporter::new(stderr, display)),
             Mode::Quiet => {}
         }
         Self { log, stdout: out, progress, summary: SummaryReporter::default() }
@@ -269,6 +435,13 @@ impl Reporters {
             p.event(event);
         }
         self.summary.event(event);
+    }
+
+    /// A moment with no event: a progress line may be due.
+    pub fn tick(&mut self) {
+        if let Some(p) = &mut self.progress {
+            p.tick();
+        }
     }
 
     /// The failed write to stdout or stderr, if one failed: events are being lost.
@@ -294,14 +467,31 @@ impl Reporters {
 /// Consumes events until the channel closes; returns the summary. `lost` is called once,
 /// when a write to stdout or stderr first fails (a closed pipe, a full disk): the caller ends
 /// the execution as it would for Ctrl-C, and the summary's `output_error` says why.
-pub async fn consume(rx: mpsc::UnboundedReceiver<Event>, mode: Mode, log: Option<std::fs::File>, lost: impl FnOnce() + Send) -> ExecutionSummary {
-    consume_into(rx, Reporters::standard(mode, log.map(|f| Box::new(f) as Sink)), lost).await
+pub async fn consume(
+    rx: mpsc::UnboundedReceiver<Event>,
+    mode: Mode,
+    progress: ProgressKind,
+    log: Option<std::fs::File>,
+    lost: impl FnOnce() + Send,
+) -> ExecutionSummary {
+    consume_into(rx, Reporters::standard(mode, progress, log.map(|f| Box::new(f) as Sink)), lost).await
 }
+
+/// How often a quiet channel lets the reporters look at the clock.
+const TICK: Duration = Duration::from_secs(5);
 
 /// Feeds every event to `reporters` until the channel closes; returns the summary (see [`consume`]).
 pub async fn consume_into(mut rx: mpsc::UnboundedReceiver<Event>, mut reporters: Reporters, lost: impl FnOnce() + Send) -> ExecutionSummary {
     let mut lost = Some(lost);
-    while let Some(event) = rx.recv().await {
+    loop {
+        let event = match tokio::time::timeout(TICK, rx.recv()).await {
+            Ok(Some(event)) => event,
+            Ok(None) => break,
+            Err(_) => {
+                reporters.tick();
+                continue;
+            }
+        };
         reporters.event(&event);
         if reporters.output_error().is_some() {
             if let Some(lost) = lost.take() {
@@ -588,7 +778,7 @@ mod tests {
     #[test]
     fn progress_off_a_terminal_writes_only_plain_lines_that_need_attention() {
         let out = Buffer::default();
-        let mut reporter = ProgressReporter::new(Box::new(out.clone()), false);
+        let mut reporter = ProgressReporter::new(Box::new(out.clone()), Display::None);
         for e in events() {
             reporter.event(&e);
         }
@@ -597,11 +787,70 @@ mod tests {
         assert_eq!(out.text(), "warning: corrupt cache entry for b #1 @s1: hash mismatch; recomputing\nerror: could not materialize s2: git failed\n");
     }
 
+    /// Progress lines on a clock the test moves.
+    fn paced(every_runs: Option<usize>) -> (Display, Arc<Mutex<Duration>>) {
+        let now = Arc::new(Mutex::new(Duration::ZERO));
+        let read = now.clone();
+        let clock: Clock = Arc::new(move || *read.lock().expect("clock"));
+        (Display::Lines(Pacing { every_runs, every: Duration::from_secs(30), clock }), now)
+    }
+
+    #[test]
+    fn progress_lines_come_every_tenth_of_the_runs_with_counts_elapsed_and_time_left() {
+        let out = Buffer::default();
+        let (display, now) = paced(None);
+        let mut reporter = ProgressReporter::new(Box::new(out.clone()), display);
+        reporter.event(&Event::Planned { experiment: "demo".into(), runs: 24, cached: 4, to_run: 20 });
+        for i in 0..20u32 {
+            *now.lock().expect("clock") = Duration::from_secs(3 * u64::from(i + 1));
+            let run = RunId::new("a", 1, format!("s{i}"));
+            if i == 2 {
+                reporter.event(&Event::RunFailed { run, error: ReviewError::Failed { message: "boom".into(), stderr_tail: String::new() } });
+            } else {
+                reporter.event(&Event::RunFinished { run, findings: 0, wall_ms: 3000 });
+            }
+        }
+        reporter.finish();
+        let text = out.text();
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines.len(), 9, "one per 2 runs of 20, none once all are done: {text}");
+        assert_eq!(lines[0], "progress: 6/24 runs, 6s elapsed, about 54s left");
+        assert_eq!(lines[1], "progress: 8/24 runs (1 failed), 12s elapsed, about 48s left");
+        assert_eq!(lines[8], "progress: 22/24 runs (1 failed), 54s elapsed, about 6s left");
+    }
+
+    #[test]
+    fn a_quiet_half_minute_writes_a_progress_line_and_a_fully_cached_execution_none() {
+        let out = Buffer::default();
+        let (display, now) = paced(Some(1000));
+        let mut reporter = ProgressReporter::new(Box::new(out.clone()), display);
+        reporter.event(&Event::Planned { experiment: "demo".into(), runs: 3, cached: 0, to_run: 3 });
+        *now.lock().expect("clock") = Duration::from_secs(29);
+        reporter.tick();
+        assert_eq!(out.text(), "", "not yet");
+        *now.lock().expect("clock") = Duration::from_secs(31);
+        reporter.tick();
+        reporter.tick();
+        assert_eq!(out.text(), "progress: 0/3 runs, 31s elapsed, time left not known yet\n", "once per interval");
+        *now.lock().expect("clock") = Duration::from_secs(3725);
+        reporter.event(&Event::RunSkipped { run: RunId::new("a", 1, "s1"), reason: SkipReason::SubjectFailed { subject: "s1".into(), error: "x".into() } });
+        assert!(out.text().ends_with("progress: 1/3 runs (1 skipped), 1h02m elapsed, about 2h04m left\n"), "{}", out.text());
+
+        let cached = Buffer::default();
+        let (display, now) = paced(None);
+        let mut reporter = ProgressReporter::new(Box::new(cached.clone()), display);
+        reporter.event(&Event::Planned { experiment: "demo".into(), runs: 3, cached: 3, to_run: 0 });
+        *now.lock().expect("clock") = Duration::from_secs(60);
+        reporter.tick();
+        assert_eq!(cached.text(), "", "nothing is left to wait for");
+        assert_eq!(plural(1, "subject", "subjects"), "subject");
+    }
+
     #[test]
     fn reporters_route_by_mode() {
         let (stdout, stderr, log) = (Buffer::default(), Buffer::default(), Buffer::default());
-        let mut json = Reporters::new(Mode::Json, Box::new(stdout.clone()), Box::new(stderr.clone()), false, Some(Box::new(log.clone())));
-        let mut quiet = Reporters::new(Mode::Quiet, Box::new(stdout.clone()), Box::new(stderr.clone()), false, None);
+        let mut json = Reporters::new(Mode::Json, Box::new(stdout.clone()), Box::new(stderr.clone()), Display::None, Some(Box::new(log.clone())));
+        let mut quiet = Reporters::new(Mode::Quiet, Box::new(stdout.clone()), Box::new(stderr.clone()), Display::None, None);
         for e in events() {
             json.event(&e);
             quiet.event(&e);
@@ -628,7 +877,7 @@ mod tests {
     #[tokio::test]
     async fn a_failed_write_to_stdout_is_reported_once_and_the_log_keeps_every_event() {
         let log = Buffer::default();
-        let reporters = Reporters::new(Mode::Json, Box::new(Closed), Box::new(Buffer::default()), false, Some(Box::new(log.clone())));
+        let reporters = Reporters::new(Mode::Json, Box::new(Closed), Box::new(Buffer::default()), Display::None, Some(Box::new(log.clone())));
         let (tx, rx) = mpsc::unbounded_channel();
         for e in events() {
             tx.send(e).expect("send");
@@ -645,7 +894,7 @@ mod tests {
         let (tx, rx) = mpsc::unbounded_channel();
         tx.send(events().remove(0)).expect("send");
         drop(tx);
-        let fine = Reporters::new(Mode::Json, Box::new(Buffer::default()), Box::new(Buffer::default()), false, None);
+        let fine = Reporters::new(Mode::Json, Box::new(Buffer::default()), Box::new(Buffer::default()), Display::None, None);
         assert!(consume_into(rx, fine, || panic!("not lost")).await.output_error.is_none());
     }
 }

@@ -24,6 +24,7 @@ const LAYERS: &[&[&str]] = &[
     &["exec"],
     &["scoring"],
     &["report"],
+    &["init"],
     &["error"],
     &["experiment"],
     &["lib", "main", "cli"],

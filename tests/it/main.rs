@@ -15,6 +15,7 @@ mod github_oracle;
 mod ground_truth;
 mod ground_truth_eval;
 mod history_target;
+mod init;
 mod judge_fake_server;
 mod judge_real_server;
 mod jury;

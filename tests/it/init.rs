@@ -1,0 +1,106 @@
+//! `runner init`: in a fresh repository, the experiment it writes validates and executes into
+//! a RESULTS.md that opens with a verdict, touching nothing else that `git status` would show;
+//! `--corpus` writes a corpus that `runner corpus validate` accepts; no file is ever overwritten.
+
+use super::*;
+
+/// A repository of `n` commits, each adding a file with one long line holding a work marker:
+/// the built-in heuristic flags the marker, the example reviewer the marker and the length.
+fn repository(dir: &Path, n: u32) -> PathBuf {
+    let repo = dir.join("repo");
+    std::fs::create_dir_all(&repo).expect("mkdir");
+    git(&repo, &["init", "--quiet", "--initial-branch=main"]);
+    for i in 1..=n {
+        let long = "x".repeat(100);
+        std::fs::write(repo.join(format!("m{i}.py")), format!("VALUE_{i} = \"{long}\"  # TODO: shorten {i}\n")).expect("write");
+        git(&repo, &["add", "--all"]);
+        git_dated(&repo, Some(&format!("2024-01-01T00:00:{i:02}Z")), &["commit", "--quiet", "-m", &format!("Add m{i}")]);
+    }
+    repo
+}
+
+/// `git status` of every file, sorted.
+fn status(repo: &Path) -> Vec<String> {
+    let mut lines: Vec<String> = git(repo, &["status", "--porcelain", "--untracked-files=all"]).lines().map(str::to_string).collect();
+    lines.sort();
+    lines
+}
+
+#[test]
+fn init_then_exec_in_a_fresh_repository_gives_verdict_lines_and_leaves_the_work_directory_out_of_git() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let repo = repository(dir.path(), 12);
+    let out = runner(&repo).arg("init").output().expect("runs");
+    assert!(out.status.success(), "{}", stderr_of(&out));
+    assert_eq!(
+        stdout_of(&out).lines().take(3).collect::<Vec<_>>(),
+        ["wrote experiments/review.toml", "wrote experiments/reviewers/example.py", "wrote .runner/.gitignore"]
+    );
+    let manifest = std::fs::read_to_string(repo.join("experiments/review.toml")).expect("manifest");
+    let range = format!("commits = \"{}..{}\"", git(&repo, &["rev-parse", "HEAD~10"]), git(&repo, &["rev-parse", "HEAD"]));
+    assert!(manifest.contains(&range), "the newest ten commits, resolved: {manifest}");
+
+    let validate = runner(&repo).args(["validate", "experiments/review.toml"]).output().expect("runs");
+    assert!(validate.status.success(), "{}", stderr_of(&validate));
+    assert!(stdout_of(&validate).contains("2 cells × 10 subjects × 1 repeat = 20 runs"), "{}", stdout_of(&validate));
+
+    let exec = runner(&repo).args(["exec", "experiments/review.toml"]).output().expect("runs");
+    assert!(exec.status.success(), "{}", stderr_of(&exec));
+    // stderr is a pipe: progress comes as lines, one per tenth of the runs.
+    let progress: Vec<String> = stderr_of(&exec).lines().filter(|l| l.starts_with("progress: ")).map(str::to_string).collect();
+    assert_eq!(progress.len(), 9, "{progress:?}");
+    assert!(progress[0].starts_with("progress: 2/20 runs, ") && progress[0].contains(" elapsed, about "), "{progress:?}");
+    let md = std::fs::read_to_string(repo.join("results/review/RESULTS.md")).expect("RESULTS.md");
+    assert!(md.contains("Does the example reviewer flag more than the heuristic?"), "{md}");
+    assert!(md.contains("(paired permutation, 10 subjects, exact over 1 024 sign flips): **higher**."), "{md}");
+    let results: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(repo.join("results/review/results.json")).expect("json")).expect("json");
+    let failed: Vec<&serde_json::Value> = results["runs"].as_array().expect("runs").iter().filter(|r| r["error"].is_string()).collect();
+    assert!(failed.is_empty(), "{failed:?}");
+
+    // Nothing of runner's work directory shows; only what is meant to be committed does.
+    let shown = status(&repo);
+    assert!(shown.iter().all(|l| l.starts_with("?? ")), "nothing tracked was edited: {shown:?}");
+    assert!(repo.join(".runner/executions").is_dir(), "the execution log is there");
+    assert!(!shown.iter().any(|l| l.starts_with("?? .runner/")), "{shown:?}");
+    for prefix in ["?? experiments/review.toml", "?? experiments/reviewers/example.py", "?? results/review/RESULTS.md", "?? cache/"] {
+        assert!(shown.iter().any(|l| l.starts_with(prefix)), "{prefix}: {shown:?}");
+    }
+    assert!(shown.iter().all(|l| ["?? experiments/", "?? results/review/", "?? cache/"].iter().any(|p| l.starts_with(p))), "{shown:?}");
+
+    // A second init never overwrites: it names what exists and exits 1.
+    std::fs::write(repo.join("experiments/review.toml"), "# mine\n").expect("write");
+    let again = runner(&repo).arg("init").output().expect("runs");
+    assert_eq!(again.status.code(), Some(1));
+    let error = stderr_of(&again);
+    assert!(error.contains("experiments/review.toml") && error.contains("experiments/reviewers/example.py") && error.contains("never overwrites"), "{error}");
+    assert_eq!(std::fs::read_to_string(repo.join("experiments/review.toml")).expect("read"), "# mine\n");
+}
+
+#[test]
+fn a_short_history_is_listed_commit_by_commit_and_outside_a_repository_init_says_why() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let repo = repository(dir.path(), 3);
+    let out = runner(&repo).args(["init", "short"]).output().expect("runs");
+    assert!(out.status.success(), "{}", stderr_of(&out));
+    let validate = runner(&repo).args(["validate", "experiments/short.toml"]).output().expect("runs");
+    assert!(stdout_of(&validate).contains("2 cells × 3 subjects × 1 repeat = 6 runs"), "the root commit included: {}", stdout_of(&validate));
+
+    let outside = tempfile::tempdir().expect("tempdir");
+    let out = runner(outside.path()).arg("init").output().expect("runs");
+    assert_eq!(out.status.code(), Some(1));
+    assert!(stderr_of(&out).contains("is not in one"), "{}", stderr_of(&out));
+    assert!(!outside.path().join("experiments").exists());
+}
+
+#[test]
+fn init_corpus_writes_a_finding_case_and_a_clean_case_that_validate() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let out = runner(dir.path()).args(["init", "--corpus", "mine"]).output().expect("runs");
+    assert!(out.status.success(), "{}", stderr_of(&out));
+    assert!(stdout_of(&out).starts_with("wrote mine/cases.public.json\nwrote mine/oracle.json\n"), "{}", stdout_of(&out));
+    let validate = runner(dir.path()).args(["corpus", "validate", "mine", "--json"]).output().expect("runs");
+    assert!(validate.status.success(), "{}{}", stdout_of(&validate), stderr_of(&validate));
+    let again = runner(dir.path()).args(["init", "--corpus", "mine"]).output().expect("runs");
+    assert_eq!(again.status.code(), Some(1));
+    assert!(stderr_of(&again).contains("mine/cases.public.json"), "{}", stderr_of(&again));
+}
