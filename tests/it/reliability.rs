@@ -232,7 +232,17 @@ fn a_report_directory_keeps_files_runner_did_not_write() {
     assert_eq!(std::fs::read_to_string(out.join("notes.md")).expect("kept"), "mine");
     let record: serde_json::Value = serde_json::from_slice(&std::fs::read(out.join(".runner-outputs.json")).expect("list")).expect("JSON");
     let files: Vec<&str> = record["files"].as_array().expect("files").iter().filter_map(|f| f.as_str()).collect();
-    assert_eq!(files, ["RESULTS.md", "plots/distribution-category.svg", "plots/distribution-severity.svg", "plots/latency-seconds.svg", "results.json"]);
+    assert_eq!(
+        files,
+        [
+            "RESULTS.md",
+            "plots/compare-differences.svg",
+            "plots/distribution-category.svg",
+            "plots/distribution-severity.svg",
+            "plots/latency-seconds.svg",
+            "results.json"
+        ]
+    );
     // Again: the same files, nothing else touched.
     assert!(exec(&out, &[]).status.success());
     assert!(out.join("plots/arch.svg").exists() && out.join("notes.md").exists());

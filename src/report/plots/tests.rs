@@ -235,7 +235,10 @@ fn scored_results_get_recall_with_intervals_and_recall_by_severity() {
 #[test]
 fn charts_are_named_by_analysis_kind_and_ordinal_and_linked_under_their_analysis() {
     let mut results = committed("quickstart");
-    assert_eq!(paths(&results), ["plots/latency-seconds.svg", "plots/distribution-category.svg", "plots/distribution-severity.svg"]);
+    assert_eq!(
+        paths(&results),
+        ["plots/compare-differences.svg", "plots/latency-seconds.svg", "plots/distribution-category.svg", "plots/distribution-severity.svg"]
+    );
     let latency = results.analyses.iter().position(|a| a.kind == AnalysisKind::Latency).expect("a latency analysis");
     results.analyses.push(results.analyses[latency].clone());
     let all = paths(&results);
@@ -243,7 +246,10 @@ fn charts_are_named_by_analysis_kind_and_ordinal_and_linked_under_their_analysis
     let links = links(&results);
     assert_eq!(links.len(), results.analyses.len());
     assert_eq!(links[latency], [PlotLink { title: "Seconds per run, by cell".into(), path: Some("plots/latency-seconds.svg".into()), not_drawn: None }]);
-    assert!(links.iter().enumerate().all(|(i, l)| l.is_empty() == !matches!(results.analyses[i].kind, AnalysisKind::Latency | AnalysisKind::Distribution)));
+    assert!(links
+        .iter()
+        .enumerate()
+        .all(|(i, l)| l.is_empty() == !matches!(results.analyses[i].kind, AnalysisKind::Compare | AnalysisKind::Latency | AnalysisKind::Distribution)));
 }
 
 #[test]
@@ -254,7 +260,7 @@ fn writing_leaves_other_files_and_makes_no_folder_without_charts() {
     std::fs::write(dir.path().join("plots/old-chart.svg"), "<svg/>").expect("write");
     std::fs::write(dir.path().join("plots/notes.txt"), "mine").expect("write");
     let written = write(&results, dir.path()).expect("writes");
-    assert_eq!(written.len(), 3);
+    assert_eq!(written.len(), 4);
     for path in &written {
         well_formed(&std::fs::read_to_string(path).expect("read"));
     }
