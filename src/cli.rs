@@ -6,6 +6,10 @@ use std::path::PathBuf;
 #[derive(Debug, Parser)]
 #[command(name = "runner", version, about = "Declarative experiment runner for evaluating LLM code reviewers")]
 pub(crate) struct Cli {
+    /// Colour: `auto` (on a terminal, unless NO_COLOR is set, CLICOLOR=0 or TERM=dumb),
+    /// `always` or `never`.
+    #[arg(long, global = true, value_enum, value_name = "WHEN", default_value = "auto")]
+    pub color: ColorArg,
     #[command(subcommand)]
     pub command: Command,
 }
@@ -207,6 +211,45 @@ pub(crate) struct ReportFlags {
     /// did in `.runner-outputs.json` there, and otherwise refuses to write over others).
     #[arg(long)]
     pub force: bool,
+}
+
+/// `--color`.
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub(crate) enum ColorArg {
+    Auto,
+    Always,
+    Never,
+}
+
+impl ColorArg {
+    /// The library's choice.
+    pub(crate) fn choice(self) -> runner::config::color::ColorChoice {
+        use runner::config::color::ColorChoice;
+        match self {
+            Self::Auto => ColorChoice::Auto,
+            Self::Always => ColorChoice::Always,
+            Self::Never => ColorChoice::Never,
+        }
+    }
+
+    /// The last `--color` among the raw arguments, before clap has read them (so that its own
+    /// help and errors are coloured as asked); `auto` when there is none.
+    pub(crate) fn from_raw(args: impl IntoIterator<Item = std::ffi::OsString>) -> Self {
+        let mut choice = Self::Auto;
+        let mut next_is_value = false;
+        for arg in args {
+            let Some(arg) = arg.to_str().map(str::to_string) else { continue };
+            if arg == "--" {
+                break;
+            }
+            let value = if next_is_value { Some(arg.as_str()) } else { arg.strip_prefix("--color=") };
+            next_is_value = arg == "--color";
+            if let Some(v) = value {
+                choice = <Self as ValueEnum>::from_str(v, true).unwrap_or(Self::Auto);
+            }
+        }
+        choice
+    }
 }
 
 /// `--progress`.
@@ -734,4 +777,20 @@ pub(crate) struct CorpusValidateArgs {
 
 pub(crate) fn default_jobs() -> usize {
     std::thread::available_parallelism().map(|n| n.get() * 2).unwrap_or(4).max(4)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_last_color_flag_is_read_before_clap_and_nothing_after_a_double_dash() {
+        let raw = |args: &[&str]| ColorArg::from_raw(args.iter().map(std::ffi::OsString::from)).choice();
+        use runner::config::color::ColorChoice;
+        assert_eq!(raw(&["runner", "exec", "m.toml"]), ColorChoice::Auto);
+        assert_eq!(raw(&["runner", "--color=never", "exec"]), ColorChoice::Never);
+        assert_eq!(raw(&["runner", "exec", "--color", "always", "m.toml"]), ColorChoice::Always);
+        assert_eq!(raw(&["runner", "--color=never", "--color=always"]), ColorChoice::Always);
+        assert_eq!(raw(&["runner", "exec", "--", "--color=never"]), ColorChoice::Auto);
+    }
 }

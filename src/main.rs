@@ -23,7 +23,6 @@ macro_rules! errln {
     ($($arg:tt)*) => { err!("{}\n", format_args!($($arg)*)) };
 }
 
-use clap::Parser;
 use cli::{
     A2Args, AdjudicateCommand, AdjudicateExportArgs, AdjudicateImportArgs, CacheCommand, Cli, Command, CorpusCommand, CorpusValidateArgs, CrscoreArgs,
     DiffArgs, ExecArgs, ImportGithubArgs, InitArgs, LocationArgs, MatchingCalibrateArgs, MatchingCommand, MatchingEmbedderArgs, MatchingEvaluateArgs,
@@ -53,7 +52,11 @@ fn main() -> ExitCode {
     unsafe {
         libc::signal(libc::SIGPIPE, libc::SIG_DFL);
     }
-    let cli = Cli::parse();
+    let cli = match parse_cli() {
+        Ok(cli) => cli,
+        Err(exit) => return exit.into(),
+    };
+    let _ = COLOR.set(cli.color.choice());
     if matches!(cli.command, Command::Exec(_) | Command::Merge(_)) {
         // An execution must outlive its reader: a closed pipe is a failed write it sees (and
         // ends like Ctrl-C, killing its reviewers), not a signal that kills runner alone and
@@ -104,6 +107,36 @@ fn main() -> ExitCode {
     }
 }
 
+/// `--color`, as the command line said it.
+static COLOR: std::sync::OnceLock<runner::config::color::ColorChoice> = std::sync::OnceLock::new();
+
+/// Whether what goes to stderr is coloured.
+fn stderr_color() -> bool {
+    runner::config::color::enabled(COLOR.get().copied().unwrap_or_default(), std::io::stderr().is_terminal())
+}
+
+/// The command line, with clap's help and errors coloured as `--color` and the environment
+/// say. A usage error exits 1, as every other error does: clap's own 2 means "a model server
+/// is unreachable" here.
+fn parse_cli() -> Result<Cli, Exit> {
+    use clap::{CommandFactory, FromArgMatches};
+    use runner::config::color::{decide, Decision};
+    let choice = cli::ColorArg::from_raw(std::env::args_os()).choice();
+    let color = match decide(choice, |name| std::env::var(name).ok()) {
+        Decision::Always => clap::ColorChoice::Always,
+        Decision::Never => clap::ColorChoice::Never,
+        Decision::IfTerminal => clap::ColorChoice::Auto,
+    };
+    let mut command = Cli::command().color(color);
+    match command.try_get_matches_from_mut(std::env::args_os()).and_then(|m| Cli::from_arg_matches(&m)) {
+        Ok(cli) => Ok(cli),
+        Err(error) => {
+            let _ = error.print();
+            Err(if error.use_stderr() { Exit::Error } else { Exit::Ok })
+        }
+    }
+}
+
 /// Where [`out!`] and [`err!`] write.
 #[derive(Clone, Copy)]
 enum Stream {
@@ -128,7 +161,7 @@ fn warn(message: &str) {
 
 fn report_error(error: &Error) -> Result<(), Error> {
     match error {
-        Error::Manifest(LoadError::Invalid(errors)) => err!("{}", errors.render(std::io::stderr().is_terminal())),
+        Error::Manifest(LoadError::Invalid(errors)) => err!("{}", errors.render(stderr_color())),
         Error::Score(ScoreError::Invalid { path, problems }) => report_problems("score", path, problems)?,
         Error::Adjudication(AdjudicationError::Invalid { path, problems }) => report_problems("import", path, problems)?,
         other => errln!("error: {other}"),
