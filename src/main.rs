@@ -68,6 +68,8 @@ fn main() -> ExitCode {
     }
     let result = match cli.command {
         Command::Init(args) => init(&args),
+        Command::Completions { shell } => completions(shell),
+        Command::Man => man(),
         Command::Exec(args) => exec(args),
         Command::Plan(args) => plan(args),
         Command::Merge(args) => merge(args),
@@ -135,6 +137,24 @@ fn parse_cli() -> Result<Cli, Exit> {
             Err(if error.use_stderr() { Exit::Error } else { Exit::Ok })
         }
     }
+}
+
+/// `runner completions SHELL`.
+fn completions(shell: clap_complete::Shell) -> Result<Exit, Error> {
+    use clap::CommandFactory;
+    let mut script = Vec::new();
+    clap_complete::generate(shell, &mut Cli::command(), "runner", &mut script);
+    out!("{}", String::from_utf8_lossy(&script));
+    Ok(Exit::Ok)
+}
+
+/// `runner man`.
+fn man() -> Result<Exit, Error> {
+    use clap::CommandFactory;
+    let mut page = Vec::new();
+    clap_mangen::Man::new(Cli::command()).render(&mut page).map_err(|source| Error::Output { stream: "stdout", source })?;
+    out!("{}", String::from_utf8_lossy(&page));
+    Ok(Exit::Ok)
 }
 
 /// Where [`out!`] and [`err!`] write.

@@ -1,6 +1,6 @@
 //! The conventions a command-line user expects: usage errors exit 1 (2 is "model server
-//! unreachable"), and colour only where it is wanted (`NO_COLOR`, `CLICOLOR=0`, `TERM=dumb`,
-//! `--color`).
+//! unreachable"), an example in every `--help`, completions and a man page, and colour only
+//! where it is wanted (`NO_COLOR`, `CLICOLOR=0`, `TERM=dumb`, `--color`).
 
 use super::*;
 
@@ -15,7 +15,24 @@ fn usage_errors_exit_1_and_help_exits_0() {
     }
     let help = runner(dir.path()).args(["exec", "--help"]).output().expect("runs");
     assert_eq!(help.status.code(), Some(0));
-    assert!(stdout_of(&help).contains("--progress <WHEN>"), "{}", stdout_of(&help));
+    assert!(stdout_of(&help).contains("Example:\n  runner exec experiments/quickstart.toml"), "{}", stdout_of(&help));
+}
+
+#[test]
+fn completions_for_four_shells_and_a_man_page() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    for (shell, mark) in
+        [("bash", "complete -F _runner"), ("zsh", "#compdef runner"), ("fish", "complete -c runner"), ("powershell", "Register-ArgumentCompleter")]
+    {
+        let out = runner(dir.path()).args(["completions", shell]).output().expect("runs");
+        assert!(out.status.success(), "{shell}: {}", stderr_of(&out));
+        let script = stdout_of(&out);
+        assert!(script.contains(mark) && script.contains("exec") && script.contains("init"), "{shell}: {script}");
+    }
+    let man = runner(dir.path()).arg("man").output().expect("runs");
+    assert!(man.status.success());
+    let page = stdout_of(&man);
+    assert!(page.contains(".TH runner") && page.contains("runner\\-init"), "{page}");
 }
 
 #[test]
