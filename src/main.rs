@@ -289,6 +289,8 @@ fn exec(args: ExecArgs) -> Result<Exit, Error> {
     let log_path = work_dir.join("executions").join(format!("{}-{}.ndjson", prepared.manifest.experiment.name, unix_millis()));
     let log = std::fs::create_dir_all(log_path.parent().unwrap_or(Path::new("."))).ok().and_then(|_| std::fs::File::create(&log_path).ok());
     let label = manifest_label(&args.manifest, &prepared.manifest.base_dir);
+    // What the report directory holds now: "wrote" is said only of a file that changed.
+    let before = report_files(&prepared.manifest.report.output);
 
     let rt = runtime()?;
     let (executed, summary) = rt.block_on(async {
@@ -336,11 +338,15 @@ fn exec(args: ExecArgs) -> Result<Exit, Error> {
 
     let ending = Ending::of(&executed.outcomes).with_scoring(&executed.scoring);
     let interrupted = ending == Ending::Interrupted;
+    let changed: Vec<PathBuf> = executed.written.iter().filter(|p| before.get(*p) != file_stamp(p).as_ref()).cloned().collect();
     match mode {
         Mode::Human => {
             err!("{}", summary.render());
-            for path in &executed.written {
+            for path in &changed {
                 errln!("wrote {}", path.display());
+            }
+            if changed.is_empty() && !executed.written.is_empty() {
+                errln!("the reports in {} are unchanged", prepared.manifest.report.output.display());
             }
             if !interrupted && args.shard.is_none() && executed.written.is_empty() && summary.missing.is_empty() && !executed.outcomes.is_empty() {
                 errln!("no run succeeded: the reports were left as they were");
@@ -354,7 +360,8 @@ fn exec(args: ExecArgs) -> Result<Exit, Error> {
     }
     if ending == Ending::Missing {
         if !summary.missing.is_empty() {
-            errln!("error: --frozen: {} runs are not in the cache:", summary.missing.len());
+            let n = summary.missing.len();
+            errln!("error: --frozen: {n} {} not in the cache:", if n == 1 { "run is" } else { "runs are" });
         }
         // With the shard count known (`runner merge --shards`), each names the shard to re-run.
         let owners: std::collections::HashMap<String, &runner::cache::CacheKey> =
@@ -376,6 +383,14 @@ fn exec(args: ExecArgs) -> Result<Exit, Error> {
             write_file(path, &runner::report::ci::summary_markdown(&results, &prepared.manifest.report.output.join("RESULTS.md").display().to_string()))?;
         }
     }
+    // The stream's last event, on stdout and in the execution log alike.
+    let finished = progress::finished_event(&summary, ending.exit() as u8, &executed.written, &changed);
+    if mode == Mode::Json {
+        outln!("{finished}");
+    }
+    if let Ok(mut log) = std::fs::OpenOptions::new().append(true).open(&log_path) {
+        let _ = std::io::Write::write_all(&mut log, format!("{finished}\n").as_bytes());
+    }
     if ending == Ending::Interrupted {
         errln!("interrupted: finished runs are cached; the reports were left as they were (an incomplete report never replaces them); run the same command again to complete the rest");
     }
@@ -384,6 +399,35 @@ fn exec(args: ExecArgs) -> Result<Exit, Error> {
     std::mem::forget(executed.outcomes);
     std::mem::forget(executed.results);
     Ok(ending.exit())
+}
+
+/// A file's identity and last change: a file replaced (runner writes by renaming) or
+/// rewritten has another.
+#[derive(PartialEq, Eq)]
+struct FileStamp {
+    len: u64,
+    modified: Option<std::time::SystemTime>,
+    inode: u64,
+}
+
+fn file_stamp(path: &Path) -> Option<FileStamp> {
+    let meta = std::fs::symlink_metadata(path).ok()?;
+    #[cfg(unix)]
+    let inode = std::os::unix::fs::MetadataExt::ino(&meta);
+    #[cfg(not(unix))]
+    let inode = 0;
+    Some(FileStamp { len: meta.len(), modified: meta.modified().ok(), inode })
+}
+
+/// The files of a report directory and of its `plots/`, with their stamps.
+fn report_files(dir: &Path) -> std::collections::HashMap<PathBuf, FileStamp> {
+    [dir.to_path_buf(), dir.join("plots")]
+        .iter()
+        .filter_map(|d| std::fs::read_dir(d).ok())
+        .flatten()
+        .flatten()
+        .filter_map(|entry| file_stamp(&entry.path()).map(|stamp| (entry.path(), stamp)))
+        .collect()
 }
 
 /// The manifest's path as reports show it: relative to the project root, so a report does

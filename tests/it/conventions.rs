@@ -1,8 +1,19 @@
 //! The conventions a command-line user expects: usage errors exit 1 (2 is "model server
-//! unreachable"), an example in every `--help`, completions and a man page, and colour only
-//! where it is wanted (`NO_COLOR`, `CLICOLOR=0`, `TERM=dumb`, `--color`).
+//! unreachable"), completions and a man page, colour only where it is wanted (`NO_COLOR`,
+//! `CLICOLOR=0`, `TERM=dumb`, `--color`), an NDJSON stream that ends with a `finished`
+//! event, and "wrote" said only of a file that changed.
 
 use super::*;
+
+/// A manifest over the three commits of [`calc_repo`], two built-in reviewers.
+fn experiment(dir: &Path) -> PathBuf {
+    calc_repo(dir);
+    write_manifest(
+        dir,
+        "m.toml",
+        "version = 1\n[experiment]\nname = \"conventions\"\n[target]\nrepo = \"repo\"\ncommits = [\"HEAD~1\", \"HEAD\"]\n[matrix]\nbaseline = [\"dry-run\", \"heuristic\"]\n[reviewer]\nkind = \"builtin\"\nname = \"{{baseline}}\"\n[[analysis]]\nkind = \"compare\"\naxis = \"baseline\"\nmetrics = [\"findings\"]\n[report]\noutput = \"out\"\n",
+    )
+}
 
 #[test]
 fn usage_errors_exit_1_and_help_exits_0() {
@@ -66,4 +77,31 @@ fn no_color_clicolor_0_and_dumb_terminals_turn_colour_off_in_diagnostics() {
     let mut cmd = runner(dir.path());
     let out = cmd.env("CLICOLOR_FORCE", "1").env("NO_COLOR", "1").arg("--no-such-flag").output().expect("runs");
     assert!(!stderr_of(&out).contains('\u{1b}') && stderr_of(&out).contains("--no-such-flag"), "{}", stderr_of(&out));
+}
+
+#[test]
+fn the_stream_ends_with_finished_and_an_unchanged_report_is_not_said_to_be_written() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let manifest = experiment(dir.path());
+    let out = runner(dir.path()).args(["exec", "--json"]).arg(&manifest).output().expect("runs");
+    assert!(out.status.success(), "{}", stderr_of(&out));
+    let events = events(&out);
+    let last = events.last().expect("events");
+    assert_eq!((last["event"].as_str(), last["exit_code"].as_u64()), (Some("finished"), Some(0)), "{last}");
+    assert_eq!((last["runs"].as_u64(), last["ran"].as_u64(), last["cached"].as_u64(), last["failed"].as_u64()), (Some(4), Some(4), Some(0), Some(0)));
+    let reports: Vec<&str> = last["reports"].as_array().expect("reports").iter().filter_map(|p| p.as_str()).collect();
+    assert!(reports.iter().any(|p| p.ends_with("out/RESULTS.md")) && reports.iter().any(|p| p.ends_with("out/results.json")), "{reports:?}");
+    assert_eq!(last["changed"], last["reports"], "a first execution writes every report");
+    // The execution log ends the same way.
+    let logs = std::fs::read_dir(dir.path().join(".runner/executions")).expect("logs").flatten().map(|e| e.path()).collect::<Vec<_>>();
+    let log = std::fs::read_to_string(&logs[0]).expect("log");
+    assert!(log.lines().last().is_some_and(|l| l.contains("\"event\":\"finished\"")), "{log}");
+
+    // Again, from the cache: the same reports, none changed, so none is said to be written.
+    let again = runner(dir.path()).arg("exec").arg(&manifest).output().expect("runs");
+    let text = stderr_of(&again);
+    assert!(again.status.success(), "{text}");
+    assert!(!text.contains("wrote "), "{text}");
+    assert!(text.contains("the reports in ") && text.contains(" are unchanged"), "{text}");
+    assert!(text.contains("conventions: 4 runs: 4 from cache, 0 ran, 0 failed, 0 skipped"), "{text}");
 }
