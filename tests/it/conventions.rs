@@ -29,6 +29,58 @@ fn usage_errors_exit_1_and_help_exits_0() {
     assert!(stdout_of(&help).contains("Example:\n  runner exec experiments/quickstart.toml"), "{}", stdout_of(&help));
 }
 
+/// What `runner PATH… --help` lacks: the example at its end, a description under an argument;
+/// then the same for each of its subcommands.
+fn lacking(dir: &Path, path: &[String], out: &mut Vec<String>) {
+    let help = runner(dir).args(path).arg("--help").output().expect("runs");
+    assert!(help.status.success(), "{path:?}");
+    let text = stdout_of(&help);
+    let name = format!("runner {}", path.join(" "));
+    if !path.is_empty() && !text.contains("\nExample:\n  runner ") {
+        out.push(format!("{name}: no example"));
+    }
+    let lines: Vec<&str> = text.lines().collect();
+    let mut section = "";
+    let mut subcommands = Vec::new();
+    for (i, line) in lines.iter().enumerate() {
+        if !line.starts_with(' ') && line.ends_with(':') {
+            section = line;
+            continue;
+        }
+        // An entry is indented 2 (6 for a long flag without a short one); descriptions, 10.
+        let indent = line.len() - line.trim_start().len();
+        let entry = (2..10).contains(&indent).then(|| line.trim_start()).filter(|l| !l.is_empty());
+        match (section, entry) {
+            ("Commands:", Some(entry)) => subcommands.extend(entry.split_whitespace().next().filter(|c| *c != "help").map(str::to_string)),
+            ("Arguments:" | "Options:", Some(entry)) => {
+                // Beside the argument (short help) or on the lines under it (long help).
+                let beside = entry.split_once("  ").is_some_and(|(_, d)| !d.trim().is_empty());
+                let described = beside || lines.get(i + 1).is_some_and(|next| next.starts_with("          ") && !next.trim().is_empty());
+                if !described && !entry.starts_with("-h, --help") && !entry.starts_with("-V, --version") {
+                    out.push(format!("{name} {entry}: no description"));
+                }
+            }
+            _ => {}
+        }
+    }
+    for sub in subcommands {
+        let mut deeper = path.to_vec();
+        deeper.push(sub);
+        lacking(dir, &deeper, out);
+    }
+}
+
+#[test]
+fn every_subcommand_s_help_ends_with_an_example_and_describes_every_argument() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut out = Vec::new();
+    lacking(dir.path(), &[], &mut out);
+    assert!(out.is_empty(), "{out:#?}");
+    // The walk reached the nested subcommands: an undocumented one would have been named.
+    let nested = runner(dir.path()).args(["cache", "gc", "--help"]).output().expect("runs");
+    assert!(stdout_of(&nested).contains("Example:\n  runner cache gc --dry-run"), "{}", stdout_of(&nested));
+}
+
 #[test]
 fn completions_for_four_shells_and_a_man_page() {
     let dir = tempfile::tempdir().expect("tempdir");
@@ -67,6 +119,7 @@ fn no_color_clicolor_0_and_dumb_terminals_turn_colour_off_in_diagnostics() {
     for (env, flags) in [
         (&[("NO_COLOR", "1"), ("CLICOLOR_FORCE", "1")][..], &[][..]),
         (&[("CLICOLOR_FORCE", "1")], &["--color=never"]),
+        (&[("CLICOLOR_FORCE", "1")], &["--color", "never"]),
         (&[("CLICOLOR", "0")], &[]),
         (&[("TERM", "dumb")], &[]),
     ] {
