@@ -399,9 +399,14 @@ pub(crate) struct ReportArgs {
     #[arg(short, long, value_name = "FILE")]
     pub output: Option<PathBuf>,
     /// The first execution's manifest, when results.json's own `experiment.manifest` is not
-    /// found (it is looked up at the project root of results.json).
+    /// found (it is looked up at the project root of results.json, then in each directory
+    /// above it, then in the current directory).
     #[arg(long)]
     pub manifest: Option<PathBuf>,
+    /// Accept a page without findings or diffs (its manifest not found, or no subject's diff
+    /// could be built): exit 0 rather than 1.
+    #[arg(long)]
+    pub partial: bool,
     #[command(flatten)]
     pub locations: LocationArgs,
 }

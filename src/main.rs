@@ -1104,6 +1104,16 @@ fn report(args: &ReportArgs) -> Result<Exit, Error> {
         }
     }
     errln!("wrote {} ({} bytes)", out.display(), page.len());
+    // A page without what reviewers said, or without a single diff, is not what was asked for.
+    let partial: Vec<&runner::report::html::Side> =
+        sides.iter().filter(|s| s.findings.is_err() || s.diffs.is_empty() || s.diffs.values().all(Result::is_err)).collect();
+    if !partial.is_empty() && !args.partial {
+        for side in partial {
+            let what = if side.findings.is_err() { "no findings and no diffs" } else { "no diffs" };
+            errln!("error: {}: the page shows {what}; pass --partial to accept such a page", side.results_path);
+        }
+        return Ok(Exit::Error);
+    }
     Ok(Exit::Ok)
 }
 
