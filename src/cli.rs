@@ -6,6 +6,10 @@ use std::path::PathBuf;
 #[derive(Debug, Parser)]
 #[command(name = "runner", version, about = "Declarative experiment runner for evaluating LLM code reviewers")]
 pub(crate) struct Cli {
+    /// Colour: `auto` (on a terminal, unless NO_COLOR is set, CLICOLOR=0 or TERM=dumb),
+    /// `always` or `never`.
+    #[arg(long, global = true, value_enum, value_name = "WHEN", default_value = "auto")]
+    pub color: ColorArg,
     #[command(subcommand)]
     pub command: Command,
 }
@@ -15,15 +19,22 @@ pub(crate) enum Command {
     /// Start here: write a first experiment over this repository's recent commits (a built-in
     /// reviewer against an example command reviewer, and a paired comparison), or with
     /// `--corpus DIR` a before/after corpus of two cases. Never overwrites a file.
+    #[command(
+        after_help = "Example:\n  runner init                   # experiments/review.toml over this repository's newest commits\n  runner init --corpus corpus/mine"
+    )]
     Init(InitArgs),
     /// Run an experiment: take results from the cache or run the reviewer, then write RESULTS.md.
+    #[command(after_help = "Example:\n  runner exec experiments/quickstart.toml\n  runner exec experiments/quickstart.toml --frozen --progress=lines")]
     Exec(ExecArgs),
     /// Show what an experiment would run, what is cached, and why a cell misses.
+    #[command(after_help = "Example:\n  runner plan experiments/quickstart.toml")]
     Plan(PlanArgs),
     /// Assemble the reports of an experiment its shards (`exec --shard i/n`) executed: like
     /// `exec --frozen`, it runs nothing and fails listing every run no shard stored.
+    #[command(after_help = "Example:\n  runner merge experiments/quickstart.toml --shards 4")]
     Merge(MergeArgs),
     /// Check manifests and report every problem with its line and column.
+    #[command(after_help = "Example:\n  runner validate experiments/*.toml")]
     Validate {
         /// Manifest files.
         #[arg(required = true)]
@@ -34,53 +45,77 @@ pub(crate) enum Command {
     },
     /// Compare the review-eval verdicts of two executions (or two cells of one) and apply the
     /// keep rule: exit 0 to keep the change, 5 when a finding regressed or noise rose.
+    #[command(after_help = "Example:\n  runner diff before/results.json after/results.json --metric recall")]
     Diff(DiffArgs),
     /// Show what reviewers said: every finding of an experiment's runs (or of one run), read
     /// from the cache; nothing is run.
+    #[command(after_help = "Example:\n  runner show results/quickstart --cell baseline=heuristic")]
     Show(ShowArgs),
     /// Write one self-contained HTML page from results.json: the tables, the plots, the
     /// findings beside each subject's diff, filters; `--against` puts a second execution beside it.
+    #[command(after_help = "Example:\n  runner report results/quickstart --against results/other")]
     Report(ReportArgs),
     /// Work with before/after corpora.
+    #[command(after_help = "Example:\n  runner corpus validate corpus/quickstart")]
     Corpus {
         #[command(subcommand)]
         command: CorpusCommand,
     },
     /// Score human-adjudicated captured results (seed 002's format) against an oracle.
+    #[command(after_help = "Example:\n  runner score captured-results.json --oracle corpus/quickstart")]
     Score(ScoreArgs),
     /// Check RQS v2's alignment scores against people: CRScore's human study, with an
     /// embedder, calibrating τ and correlating with the human scores.
+    #[command(after_help = "Example:\n  runner crscore --frozen")]
     Crscore(CrscoreArgs),
     /// The rule that decides "found", measured and calibrated against judges' labels.
+    #[command(after_help = "Example:\n  runner matching evaluate corpus/code-review-benchmark/judgements/*.json")]
     Matching {
         #[command(subcommand)]
         command: MatchingCommand,
     },
     /// Blind adjudication sheets: export one from an experiment's cached results, import the
     /// filled sheet as seed 002 captured results.
+    #[command(after_help = "Example:\n  runner adjudicate export experiments/quickstart.toml --out sheet")]
     Adjudicate {
         #[command(subcommand)]
         command: AdjudicateCommand,
     },
     /// A2: actionability from stet's `.review/history.jsonl`, per session, per reason and per
     /// model, beside what stet's own `stats quality` reports.
+    #[command(after_help = "Example:\n  runner a2 .review/history.jsonl --out a2")]
     A2(A2Args),
     /// Resolution rate (a proxy, offline): of the findings stet posted (`.review/history.jsonl`),
     /// the share whose flagged lines a later commit changed, per session, model, category and
     /// severity, dismissed findings apart.
+    #[command(after_help = "Example:\n  runner resolution .review/history.jsonl --repo .")]
     Resolution(ResolutionArgs),
     /// Build oracles from a repository's review history.
+    #[command(after_help = "Example:\n  runner oracle propose captured-results.adjudication.json --out oracle.patch.json")]
     Oracle {
         #[command(subcommand)]
         command: OracleCommand,
     },
     /// Seed 000's finding studies (H7 suggestion quality, H8 severity calibration): export a
     /// blind sampled sheet from an experiment's cached findings, import the filled sheet.
+    #[command(after_help = "Example:\n  runner study export experiments/quickstart.toml --study h7 --out h7")]
     Study {
         #[command(subcommand)]
         command: StudyCommand,
     },
+    /// Print a shell completion script (bash, zsh, fish, powershell or elvish) on stdout.
+    #[command(
+        after_help = "Example:\n  runner completions bash > ~/.local/share/bash-completion/completions/runner\n  runner completions zsh > \"${fpath[1]}/_runner\""
+    )]
+    Completions {
+        /// The shell.
+        shell: clap_complete::Shell,
+    },
+    /// Print runner's man page (roff) on stdout.
+    #[command(after_help = "Example:\n  runner man > runner.1 && man ./runner.1")]
+    Man,
     /// Inspect and maintain the cache.
+    #[command(after_help = "Example:\n  runner cache gc --keep experiments/quickstart.toml --dry-run")]
     Cache {
         #[command(subcommand)]
         command: CacheCommand,
@@ -209,6 +244,45 @@ pub(crate) struct ReportFlags {
     pub force: bool,
 }
 
+/// `--color`.
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub(crate) enum ColorArg {
+    Auto,
+    Always,
+    Never,
+}
+
+impl ColorArg {
+    /// The library's choice.
+    pub(crate) fn choice(self) -> runner::config::color::ColorChoice {
+        use runner::config::color::ColorChoice;
+        match self {
+            Self::Auto => ColorChoice::Auto,
+            Self::Always => ColorChoice::Always,
+            Self::Never => ColorChoice::Never,
+        }
+    }
+
+    /// The last `--color` among the raw arguments, before clap has read them (so that its own
+    /// help and errors are coloured as asked); `auto` when there is none.
+    pub(crate) fn from_raw(args: impl IntoIterator<Item = std::ffi::OsString>) -> Self {
+        let mut choice = Self::Auto;
+        let mut next_is_value = false;
+        for arg in args {
+            let Some(arg) = arg.to_str().map(str::to_string) else { continue };
+            if arg == "--" {
+                break;
+            }
+            let value = if next_is_value { Some(arg.as_str()) } else { arg.strip_prefix("--color=") };
+            next_is_value = arg == "--color";
+            if let Some(v) = value {
+                choice = <Self as ValueEnum>::from_str(v, true).unwrap_or(Self::Auto);
+            }
+        }
+        choice
+    }
+}
+
 /// `--progress`.
 #[derive(Debug, Clone, Copy, ValueEnum)]
 pub(crate) enum ProgressArg {
@@ -231,6 +305,7 @@ impl From<ProgressArg> for runner::report::progress::ProgressKind {
 
 #[derive(Debug, Args)]
 pub(crate) struct PlanArgs {
+    /// The experiment manifest.
     pub manifest: PathBuf,
     /// Show only shard INDEX of COUNT's runs (as `exec --shard` would execute them).
     #[arg(long, value_name = "INDEX/COUNT")]
@@ -324,9 +399,14 @@ pub(crate) struct ReportArgs {
     #[arg(short, long, value_name = "FILE")]
     pub output: Option<PathBuf>,
     /// The first execution's manifest, when results.json's own `experiment.manifest` is not
-    /// found (it is looked up at the project root of results.json).
+    /// found (it is looked up at the project root of results.json, then in each directory
+    /// above it, then in the current directory).
     #[arg(long)]
     pub manifest: Option<PathBuf>,
+    /// Accept a page without findings or diffs (its manifest not found, or no subject's diff
+    /// could be built): exit 0 rather than 1.
+    #[arg(long)]
+    pub partial: bool,
     #[command(flatten)]
     pub locations: LocationArgs,
 }
@@ -335,9 +415,11 @@ pub(crate) struct ReportArgs {
 pub(crate) enum MatchingCommand {
     /// Match each record's candidates to its golden comments by the rule an experiment uses,
     /// and, where the file has a judge's labels, print how well the matcher agrees with it.
+    #[command(after_help = "Example:\n  runner matching evaluate judgements.json --json")]
     Evaluate(MatchingEvaluateArgs),
     /// Choose the rule's thresholds on labelled records by cross-validation over pull requests
     /// and write them, with the data and the agreement they reached, as a calibration file.
+    #[command(after_help = "Example:\n  runner matching calibrate judgements/*.json --out calibration.json")]
     Calibrate(MatchingCalibrateArgs),
 }
 
@@ -411,25 +493,33 @@ pub(crate) struct MatchingCalibrateArgs {
 #[derive(Debug, Subcommand)]
 pub(crate) enum CacheCommand {
     /// List cached runs.
+    #[command(after_help = "Example:\n  runner cache ls --json")]
     Ls {
+        /// One JSON object per run.
         #[arg(long)]
         json: bool,
     },
     /// Verify every object's hash and every run's references.
+    #[command(after_help = "Example:\n  runner cache verify --cache-dir cache")]
     Verify,
     /// Copy the local cache's entries of these manifests' experiments (runs and stage values)
     /// to the remote cache (`--remote-cache`), create-if-absent.
+    #[command(after_help = "Example:\n  runner cache push experiments/quickstart.toml --remote-cache s3://bucket/prefix")]
     Push {
+        /// The manifests whose experiments are copied.
         #[arg(required = true)]
         manifests: Vec<PathBuf>,
     },
     /// Copy the remote cache's entries of these manifests' experiments into the local cache,
     /// verifying every object.
+    #[command(after_help = "Example:\n  runner cache pull experiments/quickstart.toml --remote-cache s3://bucket/prefix")]
     Pull {
+        /// The manifests whose experiments are copied.
         #[arg(required = true)]
         manifests: Vec<PathBuf>,
     },
     /// Remove unreferenced objects and failure records; with manifests, also runs they don't plan.
+    #[command(after_help = "Example:\n  runner cache gc --dry-run")]
     Gc {
         /// Keep only runs planned by these manifests.
         #[arg(long = "keep")]
@@ -534,10 +624,12 @@ pub(crate) enum OracleCommand {
     /// requests and their review comments: one finding per review thread, keyed by the pull
     /// request's merge commit (its head when not merged), `resolved` when a later commit of the
     /// pull request changed the commented lines in the local clone.
+    #[command(after_help = "Example:\n  runner oracle import-github --pulls pulls.json --comments comments.json --repo . --out oracle.json")]
     ImportGithub(ImportGithubArgs),
     /// Proposed oracle additions from an adjudication record: each extra a person adjudicated
     /// `real` becomes a new finding of its case (file, line and description from the report, a
     /// new id), in a patch naming the oracle version it applies to and the version it makes.
+    #[command(after_help = "Example:\n  runner oracle propose captured-results.adjudication.json --out oracle.patch.json")]
     Propose(OracleProposeArgs),
 }
 
@@ -577,8 +669,10 @@ pub(crate) struct ImportGithubArgs {
 pub(crate) enum AdjudicateCommand {
     /// Write a blind sheet (sheet.csv), its key (key.json), the cases (cases.md) and
     /// instructions (README.md) for an experiment's cached findings.
+    #[command(after_help = "Example:\n  runner adjudicate export experiments/quickstart.toml --out sheet")]
     Export(AdjudicateExportArgs),
     /// Read a filled sheet with its key into seed 002's captured-results format.
+    #[command(after_help = "Example:\n  runner adjudicate import sheet/sheet.csv --key sheet/key.json --out captured-results.json")]
     Import(AdjudicateImportArgs),
 }
 
@@ -615,14 +709,18 @@ pub(crate) struct AdjudicateImportArgs {
 pub(crate) enum StudyCommand {
     /// Write a blind sheet (sheet.csv), its key (key.json) and instructions (README.md): a
     /// seeded sample stratified by cell and severity of an experiment's cached findings.
+    #[command(after_help = "Example:\n  runner study export experiments/quickstart.toml --study h1 --out h1")]
     Export(StudyExportArgs),
     /// Check a filled sheet against its key and write the analysis (result.md, result.json).
+    #[command(after_help = "Example:\n  runner study import h1/sheet-a.csv h1/sheet-b.csv --key h1/key.json --out h1-result")]
     Import(StudyImportArgs),
     /// H6: cluster the findings filled H1 sheets label false_positive or wrong_suggestion by
     /// message similarity, and write them as candidate patterns (CSV).
+    #[command(after_help = "Example:\n  runner study audit h1/sheet-a.csv --key h1/key.json --out patterns.csv")]
     Audit(StudyAuditArgs),
     /// H9: a session log and a preference survey of an A/B between models; means per model
     /// with bootstrap intervals, counterbalancing, preference counts (result.md, result.json).
+    #[command(after_help = "Example:\n  runner study preference --sessions sessions.csv --survey survey.csv --out h9")]
     Preference(StudyPreferenceArgs),
 }
 
@@ -704,6 +802,7 @@ pub(crate) struct StudyImportArgs {
 pub(crate) enum CorpusCommand {
     /// Check a corpus (cases.public.json + oracle.json) as seed 002's validator does, and run
     /// every case's ground-truth program on both source versions.
+    #[command(after_help = "Example:\n  runner corpus validate corpus/quickstart --structure-only")]
     Validate(CorpusValidateArgs),
 }
 

@@ -23,7 +23,6 @@ macro_rules! errln {
     ($($arg:tt)*) => { err!("{}\n", format_args!($($arg)*)) };
 }
 
-use clap::Parser;
 use cli::{
     A2Args, AdjudicateCommand, AdjudicateExportArgs, AdjudicateImportArgs, CacheCommand, Cli, Command, CorpusCommand, CorpusValidateArgs, CrscoreArgs,
     DiffArgs, ExecArgs, ImportGithubArgs, InitArgs, LocationArgs, MatchingCalibrateArgs, MatchingCommand, MatchingEmbedderArgs, MatchingEvaluateArgs,
@@ -53,7 +52,11 @@ fn main() -> ExitCode {
     unsafe {
         libc::signal(libc::SIGPIPE, libc::SIG_DFL);
     }
-    let cli = Cli::parse();
+    let cli = match parse_cli() {
+        Ok(cli) => cli,
+        Err(exit) => return exit.into(),
+    };
+    let _ = COLOR.set(cli.color.choice());
     if matches!(cli.command, Command::Exec(_) | Command::Merge(_)) {
         // An execution must outlive its reader: a closed pipe is a failed write it sees (and
         // ends like Ctrl-C, killing its reviewers), not a signal that kills runner alone and
@@ -65,6 +68,8 @@ fn main() -> ExitCode {
     }
     let result = match cli.command {
         Command::Init(args) => init(&args),
+        Command::Completions { shell } => completions(shell),
+        Command::Man => man(),
         Command::Exec(args) => exec(args),
         Command::Plan(args) => plan(args),
         Command::Merge(args) => merge(args),
@@ -104,6 +109,54 @@ fn main() -> ExitCode {
     }
 }
 
+/// `--color`, as the command line said it.
+static COLOR: std::sync::OnceLock<runner::config::color::ColorChoice> = std::sync::OnceLock::new();
+
+/// Whether what goes to stderr is coloured.
+fn stderr_color() -> bool {
+    runner::config::color::enabled(COLOR.get().copied().unwrap_or_default(), std::io::stderr().is_terminal())
+}
+
+/// The command line, with clap's help and errors coloured as `--color` and the environment
+/// say. A usage error exits 1, as every other error does: clap's own 2 means "a model server
+/// is unreachable" here.
+fn parse_cli() -> Result<Cli, Exit> {
+    use clap::{CommandFactory, FromArgMatches};
+    use runner::config::color::{decide, Decision};
+    let choice = cli::ColorArg::from_raw(std::env::args_os()).choice();
+    let color = match decide(choice, |name| std::env::var(name).ok()) {
+        Decision::Always => clap::ColorChoice::Always,
+        Decision::Never => clap::ColorChoice::Never,
+        Decision::IfTerminal => clap::ColorChoice::Auto,
+    };
+    let mut command = Cli::command().color(color);
+    match command.try_get_matches_from_mut(std::env::args_os()).and_then(|m| Cli::from_arg_matches(&m)) {
+        Ok(cli) => Ok(cli),
+        Err(error) => {
+            let _ = error.print();
+            Err(if error.use_stderr() { Exit::Error } else { Exit::Ok })
+        }
+    }
+}
+
+/// `runner completions SHELL`.
+fn completions(shell: clap_complete::Shell) -> Result<Exit, Error> {
+    use clap::CommandFactory;
+    let mut script = Vec::new();
+    clap_complete::generate(shell, &mut Cli::command(), "runner", &mut script);
+    out!("{}", String::from_utf8_lossy(&script));
+    Ok(Exit::Ok)
+}
+
+/// `runner man`.
+fn man() -> Result<Exit, Error> {
+    use clap::CommandFactory;
+    let mut page = Vec::new();
+    clap_mangen::Man::new(Cli::command()).render(&mut page).map_err(|source| Error::Output { stream: "stdout", source })?;
+    out!("{}", String::from_utf8_lossy(&page));
+    Ok(Exit::Ok)
+}
+
 /// Where [`out!`] and [`err!`] write.
 #[derive(Clone, Copy)]
 enum Stream {
@@ -128,7 +181,7 @@ fn warn(message: &str) {
 
 fn report_error(error: &Error) -> Result<(), Error> {
     match error {
-        Error::Manifest(LoadError::Invalid(errors)) => err!("{}", errors.render(std::io::stderr().is_terminal())),
+        Error::Manifest(LoadError::Invalid(errors)) => err!("{}", errors.render(stderr_color())),
         Error::Score(ScoreError::Invalid { path, problems }) => report_problems("score", path, problems)?,
         Error::Adjudication(AdjudicationError::Invalid { path, problems }) => report_problems("import", path, problems)?,
         other => errln!("error: {other}"),
@@ -236,6 +289,8 @@ fn exec(args: ExecArgs) -> Result<Exit, Error> {
     let log_path = work_dir.join("executions").join(format!("{}-{}.ndjson", prepared.manifest.experiment.name, unix_millis()));
     let log = std::fs::create_dir_all(log_path.parent().unwrap_or(Path::new("."))).ok().and_then(|_| std::fs::File::create(&log_path).ok());
     let label = manifest_label(&args.manifest, &prepared.manifest.base_dir);
+    // What the report directory holds now: "wrote" is said only of a file that changed.
+    let before = report_files(&prepared.manifest.report.output);
 
     let rt = runtime()?;
     let (executed, summary) = rt.block_on(async {
@@ -283,11 +338,15 @@ fn exec(args: ExecArgs) -> Result<Exit, Error> {
 
     let ending = Ending::of(&executed.outcomes).with_scoring(&executed.scoring);
     let interrupted = ending == Ending::Interrupted;
+    let changed: Vec<PathBuf> = executed.written.iter().filter(|p| before.get(*p) != file_stamp(p).as_ref()).cloned().collect();
     match mode {
         Mode::Human => {
             err!("{}", summary.render());
-            for path in &executed.written {
+            for path in &changed {
                 errln!("wrote {}", path.display());
+            }
+            if changed.is_empty() && !executed.written.is_empty() {
+                errln!("the reports in {} are unchanged", prepared.manifest.report.output.display());
             }
             if !interrupted && args.shard.is_none() && executed.written.is_empty() && summary.missing.is_empty() && !executed.outcomes.is_empty() {
                 errln!("no run succeeded: the reports were left as they were");
@@ -301,7 +360,8 @@ fn exec(args: ExecArgs) -> Result<Exit, Error> {
     }
     if ending == Ending::Missing {
         if !summary.missing.is_empty() {
-            errln!("error: --frozen: {} runs are not in the cache:", summary.missing.len());
+            let n = summary.missing.len();
+            errln!("error: --frozen: {n} {} not in the cache:", if n == 1 { "run is" } else { "runs are" });
         }
         // With the shard count known (`runner merge --shards`), each names the shard to re-run.
         let owners: std::collections::HashMap<String, &runner::cache::CacheKey> =
@@ -323,6 +383,14 @@ fn exec(args: ExecArgs) -> Result<Exit, Error> {
             write_file(path, &runner::report::ci::summary_markdown(&results, &prepared.manifest.report.output.join("RESULTS.md").display().to_string()))?;
         }
     }
+    // The stream's last event, on stdout and in the execution log alike.
+    let finished = progress::finished_event(&summary, ending.exit() as u8, &executed.written, &changed);
+    if mode == Mode::Json {
+        outln!("{finished}");
+    }
+    if let Ok(mut log) = std::fs::OpenOptions::new().append(true).open(&log_path) {
+        let _ = std::io::Write::write_all(&mut log, format!("{finished}\n").as_bytes());
+    }
     if ending == Ending::Interrupted {
         errln!("interrupted: finished runs are cached; the reports were left as they were (an incomplete report never replaces them); run the same command again to complete the rest");
     }
@@ -331,6 +399,35 @@ fn exec(args: ExecArgs) -> Result<Exit, Error> {
     std::mem::forget(executed.outcomes);
     std::mem::forget(executed.results);
     Ok(ending.exit())
+}
+
+/// A file's identity and last change: a file replaced (runner writes by renaming) or
+/// rewritten has another.
+#[derive(PartialEq, Eq)]
+struct FileStamp {
+    len: u64,
+    modified: Option<std::time::SystemTime>,
+    inode: u64,
+}
+
+fn file_stamp(path: &Path) -> Option<FileStamp> {
+    let meta = std::fs::symlink_metadata(path).ok()?;
+    #[cfg(unix)]
+    let inode = std::os::unix::fs::MetadataExt::ino(&meta);
+    #[cfg(not(unix))]
+    let inode = 0;
+    Some(FileStamp { len: meta.len(), modified: meta.modified().ok(), inode })
+}
+
+/// The files of a report directory and of its `plots/`, with their stamps.
+fn report_files(dir: &Path) -> std::collections::HashMap<PathBuf, FileStamp> {
+    [dir.to_path_buf(), dir.join("plots")]
+        .iter()
+        .filter_map(|d| std::fs::read_dir(d).ok())
+        .flatten()
+        .flatten()
+        .filter_map(|entry| file_stamp(&entry.path()).map(|stamp| (entry.path(), stamp)))
+        .collect()
 }
 
 /// The manifest's path as reports show it: relative to the project root, so a report does
@@ -1082,6 +1179,16 @@ fn report(args: &ReportArgs) -> Result<Exit, Error> {
         }
     }
     errln!("wrote {} ({} bytes)", out.display(), page.len());
+    // A page without what reviewers said, or without a single diff, is not what was asked for.
+    let partial: Vec<&runner::report::html::Side> =
+        sides.iter().filter(|s| s.findings.is_err() || s.diffs.is_empty() || s.diffs.values().all(Result::is_err)).collect();
+    if !partial.is_empty() && !args.partial {
+        for side in partial {
+            let what = if side.findings.is_err() { "no findings and no diffs" } else { "no diffs" };
+            errln!("error: {}: the page shows {what}; pass --partial to accept such a page", side.results_path);
+        }
+        return Ok(Exit::Error);
+    }
     Ok(Exit::Ok)
 }
 

@@ -2,6 +2,7 @@
 //! ([`TableReader`], collecting [`Problems`]), rendered diagnostics, and the helpers that
 //! resolve paths, parse durations, suggest spellings and check template variables.
 
+pub mod color;
 pub mod diagnostics;
 pub mod reader;
 

@@ -56,9 +56,10 @@ pub struct Plot {
     pub svg: Vec<u8>,
 }
 
-/// The manifest a results.json names (`experiment.manifest`, relative to the project root
-/// of results.json: the nearest directory above it holding `.git`), if it exists there or
-/// relative to the current directory.
+/// The manifest a results.json names (`experiment.manifest`, relative to the project root it
+/// was executed from): looked for under the project root of results.json (the nearest
+/// directory above it holding `.git`), then under each directory above results.json (a tree
+/// without git), then relative to the current directory — so it is found from any directory.
 pub fn manifest_of(results_path: &Path, results: &Results) -> Result<PathBuf, String> {
     let label = Path::new(&results.experiment.manifest);
     if label.is_absolute() {
@@ -70,11 +71,12 @@ pub fn manifest_of(results_path: &Path, results: &Results) -> Result<PathBuf, St
         if let Some(root) = dir.ancestors().find(|a| a.join(".git").exists()) {
             candidates.push(root.join(label));
         }
+        candidates.extend(dir.ancestors().map(|a| a.join(label)));
     }
     candidates.push(label.to_path_buf());
     candidates.into_iter().find(|c| c.is_file()).ok_or_else(|| {
         format!(
-            "the manifest `{}` it names was not found at the project root of `{}` nor in the current directory (pass `--manifest`)",
+            "the manifest `{}` it names was found neither at the project root of `{}`, nor in a directory above it, nor in the current directory (pass `--manifest`)",
             label.display(),
             results_path.display()
         )

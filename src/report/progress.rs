@@ -502,20 +502,51 @@ pub async fn consume_into(mut rx: mpsc::UnboundedReceiver<Event>, mut reporters:
     reporters.finish()
 }
 
+/// The NDJSON stream's last event, written once the exit code is known: the code, the runs'
+/// counts, the report files (`reports`) and those of them this execution changed (`changed`).
+pub fn finished_event(summary: &ExecutionSummary, exit_code: u8, reports: &[std::path::PathBuf], changed: &[std::path::PathBuf]) -> String {
+    let paths = |p: &[std::path::PathBuf]| p.iter().map(|p| p.display().to_string()).collect::<Vec<_>>();
+    serde_json::json!({
+        "event": "finished",
+        "experiment": summary.experiment,
+        "exit_code": exit_code,
+        "runs": summary.planned,
+        "cached": summary.cached,
+        "ran": summary.ran,
+        "failed": summary.failed,
+        "skipped": summary.skipped,
+        "unrun": summary.unrun,
+        "missing": summary.missing.len(),
+        "other_shards": summary.other_shards,
+        "reports": paths(reports),
+        "changed": paths(changed),
+        "wall_ms": (summary.wall_seconds * 1000.0).round() as u64,
+    })
+    .to_string()
+}
+
 impl ExecutionSummary {
     /// The human summary printed at the end of `runner exec`.
     pub fn render(&self) -> String {
         let mut out = format!(
-            "{}: {} runs: {} from cache, {} ran, {} failed, {} skipped in {:.2}s\n",
-            self.experiment, self.planned, self.cached, self.ran, self.failed, self.skipped, self.wall_seconds
+            "{}: {} {}: {} from cache, {} ran, {} failed, {} skipped in {:.2}s\n",
+            self.experiment,
+            self.planned,
+            plural(self.planned, "run", "runs"),
+            self.cached,
+            self.ran,
+            self.failed,
+            self.skipped,
+            self.wall_seconds
         );
         for w in &self.warnings {
             out.push_str(&format!("  warning: {w}\n"));
         }
         if self.other_shards > 0 {
             out.push_str(&format!(
-                "  left to other shards: {} runs; no report written (assemble with `runner merge` or `runner exec --frozen` once every shard is done)\n",
-                self.other_shards
+                "  left to other shards: {} {}; no report written (assemble with `runner merge` or `runner exec --frozen` once every shard is done)\n",
+                self.other_shards,
+                plural(self.other_shards, "run", "runs")
             ));
         }
         if let Some(cost) = &self.cost {
@@ -528,9 +559,9 @@ impl ExecutionSummary {
         if self.unrun > 0 || unrun_calls > 0 {
             let budget = self.cost.as_ref().and_then(|c| c.budget).map(|b| format!(" (--max-cost {b})")).unwrap_or_default();
             let what = match (self.unrun, unrun_calls) {
-                (runs, 0) => format!("{runs} runs"),
-                (0, calls) => format!("{calls} scoring calls"),
-                (runs, calls) => format!("{runs} runs and {calls} scoring calls"),
+                (runs, 0) => format!("{runs} {}", plural(runs, "run", "runs")),
+                (0, calls) => format!("{calls} scoring {}", plural(calls, "call", "calls")),
+                (runs, calls) => format!("{runs} {} and {calls} scoring {}", plural(runs, "run", "runs"), plural(calls, "call", "calls")),
             };
             out.push_str(&format!("  left unrun: {what}, over budget{budget}; run again with a larger --max-cost to continue from the cache\n"));
         }
@@ -588,11 +619,11 @@ fn cost_line(cost: &CostReport) -> String {
             return "nothing".to_string();
         }
         let tokens = if s.tokens > 0 { format!("{} tokens, ", s.tokens) } else { String::new() };
-        format!("{tokens}{:.2} review s ({} runs)", s.review_ms as f64 / 1000.0, s.runs)
+        format!("{tokens}{:.2} review s ({} {})", s.review_ms as f64 / 1000.0, s.runs, plural(s.runs, "run", "runs"))
     }
     fn calls(stage: &str, c: &CallsSpent) -> String {
         let tokens = if c.tokens > 0 { format!("{} tokens, ", c.tokens) } else { String::new() };
-        format!("{stage} {tokens}{:.2} s ({} calls)", c.ms as f64 / 1000.0, c.calls)
+        format!("{stage} {tokens}{:.2} s ({} {})", c.ms as f64 / 1000.0, c.calls, plural(c.calls, "call", "calls"))
     }
     if cost.incurred.runs == 0 && cost.saved.runs == 0 && cost.scoring.is_empty() {
         return String::new();
@@ -718,7 +749,7 @@ mod tests {
         assert_eq!(
             text,
             "demo: 5 runs: 1 from cache, 1 ran, 0 failed, 0 skipped in 0.50s\n\
-             \x20 cost: incurred 150 tokens, 1.00 review s (1 runs) against --max-cost 100 tokens; saved by the cache 120 tokens, 0.80 review s (1 runs)\n\
+             \x20 cost: incurred 150 tokens, 1.00 review s (1 run) against --max-cost 100 tokens; saved by the cache 120 tokens, 0.80 review s (1 run)\n\
              \x20 left unrun: 3 runs, over budget (--max-cost 100 tokens); run again with a larger --max-cost to continue from the cache\n"
         );
     }
@@ -768,11 +799,31 @@ mod tests {
         let text = ExecutionSummary { wall_seconds: 0.5, ..reporter.finish() }.render();
         assert_eq!(
             text,
-            "demo: 1 runs: 0 from cache, 1 ran, 0 failed, 0 skipped in 0.50s\n\
-             \x20 cost: incurred 150 tokens, 1.00 review s (1 runs), and scoring calls: embed 0.20 s (1 calls), judge 900 tokens, 1.50 s (6 calls) against --max-cost 1000 tokens; saved by the cache nothing\n\
+            "demo: 1 run: 0 from cache, 1 ran, 0 failed, 0 skipped in 0.50s\n\
+             \x20 cost: incurred 150 tokens, 1.00 review s (1 run), and scoring calls: embed 0.20 s (1 call), judge 900 tokens, 1.50 s (6 calls) against --max-cost 1000 tokens; saved by the cache nothing\n\
              \x20 endpoint http://127.0.0.1:9/v1: 540 requests, 40 answered 429; concurrency settled at 5 (lowest 2, highest 16, ceiling 16); held 3 times by its x-ratelimit headers\n\
              \x20 left unrun: 4 scoring calls, over budget (--max-cost 1000 tokens); run again with a larger --max-cost to continue from the cache\n"
         );
+    }
+
+    #[test]
+    fn the_finished_event_holds_the_exit_code_counts_and_reports() {
+        let mut reporter = SummaryReporter::default();
+        for e in events() {
+            reporter.event(&e);
+        }
+        let summary = reporter.finish();
+        let reports = [std::path::PathBuf::from("out/RESULTS.md"), std::path::PathBuf::from("out/results.json")];
+        let line = finished_event(&summary, 3, &reports, &reports[1..]);
+        let mut event: serde_json::Value = serde_json::from_str(&line).expect("one JSON object");
+        assert!(event["wall_ms"].is_u64());
+        event["wall_ms"] = serde_json::json!("<redacted>");
+        assert_eq!(
+            event,
+            serde_json::json!({"event": "finished", "experiment": "demo", "exit_code": 3, "runs": 4, "cached": 1, "ran": 1, "failed": 1, "skipped": 1,
+                "unrun": 0, "missing": 0, "other_shards": 0, "reports": ["out/RESULTS.md", "out/results.json"], "changed": ["out/results.json"], "wall_ms": "<redacted>"})
+        );
+        assert!(!line.contains('\n'), "one line");
     }
 
     #[test]

@@ -5,6 +5,7 @@ mod bundled;
 mod code_review_benchmark;
 mod command_reviewer;
 mod comparisons;
+mod conventions;
 mod cost_budget;
 mod docs;
 mod embed_real_server;

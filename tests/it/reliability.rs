@@ -107,7 +107,7 @@ fn reads_finish_and_exec_repairs(dir: &Path, manifest: &Path, what: &str) {
     }
     let frozen = bounded(cli(dir).args(["exec", "--frozen", "--quiet"]).arg(manifest));
     assert_eq!(frozen.status.code(), Some(4), "{what}: --frozen serves no damaged entry: {}", stderr_of(&frozen));
-    assert!(stderr_of(&frozen).contains("1 runs are not in the cache"), "{what}: {}", stderr_of(&frozen));
+    assert!(stderr_of(&frozen).contains("1 run is not in the cache"), "{what}: {}", stderr_of(&frozen));
     let exec = bounded(cli(dir).args(["exec", "--json"]).arg(manifest));
     assert!(exec.status.success(), "{what}: exec: {}", stderr_of(&exec));
     let ev = events(&exec);

@@ -148,8 +148,11 @@ fn report_inlines_the_plots_beside_results_json_in_name_order_as_images() {
     std::fs::write(dir.join("plots/b-latency.svg"), svg("b")).expect("write");
     std::fs::write(dir.join("plots/a-headline.svg"), svg("a")).expect("write");
     std::fs::write(dir.join("plots/notes.txt"), "not a plot").expect("write");
-    // Run from a directory where the manifest results.json names is not found.
-    let page = report(tmp.path(), &dir.join("results.json").display().to_string(), None, &tmp.path().join("p.html"), &tmp.path().join("work"));
+    // Run from a directory where the manifest results.json names is not found: a partial page,
+    // accepted as such.
+    let run = runner(tmp.path()).arg("report").arg(dir.join("results.json")).arg("-o").arg(tmp.path().join("p.html")).arg("--partial").output().expect("runs");
+    assert!(run.status.success(), "{}", stderr_of(&run));
+    let page = std::fs::read_to_string(tmp.path().join("p.html")).expect("the page");
     use base64::Engine as _;
     let a = page.find(&base64::engine::general_purpose::STANDARD.encode(svg("a"))).expect("a-headline.svg inline");
     let b = page.find(&base64::engine::general_purpose::STANDARD.encode(svg("b"))).expect("b-latency.svg inline");
@@ -158,7 +161,7 @@ fn report_inlines_the_plots_beside_results_json_in_name_order_as_images() {
     assert!(!page.contains("alert(1)"), "an SVG is an image (data: URI), never markup of the page");
     // What cannot be read is said on the page.
     assert!(
-        page.contains("Findings cannot be shown: the manifest <code>experiments/quickstart.toml</code> it names was not found"),
+        page.contains("Findings cannot be shown: the manifest <code>experiments/quickstart.toml</code> it names was found neither"),
         "the missing manifest is said"
     );
     assert_eq!(page.matches("No diff is available for this subject.").count(), 16);
@@ -292,4 +295,39 @@ fn html_report_chromium_runs_no_script_of_a_hostile_finding_or_diff() {
     assert_eq!(dom.matches("<script").count(), 1, "the DOM holds only the page's own script");
     assert!(!dom.contains("<img src=\"x\""), "no element of a finding reached the DOM");
     assert!(dom.contains("&lt;script&gt;document.title='pwned-by-finding'&lt;/script&gt;"), "the message is text");
+}
+
+#[test]
+fn report_finds_the_manifest_above_results_json_from_any_directory_and_a_page_without_diffs_fails_unless_partial() {
+    // A tree without git: the manifest beside its report directory.
+    let dir = tempfile::tempdir().expect("tempdir");
+    let project = dir.path().join("project");
+    std::fs::create_dir_all(&project).expect("mkdir");
+    let corpus = project_root().join("corpus/quickstart");
+    write_manifest(
+        &project,
+        "m.toml",
+        &format!(
+            "version = 1\n[experiment]\nname = \"anywhere\"\n[target]\ncorpus = \"{}\"\nunseal-holdout = true\n[matrix]\nbaseline = [\"dry-run\", \"heuristic\"]\n[reviewer]\nkind = \"builtin\"\nname = \"{{{{baseline}}}}\"\n[[analysis]]\nkind = \"latency\"\n[report]\noutput = \"out\"\n",
+            corpus.display()
+        ),
+    );
+    let exec = runner(&project).args(["exec", "--quiet", "m.toml"]).output().expect("runs");
+    assert!(exec.status.success(), "{}", stderr_of(&exec));
+    let elsewhere = dir.path().join("elsewhere");
+    std::fs::create_dir_all(&elsewhere).expect("mkdir");
+    let results = project.join("out/results.json");
+    let page = elsewhere.join("page.html");
+    let run = runner(&elsewhere).arg("report").arg(&results).arg("-o").arg(&page).output().expect("runs");
+    assert!(run.status.success(), "found from another directory: {}", stderr_of(&run));
+    assert!(std::fs::read_to_string(&page).expect("page").contains("def "), "the subjects' diffs are on the page");
+
+    // Without its manifest the page has neither findings nor diffs: it says so and fails...
+    std::fs::rename(project.join("m.toml"), project.join("moved.toml")).expect("rename");
+    let run = runner(&elsewhere).arg("report").arg(&results).arg("-o").arg(&page).output().expect("runs");
+    assert_eq!(run.status.code(), Some(1), "{}", stderr_of(&run));
+    assert!(stderr_of(&run).contains("the page shows no findings and no diffs; pass --partial"), "{}", stderr_of(&run));
+    // ...unless a partial page is what was asked for.
+    let run = runner(&elsewhere).arg("report").arg(&results).arg("-o").arg(&page).arg("--partial").output().expect("runs");
+    assert!(run.status.success(), "{}", stderr_of(&run));
 }

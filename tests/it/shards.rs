@@ -75,9 +75,9 @@ fn a_shard_flag_is_checked() {
     let manifest = sleep_manifest(dir.path(), "flags", 2, 1, 0);
     for bad in ["3/3", "1/0", "x"] {
         let out = runner(dir.path()).args(["exec", "--shard", bad]).arg(&manifest).output().expect("exec");
-        assert_eq!(out.status.code(), Some(2), "{bad}");
+        assert_eq!(out.status.code(), Some(1), "{bad}: a usage error");
         assert!(stderr_of(&out).contains("INDEX/COUNT"), "{}", stderr_of(&out));
     }
     let frozen = runner(dir.path()).args(["exec", "--frozen", "--shard", "0/2"]).arg(&manifest).output().expect("exec");
-    assert_eq!(frozen.status.code(), Some(2), "--shard runs reviews; --frozen runs none: {}", stderr_of(&frozen));
+    assert_eq!(frozen.status.code(), Some(1), "--shard runs reviews; --frozen runs none: {}", stderr_of(&frozen));
 }
