@@ -787,6 +787,8 @@ fn read_study(t: &TableReader<'_, '_>, base_dir: &Path) -> Option<StudyOptions> 
 fn read_compare(t: &TableReader<'_, '_>, axis: Option<&str>, matching: &MatchRule) -> CompareOptions {
     let problems = t.problems();
     let mut options = CompareOptions { matching: *matching, ..CompareOptions::default() };
+    // A list of unknown metrics is that mistake, not also an empty list.
+    let unknown = std::cell::Cell::new(false);
     let read_metrics = |key: &str| -> Option<Vec<CompareMetric>> {
         let list = t.strings(key)?;
         let mut out = Vec::new();
@@ -801,13 +803,14 @@ fn read_compare(t: &TableReader<'_, '_>, axis: Option<&str>, matching: &MatchRul
                         None => format!("metrics: {}", all.join(", ")),
                     };
                     problems.push_with_help(m.span(), format!("unknown metric `{}`", m.get_ref()), help);
+                    unknown.set(true);
                 }
             }
         }
         Some(out)
     };
     if let Some(metrics) = read_metrics("metrics") {
-        if metrics.is_empty() {
+        if metrics.is_empty() && !unknown.get() {
             problems.push(t.span(), "analysis `compare` lists no `metrics`");
         }
         options.metrics = metrics;

@@ -427,7 +427,11 @@ fn read_matrix(t: &TableReader<'_, '_>) -> Option<Matrix> {
         }
         None => 1,
     };
-    for (name, key_span) in t.keys() {
+    // The axes in the order written (the table itself is sorted by name): the matrix expands
+    // in that order and cell ids read in it; keys hash the values by name, so order moves none.
+    let mut keys = t.keys();
+    keys.sort_by_key(|(_, span)| span.start);
+    for (name, key_span) in keys {
         if name == "repeat" || name == "exclude" {
             continue;
         }

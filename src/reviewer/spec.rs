@@ -80,7 +80,12 @@ pub fn read_reviewer(t: &TableReader<'_, '_>, axes: &BTreeSet<String>, base_dir:
         },
         None => Duration::from_secs(600),
     };
-    let kind = t.required_string("kind")?;
+    // Without a kind the table's keys cannot be judged: one problem, not one per key.
+    let allow_every_key = || t.keys().iter().for_each(|(key, _)| t.allow(key));
+    let Some(kind) = t.required_string("kind") else {
+        allow_every_key();
+        return None;
+    };
     let spec = match kind.get_ref().as_str() {
         "builtin" => super::builtin::read_spec(t, axes).map(ReviewerKindSpec::Builtin),
         "command" => super::command::read_spec(t, axes, base_dir).map(|c| ReviewerKindSpec::Command(Box::new(c))),
@@ -94,6 +99,7 @@ pub fn read_reviewer(t: &TableReader<'_, '_>, axes: &BTreeSet<String>, base_dir:
                 None => format!("kinds: {}", kinds.join(", ")),
             };
             problems.push_with_help(kind.span(), format!("unknown reviewer kind `{other}`"), help);
+            allow_every_key();
             None
         }
     };

@@ -289,7 +289,8 @@ fn usage_a_command_reviewer_prints_is_read_as_tokens_and_fills_the_cost_columns(
         .iter()
         .map(|c| (c["cell"].as_str().unwrap_or("").to_string(), c["total_tokens"].as_u64().unwrap_or(0)))
         .collect();
-    assert_eq!(cells, [("format=doc,ref=HEAD~2".to_string(), 1280), ("format=stream,ref=HEAD~2".to_string(), 525)]);
+    // The axes in the order written: `ref`, then `format`.
+    assert_eq!(cells, [("ref=HEAD~2,format=doc".to_string(), 1280), ("ref=HEAD~2,format=stream".to_string(), 525)]);
     let md = std::fs::read_to_string(dir.path().join("out/RESULTS.md")).expect("RESULTS.md");
     assert!(md.contains("| Tokens | 1700 prompt, 105 completion |"), "{md}");
 }

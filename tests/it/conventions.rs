@@ -16,6 +16,38 @@ fn experiment(dir: &Path) -> PathBuf {
 }
 
 #[test]
+fn axes_keep_the_order_written_and_reordering_them_changes_no_cache_key() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    calc_repo(dir.path());
+    let manifest = |name: &str, axes: &str| {
+        write_manifest(
+            dir.path(),
+            name,
+            &format!("version = 1\n[experiment]\nname = \"order\"\n[target]\nrepo = \"repo\"\ncommits = [\"HEAD\"]\n[matrix]\n{axes}\n[reviewer]\nkind = \"builtin\"\nname = \"{{{{baseline}}}}\"\n[report]\noutput = \"out\"\n"),
+        )
+    };
+    let written = manifest("written.toml", "zeta = [\"1\", \"2\"]\nbaseline = [\"dry-run\", \"heuristic\"]");
+    let sorted = manifest("sorted.toml", "baseline = [\"dry-run\", \"heuristic\"]\nzeta = [\"1\", \"2\"]");
+    let runs = |m: &Path| -> Vec<(String, String)> {
+        let out = runner(dir.path()).args(["plan", "--json"]).arg(m).output().expect("runs");
+        assert!(out.status.success(), "{}", stderr_of(&out));
+        let plan: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
+        plan["runs"]
+            .as_array()
+            .expect("runs")
+            .iter()
+            .map(|r| (r["run"].as_str().expect("run").to_string(), r["key"].as_str().expect("key").to_string()))
+            .collect()
+    };
+    let (written, sorted) = (runs(&written), runs(&sorted));
+    let labels: Vec<&str> = written.iter().map(|(run, _)| run.split(" #").next().expect("cell")).collect();
+    assert_eq!(labels, ["zeta=1,baseline=dry-run", "zeta=1,baseline=heuristic", "zeta=2,baseline=dry-run", "zeta=2,baseline=heuristic"]);
+    assert_eq!(sorted[0].0.split(" #").next(), Some("baseline=dry-run,zeta=1"));
+    let keys = |runs: &[(String, String)]| runs.iter().map(|(_, key)| key.clone()).collect::<std::collections::BTreeSet<_>>();
+    assert_eq!(keys(&written), keys(&sorted), "the same runs under the same keys");
+}
+
+#[test]
 fn usage_errors_exit_1_and_help_exits_0() {
     let dir = tempfile::tempdir().expect("tempdir");
     let no_manifest = runner(dir.path()).arg("exec").output().expect("runs");

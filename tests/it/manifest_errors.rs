@@ -334,3 +334,29 @@ fn plan_explains_a_miss_with_old_and_new_values_against_the_last_executed_key() 
     let text = stdout_of(&out);
     assert!(text.contains("reviewer.baseline: \"stet-dry-run-2\" → \"heuristic-2\""), "{text}");
 }
+
+#[test]
+fn one_mistake_is_one_message_not_a_cascade() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let corpus = project_root().join("corpus/quickstart");
+    let manifest = write_manifest(
+        dir.path(),
+        "bad.toml",
+        &format!(
+            "version = 1\n[experiment]\nname = \"x\"\n[target]\ncorpus = \"{}\"\n[matrix]\nbaseline = [\"dry-run\", \"heuristic\"]\n[reviewer]\nkind = \"bultin\"\nname = \"{{{{baseline}}}}\"\n[[analysis]]\nkind = \"compare\"\naxis = \"baseline\"\nmetrics = [\"recal\"]\n[report]\noutput = \"o\"\n",
+            corpus.display()
+        ),
+    );
+    let out = runner(dir.path()).arg("validate").arg(&manifest).output().expect("runs");
+    assert_eq!(out.status.code(), Some(1));
+    let err = stderr_of(&out);
+    assert!(err.contains("unknown reviewer kind `bultin`") && err.contains("unknown metric `recal`"), "{err}");
+    // A wrong kind is not also an unknown `name`; unknown metrics are not also "no metrics".
+    assert!(!err.contains("unknown key `name`") && !err.contains("lists no `metrics`"), "{err}");
+    assert!(err.contains("2 problems in"), "{err}");
+    // An empty list is still its own mistake.
+    let empty = std::fs::read_to_string(&manifest).expect("read").replace("[\"recal\"]", "[]").replace("bultin", "builtin");
+    std::fs::write(&manifest, empty).expect("write");
+    let err = stderr_of(&runner(dir.path()).arg("validate").arg(&manifest).output().expect("runs"));
+    assert!(err.contains("analysis `compare` lists no `metrics`") && err.contains("1 problem in"), "{err}");
+}
