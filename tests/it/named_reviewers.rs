@@ -178,7 +178,8 @@ fn exclude_drops_the_cells_a_builtin_would_repeat_and_validate_names_the_ignored
     assert!(out.status.success(), "{}", stderr_of(&out));
     let results: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(dir.path().join("out/results.json")).expect("results")).expect("json");
     let cells: Vec<&str> = results["cells"].as_array().expect("cells").iter().filter_map(|c| c["cell"].as_str()).collect();
-    assert_eq!(cells, ["model=a,reviewer=dry", "model=a,reviewer=tool", "model=b,reviewer=tool"]);
+    // The axes in the order written: `reviewer`, then `model`.
+    assert_eq!(cells, ["reviewer=dry,model=a", "reviewer=tool,model=a", "reviewer=tool,model=b"]);
     assert_eq!(results["matrix"]["excluded"], serde_json::json!(["`model=b`, `reviewer=dry`"]));
     let markdown = std::fs::read_to_string(dir.path().join("out/RESULTS.md")).expect("RESULTS.md");
     assert!(markdown.contains("repeat 1, less the cells with `model=b`, `reviewer=dry` (`exclude`) |"), "{markdown}");
