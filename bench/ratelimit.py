@@ -18,6 +18,10 @@ ideal at that concurrency).
 RUNNER_BIN runs another build (an older one, for a before/after comparison) instead of
 building this one.
 
+BENCH_PLAIN_CLIENT=1 also times, per round and mode, a plain Python client of the same mock
+(CONCURRENCY threads, one keep-alive connection each, the same number of requests): what the
+mock itself serves, which the other figures can be read against.
+
 BENCH_PROMPTFOO names a promptfoo CLI (e.g. `node_modules/.bin/promptfoo` of `npm install
 promptfoo@0.123.1`, with Node.js >= 22 on PATH): each round then also runs promptfoo's own
 scheduler at the same ceiling (`-j CONCURRENCY`, `--no-cache`) on the same number of requests
@@ -113,6 +117,45 @@ def one_round(tmp, repo, mode, r):
 
 
 PROMPTFOO = os.environ.get("BENCH_PROMPTFOO")
+PLAIN_CLIENT = os.environ.get("BENCH_PLAIN_CLIENT") == "1"
+
+
+def plain_client_round(mode):
+    """CELLS requests from CONCURRENCY threads, each on one keep-alive connection; a 429 is
+    retried after its Retry-After (or 1 s). Returns the wall time."""
+    import http.client
+    import threading
+    server, _limits, _url = mock_openai.start(mode, RPS, BURST, TPM, TOKEN_BURST, TOKENS, LATENCY_MS)
+    port = server.server_address[1]
+    body = json.dumps({"model": "mock", "messages": [{"role": "user", "content": "x" * 2000}], "max_tokens": TOKENS})
+    left = [CELLS]
+    lock = threading.Lock()
+
+    def worker():
+        conn = http.client.HTTPConnection("127.0.0.1", port)
+        while True:
+            with lock:
+                if left[0] == 0:
+                    return
+                left[0] -= 1
+            while True:
+                conn.request("POST", "/v1/chat/completions", body, {"Content-Type": "application/json"})
+                answer = conn.getresponse()
+                answer.read()
+                if answer.status != 429:
+                    break
+                time.sleep(float(answer.getheader("Retry-After") or 1))
+
+    try:
+        start = time.perf_counter()
+        threads = [threading.Thread(target=worker) for _ in range(CONCURRENCY)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        return time.perf_counter() - start
+    finally:
+        server.shutdown()
 
 
 def promptfoo_round(tmp, mode, r):
@@ -160,7 +203,7 @@ def main():
         subprocess.run(["cargo", "build", "--release", "--quiet"], cwd=ROOT, check=True)
     version = subprocess.run([BIN, "--version"], stdout=subprocess.PIPE, text=True, check=True).stdout.strip()
     ideal = ideal_seconds()
-    results, promptfoo = {}, {}
+    results, promptfoo, plain = {}, {}, {}
     promptfoo_version = None
     if PROMPTFOO:
         promptfoo_version = subprocess.run([PROMPTFOO, "--version"], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, check=True).stdout.strip()
@@ -171,6 +214,8 @@ def main():
                 results.setdefault(mode, []).append(one_round(tmp, repo, mode, r))
                 if PROMPTFOO:
                     promptfoo.setdefault(mode, []).append(promptfoo_round(tmp, mode, r))
+                if PLAIN_CLIENT:
+                    plain.setdefault(mode, []).append(plain_client_round(mode))
     summary = {"runner": version, "bin": BIN, "cells": CELLS, "latency_ms": LATENCY_MS, "concurrency": CONCURRENCY, "rounds": ROUNDS,
                "rps": RPS, "burst": BURST, "tpm": TPM, "token_burst": TOKEN_BURST, "ideal_s": round(ideal, 3), "modes": {}}
     for mode, rounds in results.items():
@@ -186,6 +231,10 @@ def main():
             "held": [x["held"] for x in rounds],
             "rounds_wall_s": [round(x["wall_s"], 3) for x in rounds],
         }
+    if PLAIN_CLIENT:
+        summary["plain_client"] = {mode: {"wall_s": round(statistics.median(w), 3), "rounds_wall_s": [round(x, 3) for x in w],
+                                          "runner_over_pct": round((summary["modes"][mode]["wall_s"] / statistics.median(w) - 1) * 100, 1)}
+                                   for mode, w in plain.items()}
     if PROMPTFOO:
         summary["promptfoo"] = {"version": promptfoo_version, "modes": {}}
         for mode, rounds in promptfoo.items():
