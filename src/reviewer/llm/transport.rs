@@ -476,26 +476,28 @@ mod tests {
         AttemptError::Status { status, retry_after: None, message: message.into() }
     }
 
+    /// Every attempt answers `code` with `message`: how many attempts `with_retries` made, and
+    /// how it ended.
+    async fn always(t: &Transport, e: &Endpoint, code: u16, message: &str) -> (u32, Result<((), u32), Failure>) {
+        let mut calls = 0;
+        let r = t
+            .with_retries(e, None, "m", || {
+                calls += 1;
+                let answer = status(code, message);
+                async move { Err(answer) }
+            })
+            .await;
+        (calls, r)
+    }
+
     #[tokio::test(start_paused = true)]
     async fn retries_stop_at_the_limit_and_on_fatal_errors() {
         let t = Transport::new(policy(), Duration::from_secs(1), 1).expect("client");
         let e = t.endpoint("http://retry-limit.invalid", None);
-        let mut calls = 0;
-        let r: Result<((), u32), Failure> = t
-            .with_retries(&e, None, "m", || {
-                calls += 1;
-                async { Err(status(503, "busy")) }
-            })
-            .await;
+        let (calls, r) = always(&t, &e, 503, "busy").await;
         assert_eq!(calls, 4, "1 try + 3 retries");
         assert!(matches!(r, Err(Failure::Fatal(ReviewError::Failed { message, .. })) if message.contains("503") && message.contains("4 attempts")));
-        let mut calls = 0;
-        let r: Result<((), u32), Failure> = t
-            .with_retries(&e, None, "m", || {
-                calls += 1;
-                async { Err(status(400, "bad")) }
-            })
-            .await;
+        let (calls, r) = always(&t, &e, 400, "bad").await;
         assert_eq!(calls, 1, "no retry on 400");
         assert!(r.is_err());
         let mut calls = 0;
@@ -541,23 +543,11 @@ mod tests {
             .map_err(|_| "failed");
         assert_eq!(r.expect("the sixth attempt succeeds"), (6, 6));
         // 429s with no other success in between: the first is free, then they count.
-        let mut calls = 0;
-        let r: Result<((), u32), Failure> = t
-            .with_retries(&e, None, "m", || {
-                calls += 1;
-                async { Err(status(429, "rate limit reached")) }
-            })
-            .await;
+        let (calls, r) = always(&t, &e, 429, "rate limit reached").await;
         assert_eq!(calls, 3, "1 free 429 + 1 try + 1 retry");
         assert!(matches!(r, Err(Failure::Fatal(ReviewError::Failed { message, .. })) if message.contains("429") && message.contains("3 attempts")));
         // A spent quota is not a rate limit: every 429 counts.
-        let mut calls = 0;
-        let _: Result<((), u32), Failure> = t
-            .with_retries(&e, None, "m", || {
-                calls += 1;
-                async { Err(status(429, "You exceeded your current quota, please check your plan and billing details.")) }
-            })
-            .await;
+        let (calls, _) = always(&t, &e, 429, "You exceeded your current quota, please check your plan and billing details.").await;
         assert_eq!(calls, 2);
     }
 
