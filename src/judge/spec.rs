@@ -254,6 +254,12 @@ fn read_judge(t: &TableReader<'_, '_>, name: &str, base_dir: &Path) -> Option<Ju
     ok.then_some(spec)
 }
 
+/// A model family's name: lowercase letters and digits first, then also `.`, `-` or `_`.
+fn valid_family(name: &str) -> bool {
+    name.chars().next().is_some_and(|c| c.is_ascii_lowercase() || c.is_ascii_digit())
+        && name.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || "._-".contains(c))
+}
+
 /// `kind = "replay"`: `path` (a judgements file, relative to the manifest), `family`, and
 /// optionally `model` (the name the report gives the judge; by default the file's `judge`).
 fn read_replay_judge(t: &TableReader<'_, '_>, name: &str, base_dir: &Path) -> Option<JudgeSpec> {
@@ -275,8 +281,7 @@ fn read_replay_judge(t: &TableReader<'_, '_>, name: &str, base_dir: &Path) -> Op
         }
     });
     let family = family.and_then(|f| {
-        let valid = f.get_ref().chars().next().is_some_and(|c| c.is_ascii_lowercase() || c.is_ascii_digit())
-            && f.get_ref().chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || "._-".contains(c));
+        let valid = valid_family(f.get_ref());
         if !valid {
             problems.push(f.span(), format!("`family` `{}` must be lowercase letters, digits, `.`, `-` or `_`", f.get_ref()));
         }
@@ -352,9 +357,7 @@ fn read_settings(t: &TableReader<'_, '_>, base_dir: &Path, max_tokens: u32) -> O
     }
     let family = match t.string("family") {
         Some(f) => {
-            let valid = f.get_ref().chars().next().is_some_and(|c| c.is_ascii_lowercase() || c.is_ascii_digit())
-                && f.get_ref().chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || "._-".contains(c));
-            if !valid {
+            if !valid_family(f.get_ref()) {
                 problems.push_with_help(
                     f.span(),
                     format!("`family` `{}` must be lowercase letters, digits, `.`, `-` or `_`", f.get_ref()),
