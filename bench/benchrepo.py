@@ -1,4 +1,5 @@
-"""The benchmarks' subject: a two-commit git repository with a fixed identity."""
+"""The benchmarks' subject: a two-commit git repository with a fixed identity, and the head of
+a manifest that reviews it once per run."""
 
 import os
 import subprocess
@@ -16,3 +17,18 @@ def make_repo(tmp):
         subprocess.run(["git", "add", "a.py"], cwd=repo, check=True, env=env)
         subprocess.run(["git", "commit", "-qm", str(i)], cwd=repo, check=True, env=env)
     return repo
+
+
+def manifest_head(name, repo, runs):
+    """A manifest's sections up to its reviewer: experiment `name`, `repo`'s last commit as the
+    subject, and `runs` values of a `shard` axis, so each run is one cell."""
+    shards = ", ".join(str(i) for i in range(1, runs + 1))
+    return f"""version = 1
+[experiment]
+name = "{name}"
+[target]
+repo = "{repo}"
+[matrix]
+ref = ["HEAD~1"]
+shard = [{shards}]
+"""

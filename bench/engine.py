@@ -17,7 +17,7 @@ import sys
 import tempfile
 import time
 
-from benchrepo import make_repo
+from benchrepo import make_repo, manifest_head
 
 CELLS = int(os.environ.get("BENCH_CELLS", "512"))
 LATENCY_MS = int(os.environ.get("BENCH_LATENCY_MS", "100"))
@@ -46,18 +46,9 @@ def main():
     cold, cached, startup = [], [], []
     with tempfile.TemporaryDirectory() as tmp:
         repo = make_repo(tmp)
-        shards = ", ".join(str(i) for i in range(1, CELLS + 1))
         manifest = os.path.join(tmp, "bench.toml")
         with open(manifest, "w") as f:
-            f.write(f"""version = 1
-[experiment]
-name = "bench"
-[target]
-repo = "{repo}"
-[matrix]
-ref = ["HEAD~1"]
-shard = [{shards}]
-[reviewer]
+            f.write(manifest_head("bench", repo, CELLS) + f"""[reviewer]
 kind = "builtin"
 name = "sleep"
 latency-ms = {LATENCY_MS}

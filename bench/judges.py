@@ -25,7 +25,7 @@ import tempfile
 import threading
 import time
 
-from benchrepo import make_repo
+from benchrepo import make_repo, manifest_head
 
 RUNS = int(os.environ.get("BENCH_RUNS", "128"))
 LATENCY_MS = int(os.environ.get("BENCH_LATENCY_MS", "100"))
@@ -95,16 +95,7 @@ def main():
     reviews, judged, cached = [], [], []
     with tempfile.TemporaryDirectory() as tmp:
         repo = make_repo(tmp)
-        shards = ", ".join(str(i) for i in range(1, RUNS + 1))
-        base = f"""version = 1
-[experiment]
-name = "bench-judges"
-[target]
-repo = "{repo}"
-[matrix]
-ref = ["HEAD~1"]
-shard = [{shards}]
-[reviewer]
+        base = manifest_head("bench-judges", repo, RUNS) + """[reviewer]
 kind = "builtin"
 name = "dry-run"
 [report]

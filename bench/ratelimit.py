@@ -40,7 +40,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import mock_openai  # noqa: E402
-from benchrepo import make_repo  # noqa: E402
+from benchrepo import make_repo, manifest_head  # noqa: E402
 
 CELLS = int(os.environ.get("BENCH_CELLS", "500"))
 LATENCY_MS = int(os.environ.get("BENCH_LATENCY_MS", "100"))
@@ -65,18 +65,9 @@ def ideal_seconds():
 
 
 def manifest(tmp, repo, url):
-    shards = ", ".join(str(i) for i in range(1, CELLS + 1))
     path = os.path.join(tmp, "limited.toml")
     with open(path, "w") as f:
-        f.write(f"""version = 1
-[experiment]
-name = "bench-ratelimit"
-[target]
-repo = "{repo}"
-[matrix]
-ref = ["HEAD~1"]
-shard = [{shards}]
-[reviewer]
+        f.write(manifest_head("bench-ratelimit", repo, CELLS) + f"""[reviewer]
 kind = "openai"
 base-url = "{url}"
 model = "mock"
