@@ -403,7 +403,13 @@ impl exec::Conclusions for ExperimentConclusions<'_> {
             Vec::new()
         } else {
             let report = &prepared.manifest.report;
-            let options = report::render::WriteOptions { force: report.force, html: report.html, stamps: self.render_stamps.clone() };
+            let options = report::render::WriteOptions {
+                force: report.force,
+                html: report.html,
+                stamps: self.render_stamps.clone(),
+                // A fresh run's record (its times) changes results.json: no need to compare.
+                maybe_unchanged: !outcomes.iter().any(|o| matches!(o, RunOutcome::Fresh { .. })),
+            };
             report::render::write_reports(&results, &report.output, report.template.as_deref(), options)?
         };
         Ok(Rendered { results, scoring, written })

@@ -39,6 +39,10 @@ pub struct WriteOptions {
     /// are what they were and the rendered files are as runner left them, RESULTS.md and the
     /// charts are not rendered again. `None`: always render.
     pub stamps: Option<std::path::PathBuf>,
+    /// Whether the reports may be unchanged (every run came from the cache): only then is
+    /// results.json compared with what the stamp knows before anything renders, so an
+    /// execution that ran reviews serializes results.json once.
+    pub maybe_unchanged: bool,
 }
 
 /// What a report directory's RESULTS.md and charts were rendered from and what they held:
@@ -388,7 +392,9 @@ pub fn write_reports(results: &Results, dir: &Path, template_override: Option<&P
     let outputs = super::outputs::Outputs::open(dir, options.force)?;
     let stamp_path = options.stamps.as_deref().map(|stamps| RenderStamp::path(stamps, dir));
     let template_hash = blake3::hash(template.as_bytes()).to_hex().to_string();
-    if let Some(written) = stamp_path.as_deref().and_then(|p| unchanged_reports(p, dir, results, &template_hash, options.html)) {
+    if let Some(written) =
+        stamp_path.as_deref().filter(|_| options.maybe_unchanged).and_then(|p| unchanged_reports(p, dir, results, &template_hash, options.html))
+    {
         return Ok(written);
     }
     // results.json is written while RESULTS.md renders beside it, and replaces the one there
@@ -613,7 +619,7 @@ mod stamp_tests {
         let mut results = Results::read(&path).unwrap_or_else(|e| panic!("{e}"));
         let dir = tempfile::tempdir().expect("tempdir");
         let (out, stamps) = (dir.path().join("out"), dir.path().join("renders"));
-        let options = || WriteOptions { stamps: Some(stamps.clone()), ..WriteOptions::default() };
+        let options = || WriteOptions { stamps: Some(stamps.clone()), maybe_unchanged: true, ..WriteOptions::default() };
         write_reports(&results, &out, None, options()).expect("first");
         let md = out.join("RESULTS.md");
         let rendered = std::fs::read_to_string(&md).expect("RESULTS.md");
@@ -640,6 +646,9 @@ mod stamp_tests {
         let written = write_reports(&results, &out, None, options()).expect("skipped");
         assert_eq!(std::fs::read_to_string(&md).expect("RESULTS.md"), "as stamped", "not rendered again");
         assert!(written.iter().any(|p| p.ends_with("RESULTS.md")) && written.iter().any(|p| p.ends_with("results.json")), "{written:?}");
+        // An execution that ran reviews does not look: it renders.
+        write_reports(&results, &out, None, WriteOptions { maybe_unchanged: false, ..options() }).expect("fresh runs");
+        assert_eq!(std::fs::read_to_string(&md).expect("RESULTS.md"), rendered, "rendered again");
 
         // A changed results.json is rendered, and a changed template too.
         results.experiment.name.push_str(" (changed)");
