@@ -6,30 +6,19 @@
 //! ```
 //!
 //! The engine walks the plan's nodes; the core never prints, it emits [`exec::Event`]s
-//! that reporters consume. Modules are layered (see ARCHITECTURE.md); `tests/it/layers.rs`
-//! holds every import to its layer.
+//! that reporters consume. The layers are crates (see ARCHITECTURE.md): the
+//! lower ones are re-exported here under their module names, so `runner::finding` and
+//! `crate::finding` name the same module, and the compiler holds every import to its layer.
 
-pub mod analysis;
-pub mod bounded;
-pub mod cache;
-pub mod config;
+pub use runner_cache::cache;
+pub use runner_core::{bounded, config, finding, matrix, scratch, stats, text};
+pub use runner_engine::{exec, manifest, plan};
+pub use runner_eval::{analysis, study};
+pub use runner_models::{judge, reviewer, smells};
+pub use runner_subject::{ground_truth, subject};
+
 pub mod error;
-pub mod exec;
 pub mod experiment;
-pub mod finding;
-pub mod ground_truth;
 pub mod init;
-pub mod judge;
-pub mod manifest;
-pub mod matrix;
-pub mod plan;
-pub(crate) mod rag;
 pub mod report;
-pub mod reviewer;
 pub mod scoring;
-pub mod scratch;
-pub mod smells;
-pub mod stats;
-pub mod study;
-pub mod subject;
-pub mod text;

@@ -20,7 +20,6 @@ mod init;
 mod judge_fake_server;
 mod judge_real_server;
 mod jury;
-mod layers;
 mod llm_fake_ollama;
 mod llm_real_server;
 mod manifest_errors;

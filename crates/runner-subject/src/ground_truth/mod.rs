@@ -1,0 +1,11 @@
+//! Ground truth: private oracles beside a corpus and the tooling that builds, validates and
+//! seals them. Scoring against an oracle lives with the analyses (`analysis`).
+//! Nothing in this module may ever reach a reviewer.
+
+pub mod evalcase;
+pub mod github;
+pub mod holdout;
+pub mod oracle;
+pub mod program;
+pub mod spanned;
+pub mod validate;
