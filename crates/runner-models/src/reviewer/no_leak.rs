@@ -114,6 +114,10 @@ fn reviewer_input_modules_do_not_use_the_oracle() {
                     stack.push(path);
                     continue;
                 }
+                // This file is the check itself.
+                if path.file_name().is_some_and(|n| n == "no_leak.rs") {
+                    continue;
+                }
                 let text = std::fs::read_to_string(&path).unwrap_or_default();
                 for (n, line) in text.lines().enumerate() {
                     let code = line.trim_start();
