@@ -82,7 +82,7 @@ pub fn prepare_with(manifest_path: &std::path::Path, locations: &Locations, opti
 fn prepare_manifest(manifest: Manifest, locations: &Locations, options: &PrepareOptions) -> Result<Prepared, Error> {
     let mut reviewers = ReviewerSet::new();
     for named in &manifest.reviewers.entries {
-        reviewers.insert(named.name.clone(), reviewer::from_spec(&named.spec)?);
+        reviewers.insert(named.name.clone(), reviewer::build::from_spec(&named.spec)?);
     }
     let subjects = crate::plan::subjects::resolve(&manifest)?;
     let plan = plan::build_limited(&manifest, subjects, &reviewers, options.max_runs)?;
@@ -315,7 +315,18 @@ pub async fn execute(
     let warner = emitter.clone();
     let store = prepared.store(Arc::new(move |message| warner.emit(exec::Event::Warning { message })));
     let window = crate::reviewer::llm::adaptive::Registry::global().window();
-    let execution = exec::execute(&prepared.plan, &prepared.reviewers, scorers, materializer, store, &options, &conclusions, emitter, cancel).await;
+    let parts = exec::EngineParts {
+        plan: &prepared.plan,
+        reviewers: &prepared.reviewers,
+        scorers,
+        materializer,
+        cache: store,
+        options: &options,
+        conclusions: &conclusions,
+        emitter,
+        cancel,
+    };
+    let execution = exec::Engine::new(parts).run().await;
     let mut endpoints = window.reports();
     if !endpoints.is_empty() {
         // Base URLs are shown without credentials; a secret a reviewer names is redacted too.
@@ -532,7 +543,7 @@ pub fn prepare_to_read(manifest_path: &std::path::Path, locations: &Locations) -
     let manifest = crate::manifest::load(manifest_path)?;
     let mut reviewers = ReviewerSet::new();
     for named in &manifest.reviewers.entries {
-        reviewers.insert(named.name.clone(), reviewer::from_spec(&named.spec)?);
+        reviewers.insert(named.name.clone(), reviewer::build::from_spec(&named.spec)?);
     }
     let subjects = crate::plan::subjects::resolve(&manifest)?;
     let plan = plan::build_limited(&manifest, subjects, &reviewers, PrepareOptions::default().max_runs)?;

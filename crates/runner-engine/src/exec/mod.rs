@@ -5,17 +5,22 @@
 //! interrupted execution resumes where it stopped.
 
 pub mod budget;
+mod engine;
 pub mod events;
+mod executors;
+mod parts;
 mod review;
 pub mod stages;
 mod walk;
 mod writes;
 
 pub use budget::{Budget, CallCost, CallsSpent, CostReport, Spent};
+pub use engine::Engine;
 pub use events::{Event, SkipReason};
+pub use parts::EngineParts;
 pub use review::call_cache;
 pub use stages::{Call, CallFuture, NodeInputs, Scored, Scorers};
-pub use walk::{execute, Conclusions, Execution, Materializer, ScoredView, ScoringTally, WalkView};
+pub use walk::{Conclusions, Execution, Materializer, ScoredView, ScoringTally, WalkView};
 
 use crate::cache::{Findings, RunRecord};
 use crate::finding::Finding;

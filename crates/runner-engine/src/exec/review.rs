@@ -150,8 +150,20 @@ pub(super) async fn run(mut shared: ReviewShared, task: ReviewTask) -> RunOutcom
     let _run_lock = run_lock;
     // Every outcome is redacted as it enters the engine, before any writer sees it.
     let result = result.map(|o| task.redactor.output(o)).map_err(|e| task.redactor.error(e));
+    record(&shared, &task, result, endpoint, writer).await
+}
+
+/// Stores a finished review's result (a success, or a failure for `plan` to explain) and
+/// tells the reporters; the first run to find its server unreachable marks it down.
+async fn record(
+    shared: &ReviewShared,
+    task: &ReviewTask,
+    result: Result<ReviewOutput, ReviewError>,
+    endpoint: Option<String>,
+    writer: Option<super::writes::Permit>,
+) -> RunOutcome {
     match result {
-        Ok(output) => match store_success(&shared, &task, output, writer).await {
+        Ok(output) => match store_success(shared, task, output, writer).await {
             Ok((record, output)) => {
                 shared.emitter.emit(Event::RunFinished { run: task.label.clone(), findings: output.findings.len(), wall_ms: output.cost.wall_ms });
                 RunOutcome::Fresh { record: Box::new(record), findings: output.findings.into() }
@@ -171,7 +183,7 @@ pub(super) async fn run(mut shared: ReviewShared, task: ReviewTask) -> RunOutcom
                 // are skipped with the same reason, so the summary says it once.
                 if let Some(first) = down.get(&key).cloned() {
                     drop(down);
-                    return skip_unreachable(&shared, &task, first);
+                    return skip_unreachable(shared, task, first);
                 }
                 down.insert(key, error.to_string());
             }

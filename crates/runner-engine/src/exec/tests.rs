@@ -11,6 +11,22 @@ use futures::future::BoxFuture;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex as StdMutex};
 
+/// One execution through the engine, its parts given in order.
+#[allow(clippy::too_many_arguments)]
+async fn execute<C: Conclusions>(
+    plan: &Plan,
+    reviewers: &ReviewerSet,
+    scorers: Option<Arc<dyn Scorers>>,
+    materializer: Materializer,
+    cache: Arc<dyn Store>,
+    options: &ExecOptions,
+    conclusions: &C,
+    emitter: &Emitter,
+    cancel: watch::Receiver<bool>,
+) -> Execution<C::Analysis, C::Report, C::Error> {
+    Engine::new(EngineParts { plan, reviewers, scorers, materializer, cache, options, conclusions, emitter, cancel }).run().await
+}
+
 /// A reviewer that sleeps, counts concurrency and calls, and fails where told.
 #[derive(Default)]
 struct FakeReviewer {

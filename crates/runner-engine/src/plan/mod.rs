@@ -670,7 +670,7 @@ output = "out"
             })
             .collect();
         let reviewers: ReviewerSet =
-            manifest.reviewers.entries.iter().map(|e| (e.name.clone(), crate::reviewer::from_spec(&e.spec).expect("reviewer"))).collect();
+            manifest.reviewers.entries.iter().map(|e| (e.name.clone(), crate::reviewer::build::from_spec(&e.spec).expect("reviewer"))).collect();
         let plan = build(&manifest, subjects, &reviewers).expect("plan");
         assert_eq!(plan.runs.len(), 2 * 2 * 2);
         assert_eq!(plan.size().subjects_per_cell, 1);

@@ -3,6 +3,7 @@
 //! One file per backend. The engine sees only the [`Reviewer`] trait, so tests drive it with
 //! fake backends and every backend is scheduled, limited, timed and cached the same way.
 
+pub mod build;
 pub mod builtin;
 pub mod command;
 pub mod llm;
@@ -268,18 +269,6 @@ pub trait Reviewer: Send + Sync {
 
     /// Reviews one subject for one cell and repeat.
     fn review<'a>(&'a self, job: &'a ReviewJob) -> BoxFuture<'a, Result<ReviewOutput, ReviewError>>;
-}
-
-/// Builds the reviewer a manifest declares.
-pub fn from_spec(spec: &crate::reviewer::spec::ReviewerSpec) -> Result<Arc<dyn Reviewer>, ReviewError> {
-    use crate::reviewer::spec::ReviewerKindSpec as K;
-    Ok(match &spec.kind {
-        K::Builtin(b) => Arc::new(builtin::BuiltinReviewer::new(b.clone())),
-        K::Command(c) => Arc::new(command::CommandReviewer::new(c.as_ref().clone())),
-        K::Llm(l) => Arc::new(llm::LlmReviewer::new(l.as_ref().clone())?),
-        K::Replay(r) => Arc::new(replay::ReplayReviewer::new(r.clone())),
-        K::Pipeline(p) => Arc::new(pipeline::PipelineReviewer::new(p.as_ref().clone())?),
-    })
 }
 
 /// A path cleaned lexically, as Go's `filepath.Clean` (stet's paths) does: `.` dropped, `..`

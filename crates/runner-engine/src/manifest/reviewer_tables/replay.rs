@@ -26,7 +26,7 @@ fn keys(dir: &Path) -> BTreeMap<String, String> {
         })
         .collect();
     let reviewers: crate::plan::ReviewerSet =
-        manifest.reviewers.entries.iter().map(|e| (e.name.clone(), crate::reviewer::from_spec(&e.spec).expect("reviewer"))).collect();
+        manifest.reviewers.entries.iter().map(|e| (e.name.clone(), crate::reviewer::build::from_spec(&e.spec).expect("reviewer"))).collect();
     let plan = crate::plan::build(&manifest, subjects, &reviewers).expect("plan");
     plan.runs.iter().map(|r| (r.label(), r.key.0.clone())).collect()
 }
