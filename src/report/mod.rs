@@ -23,6 +23,31 @@ use crate::subject::TargetSpec;
 use model::*;
 use std::collections::BTreeMap;
 
+/// The first screen's table, from the first `compare` analysis: its first headline metric
+/// (else its first metric) in each cell, with a bootstrap interval over subjects.
+fn glance(analyses: &[std::sync::Arc<AnalysisResult>]) -> Option<Glance> {
+    use crate::analysis::compare::CompareData;
+    let compare = analyses.iter().find(|a| a.kind == crate::analysis::spec::AnalysisKind::Compare)?;
+    let data: CompareData = compare.data_as().ok()?;
+    let metric = data.headline.first().map(|m| m.as_str().to_string()).or_else(|| data.cells.first().and_then(|c| c.metrics.keys().next().cloned()))?;
+    let rows: Vec<GlanceRow> = data
+        .cells
+        .iter()
+        .map(|cell| {
+            let values: Vec<f64> = cell.metrics.get(&metric).map(|m| m.subjects.values().copied().collect()).unwrap_or_default();
+            let interval = crate::stats::bootstrap_mean_interval(&values, data.resamples, data.seed, data.level, data.interval);
+            GlanceRow {
+                cell: cell.cell.clone(),
+                value: crate::stats::mean(&values),
+                low: interval.map(|i| i.low),
+                high: interval.map(|i| i.high),
+                subjects: values.len(),
+            }
+        })
+        .collect();
+    (!rows.is_empty()).then(|| Glance { metric, level: data.level, level_label: format!("{:.0}%", data.level * 100.0), rows })
+}
+
 /// Builds the results model from the plan and its outcomes (cached and fresh alike).
 pub fn build_results(
     manifest: &Manifest,
@@ -174,7 +199,9 @@ pub fn build_results(
             description: manifest.experiment.description.trim().to_string(),
             manifest: manifest_label.to_string(),
         },
+        question: analyses.iter().find(|a| a.kind == crate::analysis::spec::AnalysisKind::Compare).map(|a| a.title.clone()),
         summary: analyses.iter().flat_map(|a| a.headline.iter().cloned()).collect(),
+        glance: glance(&analyses),
         matrix: MatrixInfo {
             axes: manifest.matrix.axes.iter().map(|a| AxisInfo { name: a.name.clone(), values: a.values.iter().map(|v| v.render()).collect() }).collect(),
             repeat: manifest.matrix.repeat,

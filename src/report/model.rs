@@ -57,9 +57,15 @@ impl Results {
 pub struct Results {
     pub schema_version: u32,
     pub experiment: ExperimentInfo,
+    /// The question the experiment asks: the title of its first `compare` analysis.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub question: Option<String>,
     /// The verdict lines of the experiment's comparisons, RESULTS.md's opening summary.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub summary: Vec<String>,
+    /// Each cell's headline metric with its interval, RESULTS.md's first table.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub glance: Option<Glance>,
     pub matrix: MatrixInfo,
     pub reviewer: ReviewerInfo,
     pub target: TargetInfo,
@@ -71,6 +77,30 @@ pub struct Results {
     pub failures: Vec<FailureRow>,
     /// Shared with the execution that computed them (a 100k-cell analysis is not copied).
     pub analyses: Vec<Arc<AnalysisResult>>,
+}
+
+/// The first screen's table: one metric (the first compare analysis's first headline metric)
+/// per cell, the mean over subjects (repeats pooled) with a bootstrap interval over subjects,
+/// drawn with that analysis's resamples, seed, level and method.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Glance {
+    pub metric: String,
+    /// The interval's confidence level, e.g. 0.95.
+    pub level: f64,
+    /// `95%`, as the column is headed.
+    pub level_label: String,
+    pub rows: Vec<GlanceRow>,
+}
+
+/// One cell of [`Glance`]; `null` where the metric is undefined for every subject.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct GlanceRow {
+    pub cell: String,
+    pub value: Option<f64>,
+    pub low: Option<f64>,
+    pub high: Option<f64>,
+    /// Subjects with a value.
+    pub subjects: usize,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -296,6 +326,39 @@ mod tests {
             let md = std::fs::read_to_string(dir.join("RESULTS.md")).expect("RESULTS.md");
             assert_eq!(render_markdown(&results, DEFAULT_TEMPLATE, "default").expect("renders"), md, "{}", dir.display());
         }
+    }
+
+    #[test]
+    fn the_first_screen_is_the_question_the_verdicts_and_each_cells_headline_metric() {
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("results/quickstart");
+        let results = Results::read(&dir.join("results.json")).unwrap_or_else(|e| panic!("{e}"));
+        let md = render_markdown(&results, DEFAULT_TEMPLATE, "default").expect("renders");
+        let at = |needle: &str| md.find(needle).unwrap_or_else(|| panic!("{needle:?} not in RESULTS.md:\n{md}"));
+        assert!(at("# quickstart") < at("**The question:** Did changing `baseline` help?"));
+        assert!(at("**The question:**") < at("## Summary\n\n- **recall**"));
+        assert!(at("## Summary") < at("| Cell | recall | 95% interval | Subjects |"));
+        assert!(at("| Cell | recall |") < at("## Details") && at("## Details") < at("| Manifest |"));
+        // The table's values are the compared cells' means (every subject is paired here).
+        let glance = results.glance.as_ref().expect("a glance");
+        assert_eq!((glance.metric.as_str(), glance.rows.len()), ("recall", 2));
+        let compare = results.analyses.iter().find(|a| a.kind == crate::analysis::spec::AnalysisKind::Compare).expect("compare");
+        let data: crate::analysis::compare::CompareData = compare.data_as().expect("compare data");
+        let recall = data.comparisons.iter().find(|c| c.metric.as_str() == "recall").expect("recall");
+        assert_eq!((glance.rows[0].value, glance.rows[1].value), (recall.a_mean, recall.b_mean));
+        assert_eq!(glance.rows[1].subjects, recall.subjects);
+        for row in &glance.rows {
+            let (value, low, high) = (row.value.expect("value"), row.low.expect("low"), row.high.expect("high"));
+            assert!(low <= value && value <= high, "{row:?}");
+        }
+        assert!(
+            md.contains(&format!(
+                "| `baseline=heuristic` | {:.3} | [{:.3}, {:.3}] | 12 |",
+                glance.rows[1].value.unwrap_or(0.0),
+                glance.rows[1].low.unwrap_or(0.0),
+                glance.rows[1].high.unwrap_or(0.0)
+            )),
+            "{md}"
+        );
     }
 
     #[test]

@@ -2,7 +2,9 @@
 //! The model holds numbers; the templates format them with the helpers registered here:
 //! `{{fmt value digits=N}}`, `{{show cell}}` (a table cell) and `{{share count total}}`.
 
-use super::model::{CellRow, CommitRow, ExperimentInfo, FailureRow, MatrixInfo, ProvenanceRow, Results, ReviewerInfo, RunRow, SampleInfo, TargetInfo, Totals};
+use super::model::{
+    CellRow, CommitRow, ExperimentInfo, FailureRow, Glance, MatrixInfo, ProvenanceRow, Results, ReviewerInfo, RunRow, SampleInfo, TargetInfo, Totals,
+};
 use super::plots::PlotLink;
 use crate::analysis::spec::AnalysisKind;
 use crate::analysis::{format_number, format_share, Table, TableCell};
@@ -156,8 +158,12 @@ const _: () = assert!(Table::HELD_ROWS >= MARKDOWN_ROWS);
 struct MarkdownView<'a> {
     schema_version: u32,
     experiment: &'a ExperimentInfo,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    question: Option<&'a str>,
     #[serde(skip_serializing_if = "<[String]>::is_empty")]
     summary: &'a [String],
+    #[serde(skip_serializing_if = "Option::is_none")]
+    glance: Option<&'a Glance>,
     matrix: &'a MatrixInfo,
     /// `matrix.excluded`, always present (results.json leaves it out when empty).
     matrix_excluded: &'a [String],
@@ -259,7 +265,9 @@ fn context(results: &Results, charts: &[super::plots::ChartFile]) -> Result<Cont
     let view = MarkdownView {
         schema_version: results.schema_version,
         experiment: &results.experiment,
+        question: results.question.as_deref(),
         summary: &results.summary,
+        glance: results.glance.as_ref(),
         matrix: &results.matrix,
         matrix_excluded: &results.matrix.excluded,
         reviewer: &results.reviewer,

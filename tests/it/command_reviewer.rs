@@ -541,3 +541,75 @@ fn secrets_printed_by_a_reviewer_are_stored_nowhere() {
         assert!(!String::from_utf8_lossy(&bytes).contains(secret), "secret stored in {}", path.display());
     }
 }
+
+/// The example reviewers of examples/reviewers/ (docs/reviewer-output.md), each run through
+/// runner as a real child process on a change that adds a `TODO`: each prints output the
+/// schema accepts, and all three report the same finding. An example whose interpreter is
+/// missing is left out, and the test says so on stderr (.ci/run installs python3 and node).
+#[test]
+fn the_example_reviewers_in_python_shell_and_node_print_valid_output() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let repo = calc_repo(dir.path());
+    let has = |program: &str| StdCommand::new(program).arg("--version").output().is_ok_and(|o| o.status.success());
+    let mut langs = vec!["sh"];
+    for (lang, interpreter) in [("py", "python3"), ("js", "node")] {
+        if has(interpreter) {
+            langs.push(lang);
+        } else {
+            eprintln!("SKIPPED the {lang} example reviewer: `{interpreter}` is not on PATH");
+        }
+    }
+    let values: Vec<String> = langs.iter().map(|l| format!("\"{l}\"")).collect();
+    let manifest = write_manifest(
+        dir.path(),
+        "examples.toml",
+        &format!(
+            r#"version = 1
+[experiment]
+name = "example-reviewers"
+[target]
+repo = "{repo}"
+[matrix]
+lang = [{values}]
+ref = ["HEAD~2"]
+[reviewer]
+kind = "command"
+program = "{examples}/review.{{{{lang}}}}"
+args = ["{{{{base}}}}", "{{{{head}}}}"]
+[[analysis]]
+kind = "schema"
+[report]
+output = "out"
+"#,
+            repo = repo.display(),
+            values = values.join(", "),
+            examples = project_root().join("examples/reviewers").display(),
+        ),
+    );
+    let out = runner(dir.path()).args(["exec", "--quiet"]).arg(&manifest).output().expect("runs");
+    assert!(out.status.success(), "{}", stderr_of(&out));
+    let results: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(dir.path().join("out/results.json")).expect("results.json")).expect("json");
+    let cells = results["cells"].as_array().expect("cells");
+    assert_eq!(cells.len(), langs.len(), "{cells:?}");
+    for cell in cells {
+        assert_eq!(cell["runs"], 1, "{cell}");
+        assert_eq!(cell["findings"], 1, "{cell}: one TODO was added");
+        // Python and Node state the tokens they spent (none); the shell example states none.
+        let reports_usage = cell["cell"] != "lang=sh,ref=HEAD~2";
+        assert_eq!(cell["prompt_tokens"].is_u64(), reports_usage, "{cell}");
+    }
+    let schema = results["analyses"].as_array().expect("analyses").iter().find(|a| a["kind"] == "schema").expect("schema analysis");
+    for cell in schema["data"].as_array().map(|d| d.to_vec()).unwrap_or_else(|| vec![schema["data"].clone()]) {
+        assert_eq!((cell["pass"].as_bool(), cell["problems_total"].as_u64()), (Some(true), Some(0)), "{cell}");
+    }
+    // The same finding from each, as `runner show` reads it back from the cache.
+    let shown = runner(dir.path()).args(["show", "--json"]).arg(&manifest).output().expect("show");
+    assert!(shown.status.success(), "{}", stderr_of(&shown));
+    let shown: serde_json::Value = serde_json::from_str(&stdout_of(&shown)).expect("show --json");
+    let runs = shown["runs"].as_array().expect("runs");
+    assert_eq!(runs.len(), langs.len());
+    for run in runs {
+        assert_eq!(run["findings"], runs[0]["findings"], "{run}");
+        assert_eq!((run["findings"][0]["file"].as_str(), run["findings"][0]["line"].as_u64()), (Some("calc.py"), Some(14)), "{run}");
+    }
+}

@@ -84,7 +84,7 @@ fn every_toml_block_parses_and_every_whole_manifest_validates() {
     let root = project_root();
     let dir = tempfile::tempdir().expect("tempdir");
     // The manifests are written as the bundled ones are, in experiments/ beside the corpora.
-    for shared in ["corpus", "templates", "scripts"] {
+    for shared in ["corpus", "templates", "scripts", "examples"] {
         std::os::unix::fs::symlink(root.join(shared), dir.path().join(shared)).expect("symlink");
     }
     std::fs::create_dir_all(dir.path().join("experiments")).expect("mkdir");

@@ -360,3 +360,122 @@ fn one_mistake_is_one_message_not_a_cascade() {
     let err = stderr_of(&runner(dir.path()).arg("validate").arg(&manifest).output().expect("runs"));
     assert!(err.contains("analysis `compare` lists no `metrics`") && err.contains("1 problem in"), "{err}");
 }
+
+/// A manifest that validates; each row of the sweep below breaks it in one place.
+const SWEEP_BASE: &str = r#"version = 1
+[experiment]
+name = "x"
+[target]
+corpus = "CORPUS"
+unseal-holdout = true
+[matrix]
+baseline = ["dry-run", "heuristic"]
+repeat = 1
+[reviewer]
+kind = "builtin"
+name = "{{baseline}}"
+[[analysis]]
+kind = "compare"
+axis = "baseline"
+baseline = "dry-run"
+metrics = ["recall"]
+[report]
+output = "o"
+"#;
+
+/// One mistake, one message: each broken manifest gets exactly one diagnostic, located
+/// (`bad.toml:LINE:COL`) and saying what is wrong — no cascade of follow-on messages.
+#[test]
+fn every_single_mistake_is_exactly_one_located_message() {
+    const COMMAND: &str = "kind = \"command\"\nprogram = \"git\"\nargs = [\"{{baseline}}\"]";
+    const BUILTIN: &str = "kind = \"builtin\"\nname = \"{{baseline}}\"";
+    // (mistake, text replaced, replacement, words of the message, where it points)
+    let cases: Vec<(&str, &str, String, &str, &str)> = vec![
+        ("unknown top-level key", "version = 1", "version = 1\ncolour = 1".into(), "unknown key `colour` in the manifest", "2:1"),
+        ("unknown section", "[report]", "[reprot]\nhtml = true\n[report]".into(), "unknown key `reprot` in the manifest", "18:2"),
+        ("unknown key in [experiment]", "name = \"x\"", "name = \"x\"\ntitel = \"y\"".into(), "unknown key `titel` in [experiment]", "4:1"),
+        ("missing required key", "name = \"x\"\n", String::new(), "missing key `name` in [experiment]", "2:1"),
+        ("missing section", "[report]\noutput = \"o\"\n", String::new(), "missing section [report]", "1:1"),
+        ("unsupported version", "version = 1", "version = 2".into(), "unsupported manifest version 2", "1:11"),
+        ("invalid TOML", "repeat = 1", "repeat = 1\nrepeat = 2".into(), "invalid TOML: duplicate key", "10:1"),
+        ("wrong type", "repeat = 1", "repeat = \"two\"".into(), "`repeat` in [matrix] must be an integer, found a string", "9:10"),
+        ("out of range", "repeat = 1", "repeat = 0".into(), "must be between 1 and 10000, found 0", "9:10"),
+        ("axis not a list", "baseline = [\"dry-run\", \"heuristic\"]", "baseline = \"dry-run\"".into(), "axis `baseline` must be an array", "8:12"),
+        ("empty axis", "baseline = [\"dry-run\", \"heuristic\"]", "baseline = []".into(), "axis `baseline` has no values", "8:12"),
+        ("exclude names no axis", "repeat = 1", "repeat = 1\nexclude = [{ basline = \"dry-run\" }]".into(), "`exclude` names `basline`", "10:14"),
+        ("missing corpus", "corpus = \"/", "corpus = \"/nonexistent/corpus//".into(), "does not exist", "5:10"),
+        ("two target kinds", "unseal-holdout = true", "unseal-holdout = true\nrepo = \".\"".into(), "takes either `repo`", "7:8"),
+        (
+            "target key of a wrong type",
+            "unseal-holdout = true",
+            "unseal-holdout = true\ncases = \"case-01\"".into(),
+            "`cases` in [target] must be an array of strings",
+            "7:9",
+        ),
+        ("wrong reviewer kind", "kind = \"builtin\"", "kind = \"bultin\"".into(), "unknown reviewer kind `bultin`", "11:8"),
+        ("unknown builtin", "\"heuristic\"]", "\"heuristc\"]".into(), "not a builtin reviewer", "12:8"),
+        ("key of another reviewer kind", BUILTIN, format!("{BUILTIN}\ntemperature = 0.5"), "unknown key `temperature` in [reviewer]", "13:1"),
+        ("unknown template variable", "{{baseline}}", "{{baselin}}".into(), "unknown template variable `{{baselin}}`", "12:8"),
+        (
+            "missing program file",
+            BUILTIN,
+            "kind = \"command\"\nprogram = \"./nope.py\"\nargs = [\"{{baseline}}\"]".into(),
+            "reviewer program `./nope.py` was not found",
+            "12:11",
+        ),
+        ("misspelled command key", BUILTIN, format!("{COMMAND}\nprogam = \"x\""), "unknown key `progam` in [reviewer]", "14:1"),
+        ("unknown isolation", BUILTIN, format!("{COMMAND}\nisolation = \"jail\""), "unknown isolation `jail`", "14:13"),
+        ("bad duration", BUILTIN, format!("{COMMAND}\ntimeout = \"soon\""), "`timeout` must be a duration", "14:11"),
+        ("unknown analysis kind", "kind = \"compare\"", "kind = \"compar\"".into(), "unknown analysis kind `compar`", "14:8"),
+        (
+            "unknown analysis key",
+            "metrics = [\"recall\"]",
+            "metrics = [\"recall\"]\naxes = \"baseline\"".into(),
+            "unknown key `axes` in [[analysis]] #1",
+            "18:1",
+        ),
+        ("analysis axis not in the matrix", "axis = \"baseline\"", "axis = \"basline\"".into(), "analysis axis `basline` is not a matrix axis", "15:8"),
+        ("unknown metric", "[\"recall\"]", "[\"recal\"]".into(), "unknown metric `recal`", "17:12"),
+        (
+            "compare baseline not a value",
+            "baseline = \"dry-run\"",
+            "baseline = \"heurstic\"".into(),
+            "`baseline = \"heurstic\"` is not a value of axis `baseline`",
+            "16:12",
+        ),
+        (
+            "compare option out of range",
+            "metrics = [\"recall\"]",
+            "metrics = [\"recall\"]\nalpha = 2".into(),
+            "`alpha` in [[analysis]] #1 must be between",
+            "18:9",
+        ),
+        (
+            "headline not compared",
+            "metrics = [\"recall\"]",
+            "metrics = [\"recall\"]\nheadline = [\"precision\"]".into(),
+            "headline metric `precision` is not among `metrics`",
+            "18:1",
+        ),
+        ("report option of a wrong type", "output = \"o\"", "output = 3".into(), "`output` in [report] must be a string, found an integer", "19:10"),
+    ];
+    let dir = tempfile::tempdir().expect("tempdir");
+    let base = SWEEP_BASE.replace("CORPUS", &project_root().join("corpus/quickstart").display().to_string());
+    let path = dir.path().join("bad.toml");
+    std::fs::write(&path, &base).expect("write");
+    let out = runner(dir.path()).args(["validate", "bad.toml"]).output().expect("runs");
+    assert!(out.status.success(), "the base manifest validates: {}", stderr_of(&out));
+    let mut wrong = Vec::new();
+    for (mistake, from, to, words, at) in &cases {
+        assert!(base.contains(from), "{mistake}: the base has no `{from}`");
+        std::fs::write(&path, base.replacen(from, to, 1)).expect("write");
+        let out = runner(dir.path()).args(["validate", "bad.toml"]).env("NO_COLOR", "1").output().expect("runs");
+        let err = stderr_of(&out);
+        let messages: Vec<&str> = err.lines().filter(|l| l.starts_with("error:") || l.starts_with("warning:")).collect();
+        let located = messages.first().is_some_and(|m| m.contains(words) && m.ends_with(&format!("(bad.toml:{at})")));
+        if out.status.code() != Some(1) || messages.len() != 1 || !located {
+            wrong.push(format!("{mistake}: exit {:?}, {} message(s), expected one with {words:?} at {at}:\n{err}", out.status.code(), messages.len()));
+        }
+    }
+    assert!(wrong.is_empty(), "{} of {} mistakes:\n\n{}", wrong.len(), cases.len(), wrong.join("\n\n"));
+}

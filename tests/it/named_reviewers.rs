@@ -200,10 +200,11 @@ fn validate_names_a_missing_or_non_executable_program_once() {
         ),
     );
     let validate = || runner(dir.path()).args(["validate"]).arg(&manifest).output().expect("runs");
-    let message = "reviewer `reviewer`: reviewer program `./review.sh` was not found (paths are relative to the manifest's directory";
+    let message = "reviewer program `./review.sh` was not found (paths are relative to the manifest's directory";
     let out = validate();
     assert_eq!(out.status.code(), Some(1));
     assert_eq!(stderr_of(&out).matches(message).count(), 1, "once for its 4 runs: {}", stderr_of(&out));
+    assert!(stderr_of(&out).contains("m.toml:12:11)"), "located at `program`: {}", stderr_of(&out));
     let script = dir.path().join("review.sh");
     std::fs::write(&script, "#!/bin/sh\nprintf '{\"findings\":[]}\\n'\n").expect("write");
     std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o644)).expect("chmod");

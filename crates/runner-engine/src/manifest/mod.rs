@@ -119,6 +119,10 @@ fn read_manifest(root: &TableReader<'_, '_>, path: &Path, base_dir: &Path, check
         m
     });
     let reviewers = read_reviewers(root, &axes, matrix.as_ref(), base_dir);
+    // `runner validate` only: `show` and `report` of past results need no program.
+    if let (Some(reviewers), true) = (&reviewers, checks >= Checks::Writable) {
+        check_programs(root, reviewers);
+    }
     let analyses: Vec<Option<AnalysisSpec>> = root
         .tables("analysis")
         .into_iter()
@@ -151,6 +155,9 @@ fn read_manifest(root: &TableReader<'_, '_>, path: &Path, base_dir: &Path, check
     if let Some(target) = &target {
         check_oracle_needs(root, target, &analyses, check_paths);
         check_history_needs(root, target, &analyses);
+    }
+    if let Some(matrix) = &matrix {
+        check_compare_baselines(root, &analyses, matrix);
     }
     if let (Some(reviewers), Some(matrix)) = (&reviewers, &matrix) {
         for named in &reviewers.entries {
@@ -278,6 +285,10 @@ fn read_target(t: &TableReader<'_, '_>, base_dir: &Path, check_paths: bool) -> O
             Some(TargetSpec::Corpus { dir: resolve_path(base_dir, corpus.get_ref()), cases, unseal_holdout })
         }
         (Some(repo), Some(_)) => {
+            // Which keys belong is unknowable until one is chosen: the others are not also unknown.
+            for (key, _) in t.keys() {
+                t.allow(&key);
+            }
             t.problems().push(repo.span(), "[target] takes either `repo` (a git repository) or `corpus` (a case directory), not both");
             None
         }
@@ -745,6 +756,50 @@ fn check_history_needs(root: &TableReader<'_, '_>, target: &TargetSpec, analyses
 
 /// The reviewers: one `[reviewer]` table, or named `[reviewers.NAME]` tables chosen per cell
 /// by the matrix's `reviewer` axis.
+/// A `compare` analysis's `baseline` that is not a value of its axis: nothing would be
+/// compared, which `exec` could only say after the runs.
+fn check_compare_baselines(root: &TableReader<'_, '_>, analyses: &[Option<AnalysisSpec>], matrix: &Matrix) {
+    // Only where every `[[analysis]]` is a table (another shape is reported where it is read).
+    match root.get("analysis").map(|v| v.get_ref()) {
+        Some(DeValue::Array(items)) if items.iter().all(|i| matches!(i.get_ref(), DeValue::Table(_))) => {}
+        _ => return,
+    }
+    let tables = root.tables("analysis");
+    for (spec, table) in analyses.iter().zip(&tables) {
+        let Some(spec) = spec else { continue };
+        let (Some(axis_name), Some(baseline)) = (spec.axis.as_deref(), spec.compare.as_ref().and_then(|c| c.baseline.as_deref())) else { continue };
+        // An axis that is not in the matrix is its own (already reported) mistake.
+        let Some(axis) = matrix.axis(axis_name) else { continue };
+        let values: Vec<String> = axis.values.iter().map(AxisValue::render).collect();
+        if values.iter().any(|v| v == baseline) {
+            continue;
+        }
+        let span = table.get("baseline").map(|v| v.span()).unwrap_or_else(|| table.span());
+        let message = format!("`baseline = \"{baseline}\"` is not a value of axis `{axis_name}`");
+        match did_you_mean(baseline, values.iter().map(String::as_str)) {
+            Some(best) => root.problems().push_with_help(span, message, format!("did you mean `{best}`?")),
+            None => root.problems().push_with_help(span, message, format!("values: {}", values.join(", "))),
+        }
+    }
+}
+
+/// A command reviewer whose program is a path that does not exist (or is not executable),
+/// located at its `program`: one message, as for any other missing file. A bare name missing
+/// from PATH is reported after the manifest is read (unlocated: PATH is not in the file).
+fn check_programs(root: &TableReader<'_, '_>, reviewers: &Reviewers) {
+    for named in &reviewers.entries {
+        let ReviewerKindSpec::Command(spec) = &named.spec.kind else { continue };
+        if !spec.program.contains('/') {
+            continue;
+        }
+        let Some(problem) = crate::reviewer::command::program_problem(spec) else { continue };
+        let table =
+            if reviewers.by_axis || root.has("reviewers") { root.table("reviewers").and_then(|t| t.table(&named.name)) } else { root.table("reviewer") };
+        let span = table.and_then(|t| t.get("program").map(|v| v.span())).unwrap_or(0..0);
+        root.problems().push_with_help(span, problem, "paths in a manifest are relative to the manifest's directory");
+    }
+}
+
 fn read_reviewers(root: &TableReader<'_, '_>, axes: &BTreeSet<String>, matrix: Option<&Matrix>, base_dir: &Path) -> Option<Reviewers> {
     let problems = root.problems();
     match (root.has("reviewer"), root.has("reviewers")) {

@@ -1,4 +1,5 @@
-//! A7, schema conformance: every run's findings checked against stet's findings schema, plus
+//! A7, schema conformance: every run's findings checked against `$defs/finding` of
+//! `schemas/reviewer-output.schema.json` (stet's findings schema, as the parser checks it), plus
 //! the problems the parser recorded in the raw output, plus the dry-run rule (findings must
 //! not be empty when the diff has hunks).
 
@@ -55,7 +56,7 @@ pub fn compute(spec: &AnalysisSpec, input: &AnalysisInput<'_>) -> AnalysisResult
         spec,
         "A7",
         "Output schema conformance",
-        "Each stored finding is re-checked against stet's schema (required file, severity, category, confidence, message; \
+        "Each stored finding is re-checked against stet's schema, `schemas/reviewer-output.schema.json` (required file, severity, category, confidence, message; \
          severity and category in stet's sets; confidence in [0, 1]; a 64-hex id), together with the problems found in the raw output when it was parsed. \
          For dry-run reviewers, an empty result for a diff with hunks also fails.",
     );

@@ -498,18 +498,7 @@ impl Reviewer for CommandReviewer {
     }
 
     fn setup_problem(&self) -> Option<String> {
-        if self.spec.program.contains("{{") || find_program(&self.resolve(&self.spec.program)).is_some() {
-            return None;
-        }
-        Some(format!(
-            "reviewer program `{}` was not found{} (or is not executable)",
-            self.spec.program,
-            if self.spec.program.contains('/') {
-                format!(" (paths are relative to the manifest's directory: `{}`)", self.resolve(&self.spec.program))
-            } else {
-                " in PATH".to_string()
-            }
-        ))
+        program_problem(&self.spec)
     }
 
     fn exclusive_scope(&self, job: &ReviewJob) -> Option<String> {
@@ -692,6 +681,21 @@ fn dir_spellings(dir: &Path) -> Vec<String> {
         }
     }
     out
+}
+
+/// Why a command reviewer's program cannot be started: not found (a path, relative to the
+/// manifest's directory, or a bare name through `PATH`) or not executable. `None` for a
+/// templated program, which is known only per cell.
+pub fn program_problem(spec: &CommandSpec) -> Option<String> {
+    let resolved = program_path(&spec.base_dir, &spec.program).map(|p| p.display().to_string()).unwrap_or_else(|| spec.program.clone());
+    if spec.program.contains("{{") || find_program(&resolved).is_some() {
+        return None;
+    }
+    Some(format!(
+        "reviewer program `{}` was not found{} (or is not executable)",
+        spec.program,
+        if spec.program.contains('/') { format!(" (paths are relative to the manifest's directory: `{resolved}`)") } else { " in PATH".to_string() }
+    ))
 }
 
 /// Resolves a program name the way `execvp` would: a path as is, a bare name through PATH.

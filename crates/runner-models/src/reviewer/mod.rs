@@ -7,6 +7,7 @@ pub mod build;
 pub mod builtin;
 pub mod command;
 pub mod llm;
+pub mod output_schema;
 pub mod parse;
 pub mod pipeline;
 pub mod redact;

@@ -8,6 +8,7 @@
 //! `input_tokens`/`output_tokens` (OpenAI's responses, Anthropic); the usages of a stream's
 //! events add up (each is one request's).
 
+use super::output_schema::{self, Rule};
 use crate::finding::{collapse_whitespace, stet_finding_id, Category, Finding, LineRange, Severity};
 use serde_json::Value;
 
@@ -31,14 +32,19 @@ impl Usage {
     /// Reads a usage object: `prompt_tokens`/`completion_tokens` or `input_tokens`/`output_tokens`.
     /// `Ok(None)` when it names neither; an error for a count that is not a whole number ≥ 0.
     pub fn from_value(value: &Value) -> Result<Option<Self>, String> {
+        // `$defs/usage` of the reviewer-output schema: an object whose counts are whole numbers ≥ 0.
+        if let Some(violation) = output_schema::validate("usage", value).first() {
+            return Err(match violation.path.first() {
+                None => "`usage` is not an object".to_string(),
+                Some(name) => format!("`usage.{name}` is not a whole number of tokens: {}", value.get(name).unwrap_or(&Value::Null)),
+            });
+        }
         let obj = value.as_object().ok_or("`usage` is not an object")?;
-        let count = |names: [&str; 2]| -> Result<Option<u64>, String> {
-            match names.iter().find_map(|n| obj.get(*n).map(|v| (*n, v))) {
-                None | Some((_, Value::Null)) => Ok(None),
-                Some((name, v)) => v.as_u64().map(Some).ok_or_else(|| format!("`usage.{name}` is not a whole number of tokens: {v}")),
-            }
+        let count = |names: [&str; 2]| -> Option<u64> {
+            let v = names.iter().find_map(|n| obj.get(*n))?;
+            v.as_u64().or_else(|| v.as_f64().map(|f| f as u64))
         };
-        let usage = Self { prompt_tokens: count(["prompt_tokens", "input_tokens"])?, completion_tokens: count(["completion_tokens", "output_tokens"])? };
+        let usage = Self { prompt_tokens: count(["prompt_tokens", "input_tokens"]), completion_tokens: count(["completion_tokens", "output_tokens"]) };
         Ok((usage != Self::default()).then_some(usage))
     }
 
@@ -150,43 +156,49 @@ fn push_strict(parsed: &mut Parsed, item: &Value, at: &str) {
     }
 }
 
-/// stet's schema rules for one finding object (A7).
+/// The rules of `$defs/finding` in `schemas/reviewer-output.schema.json` that one finding
+/// object breaks (A7): the missing required keys first, then one problem per field, in the
+/// order severity, category, confidence, message, id, then the other fields by name.
 pub fn schema_problems(item: &Value) -> Vec<String> {
-    let mut out = Vec::new();
-    let Some(obj) = item.as_object() else {
-        return vec!["not an object".into()];
-    };
-    for key in ["file", "severity", "category", "confidence", "message"] {
-        if !obj.contains_key(key) {
-            out.push(format!("missing `{key}`"));
+    const FIELD_ORDER: [&str; 5] = ["severity", "category", "confidence", "message", "id"];
+    let mut missing = Vec::new();
+    let mut by_field: Vec<(usize, String, String)> = Vec::new();
+    for violation in output_schema::validate("finding", item) {
+        let Some(field) = violation.path.first() else {
+            match violation.rule {
+                Rule::Missing(key) => missing.push(format!("missing `{key}`")),
+                Rule::Type(_) => return vec!["not an object".into()],
+                _ => missing.push(violation.describe(Some(item))),
+            }
+            continue;
+        };
+        if by_field.iter().any(|(_, f, _)| f == field) {
+            continue;
         }
+        let value = item.get(field).unwrap_or(&Value::Null);
+        let problem = match field.as_str() {
+            "severity" => format!("severity {value} is not one of {}", Severity::ALL.map(Severity::as_str).join(", ")),
+            "category" => format!("category {value} is not in stet's category set"),
+            "confidence" => format!("confidence {value} is not a number in [{}, {}]", bound("minimum"), bound("maximum")),
+            "message" => "message is empty or not a string".into(),
+            "id" => "id is not 64 hex digits".into(),
+            _ => violation.describe(output_schema::pointer(item, &violation.path)),
+        };
+        let rank = FIELD_ORDER.iter().position(|f| f == field).unwrap_or(FIELD_ORDER.len());
+        by_field.push((rank, field.clone(), problem));
     }
-    if let Some(s) = obj.get("severity") {
-        if !s.as_str().is_some_and(|s| Severity::ALL.iter().any(|v| v.as_str() == s)) {
-            out.push(format!("severity {s} is not one of error, warning, info, nitpick"));
-        }
-    }
-    if let Some(c) = obj.get("category") {
-        if !c.as_str().is_some_and(|s| Category::ALL.iter().any(|v| v.as_str() == s)) {
-            out.push(format!("category {c} is not in stet's category set"));
-        }
-    }
-    if let Some(c) = obj.get("confidence") {
-        if !c.as_f64().is_some_and(|f| (0.0..=1.0).contains(&f)) {
-            out.push(format!("confidence {c} is not a number in [0, 1]"));
-        }
-    }
-    if let Some(m) = obj.get("message") {
-        if m.as_str().is_none_or(|m| m.trim().is_empty()) {
-            out.push("message is empty or not a string".into());
-        }
-    }
-    if let Some(id) = obj.get("id") {
-        if !id.as_str().is_some_and(|s| s.len() == 64 && s.bytes().all(|b| b.is_ascii_hexdigit())) {
-            out.push("id is not 64 hex digits".into());
-        }
-    }
-    out
+    by_field.sort_by(|a, b| (a.0, &a.1).cmp(&(b.0, &b.1)));
+    missing.extend(by_field.into_iter().map(|(_, _, p)| p));
+    missing
+}
+
+/// The schema's `minimum` or `maximum` of a finding's confidence, as written.
+fn bound(keyword: &str) -> String {
+    output_schema::definition("finding")
+        .ok()
+        .and_then(|f| f["properties"]["confidence"][keyword].as_f64())
+        .map(output_schema::number)
+        .unwrap_or_else(|| "?".into())
 }
 
 /// Builds a finding from a JSON object. `strict` keeps the tool's own id when it has one;
@@ -330,6 +342,69 @@ mod tests {
         let parsed = parse_stet_output(out).expect("parses");
         assert_eq!(parsed.findings.len(), 1);
         assert_eq!(parsed.schema_problems.len(), 2, "{:?}", parsed.schema_problems);
+    }
+
+    /// Whether an output is valid under schemas/reviewer-output.schema.json as a whole: the
+    /// document schema, or each NDJSON line against `$defs/event` (or the document schema).
+    fn schema_accepts(output: &str) -> bool {
+        use crate::reviewer::output_schema::validate;
+        match serde_json::from_str::<Value>(output.trim()) {
+            Ok(doc) if doc.get("findings").is_some() => validate("", &doc).is_empty(),
+            _ => output.lines().filter(|l| !l.trim().is_empty()).all(|line| match serde_json::from_str::<Value>(line) {
+                Ok(event) if event.get("type").is_none() => validate("", &event).is_empty(),
+                Ok(event) => validate("event", &event).is_empty(),
+                Err(_) => false,
+            }),
+        }
+    }
+
+    #[test]
+    fn the_parser_accepts_exactly_what_the_schema_file_accepts() {
+        let f = r#"{"file":"a.py","line":2,"severity":"info","category":"style","confidence":0.5,"message":"m"}"#;
+        let cases: Vec<(String, bool)> = vec![
+            (format!(r#"{{"findings":[{f}]}}"#), true),
+            (format!(r#"{{"findings":[{f}],"usage":{{"prompt_tokens":3,"completion_tokens":null}},"extra":1}}"#), true),
+            (
+                format!("{{\"type\":\"progress\"}}\n{{\"type\":\"finding\",\"data\":{f}}}\n{{\"type\":\"usage\",\"input_tokens\":4}}\n{{\"type\":\"done\"}}\n"),
+                true,
+            ),
+            (format!("{{\"findings\":[{f}]}}\n{{\"type\":\"usage\",\"usage\":{{\"output_tokens\":1}}}}\n"), true),
+            (r#"{"findings":[{"file":"a","severity":"fatal","category":"bug","confidence":1,"message":"x"}]}"#.into(), false),
+            (r#"{"findings":[{"file":"a","severity":"info","category":"bugs","confidence":1,"message":"x"}]}"#.into(), false),
+            (r#"{"findings":[{"file":"a","severity":"info","category":"bug","confidence":1.5,"message":"x"}]}"#.into(), false),
+            (r#"{"findings":[{"file":"a","severity":"info","category":"bug","confidence":1,"message":" "}]}"#.into(), false),
+            (r#"{"findings":[{"file":"a","severity":"info","category":"bug","confidence":1,"message":"x","id":"abc"}]}"#.into(), false),
+            (r#"{"findings":[{"file":"a","severity":"info","category":"bug","confidence":1,"message":"x","line":"3"}]}"#.into(), false),
+            (r#"{"findings":[{"file":"a","severity":"info","category":"bug","confidence":1,"message":"x","range":{"start":0}}]}"#.into(), false),
+            (r#"{"findings":[{"severity":"info","category":"bug","confidence":1,"message":"x"}]}"#.into(), false),
+            (r#"{"findings":[],"usage":{"input_tokens":-1}}"#.into(), false),
+            ("{\"type\":\"chatter\"}\n".into(), false),
+        ];
+        for (output, valid) in cases {
+            assert_eq!(schema_accepts(&output), valid, "the schema on {output}");
+            let parsed = parse_stet_output(&output).expect("parses");
+            assert_eq!(parsed.schema_problems.is_empty(), valid, "the parser on {output}: {:?}", parsed.schema_problems);
+        }
+    }
+
+    #[test]
+    fn schema_problems_keep_their_words() {
+        let item = serde_json::json!({"severity": "fatal", "category": 3, "confidence": "x", "message": "", "id": "z"});
+        assert_eq!(
+            schema_problems(&item),
+            vec![
+                "missing `file`",
+                "severity \"fatal\" is not one of error, warning, info, nitpick",
+                "category 3 is not in stet's category set",
+                "confidence \"x\" is not a number in [0, 1]",
+                "message is empty or not a string",
+                "id is not 64 hex digits",
+            ]
+        );
+        assert_eq!(schema_problems(&serde_json::json!("text")), vec!["not an object"]);
+        let extra =
+            serde_json::json!({"file": "a", "severity": "info", "category": "bug", "confidence": 1, "message": "m", "line": -1, "evidence_lines": ["x"]});
+        assert_eq!(schema_problems(&extra), vec!["evidence_lines[0] \"x\" is not a whole number", "line -1 is below 0"]);
     }
 
     #[test]
