@@ -2,6 +2,8 @@
 //! (`captured.adjudication.json`, as `runner adjudicate import` writes it), which the oracle
 //! analyses apply over automatic matching. The sheets that produce them live in `study`.
 
+use super::matching::{Method, ScoredRun};
+use super::rule::OracleRule;
 use super::score::Claim;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -119,4 +121,34 @@ impl Adjudication {
 pub fn load(path: &Path) -> Result<Adjudication, RecordError> {
     let text = crate::bounded::input_text(path).map_err(|source| RecordError::Read { path: path.to_path_buf(), source })?;
     serde_json::from_str(&text).map_err(|e| RecordError::Parse { path: path.to_path_buf(), message: e.to_string() })
+}
+
+/// Applies a person's adjudication, where it covers a run, over automatic matching; returns the
+/// method and notes naming the runs a person decided and those left to automatic matching.
+/// Without an adjudication the method is automatic and there are no notes.
+pub fn adjudicate(scored: &mut [ScoredRun<'_>], adjudication: Option<&Adjudication>, rule: &OracleRule) -> (Method, Vec<String>) {
+    adjudicate_described(scored, adjudication, rule.describe())
+}
+
+/// [`adjudicate`], with the automatic rule given in words (e.g. [`describe_rule_for`]).
+pub fn adjudicate_described(scored: &mut [ScoredRun<'_>], adjudication: Option<&Adjudication>, rule: String) -> (Method, Vec<String>) {
+    let Some(adjudication) = adjudication else { return (Method::Automatic { rule }, Vec::new()) };
+    let label = |r: &ScoredRun<'_>| format!("`{}` repeat {} on `{}`", r.view.cell.id, r.view.repeat, r.view.subject);
+    let (mut decided, mut automatic) = (Vec::new(), Vec::new());
+    for run in scored.iter_mut() {
+        match adjudication.run(&run.view.cell.id, run.view.repeat, run.view.subject) {
+            Some(a) => {
+                a.to_adjudicated().apply(&mut run.case, run.view.findings);
+                decided.push(label(run));
+            }
+            None => automatic.push(label(run)),
+        }
+    }
+    let sheet = &adjudication.sheet;
+    let list = |runs: &[String]| if runs.is_empty() { "none".to_string() } else { runs.join(", ") };
+    let notes = vec![
+        format!("Adjudicated by a person (sheet `{sheet}`): {} of {} runs — {}.", decided.len(), scored.len(), list(&decided)),
+        format!("Automatic matching by the rule (no adjudication for them): {} runs — {}.", automatic.len(), list(&automatic)),
+    ];
+    (Method::Adjudication { source: sheet.clone(), rule }, notes)
 }

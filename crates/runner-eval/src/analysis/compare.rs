@@ -8,7 +8,8 @@
 //! of the cell metric across repeats is shown beside the interval, so run-to-run variance is
 //! visible. The p-values of one table are corrected together (Holm). Same seed, same bytes.
 
-use crate::analysis::matching::{adjudicate_described, score_runs_judged, with_jury, MatchCounts, ScoredRun, Verdict};
+use crate::analysis::adjudication::adjudicate_described;
+use crate::analysis::matching::{score_runs_judged, with_jury, MatchCounts, ScoredRun, Verdict};
 use crate::analysis::repeatability::jaccard;
 use crate::analysis::rqs::{RqsScores, RunPart, RunParts};
 use crate::analysis::spec::{AnalysisSpec, CompareMetric, CompareOptions};

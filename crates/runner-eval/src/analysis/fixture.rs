@@ -9,7 +9,8 @@
 //! benchmark's Critical / High / Medium / Low) also gets recall per level, most severe first
 //! (by runner's `severity` and `blocking`); `rank-by` adds a ranking of the cells.
 
-use crate::analysis::matching::{adjudicate_described, describe_rule_for, score_runs_judged, with_jury, ExtraVerdict, Prf, ScoredRun, Verdict};
+use crate::analysis::adjudication::adjudicate_described;
+use crate::analysis::matching::{describe_rule_for, score_runs_judged, with_jury, ExtraVerdict, Prf, ScoredRun, Verdict};
 use crate::analysis::spec::{AnalysisSpec, RankBy};
 use crate::analysis::{fmt_ratio, AnalysisInput, AnalysisResult, Table, TableCell};
 use crate::finding::Severity;

@@ -16,7 +16,7 @@
 
 use super::agreement::{cohen_kappa, spearman};
 use super::matching::{match_case_with, Prf, Verdict};
-use super::spec::OracleRule;
+use super::rule::OracleRule;
 use crate::finding::{Category, Finding, Severity};
 use crate::ground_truth::oracle::OracleFinding;
 use serde::Serialize;

@@ -11,8 +11,8 @@
 //! matcher itself). Same files, same options: the same calibration file, byte for byte.
 
 use super::judgements::{JudgementFile, Vectors};
-use super::matching::SimilarityMeasure;
-use super::spec::Calibrated;
+use super::rule::Calibrated;
+use super::rule::SimilarityMeasure;
 use serde::{Deserialize, Serialize};
 use std::path::Path;
 

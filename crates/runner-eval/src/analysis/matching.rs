@@ -26,66 +26,14 @@
 //! needs an adjudication: [`Adjudicated`] is the hook through which a person's decisions
 //! replace the automatic ones, and [`Method`] records which produced each score.
 
-use super::spec::{MatchRule, OracleRule};
+pub use super::rule::{content_words, message_similarity, normalize_message, token_similarity, Evidence, SimilarityMeasure, STEM_LETTERS};
+use super::rule::{MatchRule, OracleRule};
 use crate::analysis::RunView;
 use crate::finding::Finding;
 use crate::ground_truth::oracle::{Oracle, OracleFinding};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::fmt;
-
-/// Lowercased words of a message, punctuation dropped, for similarity.
-pub fn normalize_message(message: &str) -> String {
-    message.to_lowercase().split(|c: char| !c.is_alphanumeric()).filter(|w| !w.is_empty()).collect::<Vec<_>>().join(" ")
-}
-
-/// Similarity of two messages in 0..1 (normalized Levenshtein over normalized text).
-pub fn message_similarity(a: &str, b: &str) -> f64 {
-    strsim::normalized_levenshtein(&normalize_message(a), &normalize_message(b))
-}
-
-/// How two texts are compared: findings between runs, or a finding with an oracle description.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum SimilarityMeasure {
-    /// Dice coefficient over content-word stems (stop words and words under three letters
-    /// dropped, the rest cut to five letters).
-    Tokens,
-    /// Normalized Levenshtein over the normalized texts (as A1/A4 use between runs).
-    Levenshtein,
-}
-
-impl SimilarityMeasure {
-    pub fn parse(text: &str) -> Option<Self> {
-        match text {
-            "tokens" => Some(Self::Tokens),
-            "levenshtein" => Some(Self::Levenshtein),
-            _ => None,
-        }
-    }
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::Tokens => "tokens",
-            Self::Levenshtein => "levenshtein",
-        }
-    }
-
-    /// The measure in words, for printed rules.
-    pub fn describe(self) -> &'static str {
-        match self {
-            Self::Tokens => "content-word Dice similarity",
-            Self::Levenshtein => "normalized-Levenshtein similarity",
-        }
-    }
-
-    pub fn similarity(self, a: &str, b: &str) -> f64 {
-        match self {
-            Self::Tokens => token_similarity(a, b),
-            Self::Levenshtein => message_similarity(a, b),
-        }
-    }
-}
 
 /// Same file, and the same line or overlapping ranges.
 pub fn exact_match(a: &Finding, b: &Finding) -> bool {
@@ -103,34 +51,6 @@ pub fn span_gap((a0, a1): (u32, u32), (b0, b1): (u32, u32)) -> u32 {
 /// rule's measure.
 pub fn fuzzy_match(a: &Finding, b: &Finding, rule: &MatchRule) -> bool {
     a.file == b.file && span_gap(a.span(), b.span()) <= rule.line_tolerance && rule.measure.similarity(&a.message, &b.message) >= rule.similarity
-}
-
-/// Words too common to say anything about which defect a text names.
-const STOP_WORDS: &[&str] = &[
-    "the", "and", "for", "are", "but", "not", "you", "all", "any", "can", "had", "her", "was", "one", "our", "out", "has", "have", "its", "into", "this",
-    "that", "with", "from", "then", "than", "when", "which", "will", "would", "there", "their", "these", "those", "such", "may", "might", "could", "should",
-    "does", "did", "each", "every", "also", "only", "instead", "here", "where", "what", "while", "being", "been", "them", "they", "line", "code", "change",
-    "changed",
-];
-
-/// Content words are cut to this many letters, a crude stemmer (`injection`, `injects` → `injec`).
-pub const STEM_LETTERS: usize = 5;
-
-/// The distinct content-word stems of a text: normalized words of three letters or more, stop
-/// words dropped, each cut to its first [`STEM_LETTERS`] letters.
-pub fn content_words(text: &str) -> std::collections::BTreeSet<String> {
-    normalize_message(text).split(' ').filter(|w| w.chars().count() >= 3 && !STOP_WORDS.contains(w)).map(|w| w.chars().take(STEM_LETTERS).collect()).collect()
-}
-
-/// Dice coefficient of two texts' content-word stem sets, in 0..1: how much vocabulary a short
-/// report shares with a long oracle description, where edit distance says little.
-pub fn token_similarity(a: &str, b: &str) -> f64 {
-    let (wa, wb) = (content_words(a), content_words(b));
-    if wa.is_empty() || wb.is_empty() {
-        return 0.0;
-    }
-    let shared = wa.intersection(&wb).count();
-    2.0 * shared as f64 / (wa.len() + wb.len()) as f64
 }
 
 /// One-to-one matching: pairs (i in a, j in b), taken greedily in order of best similarity
@@ -198,42 +118,6 @@ pub fn describe_rule(rule: &MatchRule) -> String {
 /// The fuzzy half of [`describe_rule`], for analyses that match fuzzily only.
 pub fn describe_fuzzy_rule(rule: &MatchRule) -> String {
     format!("fuzzy: same file, lines within {} and {} of messages ≥ {:.2}, matched one to one", rule.line_tolerance, rule.measure.describe(), rule.similarity)
-}
-
-/// What a located report needs besides its place to count as `found`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum Evidence {
-    /// Similarity ≥ threshold, or the same category as the oracle finding.
-    SimilarityOrCategory,
-    /// Similarity ≥ threshold.
-    Similarity,
-    /// The same category as the oracle finding.
-    Category,
-    /// The place alone.
-    Location,
-    /// Similarity ≥ threshold, or a majority of the manifest's judges say the two texts describe
-    /// the same issue (asked, blind, about located pairs that text does not settle whose
-    /// similarity is at least the rule's `judge_floor`).
-    Judge,
-}
-
-impl Evidence {
-    pub const ALL: [Evidence; 5] = [Self::SimilarityOrCategory, Self::Similarity, Self::Category, Self::Location, Self::Judge];
-
-    pub fn parse(text: &str) -> Option<Self> {
-        Self::ALL.into_iter().find(|e| e.as_str() == text)
-    }
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::SimilarityOrCategory => "similarity-or-category",
-            Self::Similarity => "similarity",
-            Self::Category => "category",
-            Self::Location => "location",
-            Self::Judge => "judge",
-        }
-    }
 }
 
 /// An oracle finding's verdict for one run on one case (seed 003).
@@ -725,7 +609,7 @@ pub fn with_jury(text: String, votes: Option<&MatchVotes>) -> String {
     let Some(votes) = votes else { return text };
     let names: Vec<String> = votes.judges.iter().map(|j| format!("`{j}`")).collect();
     let (asked, ties) = votes.tally();
-    let named = text.replace(super::spec::JURY_PLACEHOLDER, &format!("judges {}", names.join(", ")));
+    let named = text.replace(super::rule::JURY_PLACEHOLDER, &format!("judges {}", names.join(", ")));
     let problems = if votes.problems.is_empty() { String::new() } else { format!("; missing answers: {}", votes.problems.join("; ")) };
     format!(
         "{named}; judges asked about {asked} pair{}, {ties} tie{} (not found){problems}",
@@ -825,36 +709,6 @@ impl Adjudicated {
             }
         }
     }
-}
-
-/// Applies a person's adjudication, where it covers a run, over automatic matching; returns the
-/// method and notes naming the runs a person decided and those left to automatic matching.
-/// Without an adjudication the method is automatic and there are no notes.
-pub fn adjudicate(scored: &mut [ScoredRun<'_>], adjudication: Option<&super::adjudication::Adjudication>, rule: &OracleRule) -> (Method, Vec<String>) {
-    adjudicate_described(scored, adjudication, rule.describe())
-}
-
-/// [`adjudicate`], with the automatic rule given in words (e.g. [`describe_rule_for`]).
-pub fn adjudicate_described(scored: &mut [ScoredRun<'_>], adjudication: Option<&super::adjudication::Adjudication>, rule: String) -> (Method, Vec<String>) {
-    let Some(adjudication) = adjudication else { return (Method::Automatic { rule }, Vec::new()) };
-    let label = |r: &ScoredRun<'_>| format!("`{}` repeat {} on `{}`", r.view.cell.id, r.view.repeat, r.view.subject);
-    let (mut decided, mut automatic) = (Vec::new(), Vec::new());
-    for run in scored.iter_mut() {
-        match adjudication.run(&run.view.cell.id, run.view.repeat, run.view.subject) {
-            Some(a) => {
-                a.to_adjudicated().apply(&mut run.case, run.view.findings);
-                decided.push(label(run));
-            }
-            None => automatic.push(label(run)),
-        }
-    }
-    let sheet = &adjudication.sheet;
-    let list = |runs: &[String]| if runs.is_empty() { "none".to_string() } else { runs.join(", ") };
-    let notes = vec![
-        format!("Adjudicated by a person (sheet `{sheet}`): {} of {} runs — {}.", decided.len(), scored.len(), list(&decided)),
-        format!("Automatic matching by the rule (no adjudication for them): {} runs — {}.", automatic.len(), list(&automatic)),
-    ];
-    (Method::Adjudication { source: sheet.clone(), rule }, notes)
 }
 
 #[cfg(test)]

@@ -25,6 +25,7 @@ pub mod repeatability;
 pub mod resolution;
 pub mod review_eval;
 pub mod rqs;
+pub mod rule;
 pub mod schema;
 pub mod score;
 pub mod spec;

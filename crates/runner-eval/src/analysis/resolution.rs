@@ -21,6 +21,7 @@
 
 use super::{fmt_ratio, json_num, missing_note, runs_of, AnalysisInput, AnalysisResult, DataList, Table};
 use crate::analysis::spec::{AnalysisSpec, ResolutionOptions};
+pub use crate::analysis::spec::{DEFAULT_TOLERANCE, DEFAULT_WINDOW};
 use crate::finding::{Finding, Severity};
 use crate::stats::wilson_interval;
 use crate::subject::git::GitError;
@@ -33,12 +34,6 @@ use std::path::{Path, PathBuf};
 
 /// The confidence level of the intervals.
 pub const LEVEL: f64 = 0.95;
-
-/// Later commits looked at, unless the analysis or the command says otherwise.
-pub const DEFAULT_WINDOW: usize = 10;
-
-/// Lines either side of the flagged ones that count, unless said otherwise.
-pub const DEFAULT_TOLERANCE: u32 = 1;
 
 /// How far a finding is followed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

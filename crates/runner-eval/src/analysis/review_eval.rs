@@ -13,7 +13,8 @@
 //! A cell's verdict on an oracle finding over its repeats is the most frequent one, a tie going
 //! to the worse verdict.
 
-use crate::analysis::matching::{adjudicate_described, describe_rule_for, score_runs_judged, with_jury, ExtraVerdict, MatchCounts, Method, ScoredRun, Verdict};
+use crate::analysis::adjudication::adjudicate_described;
+use crate::analysis::matching::{describe_rule_for, score_runs_judged, with_jury, ExtraVerdict, MatchCounts, Method, ScoredRun, Verdict};
 use crate::analysis::spec::AnalysisSpec;
 use crate::analysis::{fmt_num, fmt_ratio, AnalysisInput, AnalysisResult, RunView, Table, TableCell};
 use crate::ground_truth::oracle::Oracle;
@@ -522,8 +523,8 @@ mod tests {
 
     #[test]
     fn an_adjudication_file_flips_verdicts_and_noise() {
+        use crate::analysis::adjudication::adjudicate;
         use crate::analysis::adjudication::{AdjudicatedFinding, AdjudicatedRun, Adjudication, Seed003Verdict};
-        use crate::analysis::matching::adjudicate;
         use crate::analysis::score::{Claim, Disposition};
         let f1 = ofinding("F1", "a.rs", 10, Category::Bug, "the cache stores a rejected promise and serves it stale");
         let rule = OracleRule::default();

@@ -2,9 +2,13 @@
 //! match findings ([`MatchRule`] between runs, [`OracleRule`] against an oracle), and the
 //! reader of a manifest's `[[analysis]]` tables.
 
-use super::matching::{Evidence, SimilarityMeasure};
+pub use super::rule::{
+    group_thousands, Calibrated, MatchRule, OracleRule, DEFAULT_CALIBRATION, DEFAULT_EMBEDDING_CALIBRATION, DEFAULT_EMBEDDING_RULE_SIMILARITY,
+    DEFAULT_EMBEDDING_SIMILARITY, DEFAULT_JUDGE_FLOOR, DEFAULT_SIMILARITY, JURY_PLACEHOLDER,
+};
+use super::rule::{Evidence, SimilarityMeasure};
 use crate::config::{did_you_mean, resolve_path, TableReader};
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 use std::collections::BTreeSet;
 use std::path::Path;
 use toml::Spanned;
@@ -55,7 +59,7 @@ pub struct ResolutionOptions {
 
 impl Default for ResolutionOptions {
     fn default() -> Self {
-        Self { window: super::resolution::DEFAULT_WINDOW, tolerance: super::resolution::DEFAULT_TOLERANCE, head: None }
+        Self { window: DEFAULT_WINDOW, tolerance: DEFAULT_TOLERANCE, head: None }
     }
 }
 
@@ -393,192 +397,10 @@ impl AnalysisKind {
     }
 }
 
-/// How two findings are judged the same (A1 fuzzy overlap, A4, A8).
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
-pub struct MatchRule {
-    /// Lines may differ by at most this much.
-    pub line_tolerance: u32,
-    /// Message similarity (0..1) must reach this.
-    pub similarity: f64,
-    /// How messages are compared (normalized Levenshtein unless the manifest says otherwise).
-    pub measure: SimilarityMeasure,
-}
-
-impl Default for MatchRule {
-    fn default() -> Self {
-        Self { line_tolerance: 1, similarity: 0.6, measure: SimilarityMeasure::Levenshtein }
-    }
-}
-
-/// Where a matching rule's thresholds came from and how well they agreed with the labels they
-/// were chosen on (`runner matching calibrate`): printed beside every score the rule produced.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
-pub struct Calibrated {
-    /// Labelled golden-comment cells (PR × tool × golden comment) the thresholds were chosen on.
-    pub cells: u32,
-    /// Judges (label files) those cells came from.
-    pub judges: u32,
-    /// Cohen's κ of the rule against the labels, cross-validated over pull requests: the mean
-    /// over the judges.
-    pub kappa: f64,
-    /// The lowest of the judges' cross-validated κ.
-    pub kappa_min: f64,
-}
-
-/// The default rule's calibration: `results/matching/calibration.json`, written by `runner
-/// matching calibrate` on the three judges of the code-review benchmark (sentry, grafana and
-/// keycloak); a test checks that the two agree.
-pub const DEFAULT_CALIBRATION: Calibrated = Calibrated { cells: 2808, judges: 3, kappa: 0.829, kappa_min: 0.814 };
-
-/// The default rule's similarity threshold (content-word Dice), from the same calibration.
-pub const DEFAULT_SIMILARITY: f64 = 0.22;
-
-/// The rule with embeddings (`runner matching evaluate` with an embedder):
-/// `results/matching/calibration-embedding.json`, calibrated on the same judges with
-/// all-MiniLM-L6-v2 embeddings; a test checks that the two agree.
-pub const DEFAULT_EMBEDDING_CALIBRATION: Calibrated = Calibrated { cells: 2808, judges: 3, kappa: 0.844, kappa_min: 0.831 };
-/// The similarity threshold of the rule with embeddings.
-pub const DEFAULT_EMBEDDING_RULE_SIMILARITY: f64 = 0.24;
-/// The embedding-cosine threshold of the rule with embeddings.
-pub const DEFAULT_EMBEDDING_SIMILARITY: f64 = 0.65;
-
-/// The automatic matching rule, configured per analysis.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
-pub struct OracleRule {
-    /// Lines between the reported span and the oracle line or range, at most.
-    pub line_tolerance: u32,
-    /// Similarity that counts as evidence of the same defect.
-    pub similarity: f64,
-    /// Similarity that makes a located report `partial` when it is not `found`.
-    pub partial_similarity: f64,
-    pub measure: SimilarityMeasure,
-    pub evidence: Evidence,
-    /// Cosine similarity of the two texts' embeddings that also counts as evidence, where the
-    /// embeddings are at hand (`runner matching evaluate` with an embedder).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub embedding_similarity: Option<f64>,
-    /// Where the thresholds came from, when a calibration chose them.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub calibrated: Option<Calibrated>,
-    /// With [`Evidence::Judge`]: the least similarity of a pair the judges are asked about
-    /// (`judge-floor`; [`DEFAULT_JUDGE_FLOOR`] when not given).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub judge_floor: Option<f64>,
-}
-
-/// The least similarity of a pair the judges are asked about, unless `judge-floor` says.
-pub const DEFAULT_JUDGE_FLOOR: f64 = 0.05;
-
-/// How a rule's description names the jury until the judges' names are at hand
-/// (`matching::with_jury` names them).
-pub const JURY_PLACEHOLDER: &str = "the manifest's judges";
-
-impl Default for OracleRule {
-    fn default() -> Self {
-        Self {
-            line_tolerance: 1,
-            similarity: DEFAULT_SIMILARITY,
-            partial_similarity: 0.15,
-            measure: SimilarityMeasure::Tokens,
-            evidence: Evidence::Similarity,
-            embedding_similarity: None,
-            calibrated: Some(DEFAULT_CALIBRATION),
-            judge_floor: None,
-        }
-    }
-}
-
-impl OracleRule {
-    /// The default rule where embeddings are at hand: content-word Dice or embedding cosine,
-    /// each at its calibrated threshold.
-    pub fn default_with_embeddings() -> Self {
-        Self {
-            similarity: DEFAULT_EMBEDDING_RULE_SIMILARITY,
-            embedding_similarity: Some(DEFAULT_EMBEDDING_SIMILARITY),
-            calibrated: Some(DEFAULT_EMBEDDING_CALIBRATION),
-            ..Self::default()
-        }
-    }
-
-    /// The least similarity of a pair the judges are asked about.
-    pub fn judge_floor(&self) -> f64 {
-        self.judge_floor.unwrap_or(DEFAULT_JUDGE_FLOOR)
-    }
-
-    /// The text evidence in words: the measure and threshold, the embedding threshold, and
-    /// the judges where the rule asks them.
-    pub fn describe_text_evidence(&self) -> String {
-        let lexical = format!("{} (message and suggestion vs. the oracle description) ≥ {:.2}", self.measure.describe(), self.similarity);
-        let text = match self.embedding_similarity {
-            Some(e) => format!("{lexical} or embedding cosine ≥ {e:.2}"),
-            None => lexical,
-        };
-        if self.evidence == Evidence::Judge {
-            format!(
-                "{text}, or a majority of {JURY_PLACEHOLDER} say the two describe the same issue (asked blind about pairs with similarity ≥ {:.2} that text does not settle; a tie is not a find)",
-                self.judge_floor()
-            )
-        } else {
-            text
-        }
-    }
-
-    /// Where the thresholds came from, in words.
-    pub fn describe_source(&self) -> String {
-        match self.calibrated {
-            Some(c) => format!(
-                "thresholds calibrated on {} golden-comment cells of {} judges, κ {:.2} cross-validated over pull requests (lowest judge {:.2})",
-                group_thousands(u64::from(c.cells)),
-                c.judges,
-                c.kappa,
-                c.kappa_min
-            ),
-            None => "thresholds set by hand, not calibrated against labels".to_string(),
-        }
-    }
-
-    /// The rule as it applies at change level (oracle findings without a file), in words.
-    pub fn describe_change_level(&self) -> String {
-        format!(
-            "found = {}, by text alone; one candidate per golden comment, one to one, the strongest pair first; {}",
-            self.describe_text_evidence(),
-            self.describe_source()
-        )
-    }
-
-    /// The rule in words, printed beside every score it produced.
-    pub fn describe(&self) -> String {
-        let evidence = match self.evidence {
-            Evidence::SimilarityOrCategory => format!("{} or the same category", self.describe_text_evidence()),
-            Evidence::Similarity | Evidence::Judge => self.describe_text_evidence(),
-            Evidence::Category => "the same category as the oracle finding".to_string(),
-            Evidence::Location => "nothing more".to_string(),
-        };
-        let partial = if self.evidence == Evidence::Location {
-            String::new()
-        } else {
-            format!("; partial = located with similarity ≥ {:.2} but without that evidence", self.partial_similarity)
-        };
-        format!(
-            "automatic matching: found = same file, reported lines within {} of the oracle line or range, and {evidence}{partial}; one report per oracle finding (best first); unmatched reports are extras, rejected (noise) unless adjudicated real; {}",
-            self.line_tolerance,
-            self.describe_source()
-        )
-    }
-}
-
-/// `2808` → `2,808`.
-pub fn group_thousands(n: u64) -> String {
-    let digits = n.to_string();
-    let mut out = String::new();
-    for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i) % 3 == 0 {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    out
-}
+/// Later commits looked at, unless the analysis or the command says otherwise.
+pub const DEFAULT_WINDOW: usize = 10;
+/// Lines either side of the flagged ones that count, unless said otherwise.
+pub const DEFAULT_TOLERANCE: u32 = 1;
 
 /// Reads one `[[analysis]]` table: its kind and the options that kind takes.
 pub fn read_analysis(t: &TableReader<'_, '_>, axes: &BTreeSet<String>, base_dir: &Path) -> Option<AnalysisSpec> {
