@@ -157,8 +157,9 @@ pub fn compute(spec: &AnalysisSpec, input: &AnalysisInput<'_>) -> AnalysisResult
         result.tables.push(rotation);
         result.notes.push(
             "Start order: the plan's rotation (the block's cells in matrix order, starting one further along in each block). \
-             The engine queues a block's runs in this order; with one run at a time (`--jobs 1`, or a shared limit of 1) they start in it, \
-             with more slots they may start together. Each call's start time is in the run's raw output (`runner show`)."
+             The engine releases a block's runs to its scheduler in this order, but does not hold a run back until the one before it has started: \
+             under per-reviewer limits a later run of the block can start first, so this is a queueing order, not a guaranteed start order. \
+             Each call's start time is in the run's raw output (`runner show`)."
                 .into(),
         );
     }

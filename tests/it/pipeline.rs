@@ -187,7 +187,7 @@ fn a_verifier_of_the_reviewers_family_is_refused() {
     assert!(!out.status.success());
     let err = crate::stderr_of(&out);
     assert!(err.contains("error: verify stage `verifier` is of the `smollm2` family, as review stage `reviewers` whose claims it checks"), "{err}");
-    assert!(err.contains("strategies.toml:51:10)") && err.contains("1 problem"), "located at the verifier's family: {err}");
+    assert!(err.contains("strategies.toml:54:10)") && err.contains("1 problem"), "located at the verifier's family: {err}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
