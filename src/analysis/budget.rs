@@ -168,10 +168,13 @@ pub fn compute(spec: &AnalysisSpec, input: &AnalysisInput<'_>) -> AnalysisResult
     result
 }
 
+/// A subject/repeat block: (repeat, subject) and its runs as (order, cell id).
+type Block<'a> = ((u32, &'a str), Vec<(u32, &'a str)>);
+
 /// Each subject/repeat block's runs in the order they start (the plan's rotation), when any
 /// block holds more than one run.
 fn rotation(input: &AnalysisInput<'_>) -> Option<Table> {
-    let mut blocks: Vec<((u32, &str), Vec<(u32, &str)>)> = Vec::new();
+    let mut blocks: Vec<Block<'_>> = Vec::new();
     for run in &input.runs {
         let block = (run.repeat, run.subject);
         match blocks.iter_mut().find(|(b, _)| *b == block) {

@@ -55,6 +55,9 @@ pub struct Params {
     /// The seed as configured, before `seed-per-repeat`.
     pub base_seed: Option<u64>,
     pub rag_max_definitions: u32,
+    /// This call's own `max_tokens` (a pipeline stage's allowance), in place of `max-tokens`;
+    /// such a call makes one request.
+    pub max_tokens: Option<u32>,
 }
 
 pub struct LlmReviewer {
@@ -167,7 +170,7 @@ impl LlmReviewer {
                 as u32,
             None => self.spec.rag_max_definitions,
         };
-        Ok(Params { model, temperature, seed, base_seed, rag_max_definitions })
+        Ok(Params { model, temperature, seed, base_seed, rag_max_definitions, max_tokens: None })
     }
 
     fn pool(&self, model: &str, api_key: Option<&str>) -> Result<Vec<Arc<Endpoint>>, ReviewError> {
@@ -389,8 +392,8 @@ impl LlmReviewer {
         schema: &Value,
         api_key: Option<&str>,
         label: &str,
-        max_tokens: Option<u32>,
     ) -> Result<Exchange, RunFailure> {
+        let max_tokens = p.max_tokens;
         let limit = max_tokens.unwrap_or(self.spec.max_tokens);
         let sampling = Sampling { temperature: p.temperature, seed: p.seed, max_tokens: limit, num_ctx: self.spec.num_ctx };
         let base = vec![Message { role: "system", content: prompts.system.clone() }, Message { role: "user", content: prompts.user.clone() }];
@@ -497,6 +500,7 @@ impl LlmReviewer {
         let started = Instant::now();
         let mut p = self.params(&job.cell, job.repeat)?;
         p.seed = p.seed.map(|s| s + seed_offset);
+        p.max_tokens = max_tokens;
         let units = prompt::units(&job.subject.files, self.spec.unit);
         let mut out = ReviewOutput::default();
         let mut cost = Cost { hunks: units.iter().map(prompt::Unit::hunk_count).sum(), ..Cost::default() };
@@ -530,7 +534,7 @@ impl LlmReviewer {
             let prompts = prompt::render(&self.spec, &job.subject, unit, &definitions, extra).map_err(ReviewError::failed)?;
             let lines = self.spec.constrain_lines.then(|| prompt::reviewed_lines(unit));
             let schema = prompt::response_schema(&self.spec, unit.files.len() > 1, lines.as_deref());
-            let ex = self.exchange(&pool, &p, &prompts, &schema, api_key.as_deref(), &unit.label, max_tokens).await?;
+            let ex = self.exchange(&pool, &p, &prompts, &schema, api_key.as_deref(), &unit.label).await?;
             waited += ex.waited;
             let items = extract_model_findings(&ex.text).map_err(|e| {
                 RunFailure::Answer(
@@ -673,7 +677,7 @@ mod tests {
         });
         let c = cell(&[("model", AxisValue::Str("m".into())), ("temperature", AxisValue::Float(0.7)), ("rag_symbol_max_definitions", AxisValue::Int(0))]);
         let p = r.params(&c, 3).expect("params");
-        assert_eq!(p, Params { model: "m".into(), temperature: 0.7, seed: Some(102), base_seed: Some(100), rag_max_definitions: 0 });
+        assert_eq!(p, Params { model: "m".into(), temperature: 0.7, seed: Some(102), base_seed: Some(100), rag_max_definitions: 0, max_tokens: None });
         let plain = cell(&[("model", AxisValue::Str("m".into()))]);
         let p = r.params(&plain, 1).expect("params");
         assert_eq!((p.temperature, p.seed, p.rag_max_definitions), (0.1, Some(100), 4));
