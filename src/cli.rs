@@ -686,6 +686,11 @@ pub(crate) struct AdjudicateExportArgs {
     /// Seed of the row shuffle (recorded in the key).
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
+    /// Fill `disposition` and `oracle_id` with runner's automatic matcher (its default rule,
+    /// calibrated against judges: docs/matching.md): a machine adjudication, which `import`
+    /// and `score` label as such. Without it a person fills the sheet.
+    #[arg(long, value_parser = ["matcher"])]
+    pub fill: Option<String>,
     #[command(flatten)]
     pub locations: LocationArgs,
 }

@@ -441,7 +441,9 @@ fn analyze(
     let mut missing = Vec::new();
     for (run, outcome) in plan.runs.iter().zip(outcomes) {
         match outcome.success() {
-            Some((record, findings)) => views.push(RunView { cell: &run.cell, repeat: run.repeat, subject: &run.subject_id, record, findings }),
+            Some((record, findings)) => {
+                views.push(RunView { cell: &run.cell, repeat: run.repeat, subject: &run.subject_id, record, findings, order: run.order })
+            }
             None => missing.push(run.id()),
         }
     }

@@ -658,7 +658,7 @@ fn pipeline_lines(prepared: &experiment::Prepared, store: &std::sync::Arc<dyn ru
         let stages: Vec<String> = tally
             .iter()
             .map(|t| {
-                let unknown = if t.unknown > 0 { format!(", {} known once earlier stages run", t.unknown) } else { String::new() };
+                let unknown = if t.unknown > 0 { format!(", {} known once earlier calls run", t.unknown) } else { String::new() };
                 format!("{} {} cached, {} to run{unknown}", t.stage, t.cached, t.to_run)
             })
             .collect();
@@ -1012,8 +1012,16 @@ fn matching_calibrate(args: &MatchingCalibrateArgs) -> Result<Exit, Error> {
 
 fn adjudicate_export(args: &AdjudicateExportArgs) -> Result<Exit, Error> {
     let prepared = experiment::prepare(&args.manifest, &locations(&args.locations))?;
-    let exported =
-        runner::study::adjudication::export(&runner::experiment::sheet_source(&prepared), &args.manifest.display().to_string(), &args.out, args.seed)?;
+    // `--fill matcher`: the rule oracle analyses use by default (its thresholds calibrated
+    // against judges, docs/matching.md).
+    let fill = args.fill.is_some().then(runner::analysis::spec::OracleRule::default);
+    let exported = runner::study::adjudication::export(
+        &runner::experiment::sheet_source(&prepared),
+        &args.manifest.display().to_string(),
+        &args.out,
+        args.seed,
+        fill.as_ref(),
+    )?;
     outln!(
         "{} rows from {} findings of {} cached runs{}",
         exported.rows,
@@ -1028,7 +1036,11 @@ fn adjudicate_export(args: &AdjudicateExportArgs) -> Result<Exit, Error> {
     for file in &exported.files {
         outln!("wrote {}", file.display());
     }
-    outln!("fill `disposition` and `oracle_id` in the sheet (see README.md); keep key.json from the adjudicator");
+    if fill.is_some() {
+        outln!("runner's automatic matcher filled `disposition` and `oracle_id`: importing it gives a machine adjudication, labelled as such");
+    } else {
+        outln!("fill `disposition` and `oracle_id` in the sheet (see README.md); keep key.json from the adjudicator");
+    }
     Ok(Exit::Ok)
 }
 

@@ -199,6 +199,11 @@ pub struct ShownCall {
     pub prompt_tokens: Option<u64>,
     #[serde(default)]
     pub completion_tokens: Option<u64>,
+    /// Under a budget: the prompt tokens reserved before the call, and the `max_tokens` it got.
+    #[serde(default)]
+    pub prompt_estimate: Option<u64>,
+    #[serde(default)]
+    pub max_tokens: Option<u32>,
     /// Provider-reported time.
     #[serde(default)]
     pub provider_ms: Option<f64>,
@@ -487,6 +492,11 @@ fn render_stage(out: &mut String, stage: &ShownStage) {
             (Some(p), Some(c)) => format!("{p}+{c} tokens"),
             _ => "tokens not reported".to_string(),
         };
+        let allowance = match (call.prompt_estimate, call.max_tokens) {
+            (Some(e), Some(m)) => format!(" (prompt estimated {e}, max_tokens {m})"),
+            _ => String::new(),
+        };
+        let tokens = format!("{tokens}{allowance}");
         let provider = call.provider_ms.map(|ms| format!(", provider {ms:.0} ms")).unwrap_or_default();
         let cached = if call.cached { ", from the cache" } else { "" };
         let _ =

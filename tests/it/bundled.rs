@@ -189,3 +189,48 @@ fn same_charts(committed: &std::path::Path, out: &std::path::Path, name: &str) {
 fn first_difference(a: &str, b: &str) -> Option<(usize, String, String)> {
     a.lines().zip(b.lines()).enumerate().find(|(_, (x, y))| x != y).map(|(i, (x, y))| (i + 1, x.to_string(), y.to_string()))
 }
+
+/// The strategies experiment's captured results, adjudicated by runner's automatic matcher
+/// from the committed cache (`adjudicate export --fill matcher`, then `import`), are the
+/// committed ones, labelled machine-adjudicated, and `runner score` scores them as committed:
+/// metrics only where the provider reported them.
+#[test]
+fn the_strategies_machine_adjudication_is_scored_as_committed() {
+    let root = project_root();
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let adj = tmp.path().join("adj");
+    let committed = root.join("results/strategies/adjudication");
+    let run = |args: Vec<std::ffi::OsString>| {
+        let out = runner(&root).args(args).output().expect("runs");
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        String::from_utf8_lossy(&out.stdout).to_string()
+    };
+    let os = |words: &[&str]| words.iter().map(std::ffi::OsString::from).collect::<Vec<_>>();
+    let mut export = os(&["adjudicate", "export", "experiments/strategies.toml", "--fill", "matcher", "--cache-dir", "cache", "--out"]);
+    export.push(adj.clone().into());
+    run(export);
+    assert_eq!(std::fs::read_to_string(adj.join("sheet.csv")).ok(), std::fs::read_to_string(committed.join("sheet.csv")).ok(), "the filled sheet");
+    let mut import = os(&["adjudicate", "import"]);
+    import.extend([adj.join("sheet.csv").into(), "--key".into(), adj.join("key.json").into(), "--oracle".into(), "corpus/quickstart".into(), "--out".into()]);
+    import.push(adj.join("captured-results.json").into());
+    run(import);
+    let captured = std::fs::read_to_string(adj.join("captured-results.json")).expect("captured");
+    assert_eq!(captured, std::fs::read_to_string(committed.join("captured-results.json")).expect("committed"));
+    let record: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(adj.join("captured-results.adjudication.json")).expect("record")).expect("json");
+    assert!(record["method"].as_str().is_some_and(|m| m.starts_with("machine-adjudicated, not by a person: runner's automatic matcher")), "{record}");
+    // Every run's provider reported latency and tokens; a run without them would have no `metrics`.
+    let results: serde_json::Value = serde_json::from_str(&captured).expect("json");
+    let runs: Vec<&serde_json::Value> =
+        results["strategies"].as_array().into_iter().flatten().flat_map(|s| s["runs"].as_array().into_iter().flatten()).collect();
+    assert_eq!(runs.len(), 12);
+    assert!(runs.iter().all(|r| r["metrics"]["inputTokens"].is_number() && r["metrics"]["latencyMs"].is_number()), "{captured}");
+    let mut score = os(&["score"]);
+    score.extend([adj.join("captured-results.json").into(), "--oracle".into(), "corpus/quickstart".into()]);
+    let scored = run(score);
+    let committed_score = std::fs::read_to_string(committed.join("score.txt")).expect("score.txt");
+    // The first two lines name the files scored; the scores below them are the committed ones.
+    let tail = |text: &str| text.lines().skip(2).collect::<Vec<_>>().join("\n");
+    assert_eq!(tail(&scored), tail(&committed_score));
+    assert!(scored.lines().nth(1).is_some_and(|l| l.starts_with("method: machine-adjudicated, not by a person")), "{scored}");
+}

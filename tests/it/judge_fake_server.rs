@@ -39,6 +39,8 @@ pub(crate) enum Reply {
     Answer(String, &'static str),
     /// An error status with a JSON body.
     Status(u16),
+    /// As `Answer`, reporting these prompt and completion tokens.
+    Counted(String, &'static str, u64, u64),
 }
 
 /// Answers the n-th (0-based, counted over the server's life) chat request.
@@ -164,21 +166,27 @@ async fn serve(
                 let n = chats.fetch_add(1, Ordering::SeqCst);
                 match handler(n, &body) {
                     Reply::Status(status) => write(&mut stream, status, json, &json!({"error": {"code": status, "message": "busy"}}).to_string()).await?,
-                    Reply::Answer(text, finish) => {
+                    reply @ (Reply::Answer(..) | Reply::Counted(..)) => {
+                        // Ollama's fixed counts differ from the OpenAI-compatible ones.
+                        let (text, finish, (prompt, completion), ollama) = match reply {
+                            Reply::Counted(text, finish, p, c) => (text, finish, (p, c), (p, c)),
+                            Reply::Answer(text, finish) => (text, finish, (150, 20), (140, 18)),
+                            Reply::Status(_) => unreachable!("matched above"),
+                        };
                         let model = body["model"].as_str().unwrap_or_default();
                         if protocol == Protocol::OpenAi {
                             let answer = json!({
                                 "choices": [{"finish_reason": finish, "index": 0, "message": {"role": "assistant", "content": text}}],
                                 "model": model, "object": "chat.completion",
-                                "usage": {"prompt_tokens": 150, "completion_tokens": 20, "total_tokens": 170},
+                                "usage": {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion},
                                 "timings": {"prompt_ms": 500.0, "predicted_ms": 200.0}
                             });
                             write(&mut stream, 200, json, &answer.to_string()).await?;
                         } else {
                             let line = json!({
                                 "model": model, "message": {"role": "assistant", "content": text}, "done": true, "done_reason": finish,
-                                "total_duration": 900_000_000u64, "prompt_eval_count": 140, "prompt_eval_duration": 500_000_000u64,
-                                "eval_count": 18, "eval_duration": 300_000_000u64
+                                "total_duration": 900_000_000u64, "prompt_eval_count": ollama.0, "prompt_eval_duration": 500_000_000u64,
+                                "eval_count": ollama.1, "eval_duration": 300_000_000u64
                             });
                             write(&mut stream, 200, "application/x-ndjson", &format!("{line}\n")).await?;
                         }

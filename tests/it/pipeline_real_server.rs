@@ -62,7 +62,10 @@ fn pipeline_real_server_strategies_run_end_to_end() {
     let rows = budget["data"].as_array().cloned().unwrap_or_default();
     assert_eq!(rows.len(), 3, "{budget}");
     for row in &rows {
-        assert_eq!(row["total_budget"], 6000, "{row}");
+        assert_eq!(row["total_budget"], 12000, "{row}");
+        // Prompts are reserved before each call: the provider-reported spend stays within.
+        assert_eq!(row["runs_over_budget"], 0, "{row}");
+        assert!(row["spent_per_run"].as_f64().is_some_and(|t| t <= 12000.0), "{row}");
         assert_eq!(row["runs"], 1, "{row}");
         assert_eq!(row["runs_without_tokens"], 0, "llama.cpp reports usage: {row}");
         assert!(row["spent_per_run"].as_f64().is_some_and(|t| t > 0.0), "{row}");

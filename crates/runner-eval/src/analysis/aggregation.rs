@@ -237,8 +237,8 @@ mod tests {
         // Repeat 1 finds F1 and makes one false alarm; repeat 2 finds F2 and repeats the false alarm.
         let r1 = vec![reported("a", "a.py", 10, Category::Bug, "page count is off by one"), reported("n", "a.py", 20, Category::Style, "unused import")];
         let r2 = vec![reported("b", "a.py", 30, Category::Security, "path can escape root"), reported("n", "a.py", 20, Category::Style, "unused import")];
-        let v1 = RunView { cell: &cell, repeat: 1, subject: "c1", record: &rec, findings: &r1 };
-        let v2 = RunView { cell: &cell, repeat: 2, subject: "c1", record: &rec, findings: &r2 };
+        let v1 = RunView { cell: &cell, repeat: 1, subject: "c1", record: &rec, findings: &r1, order: 0 };
+        let v2 = RunView { cell: &cell, repeat: 2, subject: "c1", record: &rec, findings: &r2, order: 0 };
         let a = aggregate(&[&v1, &v2], Some(&oracle), &spec(), None);
         assert_eq!(a.runs, 2);
         // Union: a, n, b (the second `n` is a duplicate).
@@ -259,7 +259,7 @@ mod tests {
         let cell = crate::matrix::Cell { id: "m=a".into(), values: Default::default() };
         let rec = record(&cell, None);
         let r1 = vec![reported("a", "a.py", 10, Category::Bug, "x")];
-        let v1 = RunView { cell: &cell, repeat: 1, subject: "s", record: &rec, findings: &r1 };
+        let v1 = RunView { cell: &cell, repeat: 1, subject: "s", record: &rec, findings: &r1, order: 0 };
         let a = aggregate(&[&v1], None, &spec(), None);
         assert_eq!((a.merged_count, a.union, a.single.len()), (1, None, 0));
     }

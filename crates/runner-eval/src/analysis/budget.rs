@@ -153,9 +153,45 @@ pub fn compute(spec: &AnalysisSpec, input: &AnalysisInput<'_>) -> AnalysisResult
         result.notes.push("No cell ran a `pipeline` reviewer: there is no strategy budget to report.".into());
     }
     result.tables.push(table);
+    if let Some(rotation) = rotation(input) {
+        result.tables.push(rotation);
+        result.notes.push(
+            "Start order: the plan's rotation (the block's cells in matrix order, starting one further along in each block). \
+             The engine releases a block's runs to its scheduler in this order, but does not hold a run back until the one before it has started: \
+             under per-reviewer limits a later run of the block can start first, so this is a queueing order, not a guaranteed start order. \
+             Each call's start time is in the run's raw output (`runner show`)."
+                .into(),
+        );
+    }
     result.data = data.finish();
     result.notes.extend(missing_note(input));
     result
+}
+
+/// A subject/repeat block: (repeat, subject) and its runs as (order, cell id).
+type Block<'a> = ((u32, &'a str), Vec<(u32, &'a str)>);
+
+/// Each subject/repeat block's runs in the order they start (the plan's rotation), when any
+/// block holds more than one run.
+fn rotation(input: &AnalysisInput<'_>) -> Option<Table> {
+    let mut blocks: Vec<Block<'_>> = Vec::new();
+    for run in &input.runs {
+        let block = (run.repeat, run.subject);
+        match blocks.iter_mut().find(|(b, _)| *b == block) {
+            Some((_, runs)) => runs.push((run.order, run.cell.id.as_str())),
+            None => blocks.push((block, vec![(run.order, run.cell.id.as_str())])),
+        }
+    }
+    if blocks.iter().all(|(_, runs)| runs.len() < 2) {
+        return None;
+    }
+    let mut table = Table::new("Start order in each subject/repeat block", &["Subject", "Repeat", "Order"]);
+    for ((repeat, subject), mut runs) in blocks {
+        runs.sort();
+        let order = runs.iter().map(|(_, cell)| format!("`{cell}`")).collect::<Vec<_>>().join(" → ");
+        table.push(vec![format!("`{subject}`").into(), repeat.into(), order.into()]);
+    }
+    Some(table)
 }
 
 #[cfg(test)]
@@ -186,5 +222,23 @@ mod tests {
             vec!["`reviewer=routine`", "1000", "r 600, s 400", "2", "1000.0", "r 800.0, s 200.0", "r 2.0, s 1.0", "0", "0", "1", "0", "1.500"]
         );
         assert_eq!(out.data["runs_over_budget"], 1, "one item: the data is that item");
+        assert_eq!(out.tables.len(), 2, "the routine runs and the plain one share a block: {:?}", out.tables);
+    }
+
+    #[test]
+    fn each_block_lists_its_runs_in_their_start_order() {
+        let mut fx = Fixture::new(&[("reviewer", vec![s("a"), s("b"), s("c")])], 1);
+        for (subject, orders) in [("s1", [0, 1, 2]), ("s2", [2, 0, 1])] {
+            for (cell, order) in ["reviewer=a", "reviewer=b", "reviewer=c"].into_iter().zip(orders) {
+                let r = fx.add(cell, 1, subject, vec![]);
+                r.provenance.insert("pipeline".into(), json!(["r:review×1"]));
+                fx.started(order);
+            }
+        }
+        let out = compute(&spec(AnalysisKind::Budget, None), &fx.input());
+        let rotation = &out.tables[1];
+        assert_eq!(rotation.title, "Start order in each subject/repeat block");
+        assert_eq!(rotation.rows[0], vec!["`s1`", "1", "`reviewer=a` → `reviewer=b` → `reviewer=c`"]);
+        assert_eq!(rotation.rows[1], vec!["`s2`", "1", "`reviewer=b` → `reviewer=c` → `reviewer=a`"]);
     }
 }

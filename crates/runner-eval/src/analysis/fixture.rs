@@ -272,7 +272,7 @@ mod tests {
         let case = match_case(&reports, &expected, &OracleRule::default());
         let cell = crate::matrix::Cell { id: "x".into(), values: Default::default() };
         let record = crate::analysis::matching::tests::record(&cell, None);
-        let view = crate::analysis::RunView { cell: &cell, repeat: 1, subject: "c1", record: &record, findings: &reports };
+        let view = crate::analysis::RunView { cell: &cell, repeat: 1, subject: "c1", record: &record, findings: &reports, order: 0 };
         let run = ScoredRun { view, case };
         let fx = cell_fixture(&oracle, &[&run]);
         assert_eq!(fx.overall, Prf { tp: 1, fp: 2, fn_: 1 });

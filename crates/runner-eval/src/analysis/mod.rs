@@ -50,6 +50,8 @@ pub struct RunView<'a> {
     pub subject: &'a str,
     pub record: &'a RunRecord,
     pub findings: &'a [Finding],
+    /// Where the run started among its subject and repeat's runs (the plan's rotation), from 0.
+    pub order: u32,
 }
 
 /// Everything an analysis may read.

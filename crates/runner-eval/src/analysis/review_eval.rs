@@ -503,8 +503,11 @@ mod tests {
         let rec1 = record(&cell, Some(30_000));
         let rec2 = record(&cell, Some(10_000));
         let runs = [
-            ScoredRun { view: RunView { cell: &cell, repeat: 1, subject: "c1", record: &rec1, findings: &c1 }, case: match_case(&c1, &[&f1, &f2], &rule) },
-            ScoredRun { view: RunView { cell: &cell, repeat: 1, subject: "c2", record: &rec2, findings: &c2 }, case: match_case(&c2, &[], &rule) },
+            ScoredRun {
+                view: RunView { cell: &cell, repeat: 1, subject: "c1", record: &rec1, findings: &c1, order: 0 },
+                case: match_case(&c1, &[&f1, &f2], &rule),
+            },
+            ScoredRun { view: RunView { cell: &cell, repeat: 1, subject: "c2", record: &rec2, findings: &c2, order: 0 }, case: match_case(&c2, &[], &rule) },
         ];
         let eval = cell_eval(&cell, &runs.iter().collect::<Vec<_>>());
         let s = &eval.runs[0].scores;
@@ -533,7 +536,7 @@ mod tests {
         let c1 =
             vec![reported("r1", "a.rs", 50, Category::Style, "promise cached after failure"), reported("r2", "b.rs", 1, Category::Bug, "leaks a file handle")];
         let rec = record(&cell, None);
-        let view = RunView { cell: &cell, repeat: 1, subject: "c1", record: &rec, findings: &c1 };
+        let view = RunView { cell: &cell, repeat: 1, subject: "c1", record: &rec, findings: &c1, order: 0 };
         let automatic = cell_eval(&cell, &[&ScoredRun { view, case: match_case(&c1, &[&f1], &rule) }]);
         let s = &automatic.scores;
         assert_eq!((s.counts.found, s.counts.missed, s.counts.extras_real, s.counts.extras_rejected), (0, 1, 0, 2));
@@ -562,7 +565,7 @@ mod tests {
             }],
         };
         let other = crate::matrix::Cell { id: "m=b".into(), values: Default::default() };
-        let other_view = RunView { cell: &other, repeat: 1, subject: "c1", record: &rec, findings: &c1 };
+        let other_view = RunView { cell: &other, repeat: 1, subject: "c1", record: &rec, findings: &c1, order: 0 };
         let mut scored = vec![ScoredRun { view, case: match_case(&c1, &[&f1], &rule) }, ScoredRun { view: other_view, case: match_case(&c1, &[&f1], &rule) }];
         let (method, notes) = adjudicate(&mut scored, Some(&adjudication), &rule);
         assert!(method.describe().starts_with("adjudication `sheet.csv`"), "{}", method.describe());

@@ -860,7 +860,7 @@ mod tests {
         let rec = record(&cell, None);
         // The blocking F1 is found, the nit F2 missed, and one report is an extra.
         let findings = vec![reported("a", "a.py", 10, Category::Bug, "page count is off by one"), reported("n", "a.py", 50, Category::Style, "rename this")];
-        let view = RunView { cell: &cell, repeat: 1, subject: "c1", record: &rec, findings: &findings };
+        let view = RunView { cell: &cell, repeat: 1, subject: "c1", record: &rec, findings: &findings, order: 0 };
         let cells = [std::sync::Arc::new(cell.clone())];
         let rqs = RqsInput { judges: vec![JudgeInfo { name: "j".into(), model: "m".into(), family: "f".into() }], ..Default::default() };
         let input = AnalysisInput {

@@ -62,6 +62,7 @@ struct Stored {
     subject: String,
     record: RunRecord,
     findings: Vec<Finding>,
+    order: u32,
 }
 
 /// A matrix and the runs that succeeded in it.
@@ -107,8 +108,15 @@ impl Fixture {
             counters: BTreeMap::new(),
             attachments: BTreeMap::new(),
         };
-        self.runs.push(Stored { cell: index, repeat, subject: subject.into(), record, findings });
+        self.runs.push(Stored { cell: index, repeat, subject: subject.into(), record, findings, order: 0 });
         &mut self.runs.last_mut().expect("just pushed").record
+    }
+
+    /// Sets where the run added last started in its block (the plan's rotation).
+    pub(crate) fn started(&mut self, order: u32) {
+        if let Some(run) = self.runs.last_mut() {
+            run.order = order;
+        }
     }
 
     pub(crate) fn input(&self) -> AnalysisInput<'_> {
@@ -116,7 +124,7 @@ impl Fixture {
             runs: self
                 .runs
                 .iter()
-                .map(|r| RunView { cell: &self.cells[r.cell], repeat: r.repeat, subject: &r.subject, record: &r.record, findings: &r.findings })
+                .map(|r| RunView { cell: &self.cells[r.cell], repeat: r.repeat, subject: &r.subject, record: &r.record, findings: &r.findings, order: r.order })
                 .collect(),
             cells: &self.cells,
             axis_order: &self.axis_order,

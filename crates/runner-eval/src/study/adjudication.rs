@@ -16,7 +16,9 @@
 
 use super::sheet::{self, Column, Rule, Spec};
 use crate::analysis::adjudication::{AdjudicatedFinding, AdjudicatedRun, Adjudication, Seed003Verdict};
+use crate::analysis::matching::{describe_rule_for, match_case, Verdict};
 use crate::analysis::score::{self, CapturePlan, CapturedResults, CapturedRun, Claim, Disposition, Metrics, Strategy};
+use crate::analysis::spec::OracleRule;
 use crate::cache::key::CacheKey;
 use crate::cache::store::CacheStore;
 use crate::cache::Lookup;
@@ -57,6 +59,10 @@ pub struct Key {
     pub runs: Vec<KeyRun>,
     /// Item id → the (run, finding) occurrences the row stands for.
     pub items: BTreeMap<String, KeyItem>,
+    /// When runner's automatic matcher filled the sheet (`export --fill matcher`): its rule,
+    /// as RESULTS.md states it. `import` then labels the result machine-adjudicated.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub filled_by: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -177,8 +183,31 @@ pub struct SheetRun<'a> {
     pub order: u32,
 }
 
-/// Exports a blind sheet of every cached finding of `source`'s runs into `out`.
-pub fn export(source: &SheetSource<'_>, manifest_label: &str, out: &Path, seed: u64) -> Result<Exported, AdjudicationError> {
+/// What runner's automatic matcher says of one reported finding, best first when a row's
+/// occurrences differ: found or partial for an oracle finding, else a rejected extra.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+enum Filled {
+    Rejected,
+    Partial(String),
+    Found(String),
+}
+
+impl Filled {
+    fn columns(&self, case: &str) -> [String; 3] {
+        let note = "filled by runner's automatic matcher, not a person".to_string();
+        match self {
+            Self::Found(id) => ["found".into(), id.clone(), note],
+            Self::Partial(id) => ["partial".into(), id.clone(), note],
+            Self::Rejected => ["rejected".into(), String::new(), format!("{note} (an extra of {case})")],
+        }
+    }
+}
+
+/// Exports a blind sheet of every cached finding of `source`'s runs into `out`. With `fill`,
+/// runner's automatic matcher fills `disposition` and `oracle_id` by that rule (each run's
+/// findings matched to its case's oracle findings, as the oracle analyses do): a
+/// machine adjudication, recorded as such in the key.
+pub fn export(source: &SheetSource<'_>, manifest_label: &str, out: &Path, seed: u64, fill: Option<&OracleRule>) -> Result<Exported, AdjudicationError> {
     let name = source.experiment.to_string();
     let TargetSpec::Corpus { dir, .. } = source.target else {
         return Err(AdjudicationError::NotCorpus(name));
@@ -188,6 +217,7 @@ pub fn export(source: &SheetSource<'_>, manifest_label: &str, out: &Path, seed: 
 
     let mut runs = Vec::new();
     let mut occurrences: BTreeMap<RowContent, Vec<(usize, usize)>> = BTreeMap::new();
+    let mut filled: BTreeMap<RowContent, Filled> = BTreeMap::new();
     let mut findings_total = 0;
     for planned in &source.runs {
         let index = runs.len();
@@ -219,9 +249,24 @@ pub fn export(source: &SheetSource<'_>, manifest_label: &str, out: &Path, seed: 
                 total_tokens: total.map(|v| v as f64),
             };
             run.metrics = (metrics != Metrics::default()).then_some(metrics);
+            let matched = match (fill, oracle.as_ref()) {
+                (Some(rule), Some(o)) => Some(match_case(&findings, &o.expected_for(planned.case), rule)),
+                _ => None,
+            };
             for (i, f) in findings.iter().enumerate() {
                 run.findings.push(f.id.clone());
-                occurrences.entry(RowContent::of(planned.case, f)).or_default().push((index, i));
+                let row = RowContent::of(planned.case, f);
+                if let Some(m) = &matched {
+                    let verdict = m.verdicts.iter().find(|v| v.reported == Some(i));
+                    let says = match verdict.map(|v| (v.verdict, v.finding.clone())) {
+                        Some((Verdict::Found, id)) => Filled::Found(id),
+                        Some((Verdict::Partial, id)) => Filled::Partial(id),
+                        _ => Filled::Rejected,
+                    };
+                    let best = filled.entry(row.clone()).or_insert(Filled::Rejected);
+                    *best = (*best).clone().max(says);
+                }
+                occurrences.entry(row).or_default().push((index, i));
                 findings_total += 1;
             }
         }
@@ -245,7 +290,11 @@ pub fn export(source: &SheetSource<'_>, manifest_label: &str, out: &Path, seed: 
     for (i, (row, occ)) in ordered.iter().enumerate() {
         let item = format!("A{:0width$}", i + 1);
         let shown = [&item, &row.case, &row.file, &row.line, &row.severity, &row.category, &row.message, &row.suggestion];
-        lines.push(shown.iter().map(|s| s.to_string()).chain(std::iter::repeat_n(String::new(), 3)).collect());
+        let answer = match filled.get(row) {
+            Some(f) => f.columns(&row.case).to_vec(),
+            None => vec![String::new(); 3],
+        };
+        lines.push(shown.iter().map(|s| s.to_string()).chain(answer).collect());
         items.insert(item, KeyItem { case: row.case.clone(), occurrences: occ.clone() });
     }
     let sheet = sheet::write(&SHEET_COLUMNS, &lines).map_err(|e| AdjudicationError::Parse { path: out.join(SHEET_FILE), message: e.to_string() })?;
@@ -261,6 +310,10 @@ pub fn export(source: &SheetSource<'_>, manifest_label: &str, out: &Path, seed: 
         cases: cases.clone(),
         runs,
         items,
+        filled_by: fill.map(|rule| match oracle.as_ref() {
+            Some(o) => describe_rule_for(rule, o),
+            None => rule.describe(),
+        }),
     };
     std::fs::create_dir_all(out).map_err(|source| AdjudicationError::Write { path: out.to_path_buf(), source })?;
     let files = [out.join(SHEET_FILE), out.join(KEY_FILE), out.join(CASES_FILE), out.join(README_FILE)];
@@ -552,14 +605,12 @@ pub fn import(sheet_path: &Path, key_path: &Path, oracle_path: Option<&Path>) ->
     if !problems.is_empty() {
         return Err(AdjudicationError::Invalid { path: sheet_path.to_path_buf(), problems });
     }
-    let adjudication = Adjudication {
-        version: 1,
-        method: format!("adjudicated by a person: {sheet_label}"),
-        sheet: sheet_label,
-        key: key_path.display().to_string(),
-        experiment: key.experiment.clone(),
-        runs: adjudicated,
+    let method = match &key.filled_by {
+        Some(rule) => format!("machine-adjudicated, not by a person: runner's automatic matcher filled {sheet_label} ({rule})"),
+        None => format!("adjudicated by a person: {sheet_label}"),
     };
+    let adjudication =
+        Adjudication { version: 1, method, sheet: sheet_label, key: key_path.display().to_string(), experiment: key.experiment.clone(), runs: adjudicated };
     Ok(Imported { captured, adjudication, rows: rows.len(), oracle: oracle_file })
 }
 

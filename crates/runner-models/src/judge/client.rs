@@ -87,6 +87,7 @@ impl ModelClient {
             seed: Some(self.settings.seed),
             base_seed: Some(self.settings.seed),
             rag_max_definitions: 0,
+            max_tokens: None,
         };
         let mut prov = self.inner.served_provenance(&p).await?;
         prov.insert("family".into(), Value::from(self.settings.family.clone()));

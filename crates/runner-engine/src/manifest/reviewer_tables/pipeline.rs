@@ -40,7 +40,7 @@ fn every_problem_of_a_pipeline_is_reported_at_once() {
 }
 
 #[test]
-fn budgets_split_into_each_calls_max_tokens() {
+fn budgets_split_among_the_stages_by_share() {
     let text = format!(
         "total-budget = 1000\n{}{}{}",
         stage("r", "smol", "review", "instances = 2\nshare = 0.6\nfamily = \"smollm2\"\n"),
@@ -57,7 +57,9 @@ fn budgets_split_into_each_calls_max_tokens() {
             _ => None,
         })
         .collect();
-    assert_eq!(tokens, [Some(300), Some(100), Some(300)]);
+    // `max_tokens` is fixed per call, from what is left when it is made.
+    assert_eq!(tokens, [Some(1024), Some(1024), Some(1024)]);
+    assert_eq!(p.stages[0].chars_per_token, spec::DEFAULT_CHARS_PER_TOKEN);
     assert_eq!(p.allocation(), [("r".to_string(), 600), ("v".to_string(), 100), ("s".to_string(), 300)]);
     assert_eq!(p.calls_per_run(), "r 2 × review, v ≤ 1 × verify, s 1 × synthesize");
     assert!(matches!(&p.stages[2].backend, Some(Backend::Llm(l)) if l.prompt.text == spec::DEFAULT_SYNTHESIZE_PROMPT));

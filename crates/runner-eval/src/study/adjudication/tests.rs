@@ -57,6 +57,7 @@ fn fixture(sheet_rows: &[[&str; 3]]) -> (tempfile::TempDir, PathBuf, PathBuf) {
             ("A004".to_string(), KeyItem { case: "case-01".into(), occurrences: vec![(4, 1)] }),
             ("A005".to_string(), KeyItem { case: "case-06".into(), occurrences: vec![(1, 0)] }),
         ]),
+        filled_by: None,
     };
     let key_path = dir.path().join(KEY_FILE);
     std::fs::write(&key_path, serde_json::to_string(&key).expect("json")).expect("write");

@@ -55,6 +55,9 @@ pub struct Params {
     /// The seed as configured, before `seed-per-repeat`.
     pub base_seed: Option<u64>,
     pub rag_max_definitions: u32,
+    /// This call's own `max_tokens` (a pipeline stage's allowance), in place of `max-tokens`;
+    /// such a call makes one request.
+    pub max_tokens: Option<u32>,
 }
 
 pub struct LlmReviewer {
@@ -122,6 +125,11 @@ fn short_hash(text: &str) -> String {
 }
 
 impl LlmReviewer {
+    /// The `max-tokens` each request may ask for.
+    pub fn max_tokens(&self) -> u32 {
+        self.spec.max_tokens
+    }
+
     pub fn new(spec: LlmSpec) -> Result<Self, ReviewError> {
         let policy =
             Policy { retries: spec.retries, base_delay: spec.retry_base_delay, max_delay: spec.retry_max_delay, request_timeout: spec.request_timeout };
@@ -162,7 +170,7 @@ impl LlmReviewer {
                 as u32,
             None => self.spec.rag_max_definitions,
         };
-        Ok(Params { model, temperature, seed, base_seed, rag_max_definitions })
+        Ok(Params { model, temperature, seed, base_seed, rag_max_definitions, max_tokens: None })
     }
 
     fn pool(&self, model: &str, api_key: Option<&str>) -> Result<Vec<Arc<Endpoint>>, ReviewError> {
@@ -385,11 +393,15 @@ impl LlmReviewer {
         api_key: Option<&str>,
         label: &str,
     ) -> Result<Exchange, RunFailure> {
-        let sampling = Sampling { temperature: p.temperature, seed: p.seed, max_tokens: self.spec.max_tokens, num_ctx: self.spec.num_ctx };
+        let max_tokens = p.max_tokens;
+        let limit = max_tokens.unwrap_or(self.spec.max_tokens);
+        let sampling = Sampling { temperature: p.temperature, seed: p.seed, max_tokens: limit, num_ctx: self.spec.num_ctx };
         let base = vec![Message { role: "system", content: prompts.system.clone() }, Message { role: "user", content: prompts.user.clone() }];
-        let rounds = match self.spec.on_truncation {
-            OnTruncation::Fail => 1,
-            OnTruncation::Continue => 1 + self.spec.max_continuations,
+        // A call given its own `max_tokens` (a pipeline stage's share of a budget) is one
+        // request: a continuation would send the prompt again, past what was reserved.
+        let rounds = match (self.spec.on_truncation, max_tokens) {
+            (OnTruncation::Continue, None) => 1 + self.spec.max_continuations,
+            _ => 1,
         };
         let mut text = String::new();
         let mut answers = Vec::new();
@@ -420,15 +432,16 @@ impl LlmReviewer {
                 return Ok(Exchange { text, answers, endpoint: last, requests, waited });
             }
         }
-        let how = match self.spec.on_truncation {
-            OnTruncation::Fail => "; raise `max-tokens` or set `on-truncation = \"continue\"`".to_string(),
-            OnTruncation::Continue => format!(" and was still cut after {} continuations; raise `max-tokens`", self.spec.max_continuations),
+        let how = match (self.spec.on_truncation, max_tokens) {
+            (_, Some(_)) => "; this call's `max_tokens` was what its stage's share of the budget left after its prompt".to_string(),
+            (OnTruncation::Fail, None) => "; raise `max-tokens` or set `on-truncation = \"continue\"`".to_string(),
+            (OnTruncation::Continue, None) => format!(" and was still cut after {} continuations; raise `max-tokens`", self.spec.max_continuations),
         };
         let tail: String = text.chars().rev().take(120).collect::<Vec<_>>().into_iter().rev().collect();
         Err(RunFailure::Answer(
             format!(
-                "model `{}` stopped at the token limit (max-tokens = {}, finish_reason `length`) reviewing `{label}` at `{}`{how}; the answer was not parsed; it ended: {tail:?}",
-                p.model, self.spec.max_tokens, last
+                "model `{}` stopped at the token limit (max-tokens = {limit}, finish_reason `length`) reviewing `{label}` at `{}`{how}; the answer was not parsed; it ended: {tail:?}",
+                p.model, last
             ),
             answers_cost(&answers),
             text,
@@ -439,9 +452,16 @@ impl LlmReviewer {
     /// one is set) is moved on by `seed_offset`: a pipeline stage's call of this reviewer.
     /// The inner `Err` is the answer's own failure (cut at the token limit, unreadable): the
     /// model answered; the outer one is everything else (the server, the timeout).
-    /// A failed answer comes with what it cost and its text.
-    pub async fn review_with(&self, job: &ReviewJob, extra: &Value, seed_offset: u64) -> Result<Result<ReviewOutput, (String, Cost, String)>, ReviewError> {
-        match tokio::time::timeout(job.timeout, self.run(job, Some(extra), seed_offset)).await {
+    /// A failed answer comes with what it cost and its text. `max_tokens`, when given,
+    /// replaces the reviewer's own for this call, and the call makes one request.
+    pub async fn review_with(
+        &self,
+        job: &ReviewJob,
+        extra: &Value,
+        seed_offset: u64,
+        max_tokens: Option<u32>,
+    ) -> Result<Result<ReviewOutput, (String, Cost, String)>, ReviewError> {
+        match tokio::time::timeout(job.timeout, self.run(job, Some(extra), seed_offset, max_tokens)).await {
             Ok(Ok(output)) => Ok(Ok(output)),
             Ok(Err(RunFailure::Answer(message, cost, text))) => Ok(Err((message, cost, text))),
             Ok(Err(RunFailure::Review(e))) => Err(e),
@@ -449,10 +469,38 @@ impl LlmReviewer {
         }
     }
 
-    async fn run(&self, job: &ReviewJob, extra: Option<&Value>, seed_offset: u64) -> Result<ReviewOutput, RunFailure> {
+    /// The UTF-8 bytes of the prompts (system and user, every unit) a call of this reviewer
+    /// with `extra` would send for `job`: what a pipeline estimates a call's prompt tokens
+    /// from before making it. Symbol definitions, when configured, are looked up as the call
+    /// would (blocking).
+    pub fn prompt_bytes(&self, job: &ReviewJob, extra: &Value) -> Result<u64, ReviewError> {
+        let p = self.params(&job.cell, job.repeat)?;
+        let mut bytes = 0;
+        for unit in &prompt::units(&job.subject.files, self.spec.unit) {
+            let definitions = if p.rag_max_definitions > 0 {
+                rag::resolve(&rag::Request {
+                    repo: &job.subject.repo_dir,
+                    commit: &job.subject.head_sha,
+                    code: prompt::new_side_code(unit),
+                    exclude: unit.spans(),
+                    max_definitions: p.rag_max_definitions as usize,
+                    max_lines: self.spec.rag_max_lines as usize,
+                })
+                .map_err(|e| ReviewError::failed(format!("failed to look up symbol definitions for `{}`: {e}", unit.label)))?
+            } else {
+                Vec::new()
+            };
+            let prompts = prompt::render(&self.spec, &job.subject, unit, &definitions, Some(extra)).map_err(ReviewError::failed)?;
+            bytes += (prompts.system.len() + prompts.user.len()) as u64;
+        }
+        Ok(bytes)
+    }
+
+    async fn run(&self, job: &ReviewJob, extra: Option<&Value>, seed_offset: u64, max_tokens: Option<u32>) -> Result<ReviewOutput, RunFailure> {
         let started = Instant::now();
         let mut p = self.params(&job.cell, job.repeat)?;
         p.seed = p.seed.map(|s| s + seed_offset);
+        p.max_tokens = max_tokens;
         let units = prompt::units(&job.subject.files, self.spec.unit);
         let mut out = ReviewOutput::default();
         let mut cost = Cost { hunks: units.iter().map(prompt::Unit::hunk_count).sum(), ..Cost::default() };
@@ -596,7 +644,7 @@ impl Reviewer for LlmReviewer {
 
     fn review<'a>(&'a self, job: &'a ReviewJob) -> BoxFuture<'a, Result<ReviewOutput, ReviewError>> {
         Box::pin(async move {
-            match tokio::time::timeout(job.timeout, self.run(job, None, 0)).await {
+            match tokio::time::timeout(job.timeout, self.run(job, None, 0, None)).await {
                 Ok(result) => result.map_err(RunFailure::into_error),
                 Err(_) => Err(ReviewError::Timeout { seconds: job.timeout.as_secs_f64() }),
             }
@@ -629,7 +677,7 @@ mod tests {
         });
         let c = cell(&[("model", AxisValue::Str("m".into())), ("temperature", AxisValue::Float(0.7)), ("rag_symbol_max_definitions", AxisValue::Int(0))]);
         let p = r.params(&c, 3).expect("params");
-        assert_eq!(p, Params { model: "m".into(), temperature: 0.7, seed: Some(102), base_seed: Some(100), rag_max_definitions: 0 });
+        assert_eq!(p, Params { model: "m".into(), temperature: 0.7, seed: Some(102), base_seed: Some(100), rag_max_definitions: 0, max_tokens: None });
         let plain = cell(&[("model", AxisValue::Str("m".into()))]);
         let p = r.params(&plain, 1).expect("params");
         assert_eq!((p.temperature, p.seed, p.rag_max_definitions), (0.1, Some(100), 4));

@@ -16,9 +16,14 @@
 //! call's error, and the run goes on without its findings, noted in the run's schema
 //! problems; anything else (a server that fails, a timeout) fails the run.
 //!
-//! With a `total-budget`, each stage gets its share, each model call `max-tokens` of its
-//! stage's share over its instances, and a stage whose provider-reported spend (prompt and
-//! completion tokens) reaches its share makes no further call, recorded as stopped.
+//! With a `total-budget`, each stage gets its share, and the share holds prompt and completion
+//! tokens together: before a model call, its prompt tokens are estimated from the rendered
+//! prompts' UTF-8 bytes (bytes per token learned from the provider-reported usage of the run's
+//! earlier calls of the same reviewer, less a margin; the stage's `prompt-chars-per-token`
+//! before any) and reserved from what the share leaves; the rest, at most the reviewer's
+//! `max-tokens`, is the call's `max_tokens`. A call that cannot pay for its prompt is not made,
+//! nor are its stage's later calls (recorded as stopped, "budget spent"); each call made is
+//! charged what the provider reported. The allowance is part of the call's key.
 
 pub mod spec;
 
@@ -35,7 +40,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::time::Instant;
 
 /// Version of the stage rules (what a stage receives, how calls are keyed); in the fingerprint.
-pub const PIPELINE_VERSION: &str = "pipeline-1";
+pub const PIPELINE_VERSION: &str = "pipeline-2";
 
 enum Runner {
     Llm(Box<LlmReviewer>),
@@ -70,6 +75,72 @@ struct Answer {
     provenance: BTreeMap<String, Value>,
     #[serde(default)]
     schema_problems: Vec<String>,
+    /// The UTF-8 bytes of the call's prompts, its estimated prompt tokens and the
+    /// `max_tokens` it was given, when its stage has a budget.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    prompt_bytes: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    prompt_estimate: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    max_tokens: Option<u32>,
+    /// Not made: what was left of its stage's share could not pay for its prompt.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    skipped: bool,
+}
+
+/// The margin applied to the bytes per token learned from a run's earlier calls.
+pub const CALIBRATION_MARGIN: f64 = 0.9;
+
+/// Per stage reviewer, the fewest bytes of prompt per token the provider reported for a run's
+/// calls so far: the bound the run's later calls of that reviewer estimate their prompt with.
+#[derive(Default)]
+struct Calibration(BTreeMap<String, f64>);
+
+impl Calibration {
+    /// Bytes per 1,000 tokens assumed for a call of `stage`: the learned ratio less
+    /// [`CALIBRATION_MARGIN`], else the stage's declared one.
+    fn bytes_per_ktoken(&self, stage: &StageSpec) -> u64 {
+        let ratio = self.0.get(&stage.reviewer).map_or(stage.chars_per_token, |r| r * CALIBRATION_MARGIN);
+        ((ratio * 1000.0).floor() as u64).max(1)
+    }
+
+    fn learn(&mut self, stage: &StageSpec, answer: &Answer) {
+        if let (Some(bytes), Some(tokens)) = (answer.prompt_bytes, answer.cost.prompt_tokens) {
+            if bytes > 0 && tokens > 0 {
+                let ratio = bytes as f64 / tokens as f64;
+                let slot = self.0.entry(stage.reviewer.clone()).or_insert(ratio);
+                *slot = slot.min(ratio);
+            }
+        }
+    }
+}
+
+/// What a budgeted model call may spend, fixed before it is made (and part of its key):
+/// what its stage's share leaves (`None`: a provider reported no tokens, so the spend is
+/// unknown and only the share itself bounds the call) and the bytes per 1,000 tokens its
+/// prompt is estimated with.
+struct Allowance {
+    left: Option<u64>,
+    share: u64,
+    bytes_per_ktoken: u64,
+}
+
+impl Allowance {
+    fn key(&self) -> Value {
+        json!({ "left": self.left, "bytes_per_ktoken": self.bytes_per_ktoken })
+    }
+
+    /// The prompt tokens `bytes` of prompt are estimated at (rounded up).
+    fn estimate(&self, bytes: u64) -> u64 {
+        (bytes * 1000).div_ceil(self.bytes_per_ktoken)
+    }
+
+    /// The call's `max_tokens` (at most `ceiling`), or `None` when what is left cannot pay for
+    /// its estimated prompt and one completion token.
+    fn max_tokens(&self, estimate: u64, ceiling: u32) -> Option<u32> {
+        let left = self.left.unwrap_or(self.share);
+        (estimate < left).then(|| (left - estimate).min(u64::from(ceiling)) as u32)
+    }
 }
 
 impl Answer {
@@ -125,6 +196,7 @@ impl PipelineReviewer {
         }
         if let Some(budget) = stage.budget(self.spec.total_budget) {
             f["budget"] = json!(budget);
+            f["prompt_chars_per_token"] = json!(stage.chars_per_token);
         }
         f
     }
@@ -156,16 +228,33 @@ impl PipelineReviewer {
     }
 
     /// The inputs one call is cached under (the engine adds the subject's identity).
-    fn call_inputs(fingerprint: &Value, repeat: u32, instance: u32, received: &Value) -> Value {
+    fn call_inputs(fingerprint: &Value, repeat: u32, instance: u32, received: &Value, allowance: Option<&Allowance>) -> Value {
         let received_hash = blake3::hash(&serde_json::to_vec(received).unwrap_or_default()).to_hex().to_string();
-        json!({ "pipeline": PIPELINE_VERSION, "stage": fingerprint, "repeat": repeat, "instance": instance, "received": received_hash })
+        let mut inputs = json!({ "pipeline": PIPELINE_VERSION, "stage": fingerprint, "repeat": repeat, "instance": instance, "received": received_hash });
+        if let Some(a) = allowance {
+            inputs["allowance"] = a.key();
+        }
+        inputs
+    }
+
+    /// The allowance of stage `i`'s next call, when it is a model stage with a budget.
+    fn allowance(&self, i: usize, spent: Option<u64>, calibration: &Calibration) -> Option<Allowance> {
+        let stage = &self.spec.stages[i];
+        let share = stage.budget(self.spec.total_budget)?;
+        matches!(self.runners[i], Runner::Llm(_)).then(|| Allowance {
+            left: spent.map(|s| share.saturating_sub(s)),
+            share,
+            bytes_per_ktoken: calibration.bytes_per_ktoken(stage),
+        })
     }
 
     /// Per stage, what the call cache holds of a run's calls: walked from the first stage,
-    /// each stage's calls computed from the cached answers of the stages before it.
+    /// each stage's calls computed from the cached answers of the stages before it (and, with
+    /// a budget, of the calls before it).
     pub fn tally(&self, cell: &Cell, repeat: u32, calls: &dyn super::CallCache) -> Vec<super::StageCalls> {
         let mut out = Vec::new();
         let mut done: Vec<(usize, Vec<Finding>)> = Vec::new();
+        let mut calibration = Calibration::default();
         let mut known = true;
         for (i, stage) in self.spec.stages.iter().enumerate() {
             let mut tally = super::StageCalls { stage: stage.name.clone(), ..super::StageCalls::default() };
@@ -178,21 +267,37 @@ impl PipelineReviewer {
             let fingerprint = self.stage_fingerprint(i, cell);
             let budget = stage.budget(self.spec.total_budget);
             let (mut findings, mut seen, mut spent) = (Vec::new(), BTreeSet::new(), Some(0));
-            for instance in 0..if no_claims { 0 } else { stage.instances } {
+            let instances = if no_claims { 0 } else { stage.instances };
+            for instance in 0..instances {
                 if let (Some(b), Some(s)) = (budget, spent) {
-                    if s >= b {
+                    if s >= b && matches!(self.runners[i], Runner::Command(_)) {
                         break;
                     }
                 }
-                match calls.lookup(&Self::call_inputs(&fingerprint, repeat, instance, &received)).and_then(|v| serde_json::from_value::<Answer>(v).ok()) {
+                let allowance = self.allowance(i, spent, &calibration);
+                match calls
+                    .lookup(&Self::call_inputs(&fingerprint, repeat, instance, &received, allowance.as_ref()))
+                    .and_then(|v| serde_json::from_value::<Answer>(v).ok())
+                {
+                    Some(answer) if answer.skipped => {
+                        tally.cached += 1;
+                        break;
+                    }
                     Some(answer) => {
                         tally.cached += 1;
                         spent = spent.zip(answer.tokens()).map(|(s, t)| s + t);
+                        calibration.learn(stage, &answer);
                         findings.extend(answer.findings.into_iter().filter(|f| seen.insert(f.id.clone())));
                     }
                     None => {
-                        tally.to_run += 1;
                         known = false;
+                        if allowance.is_some() {
+                            // What this call spends sets the next one's allowance (its key).
+                            tally.to_run += 1;
+                            tally.unknown += instances - instance - 1;
+                            break;
+                        }
+                        tally.to_run += 1;
                     }
                 }
             }
@@ -207,12 +312,13 @@ impl PipelineReviewer {
         let mut done: Vec<(usize, StageRun)> = Vec::new();
         let mut out = ReviewOutput::default();
         let mut cost = Cost::default();
+        let mut calibration = Calibration::default();
         for i in 0..self.spec.stages.len() {
             let (received, no_claims) = self.received(i, done.iter().map(|(j, s)| (*j, s.findings.as_slice())));
             let run = if no_claims {
                 StageRun { findings: Vec::new(), model: None, calls: Vec::new(), spent: Some(0), stopped: 0, note: Some("no claim to verify".into()) }
             } else {
-                self.run_stage(i, job, &received, &run_id, &mut cost).await?
+                self.run_stage(i, job, &received, &run_id, &mut cost, &mut calibration).await?
             };
             done.push((i, run));
         }
@@ -245,6 +351,12 @@ impl PipelineReviewer {
                 }
                 if call["cached"] == json!(true) {
                     bump(&mut out, "calls_cached".into(), 1);
+                }
+                // A prompt the provider counted above its estimate: the bound did not hold.
+                if let (Some(reported), Some(estimate)) = (call["prompt_tokens"].as_u64(), call["prompt_estimate"].as_u64()) {
+                    if reported > estimate {
+                        bump(&mut out, "prompt_underestimates".into(), 1);
+                    }
                 }
             }
             bump(&mut out, "calls".into(), run.calls.len() as u64);
@@ -281,22 +393,35 @@ impl PipelineReviewer {
     }
 
     /// Runs one stage's instances in turn: each from the run's call cache when it is there,
-    /// else called and stored; none once the stage's budget is spent.
-    async fn run_stage(&self, i: usize, job: &ReviewJob, received: &Value, run_id: &str, cost: &mut Cost) -> Result<StageRun, ReviewError> {
+    /// else called and stored. With a budget, a model call first reserves its estimated
+    /// prompt tokens from what its stage's share leaves and gets the rest (at most its
+    /// reviewer's `max-tokens`) as `max_tokens`; a call that cannot pay for its prompt is not
+    /// made, and neither are the stage's later ones. Each call is charged what the provider
+    /// reported.
+    async fn run_stage(
+        &self,
+        i: usize,
+        job: &ReviewJob,
+        received: &Value,
+        run_id: &str,
+        cost: &mut Cost,
+        calibration: &mut Calibration,
+    ) -> Result<StageRun, ReviewError> {
         let stage = &self.spec.stages[i];
         let budget = stage.budget(self.spec.total_budget);
         let fingerprint = self.stage_fingerprint(i, &job.cell);
         let mut run = StageRun { findings: Vec::new(), model: None, calls: Vec::new(), spent: Some(0), stopped: 0, note: None };
         let mut seen = BTreeSet::new();
         for instance in 0..stage.instances {
-            if let (Some(b), Some(spent)) = (budget, run.spent) {
+            if let (Some(b), Some(spent), Runner::Command(_)) = (budget, run.spent, &self.runners[i]) {
                 if spent >= b {
                     run.stopped = stage.instances - instance;
                     run.note = Some(format!("budget of {b} tokens spent after {instance} of {} calls", stage.instances));
                     break;
                 }
             }
-            let inputs = Self::call_inputs(&fingerprint, job.repeat, instance, received);
+            let allowance = self.allowance(i, run.spent, calibration);
+            let inputs = Self::call_inputs(&fingerprint, job.repeat, instance, received, allowance.as_ref());
             let cached = match &job.calls {
                 Some(calls) => {
                     let (calls, inputs) = (calls.clone(), inputs.clone());
@@ -308,7 +433,7 @@ impl PipelineReviewer {
             let answer = match cached {
                 Some(answer) => answer,
                 None => {
-                    let answer = self.call(i, job, received, stage, instance).await?;
+                    let answer = self.call(i, job, received, stage, instance, allowance.as_ref()).await?;
                     if let Some(calls) = &job.calls {
                         let (calls, inputs) = (calls.clone(), inputs.clone());
                         let value = serde_json::to_value(&answer).map_err(|e| ReviewError::failed(format!("a call's answer does not serialize: {e}")))?;
@@ -320,10 +445,22 @@ impl PipelineReviewer {
                     answer
                 }
             };
+            if answer.skipped {
+                let left = allowance.as_ref().map_or(0, |a| a.left.unwrap_or(a.share));
+                run.stopped = stage.instances - instance;
+                run.note = Some(format!(
+                    "budget spent: call {} of {} needs about {} prompt tokens, its stage's share has {left} left",
+                    instance + 1,
+                    stage.instances,
+                    answer.prompt_estimate.unwrap_or(0)
+                ));
+                break;
+            }
             run.spent = match (run.spent, answer.tokens()) {
                 (Some(s), Some(t)) => Some(s + t),
                 _ => None,
             };
+            calibration.learn(stage, &answer);
             add_cost(cost, &answer.cost);
             if run.calls.is_empty() {
                 if let Some(model) = describe_model(&answer.provenance) {
@@ -338,6 +475,9 @@ impl PipelineReviewer {
                 "run": run_id,
                 "started_at": answer.started_at,
                 "runner_wall_ms": answer.cost.wall_ms,
+                "prompt_bytes": answer.prompt_bytes,
+                "prompt_estimate": answer.prompt_estimate,
+                "max_tokens": answer.max_tokens,
                 "prompt_tokens": answer.cost.prompt_tokens,
                 "completion_tokens": answer.cost.completion_tokens,
                 "provider_ms": answer.cost.provider_ms(),
@@ -348,7 +488,7 @@ impl PipelineReviewer {
             }));
         }
         if run.spent.is_none() && budget.is_some() {
-            run.note.get_or_insert_with(|| "the provider reported no tokens: spend unknown, the budget not enforced past max-tokens".into());
+            run.note.get_or_insert_with(|| "the provider reported no tokens: spend unknown, each call bounded by its stage's share only".into());
         }
         Ok(run)
     }
@@ -356,14 +496,33 @@ impl PipelineReviewer {
     /// One call of a stage's reviewer; a model answer that cannot be read (cut at the token
     /// limit, not JSON) is kept as the call's error. Anything else (the server, the timeout, a
     /// command that fails) fails the run, and nothing of that call is cached.
-    async fn call(&self, i: usize, job: &ReviewJob, received: &Value, stage: &StageSpec, instance: u32) -> Result<Answer, ReviewError> {
+    async fn call(
+        &self,
+        i: usize,
+        job: &ReviewJob,
+        received: &Value,
+        stage: &StageSpec,
+        instance: u32,
+        allowance: Option<&Allowance>,
+    ) -> Result<Answer, ReviewError> {
         let started_at = utc_now();
         let started = Instant::now();
+        let mut sent = (None, None, None);
         let result = match &self.runners[i] {
             Runner::Llm(r) => {
                 let mut extra = received.clone();
                 extra["stage"] = json!({ "name": stage.name, "role": stage.role.as_str(), "instance": instance + 1, "instances": stage.instances });
-                r.review_with(job, &extra, u64::from(instance)).await?
+                let mut max_tokens = None;
+                if let Some(a) = allowance {
+                    let bytes = r.prompt_bytes(job, &extra)?;
+                    let estimate = a.estimate(bytes);
+                    max_tokens = a.max_tokens(estimate, r.max_tokens());
+                    sent = (Some(bytes), Some(estimate), max_tokens);
+                    if max_tokens.is_none() {
+                        return Ok(Answer { skipped: true, prompt_bytes: Some(bytes), prompt_estimate: Some(estimate), ..Answer::default() });
+                    }
+                }
+                r.review_with(job, &extra, u64::from(instance), max_tokens).await?
             }
             Runner::Command(r) => Ok(r.review(job).await?),
         };
@@ -376,11 +535,13 @@ impl PipelineReviewer {
                 cost: Cost { units: Vec::new(), ..o.cost },
                 provenance: o.provenance,
                 schema_problems: o.schema_problems,
+                ..Answer::default()
             },
             Err((message, cost, text)) => Answer { error: Some(message), started_at, cost, raw: text, ..Answer::default() },
         };
         // runner's own wall time of the call, kept apart from the provider's timings.
         answer.cost.wall_ms = started.elapsed().as_millis() as u64;
+        (answer.prompt_bytes, answer.prompt_estimate, answer.max_tokens) = sent;
         Ok(answer)
     }
 }

@@ -2,7 +2,7 @@
 //! located errors ([`read_spec`]), then resolved against the manifest's other named
 //! reviewers ([`resolve`]): each stage's reviewer must exist and be a model (`openai`,
 //! `ollama`) or `command` reviewer, a verifier must be of another family than the reviewers
-//! whose claims it checks, and a total budget is split into each call's `max-tokens`.
+//! whose claims it checks, and a total budget is split among the stages by their shares.
 
 use crate::config::{did_you_mean, Problems, TableReader};
 use crate::finding::{Category, Severity};
@@ -60,6 +60,10 @@ pub struct StageSpec {
     pub instances: u32,
     /// Its share of the pipeline's total budget.
     pub share: Option<f64>,
+    /// Before a run's calls of this stage's reviewer have reported usage: the UTF-8 bytes of
+    /// prompt per token assumed to estimate a call's prompt tokens (a lower bound is
+    /// conservative); `prompt-chars-per-token`, 2.0 by default.
+    pub chars_per_token: f64,
     /// The model family (`smollm2`, `gemma`, `qwen`, …), as judges declare it.
     pub family: Option<String>,
     /// Replaces the model reviewer's prompt (a review stage keeps its reviewer's by default).
@@ -82,12 +86,10 @@ impl StageSpec {
     pub fn budget(&self, total: Option<u64>) -> Option<u64> {
         Some((total? as f64 * self.share?).floor() as u64)
     }
-
-    /// Each call's token allowance: the stage's budget over its instances.
-    pub fn per_call(&self, total: Option<u64>) -> Option<u64> {
-        Some(self.budget(total)? / u64::from(self.instances.max(1)))
-    }
 }
+
+/// The bytes of prompt per token a stage assumes before any usage is reported.
+pub const DEFAULT_CHARS_PER_TOKEN: f64 = 2.0;
 
 /// A resolved `pipeline` reviewer.
 #[derive(Debug, Clone)]
@@ -174,6 +176,7 @@ pub fn read_spec(t: &TableReader<'_, '_>, _axes: &BTreeSet<String>, base_dir: &P
         });
         let instances = st.integer("instances", 1, 64).map_or(1, |v| *v.get_ref() as u32);
         let share = st.float("share", 0.0, 1.0).map(|v| *v.get_ref());
+        let chars_per_token = st.float("prompt-chars-per-token", 0.5, 16.0).map_or(DEFAULT_CHARS_PER_TOKEN, |v| *v.get_ref());
         if share == Some(0.0) {
             problems.push(st.key_span("share").unwrap_or_else(|| st.span()), "a stage's `share` must be above 0");
         }
@@ -245,6 +248,7 @@ pub fn read_spec(t: &TableReader<'_, '_>, _axes: &BTreeSet<String>, base_dir: &P
             role,
             instances,
             share,
+            chars_per_token,
             family: family.map(|f| f.into_inner()),
             prompt,
             system_prompt,
@@ -283,7 +287,7 @@ pub fn read_spec(t: &TableReader<'_, '_>, _axes: &BTreeSet<String>, base_dir: &P
 }
 
 /// Resolves each stage's reviewer among the manifest's named reviewers (`declared`), checks
-/// the family rule, and fixes each model call's prompts and `max-tokens`. Problems are pushed
+/// the family rule, and fixes each model call's prompts. Problems are pushed
 /// located at the stage's keys; `false` when there were any.
 pub fn resolve(spec: &mut PipelineSpec, pipeline: &str, declared: &[(&str, &ReviewerSpec)], problems: &Problems) -> bool {
     let mut ok = true;
@@ -302,7 +306,7 @@ pub fn resolve(spec: &mut PipelineSpec, pipeline: &str, declared: &[(&str, &Revi
             ok = false;
             continue;
         };
-        let per_call = stage.per_call(spec.total_budget);
+        let stage_budget = stage.budget(spec.total_budget);
         match &found.kind {
             ReviewerKindSpec::Llm(llm) => {
                 if llm.unit != UnitKind::Change {
@@ -328,12 +332,11 @@ pub fn resolve(spec: &mut PipelineSpec, pipeline: &str, declared: &[(&str, &Revi
                 if let Some(p) = &stage.system_prompt {
                     llm.system_prompt = p.clone();
                 }
-                if let Some(allowance) = per_call {
-                    if allowance == 0 {
-                        problems.push(stage.reviewer_span.clone(), format!("stage `{}`'s share of `total-budget` leaves its calls no token", stage.name));
-                        ok = false;
-                    }
-                    llm.max_tokens = llm.max_tokens.min(allowance.min(u64::from(u32::MAX)) as u32);
+                // Each call's `max_tokens` is set when it is made: what its stage's share
+                // leaves after what was spent and the call's estimated prompt.
+                if stage_budget == Some(0) {
+                    problems.push(stage.reviewer_span.clone(), format!("stage `{}`'s share of `total-budget` leaves its calls no token", stage.name));
+                    ok = false;
                 }
                 stage.backend = Some(Backend::Llm(Box::new(llm)));
             }
