@@ -132,7 +132,7 @@ fn load_scoring(manifest: &Manifest, plan: &Plan, cache: &CacheStore, frozen: bo
     // first oracle-matching analysis's rule).
     // A `jury` analysis measures the judges themselves, so they are asked every pair.
     if let (Some(spec), Some(oracle)) = (manifest.analyses.iter().find(|a| a.asks_judges_to_match()), oracle) {
-        let every_pair = manifest.analyses.iter().any(|a| a.kind == crate::analysis::spec::AnalysisKind::Jury);
+        let every_pair = manifest.analyses.iter().any(|a| a.kind == crate::analysis::spec::AnalysisKind::JURY);
         scorers = scorers.with_matching(Arc::new(oracle.clone()), spec.oracle_rule, every_pair);
     }
     let mut rqs = BTreeMap::new();
@@ -221,7 +221,7 @@ pub fn check(manifest: Manifest, options: &PrepareOptions) -> Result<plan::PlanS
         }
     }
     // A resolution rate's head must be a commit of the repository, or nothing can be traced.
-    for (i, spec) in prepared.manifest.analyses.iter().enumerate().filter(|(_, a)| a.kind == AnalysisKind::Resolution) {
+    for (i, spec) in prepared.manifest.analyses.iter().enumerate().filter(|(_, a)| a.kind == AnalysisKind::RESOLUTION) {
         let Some(repository) = history_repository(&prepared) else { continue };
         let head = spec.resolution.as_ref().and_then(|r| r.head.clone()).unwrap_or_else(|| repository.head.clone());
         if crate::subject::trace::Tracer::new(&repository.repo).commit(&head).is_none() {
@@ -379,7 +379,7 @@ impl exec::Conclusions for ExperimentConclusions<'_> {
     fn analyze(&self, index: usize, view: &WalkView<'_, Arc<AnalysisResult>, Rendered>) -> Arc<AnalysisResult> {
         let prepared = self.prepared;
         let spec = &prepared.manifest.analyses[index];
-        let scopes: Option<BTreeMap<String, DiffScope>> = (spec.kind == AnalysisKind::ContextLevel)
+        let scopes: Option<BTreeMap<String, DiffScope>> = (spec.kind == AnalysisKind::CONTEXT_LEVEL)
             .then(|| view.subjects().into_iter().map(|(id, s)| (id.to_string(), DiffScope::from_files(&s.files))).collect());
         let outcomes = view.runs();
         // A comparison of RQS v2 metrics reads the scoring stages as the (first) rqs analysis does.
@@ -463,7 +463,7 @@ fn analyze(
         match_votes,
         by_cell: Default::default(),
     };
-    if spec.kind == AnalysisKind::Study {
+    if spec.kind == AnalysisKind::STUDY {
         return crate::study::report::compute(spec, &input);
     }
     analysis::compute(spec, &input)

@@ -1074,7 +1074,7 @@ fn study_export(args: &StudyExportArgs) -> Result<Exit, Error> {
         return Err(runner::study::adjudication::AdjudicationError::Invalid { path: args.manifest.clone(), problems }.into());
     }
     let exported = if args.study == runner::study::findings::Study::H4 {
-        let overlap = prepared.manifest.analyses.iter().find(|a| a.kind == runner::analysis::spec::AnalysisKind::Overlap);
+        let overlap = prepared.manifest.analyses.iter().find(|a| a.kind == runner::analysis::spec::AnalysisKind::OVERLAP);
         let Some(axis) = args.axis.clone().or_else(|| overlap.and_then(|a| a.axis.clone())) else {
             let problems = vec!["h4 compares the values of one axis: give `--axis NAME`, or declare an `overlap` analysis with `axis`".to_string()];
             return Err(runner::study::adjudication::AdjudicationError::Invalid { path: args.manifest.clone(), problems }.into());

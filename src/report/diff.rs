@@ -44,8 +44,11 @@ pub struct Side {
 /// (its schema version checked).
 pub fn load_side(path: &Path) -> Result<Side, DiffError> {
     let results = super::model::Results::read(path)?;
-    let analysis =
-        results.analyses.iter().find(|a| a.kind == AnalysisKind::ReviewEval && !a.data.is_null()).ok_or_else(|| DiffError::NoReviewEval(path.to_path_buf()))?;
+    let analysis = results
+        .analyses
+        .iter()
+        .find(|a| a.kind == AnalysisKind::REVIEW_EVAL && !a.data.is_null())
+        .ok_or_else(|| DiffError::NoReviewEval(path.to_path_buf()))?;
     let data: ReviewEvalData = analysis.data_as().map_err(|e| DiffError::Parse { path: path.to_path_buf(), message: format!("review-eval data: {e}") })?;
     Ok(Side { path: path.to_path_buf(), data })
 }

@@ -43,14 +43,14 @@ pub struct MetricSide {
 pub fn load_metric(path: &Path, metric: CompareMetric) -> Result<MetricSide, DiffError> {
     let results = super::model::Results::read(path)?;
     let parse = |what: &str, e: serde_json::Error| DiffError::Parse { path: path.to_path_buf(), message: format!("{what} data: {e}") };
-    for analysis in results.analyses.iter().filter(|a| a.kind == AnalysisKind::Compare && !a.data.is_null()) {
+    for analysis in results.analyses.iter().filter(|a| a.kind == AnalysisKind::COMPARE && !a.data.is_null()) {
         let data: CompareData = analysis.data_as().map_err(|e| parse("compare", e))?;
         if data.cells.iter().any(|c| c.metrics.contains_key(metric.as_str())) {
             return Ok(MetricSide { path: path.to_path_buf(), source: "compare analysis", cells: data.cells });
         }
     }
     if metric.needs_oracle() {
-        if let Some(analysis) = results.analyses.iter().find(|a| a.kind == AnalysisKind::ReviewEval && !a.data.is_null()) {
+        if let Some(analysis) = results.analyses.iter().find(|a| a.kind == AnalysisKind::REVIEW_EVAL && !a.data.is_null()) {
             let data: ReviewEvalData = analysis.data_as().map_err(|e| parse("review-eval", e))?;
             return Ok(MetricSide { path: path.to_path_buf(), source: "review-eval analysis", cells: from_review_eval(&data, metric) });
         }

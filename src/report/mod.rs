@@ -27,7 +27,7 @@ use std::collections::BTreeMap;
 /// (else its first metric) in each cell, with a bootstrap interval over subjects.
 fn glance(analyses: &[std::sync::Arc<AnalysisResult>]) -> Option<Glance> {
     use crate::analysis::compare::CompareData;
-    let compare = analyses.iter().find(|a| a.kind == crate::analysis::spec::AnalysisKind::Compare)?;
+    let compare = analyses.iter().find(|a| a.kind == crate::analysis::spec::AnalysisKind::COMPARE)?;
     let data: CompareData = compare.data_as().ok()?;
     let metric = data.headline.first().map(|m| m.as_str().to_string()).or_else(|| data.cells.first().and_then(|c| c.metrics.keys().next().cloned()))?;
     let rows: Vec<GlanceRow> = data
@@ -199,7 +199,7 @@ pub fn build_results(
             description: manifest.experiment.description.trim().to_string(),
             manifest: manifest_label.to_string(),
         },
-        question: analyses.iter().find(|a| a.kind == crate::analysis::spec::AnalysisKind::Compare).map(|a| a.title.clone()),
+        question: analyses.iter().find(|a| a.kind == crate::analysis::spec::AnalysisKind::COMPARE).map(|a| a.title.clone()),
         summary: analyses.iter().flat_map(|a| a.headline.iter().cloned()).collect(),
         glance: glance(&analyses),
         matrix: MatrixInfo {

@@ -39,7 +39,7 @@ pub struct PilotPower {
 pub fn pilot_power(pilot: &Results, indices: &[usize]) -> Vec<PilotPower> {
     let mut out = Vec::new();
     for &index in indices {
-        let Some(analysis) = pilot.analyses.get(index).filter(|a| a.kind == AnalysisKind::Compare) else { continue };
+        let Some(analysis) = pilot.analyses.get(index).filter(|a| a.kind == AnalysisKind::COMPARE) else { continue };
         let data = analysis.data.value();
         let (alpha, min_effect, seed) =
             (data["alpha"].as_f64().unwrap_or(0.05), data["min_effect"].as_f64().unwrap_or(0.0), data["seed"].as_u64().unwrap_or(0));

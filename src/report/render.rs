@@ -506,7 +506,7 @@ mod tests {
         let more = n - MARKDOWN_ROWS;
         results.cells = (0..n).map(|i| CellRow { cell: format!("c{i}"), ..results.cells[0].clone() }).collect();
         results.runs = (0..n).map(|i| RunRow { cell: format!("c{i}"), ..results.runs[0].clone() }).collect();
-        let latency = results.analyses.iter().position(|a| a.kind == AnalysisKind::Latency).expect("latency");
+        let latency = results.analyses.iter().position(|a| a.kind == AnalysisKind::LATENCY).expect("latency");
         let mut analysis = (*results.analyses[latency]).clone();
         let row = analysis.tables[0].rows[0].clone();
         analysis.tables[0].rows = vec![row; n];

@@ -290,12 +290,12 @@ pub fn charts_of(analysis: &AnalysisResult, results: &Results) -> Vec<Named> {
     // Labels are made only for a chart that is drawn.
     let labels = || CellLabels::new(results);
     match analysis.kind {
-        AnalysisKind::Latency => latency(results, labels).into_iter().collect(),
-        AnalysisKind::Distribution => distribution(analysis, labels),
-        AnalysisKind::ReviewEval => review_eval(analysis, &labels()),
-        AnalysisKind::Rqs => rqs(analysis, &labels()).into_iter().collect(),
-        AnalysisKind::Compare => compare(analysis).into_iter().collect(),
-        AnalysisKind::Resolution => resolution(analysis, &labels()).into_iter().collect(),
+        AnalysisKind::LATENCY => latency(results, labels).into_iter().collect(),
+        AnalysisKind::DISTRIBUTION => distribution(analysis, labels),
+        AnalysisKind::REVIEW_EVAL => review_eval(analysis, &labels()),
+        AnalysisKind::RQS => rqs(analysis, &labels()).into_iter().collect(),
+        AnalysisKind::COMPARE => compare(analysis).into_iter().collect(),
+        AnalysisKind::RESOLUTION => resolution(analysis, &labels()).into_iter().collect(),
         _ => Vec::new(),
     }
 }

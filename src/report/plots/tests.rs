@@ -239,7 +239,7 @@ fn charts_are_named_by_analysis_kind_and_ordinal_and_linked_under_their_analysis
         paths(&results),
         ["plots/compare-differences.svg", "plots/latency-seconds.svg", "plots/distribution-category.svg", "plots/distribution-severity.svg"]
     );
-    let latency = results.analyses.iter().position(|a| a.kind == AnalysisKind::Latency).expect("a latency analysis");
+    let latency = results.analyses.iter().position(|a| a.kind == AnalysisKind::LATENCY).expect("a latency analysis");
     results.analyses.push(results.analyses[latency].clone());
     let all = paths(&results);
     assert_eq!(all.last().map(String::as_str), Some("plots/latency-2-seconds.svg"));
@@ -249,7 +249,7 @@ fn charts_are_named_by_analysis_kind_and_ordinal_and_linked_under_their_analysis
     assert!(links
         .iter()
         .enumerate()
-        .all(|(i, l)| l.is_empty() == !matches!(results.analyses[i].kind, AnalysisKind::Compare | AnalysisKind::Latency | AnalysisKind::Distribution)));
+        .all(|(i, l)| l.is_empty() == !matches!(results.analyses[i].kind, AnalysisKind::COMPARE | AnalysisKind::LATENCY | AnalysisKind::DISTRIBUTION)));
 }
 
 #[test]

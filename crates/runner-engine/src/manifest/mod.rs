@@ -9,7 +9,8 @@ mod scoring;
 
 pub use model::*;
 
-use crate::analysis::spec::{read_analysis, AnalysisSpec};
+use crate::analysis::read::read_analysis;
+use crate::analysis::spec::AnalysisSpec;
 use crate::config::{did_you_mean, project_root, resolve_path, Diagnostic, ManifestErrors, Problems, TableReader, BUILTIN_TEMPLATE_VARS};
 use crate::matrix::{Axis, AxisValue, Matrix};
 use crate::reviewer::spec::{read_reviewer, ReviewerKindSpec};
@@ -683,7 +684,7 @@ fn check_oracle_needs(root: &TableReader<'_, '_>, target: &TargetSpec, analyses:
     for (t, spec) in root.tables("analysis").iter().zip(analyses) {
         let Some(spec) = spec else { continue };
         match spec.kind {
-            AnalysisKind::Fixture | AnalysisKind::ReviewEval | AnalysisKind::Jury => {
+            AnalysisKind::FIXTURE | AnalysisKind::REVIEW_EVAL | AnalysisKind::JURY => {
                 let span = t.get("kind").map_or_else(|| t.span(), |k| k.span());
                 t.problems().push_with_help(
                     span,
@@ -691,7 +692,7 @@ fn check_oracle_needs(root: &TableReader<'_, '_>, target: &TargetSpec, analyses:
                     format!("{help}, or remove this analysis"),
                 );
             }
-            AnalysisKind::Compare if t.has("metrics") => {
+            AnalysisKind::COMPARE if t.has("metrics") => {
                 let needing: Vec<&str> = spec.compare.iter().flat_map(|c| &c.metrics).filter(|m| m.needs_oracle()).map(|m| m.as_str()).collect();
                 if !needing.is_empty() {
                     let span = t.get("metrics").map_or_else(|| t.span(), |k| k.span());
@@ -733,7 +734,7 @@ fn check_history_needs(root: &TableReader<'_, '_>, target: &TargetSpec, analyses
     let help = "select commits beside `repo` in [target]: `commits = \"A..B\"` (or a list) or `pull-requests = \"A..B\"`";
     for (t, spec) in root.tables("analysis").iter().zip(analyses) {
         match spec {
-            Some(s) if s.kind == AnalysisKind::Resolution => {
+            Some(s) if s.kind == AnalysisKind::RESOLUTION => {
                 let span = t.get("kind").map_or_else(|| t.span(), |k| k.span());
                 t.problems().push_with_help(
                     span,

@@ -56,7 +56,7 @@ pub(super) fn read_scoring(root: &TableReader<'_, '_>, base_dir: &Path, analyses
     if let Err(e) = crate::judge::spec::check_cross_family(&judges.iter().collect::<Vec<_>>()) {
         problems.push(root.key_span("judges").unwrap_or(0..0), e);
     }
-    if judges.is_empty() && analyses.iter().flatten().any(|a| a.kind == AnalysisKind::Jury) {
+    if judges.is_empty() && analyses.iter().flatten().any(|a| a.kind == AnalysisKind::JURY) {
         problems.push_with_help(
             root.span(),
             "analysis `jury` measures the judges, but no judges are declared",
@@ -74,8 +74,8 @@ pub(super) fn read_scoring(root: &TableReader<'_, '_>, base_dir: &Path, analyses
     let replayed: Vec<&str> = judges.iter().filter(|j| j.replay.is_some()).map(|j| j.name.as_str()).collect();
     if let Some(first) = replayed.first() {
         let model_uses = analyses.iter().flatten().find_map(|a| match a.kind {
-            AnalysisKind::Rqs => Some("analysis `rqs` has every judge apply its rubrics"),
-            AnalysisKind::Jury => None,
+            AnalysisKind::RQS => Some("analysis `rqs` has every judge apply its rubrics"),
+            AnalysisKind::JURY => None,
             _ if a.oracle_rule.evidence == crate::analysis::matching::Evidence::Judge => Some("`evidence = \"judge\"` asks every judge about pairs of texts"),
             _ => None,
         });
@@ -87,7 +87,7 @@ pub(super) fn read_scoring(root: &TableReader<'_, '_>, base_dir: &Path, analyses
             );
         }
     }
-    for spec in analyses.iter().flatten().filter(|a| a.kind == AnalysisKind::Rqs) {
+    for spec in analyses.iter().flatten().filter(|a| a.kind == AnalysisKind::RQS) {
         if judges.is_empty() {
             problems.push_with_help(root.span(), "analysis `rqs` needs a jury", "declare [judges.NAME] tables (2–3 judges of different model families)");
         }

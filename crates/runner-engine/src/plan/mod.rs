@@ -344,7 +344,7 @@ pub fn compare_reach(manifest: &Manifest, plan: &Plan) -> Vec<CompareReach> {
         .analyses
         .iter()
         .enumerate()
-        .filter(|(_, spec)| spec.kind == AnalysisKind::Compare)
+        .filter(|(_, spec)| spec.kind == AnalysisKind::COMPARE)
         .map(|(index, spec)| {
             let options = spec.compare.clone().unwrap_or_default();
             let shared: Vec<usize> = crate::analysis::compare::planned_pairs(&plan.cells, &plan.axis_order, spec)
@@ -403,7 +403,7 @@ fn add_scoring_nodes(
             }
         }
     }
-    if !manifest.analyses.iter().any(|a| a.kind == AnalysisKind::Rqs) {
+    if !manifest.analyses.iter().any(|a| a.kind == AnalysisKind::RQS) {
         return out;
     }
     for (&subject, &m) in materialize {
@@ -558,7 +558,7 @@ pub fn build_limited(manifest: &Manifest, subjects: impl Into<Resolved>, reviewe
             }
         }
         // The context-level analysis reads each subject's diff.
-        if spec.kind == AnalysisKind::ContextLevel {
+        if spec.kind == AnalysisKind::CONTEXT_LEVEL {
             for &m in materialize.values() {
                 graph.add_edge(m, node, Dependency::Observes);
             }

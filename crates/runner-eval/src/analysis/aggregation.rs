@@ -9,7 +9,7 @@
 //! counts summed over the subjects).
 
 use super::matching::fuzzy_match;
-use super::{fmt_num, fmt_ratio, AnalysisInput, AnalysisResult, RunView, Table};
+use super::{model::fmt_num, model::fmt_ratio, model::AnalysisInput, model::AnalysisResult, model::RunView, model::Table};
 use crate::analysis::matching::{match_case_judged, with_jury, Prf};
 use crate::analysis::spec::{AnalysisSpec, MatchRule};
 use crate::finding::Finding;
@@ -124,7 +124,7 @@ pub fn compute(spec: &AnalysisSpec, input: &AnalysisInput<'_>) -> AnalysisResult
     );
     let mut cells_json = Vec::new();
     for cell in input.cells {
-        let runs: Vec<&RunView<'_>> = super::runs_of(input, cell).collect();
+        let runs: Vec<&RunView<'_>> = super::model::runs_of(input, cell).collect();
         if runs.is_empty() {
             continue;
         }
@@ -200,7 +200,7 @@ mod tests {
 
     fn spec() -> AnalysisSpec {
         AnalysisSpec {
-            kind: AnalysisKind::Aggregation,
+            kind: AnalysisKind::AGGREGATION,
             title: None,
             axis: None,
             matching: MatchRule::default(),

@@ -3,7 +3,10 @@
 //! only, per stage —, with the calls made, stopped and failed, beside runner's own wall time
 //! (named as runner's, never as the provider's latency).
 
-use super::{fmt_num, json_num, missing_note, runs_of, AnalysisInput, AnalysisResult, DataList, Table, TableCell};
+use super::{
+    data::DataList, model::fmt_num, model::json_num, model::missing_note, model::runs_of, model::AnalysisInput, model::AnalysisResult, model::Table,
+    model::TableCell,
+};
 use crate::analysis::spec::AnalysisSpec;
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
@@ -215,7 +218,7 @@ mod tests {
             r.cost.wall_ms = 1500;
         }
         fx.add("reviewer=plain", 1, "s", vec![]);
-        let out = compute(&spec(AnalysisKind::Budget, None), &fx.input());
+        let out = compute(&spec(AnalysisKind::BUDGET, None), &fx.input());
         assert_eq!(out.tables[0].rows.len(), 1, "a reviewer that is not a pipeline has no row");
         assert_eq!(
             out.tables[0].rows[0],
@@ -235,7 +238,7 @@ mod tests {
                 fx.started(order);
             }
         }
-        let out = compute(&spec(AnalysisKind::Budget, None), &fx.input());
+        let out = compute(&spec(AnalysisKind::BUDGET, None), &fx.input());
         let rotation = &out.tables[1];
         assert_eq!(rotation.title, "Start order in each subject/repeat block");
         assert_eq!(rotation.rows[0], vec!["`s1`", "1", "`reviewer=a` → `reviewer=b` → `reviewer=c`"]);

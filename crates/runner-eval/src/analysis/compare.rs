@@ -13,7 +13,7 @@ use crate::analysis::matching::{score_runs_judged, with_jury, MatchCounts, Score
 use crate::analysis::repeatability::jaccard;
 use crate::analysis::rqs::{RqsScores, RunPart, RunParts};
 use crate::analysis::spec::{AnalysisSpec, CompareMetric, CompareOptions};
-use crate::analysis::{AnalysisInput, AnalysisResult, RunView, Table, TableCell};
+use crate::analysis::{model::AnalysisInput, model::AnalysisResult, model::RunView, model::Table, model::TableCell};
 use crate::matrix::Cell;
 use crate::stats::{self, Interval, IntervalMethod, McNemar, PermutationTest};
 use serde::{Deserialize, Serialize};
@@ -241,7 +241,7 @@ fn metric_of(metric: CompareMetric, runs: &[&RunView<'_>], sources: &Sources<'_>
         }
         CompareMetric::Resolution => {
             let (resolved, counted) = runs.iter().filter_map(|r| sources.resolution.get(&run_key(r))).fold((0, 0), |(a, b), (r, c)| (a + r, b + c));
-            crate::analysis::ratio(resolved as f64, counted as f64)
+            crate::analysis::model::ratio(resolved as f64, counted as f64)
         }
         CompareMetric::Jaccard => {
             // Mean pairwise Jaccard between the repeats given (A4); a single run has none.
@@ -291,7 +291,7 @@ pub fn metric_from_counts(metric: CompareMetric, c: &MatchCounts) -> Option<f64>
         // defined (0) for a subject where nothing was reported but something was expected.
         CompareMetric::F1 => {
             let (tp, fp, fn_) = (c.tp() as f64, c.fp() as f64, c.fn_() as f64);
-            crate::analysis::ratio(2.0 * tp, 2.0 * tp + fp + fn_)
+            crate::analysis::model::ratio(2.0 * tp, 2.0 * tp + fp + fn_)
         }
         CompareMetric::Noise => c.noise(),
         _ => None,
@@ -467,7 +467,7 @@ fn cell_pairs<'c>(
     let mut out = Vec::new();
     match axis {
         Some(axis) => {
-            let values = crate::analysis::axis_values_of(cells, axis);
+            let values = crate::analysis::model::axis_values_of(cells, axis);
             let baseline = options.baseline.clone().or_else(|| values.first().cloned());
             let Some(baseline) = baseline else { return out };
             let mut groups: BTreeMap<String, Vec<&'c Cell>> = BTreeMap::new();
@@ -481,7 +481,7 @@ fn cell_pairs<'c>(
             }
             // The group is named by the other axes that vary; a single-valued axis says nothing.
             let varying: Vec<&String> =
-                axis_order.iter().filter(|name| name.as_str() != axis && crate::analysis::axis_values_of(cells, name).len() > 1).collect();
+                axis_order.iter().filter(|name| name.as_str() != axis && crate::analysis::model::axis_values_of(cells, name).len() > 1).collect();
             for key in order {
                 let cells = &groups[&key];
                 let value_of = |c: &Cell| c.get(axis).map(|v| v.render()).unwrap_or_default();
@@ -622,7 +622,7 @@ pub fn compute(spec: &AnalysisSpec, input: &AnalysisInput<'_>) -> AnalysisResult
     let mut cells = Vec::new();
     let mut by_id: BTreeMap<&str, usize> = BTreeMap::new();
     for cell in input.cells {
-        let runs = group_runs(crate::analysis::runs_of(input, cell));
+        let runs = group_runs(crate::analysis::model::runs_of(input, cell));
         by_id.insert(cell.id.as_str(), cells.len());
         cells.push(cell_metrics(cell, &runs, &sources));
     }
@@ -681,7 +681,7 @@ pub fn compute(spec: &AnalysisSpec, input: &AnalysisInput<'_>) -> AnalysisResult
     result.tables = tables(&comparisons, &finding_pairs, &options);
     result.headline = comparisons.iter().filter(|c| options.headline.contains(&c.metric)).map(|c| verdict_line(c, 3)).collect();
     if comparisons.is_empty() {
-        let values = axis.map(|a| crate::analysis::axis_values(input, a)).unwrap_or_default();
+        let values = axis.map(|a| crate::analysis::model::axis_values(input, a)).unwrap_or_default();
         result.notes.push(match (axis, &options.baseline) {
             (Some(a), Some(b)) if !values.contains(b) => {
                 format!("Nothing to compare: the baseline `{b}` is not a value of `{a}` (values: {}).", values.join(", "))
@@ -690,7 +690,7 @@ pub fn compute(spec: &AnalysisSpec, input: &AnalysisInput<'_>) -> AnalysisResult
             (None, _) => "Nothing to compare: the matrix has one cell.".to_string(),
         });
     }
-    if let Some(note) = crate::analysis::missing_note(input) {
+    if let Some(note) = crate::analysis::model::missing_note(input) {
         result.notes.push(note);
     }
     let data = CompareData {
@@ -720,7 +720,7 @@ fn tables(comparisons: &[Comparison], finding_pairs: &[FindingPairs], options: &
     for c in comparisons {
         let digits = if c.metric == CompareMetric::Findings { 2 } else { 3 };
         let with_sd = |mean: Option<f64>, sd: Option<f64>| -> TableCell {
-            let m = crate::analysis::format_number(mean, Some(digits));
+            let m = crate::analysis::model::format_number(mean, Some(digits));
             match sd {
                 Some(sd) => format!("{m} ({sd:.d$})", d = digits as usize).into(),
                 None => m.into(),

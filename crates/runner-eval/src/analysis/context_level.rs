@@ -3,7 +3,7 @@
 //! but outside every hunk the reviewer was shown, `diff` when it falls inside a hunk. A finding
 //! without a usable line in a changed file is `file` (the seed's default when unclear).
 
-use super::{AnalysisInput, AnalysisResult, Table};
+use super::{model::AnalysisInput, model::AnalysisResult, model::Table};
 use crate::analysis::spec::AnalysisSpec;
 use crate::finding::Finding;
 use crate::subject::diff::FileDiff;
@@ -70,7 +70,7 @@ pub fn compute(spec: &AnalysisSpec, input: &AnalysisInput<'_>) -> AnalysisResult
     let mut unscoped: std::collections::BTreeSet<&str> = std::collections::BTreeSet::new();
     let mut total: BTreeMap<Level, usize> = BTreeMap::new();
     for cell in input.cells {
-        let runs: Vec<_> = super::runs_of(input, cell).collect();
+        let runs: Vec<_> = super::model::runs_of(input, cell).collect();
         if runs.is_empty() {
             continue;
         }
@@ -85,7 +85,7 @@ pub fn compute(spec: &AnalysisSpec, input: &AnalysisInput<'_>) -> AnalysisResult
             }
         }
         let n: usize = counts.values().sum();
-        let share = |l: Level| crate::analysis::fmt_ratio((n > 0).then(|| counts[&l] as f64 / n as f64));
+        let share = |l: Level| crate::analysis::model::fmt_ratio((n > 0).then(|| counts[&l] as f64 / n as f64));
         table.rows.push(vec![
             format!("`{}`", cell.id).into(),
             n.into(),

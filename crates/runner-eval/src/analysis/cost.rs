@@ -1,7 +1,10 @@
 //! Cost: tokens, model time and requests per cell, from what each reviewer reported, set
 //! against the findings and hunks they bought.
 
-use super::{fmt_num, json_num, missing_note, ratio, runs_of, AnalysisInput, AnalysisResult, DataList, Table, TableCell};
+use super::{
+    data::DataList, model::fmt_num, model::json_num, model::missing_note, model::ratio, model::runs_of, model::AnalysisInput, model::AnalysisResult,
+    model::Table, model::TableCell,
+};
 use crate::analysis::spec::AnalysisSpec;
 use serde_json::json;
 
@@ -121,7 +124,7 @@ mod tests {
         r.cost.hunks = 4;
         r.cost.requests = 4;
         fx.add("model=b", 1, "s", vec![]);
-        let out = compute(&spec(AnalysisKind::Cost, None), &fx.input());
+        let out = compute(&spec(AnalysisKind::COST, None), &fx.input());
         assert_eq!(out.data[0]["total_tokens"], 1500);
         assert_eq!(out.data[0]["tokens_per_finding"], 500.0);
         assert_eq!(out.data[0]["tokens_per_hunk"], 187.5);
@@ -135,7 +138,7 @@ mod tests {
         let mut fx = Fixture::new(&[("model", vec![s("a")])], 2);
         fx.add("model=a", 1, "s", vec![]).cost.prompt_tokens = Some(10);
         fx.add("model=a", 2, "s", vec![]);
-        let out = compute(&spec(AnalysisKind::Cost, None), &fx.input());
+        let out = compute(&spec(AnalysisKind::COST, None), &fx.input());
         assert_eq!(out.data["tokens_per_finding"], serde_json::Value::Null);
         assert!(out.notes[0].contains("`model=a` (1 of 2 runs)"));
     }

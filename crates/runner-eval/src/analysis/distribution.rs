@@ -1,7 +1,10 @@
 //! A5, category and severity distribution: how each value of an axis (or each cell) spreads
 //! its findings over stet's categories and severities.
 
-use super::{axis_values, fmt_num, fmt_share, missing_note, ratio, AnalysisInput, AnalysisResult, DataList, Table, TableCell};
+use super::{
+    data::DataList, model::axis_values, model::fmt_num, model::fmt_share, model::missing_note, model::ratio, model::AnalysisInput, model::AnalysisResult,
+    model::Table, model::TableCell,
+};
 use crate::analysis::spec::AnalysisSpec;
 use crate::finding::{Category, Severity};
 use serde_json::json;
@@ -135,7 +138,7 @@ mod tests {
     #[test]
     fn counts_per_axis_value_with_shares() {
         let fx = fixture();
-        let out = compute(&spec(AnalysisKind::Distribution, Some("model")), &fx.input());
+        let out = compute(&spec(AnalysisKind::DISTRIBUTION, Some("model")), &fx.input());
         assert_eq!(out.test_id, "A5");
         assert_eq!(out.data[0]["source"], "model=a");
         assert_eq!(out.data[0]["by_category"]["style"], 3);
@@ -150,7 +153,7 @@ mod tests {
     #[test]
     fn per_cell_without_axis() {
         let fx = fixture();
-        let out = compute(&spec(AnalysisKind::Distribution, None), &fx.input());
+        let out = compute(&spec(AnalysisKind::DISTRIBUTION, None), &fx.input());
         assert_eq!(out.tables[0].rows.len(), 4);
         assert_eq!(out.tables[0].rows[3], vec!["`model=b,t=1`", "0", "0", "–", "0", "0"]);
         assert_eq!(out.data[1]["by_category"]["style"], 1);

@@ -12,7 +12,7 @@
 use crate::analysis::adjudication::adjudicate_described;
 use crate::analysis::matching::{describe_rule_for, score_runs_judged, with_jury, ExtraVerdict, Prf, ScoredRun, Verdict};
 use crate::analysis::spec::{AnalysisSpec, RankBy};
-use crate::analysis::{fmt_ratio, AnalysisInput, AnalysisResult, Table, TableCell};
+use crate::analysis::{model::fmt_ratio, model::AnalysisInput, model::AnalysisResult, model::Table, model::TableCell};
 use crate::finding::Severity;
 use crate::ground_truth::oracle::{Oracle, OracleFinding};
 use std::collections::BTreeMap;
@@ -101,7 +101,7 @@ fn base_result(spec: &AnalysisSpec) -> AnalysisResult {
         description: "Each run's reported findings matched to the oracle: TP = reports matched as found (plus extras an adjudication calls real), FP = every other report (partial matches and rejected extras), FN = oracle findings not found; precision = TP/(TP+FP), recall = TP/(TP+FN), F1 = 2PR/(P+R). Counts are summed over each cell's repeats.".to_string(),
         rule: Some(spec.oracle_rule.describe()),
         tables: Vec::new(),
-        data: crate::analysis::Data::null(),
+        data: crate::analysis::data::Data::null(),
         notes: Vec::new(),
         headline: Vec::new(),
     }
@@ -338,7 +338,7 @@ mod severity_tests {
         fx.add("reviewer=b", 1, "pr-1", vec![finding("", 0, "misleading helper name, rename it")]);
         let mut input = fx.input();
         input.oracle = Some(&oracle);
-        let mut spec = spec(AnalysisKind::Fixture, None);
+        let mut spec = spec(AnalysisKind::FIXTURE, None);
         spec.rank_by = Some(RankBy::F1);
         let result = compute(&spec, &input);
         let titles: Vec<&str> = result.tables.iter().map(|t| t.title.as_str()).collect();
@@ -365,7 +365,7 @@ mod severity_tests {
         fx.add("reviewer=a", 1, "pr-1", vec![]);
         let mut input = fx.input();
         input.oracle = Some(&oracle);
-        let result = compute(&spec(AnalysisKind::Fixture, None), &input);
+        let result = compute(&spec(AnalysisKind::FIXTURE, None), &input);
         let titles: Vec<&str> = result.tables.iter().map(|t| t.title.as_str()).collect();
         assert_eq!(titles, ["Overall", "Per category", "Per case"]);
         assert!(result.data["cells"][0].get("by_severity").is_none());

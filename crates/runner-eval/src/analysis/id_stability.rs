@@ -2,7 +2,7 @@
 //! carry the same id in every repeat, or dismissals and history stop matching it.
 
 use super::matching::normalize_message;
-use super::{missing_note, runs_of, truncate, AnalysisInput, AnalysisResult, DataList, Table};
+use super::{data::DataList, model::missing_note, model::runs_of, model::truncate, model::AnalysisInput, model::AnalysisResult, model::Table};
 use crate::analysis::spec::AnalysisSpec;
 use serde_json::json;
 use std::collections::{BTreeMap, BTreeSet};
@@ -170,7 +170,7 @@ mod tests {
         fx.add("model=a", 2, "s", vec![same, drifting, finding("x.go", 9, "only here")]);
         fx.add("model=b", 1, "s", vec![stable.clone()]);
         fx.add("model=b", 2, "s", vec![stable]);
-        let out = compute(&spec(AnalysisKind::IdStability, None), &fx.input());
+        let out = compute(&spec(AnalysisKind::ID_STABILITY, None), &fx.input());
         assert_eq!(out.test_id, "A6");
         assert_eq!(out.data[0]["stable"], false);
         assert_eq!(out.data[0]["compared"], 2);
@@ -188,7 +188,7 @@ mod tests {
     fn single_repeat_is_undecided() {
         let mut fx = Fixture::new(&[("model", vec![s("a")])], 1);
         fx.add("model=a", 1, "s", vec![finding("x", 1, "m")]);
-        let out = compute(&spec(AnalysisKind::IdStability, None), &fx.input());
+        let out = compute(&spec(AnalysisKind::ID_STABILITY, None), &fx.input());
         assert!(out.data["stable"].is_null());
         assert!(out.notes[0].contains("at least 2 repeats"));
     }

@@ -15,7 +15,7 @@
 use super::judgements::{agreement, jury, Agreement, Decision, Golden, JudgementFile, Record};
 use super::matching::{describe_rule_for, match_case_judged, report_text, Prf, Verdict};
 use super::spec::AnalysisSpec;
-use super::{fmt_num, fmt_ratio, AnalysisInput, AnalysisResult, Table, TableCell};
+use super::{model::fmt_num, model::fmt_ratio, model::AnalysisInput, model::AnalysisResult, model::Table, model::TableCell};
 use crate::matrix::RunId;
 use serde_json::json;
 use std::collections::BTreeMap;

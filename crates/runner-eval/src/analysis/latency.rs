@@ -1,7 +1,10 @@
 //! A3, latency and throughput: wall-clock seconds per run and per hunk reviewed, from the
 //! times runner measured (and the model server's own timings where it reports them).
 
-use super::{fmt_num, json_num, missing_in, missing_note, ratio, runs_of, AnalysisInput, AnalysisResult, DataList, Table};
+use super::{
+    data::DataList, model::fmt_num, model::json_num, model::missing_in, model::missing_note, model::ratio, model::runs_of, model::AnalysisInput,
+    model::AnalysisResult, model::Table,
+};
 use crate::analysis::spec::AnalysisSpec;
 use serde_json::json;
 
@@ -123,7 +126,7 @@ mod tests {
         r.cost.hunks = 3;
         r.cost.eval_ms = Some(250.0);
         fx.missing.push(crate::matrix::RunId::new("model=b", 1, "s"));
-        let out = compute(&spec(AnalysisKind::Latency, None), &fx.input());
+        let out = compute(&spec(AnalysisKind::LATENCY, None), &fx.input());
         assert_eq!(out.test_id, "A3");
         assert_eq!(out.data[0]["total_seconds"], 2.0);
         assert_eq!(out.data[0]["hunks_reviewed"], 6);
@@ -138,7 +141,7 @@ mod tests {
     fn model_columns_only_when_reported() {
         let mut fx = Fixture::new(&[("model", vec![s("a")])], 1);
         fx.add("model=a", 1, "s", vec![]).cost.wall_ms = 42;
-        let out = compute(&spec(AnalysisKind::Latency, None), &fx.input());
+        let out = compute(&spec(AnalysisKind::LATENCY, None), &fx.input());
         assert_eq!(out.tables[0].columns.len(), 6);
         assert_eq!(out.tables[0].rows[0][2], "0.042");
         assert!(out.data.get("model_eval_seconds").is_none());

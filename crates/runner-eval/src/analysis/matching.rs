@@ -28,7 +28,7 @@
 
 pub use super::rule::{content_words, message_similarity, normalize_message, token_similarity, Evidence, SimilarityMeasure, STEM_LETTERS};
 use super::rule::{MatchRule, OracleRule};
-use crate::analysis::RunView;
+use crate::analysis::model::RunView;
 use crate::finding::Finding;
 use crate::ground_truth::oracle::{Oracle, OracleFinding};
 use serde::{Deserialize, Serialize};

@@ -2,7 +2,9 @@
 //! prompts, …) coincide on the same subject, exactly and fuzzily.
 
 use super::matching::{describe_rule, exact_match, fuzzy_match, match_pairs};
-use super::{axis_values, missing_note, one_or_many, AnalysisInput, AnalysisResult, RunView, Table, TableCell};
+use super::{
+    model::axis_values, model::missing_note, model::one_or_many, model::AnalysisInput, model::AnalysisResult, model::RunView, model::Table, model::TableCell,
+};
 use crate::analysis::spec::{AnalysisSpec, MatchRule};
 use crate::finding::Finding;
 use serde_json::json;
@@ -165,7 +167,7 @@ pub fn compute(spec: &AnalysisSpec, input: &AnalysisInput<'_>) -> AnalysisResult
                 if show_group {
                     row.push(format!("`{group}`").into());
                 }
-                row.extend([format!("`{value}`").into(), total.into(), crate::analysis::fmt_share(unique, total)]);
+                row.extend([format!("`{value}`").into(), total.into(), crate::analysis::model::fmt_share(unique, total)]);
                 table.rows.push(row);
             }
         }
@@ -255,7 +257,7 @@ mod tests {
     #[test]
     fn exact_and_fuzzy_overlap_differ() {
         let fx = fixture();
-        let r = compute(&spec(AnalysisKind::Overlap, Some("model")), &fx.input());
+        let r = compute(&spec(AnalysisKind::OVERLAP, Some("model")), &fx.input());
         assert_eq!(r.test_id, "A1");
         assert_eq!(r.data["model_a"], "a");
         assert_eq!(r.data["count_a"], 4);
@@ -275,7 +277,7 @@ mod tests {
         fx.add("reviewer=a", 1, "s1", vec![finding("x.py", 10, "unused import os"), finding("x.py", 30, "sql injection in query")]);
         fx.add("reviewer=b", 1, "s1", vec![finding("x.py", 11, "unused import os")]);
         fx.add("reviewer=c", 1, "s1", vec![finding("y.py", 5, "panics on empty input")]);
-        let r = compute(&spec(AnalysisKind::Overlap, Some("reviewer")), &fx.input());
+        let r = compute(&spec(AnalysisKind::OVERLAP, Some("reviewer")), &fx.input());
         let unique = r.tables.iter().find(|t| t.title.starts_with("Found by one value")).expect("unique table");
         // a's unused import is matched by b's (fuzzy: a line apart, same message); a's SQL
         // injection and c's panic are found by no other tool.
@@ -283,7 +285,7 @@ mod tests {
         assert_eq!(unique.rows[1], vec!["`b`", "1", "0"]);
         assert_eq!(unique.rows[2], vec!["`c`", "1", "1 (100.0%)"]);
         // Two tools only: no such table (the pair table says it).
-        let two = compute(&spec(AnalysisKind::Overlap, Some("model")), &fixture().input());
+        let two = compute(&spec(AnalysisKind::OVERLAP, Some("model")), &fixture().input());
         assert!(two.tables.iter().all(|t| !t.title.starts_with("Found by one value")));
     }
 
@@ -293,7 +295,7 @@ mod tests {
         fx.add("model=a", 1, "s1", vec![finding("f", 1, "m")]);
         fx.add("model=b", 1, "s1", vec![finding("f", 1, "m")]);
         fx.missing.push(crate::matrix::RunId::new("model=c", 1, "s1"));
-        let r = compute(&spec(AnalysisKind::Overlap, Some("model")), &fx.input());
+        let r = compute(&spec(AnalysisKind::OVERLAP, Some("model")), &fx.input());
         let pairs: Vec<(String, String)> = r.tables[0].rows.iter().map(|row| (row[0].render(), row[1].render())).collect();
         assert_eq!(pairs.len(), 3);
         assert_eq!(r.data[0]["overlap_exact"], 1);
@@ -309,7 +311,7 @@ mod tests {
         fx.add("model=b,t=0", 1, "s", vec![finding("f", 1, "m")]);
         fx.add("model=a,t=1", 1, "s", vec![finding("f", 1, "m")]);
         fx.add("model=b,t=1", 1, "s", vec![]);
-        let r = compute(&spec(AnalysisKind::Overlap, Some("model")), &fx.input());
+        let r = compute(&spec(AnalysisKind::OVERLAP, Some("model")), &fx.input());
         assert_eq!(r.data[0]["group"], "t=0");
         assert_eq!(r.data[0]["overlap_fuzzy"], 1);
         assert_eq!(r.data[1]["group"], "t=1");

@@ -3,7 +3,10 @@
 
 use super::matching::describe_fuzzy_rule;
 use super::overlap::Counts;
-use super::{axis_values, fmt_num, missing_note, AnalysisInput, AnalysisResult, DataList, RunView, Table, TableCell};
+use super::{
+    data::DataList, model::axis_values, model::fmt_num, model::missing_note, model::AnalysisInput, model::AnalysisResult, model::RunView, model::Table,
+    model::TableCell,
+};
 use crate::analysis::spec::AnalysisSpec;
 use crate::finding::Category;
 use serde_json::json;
@@ -195,7 +198,7 @@ mod tests {
         let style = |l, m| with_kind(finding("f.go", l, m), Category::Style, Severity::Nitpick);
         fx.add("rag_symbol_max_definitions=0", 1, "s", vec![bug(3, "nil dereference"), style(9, "long line")]);
         fx.add("rag_symbol_max_definitions=10", 1, "s", vec![bug(3, "nil dereference"), bug(20, "wrong type passed to Parse"), style(40, "naming")]);
-        let out = compute(&spec(AnalysisKind::RagAblation, None), &fx.input());
+        let out = compute(&spec(AnalysisKind::RAG_ABLATION, None), &fx.input());
         assert_eq!(out.test_id, "A10");
         assert_eq!(out.data["without_rag_count"], 2.0);
         assert_eq!(out.data["with_rag_count"], 3.0);
@@ -213,7 +216,7 @@ mod tests {
         fx.add("model=a,rag=0", 1, "s", vec![finding("f", 1, "x"), finding("f", 5, "y")]);
         fx.add("model=a,rag=0", 2, "s", vec![finding("f", 1, "x")]);
         fx.add("model=a,rag=5", 1, "s", vec![finding("f", 1, "x")]);
-        let out = compute(&spec(AnalysisKind::RagAblation, Some("rag")), &fx.input());
+        let out = compute(&spec(AnalysisKind::RAG_ABLATION, Some("rag")), &fx.input());
         assert_eq!(out.data["counts_are_per_run_means"], true);
         assert_eq!(out.data["without_rag_count"], 1.5);
         assert_eq!(out.data["with_rag_count"], 1.0);

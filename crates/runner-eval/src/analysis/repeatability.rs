@@ -2,7 +2,9 @@
 //! subject are (pairwise Jaccard over fuzzy one-to-one matches).
 
 use super::matching::{describe_fuzzy_rule, fuzzy_match, match_pairs};
-use super::{fmt_ratio, json_num, missing_note, runs_of, AnalysisInput, AnalysisResult, DataList, Table};
+use super::{
+    data::DataList, model::fmt_ratio, model::json_num, model::missing_note, model::runs_of, model::AnalysisInput, model::AnalysisResult, model::Table,
+};
 use crate::analysis::spec::{AnalysisSpec, MatchRule};
 use crate::finding::Finding;
 use serde_json::json;
@@ -283,7 +285,7 @@ mod tests {
         fx.add("model=a", 1, "s2", vec![]);
         fx.add("model=a", 2, "s2", vec![]);
         fx.add("model=a", 1, "s3", vec![p()]);
-        let out = compute(&spec(AnalysisKind::Repeatability, None), &fx.input());
+        let out = compute(&spec(AnalysisKind::REPEATABILITY, None), &fx.input());
         // s1: pairs (1,2)=1/3, (1,3)=1, (2,3)=1/3; s2: one pair of empties = 1; s3 has one repeat.
         let mean = (1.0 / 3.0 + 1.0 + 1.0 / 3.0 + 1.0) / 4.0;
         assert!((out.data["jaccard_mean"].as_f64().expect("mean") - mean).abs() < 1e-12);
@@ -299,7 +301,7 @@ mod tests {
     fn one_repeat_is_noted() {
         let mut fx = Fixture::new(&[("model", vec![s("a")])], 1);
         fx.add("model=a", 1, "s1", vec![]);
-        let out = compute(&spec(AnalysisKind::Repeatability, None), &fx.input());
+        let out = compute(&spec(AnalysisKind::REPEATABILITY, None), &fx.input());
         assert!(out.notes[0].contains("at least 2 repeats"));
         assert!(out.data["jaccard_mean"].is_null());
         assert_eq!(out.tables[0].rows[0][2], "–");

@@ -19,7 +19,9 @@
 //! (no file or line, a file the commit lacks) is listed. Per cell: resolved / posted with a
 //! 95 % Wilson interval, per category and per severity.
 
-use super::{fmt_ratio, json_num, missing_note, runs_of, AnalysisInput, AnalysisResult, DataList, Table};
+use super::{
+    data::DataList, model::fmt_ratio, model::json_num, model::missing_note, model::runs_of, model::AnalysisInput, model::AnalysisResult, model::Table,
+};
 use crate::analysis::spec::{AnalysisSpec, ResolutionOptions};
 pub use crate::analysis::spec::{DEFAULT_TOLERANCE, DEFAULT_WINDOW};
 use crate::finding::{Finding, Severity};
@@ -545,7 +547,7 @@ mod tests {
             labels: BTreeMap::new(),
             options: ResolutionOptions::default(),
         };
-        let mut analysis = spec(AnalysisKind::Resolution, None);
+        let mut analysis = spec(AnalysisKind::RESOLUTION, None);
         analysis.resolution = Some(ResolutionOptions { window: 2, tolerance: 1, head: None });
         let mut input = fx.input();
         input.repository = Some(&repository);

@@ -16,7 +16,7 @@
 use crate::analysis::adjudication::adjudicate_described;
 use crate::analysis::matching::{describe_rule_for, score_runs_judged, with_jury, ExtraVerdict, MatchCounts, Method, ScoredRun, Verdict};
 use crate::analysis::spec::AnalysisSpec;
-use crate::analysis::{fmt_num, fmt_ratio, AnalysisInput, AnalysisResult, RunView, Table, TableCell};
+use crate::analysis::{model::fmt_num, model::fmt_ratio, model::AnalysisInput, model::AnalysisResult, model::RunView, model::Table, model::TableCell};
 use crate::ground_truth::oracle::Oracle;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -336,7 +336,7 @@ fn base_result(spec: &AnalysisSpec) -> AnalysisResult {
         description: "Each oracle finding is found, partial or missed in each run (a cell's repeat over its cases); each other report is an extra, real or rejected. Recall (strict) = found / oracle findings; with partials = (found + partial) / oracle findings; noise = rejected extras / everything reported; tokens per case = reported prompt + completion tokens / cases; recall per 100k tokens = strict recall / (tokens per case / 100 000). `–`: undefined (no oracle finding, nothing reported, or no tokens reported).".to_string(),
         rule: Some(spec.oracle_rule.describe()),
         tables: Vec::new(),
-        data: crate::analysis::Data::null(),
+        data: crate::analysis::data::Data::null(),
         notes: Vec::new(),
         headline: Vec::new(),
     }
@@ -605,7 +605,7 @@ mod tests {
         fx.add("m=a", 1, "c1", vec![with_kind(finding("a.rs", 10, "rejected promise is cached"), Category::Bug, Severity::Error)]);
         let mut input = fx.input();
         input.oracle = Some(&oracle);
-        let out = compute(&spec(crate::analysis::spec::AnalysisKind::ReviewEval, None), &input);
+        let out = compute(&spec(crate::analysis::spec::AnalysisKind::REVIEW_EVAL, None), &input);
         let data: ReviewEvalData = out.data_as().expect("typed data");
         // F2 has no severity in the oracle, so only F1 is named.
         assert_eq!(data.severities, BTreeMap::from([("F1".to_string(), Severity::Error)]));
@@ -636,7 +636,7 @@ mod tests {
         fx.add("m=a", 1, "c1", vec![with_kind(finding("a.rs", 10, "rejected promise is cached"), Category::Bug, Severity::Error)]);
         let mut input = fx.input();
         input.oracle = Some(&oracle);
-        let out = compute(&spec(crate::analysis::spec::AnalysisKind::ReviewEval, None), &input);
+        let out = compute(&spec(crate::analysis::spec::AnalysisKind::REVIEW_EVAL, None), &input);
         let data: ReviewEvalData = out.data_as().expect("typed data");
         let classes: Vec<(&str, usize, usize, Option<f64>)> =
             data.recall_by_class.iter().map(|r| (r.class.as_str(), r.oracle, r.found, r.recall_strict)).collect();

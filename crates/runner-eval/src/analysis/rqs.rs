@@ -6,7 +6,10 @@
 
 use super::matching::{score_runs_judged, with_jury, Verdict};
 use super::spec::AnalysisSpec;
-use super::{fmt_num, fmt_ratio, json_num, missing_note, ratio, AnalysisInput, AnalysisResult, RunView, Table, TableCell};
+use super::{
+    model::fmt_num, model::fmt_ratio, model::json_num, model::missing_note, model::ratio, model::AnalysisInput, model::AnalysisResult, model::RunView,
+    model::Table, model::TableCell,
+};
 use crate::matrix::RunId;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -392,7 +395,7 @@ pub fn compute(spec: &AnalysisSpec, input: &AnalysisInput<'_>) -> AnalysisResult
     let mut all_actionability: Vec<&[Vote]> = Vec::new();
     let mut detail = Table::new("Per run", &["Cell", "Subject", "Repeat", "Findings", "Valid", "Actionable", "Conciseness", "Comprehensiveness", "Relevance"]);
     for cell in input.cells {
-        let runs: Vec<&RunView<'_>> = super::runs_of(input, cell).collect();
+        let runs: Vec<&RunView<'_>> = super::model::runs_of(input, cell).collect();
         if runs.is_empty() {
             continue;
         }
@@ -532,7 +535,7 @@ pub fn compute(spec: &AnalysisSpec, input: &AnalysisInput<'_>) -> AnalysisResult
             format!("`{}`", judge.name).into(),
             format!("`{}`", judge.model).into(),
             judge.family.clone().into(),
-            super::fmt_share(unparseable, answers),
+            super::model::fmt_share(unparseable, answers),
             validity.items.into(),
             fmt_ratio(validity.agreement),
             fmt_ratio(validity.kappa),
@@ -808,7 +811,7 @@ mod tests {
         });
         let mut input = fx.input();
         input.rqs = Some(&rqs);
-        let result = compute(&spec(AnalysisKind::Rqs, None), &input);
+        let result = compute(&spec(AnalysisKind::RQS, None), &input);
         let cell = &result.data["cells"][0];
         // Validity majorities: yes, no, tie → 1 / (1 + 1); actionability: tie, no, yes → the same.
         assert_eq!(cell["precision_jury"], 0.5);
@@ -877,7 +880,7 @@ mod tests {
             match_votes: None,
             by_cell: Default::default(),
         };
-        let result = compute(&spec(crate::analysis::spec::AnalysisKind::Rqs, None), &input);
+        let result = compute(&spec(crate::analysis::spec::AnalysisKind::RQS, None), &input);
         let c = &result.data["cells"][0];
         // Found weight 2 (blocking) of 2 + 1 expected; precision 1 found of 1 found + 1 extra.
         assert!((c["weighted_recall"].as_f64().expect("recall") - 2.0 / 3.0).abs() < 1e-12, "{c}");
@@ -893,7 +896,7 @@ mod tests {
         keyed.cases[0].id = sha.into();
         let view = RunView { subject: &sha[..12], ..input.runs[0] };
         let input = AnalysisInput { runs: vec![view], oracle: Some(&keyed), by_cell: Default::default(), ..input };
-        let result = compute(&spec(crate::analysis::spec::AnalysisKind::Rqs, None), &input);
+        let result = compute(&spec(crate::analysis::spec::AnalysisKind::RQS, None), &input);
         let c = &result.data["cells"][0];
         assert!((c["weighted_recall"].as_f64().expect("recall") - 2.0 / 3.5).abs() < 1e-12, "{c}");
         assert!(result.rule.as_deref().unwrap_or_default().contains("times 1.5"));

@@ -3,7 +3,10 @@
 //! the problems the parser recorded in the raw output, plus the dry-run rule (findings must
 //! not be empty when the diff has hunks).
 
-use super::{missing_in, missing_note, runs_of, truncate, AnalysisInput, AnalysisResult, DataList, RunView, Table};
+use super::{
+    data::DataList, model::missing_in, model::missing_note, model::runs_of, model::truncate, model::AnalysisInput, model::AnalysisResult, model::RunView,
+    model::Table,
+};
 use crate::analysis::spec::AnalysisSpec;
 use crate::reviewer::parse::schema_problems;
 use serde_json::{json, Value};
@@ -157,7 +160,7 @@ mod tests {
             .schema_problems
             .push("findings[0]: severity \"fatal\" is not one of error, warning, info, nitpick".into());
         fx.add("model=b", 1, "s", vec![finding("y.py", 1, "fine")]);
-        let out = compute(&spec(AnalysisKind::Schema, None), &fx.input());
+        let out = compute(&spec(AnalysisKind::SCHEMA, None), &fx.input());
         assert_eq!(out.test_id, "A7");
         assert_eq!(out.data[0]["problems_total"], 4, "{}", out.data[0]);
         assert_eq!(out.data[0]["pass"], false);
@@ -174,7 +177,7 @@ mod tests {
         fx.add("baseline=dry-run", 1, "s", vec![]).cost.hunks = 2;
         fx.add("baseline=heuristic", 1, "s", vec![]).cost.hunks = 2;
         fx.missing.push(crate::matrix::RunId::new("baseline=heuristic", 1, "t"));
-        let out = compute(&spec(AnalysisKind::Schema, None), &fx.input());
+        let out = compute(&spec(AnalysisKind::SCHEMA, None), &fx.input());
         assert_eq!(out.tables[0].rows[0][4], "**fail**");
         assert_eq!(out.tables[0].rows[1], vec!["`baseline=heuristic`", "1 of 2", "0", "0", "incomplete"]);
         assert!(out.notes.iter().any(|n| n.starts_with("1 run(s) of a reviewer other than dry-run")), "{:?}", out.notes);
@@ -185,7 +188,7 @@ mod tests {
         let mut fx = Fixture::new(&[("model", vec![s("a")])], 1);
         fx.fingerprint = serde_json::json!({"args": ["start", "HEAD~1", "--dry-run", "--json"]});
         fx.add("model=a", 1, "s", vec![]).cost.hunks = 1;
-        let out = compute(&spec(AnalysisKind::Schema, None), &fx.input());
+        let out = compute(&spec(AnalysisKind::SCHEMA, None), &fx.input());
         assert_eq!(out.data["pass"], false);
         assert!(out.data["problems"][0]["problem"].as_str().is_some_and(|p| p.contains("dry-run emits one per hunk")));
     }

@@ -2,16 +2,12 @@
 //! match findings ([`MatchRule`] between runs, [`OracleRule`] against an oracle), and the
 //! reader of a manifest's `[[analysis]]` tables.
 
+use super::rule::Evidence;
 pub use super::rule::{
     group_thousands, Calibrated, MatchRule, OracleRule, DEFAULT_CALIBRATION, DEFAULT_EMBEDDING_CALIBRATION, DEFAULT_EMBEDDING_RULE_SIMILARITY,
     DEFAULT_EMBEDDING_SIMILARITY, DEFAULT_JUDGE_FLOOR, DEFAULT_SIMILARITY, JURY_PLACEHOLDER,
 };
-use super::rule::{Evidence, SimilarityMeasure};
-use crate::config::{did_you_mean, resolve_path, TableReader};
 use serde::Serialize;
-use std::collections::BTreeSet;
-use std::path::Path;
-use toml::Spanned;
 
 /// One analysis the report shows.
 #[derive(Debug, Clone, Serialize)]
@@ -242,14 +238,14 @@ impl AnalysisSpec {
     /// Whether the analysis follows findings through a history target's later commits: the
     /// resolution rate, and a comparison of it.
     pub fn reads_history(&self) -> bool {
-        self.kind == AnalysisKind::Resolution || self.compare.as_ref().is_some_and(|c| c.metrics.iter().any(|m| m.needs_history()))
+        self.kind == AnalysisKind::RESOLUTION || self.compare.as_ref().is_some_and(|c| c.metrics.iter().any(|m| m.needs_history()))
     }
 
     /// Whether the analysis reads the scoring stages' values: RQS v2 itself, and a comparison
     /// of RQS v2 metrics.
     pub fn reads_scoring(&self) -> bool {
         self.asks_judges_to_match()
-            || self.kind == AnalysisKind::Rqs
+            || self.kind == AnalysisKind::RQS
             || self.study.as_ref().is_some_and(|s| s.study == "h5")
             || self.compare.as_ref().is_some_and(|c| c.metrics.iter().any(|m| m.needs_scoring()))
     }
@@ -258,7 +254,7 @@ impl AnalysisSpec {
 impl AnalysisSpec {
     /// Whether the analysis matches against the oracle with the judges' word as evidence.
     pub fn asks_judges_to_match(&self) -> bool {
-        self.kind == AnalysisKind::Jury || (self.kind.uses_oracle() && self.oracle_rule.evidence == Evidence::Judge)
+        self.kind == AnalysisKind::JURY || (self.kind.uses_oracle() && self.oracle_rule.evidence == Evidence::Judge)
     }
 }
 
@@ -296,104 +292,81 @@ pub struct RqsOptions {
     pub shuffle_seed: u64,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum AnalysisKind {
+/// An analysis kind: the name a manifest gives it and whether it matches findings to an
+/// oracle (and so reads the oracle-matching keys). The registry (`analysis::ANALYSES`) lists
+/// every kind; the ones below are the kinds other code refers to by name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct AnalysisKind {
+    name: &'static str,
+    oracle: bool,
+}
+
+impl AnalysisKind {
     /// A1: overlap between the values of one axis.
-    Overlap,
+    pub const OVERLAP: Self = Self::new("overlap");
     /// A3: latency per run and per hunk.
-    Latency,
+    pub const LATENCY: Self = Self::new("latency");
     /// A4: Jaccard across repeats.
-    Repeatability,
+    pub const REPEATABILITY: Self = Self::new("repeatability");
     /// A5: category and severity counts.
-    Distribution,
+    pub const DISTRIBUTION: Self = Self::new("distribution");
     /// A6: finding-ID stability across repeats.
-    IdStability,
+    pub const ID_STABILITY: Self = Self::new("id-stability");
     /// A7: schema validation of every reviewer's output.
-    Schema,
+    pub const SCHEMA: Self = Self::new("schema");
     /// A10: RAG on versus off.
-    RagAblation,
+    pub const RAG_ABLATION: Self = Self::new("rag-ablation");
     /// Tokens and durations per cell.
-    Cost,
+    pub const COST: Self = Self::new("cost");
     /// Each review strategy's (pipeline's) total budget, allocation and spend.
-    Budget,
+    pub const BUDGET: Self = Self::new("budget");
     /// H2: TP, FP, FN, precision, recall and F1 against the oracle.
-    Fixture,
+    pub const FIXTURE: Self = Self::new("fixture").matching_an_oracle();
     /// A8: the union of a cell's repeats against the average single run.
-    Aggregation,
+    pub const AGGREGATION: Self = Self::new("aggregation").matching_an_oracle();
     /// A9: diff / file / repo context level of each finding.
-    ContextLevel,
+    pub const CONTEXT_LEVEL: Self = Self::new("context-level");
     /// Seed 003: found / partial / missed, recall, noise and cost per run and per case.
-    ReviewEval,
+    pub const REVIEW_EVAL: Self = Self::new("review-eval").matching_an_oracle();
     /// Seed 001: RQS v2 — jury validity and actionability, pseudo-reference alignment,
     /// severity-weighted recall, cost and the headline.
-    Rqs,
+    pub const RQS: Self = Self::new("rqs").matching_an_oracle();
     /// Paired statistics between the values of an axis: bootstrap intervals, permutation and
     /// McNemar tests, Holm-corrected, with a verdict.
-    Compare,
+    pub const COMPARE: Self = Self::new("compare").matching_an_oracle();
     /// Seed 000's human studies (H1, H5, H7, H8) from filled sheets.
-    Study,
+    pub const STUDY: Self = Self::new("study");
     /// The judges measured: each judge's found / not found per oracle finding of every run
     /// (model judges asked every pair, replayed judges' recorded decisions), their recall and
     /// precision per cell, their pairwise κ and majority, runner's matcher against each and
     /// against the majority, and the cells' ranking under each.
-    Jury,
+    pub const JURY: Self = Self::new("jury").matching_an_oracle();
     /// Seed 001's resolution rate from git: findings whose lines a later commit changed.
-    Resolution,
-}
+    pub const RESOLUTION: Self = Self::new("resolution");
 
-impl AnalysisKind {
-    pub const ALL: [AnalysisKind; 18] = [
-        Self::Overlap,
-        Self::Latency,
-        Self::Repeatability,
-        Self::Distribution,
-        Self::IdStability,
-        Self::Schema,
-        Self::RagAblation,
-        Self::Cost,
-        Self::Budget,
-        Self::Fixture,
-        Self::Aggregation,
-        Self::ContextLevel,
-        Self::ReviewEval,
-        Self::Rqs,
-        Self::Compare,
-        Self::Study,
-        Self::Jury,
-        Self::Resolution,
-    ];
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::Overlap => "overlap",
-            Self::Latency => "latency",
-            Self::Repeatability => "repeatability",
-            Self::Distribution => "distribution",
-            Self::IdStability => "id-stability",
-            Self::Schema => "schema",
-            Self::RagAblation => "rag-ablation",
-            Self::Cost => "cost",
-            Self::Budget => "budget",
-            Self::Fixture => "fixture",
-            Self::Aggregation => "aggregation",
-            Self::ContextLevel => "context-level",
-            Self::ReviewEval => "review-eval",
-            Self::Rqs => "rqs",
-            Self::Compare => "compare",
-            Self::Study => "study",
-            Self::Jury => "jury",
-            Self::Resolution => "resolution",
-        }
+    /// A kind named `name` that reads no oracle.
+    pub const fn new(name: &'static str) -> Self {
+        Self { name, oracle: false }
     }
 
-    pub fn parse(text: &str) -> Option<Self> {
-        Self::ALL.into_iter().find(|k| k.as_str() == text)
+    /// The same kind, matching findings to an oracle.
+    pub const fn matching_an_oracle(self) -> Self {
+        Self { oracle: true, ..self }
+    }
+
+    pub fn as_str(self) -> &'static str {
+        self.name
     }
 
     /// Kinds that match findings to an oracle and read the oracle-matching keys.
     pub fn uses_oracle(self) -> bool {
-        matches!(self, Self::Fixture | Self::Aggregation | Self::ReviewEval | Self::Rqs | Self::Compare | Self::Jury)
+        self.oracle
+    }
+}
+
+impl Serialize for AnalysisKind {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(self.name)
     }
 }
 
@@ -401,346 +374,3 @@ impl AnalysisKind {
 pub const DEFAULT_WINDOW: usize = 10;
 /// Lines either side of the flagged ones that count, unless said otherwise.
 pub const DEFAULT_TOLERANCE: u32 = 1;
-
-/// Reads one `[[analysis]]` table: its kind and the options that kind takes.
-pub fn read_analysis(t: &TableReader<'_, '_>, axes: &BTreeSet<String>, base_dir: &Path) -> Option<AnalysisSpec> {
-    let problems = t.problems();
-    let kind_text = t.required_string("kind")?;
-    let Some(kind) = AnalysisKind::parse(kind_text.get_ref()) else {
-        let kinds: Vec<&str> = AnalysisKind::ALL.iter().map(|k| k.as_str()).collect();
-        let help = match did_you_mean(kind_text.get_ref(), kinds.iter().copied()) {
-            Some(best) => format!("did you mean `{best}`? (kinds: {})", kinds.join(", ")),
-            None => format!("kinds: {}", kinds.join(", ")),
-        };
-        // The analysis's other keys are still read, so they are not reported as unknown.
-        for key in [
-            "title",
-            "axis",
-            "line-tolerance",
-            "similarity",
-            "similarity-measure",
-            "dedup-similarity",
-            "partial-similarity",
-            "evidence",
-            "judge-floor",
-            "matching-calibration",
-            "adjudication",
-            "tau",
-            "calibration",
-            "anchor",
-            "shuffle-seed",
-            "metrics",
-            "headline",
-            "baseline",
-            "resamples",
-            "seed",
-            "alpha",
-            "min-effect",
-            "interval",
-            "rank-by",
-            "study",
-            "sheets",
-            "key",
-            "window",
-            "tolerance",
-            "head",
-        ] {
-            t.allow(key);
-        }
-        problems.push_with_help(kind_text.span(), format!("unknown analysis kind `{}`", kind_text.get_ref()), help);
-        return None;
-    };
-    let title = t.string("title").map(Spanned::into_inner);
-    let axis = t.string("axis");
-    if let Some(a) = &axis {
-        if !axes.contains(a.get_ref()) {
-            let message = format!("analysis axis `{}` is not a matrix axis", a.get_ref());
-            match did_you_mean(a.get_ref(), axes.iter().map(String::as_str)) {
-                Some(best) => problems.push_with_help(a.span(), message, format!("did you mean `{best}`?")),
-                None => problems.push_with_help(a.span(), message, format!("axes: {}", axes.iter().map(String::as_str).collect::<Vec<_>>().join(", "))),
-            }
-        }
-    }
-    let needs_axis = matches!(kind, AnalysisKind::Overlap);
-    if needs_axis && axis.is_none() && !t.has("axis") {
-        problems.push(t.span(), format!("analysis `{}` needs `axis`, the matrix axis whose values it compares", kind.as_str()));
-    }
-    let axis = axis.map(Spanned::into_inner).or_else(|| (kind == AnalysisKind::RagAblation).then(|| "rag_symbol_max_definitions".to_string()));
-    if kind == AnalysisKind::RagAblation && !axes.contains(axis.as_deref().unwrap_or_default()) {
-        problems.push(t.span(), "analysis `rag-ablation` needs a `rag_symbol_max_definitions` axis (or `axis = \"...\"`) with 0 among its values");
-    }
-    let mut matching = MatchRule::default();
-    if let Some(n) = t.integer("line-tolerance", 0, 1000) {
-        matching.line_tolerance = *n.get_ref() as u32;
-    }
-    if let Some(s) = t.float("similarity", 0.0, 1.0) {
-        matching.similarity = *s.get_ref();
-    }
-    let mut oracle_rule = OracleRule::default();
-    if kind.uses_oracle() {
-        read_oracle_rule(t, &mut matching, &mut oracle_rule, base_dir);
-    } else if let Some(m) = t.string("similarity-measure") {
-        match SimilarityMeasure::parse(m.get_ref()) {
-            Some(measure) => matching.measure = measure,
-            None => problems.push_with_help(
-                m.span(),
-                format!("unknown similarity measure `{}`", m.get_ref()),
-                "measures: levenshtein (default between runs), tokens",
-            ),
-        }
-    }
-    let adjudication = t.string("adjudication").and_then(|a| {
-        if matches!(kind, AnalysisKind::Fixture | AnalysisKind::ReviewEval) {
-            Some(resolve_path(base_dir, a.get_ref()))
-        } else {
-            problems.push(
-                a.span(),
-                format!(
-                    "analysis `{}` does not take `adjudication`: only `fixture` and `review-eval` score runs one by one, as an adjudication decides them",
-                    kind.as_str()
-                ),
-            );
-            None
-        }
-    });
-    let rqs = (kind == AnalysisKind::Rqs).then(|| {
-        let tau = t.float("tau", -1.0, 1.0).map(Spanned::into_inner);
-        let calibration = t.string("calibration").map(|c| resolve_path(base_dir, c.get_ref()));
-        if tau.is_some() && calibration.is_some() {
-            problems.push(t.span(), "analysis `rqs` takes `tau` or `calibration`, not both");
-        }
-        RqsOptions {
-            tau,
-            calibration,
-            anchor: t.string("anchor").map(|a| resolve_path(base_dir, a.get_ref())),
-            shuffle_seed: t.integer("shuffle-seed", 0, i64::MAX).map_or(0, |n| *n.get_ref() as u64),
-        }
-    });
-    let compare = (kind == AnalysisKind::Compare).then(|| read_compare(t, axis.as_deref(), &matching));
-    let rank_by = t.string("rank-by").and_then(|r| {
-        if kind != AnalysisKind::Fixture {
-            problems.push(r.span(), format!("analysis `{}` does not take `rank-by`: only `fixture` ranks its cells", kind.as_str()));
-            return None;
-        }
-        let found = RankBy::ALL.into_iter().find(|k| k.as_str() == r.get_ref());
-        if found.is_none() {
-            problems.push_with_help(r.span(), format!("unknown `rank-by` rate `{}`", r.get_ref()), "rates: f1, precision, recall");
-        }
-        found
-    });
-    let study = (kind == AnalysisKind::Study).then(|| read_study(t, base_dir)).flatten();
-    let resolution = (kind == AnalysisKind::Resolution).then(|| read_resolution(t));
-    Some(AnalysisSpec { kind, title, axis, matching, oracle_rule, adjudication, rqs, compare, rank_by, study, resolution })
-}
-
-/// A `resolution` analysis's `window`, `tolerance` and `head`.
-fn read_resolution(t: &TableReader<'_, '_>) -> ResolutionOptions {
-    let mut options = ResolutionOptions::default();
-    if let Some(n) = t.integer("window", 1, 100_000) {
-        options.window = *n.get_ref() as usize;
-    }
-    if let Some(n) = t.integer("tolerance", 0, 1000) {
-        options.tolerance = *n.get_ref() as u32;
-    }
-    if let Some(h) = t.string("head") {
-        if h.get_ref().trim().is_empty() || h.get_ref().starts_with('-') {
-            t.problems().push(h.span(), format!("`head` must name a commit (a SHA or a ref), found `{}`", h.get_ref()));
-        } else {
-            options.head = Some(h.into_inner());
-        }
-    }
-    options
-}
-
-/// A `study` analysis's `study`, `sheets` and `key`.
-fn read_study(t: &TableReader<'_, '_>, base_dir: &Path) -> Option<StudyOptions> {
-    let problems = t.problems();
-    // Every key is read before any is found missing, so none is reported as unknown.
-    let study = t.required_string("study");
-    let preference = study.as_ref().is_some_and(|s| s.get_ref() == "h9");
-    // H9's two files are a session log and a survey: there is no blind sheet, so no key.
-    let (key, sheets) = (if preference { t.string("key") } else { t.required_string("key") }, t.strings("sheets"));
-    if let (true, Some(list)) = (preference, &sheets) {
-        if list.len() != 2 {
-            problems.push_with_help(
-                t.span(),
-                "study `h9` reads two files",
-                "`sheets = [\"…/sessions.csv\", \"…/survey.csv\"]`: the session log, then the preference survey",
-            );
-        }
-    }
-    if let Some(study) = &study {
-        if !STUDIES.contains(&study.get_ref().as_str()) {
-            let help = match did_you_mean(study.get_ref(), STUDIES.iter().copied()) {
-                Some(best) => format!("did you mean `{best}`? (studies: {})", STUDIES.join(", ")),
-                None => format!("studies: {}", STUDIES.join(", ")),
-            };
-            problems.push_with_help(study.span(), format!("unknown study `{}`", study.get_ref()), help);
-        }
-    }
-    match &sheets {
-        None => problems.push_with_help(
-            t.span(),
-            "analysis `study` needs `sheets`, the filled sheets",
-            "`sheets = [\"…/sheet.csv\"]` (one per rater for h1 and h5)",
-        ),
-        Some(list) if list.is_empty() => problems.push(t.span(), "analysis `study` lists no `sheets`"),
-        Some(_) => {}
-    }
-    // Files that are not there are said now, not only in the report.
-    for file in sheets.iter().flatten().chain(key.iter()) {
-        let path = resolve_path(base_dir, file.get_ref());
-        if !path.is_file() {
-            problems.push(file.span(), format!("study file `{}` does not exist", path.display()));
-        }
-    }
-    Some(StudyOptions {
-        study: study?.into_inner(),
-        sheets: sheets?.iter().map(|s| resolve_path(base_dir, s.get_ref())).collect(),
-        key: match key {
-            Some(key) => resolve_path(base_dir, key.get_ref()),
-            None if preference => std::path::PathBuf::new(),
-            None => return None,
-        },
-    })
-}
-
-/// The options of a `compare` analysis; a `baseline` must be a value of its axis.
-fn read_compare(t: &TableReader<'_, '_>, axis: Option<&str>, matching: &MatchRule) -> CompareOptions {
-    let problems = t.problems();
-    let mut options = CompareOptions { matching: *matching, ..CompareOptions::default() };
-    // A list of unknown metrics is that mistake, not also an empty list.
-    let unknown = std::cell::Cell::new(false);
-    let read_metrics = |key: &str| -> Option<Vec<CompareMetric>> {
-        let list = t.strings(key)?;
-        let mut out = Vec::new();
-        for m in list {
-            match CompareMetric::parse(m.get_ref()) {
-                Some(metric) if !out.contains(&metric) => out.push(metric),
-                Some(_) => problems.push(m.span(), format!("metric `{}` is listed twice", m.get_ref())),
-                None => {
-                    let all: Vec<&str> = CompareMetric::ALL.iter().map(|m| m.as_str()).collect();
-                    let help = match did_you_mean(m.get_ref(), all.iter().copied()) {
-                        Some(best) => format!("did you mean `{best}`? (metrics: {})", all.join(", ")),
-                        None => format!("metrics: {}", all.join(", ")),
-                    };
-                    problems.push_with_help(m.span(), format!("unknown metric `{}`", m.get_ref()), help);
-                    unknown.set(true);
-                }
-            }
-        }
-        Some(out)
-    };
-    if let Some(metrics) = read_metrics("metrics") {
-        if metrics.is_empty() && !unknown.get() {
-            problems.push(t.span(), "analysis `compare` lists no `metrics`");
-        }
-        options.metrics = metrics;
-    }
-    options.headline = match read_metrics("headline") {
-        Some(h) => {
-            if let Some(stray) = h.iter().find(|m| !options.metrics.contains(m)) {
-                problems.push(t.key_span("headline").unwrap_or_else(|| t.span()), format!("headline metric `{}` is not among `metrics`", stray.as_str()));
-            }
-            h
-        }
-        None if options.metrics.contains(&CompareMetric::Recall) => vec![CompareMetric::Recall],
-        None => options.metrics.first().copied().into_iter().collect(),
-    };
-    if let Some(b) = t.string("baseline") {
-        if axis.is_none() {
-            problems.push(b.span(), "`baseline` names a value of `axis`; add the `axis` compared");
-        }
-        options.baseline = Some(b.into_inner());
-    }
-    if let Some(n) = t.integer("resamples", 100, 10_000_000) {
-        options.resamples = *n.get_ref() as usize;
-    }
-    if let Some(n) = t.integer("seed", 0, i64::MAX) {
-        options.seed = *n.get_ref() as u64;
-    }
-    if let Some(a) = t.float("alpha", 0.0001, 0.5) {
-        options.alpha = *a.get_ref();
-    }
-    if let Some(m) = t.float("min-effect", 0.0, 1e9) {
-        options.min_effect = *m.get_ref();
-    }
-    if let Some(i) = t.string("interval") {
-        match i.get_ref().as_str() {
-            "percentile" => options.interval = crate::stats::IntervalMethod::Percentile,
-            "bca" => options.interval = crate::stats::IntervalMethod::Bca,
-            other => problems.push_with_help(i.span(), format!("unknown interval method `{other}`"), "methods: bca (default), percentile"),
-        }
-    }
-    options
-}
-
-/// The oracle-matching keys of `fixture`, `aggregation` and `review-eval`: `line-tolerance`
-/// and `similarity` configure matching to the oracle (the similarity with its own default),
-/// `partial-similarity`, `similarity-measure` and `evidence` refine it, and `aggregation`
-/// deduplicates repeats with `dedup-similarity` (normalized Levenshtein, default 0.6).
-fn read_oracle_rule(t: &TableReader<'_, '_>, matching: &mut MatchRule, rule: &mut OracleRule, base_dir: &Path) {
-    let problems = t.problems();
-    rule.line_tolerance = matching.line_tolerance;
-    if let Some(c) = t.string("matching-calibration") {
-        let path = resolve_path(base_dir, c.get_ref());
-        match crate::analysis::match_calibration::read_rule(&path) {
-            Ok(calibrated) if calibrated.embedding_similarity.is_some() => problems.push_with_help(
-                c.span(),
-                format!("the calibration `{}` needs embeddings, which oracle matching in an experiment does not compute", c.get_ref()),
-                "calibrate without an embedder (`runner matching calibrate --lexical`) for an experiment's rule",
-            ),
-            Ok(calibrated) => {
-                rule.similarity = calibrated.similarity;
-                rule.measure = calibrated.measure;
-                rule.calibrated = calibrated.calibrated;
-                if rule.partial_similarity > rule.similarity {
-                    rule.partial_similarity = rule.similarity / 2.0;
-                }
-            }
-            Err(e) => problems.push(c.span(), format!("cannot use the matching calibration `{}`: {e}", c.get_ref())),
-        }
-    }
-    if t.has("similarity") {
-        rule.similarity = matching.similarity;
-        rule.partial_similarity = matching.similarity / 2.0;
-        rule.calibrated = None;
-    }
-    matching.similarity = MatchRule::default().similarity;
-    if let Some(s) = t.float("dedup-similarity", 0.0, 1.0) {
-        matching.similarity = *s.get_ref();
-    }
-    if let Some(s) = t.float("partial-similarity", 0.0, 1.0) {
-        rule.partial_similarity = *s.get_ref();
-        if rule.partial_similarity > rule.similarity {
-            problems.push(s.span(), format!("`partial-similarity` ({}) must not exceed `similarity` ({})", rule.partial_similarity, rule.similarity));
-        }
-    }
-    if let Some(m) = t.string("similarity-measure") {
-        match SimilarityMeasure::parse(m.get_ref()) {
-            Some(measure) if measure != rule.measure => {
-                rule.measure = measure;
-                rule.calibrated = None;
-            }
-            Some(_) => {}
-            None => problems.push_with_help(m.span(), format!("unknown similarity measure `{}`", m.get_ref()), "measures: tokens, levenshtein"),
-        }
-    }
-    if let Some(f) = t.float("judge-floor", 0.0, 1.0) {
-        rule.judge_floor = Some(*f.get_ref());
-    }
-    if let Some(e) = t.string("evidence") {
-        match Evidence::parse(e.get_ref()) {
-            Some(evidence) => {
-                if evidence != Evidence::Similarity {
-                    rule.calibrated = None;
-                }
-                rule.evidence = evidence
-            }
-            None => {
-                let all: Vec<&str> = Evidence::ALL.iter().map(|e| e.as_str()).collect();
-                problems.push_with_help(e.span(), format!("unknown evidence `{}`", e.get_ref()), format!("evidence: {}", all.join(", ")))
-            }
-        }
-    }
-}

@@ -1,6 +1,6 @@
 //! Hand-built runs for the analyses' unit tests: a matrix, run records and findings.
 
-use super::{AnalysisInput, RunView};
+use super::{model::AnalysisInput, model::RunView};
 use crate::analysis::spec::{AnalysisKind, AnalysisSpec, MatchRule};
 use crate::cache::key::{review_key, KeyInputs};
 use crate::cache::RunRecord;
@@ -133,7 +133,7 @@ impl Fixture {
             oracle: None,
             scopes: None,
             repository: None,
-            adjudications: &crate::analysis::NO_ADJUDICATIONS,
+            adjudications: &crate::analysis::model::NO_ADJUDICATIONS,
             rqs: None,
             match_votes: None,
             by_cell: Default::default(),

@@ -51,7 +51,7 @@ fn miss() -> Vec<crate::finding::Finding> {
 }
 
 fn compare_spec(axis: &str, metrics: &[CompareMetric], resamples: usize) -> AnalysisSpec {
-    let mut spec = spec(AnalysisKind::Compare, Some(axis));
+    let mut spec = spec(AnalysisKind::COMPARE, Some(axis));
     spec.compare = Some(CompareOptions { metrics: metrics.to_vec(), headline: vec![metrics[0]], resamples, ..CompareOptions::default() });
     spec
 }

@@ -74,7 +74,7 @@ fn h5_compares_each_judge_with_the_h1_labels_by_hand() {
     };
     let mut input = fx.input();
     input.rqs = Some(&rqs);
-    let mut spec = spec(AnalysisKind::Study, None);
+    let mut spec = spec(AnalysisKind::STUDY, None);
     spec.study = Some(options);
     let r = compute(&spec, &input);
     // Human (validity, actionability): S001 y/y, S002 n/n, S003 y/n; S004 has no run.
@@ -120,7 +120,7 @@ fn an_h1_study_renders_its_table_and_a_wrong_key_is_said() {
     let dir = tempfile::tempdir().expect("tempdir");
     let mut options = write_study(dir.path(), &key, &[("S001", "actionable"), ("S002", "out_of_scope")]);
     options.study = "h1".into();
-    let mut spec = spec(AnalysisKind::Study, None);
+    let mut spec = spec(AnalysisKind::STUDY, None);
     spec.study = Some(options.clone());
     let r = compute(&spec, &fx.input());
     assert_eq!((r.test_id.as_str(), r.title.as_str()), ("H1", "Blind triage"));
