@@ -748,7 +748,7 @@ fn budget_warnings(m: &runner::manifest::Manifest) -> Vec<String> {
             _ => None,
         })
         .collect();
-    runner::reviewer::pipeline::budget_mismatches(&compared)
+    runner::reviewer::bind::budget_mismatches(&compared)
 }
 
 fn seconds(value: f64, flag: &str) -> Result<std::time::Duration, Error> {

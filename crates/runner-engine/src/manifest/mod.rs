@@ -912,7 +912,7 @@ fn resolve_pipelines(entries: &mut [NamedReviewer], problems: &crate::config::Pr
     let mut ok = true;
     for entry in entries.iter_mut() {
         if let ReviewerKindSpec::Pipeline(p) = &mut entry.spec.kind {
-            ok &= crate::reviewer::pipeline::resolve(p, &entry.name, &named, problems);
+            ok &= crate::reviewer::bind::resolve(p, &entry.name, &named, problems);
         }
     }
     ok

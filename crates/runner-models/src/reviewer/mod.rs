@@ -3,6 +3,7 @@
 //! One file per backend. The engine sees only the [`Reviewer`] trait, so tests drive it with
 //! fake backends and every backend is scheduled, limited, timed and cached the same way.
 
+pub mod bind;
 pub mod build;
 pub mod builtin;
 pub mod command;
@@ -270,6 +271,17 @@ pub trait Reviewer: Send + Sync {
 
     /// Reviews one subject for one cell and repeat.
     fn review<'a>(&'a self, job: &'a ReviewJob) -> BoxFuture<'a, Result<ReviewOutput, ReviewError>>;
+}
+
+/// What a reviewer reads of a subject besides its id.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SubjectNeeds {
+    /// A repository to run in (a command reviewer).
+    Repository,
+    /// The change's diff.
+    Diff,
+    /// Nothing: its findings come from elsewhere.
+    Nothing,
 }
 
 /// A path cleaned lexically, as Go's `filepath.Clean` (stet's paths) does: `.` dropped, `..`

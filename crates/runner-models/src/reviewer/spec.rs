@@ -3,6 +3,7 @@
 
 use super::builtin::BuiltinSpec;
 use super::command::CommandSpec;
+pub use super::SubjectNeeds;
 use crate::config::{did_you_mean, parse_duration, template_var_regex, TableReader};
 use crate::matrix::Matrix;
 use std::collections::BTreeSet;
@@ -29,17 +30,6 @@ pub enum ReviewerKindSpec {
     Replay(super::replay::ReplaySpec),
     /// Stages of calls to other named reviewers (boxed: it holds their configurations).
     Pipeline(Box<super::pipeline::PipelineSpec>),
-}
-
-/// What a reviewer reads of a subject besides its id.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum SubjectNeeds {
-    /// A repository to run in (a command reviewer).
-    Repository,
-    /// The change's diff.
-    Diff,
-    /// Nothing: its findings come from elsewhere.
-    Nothing,
 }
 
 impl ReviewerKindSpec {

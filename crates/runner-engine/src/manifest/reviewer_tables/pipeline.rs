@@ -1,6 +1,6 @@
 //! Reading `pipeline` reviewer tables from a whole manifest: stages, shares and budgets.
 
-use crate::reviewer::pipeline::budget_mismatches;
+use crate::reviewer::bind::budget_mismatches;
 use crate::reviewer::pipeline::spec::{self, Backend};
 
 const BASE: &str = "version = 1\n[experiment]\nname = \"s\"\n[target]\nrepo = \".\"\n[matrix]\nref = [\"HEAD\"]\nreviewer = [\"p\"]\n\

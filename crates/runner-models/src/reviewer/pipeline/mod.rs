@@ -27,7 +27,7 @@
 
 pub mod spec;
 
-pub use spec::{budget_mismatches, read_spec, resolve, Backend, PipelineSpec, Role, StageSpec};
+pub use spec::{read_spec, Backend, PipelineSpec, Role, StageSpec};
 
 use super::command::CommandReviewer;
 use super::llm::LlmReviewer;
