@@ -16,7 +16,8 @@
 //! `models-json`, the file and sha256 that `scripts/model-server/install.sh` recorded; a
 //! server that serves another file than `models-json` names is an error.
 
-use crate::config::{resolve_path, TableReader};
+use crate::config::TableReader;
+use crate::reviewer::llm::spec::{api_key_from_env, check_api_key_env, check_url, read_models_json, read_patience};
 use crate::reviewer::llm::spec::{expand_env, Protocol};
 use crate::reviewer::llm::transport::{Endpoint, Failure, Policy, ServerInfo, Transport};
 use crate::reviewer::llm::wire::AttemptError;
@@ -25,7 +26,6 @@ use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
-use toml::Spanned;
 
 /// Which wire protocol an embedding server speaks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -185,11 +185,7 @@ impl Embedder {
     }
 
     fn api_key(&self) -> Result<Option<String>, EmbedError> {
-        let Some(var) = &self.spec.api_key_env else { return Ok(None) };
-        match std::env::var(var) {
-            Ok(v) if !v.is_empty() => Ok(Some(v)),
-            _ => Err(EmbedError::Config(format!("environment variable `{var}` (named by the embedder's `api-key-env`) is not set"))),
-        }
+        api_key_from_env(self.spec.api_key_env.as_deref(), "the embedder's `api-key-env`").map_err(EmbedError::Config)
     }
 
     /// This model's entry in `models-json`, if one is configured.
@@ -477,52 +473,15 @@ pub fn read_embedder_spec(t: &TableReader<'_, '_>, base_dir: &Path) -> Option<Em
         spec.base_url = url.into_inner();
     }
     if let Some(name) = t.string("api-key-env") {
-        let n = name.get_ref();
-        let valid = !n.is_empty() && n.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') && !n.starts_with(|c: char| c.is_ascii_digit());
-        if !valid {
-            problems.push_with_help(
-                name.span(),
-                "`api-key-env` must name an environment variable",
-                "the manifest holds the variable's name, never the key itself",
-            );
-            ok = false;
-        }
+        ok &= check_api_key_env(t, &name);
         spec.api_key_env = Some(name.into_inner());
     }
     if let Some(v) = t.integer("batch-size", 1, 4096) {
         spec.batch_size = *v.get_ref() as usize;
     }
-    if let Some(v) = t.integer("retries", 0, 20) {
-        spec.retries = *v.get_ref() as u32;
-    }
-    crate::config::read_durations(
-        t,
-        &mut [
-            ("retry-base-delay", &mut spec.retry_base_delay),
-            ("retry-max-delay", &mut spec.retry_max_delay),
-            ("request-timeout", &mut spec.request_timeout),
-            ("connect-timeout", &mut spec.connect_timeout),
-        ],
-        &mut ok,
-    );
-    if let Some(p) = t.string("models-json") {
-        spec.models_json = Some(resolve_path(base_dir, p.get_ref()));
-    }
+    read_patience(t, &mut spec.retries, [&mut spec.retry_base_delay, &mut spec.retry_max_delay, &mut spec.request_timeout, &mut spec.connect_timeout], &mut ok);
+    spec.models_json = read_models_json(t, base_dir);
     (ok && protocol.is_some() && model.is_some()).then_some(spec)
-}
-
-/// A base URL must be http(s); one holding `${VAR}` is checked when expanded.
-fn check_url(t: &TableReader<'_, '_>, url: &Spanned<String>) -> bool {
-    let u = url.get_ref();
-    if u.contains("${") || u.starts_with("http://") || u.starts_with("https://") {
-        return true;
-    }
-    t.problems().push_with_help(
-        url.span(),
-        format!("`{u}` is not an http(s) URL"),
-        "e.g. `http://127.0.0.1:8094/v1` (openai) or `http://localhost:11434` (ollama); `${VAR:-default}` reads the environment",
-    );
-    false
 }
 
 #[cfg(test)]

@@ -190,11 +190,7 @@ impl LlmReviewer {
     }
 
     fn api_key(&self) -> Result<Option<String>, ReviewError> {
-        let Some(var) = &self.spec.api_key_env else { return Ok(None) };
-        match std::env::var(var) {
-            Ok(v) if !v.is_empty() => Ok(Some(v)),
-            _ => Err(unreachable(format!("environment variable `{var}` (named by `api-key-env`) is not set"))),
-        }
+        spec::api_key_from_env(self.spec.api_key_env.as_deref(), "`api-key-env`").map_err(unreachable)
     }
 
     /// This model's entry in `models-json` and the file's `server` block.

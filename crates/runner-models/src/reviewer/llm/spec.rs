@@ -352,21 +352,9 @@ pub fn read_spec(t: &TableReader<'_, '_>, kind: &str, axes: &BTreeSet<String>, b
     if let Some(v) = t.integer("max-concurrency-per-endpoint", 1, 1024) {
         spec.max_concurrency_per_endpoint = *v.get_ref() as usize;
     }
-    if let Some(v) = t.integer("retries", 0, 20) {
-        spec.retries = *v.get_ref() as u32;
-    }
-    crate::config::read_durations(
-        t,
-        &mut [
-            ("retry-base-delay", &mut spec.retry_base_delay),
-            ("retry-max-delay", &mut spec.retry_max_delay),
-            ("request-timeout", &mut spec.request_timeout),
-            ("connect-timeout", &mut spec.connect_timeout),
-        ],
-        &mut ok,
-    );
-    if let Some(p) = t.string("models-json") {
-        spec.models_json = Some(base_dir.join(p.get_ref()));
+    read_patience(t, &mut spec.retries, [&mut spec.retry_base_delay, &mut spec.retry_max_delay, &mut spec.request_timeout, &mut spec.connect_timeout], &mut ok);
+    if let Some(path) = read_models_json(t, base_dir) {
+        spec.models_json = Some(path);
     }
     if let Some(table) = t.table("provenance") {
         for (model, key_span) in table.keys() {
@@ -390,6 +378,36 @@ pub fn read_spec(t: &TableReader<'_, '_>, kind: &str, axes: &BTreeSet<String>, b
         table.finish();
     }
     ok.then_some(spec)
+}
+
+/// `retries` and the four durations every model client reads (`retry-base-delay`,
+/// `retry-max-delay`, `request-timeout`, `connect-timeout`, in that order): the one reading for
+/// reviewers and the embedder.
+pub(crate) fn read_patience(t: &TableReader<'_, '_>, retries: &mut u32, [base, max, request, connect]: [&mut Duration; 4], ok: &mut bool) {
+    if let Some(v) = t.integer("retries", 0, 20) {
+        *retries = *v.get_ref() as u32;
+    }
+    crate::config::read_durations(
+        t,
+        &mut [("retry-base-delay", base), ("retry-max-delay", max), ("request-timeout", request), ("connect-timeout", connect)],
+        ok,
+    );
+}
+
+/// `models-json`, resolved against the manifest's directory: the one reading for reviewers,
+/// judges and the embedder.
+pub(crate) fn read_models_json(t: &TableReader<'_, '_>, base_dir: &Path) -> Option<PathBuf> {
+    t.string("models-json").map(|p| crate::config::resolve_path(base_dir, p.get_ref()))
+}
+
+/// The API key in the environment variable `var` names (`None` when none is named): the one
+/// reading for reviewers, judges and the embedder; `named_by` says which key named it.
+pub fn api_key_from_env(var: Option<&str>, named_by: &str) -> Result<Option<String>, String> {
+    let Some(var) = var else { return Ok(None) };
+    match std::env::var(var) {
+        Ok(v) if !v.is_empty() => Ok(Some(v)),
+        _ => Err(format!("environment variable `{var}` (named by {named_by}) is not set")),
+    }
 }
 
 /// `api-key-env` must name an environment variable (never hold the key itself).
