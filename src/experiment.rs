@@ -568,18 +568,27 @@ pub fn show(prepared: &Prepared, selection: &report::show::Selection) -> Result<
 /// manifest it names (or `manifest`), its runs' findings from the cache and its subjects'
 /// diffs. What cannot be read is said on the page, not an error.
 pub fn report_side(results_path: &std::path::Path, manifest: Option<&std::path::Path>, locations: &Locations) -> Result<report::html::Side, Error> {
-    use report::html;
     let results = Results::read(results_path)?;
-    let plots = html::read_plots(results_path);
     let manifest_path = match manifest {
         Some(path) => Ok(path.to_path_buf()),
-        None => html::manifest_of(results_path, &results),
+        None => report::html::manifest_of(results_path, &results),
     };
+    let prepared =
+        manifest_path.and_then(|path| prepare_to_read(&path, locations).map_err(|e| format!("its manifest `{}` could not be read: {e}", path.display())));
+    Ok(side_of(prepared.as_ref().map_err(String::clone), results, results_path, locations))
+}
+
+/// A page's side from results already in hand and the experiment they came from (or why it
+/// could not be opened): what `exec --html` writes right after its execution, with nothing
+/// read back or prepared again.
+pub fn side_of(prepared: Result<&Prepared, String>, results: Results, results_path: &std::path::Path, locations: &Locations) -> report::html::Side {
+    use report::html;
+    let plots = html::read_plots(results_path);
     let mut side =
         html::Side { results_path: results_path.display().to_string(), results, findings: Err(String::new()), diffs: BTreeMap::new(), plots, note: None };
-    match manifest_path.and_then(|path| prepare_to_read(&path, locations).map_err(|e| format!("its manifest `{}` could not be read: {e}", path.display()))) {
+    match prepared {
         Ok(prepared) => {
-            side.findings = show(&prepared, &report::show::Selection::default()).map_err(|e| e.to_string());
+            side.findings = show(prepared, &report::show::Selection::default()).map_err(|e| e.to_string());
             let work_dir = locations.work_dir.clone().unwrap_or_else(|| crate::config::project_root(&prepared.manifest.base_dir).join(".runner"));
             side.diffs = html::subject_diffs(&prepared.plan, &work_dir);
             // The manifest may have changed since results.json was written: say so.
@@ -600,5 +609,5 @@ pub fn report_side(results_path: &std::path::Path, manifest: Option<&std::path::
         }
         Err(why) => side.findings = Err(why),
     }
-    Ok(side)
+    side
 }

@@ -326,7 +326,8 @@ fn exec(args: ExecArgs) -> Result<Exit, Error> {
     // The HTML page beside the reports it was written from (only when they were written).
     if prepared.manifest.report.html {
         if let Some(results) = executed.written.iter().find(|p| p.ends_with("results.json")).cloned() {
-            let mut side = experiment::report_side(&results, Some(&args.manifest), &locations(&args.locations))?;
+            // From the execution's own results and prepared experiment: nothing read back or planned again.
+            let mut side = experiment::side_of(Ok(&prepared), executed.results.clone(), &results, &locations(&args.locations));
             // Named as the file beside the page, so the page does not depend on where it was written.
             side.results_path = "results.json".to_string();
             let page = runner::report::html::render(&[side])?;
@@ -378,9 +379,12 @@ fn exec(args: ExecArgs) -> Result<Exit, Error> {
     }
     if let Some(path) = &args.reports.summary {
         let results_json = prepared.manifest.report.output.join("results.json");
+        // From the execution's own results, when it wrote its reports: nothing read back.
         if executed.written.iter().any(|p| p == &results_json) {
-            let results = runner::report::model::Results::read(&results_json)?;
-            write_file(path, &runner::report::ci::summary_markdown(&results, &prepared.manifest.report.output.join("RESULTS.md").display().to_string()))?;
+            write_file(
+                path,
+                &runner::report::ci::summary_markdown(&executed.results, &prepared.manifest.report.output.join("RESULTS.md").display().to_string()),
+            )?;
         }
     }
     // The stream's last event, on stdout and in the execution log alike.
