@@ -2,7 +2,7 @@
 
 use crate::analysis::context_level::DiffScope;
 use crate::analysis::spec::AnalysisKind;
-use crate::analysis::{self, AnalysisInput, AnalysisResult, RunView};
+use crate::analysis::{self, AnalysisInput, AnalysisResult, Extras, RunView};
 use crate::cache::{CacheStore, LayeredStore, RemoteStore, Store};
 use crate::error::Error;
 use crate::exec::{self, Emitter, ExecOptions, ReviewerLimits, RunOutcome, WalkView};
@@ -456,11 +456,7 @@ fn analyze(
         missing,
         repeat: prepared.manifest.matrix.repeat,
         oracle: prepared.oracle.as_ref(),
-        scopes,
-        repository: repository.as_ref(),
-        adjudications: &prepared.adjudications,
-        rqs,
-        match_votes,
+        extras: Extras::default().with(scopes).with(repository.as_ref()).with(Some(&prepared.adjudications)).with(rqs).with(match_votes),
         by_cell: Default::default(),
     };
     if spec.kind == AnalysisKind::STUDY {

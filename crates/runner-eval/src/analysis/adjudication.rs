@@ -152,3 +152,12 @@ pub fn adjudicate_described(scored: &mut [ScoredRun<'_>], adjudication: Option<&
     ];
     (Method::Adjudication { source: sheet.clone(), rule }, notes)
 }
+
+impl crate::analysis::model::AnalysisInput<'_> {
+    /// The adjudication `spec` names, when it names one that was loaded (the experiment hands
+    /// the loaded records in as a `BTreeMap<PathBuf, Adjudication>` extra).
+    pub fn adjudication(&self, spec: &crate::analysis::spec::AnalysisSpec) -> Option<&Adjudication> {
+        let loaded = self.extras.get::<BTreeMap<PathBuf, Adjudication>>()?;
+        spec.adjudication.as_ref().and_then(|p| loaded.get(p))
+    }
+}

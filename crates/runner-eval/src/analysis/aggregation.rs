@@ -128,7 +128,7 @@ pub fn compute(spec: &AnalysisSpec, input: &AnalysisInput<'_>) -> AnalysisResult
         if runs.is_empty() {
             continue;
         }
-        let a = aggregate(&runs, oracle, spec, input.match_votes);
+        let a = aggregate(&runs, oracle, spec, input.match_votes());
         let union = a.union.as_ref();
         table.rows.push(vec![
             format!("`{}`", cell.id).into(),
@@ -166,7 +166,7 @@ pub fn compute(spec: &AnalysisSpec, input: &AnalysisInput<'_>) -> AnalysisResult
     let rule = match oracle {
         Some(_) => {
             notes.push("Method: automatic matching by the rule above (no adjudication).".into());
-            format!("{dedup}; oracle: {}", with_jury(spec.oracle_rule.describe(), input.match_votes))
+            format!("{dedup}; oracle: {}", with_jury(spec.oracle_rule.describe(), input.match_votes()))
         }
         None => {
             notes.push("No oracle: only counts are reported (`ground_truth_provided`: false).".into());

@@ -565,8 +565,8 @@ pub fn compute(spec: &AnalysisSpec, input: &AnalysisInput<'_>) -> AnalysisResult
     if needs_oracle {
         match input.oracle {
             Some(oracle) => {
-                let (mut s, unknown) = score_runs_judged(&input.runs, oracle, &spec.oracle_rule, input.match_votes);
-                let (method, notes) = adjudicate_described(&mut s, input.adjudication(spec), with_jury(spec.oracle_rule.describe(), input.match_votes));
+                let (mut s, unknown) = score_runs_judged(&input.runs, oracle, &spec.oracle_rule, input.match_votes());
+                let (method, notes) = adjudicate_described(&mut s, input.adjudication(spec), with_jury(spec.oracle_rule.describe(), input.match_votes()));
                 result.rule = Some(method.describe());
                 result.notes.extend(notes);
                 if !unknown.is_empty() {
@@ -579,10 +579,10 @@ pub fn compute(spec: &AnalysisSpec, input: &AnalysisInput<'_>) -> AnalysisResult
             }
         }
     }
-    if input.rqs.is_none() && options.metrics.iter().any(|m| m.needs_scoring()) {
+    if input.rqs().is_none() && options.metrics.iter().any(|m| m.needs_scoring()) {
         result.notes.push("No RQS v2 scoring stages: the RQS metrics are left out (add an `rqs` analysis with its judges and embedder).".into());
     }
-    let resolution = match input.repository {
+    let resolution = match input.repository() {
         Some(repository) if options.metrics.iter().any(|m| m.needs_history()) => {
             let counts = crate::analysis::resolution::run_counts(input, repository);
             match &counts {
@@ -598,7 +598,7 @@ pub fn compute(spec: &AnalysisSpec, input: &AnalysisInput<'_>) -> AnalysisResult
         }
         _ => None,
     };
-    if resolution.is_none() && input.repository.is_none() && options.metrics.iter().any(|m| m.needs_history()) {
+    if resolution.is_none() && input.repository().is_none() && options.metrics.iter().any(|m| m.needs_history()) {
         result.notes.push("No history target: `resolution` is left out (it follows findings through a repository's later commits).".into());
     }
     let metrics: Vec<CompareMetric> = options
@@ -606,11 +606,11 @@ pub fn compute(spec: &AnalysisSpec, input: &AnalysisInput<'_>) -> AnalysisResult
         .iter()
         .copied()
         .filter(|m| {
-            (!m.needs_oracle() || input.oracle.is_some()) && (!m.needs_scoring() || input.rqs.is_some()) && (!m.needs_history() || resolution.is_some())
+            (!m.needs_oracle() || input.oracle.is_some()) && (!m.needs_scoring() || input.rqs().is_some()) && (!m.needs_history() || resolution.is_some())
         })
         .collect();
     let options = CompareOptions { metrics, ..options };
-    let rqs_parts = match input.rqs {
+    let rqs_parts = match input.rqs() {
         Some(rqs) if options.metrics.iter().any(|m| m.needs_scoring()) => {
             let parts = RunParts::new(input, rqs, &spec.oracle_rule);
             input.runs.iter().map(|r| (run_key(r), parts.of(r))).collect()

@@ -76,7 +76,7 @@ pub fn compute(spec: &AnalysisSpec, input: &AnalysisInput<'_>) -> AnalysisResult
         }
         let mut counts: BTreeMap<Level, usize> = [(Level::Diff, 0), (Level::File, 0), (Level::Repo, 0)].into();
         for r in runs {
-            let Some(scope) = input.scopes.and_then(|s| s.get(r.subject)) else {
+            let Some(scope) = input.scopes().and_then(|s| s.get(r.subject)) else {
                 unscoped.insert(r.subject);
                 continue;
             };
@@ -128,6 +128,13 @@ pub fn compute(spec: &AnalysisSpec, input: &AnalysisInput<'_>) -> AnalysisResult
         }).into(),
         notes,
         headline: Vec::new(),
+    }
+}
+
+impl<'a> crate::analysis::model::AnalysisInput<'a> {
+    /// Changed files and hunk spans per subject, for context-level tagging (A9); subjects whose diff could not be read are absent.
+    pub fn scopes(&self) -> Option<&'a std::collections::BTreeMap<String, DiffScope>> {
+        self.extras.get()
     }
 }
 

@@ -114,9 +114,9 @@ pub fn compute(spec: &AnalysisSpec, input: &AnalysisInput<'_>) -> AnalysisResult
         result.data = serde_json::json!({ "ground_truth_provided": false }).into();
         return result;
     };
-    let (mut scored, unknown) = score_runs_judged(&input.runs, oracle, &spec.oracle_rule, input.match_votes);
+    let (mut scored, unknown) = score_runs_judged(&input.runs, oracle, &spec.oracle_rule, input.match_votes());
     let (method, method_notes) =
-        adjudicate_described(&mut scored, input.adjudication(spec), with_jury(describe_rule_for(&spec.oracle_rule, oracle), input.match_votes));
+        adjudicate_described(&mut scored, input.adjudication(spec), with_jury(describe_rule_for(&spec.oracle_rule, oracle), input.match_votes()));
     result.rule = Some(method.describe());
     let mut overall = Table::with_columns("Overall", ["Cell", "Runs", "TP", "FP", "FN", "Precision", "Recall", "F1"].map(String::from).to_vec());
     let mut by_category = Table::with_columns("Per category", ["Cell", "Category", "TP", "FP", "FN", "Precision", "Recall", "F1"].map(String::from).to_vec());

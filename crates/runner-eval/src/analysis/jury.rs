@@ -41,7 +41,7 @@ pub fn compute(spec: &AnalysisSpec, input: &AnalysisInput<'_>) -> AnalysisResult
         result.notes.push("The target has no oracle: there is nothing to find.".into());
         return result;
     };
-    let Some(votes) = input.match_votes else {
+    let Some(votes) = input.match_votes() else {
         result.notes.push("No judge answered: the judges' match nodes did not run.".into());
         return result;
     };

@@ -711,6 +711,13 @@ impl Adjudicated {
     }
 }
 
+impl<'a> crate::analysis::model::AnalysisInput<'a> {
+    /// The judges' same-issue votes, for oracle matching whose evidence is the judges' word.
+    pub fn match_votes(&self) -> Option<&'a MatchVotes> {
+        self.extras.get()
+    }
+}
+
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;

@@ -10,7 +10,6 @@ use crate::ground_truth::oracle::Oracle;
 use crate::matrix::Cell;
 use serde::ser::SerializeStruct;
 use serde::{Deserialize, Serialize};
-use std::collections::BTreeMap;
 
 /// One successful run as analyses see it.
 #[derive(Debug, Clone, Copy)]
@@ -37,17 +36,12 @@ pub struct AnalysisInput<'a> {
     pub repeat: u32,
     /// The target's oracle: a corpus's `oracle.json`, or an eval set's case findings.
     pub oracle: Option<&'a Oracle>,
-    /// Changed files and hunk spans per subject, for context-level tagging (A9); subjects whose
-    /// diff could not be read are absent.
-    pub scopes: Option<&'a BTreeMap<String, super::context_level::DiffScope>>,
-    /// A history target's repository and reviewed commits, for the resolution rate.
-    pub repository: Option<&'a super::resolution::Repository>,
-    /// Adjudication records named by analyses' `adjudication` keys, by resolved path.
-    pub adjudications: &'a BTreeMap<std::path::PathBuf, super::adjudication::Adjudication>,
-    /// What the scoring stages produced, for RQS v2.
-    pub rqs: Option<&'a super::rqs::RqsInput>,
-    /// The judges' same-issue votes, for oracle matching whose evidence is the judges' word.
-    pub match_votes: Option<&'a super::matching::MatchVotes>,
+    /// What some analyses read beyond the runs, handed in by the experiment: the diffs' scopes
+    /// (context level), a history's repository (resolution), adjudication records, what the
+    /// scoring stages produced (RQS v2), the judges' same-issue votes. Each such analysis reads
+    /// its own through an accessor in its module (`input.scopes()`, `input.rqs()`, …), so this
+    /// model names none of their types.
+    pub extras: Extras<'a>,
     /// `runs` and `missing` by cell id, built on first use (`CellIndex::default()` when
     /// constructing), so per-cell reads are linear in runs rather than cells × runs.
     pub by_cell: CellIndex<'a>,
@@ -102,13 +96,31 @@ impl<'a> CellIndex<'a> {
     }
 }
 
-/// No adjudications, for inputs that have none.
-pub static NO_ADJUDICATIONS: BTreeMap<std::path::PathBuf, super::adjudication::Adjudication> = BTreeMap::new();
+/// Inputs of particular analyses, by type: at most one of each type, each borrowed for the
+/// analysis's lifetime.
+#[derive(Default)]
+pub struct Extras<'a> {
+    items: Vec<&'a (dyn std::any::Any + Sync)>,
+}
 
-impl AnalysisInput<'_> {
-    /// The adjudication `spec` names, when it names one that was loaded.
-    pub fn adjudication(&self, spec: &AnalysisSpec) -> Option<&super::adjudication::Adjudication> {
-        spec.adjudication.as_ref().and_then(|p| self.adjudications.get(p))
+impl<'a> Extras<'a> {
+    /// These extras and `item`, when there is one.
+    pub fn with<T: std::any::Any + Sync>(mut self, item: Option<&'a T>) -> Self {
+        if let Some(item) = item {
+            self.items.push(item);
+        }
+        self
+    }
+
+    /// The extra of type `T`, when one was handed in.
+    pub fn get<T: std::any::Any>(&self) -> Option<&'a T> {
+        self.items.iter().find_map(|item| (*item as &dyn std::any::Any).downcast_ref::<T>())
+    }
+}
+
+impl std::fmt::Debug for Extras<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Extras({} items)", self.items.len())
     }
 }
 

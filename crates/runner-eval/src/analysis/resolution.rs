@@ -352,7 +352,7 @@ pub fn compute(spec: &AnalysisSpec, input: &AnalysisInput<'_>) -> AnalysisResult
             options.window
         ),
     );
-    let Some(repository) = input.repository else {
+    let Some(repository) = input.repository() else {
         result.notes.push("This analysis needs a history target (`[target] repo` with `commits` or `pull-requests`); this experiment has none.".into());
         return result;
     };
@@ -476,6 +476,13 @@ pub fn compute(spec: &AnalysisSpec, input: &AnalysisInput<'_>) -> AnalysisResult
     result
 }
 
+impl<'a> crate::analysis::model::AnalysisInput<'a> {
+    /// A history target's repository and reviewed commits, for the resolution rate.
+    pub fn repository(&self) -> Option<&'a Repository> {
+        self.extras.get()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -550,7 +557,7 @@ mod tests {
         let mut analysis = spec(AnalysisKind::RESOLUTION, None);
         analysis.resolution = Some(ResolutionOptions { window: 2, tolerance: 1, head: None });
         let mut input = fx.input();
-        input.repository = Some(&repository);
+        input.extras = std::mem::take(&mut input.extras).with(Some(&repository));
         let out = compute(&analysis, &input);
         let rows = &out.tables[0].rows;
         assert_eq!(rows[0], vec!["`reviewer=a`", "4", "7", "2 / 4", "0.500", "[0.150, 0.850]", "1", "2"]);

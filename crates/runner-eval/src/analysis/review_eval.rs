@@ -378,9 +378,9 @@ pub fn compute(spec: &AnalysisSpec, input: &AnalysisInput<'_>) -> AnalysisResult
         result.notes.push("No oracle: the target is neither a corpus with `oracle.json` nor an eval set, so nothing can be scored.".into());
         return result;
     };
-    let (mut scored, unknown) = score_runs_judged(&input.runs, oracle, &spec.oracle_rule, input.match_votes);
+    let (mut scored, unknown) = score_runs_judged(&input.runs, oracle, &spec.oracle_rule, input.match_votes());
     let (method, method_notes) =
-        adjudicate_described(&mut scored, input.adjudication(spec), with_jury(describe_rule_for(&spec.oracle_rule, oracle), input.match_votes));
+        adjudicate_described(&mut scored, input.adjudication(spec), with_jury(describe_rule_for(&spec.oracle_rule, oracle), input.match_votes()));
     result.rule = Some(method.describe());
     let cells: Vec<CellEval> = input
         .cells

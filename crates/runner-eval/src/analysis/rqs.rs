@@ -291,7 +291,7 @@ pub struct RunParts<'i, 'a> {
 impl<'i, 'a> RunParts<'i, 'a> {
     pub fn new(input: &'i AnalysisInput<'a>, rqs: &'i RqsInput, rule: &crate::analysis::spec::OracleRule) -> Self {
         let scored = match input.oracle {
-            Some(oracle) => score_runs_judged(&input.runs, oracle, rule, input.match_votes)
+            Some(oracle) => score_runs_judged(&input.runs, oracle, rule, input.match_votes())
                 .0
                 .into_iter()
                 .map(|s| ((s.view.cell.id.as_str(), s.view.repeat, s.view.subject), s.case))
@@ -381,7 +381,7 @@ pub fn compute(spec: &AnalysisSpec, input: &AnalysisInput<'_>) -> AnalysisResult
         "Review quality (RQS v2)",
         "Seed 001's review-quality score: a jury of judges from different model families rates each finding's validity (grounded in the diff) and actionability (says what to change and where), blind and in a seeded shuffle; reviews are aligned to pseudo-references (model claims and static-analysis smells on changed lines) by embedding similarity; recall against the oracle is severity-weighted. Headline = harmonic mean of severity-weighted recall, jury precision and actionability.",
     );
-    let Some(rqs) = input.rqs else {
+    let Some(rqs) = input.rqs() else {
         result.notes.push("No scoring stages ran: declare `[judges.NAME]`, `[embedder]` and `[pseudo-references]` in the manifest.".into());
         return result;
     };
@@ -572,7 +572,7 @@ pub fn compute(spec: &AnalysisSpec, input: &AnalysisInput<'_>) -> AnalysisResult
         families.len(),
         if families.len() == 1 { "y" } else { "ies" },
         if judges == 2 { "inter-judge agreement Cohen's κ" } else { "inter-judge agreement Fleiss' κ" },
-        with_jury(spec.oracle_rule.describe(), input.match_votes),
+        with_jury(spec.oracle_rule.describe(), input.match_votes()),
         match &rqs.embedder {
             Some(e) => format!("cosine similarity of `{}` embeddings, strict > τ = {:.4} ({})", e.identity, e.tau, e.tau_source),
             None => "none (no embedder declared)".to_string(),
@@ -733,6 +733,13 @@ fn anchor_agreement(anchor: &Anchor, input: &AnalysisInput<'_>, rqs: &RqsInput) 
         .collect()
 }
 
+impl<'a> crate::analysis::model::AnalysisInput<'a> {
+    /// What the scoring stages produced, for RQS v2.
+    pub fn rqs(&self) -> Option<&'a RqsInput> {
+        self.extras.get()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -810,7 +817,7 @@ mod tests {
             items: vec![item("s1", "a.rs", 1, "first", true), item("s1", "a.rs", 2, " second ", false), item("s2", "b.rs", 3, "third", false)],
         });
         let mut input = fx.input();
-        input.rqs = Some(&rqs);
+        input.extras = std::mem::take(&mut input.extras).with(Some(&rqs));
         let result = compute(&spec(AnalysisKind::RQS, None), &input);
         let cell = &result.data["cells"][0];
         // Validity majorities: yes, no, tie → 1 / (1 + 1); actionability: tie, no, yes → the same.
@@ -873,11 +880,7 @@ mod tests {
             missing: Vec::new(),
             repeat: 1,
             oracle: Some(&oracle),
-            scopes: None,
-            repository: None,
-            adjudications: &crate::analysis::NO_ADJUDICATIONS,
-            rqs: Some(&rqs),
-            match_votes: None,
+            extras: crate::analysis::model::Extras::default().with(Some(&rqs)),
             by_cell: Default::default(),
         };
         let result = compute(&spec(crate::analysis::spec::AnalysisKind::RQS, None), &input);

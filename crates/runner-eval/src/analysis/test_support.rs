@@ -131,11 +131,7 @@ impl Fixture {
             missing: self.missing.clone(),
             repeat: self.repeat,
             oracle: None,
-            scopes: None,
-            repository: None,
-            adjudications: &crate::analysis::model::NO_ADJUDICATIONS,
-            rqs: None,
-            match_votes: None,
+            extras: Default::default(),
             by_cell: Default::default(),
         }
     }

@@ -222,7 +222,7 @@ fn verdict(v: Vote) -> Option<Verdict> {
 /// repeat) and the finding's stet id within it; the first occurrence with an answer counts
 /// (identical findings are judged alike: a judge call is keyed by the finding as shown).
 pub fn compared(key: &StudyKey, decided: &BTreeMap<String, String>, input: &AnalysisInput<'_>) -> (Vec<Compared>, usize) {
-    let judges = input.rqs.map_or(0, |q| q.judges.len());
+    let judges = input.rqs().map_or(0, |q| q.judges.len());
     let mut out = Vec::new();
     let mut unmatched = 0;
     for (id, label) in decided {
@@ -232,7 +232,7 @@ pub fn compared(key: &StudyKey, decided: &BTreeMap<String, String>, input: &Anal
         for (repeat, finding_id) in &item.occurrences {
             let Some(run) = input.runs.iter().find(|r| r.cell.id == item.cell && r.subject == item.case && r.repeat == *repeat) else { continue };
             let Some(index) = run.findings.iter().position(|f| &f.id == finding_id) else { continue };
-            let Some(scoring) = input.rqs.and_then(|q| q.runs.get(&RunId::new(item.cell.clone(), *repeat, item.case.clone()))) else { continue };
+            let Some(scoring) = input.rqs().and_then(|q| q.runs.get(&RunId::new(item.cell.clone(), *repeat, item.case.clone()))) else { continue };
             let Some(fv) = scoring.votes.get(index) else { continue };
             found = true;
             for (j, slot) in votes.iter_mut().enumerate() {
@@ -253,7 +253,7 @@ pub fn compared(key: &StudyKey, decided: &BTreeMap<String, String>, input: &Anal
 }
 
 fn h5(r: &mut AnalysisResult, key: &StudyKey, result: &StudyResult, input: &AnalysisInput<'_>) {
-    let Some(rqs) = input.rqs else {
+    let Some(rqs) = input.rqs() else {
         r.notes.push("No jury: H5 needs the experiment's `[judges.NAME]` and an `rqs` analysis, whose verdicts it compares with the H1 labels.".into());
         return;
     };

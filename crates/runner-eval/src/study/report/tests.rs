@@ -73,7 +73,7 @@ fn h5_compares_each_judge_with_the_h1_labels_by_hand() {
         ..Default::default()
     };
     let mut input = fx.input();
-    input.rqs = Some(&rqs);
+    input.extras = std::mem::take(&mut input.extras).with(Some(&rqs));
     let mut spec = spec(AnalysisKind::STUDY, None);
     spec.study = Some(options);
     let r = compute(&spec, &input);
