@@ -292,6 +292,7 @@ pub async fn execute(
     prepared: &Prepared,
     manifest_label: &str,
     options: ExecOptions,
+    asked: report::formats::Asked,
     emitter: &Emitter,
     cancel: watch::Receiver<bool>,
 ) -> Result<Executed, Error> {
@@ -309,6 +310,8 @@ pub async fn execute(
         frozen: options.frozen,
         sharded: options.shard.is_some(),
         render_stamps: Some(options.work_dir.join("renders")),
+        asked,
+        work_dir: options.work_dir.clone(),
     };
     let materializer: exec::Materializer = Arc::new(|spec, work_dir| crate::subject::materialize(spec, work_dir).map_err(|e| e.to_string()));
     let scorers = prepared.scorers.clone().map(|s| s as Arc<dyn exec::Scorers>);
@@ -361,6 +364,10 @@ struct ExperimentConclusions<'a> {
     /// Where what each report directory was last rendered from is noted, so reports whose
     /// results.json, template and runner are unchanged are not rendered again.
     render_stamps: Option<PathBuf>,
+    /// The formats asked for beyond the core reports (the HTML page, the CI summary).
+    asked: report::formats::Asked,
+    /// Where subjects are materialized, for the HTML page's diffs.
+    work_dir: PathBuf,
 }
 
 /// What the render node produced.
@@ -421,7 +428,14 @@ impl exec::Conclusions for ExperimentConclusions<'_> {
                 // A fresh run's record (its times) changes results.json: no need to compare.
                 maybe_unchanged: !outcomes.iter().any(|o| matches!(o, RunOutcome::Fresh { .. })),
             };
-            report::render::write_reports(&results, &report.output, report.template.as_deref(), options)?
+            let mut written = report::render::write_reports(&results, &report.output, report.template.as_deref(), options)?;
+            // The other formats, from the same results, only beside core reports just written.
+            if let Some(results_path) = written.iter().find(|p| p.ends_with("results.json")).cloned() {
+                let side = || side_of(Ok(prepared), results.clone(), &results_path, &self.work_dir);
+                let input = report::formats::FormatInput { results: &results, results_path: &results_path, asked: &self.asked, side: &side };
+                written.extend(report::formats::write_formats(&input)?);
+            }
+            written
         };
         Ok(Rendered { results, scoring, written })
     }
@@ -571,13 +585,15 @@ pub fn report_side(results_path: &std::path::Path, manifest: Option<&std::path::
     };
     let prepared =
         manifest_path.and_then(|path| prepare_to_read(&path, locations).map_err(|e| format!("its manifest `{}` could not be read: {e}", path.display())));
-    Ok(side_of(prepared.as_ref().map_err(String::clone), results, results_path, locations))
+    let work_dir = |prepared: &Prepared| locations.work_dir.clone().unwrap_or_else(|| crate::config::project_root(&prepared.manifest.base_dir).join(".runner"));
+    let work_dir = prepared.as_ref().map(work_dir).unwrap_or_default();
+    Ok(side_of(prepared.as_ref().map_err(String::clone), results, results_path, &work_dir))
 }
 
 /// A page's side from results already in hand and the experiment they came from (or why it
 /// could not be opened): what `exec --html` writes right after its execution, with nothing
 /// read back or prepared again.
-pub fn side_of(prepared: Result<&Prepared, String>, results: Results, results_path: &std::path::Path, locations: &Locations) -> report::html::Side {
+pub fn side_of(prepared: Result<&Prepared, String>, results: Results, results_path: &std::path::Path, work_dir: &std::path::Path) -> report::html::Side {
     use report::html;
     let plots = html::read_plots(results_path);
     let mut side =
@@ -585,8 +601,7 @@ pub fn side_of(prepared: Result<&Prepared, String>, results: Results, results_pa
     match prepared {
         Ok(prepared) => {
             side.findings = show(prepared, &report::show::Selection::default()).map_err(|e| e.to_string());
-            let work_dir = locations.work_dir.clone().unwrap_or_else(|| crate::config::project_root(&prepared.manifest.base_dir).join(".runner"));
-            side.diffs = html::subject_diffs(&prepared.plan, &work_dir);
+            side.diffs = html::subject_diffs(&prepared.plan, work_dir);
             // The manifest may have changed since results.json was written: say so.
             let recorded: BTreeMap<(&str, u32, &str), &str> =
                 side.results.runs.iter().map(|r| ((r.cell.as_str(), r.repeat, r.subject.as_str()), r.key.as_str())).collect();

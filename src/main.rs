@@ -311,7 +311,8 @@ fn exec(args: ExecArgs) -> Result<Exit, Error> {
             let _ = cancel_tx.send(true);
         }));
         let emitter = Emitter::new(tx);
-        let executed = experiment::execute(&prepared, &label, options, &emitter, cancel_rx).await;
+        let asked = runner::report::formats::Asked { html: prepared.manifest.report.html, summary: args.reports.summary.clone() };
+        let executed = experiment::execute(&prepared, &label, options, asked, &emitter, cancel_rx).await;
         drop(emitter);
         let summary = reporter.await.unwrap_or_default();
         (executed, summary)
@@ -323,20 +324,6 @@ fn exec(args: ExecArgs) -> Result<Exit, Error> {
         let _ = write_to(Stream::Stderr, format_args!("error: {lost}; the execution was stopped (finished runs are cached)\n"));
         return Ok(Exit::Error);
     }
-    // The HTML page beside the reports it was written from (only when they were written).
-    if prepared.manifest.report.html {
-        if let Some(results) = executed.written.iter().find(|p| p.ends_with("results.json")).cloned() {
-            // From the execution's own results and prepared experiment: nothing read back or planned again.
-            let mut side = experiment::side_of(Ok(&prepared), executed.results.clone(), &results, &locations(&args.locations));
-            // Named as the file beside the page, so the page does not depend on where it was written.
-            side.results_path = "results.json".to_string();
-            let page = runner::report::html::render(&[side])?;
-            let path = results.with_file_name("report.html");
-            runner::cache::store::atomic_write(&path, page.as_bytes())?;
-            executed.written.push(path);
-        }
-    }
-
     let ending = Ending::of(&executed.outcomes).with_scoring(&executed.scoring);
     let interrupted = ending == Ending::Interrupted;
     let changed: Vec<PathBuf> = executed.written.iter().filter(|p| before.get(*p) != file_stamp(p).as_ref()).cloned().collect();
@@ -375,16 +362,6 @@ fn exec(args: ExecArgs) -> Result<Exit, Error> {
         }
         if executed.scoring.not_cached > 0 {
             errln!("error: --frozen: {} scoring nodes (judges, claims, smells, embeddings) are not in the cache", executed.scoring.not_cached);
-        }
-    }
-    if let Some(path) = &args.reports.summary {
-        let results_json = prepared.manifest.report.output.join("results.json");
-        // From the execution's own results, when it wrote its reports: nothing read back.
-        if executed.written.iter().any(|p| p == &results_json) {
-            write_file(
-                path,
-                &runner::report::ci::summary_markdown(&executed.results, &prepared.manifest.report.output.join("RESULTS.md").display().to_string()),
-            )?;
         }
     }
     // The stream's last event, on stdout and in the execution log alike.

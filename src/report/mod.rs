@@ -3,6 +3,7 @@
 
 pub mod ci;
 pub mod diff;
+pub mod formats;
 pub mod gate;
 pub mod html;
 pub mod matching;
