@@ -2,7 +2,7 @@
 //! a [`Format`] listed in [`FORMATS`]: the HTML page (`report.html`, when the manifest or
 //! `--html` asks) and the CI summary (`--summary FILE`). The render node writes them from the
 //! execution's own results, in list order, once the core reports are written; adding a format
-//! is its file and one line in `FORMATS`.
+//! is its file in `report/formats/` and one line in `formats!`.
 
 use super::model::Results;
 use super::render::RenderError;
@@ -37,8 +37,21 @@ pub trait Format: Sync {
     fn write(&self, input: &FormatInput<'_>) -> Result<Vec<PathBuf>, RenderError>;
 }
 
-/// Every format, in the order they are written.
-pub static FORMATS: &[&dyn Format] = &[&super::html::HtmlReport, &super::ci::Summary];
+/// Declares `FORMATS`: the formats of other modules, then each format with a file of its own in
+/// `report/formats/` (its module declared here), one line each.
+macro_rules! formats {
+    (elsewhere: [$($format:path),* $(,)?], here: [$($module:ident :: $own:ident),* $(,)?] $(,)?) => {
+        $(pub mod $module;)*
+
+        /// Every format, in the order they are written.
+        pub static FORMATS: &[&dyn Format] = &[$(&$format,)* $(&$module::$own,)*];
+    };
+}
+
+formats! {
+    elsewhere: [super::html::HtmlReport, super::ci::Summary],
+    here: [],
+}
 
 /// Writes every format the execution asked for; returns the report-directory files written.
 pub fn write_formats(input: &FormatInput<'_>) -> Result<Vec<PathBuf>, RenderError> {
