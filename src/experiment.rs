@@ -111,8 +111,7 @@ fn load_scoring(manifest: &Manifest, plan: &Plan, cache: &CacheStore, frozen: bo
     if !scoring_kinds.iter().any(|k| counts.contains_key(k)) {
         return Ok((None, BTreeMap::new()));
     }
-    let options: Vec<(usize, &crate::analysis::spec::RqsOptions)> =
-        manifest.analyses.iter().enumerate().filter_map(|(i, a)| a.rqs.as_ref().map(|o| (i, o))).collect();
+    let options: Vec<(usize, &crate::analysis::spec::RqsOptions)> = manifest.analyses.iter().enumerate().filter_map(|(i, a)| a.rqs().map(|o| (i, o))).collect();
     let shuffle_seed = options.first().map_or(0, |(_, o)| o.shuffle_seed);
     // Absolute: analyzers run in a scratch directory.
     let root = crate::config::project_root(&manifest.base_dir);
@@ -223,7 +222,7 @@ pub fn check(manifest: Manifest, options: &PrepareOptions) -> Result<plan::PlanS
     // A resolution rate's head must be a commit of the repository, or nothing can be traced.
     for (i, spec) in prepared.manifest.analyses.iter().enumerate().filter(|(_, a)| a.kind == AnalysisKind::RESOLUTION) {
         let Some(repository) = history_repository(&prepared) else { continue };
-        let head = spec.resolution.as_ref().and_then(|r| r.head.clone()).unwrap_or_else(|| repository.head.clone());
+        let head = spec.resolution().and_then(|r| r.head.clone()).unwrap_or_else(|| repository.head.clone());
         if crate::subject::trace::Tracer::new(&repository.repo).commit(&head).is_none() {
             problems.push(format!("analysis #{} (`resolution`): `head = \"{head}\"` is not a commit of `{}`", i + 1, repository.repo.display()));
         }
@@ -498,7 +497,7 @@ fn history_repository(prepared: &Prepared) -> Option<crate::analysis::resolution
         })
         .collect();
     let labels = prepared.plan.history.iter().flat_map(|h| &h.planned).map(|c| (c.sha.clone(), c.label())).collect();
-    let options = prepared.manifest.analyses.iter().find_map(|a| a.resolution.clone()).unwrap_or_default();
+    let options = prepared.manifest.analyses.iter().find_map(|a| a.resolution().cloned()).unwrap_or_default();
     Some(crate::analysis::resolution::Repository { repo: repo.clone(), head: head.to_string(), commits, labels, options })
 }
 

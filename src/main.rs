@@ -317,7 +317,7 @@ fn exec(args: ExecArgs) -> Result<Exit, Error> {
         let summary = reporter.await.unwrap_or_default();
         (executed, summary)
     });
-    let mut executed = executed?;
+    let executed = executed?;
     // Force an exit now: a cancelled child's pipes must not keep the runtime waiting.
     rt.shutdown_background();
     if let Some(lost) = &summary.output_error {

@@ -693,7 +693,7 @@ fn check_oracle_needs(root: &TableReader<'_, '_>, target: &TargetSpec, analyses:
                 );
             }
             AnalysisKind::COMPARE if t.has("metrics") => {
-                let needing: Vec<&str> = spec.compare.iter().flat_map(|c| &c.metrics).filter(|m| m.needs_oracle()).map(|m| m.as_str()).collect();
+                let needing: Vec<&str> = spec.compare().into_iter().flat_map(|c| &c.metrics).filter(|m| m.needs_oracle()).map(|m| m.as_str()).collect();
                 if !needing.is_empty() {
                     let span = t.get("metrics").map_or_else(|| t.span(), |k| k.span());
                     t.problems().push_with_help(
@@ -768,7 +768,7 @@ fn check_compare_baselines(root: &TableReader<'_, '_>, analyses: &[Option<Analys
     let tables = root.tables("analysis");
     for (spec, table) in analyses.iter().zip(&tables) {
         let Some(spec) = spec else { continue };
-        let (Some(axis_name), Some(baseline)) = (spec.axis.as_deref(), spec.compare.as_ref().and_then(|c| c.baseline.as_deref())) else { continue };
+        let (Some(axis_name), Some(baseline)) = (spec.axis.as_deref(), spec.compare().and_then(|c| c.baseline.as_deref())) else { continue };
         // An axis that is not in the matrix is its own (already reported) mistake.
         let Some(axis) = matrix.axis(axis_name) else { continue };
         let values: Vec<String> = axis.values.iter().map(AxisValue::render).collect();

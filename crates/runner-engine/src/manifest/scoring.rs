@@ -91,7 +91,7 @@ pub(super) fn read_scoring(root: &TableReader<'_, '_>, base_dir: &Path, analyses
         if judges.is_empty() {
             problems.push_with_help(root.span(), "analysis `rqs` needs a jury", "declare [judges.NAME] tables (2–3 judges of different model families)");
         }
-        let options = spec.rqs.as_ref();
+        let options = spec.rqs();
         let has_tau = options.is_some_and(|o| o.tau.is_some() || o.calibration.is_some());
         if embedder.is_some() && !has_tau {
             problems.push_with_help(
@@ -227,7 +227,7 @@ shuffle-seed = 3
         assert_eq!(names, ["a", "b"]);
         assert_eq!(manifest.scoring.analyzers.len(), 3);
         assert!(manifest.scoring.claims.is_some() && manifest.scoring.embedder.is_some());
-        let options = manifest.analyses[0].rqs.as_ref().expect("rqs options");
+        let options = manifest.analyses[0].rqs().expect("rqs options");
         assert_eq!((options.tau, options.shuffle_seed), (Some(0.5), 3));
     }
 

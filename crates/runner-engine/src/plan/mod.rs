@@ -346,7 +346,7 @@ pub fn compare_reach(manifest: &Manifest, plan: &Plan) -> Vec<CompareReach> {
         .enumerate()
         .filter(|(_, spec)| spec.kind == AnalysisKind::COMPARE)
         .map(|(index, spec)| {
-            let options = spec.compare.clone().unwrap_or_default();
+            let options = spec.compare().cloned().unwrap_or_default();
             let shared: Vec<usize> = crate::analysis::compare::planned_pairs(&plan.cells, &plan.axis_order, spec)
                 .into_iter()
                 .map(|(a, b)| {

@@ -206,11 +206,7 @@ mod tests {
             matching: MatchRule::default(),
             oracle_rule: OracleRule::default(),
             adjudication: None,
-            rqs: None,
-            compare: None,
-            rank_by: None,
-            study: None,
-            resolution: None,
+            options: Default::default(),
         }
     }
 

@@ -452,7 +452,7 @@ fn group_suffix(group: &str) -> String {
 
 /// The pairs of cells a `compare` analysis tests, (A, B), as [`compute`] forms them.
 pub fn planned_pairs<'c>(cells: &'c [Arc<Cell>], axis_order: &[String], spec: &AnalysisSpec) -> Vec<(&'c Cell, &'c Cell)> {
-    let options = spec.compare.clone().unwrap_or_default();
+    let options = spec.compare().cloned().unwrap_or_default();
     cell_pairs(cells, axis_order, &options, spec.axis.as_deref()).into_iter().map(|(_, a, b, _, _)| (a, b)).collect()
 }
 
@@ -537,7 +537,7 @@ fn p_cell(p: Option<f64>) -> TableCell {
 }
 
 pub fn compute(spec: &AnalysisSpec, input: &AnalysisInput<'_>) -> AnalysisResult {
-    let options = spec.compare.clone().unwrap_or_default();
+    let options = spec.compare().cloned().unwrap_or_default();
     let axis = spec.axis.as_deref();
     let method = match options.interval {
         IntervalMethod::Percentile => "percentile",

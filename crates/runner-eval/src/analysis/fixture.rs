@@ -168,7 +168,7 @@ pub fn compute(spec: &AnalysisSpec, input: &AnalysisInput<'_>) -> AnalysisResult
         cells_json.push(cell_json);
     }
     result.tables = vec![overall];
-    if let Some(rate) = spec.rank_by {
+    if let Some(rate) = spec.rank_by() {
         result.tables.push(ranking(rate, ranked));
     }
     if labelled {
@@ -339,7 +339,7 @@ mod severity_tests {
         let mut input = fx.input();
         input.oracle = Some(&oracle);
         let mut spec = spec(AnalysisKind::FIXTURE, None);
-        spec.rank_by = Some(RankBy::F1);
+        spec.options = crate::analysis::spec::AnalysisOptions::RankBy(RankBy::F1);
         let result = compute(&spec, &input);
         let titles: Vec<&str> = result.tables.iter().map(|t| t.title.as_str()).collect();
         assert_eq!(titles, ["Overall", "Ranking by F1", "Recall by severity", "Per category", "Per case"]);

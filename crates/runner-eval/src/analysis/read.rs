@@ -136,7 +136,15 @@ pub fn read_analysis(t: &TableReader<'_, '_>, axes: &BTreeSet<String>, base_dir:
     });
     let study = (kind == AnalysisKind::STUDY).then(|| read_study(t, base_dir)).flatten();
     let resolution = (kind == AnalysisKind::RESOLUTION).then(|| read_resolution(t));
-    Some(AnalysisSpec { kind, title, axis, matching, oracle_rule, adjudication, rqs, compare, rank_by, study, resolution })
+    let options = match (rqs, compare, rank_by, study, resolution) {
+        (Some(o), ..) => AnalysisOptions::Rqs(o),
+        (_, Some(o), ..) => AnalysisOptions::Compare(o),
+        (_, _, Some(r), ..) => AnalysisOptions::RankBy(r),
+        (.., Some(o), _) => AnalysisOptions::Study(o),
+        (.., Some(o)) => AnalysisOptions::Resolution(o),
+        _ => AnalysisOptions::None,
+    };
+    Some(AnalysisSpec { kind, title, axis, matching, oracle_rule, adjudication, options })
 }
 
 /// A `resolution` analysis's `window`, `tolerance` and `head`.

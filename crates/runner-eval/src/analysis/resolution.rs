@@ -341,7 +341,7 @@ struct Listed {
 }
 
 pub fn compute(spec: &AnalysisSpec, input: &AnalysisInput<'_>) -> AnalysisResult {
-    let options = spec.resolution.clone().unwrap_or_default();
+    let options = spec.resolution().cloned().unwrap_or_default();
     let mut result = AnalysisResult::new(
         spec,
         "seed 001",
@@ -555,7 +555,7 @@ mod tests {
             options: ResolutionOptions::default(),
         };
         let mut analysis = spec(AnalysisKind::RESOLUTION, None);
-        analysis.resolution = Some(ResolutionOptions { window: 2, tolerance: 1, head: None });
+        analysis.options = crate::analysis::spec::AnalysisOptions::Resolution(ResolutionOptions { window: 2, tolerance: 1, head: None });
         let mut input = fx.input();
         input.extras = std::mem::take(&mut input.extras).with(Some(&repository));
         let out = compute(&analysis, &input);
@@ -574,7 +574,7 @@ mod tests {
         assert!(out.notes.iter().any(|n| n.contains(&format!("{} (1 later)", &shas[4][..7]))), "{:?}", out.notes);
 
         // Up to c4 instead: c3's findings are pending (one later commit of two), c2's counted.
-        analysis.resolution = Some(ResolutionOptions { window: 2, tolerance: 1, head: Some(shas[4].clone()) });
+        analysis.options = crate::analysis::spec::AnalysisOptions::Resolution(ResolutionOptions { window: 2, tolerance: 1, head: Some(shas[4].clone()) });
         let out = compute(&analysis, &input);
         assert_eq!(out.tables[0].rows[0], vec!["`reviewer=a`", "4", "7", "1 / 3", "0.333", "[0.061, 0.792]", "2", "2"]);
     }

@@ -25,21 +25,76 @@ pub struct AnalysisSpec {
     /// for the runs it covers (fixture, review-eval).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub adjudication: Option<std::path::PathBuf>,
+    /// The options of its own its kind takes, if any.
+    pub options: AnalysisOptions,
+}
+
+/// The options an analysis kind takes of its own: one kind's, or none.
+#[derive(Debug, Clone, Default, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum AnalysisOptions {
+    #[default]
+    None,
     /// RQS v2's own options (`kind = "rqs"`).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub rqs: Option<RqsOptions>,
+    Rqs(RqsOptions),
     /// A paired comparison's options (`kind = "compare"`).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub compare: Option<CompareOptions>,
+    Compare(CompareOptions),
     /// `fixture`: a ranking of the cells by this rate (`rank-by`).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub rank_by: Option<RankBy>,
+    RankBy(RankBy),
     /// A human study's filled sheets (`kind = "study"`).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub study: Option<StudyOptions>,
+    Study(StudyOptions),
     /// The resolution rate's window, tolerance and head (`kind = "resolution"`).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub resolution: Option<ResolutionOptions>,
+    Resolution(ResolutionOptions),
+}
+
+impl AnalysisSpec {
+    /// RQS v2's options, for an `rqs` analysis.
+    pub fn rqs(&self) -> Option<&RqsOptions> {
+        match &self.options {
+            AnalysisOptions::Rqs(o) => Some(o),
+            _ => None,
+        }
+    }
+
+    /// A `compare` analysis's options.
+    pub fn compare(&self) -> Option<&CompareOptions> {
+        match &self.options {
+            AnalysisOptions::Compare(o) => Some(o),
+            _ => None,
+        }
+    }
+
+    /// A `compare` analysis's options, to change.
+    pub fn compare_mut(&mut self) -> Option<&mut CompareOptions> {
+        match &mut self.options {
+            AnalysisOptions::Compare(o) => Some(o),
+            _ => None,
+        }
+    }
+
+    /// A `fixture` analysis's ranking rate, when it asks for one.
+    pub fn rank_by(&self) -> Option<RankBy> {
+        match &self.options {
+            AnalysisOptions::RankBy(r) => Some(*r),
+            _ => None,
+        }
+    }
+
+    /// A `study` analysis's study and sheets.
+    pub fn study(&self) -> Option<&StudyOptions> {
+        match &self.options {
+            AnalysisOptions::Study(o) => Some(o),
+            _ => None,
+        }
+    }
+
+    /// A `resolution` analysis's window, tolerance and head.
+    pub fn resolution(&self) -> Option<&ResolutionOptions> {
+        match &self.options {
+            AnalysisOptions::Resolution(o) => Some(o),
+            _ => None,
+        }
+    }
 }
 
 /// A `resolution` analysis: how many later commits (`window`), lines either side
@@ -238,7 +293,7 @@ impl AnalysisSpec {
     /// Whether the analysis follows findings through a history target's later commits: the
     /// resolution rate, and a comparison of it.
     pub fn reads_history(&self) -> bool {
-        self.kind == AnalysisKind::RESOLUTION || self.compare.as_ref().is_some_and(|c| c.metrics.iter().any(|m| m.needs_history()))
+        self.kind == AnalysisKind::RESOLUTION || self.compare().is_some_and(|c| c.metrics.iter().any(|m| m.needs_history()))
     }
 
     /// Whether the analysis reads the scoring stages' values: RQS v2 itself, and a comparison
@@ -246,8 +301,8 @@ impl AnalysisSpec {
     pub fn reads_scoring(&self) -> bool {
         self.asks_judges_to_match()
             || self.kind == AnalysisKind::RQS
-            || self.study.as_ref().is_some_and(|s| s.study == "h5")
-            || self.compare.as_ref().is_some_and(|c| c.metrics.iter().any(|m| m.needs_scoring()))
+            || self.study().is_some_and(|s| s.study == "h5")
+            || self.compare().is_some_and(|c| c.metrics.iter().any(|m| m.needs_scoring()))
     }
 }
 

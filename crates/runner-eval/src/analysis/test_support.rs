@@ -44,11 +44,7 @@ pub(crate) fn spec(kind: AnalysisKind, axis: Option<&str>) -> AnalysisSpec {
         matching: MatchRule::default(),
         oracle_rule: Default::default(),
         adjudication: None,
-        rqs: None,
-        compare: None,
-        rank_by: None,
-        study: None,
-        resolution: None,
+        options: Default::default(),
     }
 }
 

@@ -16,7 +16,7 @@ use std::path::Path;
 
 /// Computes a `study` analysis.
 pub fn compute(spec: &AnalysisSpec, input: &AnalysisInput<'_>) -> AnalysisResult {
-    let Some(options) = &spec.study else {
+    let Some(options) = spec.study() else {
         let mut r = AnalysisResult::new(spec, "H", "Human study", "A human study read from its filled sheets.");
         r.notes.push("No study is declared (`study = \"h1\"`, with `sheets` and `key`).".into());
         return r;

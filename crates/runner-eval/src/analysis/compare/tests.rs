@@ -52,7 +52,7 @@ fn miss() -> Vec<crate::finding::Finding> {
 
 fn compare_spec(axis: &str, metrics: &[CompareMetric], resamples: usize) -> AnalysisSpec {
     let mut spec = spec(AnalysisKind::COMPARE, Some(axis));
-    spec.compare = Some(CompareOptions { metrics: metrics.to_vec(), headline: vec![metrics[0]], resamples, ..CompareOptions::default() });
+    spec.options = crate::analysis::spec::AnalysisOptions::Compare(CompareOptions { metrics: metrics.to_vec(), headline: vec![metrics[0]], resamples, ..CompareOptions::default() });
     spec
 }
 
@@ -129,7 +129,7 @@ fn same_seed_same_bytes_and_the_seed_matters_for_monte_carlo() {
     let two = serde_json::to_string(&compute(&spec, &input).data).expect("json");
     assert_eq!(one, two);
     let mut other = spec.clone();
-    if let Some(o) = other.compare.as_mut() {
+    if let Some(o) = other.compare_mut() {
         o.seed = 7;
     }
     let three = compute(&other, &input);
@@ -216,7 +216,7 @@ fn five_subjects_cannot_be_significant_at_five_percent_and_six_can() {
     let mut input = fx.input();
     input.oracle = Some(&oracle);
     let mut spec = compare_spec("m", &[CompareMetric::Recall], 10_000);
-    if let Some(o) = spec.compare.as_mut() {
+    if let Some(o) = spec.compare_mut() {
         o.alpha = 0.1;
     }
     assert_eq!(data_of(&compute(&spec, &input)).comparisons[0].conclusion, Conclusion::Better);

@@ -75,7 +75,7 @@ fn h5_compares_each_judge_with_the_h1_labels_by_hand() {
     let mut input = fx.input();
     input.extras = std::mem::take(&mut input.extras).with(Some(&rqs));
     let mut spec = spec(AnalysisKind::STUDY, None);
-    spec.study = Some(options);
+    spec.options = crate::analysis::spec::AnalysisOptions::Study(options);
     let r = compute(&spec, &input);
     // Human (validity, actionability): S001 y/y, S002 n/n, S003 y/n; S004 has no run.
     // j1 validity y n y: 3/3, κ 1. j2 validity n n y: 2/3; human y 2/3, j2 y 1/3:
@@ -121,7 +121,7 @@ fn an_h1_study_renders_its_table_and_a_wrong_key_is_said() {
     let mut options = write_study(dir.path(), &key, &[("S001", "actionable"), ("S002", "out_of_scope")]);
     options.study = "h1".into();
     let mut spec = spec(AnalysisKind::STUDY, None);
-    spec.study = Some(options.clone());
+    spec.options = crate::analysis::spec::AnalysisOptions::Study(options.clone());
     let r = compute(&spec, &fx.input());
     assert_eq!((r.test_id.as_str(), r.title.as_str()), ("H1", "Blind triage"));
     assert_eq!(
@@ -134,7 +134,7 @@ fn an_h1_study_renders_its_table_and_a_wrong_key_is_said() {
     );
     assert!(r.notes.iter().any(|n| n.starts_with("Aggregation: one sheet")), "{:?}", r.notes);
     options.study = "h8".into();
-    spec.study = Some(options);
+    spec.options = crate::analysis::spec::AnalysisOptions::Study(options);
     let r = compute(&spec, &fx.input());
     assert!(r.tables.is_empty());
     assert!(r.notes[0].ends_with("is the key of an h1 sheet; study `h8` reads h8 sheets."), "{:?}", r.notes);
