@@ -244,7 +244,7 @@ pub fn check(manifest: Manifest, options: &PrepareOptions) -> Result<plan::PlanS
 
 /// The adjudication records the analyses name; a missing or unparsable one is an error naming
 /// its path and the analysis.
-pub fn load_adjudications(manifest: &Manifest) -> Result<BTreeMap<PathBuf, crate::analysis::adjudication::Adjudication>, Error> {
+pub(crate) fn load_adjudications(manifest: &Manifest) -> Result<BTreeMap<PathBuf, crate::analysis::adjudication::Adjudication>, Error> {
     let mut out = BTreeMap::new();
     for spec in &manifest.analyses {
         let Some(path) = &spec.adjudication else { continue };
@@ -260,7 +260,7 @@ pub fn load_adjudications(manifest: &Manifest) -> Result<BTreeMap<PathBuf, crate
 
 /// The oracle of a corpus (`oracle.json`, when present), of an eval set (its cases' findings) or
 /// of a git or external target (its `oracle` file).
-pub fn load_oracle(manifest: &Manifest) -> Result<Option<Oracle>, Error> {
+pub(crate) fn load_oracle(manifest: &Manifest) -> Result<Option<Oracle>, Error> {
     match &manifest.target {
         TargetSpec::Corpus { dir, .. } => Ok(ground_truth::oracle::load(dir)?),
         TargetSpec::Evals { dir, .. } => {

@@ -14,7 +14,7 @@ const EXAMPLE_REVIEWER: &str = include_str!("../templates/init/example.py");
 const WORK_DIR_GITIGNORE: &str = "# runner's work directory (materialized cases, execution logs): nothing here is committed.\n*\n";
 
 /// How many recent first-parent commits a new experiment reviews.
-pub const RECENT_COMMITS: usize = 10;
+pub(crate) const RECENT_COMMITS: usize = 10;
 
 #[derive(Debug, thiserror::Error)]
 pub enum InitError {
@@ -82,7 +82,7 @@ pub fn experiment(dir: &Path, name: &str) -> Result<Written, InitError> {
 /// The `commits` value for the first-parent commits `newest_first` (at most
 /// [`RECENT_COMMITS`] + 1 of them): the range of the newest [`RECENT_COMMITS`] when there is a
 /// commit before them, else every commit listed, the root included, oldest first.
-pub fn commits_value(newest_first: &[&str]) -> String {
+pub(crate) fn commits_value(newest_first: &[&str]) -> String {
     if newest_first.len() > RECENT_COMMITS {
         format!("\"{}..{}\"", newest_first[RECENT_COMMITS], newest_first[0])
     } else {

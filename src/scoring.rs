@@ -30,7 +30,7 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::Arc;
 
 /// The rubrics every judge applies to every finding, in call order.
-pub const RUBRICS: [Rubric; 2] = [Rubric::Validity, Rubric::Actionability];
+pub(crate) const RUBRICS: [Rubric; 2] = [Rubric::Validity, Rubric::Actionability];
 
 /// A judge of the experiment: a model asked through its rubrics, or one whose match decisions
 /// are replayed from the file it recorded them in.
@@ -122,7 +122,7 @@ pub struct ExperimentScorers {
 /// `analyzer-versions` when it pins them. Frozen: never the installed ones — the pinned
 /// versions, else the one analyzer identity the cache's smells of these subjects were stored
 /// under (under runner's current settings for those analyzers).
-pub fn analyzers_for(
+pub(crate) fn analyzers_for(
     scoring: &Scoring,
     smells_of: &BTreeSet<&str>,
     tools_dir: &std::path::Path,
@@ -197,7 +197,7 @@ impl ExperimentScorers {
     /// Asks the judges, in match nodes, about the pairs of `oracle`'s findings and a run's
     /// findings that `rule` leaves to them, or with `every_pair` (a `jury` analysis) about
     /// every pair at the same place; a replayed judge is asked about each oracle finding.
-    pub fn with_matching(mut self, oracle: Arc<Oracle>, rule: OracleRule, every_pair: bool) -> Self {
+    pub(crate) fn with_matching(mut self, oracle: Arc<Oracle>, rule: OracleRule, every_pair: bool) -> Self {
         self.matching = Some(MatchingAsk { oracle, rule, every_pair });
         self
     }
@@ -211,7 +211,7 @@ impl ExperimentScorers {
     }
 
     /// The embedder's fingerprint, as hashed into its keys.
-    pub fn embedder_fingerprint(&self) -> Option<Value> {
+    pub(crate) fn embedder_fingerprint(&self) -> Option<Value> {
         self.embedder.as_ref().map(Embedder::fingerprint)
     }
 
@@ -243,7 +243,7 @@ fn shown(finding: &Finding) -> Value {
 }
 
 /// The sentences of a review: each finding's message, split the CRScore way.
-pub fn review_sentences(findings: &[Finding]) -> Vec<String> {
+pub(crate) fn review_sentences(findings: &[Finding]) -> Vec<String> {
     findings.iter().flat_map(|f| crate::text::review_sentences(&f.message)).collect()
 }
 
@@ -647,7 +647,7 @@ pub fn rqs_input<A, R>(plan: &Plan, view: &WalkView<'_, A, R>, scorers: &Experim
 /// Reads a human anchor set: a CSV with a header naming `subject`, `file`, `line`,
 /// `message`, and `valid` and/or `actionable` (`yes`/`no`, empty when not labelled). Every
 /// problem is reported, with its row.
-pub fn read_anchor(path: &std::path::Path) -> Result<crate::analysis::rqs::Anchor, String> {
+pub(crate) fn read_anchor(path: &std::path::Path) -> Result<crate::analysis::rqs::Anchor, String> {
     let mut reader =
         csv::ReaderBuilder::new().comment(Some(b'#')).from_path(path).map_err(|e| format!("cannot read the anchor set `{}`: {e}", path.display()))?;
     let headers = reader.headers().map_err(|e| format!("`{}`: {e}", path.display()))?.clone();
@@ -707,7 +707,7 @@ pub fn read_anchor(path: &std::path::Path) -> Result<crate::analysis::rqs::Ancho
 
 /// A calibration file (`runner crscore --calibrate` writes one): τ and what it was calibrated
 /// with. Refused when it was calibrated for another embedder.
-pub fn read_calibration(path: &std::path::Path, embedder: &Value) -> Result<(f64, String), String> {
+pub(crate) fn read_calibration(path: &std::path::Path, embedder: &Value) -> Result<(f64, String), String> {
     let text = std::fs::read_to_string(path).map_err(|e| format!("cannot read the calibration `{}`: {e}", path.display()))?;
     let doc: Value = serde_json::from_str(&text).map_err(|e| format!("`{}` is not JSON: {e}", path.display()))?;
     let tau = doc["tau"].as_f64().ok_or_else(|| format!("`{}` has no numeric `tau`", path.display()))?;

@@ -121,7 +121,7 @@ pub fn junit_keep(report: &DiffReport) -> String {
 
 /// `--summary FILE`: the Markdown summary of an execution's reports, for a CI job's page. It is
 /// written where it was asked, not into the report directory.
-pub struct Summary;
+pub(crate) struct Summary;
 
 impl super::formats::Format for Summary {
     fn wanted(&self, asked: &super::formats::Asked) -> bool {

@@ -176,7 +176,7 @@ fn find_cell<'a, T>(path: &Path, cells: &'a [T], id: &str, id_of: &impl Fn(&T) -
 /// The pairs of cells two sides compare: as named (`--cell-a`/`--cell-b`, one name serving
 /// both sides when only one is given), else the only cell of each side, else the cells with
 /// the same id on both sides. Shared by the keep rule and the statistical gate.
-pub(crate) fn pick_pairs<'a, T>(
+pub fn pick_pairs<'a, T>(
     (path_a, a): (&Path, &'a [T]),
     (path_b, b): (&Path, &'a [T]),
     id_of: impl Fn(&T) -> &str,

@@ -111,7 +111,7 @@ pub fn subject_diffs(plan: &Plan, work_dir: &Path) -> BTreeMap<String, Result<St
 
 /// `report.html` beside the reports an execution wrote: its own side, named as the file
 /// beside the page, so the page does not depend on where it was written.
-pub struct HtmlReport;
+pub(crate) struct HtmlReport;
 
 impl super::formats::Format for HtmlReport {
     fn wanted(&self, asked: &super::formats::Asked) -> bool {

@@ -50,7 +50,7 @@ fn glance(analyses: &[std::sync::Arc<AnalysisResult>]) -> Option<Glance> {
 }
 
 /// Builds the results model from the plan and its outcomes (cached and fresh alike).
-pub fn build_results(
+pub(crate) fn build_results(
     manifest: &Manifest,
     manifest_label: &str,
     plan: &Plan,

@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 /// Bumped when results.json changes shape. 2: numbers as numbers, typed table cells, run status.
-pub const RESULTS_SCHEMA: u32 = 2;
+pub(crate) const RESULTS_SCHEMA: u32 = 2;
 
 /// The largest results.json read back (a million runs' rows fit many times over).
 pub const MAX_RESULTS_BYTES: u64 = 1024 * crate::bounded::MIB;

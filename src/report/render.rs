@@ -13,7 +13,7 @@ use serde::{Deserialize, Serialize};
 use std::path::Path;
 
 /// The built-in RESULTS.md template (`templates/results.md.hbs`).
-pub const DEFAULT_TEMPLATE: &str = include_str!("../../templates/results.md.hbs");
+pub(crate) const DEFAULT_TEMPLATE: &str = include_str!("../../templates/results.md.hbs");
 
 #[derive(Debug, thiserror::Error)]
 pub enum RenderError {
@@ -144,7 +144,7 @@ fn escape_markdown_cell(text: &str) -> String {
 /// RESULTS.md lists at most this many rows of one table (the cells, the runs, the failures,
 /// an analysis's table); a longer one shows its first rows and says how many more there are.
 /// results.json always holds every row.
-pub const MARKDOWN_ROWS: usize = 1_000;
+pub(crate) const MARKDOWN_ROWS: usize = 1_000;
 
 // Every row RESULTS.md shows of an analysis's table is held as cells (see `Table::fold`).
 const _: () = assert!(Table::HELD_ROWS >= MARKDOWN_ROWS);
@@ -372,7 +372,7 @@ pub fn precompile(template_override: Option<&Path>) {
 /// Compiles the report template (the built-in one, or `template_override`) and renders it
 /// strictly against `results`, so that a syntax error or an unknown variable is reported
 /// with the template's file, line and column before anything runs.
-pub fn check_template(results: &Results, template_override: Option<&Path>) -> Result<(), RenderError> {
+pub(crate) fn check_template(results: &Results, template_override: Option<&Path>) -> Result<(), RenderError> {
     let (template, name) = match template_override {
         Some(path) => {
             (std::fs::read_to_string(path).map_err(|source| RenderError::Read { path: path.display().to_string(), source })?, path.display().to_string())

@@ -33,12 +33,12 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 /// The folder beside RESULTS.md that holds the charts.
-pub const PLOTS_DIR: &str = "plots";
+pub(crate) const PLOTS_DIR: &str = "plots";
 
 /// A chart with more marks than this (rows of an interval or distribution chart, bars of a
 /// bar chart) is not drawn: nobody reads 100,000 bars, and its SVG would run to hundreds of
 /// megabytes. RESULTS.md says so where the chart would be; the values are in results.json.
-pub const MAX_CHART_MARKS: usize = 2_000;
+pub(crate) const MAX_CHART_MARKS: usize = 2_000;
 
 /// Why a chart could not be drawn or written.
 #[derive(Debug, thiserror::Error)]
@@ -134,7 +134,7 @@ pub enum Chart {
 }
 
 impl Chart {
-    pub fn title(&self) -> &str {
+    pub(crate) fn title(&self) -> &str {
         match self {
             Self::Interval(c) => &c.title,
             Self::Bars(c) => &c.title,
@@ -144,7 +144,7 @@ impl Chart {
     }
 
     /// The chart itself when it is drawn; its title and mark count otherwise.
-    pub fn or_too_large(self) -> Self {
+    pub(crate) fn or_too_large(self) -> Self {
         if self.drawn() {
             self
         } else {
@@ -153,7 +153,7 @@ impl Chart {
     }
 
     /// How many marks it draws: an interval or distribution chart's rows, a bar chart's bars.
-    pub fn marks(&self) -> usize {
+    pub(crate) fn marks(&self) -> usize {
         match self {
             Self::Interval(c) => c.points.len(),
             Self::Bars(c) => c.groups.len() * c.series.len(),
@@ -163,7 +163,7 @@ impl Chart {
     }
 
     /// Whether it is drawn (see [`MAX_CHART_MARKS`]).
-    pub fn drawn(&self) -> bool {
+    pub(crate) fn drawn(&self) -> bool {
         self.marks() <= MAX_CHART_MARKS
     }
 
@@ -180,7 +180,7 @@ impl Chart {
 
 /// A chart an analysis asks for, with the short name its file is called by.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Named {
+pub(crate) struct Named {
     /// Lower-case letters, digits and `-`: `seconds`, `category`.
     pub name: &'static str,
     pub chart: Chart,
@@ -209,7 +209,7 @@ pub struct PlotLink {
 /// Every chart of the results, in analysis order. Files are named after the analysis's kind
 /// (`latency-seconds.svg`); a kind's second and later analyses get their ordinal
 /// (`latency-2-seconds.svg`).
-pub fn charts(results: &Results) -> Vec<ChartFile> {
+pub(crate) fn charts(results: &Results) -> Vec<ChartFile> {
     let mut seen: BTreeMap<&str, usize> = BTreeMap::new();
     let mut out = Vec::new();
     for (index, analysis) in results.analyses.iter().enumerate() {
@@ -233,7 +233,7 @@ pub fn links(results: &Results) -> Vec<Vec<PlotLink>> {
 }
 
 /// [`links`] of charts already computed.
-pub fn links_of(results: &Results, charts: &[ChartFile]) -> Vec<Vec<PlotLink>> {
+pub(crate) fn links_of(results: &Results, charts: &[ChartFile]) -> Vec<Vec<PlotLink>> {
     let mut out = vec![Vec::new(); results.analyses.len()];
     for file in charts {
         if let Some(list) = out.get_mut(file.analysis) {
@@ -286,7 +286,7 @@ pub fn write_rendered(rendered: Vec<(String, Result<String, PlotError>)>, dir: &
 
 /// The charts one analysis gets, from its `data` and the results around it. The one place
 /// that decides which analysis is charted how: add an arm for a new analysis kind here.
-pub fn charts_of(analysis: &AnalysisResult, results: &Results) -> Vec<Named> {
+pub(crate) fn charts_of(analysis: &AnalysisResult, results: &Results) -> Vec<Named> {
     // Labels are made only for a chart that is drawn.
     let labels = || CellLabels::new(results);
     match analysis.kind {
@@ -333,7 +333,7 @@ impl CellLabels {
 
 /// The Wilson score interval of `successes` out of `n` at 95 % (z = 1.959964); `None` when
 /// `n` is 0.
-pub fn wilson(successes: usize, n: usize) -> Option<(f64, f64)> {
+pub(crate) fn wilson(successes: usize, n: usize) -> Option<(f64, f64)> {
     if n == 0 {
         return None;
     }

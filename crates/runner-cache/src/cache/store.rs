@@ -205,7 +205,7 @@ fn sharded(dir: &Path, name: &str) -> PathBuf {
     dir.join(&name[..2.min(name.len())]).join(name)
 }
 
-pub(crate) fn is_hex64(s: &str) -> bool {
+pub fn is_hex64(s: &str) -> bool {
     s.len() == 64 && s.bytes().all(|b| b.is_ascii_hexdigit())
 }
 

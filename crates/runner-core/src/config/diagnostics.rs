@@ -20,7 +20,7 @@ pub struct ManifestErrors {
 }
 
 /// At most this many problems are shown; the rest are counted ("… and N more").
-pub const MAX_SHOWN: usize = 50;
+pub(crate) const MAX_SHOWN: usize = 50;
 
 impl ManifestErrors {
     /// 1-based (line, column) of a byte offset; columns count characters.

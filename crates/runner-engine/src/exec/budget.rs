@@ -30,7 +30,7 @@ impl std::fmt::Display for Budget {
 }
 
 /// What `--max-cost` accepts, for error messages.
-pub const BUDGET_SYNTAX: &str = "a token count (`50000tokens`, `50k-tokens`, `2M tokens`) or review seconds (`600s`, `10m`, `1.5h`), greater than zero";
+pub(crate) const BUDGET_SYNTAX: &str = "a token count (`50000tokens`, `50k-tokens`, `2M tokens`) or review seconds (`600s`, `10m`, `1.5h`), greater than zero";
 
 impl std::str::FromStr for Budget {
     type Err = String;

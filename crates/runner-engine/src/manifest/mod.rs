@@ -199,7 +199,7 @@ fn section<'c, 'i>(root: &TableReader<'c, 'i>, name: &str) -> Option<TableReader
 
 /// The longest experiment name: the execution log's file name (`<name>-<ms>.ndjson`) stays
 /// well under a file name's 255 bytes.
-pub const MAX_EXPERIMENT_NAME: usize = 128;
+pub(crate) const MAX_EXPERIMENT_NAME: usize = 128;
 
 fn read_experiment(t: &TableReader<'_, '_>) -> Option<Experiment> {
     let name = t.required_string("name");
@@ -604,7 +604,7 @@ fn read_exclude(t: &TableReader<'_, '_>, axes: &[Axis]) -> Vec<crate::matrix::Ex
 }
 
 /// Axes that mean something to runner's reviewers.
-pub const KNOWN_AXES: [&str; 5] = ["model", "ref", "temperature", "rag_symbol_max_definitions", "seed"];
+pub(crate) const KNOWN_AXES: [&str; 5] = ["model", "ref", "temperature", "rag_symbol_max_definitions", "seed"];
 
 /// The known axis `name` is a misspelling of (at most two edits away, not equal).
 fn misspelled_known_axis(name: &str) -> Option<&'static str> {

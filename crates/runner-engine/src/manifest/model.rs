@@ -8,7 +8,7 @@ use serde::Serialize;
 use std::path::PathBuf;
 
 /// The manifest format version this build reads.
-pub const MANIFEST_VERSION: i64 = 1;
+pub(crate) const MANIFEST_VERSION: i64 = 1;
 
 #[derive(Debug, Clone)]
 pub struct Manifest {
@@ -55,7 +55,7 @@ pub struct Experiment {
 pub const REVIEWER_AXIS: &str = "reviewer";
 
 /// The name a manifest's single `[reviewer]` table goes by.
-pub const SINGLE_REVIEWER: &str = "reviewer";
+pub(crate) const SINGLE_REVIEWER: &str = "reviewer";
 
 /// An experiment's reviewers: one `[reviewer]`, or `[reviewers.NAME]` tables picked by the
 /// matrix's `reviewer` axis.

@@ -82,7 +82,7 @@ impl AdjudicatedRun {
     /// The person's decisions as the matcher applies them: every oracle verdict with the report
     /// matched to it, and the extras named by the reviewer's finding id (`real` is real; `rejected` and
     /// `false_positive` are rejected; other dispositions leave the automatic verdict).
-    pub fn to_adjudicated(&self) -> super::matching::Adjudicated {
+    pub(crate) fn to_adjudicated(&self) -> super::matching::Adjudicated {
         use super::matching::ExtraVerdict;
         let findings = self.oracle.iter().map(|(id, v)| (id.clone(), (*v).into())).collect();
         let extras = self
@@ -112,7 +112,7 @@ impl AdjudicatedRun {
 
 impl Adjudication {
     /// The run adjudicated for `cell`'s `repeat` on `case`, if any.
-    pub fn run(&self, cell: &str, repeat: u32, case: &str) -> Option<&AdjudicatedRun> {
+    pub(crate) fn run(&self, cell: &str, repeat: u32, case: &str) -> Option<&AdjudicatedRun> {
         self.runs.iter().find(|r| r.cell == cell && r.repeat == repeat && r.case == case)
     }
 }
@@ -131,7 +131,7 @@ pub fn adjudicate(scored: &mut [ScoredRun<'_>], adjudication: Option<&Adjudicati
 }
 
 /// [`adjudicate`], with the automatic rule given in words (e.g. [`describe_rule_for`]).
-pub fn adjudicate_described(scored: &mut [ScoredRun<'_>], adjudication: Option<&Adjudication>, rule: String) -> (Method, Vec<String>) {
+pub(crate) fn adjudicate_described(scored: &mut [ScoredRun<'_>], adjudication: Option<&Adjudication>, rule: String) -> (Method, Vec<String>) {
     let Some(adjudication) = adjudication else { return (Method::Automatic { rule }, Vec::new()) };
     let label = |r: &ScoredRun<'_>| format!("`{}` repeat {} on `{}`", r.view.cell.id, r.view.repeat, r.view.subject);
     let (mut decided, mut automatic) = (Vec::new(), Vec::new());

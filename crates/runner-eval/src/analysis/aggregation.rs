@@ -15,10 +15,10 @@ use crate::analysis::spec::{AnalysisSpec, MatchRule};
 use crate::finding::Finding;
 use std::collections::BTreeMap;
 
-pub const TEST_ID: &str = "A8";
+pub(crate) const TEST_ID: &str = "A8";
 
 /// Findings of several runs with fuzzy duplicates dropped, first occurrence kept.
-pub fn union(runs: &[&[Finding]], rule: &MatchRule) -> Vec<Finding> {
+pub(crate) fn union(runs: &[&[Finding]], rule: &MatchRule) -> Vec<Finding> {
     let mut merged: Vec<Finding> = Vec::new();
     for findings in runs {
         for f in findings.iter() {
@@ -32,7 +32,7 @@ pub fn union(runs: &[&[Finding]], rule: &MatchRule) -> Vec<Finding> {
 
 /// One cell's A8 result.
 #[derive(Debug, Clone, PartialEq)]
-pub struct CellAggregation {
+pub(crate) struct CellAggregation {
     pub runs: usize,
     pub merged_count: usize,
     pub single_run_avg_count: f64,
@@ -48,21 +48,21 @@ fn mean(values: impl Iterator<Item = Option<f64>>) -> Option<f64> {
 }
 
 impl CellAggregation {
-    pub fn single_precision(&self) -> Option<f64> {
+    pub(crate) fn single_precision(&self) -> Option<f64> {
         mean(self.single.iter().map(Prf::precision))
     }
 
-    pub fn single_recall(&self) -> Option<f64> {
+    pub(crate) fn single_recall(&self) -> Option<f64> {
         mean(self.single.iter().map(Prf::recall))
     }
 
-    pub fn single_f1(&self) -> Option<f64> {
+    pub(crate) fn single_f1(&self) -> Option<f64> {
         mean(self.single.iter().map(Prf::f1))
     }
 }
 
 /// Aggregates one cell's runs.
-pub fn aggregate(
+pub(crate) fn aggregate(
     runs: &[&RunView<'_>],
     oracle: Option<&crate::ground_truth::oracle::Oracle>,
     spec: &AnalysisSpec,
@@ -154,8 +154,8 @@ pub fn compute(spec: &AnalysisSpec, input: &AnalysisInput<'_>) -> AnalysisResult
             "single_run_precision": a.single_precision(),
             "single_run_recall": a.single_recall(),
             "single_run_f1": a.single_f1(),
-            "union": union.map(Prf::to_json),
-            "single_runs": a.single.iter().map(Prf::to_json).collect::<Vec<_>>(),
+            "union": union.copied().map(Prf::to_json),
+            "single_runs": a.single.iter().copied().map(Prf::to_json).collect::<Vec<_>>(),
         }));
     }
     let dedup = format!(

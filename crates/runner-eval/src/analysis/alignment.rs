@@ -47,7 +47,7 @@ impl Alignment {
     /// scores both 0 too (recall is normalised by `max(1, claims)`). Runner does not embed a
     /// blank: it records the side as undefined (`None`) and this maps it to 0, so such a
     /// review still counts, as 0, in every mean — as in the authors' numbers.
-    pub fn crscore_scores(&self) -> (f64, f64, f64) {
+    pub(crate) fn crscore_scores(&self) -> (f64, f64, f64) {
         let p = self.conciseness.unwrap_or(0.0);
         let r = self.comprehensiveness.unwrap_or(0.0);
         (p, r, harmonic(p, r))
@@ -58,7 +58,7 @@ impl Alignment {
 /// pseudo-reference) at threshold `tau`: a sentence is matched when its best cosine
 /// similarity with any reference is `> tau` (strictly), a reference is covered when some
 /// sentence's similarity with it is `> tau`. See [`Alignment`] for the empty cases.
-pub fn align(sentences: &[&[f32]], references: &[&[f32]], tau: f64) -> Alignment {
+pub(crate) fn align(sentences: &[&[f32]], references: &[&[f32]], tau: f64) -> Alignment {
     let mut covered = vec![false; references.len()];
     let mut matched_sentences = 0;
     for s in sentences {

@@ -21,7 +21,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 /// No seed test of its own: it tests the metrics of the others.
-pub const TEST_ID: &str = "";
+pub(crate) const TEST_ID: &str = "";
 
 /// One cell's values of one metric: per subject (pooled over the cell's repeats), and per
 /// repeat (the mean over subjects of that repeat's runs) for the run-to-run spread.
@@ -64,7 +64,7 @@ pub enum Conclusion {
 }
 
 impl Conclusion {
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             Self::Better => "better",
             Self::Worse => "worse",
@@ -81,7 +81,7 @@ impl Conclusion {
 /// The decision rule shared by the comparison table and `runner diff`: significant when the
 /// (corrected) p-value is below `alpha` and the interval excludes zero; then the direction of
 /// the metric decides; an effect smaller than `min_effect` is reported as such.
-pub fn conclude(metric: CompareMetric, difference: f64, interval: Option<&Interval>, p: Option<f64>, alpha: f64, min_effect: f64) -> Conclusion {
+pub(crate) fn conclude(metric: CompareMetric, difference: f64, interval: Option<&Interval>, p: Option<f64>, alpha: f64, min_effect: f64) -> Conclusion {
     let (Some(interval), Some(p)) = (interval, p) else { return Conclusion::Untestable };
     let excludes_zero = interval.low > 0.0 || interval.high < 0.0;
     if p >= alpha || !excludes_zero || difference == 0.0 {
@@ -394,7 +394,7 @@ pub fn correct_and_conclude(comparisons: &mut [Comparison], alpha: f64, min_effe
 }
 
 /// `0.0123` → `0.012`, small values as `< 0.001`.
-pub fn format_p(p: f64) -> String {
+pub(crate) fn format_p(p: f64) -> String {
     if p < 0.001 {
         "< 0.001".to_string()
     } else {

@@ -10,9 +10,9 @@ use crate::subject::diff::FileDiff;
 use serde::Serialize;
 use std::collections::BTreeMap;
 
-pub const TEST_ID: &str = "A9";
+pub(crate) const TEST_ID: &str = "A9";
 
-pub const LIMITATION: &str = "Heuristic; actual context level may differ";
+pub(crate) const LIMITATION: &str = "Heuristic; actual context level may differ";
 
 /// What a subject's diff showed: changed files and the new-side line spans of their hunks
 /// (context lines included, as the reviewer saw them).
@@ -34,14 +34,14 @@ impl DiffScope {
 /// A finding's context level.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
 #[serde(rename_all = "lowercase")]
-pub enum Level {
+pub(crate) enum Level {
     Diff,
     File,
     Repo,
 }
 
 impl Level {
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             Self::Diff => "diff",
             Self::File => "file",
@@ -51,7 +51,7 @@ impl Level {
 }
 
 /// Tags one finding.
-pub fn level(finding: &Finding, scope: &DiffScope) -> Level {
+pub(crate) fn level(finding: &Finding, scope: &DiffScope) -> Level {
     let Some(spans) = scope.files.get(finding.file.trim_start_matches("./")) else { return Level::Repo };
     if finding.line == 0 && finding.range.is_none() {
         return Level::File;
@@ -133,7 +133,7 @@ pub fn compute(spec: &AnalysisSpec, input: &AnalysisInput<'_>) -> AnalysisResult
 
 impl<'a> crate::analysis::model::AnalysisInput<'a> {
     /// Changed files and hunk spans per subject, for context-level tagging (A9); subjects whose diff could not be read are absent.
-    pub fn scopes(&self) -> Option<&'a std::collections::BTreeMap<String, DiffScope>> {
+    pub(crate) fn scopes(&self) -> Option<&'a std::collections::BTreeMap<String, DiffScope>> {
         self.extras.get()
     }
 }

@@ -14,7 +14,7 @@ pub struct Data {
 
 impl Data {
     /// JSON `null`: an analysis with no machine-readable result.
-    pub fn null() -> Self {
+    pub(crate) fn null() -> Self {
         Self::from_json("null".into())
     }
 
@@ -107,7 +107,7 @@ pub struct DataList {
 }
 
 impl DataList {
-    pub fn push(&mut self, item: &serde_json::Value) {
+    pub(crate) fn push(&mut self, item: &serde_json::Value) {
         self.json.push(if self.items == 0 { '[' } else { ',' });
         // Writing a `Value` into a `String` cannot fail.
         if let Ok(text) = serde_json::to_string(item) {
@@ -116,7 +116,7 @@ impl DataList {
         self.items += 1;
     }
 
-    pub fn finish(self) -> Data {
+    pub(crate) fn finish(self) -> Data {
         let json = match self.items {
             0 => "[]".to_string(),
             1 => self.json[1..].to_string(),

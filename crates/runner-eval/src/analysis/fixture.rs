@@ -17,11 +17,11 @@ use crate::finding::Severity;
 use crate::ground_truth::oracle::{Oracle, OracleFinding};
 use std::collections::BTreeMap;
 
-pub const TEST_ID: &str = "H2";
+pub(crate) const TEST_ID: &str = "H2";
 
 /// Per-cell H2 counts.
 #[derive(Debug, Clone, Default, PartialEq)]
-pub struct CellFixture {
+pub(crate) struct CellFixture {
     pub runs: usize,
     pub overall: Prf,
     pub by_category: BTreeMap<String, Prf>,
@@ -33,13 +33,13 @@ pub struct CellFixture {
 /// An oracle finding's severity level: ordered by runner's severity (blocking first), then by
 /// the oracle's own label.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
-pub struct SeverityLevel {
+pub(crate) struct SeverityLevel {
     rank: (u8, bool),
     pub label: String,
 }
 
 impl SeverityLevel {
-    pub fn of(f: &OracleFinding) -> Self {
+    pub(crate) fn of(f: &OracleFinding) -> Self {
         let severity = f.severity.map_or(Severity::ALL.len() as u8, |s| Severity::ALL.iter().position(|x| *x == s).unwrap_or(0) as u8);
         let label = match (&f.severity_label, f.severity) {
             (Some(label), _) => label.clone(),
@@ -52,7 +52,7 @@ impl SeverityLevel {
 }
 
 /// Sums one cell's scored runs.
-pub fn cell_fixture(oracle: &Oracle, runs: &[&ScoredRun<'_>]) -> CellFixture {
+pub(crate) fn cell_fixture(oracle: &Oracle, runs: &[&ScoredRun<'_>]) -> CellFixture {
     let mut out = CellFixture { runs: runs.len(), ..CellFixture::default() };
     for run in runs {
         let prf = run.case.counts().prf();

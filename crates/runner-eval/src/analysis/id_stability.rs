@@ -12,7 +12,7 @@ const SHOWN: usize = 20;
 
 /// A location and message whose ids differ between repeats.
 #[derive(Debug, Clone)]
-pub struct Mismatch {
+pub(crate) struct Mismatch {
     pub cell: String,
     pub subject: String,
     pub file: String,

@@ -20,7 +20,7 @@ use crate::matrix::RunId;
 use serde_json::json;
 use std::collections::BTreeMap;
 
-pub const TEST_ID: &str = "jury";
+pub(crate) const TEST_ID: &str = "jury";
 
 /// One judge's labels and the matcher's decisions on the same records.
 struct Rater {

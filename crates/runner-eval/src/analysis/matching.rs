@@ -36,27 +36,27 @@ use std::collections::BTreeMap;
 use std::fmt;
 
 /// Same file, and the same line or overlapping ranges.
-pub fn exact_match(a: &Finding, b: &Finding) -> bool {
+pub(crate) fn exact_match(a: &Finding, b: &Finding) -> bool {
     let (a0, a1) = a.span();
     let (b0, b1) = b.span();
     a.file == b.file && a0 <= b1 && b0 <= a1
 }
 
 /// Lines between two inclusive spans: 0 when they overlap.
-pub fn span_gap((a0, a1): (u32, u32), (b0, b1): (u32, u32)) -> u32 {
+pub(crate) fn span_gap((a0, a1): (u32, u32), (b0, b1): (u32, u32)) -> u32 {
     b0.saturating_sub(a1).max(a0.saturating_sub(b1))
 }
 
 /// Same file, spans within `line_tolerance`, and messages at least `similarity` alike by the
 /// rule's measure.
-pub fn fuzzy_match(a: &Finding, b: &Finding, rule: &MatchRule) -> bool {
+pub(crate) fn fuzzy_match(a: &Finding, b: &Finding, rule: &MatchRule) -> bool {
     a.file == b.file && span_gap(a.span(), b.span()) <= rule.line_tolerance && rule.measure.similarity(&a.message, &b.message) >= rule.similarity
 }
 
 /// One-to-one matching: pairs (i in a, j in b), taken greedily in order of best similarity
 /// first, then extended along augmenting paths until no more pairs fit. The number of pairs
 /// is therefore the maximum possible, and the same whichever side is passed first.
-pub fn match_pairs(a: &[Finding], b: &[Finding], matches: impl Fn(&Finding, &Finding) -> bool) -> Vec<(usize, usize)> {
+pub(crate) fn match_pairs(a: &[Finding], b: &[Finding], matches: impl Fn(&Finding, &Finding) -> bool) -> Vec<(usize, usize)> {
     let mut candidates: Vec<(f64, usize, usize)> = Vec::new();
     for (i, fa) in a.iter().enumerate() {
         for (j, fb) in b.iter().enumerate() {
@@ -106,7 +106,7 @@ fn augment(i: usize, edges: &[Vec<usize>], seen: &mut [bool], partner_of_a: &mut
 }
 
 /// A short text stating the rule, printed beside results.
-pub fn describe_rule(rule: &MatchRule) -> String {
+pub(crate) fn describe_rule(rule: &MatchRule) -> String {
     format!(
         "exact: same file and same line or overlapping range; fuzzy: same file, lines within {} and {} of messages ≥ {:.2}",
         rule.line_tolerance,
@@ -116,7 +116,7 @@ pub fn describe_rule(rule: &MatchRule) -> String {
 }
 
 /// The fuzzy half of [`describe_rule`], for analyses that match fuzzily only.
-pub fn describe_fuzzy_rule(rule: &MatchRule) -> String {
+pub(crate) fn describe_fuzzy_rule(rule: &MatchRule) -> String {
     format!("fuzzy: same file, lines within {} and {} of messages ≥ {:.2}, matched one to one", rule.line_tolerance, rule.measure.describe(), rule.similarity)
 }
 
@@ -227,7 +227,7 @@ fn ratio(n: usize, d: usize) -> Option<f64> {
 
 impl MatchCounts {
     /// Counts one oracle finding with its verdict.
-    pub fn add_verdict(&mut self, verdict: Verdict) {
+    pub(crate) fn add_verdict(&mut self, verdict: Verdict) {
         self.oracle += 1;
         match verdict {
             Verdict::Found => self.found += 1,
@@ -237,41 +237,41 @@ impl MatchCounts {
     }
 
     /// Seed 003: found / oracle findings.
-    pub fn recall_strict(&self) -> Option<f64> {
+    pub(crate) fn recall_strict(&self) -> Option<f64> {
         ratio(self.found, self.oracle)
     }
 
     /// Seed 003: (found + partial) / oracle findings.
-    pub fn recall_with_partials(&self) -> Option<f64> {
+    pub(crate) fn recall_with_partials(&self) -> Option<f64> {
         ratio(self.found + self.partial, self.oracle)
     }
 
     /// Seed 003: rejected extras / everything reported.
-    pub fn noise(&self) -> Option<f64> {
+    pub(crate) fn noise(&self) -> Option<f64> {
         ratio(self.extras_rejected, self.reported)
     }
 
     /// H2 true positives: reports matched as `found`, and extras adjudicated `real` (H2: "if
     /// new valid issue, add to ground truth and treat as TP").
-    pub fn tp(&self) -> usize {
+    pub(crate) fn tp(&self) -> usize {
         self.found + self.extras_real
     }
 
     /// H2 false positives: every other report (partial matches and rejected extras).
-    pub fn fp(&self) -> usize {
+    pub(crate) fn fp(&self) -> usize {
         self.reported.saturating_sub(self.tp())
     }
 
     /// H2 false negatives: oracle findings not found.
-    pub fn fn_(&self) -> usize {
+    pub(crate) fn fn_(&self) -> usize {
         self.oracle - self.found
     }
 
-    pub fn precision(&self) -> Option<f64> {
+    pub(crate) fn precision(&self) -> Option<f64> {
         ratio(self.tp(), self.tp() + self.fp())
     }
 
-    pub fn recall(&self) -> Option<f64> {
+    pub(crate) fn recall(&self) -> Option<f64> {
         ratio(self.tp(), self.tp() + self.fn_())
     }
 
@@ -279,7 +279,7 @@ impl MatchCounts {
         f1(self.precision(), self.recall())
     }
 
-    pub fn prf(&self) -> Prf {
+    pub(crate) fn prf(&self) -> Prf {
         Prf { tp: self.tp(), fp: self.fp(), fn_: self.fn_() }
     }
 }
@@ -317,7 +317,7 @@ impl Prf {
     }
 
     /// `{"tp","fp","fn","precision","recall","f1"}`, undefined rates as null.
-    pub fn to_json(&self) -> serde_json::Value {
+    pub(crate) fn to_json(self) -> serde_json::Value {
         serde_json::json!({
             "tp": self.tp, "fp": self.fp, "fn": self.fn_,
             "precision": self.precision(), "recall": self.recall(), "f1": self.f1(),
@@ -326,7 +326,7 @@ impl Prf {
 }
 
 /// 2PR/(P+R); undefined when either is, 0 when both are 0.
-pub fn f1(p: Option<f64>, r: Option<f64>) -> Option<f64> {
+pub(crate) fn f1(p: Option<f64>, r: Option<f64>) -> Option<f64> {
     match (p, r) {
         (Some(p), Some(r)) if p + r > 0.0 => Some(2.0 * p * r / (p + r)),
         (Some(_), Some(_)) => Some(0.0),
@@ -335,7 +335,7 @@ pub fn f1(p: Option<f64>, r: Option<f64>) -> Option<f64> {
 }
 
 impl CaseMatch {
-    pub fn counts(&self) -> MatchCounts {
+    pub(crate) fn counts(&self) -> MatchCounts {
         let count = |v: Verdict| self.verdicts.iter().filter(|x| x.verdict == v).count();
         MatchCounts {
             oracle: self.verdicts.len(),
@@ -355,7 +355,7 @@ fn same_file(a: &str, b: &str) -> bool {
 }
 
 /// The oracle finding's line span; `None` when it names a file but no line.
-pub fn oracle_span(o: &OracleFinding) -> Option<(u32, u32)> {
+pub(crate) fn oracle_span(o: &OracleFinding) -> Option<(u32, u32)> {
     match (o.range, o.line) {
         (Some(r), _) if r.is_valid() => Some((r.start, r.end)),
         (_, Some(line)) => Some((line.max(1), line.max(1))),
@@ -364,7 +364,7 @@ pub fn oracle_span(o: &OracleFinding) -> Option<(u32, u32)> {
 }
 
 /// The text of a report compared with the description: its message and its suggestion.
-pub fn report_text(f: &Finding) -> String {
+pub(crate) fn report_text(f: &Finding) -> String {
     match &f.suggestion {
         Some(s) => format!("{} {s}", f.message),
         None => f.message.clone(),
@@ -379,7 +379,7 @@ pub fn grade(reported: &Finding, oracle: &OracleFinding, rule: &OracleRule) -> (
 
 /// [`grade`], with the embedding cosine of the two texts where it is at hand (evidence when
 /// the rule has an `embedding_similarity`).
-pub fn grade_with(reported: &Finding, oracle: &OracleFinding, rule: &OracleRule, cosine: Option<f64>) -> (Verdict, f64, u32) {
+pub(crate) fn grade_with(reported: &Finding, oracle: &OracleFinding, rule: &OracleRule, cosine: Option<f64>) -> (Verdict, f64, u32) {
     let Some(file) = &oracle.file else { return grade_change_level_with(reported, oracle, rule, cosine) };
     if !same_file(&reported.file, file) {
         return (Verdict::Missed, 0.0, u32::MAX);
@@ -409,7 +409,7 @@ pub fn grade_with(reported: &Finding, oracle: &OracleFinding, rule: &OracleRule,
 
 /// Whether two texts' similarity (and embedding cosine, when the rule uses one and it is at
 /// hand) is evidence of the same defect.
-pub fn text_evidence(similarity: f64, cosine: Option<f64>, rule: &OracleRule) -> bool {
+pub(crate) fn text_evidence(similarity: f64, cosine: Option<f64>, rule: &OracleRule) -> bool {
     similarity >= rule.similarity || matches!((rule.embedding_similarity, cosine), (Some(threshold), Some(c)) if c >= threshold)
 }
 
@@ -435,13 +435,13 @@ fn grade_change_level_with(reported: &Finding, oracle: &OracleFinding, rule: &Or
 }
 
 /// Whether an oracle finding can only be matched at change level (it names no file).
-pub fn is_change_level(o: &OracleFinding) -> bool {
+pub(crate) fn is_change_level(o: &OracleFinding) -> bool {
     o.file.is_none()
 }
 
 /// The rule as it applies to `oracle`: [`OracleRule::describe`] for line-anchored findings,
 /// the change-level rule for findings without a file, both when the oracle has both kinds.
-pub fn describe_rule_for(rule: &OracleRule, oracle: &Oracle) -> String {
+pub(crate) fn describe_rule_for(rule: &OracleRule, oracle: &Oracle) -> String {
     let change_level = oracle.findings.iter().filter(|f| is_change_level(f)).count();
     if change_level == 0 {
         return rule.describe();
@@ -475,7 +475,7 @@ pub fn match_case_with(reported: &[Finding], expected: &[&OracleFinding], rule: 
 /// [`match_case`], with the judges' same-issue votes where the rule's evidence is
 /// [`Evidence::Judge`]: a pair [`judge_candidate`] selects that a majority of judges call the
 /// same issue is `found` (a tie is not).
-pub fn match_case_judged(reported: &[Finding], expected: &[&OracleFinding], rule: &OracleRule, votes: Option<&MatchVotes>) -> CaseMatch {
+pub(crate) fn match_case_judged(reported: &[Finding], expected: &[&OracleFinding], rule: &OracleRule, votes: Option<&MatchVotes>) -> CaseMatch {
     match_case_full(reported, expected, rule, |_, _| None, votes)
 }
 
@@ -520,7 +520,7 @@ fn match_case_full(
 /// rule takes [`Evidence::Judge`], the pair is located (change level: always; otherwise the
 /// same file, within the line tolerance), text alone does not make it `found`, and its
 /// similarity is at least the rule's judge floor.
-pub fn judge_candidate(similarity: f64, gap: u32, rule: &OracleRule) -> bool {
+pub(crate) fn judge_candidate(similarity: f64, gap: u32, rule: &OracleRule) -> bool {
     rule.evidence == Evidence::Judge && gap <= rule.line_tolerance && !text_evidence(similarity, None, rule) && similarity >= rule.judge_floor()
 }
 
@@ -548,7 +548,7 @@ pub fn judge_pairs(reported: &[Finding], expected: &[&OracleFinding], rule: &Ora
 
 /// A jury's majority about one pair.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum JudgedSame {
+pub(crate) enum JudgedSame {
     /// More judges said "the same issue" than said otherwise.
     Yes,
     No,
@@ -580,19 +580,19 @@ pub struct MatchVotes {
 
 impl MatchVotes {
     /// The majority about a pair; `None` when it was not asked or no judge answered.
-    pub fn decision(&self, description: &str, report: &str) -> Option<JudgedSame> {
+    pub(crate) fn decision(&self, description: &str, report: &str) -> Option<JudgedSame> {
         let votes = self.pairs.get(&(description.to_string(), report.to_string()))?;
         majority(votes)
     }
 
     /// Asked pairs, and how many of them were ties.
-    pub fn tally(&self) -> (usize, usize) {
+    pub(crate) fn tally(&self) -> (usize, usize) {
         (self.pairs.len(), self.pairs.values().filter(|v| majority(v) == Some(JudgedSame::Tie)).count())
     }
 }
 
 /// The majority of well-formed votes: yes over no, a tie when they are as many.
-pub fn majority(votes: &[Option<bool>]) -> Option<JudgedSame> {
+pub(crate) fn majority(votes: &[Option<bool>]) -> Option<JudgedSame> {
     let yes = votes.iter().filter(|v| **v == Some(true)).count();
     let no = votes.iter().filter(|v| **v == Some(false)).count();
     match yes.cmp(&no) {
@@ -605,7 +605,7 @@ pub fn majority(votes: &[Option<bool>]) -> Option<JudgedSame> {
 
 /// A rule's description with the jury named and its ties counted, where the rule takes the
 /// judges' word (`votes` present).
-pub fn with_jury(text: String, votes: Option<&MatchVotes>) -> String {
+pub(crate) fn with_jury(text: String, votes: Option<&MatchVotes>) -> String {
     let Some(votes) = votes else { return text };
     let names: Vec<String> = votes.judges.iter().map(|j| format!("`{j}`")).collect();
     let (asked, ties) = votes.tally();
@@ -632,7 +632,7 @@ pub fn score_runs<'a>(runs: &[RunView<'a>], oracle: &Oracle, rule: &OracleRule) 
 }
 
 /// [`score_runs`], with the judges' same-issue votes where the rule asks for them.
-pub fn score_runs_judged<'a>(runs: &[RunView<'a>], oracle: &Oracle, rule: &OracleRule, votes: Option<&MatchVotes>) -> (Vec<ScoredRun<'a>>, Vec<String>) {
+pub(crate) fn score_runs_judged<'a>(runs: &[RunView<'a>], oracle: &Oracle, rule: &OracleRule, votes: Option<&MatchVotes>) -> (Vec<ScoredRun<'a>>, Vec<String>) {
     let mut scored = Vec::new();
     let mut unknown = std::collections::BTreeSet::new();
     for view in runs {
@@ -669,7 +669,7 @@ impl Method {
 /// (seed 003's `found|partial|missed` per oracle finding, `real|rejected` per extra) replaces
 /// automatic matching. Extras are named by the reported finding's id.
 #[derive(Debug, Clone, Default, PartialEq)]
-pub struct Adjudicated {
+pub(crate) struct Adjudicated {
     pub findings: BTreeMap<String, Verdict>,
     pub extras: BTreeMap<String, ExtraVerdict>,
     /// Oracle finding id → the id of the report a person matched to it (`found`/`partial`).
@@ -680,7 +680,7 @@ impl Adjudicated {
     /// Applies the decisions: an oracle finding's verdict is replaced (a report it had taken
     /// is released as an extra when the new verdict is `missed`, or when the person matched it
     /// to another report, which then stops being an extra); an extra's verdict is set.
-    pub fn apply(&self, case: &mut CaseMatch, reported: &[Finding]) {
+    pub(crate) fn apply(&self, case: &mut CaseMatch, reported: &[Finding]) {
         for v in &mut case.verdicts {
             if let Some(&decided) = self.findings.get(&v.finding) {
                 let chosen = self.matches.get(&v.finding).and_then(|id| reported.iter().position(|f| &f.id == id));

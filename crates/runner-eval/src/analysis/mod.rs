@@ -68,7 +68,7 @@ impl Analysis for Computed {
 }
 
 /// The kind a manifest or a results.json names, if it is registered.
-pub fn kind_named(name: &str) -> Option<AnalysisKind> {
+pub(crate) fn kind_named(name: &str) -> Option<AnalysisKind> {
     ANALYSES.iter().map(|a| a.kind()).find(|k| k.as_str() == name)
 }
 

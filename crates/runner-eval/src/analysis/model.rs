@@ -113,7 +113,7 @@ impl<'a> Extras<'a> {
     }
 
     /// The extra of type `T`, when one was handed in.
-    pub fn get<T: std::any::Any>(&self) -> Option<&'a T> {
+    pub(crate) fn get<T: std::any::Any>(&self) -> Option<&'a T> {
         self.items.iter().find_map(|item| (*item as &dyn std::any::Any).downcast_ref::<T>())
     }
 }
@@ -314,7 +314,7 @@ pub struct FoldedRows {
 }
 
 impl FoldedRows {
-    pub fn len(&self) -> usize {
+    pub(crate) fn len(&self) -> usize {
         self.ends.len()
     }
 
@@ -351,12 +351,12 @@ impl Table {
         Self::with_columns(title, columns.iter().map(|c| c.to_string()).collect())
     }
 
-    pub fn with_columns(title: impl Into<String>, columns: Vec<String>) -> Self {
+    pub(crate) fn with_columns(title: impl Into<String>, columns: Vec<String>) -> Self {
         Self { title: title.into(), columns, rows: Vec::new(), folded: FoldedRows::default() }
     }
 
     /// A titled table longer than this many rows is folded in RESULTS.md (a detail table).
-    pub const FOLD_ROWS: usize = 10;
+    pub(crate) const FOLD_ROWS: usize = 10;
 
     /// How many rows [`Table::fold`] keeps as cells: all that RESULTS.md shows of a table.
     pub const HELD_ROWS: usize = 1_000;
@@ -381,7 +381,7 @@ impl Table {
     /// Adds a row at the end, folded at once past the first [`Table::HELD_ROWS`] (see
     /// [`Table::fold`]): for a table whose rows are added in their final order, so that a
     /// 100k-row table never exists as cells.
-    pub fn push(&mut self, row: Vec<TableCell>) {
+    pub(crate) fn push(&mut self, row: Vec<TableCell>) {
         if self.rows.len() < Self::HELD_ROWS {
             self.rows.push(row);
         } else {
@@ -520,17 +520,17 @@ impl AnalysisResult {
 }
 
 /// A ratio cell: three decimals, or `–` when undefined.
-pub fn fmt_ratio(value: Option<f64>) -> TableCell {
+pub(crate) fn fmt_ratio(value: Option<f64>) -> TableCell {
     fmt_num(value, 3)
 }
 
 /// A number cell with `decimals` decimals, or `–` when undefined.
-pub fn fmt_num(value: Option<f64>, decimals: u8) -> TableCell {
+pub(crate) fn fmt_num(value: Option<f64>, decimals: u8) -> TableCell {
     TableCell::Num { num: value, digits: decimals }
 }
 
 /// A count cell with its share of `total` (`5 (41.7%)`), or the count alone.
-pub fn fmt_share(count: usize, total: usize) -> TableCell {
+pub(crate) fn fmt_share(count: usize, total: usize) -> TableCell {
     TableCell::Share { count: count as u64, of: total as u64 }
 }
 
@@ -540,12 +540,12 @@ pub fn ratio(numerator: f64, denominator: f64) -> Option<f64> {
 }
 
 /// A finite float as JSON, `null` otherwise (JSON has no NaN).
-pub fn json_num(value: Option<f64>) -> serde_json::Value {
+pub(crate) fn json_num(value: Option<f64>) -> serde_json::Value {
     value.filter(|v| v.is_finite()).map(serde_json::Value::from).unwrap_or(serde_json::Value::Null)
 }
 
 /// The seed's output shape: one object for one group, an array for several.
-pub fn one_or_many(items: impl IntoIterator<Item = serde_json::Value>) -> Data {
+pub(crate) fn one_or_many(items: impl IntoIterator<Item = serde_json::Value>) -> Data {
     let mut list = DataList::default();
     for item in items {
         list.push(&item);
@@ -554,19 +554,19 @@ pub fn one_or_many(items: impl IntoIterator<Item = serde_json::Value>) -> Data {
 }
 
 /// The successful runs of one cell, in plan order.
-pub fn runs_of<'i, 'a>(input: &'i AnalysisInput<'a>, cell: &'i Cell) -> impl Iterator<Item = &'i RunView<'a>> + 'i {
+pub(crate) fn runs_of<'i, 'a>(input: &'i AnalysisInput<'a>, cell: &'i Cell) -> impl Iterator<Item = &'i RunView<'a>> + 'i {
     let index = input.by_cell.get(input);
     let at: &'i [u32] = index.spans.get(cell.id.as_str()).and_then(|&(start, len)| index.order.get(start as usize..(start + len) as usize)).unwrap_or(&[]);
     at.iter().map(move |&i| &input.runs[i as usize])
 }
 
 /// How many planned runs of `cell` produced no result.
-pub fn missing_in(input: &AnalysisInput<'_>, cell: &Cell) -> usize {
+pub(crate) fn missing_in(input: &AnalysisInput<'_>, cell: &Cell) -> usize {
     input.by_cell.get(input).missing.get(cell.id.as_str()).copied().unwrap_or(0)
 }
 
 /// The standard note on planned runs that produced no result, when there are any.
-pub fn missing_note(input: &AnalysisInput<'_>) -> Option<String> {
+pub(crate) fn missing_note(input: &AnalysisInput<'_>) -> Option<String> {
     if input.missing.is_empty() {
         return None;
     }
@@ -585,12 +585,12 @@ pub fn missing_note(input: &AnalysisInput<'_>) -> Option<String> {
 }
 
 /// The values of `axis` in matrix order, rendered, without duplicates.
-pub fn axis_values(input: &AnalysisInput<'_>, axis: &str) -> Vec<String> {
+pub(crate) fn axis_values(input: &AnalysisInput<'_>, axis: &str) -> Vec<String> {
     axis_values_of(input.cells, axis)
 }
 
 /// [`axis_values`] of a list of cells.
-pub fn axis_values_of(cells: &[std::sync::Arc<Cell>], axis: &str) -> Vec<String> {
+pub(crate) fn axis_values_of(cells: &[std::sync::Arc<Cell>], axis: &str) -> Vec<String> {
     let mut out: Vec<String> = Vec::new();
     let mut seen = std::collections::HashSet::new();
     for cell in cells {
@@ -605,7 +605,7 @@ pub fn axis_values_of(cells: &[std::sync::Arc<Cell>], axis: &str) -> Vec<String>
 }
 
 /// The first `max` characters of a text, with `…` when cut.
-pub fn truncate(text: &str, max: usize) -> String {
+pub(crate) fn truncate(text: &str, max: usize) -> String {
     let flat = crate::finding::collapse_whitespace(text);
     if flat.chars().count() <= max {
         flat

@@ -12,7 +12,7 @@ use std::collections::BTreeMap;
 
 /// Overlap counts between the findings of side A and side B.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct Counts {
+pub(crate) struct Counts {
     pub count_a: usize,
     pub count_b: usize,
     pub overlap_exact: usize,
@@ -23,7 +23,7 @@ pub struct Counts {
 
 impl Counts {
     /// Counts for one pair of finding lists: one-to-one matches; unique = not fuzzily matched.
-    pub fn of(a: &[Finding], b: &[Finding], rule: &MatchRule) -> Self {
+    pub(crate) fn of(a: &[Finding], b: &[Finding], rule: &MatchRule) -> Self {
         let exact = match_pairs(a, b, exact_match).len();
         let fuzzy = match_pairs(a, b, |x, y| fuzzy_match(x, y, rule)).len();
         Self { count_a: a.len(), count_b: b.len(), overlap_exact: exact, overlap_fuzzy: fuzzy, unique_a: a.len() - fuzzy, unique_b: b.len() - fuzzy }

@@ -13,7 +13,7 @@ use serde_json::json;
 use std::collections::BTreeMap;
 
 /// The axis A10 compares when the manifest names none (stet's `--rag-symbol-max-definitions`).
-pub const DEFAULT_AXIS: &str = "rag_symbol_max_definitions";
+pub(crate) const DEFAULT_AXIS: &str = "rag_symbol_max_definitions";
 
 #[derive(Default)]
 struct Side<'r, 'a> {

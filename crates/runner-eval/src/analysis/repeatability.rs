@@ -12,7 +12,7 @@ use std::collections::BTreeMap;
 
 /// |A ∩ B| / |A ∪ B| where the intersection is the fuzzy one-to-one matches; two empty sets
 /// are identical (1).
-pub fn jaccard(a: &[Finding], b: &[Finding], rule: &MatchRule) -> f64 {
+pub(crate) fn jaccard(a: &[Finding], b: &[Finding], rule: &MatchRule) -> f64 {
     if a.is_empty() && b.is_empty() {
         return 1.0;
     }
@@ -23,7 +23,7 @@ pub fn jaccard(a: &[Finding], b: &[Finding], rule: &MatchRule) -> f64 {
 /// Clusters the findings of several runs (each finding joins at most one cluster, each
 /// cluster takes at most one finding per run) and counts the clusters present in every run
 /// and in only some.
-pub fn presence(runs: &[&[Finding]], rule: &MatchRule) -> (usize, usize) {
+pub(crate) fn presence(runs: &[&[Finding]], rule: &MatchRule) -> (usize, usize) {
     let mut representatives: Vec<Finding> = Vec::new();
     let mut seen_in: Vec<usize> = Vec::new();
     for findings in runs {

@@ -39,7 +39,7 @@ pub const LEVEL: f64 = 0.95;
 
 /// How far a finding is followed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Options {
+pub(crate) struct Options {
     /// How many later commits are looked at.
     pub window: usize,
     /// Lines either side of the flagged ones that count.
@@ -77,13 +77,13 @@ pub struct Rate {
 
 impl Rate {
     /// Counts one traced finding.
-    pub fn add(&mut self, resolved: bool) {
+    pub(crate) fn add(&mut self, resolved: bool) {
         self.posted += 1;
         self.resolved += usize::from(resolved);
     }
 
     /// The rate and its interval from the counts.
-    pub fn finish(mut self) -> Self {
+    pub(crate) fn finish(mut self) -> Self {
         self.rate = (self.posted > 0).then(|| self.resolved as f64 / self.posted as f64);
         let interval = wilson_interval(self.resolved as u64, self.posted as u64, LEVEL);
         (self.wilson_low, self.wilson_high) = (interval.map(|i| i.0), interval.map(|i| i.1));
@@ -91,7 +91,7 @@ impl Rate {
     }
 
     /// `[0.123, 0.456]`, or `–` without findings.
-    pub fn interval_text(&self) -> String {
+    pub(crate) fn interval_text(&self) -> String {
         match (self.wilson_low, self.wilson_high) {
             (Some(l), Some(h)) => format!("[{l:.3}, {h:.3}]"),
             _ => "–".to_string(),
@@ -101,7 +101,7 @@ impl Rate {
 
 /// One finding's outcome.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Outcome {
+pub(crate) enum Outcome {
     /// `commit` changed or removed a flagged line (± the tolerance).
     Resolved { commit: String },
     /// No commit of the window changed them.
@@ -114,7 +114,7 @@ pub enum Outcome {
 
 impl Outcome {
     /// `resolved`, `unresolved`, `pending` or `not traced`.
-    pub fn as_str(&self) -> &'static str {
+    pub(crate) fn as_str(&self) -> &'static str {
         match self {
             Self::Resolved { .. } => "resolved",
             Self::Unresolved => "unresolved",
@@ -124,7 +124,7 @@ impl Outcome {
     }
 
     /// Whether the finding is counted, and if so whether it was resolved.
-    pub fn counted(&self) -> Option<bool> {
+    pub(crate) fn counted(&self) -> Option<bool> {
         match self {
             Self::Resolved { .. } => Some(true),
             Self::Unresolved => Some(false),
@@ -133,7 +133,7 @@ impl Outcome {
     }
 
     /// Why the finding is not counted, in words.
-    pub fn reason(&self, window: usize) -> Option<String> {
+    pub(crate) fn reason(&self, window: usize) -> Option<String> {
         match self {
             Self::Pending { later: 0 } => Some("no later commit yet".to_string()),
             Self::Pending { later } => Some(format!("{later} of the {window} later commits so far")),
@@ -145,7 +145,7 @@ impl Outcome {
 
 /// The later commits of one reviewed commit.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Walk {
+pub(crate) struct Walk {
     /// The reviewed commit's full SHA, when the repository has it.
     pub commit: Option<String>,
     /// Up to `window` steps along the head's first-parent line.
@@ -155,7 +155,7 @@ pub struct Walk {
 }
 
 /// Follows findings of one repository up to one head.
-pub struct Resolver {
+pub(crate) struct Resolver {
     tracer: Tracer,
     head: String,
     head_rev: String,
@@ -164,7 +164,7 @@ pub struct Resolver {
 
 impl Resolver {
     /// A resolver up to `head` (a revision), which must be a commit of `repo`.
-    pub fn new(repo: &Path, head: &str, options: Options) -> Result<Self, GitError> {
+    pub(crate) fn new(repo: &Path, head: &str, options: Options) -> Result<Self, GitError> {
         let tracer = Tracer::new(repo);
         let sha = tracer.commit(head).ok_or_else(|| GitError::Failed {
             dir: repo.display().to_string(),
@@ -175,12 +175,12 @@ impl Resolver {
     }
 
     /// The head's full SHA.
-    pub fn head(&self) -> &str {
+    pub(crate) fn head(&self) -> &str {
         &self.head
     }
 
     /// The commits after `reviewed` (a revision) that its findings are followed through.
-    pub fn walk(&mut self, reviewed: &str) -> Result<Walk, GitError> {
+    pub(crate) fn walk(&mut self, reviewed: &str) -> Result<Walk, GitError> {
         let Some(commit) = self.tracer.commit(reviewed) else {
             return Ok(Walk { commit: None, steps: Vec::new(), problem: Some(format!("the reviewed commit `{reviewed}` is not in the repository")) });
         };
@@ -194,7 +194,7 @@ impl Resolver {
     }
 
     /// What became of a finding on `file` at `span` (`None`: no line) of the walk's commit.
-    pub fn trace(&mut self, walk: &Walk, file: &str, span: Option<Span>) -> Result<Outcome, GitError> {
+    pub(crate) fn trace(&mut self, walk: &Walk, file: &str, span: Option<Span>) -> Result<Outcome, GitError> {
         if let Some(problem) = &walk.problem {
             return Ok(Outcome::NotTraced(problem.clone()));
         }
@@ -258,7 +258,7 @@ type Place = (String, String, Option<(u32, u32)>);
 
 /// An experiment's findings traced, each place once: the resolver of a history target, up to
 /// the head `options` names (else the target's), and the walk of each subject's commit.
-pub struct RunTracer<'a> {
+pub(crate) struct RunTracer<'a> {
     repository: &'a Repository,
     resolver: Resolver,
     /// The head as written.
@@ -268,7 +268,7 @@ pub struct RunTracer<'a> {
 }
 
 impl<'a> RunTracer<'a> {
-    pub fn new(repository: &'a Repository, options: &ResolutionOptions) -> Result<Self, GitError> {
+    pub(crate) fn new(repository: &'a Repository, options: &ResolutionOptions) -> Result<Self, GitError> {
         let head_rev = options.head.clone().unwrap_or_else(|| repository.head.clone());
         let traced = Options { window: options.window, tolerance: options.tolerance, pending: Pending::IncompleteWindow };
         let resolver = Resolver::new(&repository.repo, &head_rev, traced)?;
@@ -277,7 +277,7 @@ impl<'a> RunTracer<'a> {
 
     /// What became of `finding`, reported on `subject`, and how many later commits its commit
     /// has (up to the window). A git failure is the finding's reason not to be traced.
-    pub fn outcome(&mut self, subject: &str, finding: &Finding) -> (Outcome, usize) {
+    pub(crate) fn outcome(&mut self, subject: &str, finding: &Finding) -> (Outcome, usize) {
         if !self.walks.contains_key(subject) {
             let reviewed = self.repository.commits.get(subject).map_or(subject, String::as_str);
             let walk = self.resolver.walk(reviewed).unwrap_or_else(|e| Walk { commit: None, steps: Vec::new(), problem: Some(format!("git failed: {e}")) });
@@ -300,10 +300,10 @@ impl<'a> RunTracer<'a> {
 }
 
 /// (resolved, counted) findings by run: (cell, repeat, subject).
-pub type RunCounts = BTreeMap<(String, u32, String), (usize, usize)>;
+pub(crate) type RunCounts = BTreeMap<(String, u32, String), (usize, usize)>;
 
 /// Each run's findings counted, for a comparison; `None` when the head cannot be resolved.
-pub fn run_counts(input: &AnalysisInput<'_>, repository: &Repository) -> Option<RunCounts> {
+pub(crate) fn run_counts(input: &AnalysisInput<'_>, repository: &Repository) -> Option<RunCounts> {
     let mut tracer = RunTracer::new(repository, &repository.options).ok()?;
     let mut out = BTreeMap::new();
     for run in &input.runs {
@@ -478,7 +478,7 @@ pub fn compute(spec: &AnalysisSpec, input: &AnalysisInput<'_>) -> AnalysisResult
 
 impl<'a> crate::analysis::model::AnalysisInput<'a> {
     /// A history target's repository and reviewed commits, for the resolution rate.
-    pub fn repository(&self) -> Option<&'a Repository> {
+    pub(crate) fn repository(&self) -> Option<&'a Repository> {
         self.extras.get()
     }
 }

@@ -21,7 +21,7 @@ use crate::ground_truth::oracle::Oracle;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
-pub const TEST_ID: &str = "seed 003";
+pub(crate) const TEST_ID: &str = "seed 003";
 
 /// The scores of a set of cases (one case, a run, or a cell's repeats).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -228,7 +228,7 @@ fn class_table(rows: &[ClassRecall]) -> Table {
 
 /// The key of an oracle finding in [`CellEval::findings`]: `case/finding`, or the finding's id
 /// alone when it already names its case (eval-set ids are `case/F1`).
-pub fn finding_key(case: &str, finding: &str) -> String {
+pub(crate) fn finding_key(case: &str, finding: &str) -> String {
     match finding.strip_prefix(case) {
         Some(rest) if rest.starts_with('/') => finding.to_string(),
         _ => format!("{case}/{finding}"),
@@ -259,7 +259,7 @@ pub(crate) fn consensus(found: usize, partial: usize, missed: usize) -> Verdict 
 }
 
 /// Scores one cell's runs.
-pub fn cell_eval(cell: &crate::matrix::Cell, runs: &[&ScoredRun<'_>]) -> CellEval {
+pub(crate) fn cell_eval(cell: &crate::matrix::Cell, runs: &[&ScoredRun<'_>]) -> CellEval {
     let mut by_repeat: BTreeMap<u32, Vec<&ScoredRun<'_>>> = BTreeMap::new();
     for r in runs {
         by_repeat.entry(r.view.repeat).or_default().push(r);

@@ -139,7 +139,7 @@ pub struct RqsInput {
 /// The severity weight of an oracle finding (seed 001): blocking ×2, otherwise ×1; times 1.5
 /// when its thread shows a code change (`resolved`). The factors multiply: a resolved blocking
 /// finding weighs 3.
-pub fn severity_weight(blocking: bool, resolved: Option<bool>) -> f64 {
+pub(crate) fn severity_weight(blocking: bool, resolved: Option<bool>) -> f64 {
     let severity = if blocking { 2.0 } else { 1.0 };
     if resolved == Some(true) {
         severity * 1.5
@@ -149,10 +149,10 @@ pub fn severity_weight(blocking: bool, resolved: Option<bool>) -> f64 {
 }
 
 /// Agreement below this share with the human anchor means a judge may not stand alone (seed 000 H5).
-pub const STAND_ALONE_AGREEMENT: f64 = 0.85;
+pub(crate) const STAND_ALONE_AGREEMENT: f64 = 0.85;
 
 /// The jury's majority on one finding: `Some(verdict)`, or `None` for a tie or no decided vote.
-pub fn majority(votes: &[Vote]) -> Majority {
+pub(crate) fn majority(votes: &[Vote]) -> Majority {
     let yes = votes.iter().filter(|v| v.as_bool() == Some(true)).count();
     let no = votes.iter().filter(|v| v.as_bool() == Some(false)).count();
     match yes.cmp(&no) {
@@ -165,7 +165,7 @@ pub fn majority(votes: &[Vote]) -> Majority {
 
 /// The outcome of a majority vote.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Majority {
+pub(crate) enum Majority {
     Verdict(bool),
     Tie,
     /// No judge gave a usable answer.
@@ -222,7 +222,7 @@ fn binary_kappa(rows: &[Vec<bool>]) -> Option<f64> {
 }
 
 /// Harmonic mean of defined, non-negative values; `None` if any is undefined.
-pub fn harmonic_mean(values: &[Option<f64>]) -> Option<f64> {
+pub(crate) fn harmonic_mean(values: &[Option<f64>]) -> Option<f64> {
     let values: Vec<f64> = values.iter().copied().collect::<Option<Vec<f64>>>()?;
     if values.is_empty() {
         return None;
@@ -271,7 +271,7 @@ fn align(sentences: &[Vec<f32>], references: &[Vec<f32>], tau: f64) -> (f64, f64
 
 /// What one run contributes to RQS v2's sub-scores.
 #[derive(Debug, Clone, Copy, Default)]
-pub struct RunPart {
+pub(crate) struct RunPart {
     /// Found and expected severity weights, found findings and extras against the oracle;
     /// `None` when the subject is not an oracle case.
     oracle: Option<(f64, f64, usize, usize)>,
@@ -282,14 +282,14 @@ pub struct RunPart {
 }
 
 /// Each run's part, looked up by run (oracle matching done once, for every run).
-pub struct RunParts<'i, 'a> {
+pub(crate) struct RunParts<'i, 'a> {
     rqs: &'i RqsInput,
     oracle: Option<&'i crate::ground_truth::oracle::Oracle>,
     scored: std::collections::HashMap<(&'a str, u32, &'a str), crate::analysis::matching::CaseMatch>,
 }
 
 impl<'i, 'a> RunParts<'i, 'a> {
-    pub fn new(input: &'i AnalysisInput<'a>, rqs: &'i RqsInput, rule: &crate::analysis::spec::OracleRule) -> Self {
+    pub(crate) fn new(input: &'i AnalysisInput<'a>, rqs: &'i RqsInput, rule: &crate::analysis::spec::OracleRule) -> Self {
         let scored = match input.oracle {
             Some(oracle) => score_runs_judged(&input.runs, oracle, rule, input.match_votes())
                 .0
@@ -301,7 +301,7 @@ impl<'i, 'a> RunParts<'i, 'a> {
         Self { rqs, oracle: input.oracle, scored }
     }
 
-    pub fn of(&self, run: &RunView<'_>) -> RunPart {
+    pub(crate) fn of(&self, run: &RunView<'_>) -> RunPart {
         let mut part = RunPart::default();
         if let (Some(oracle), Some(case)) = (self.oracle, self.scored.get(&(run.cell.id.as_str(), run.repeat, run.subject))) {
             let expected = oracle.expected_for(run.subject);
@@ -333,7 +333,7 @@ impl<'i, 'a> RunParts<'i, 'a> {
 
 /// RQS v2's sub-scores and headline over a set of runs: a cell, or one subject's repeats.
 #[derive(Debug, Clone, Copy, Default)]
-pub struct RqsScores {
+pub(crate) struct RqsScores {
     validity: Tally,
     actionable: Tally,
     pub weighted_recall: Option<f64>,
@@ -348,7 +348,7 @@ pub struct RqsScores {
 
 impl RqsScores {
     /// Pools the runs' parts: weights and tallies summed, alignments averaged over reviews.
-    pub fn of(parts: &[RunPart]) -> Self {
+    pub(crate) fn of(parts: &[RunPart]) -> Self {
         let mut out = Self::default();
         let (mut found_w, mut total_w, mut tp, mut fp, mut oracle_runs) = (0.0, 0.0, 0, 0, 0);
         for part in parts {

@@ -51,7 +51,7 @@ impl SimilarityMeasure {
         }
     }
 
-    pub fn similarity(self, a: &str, b: &str) -> f64 {
+    pub(crate) fn similarity(self, a: &str, b: &str) -> f64 {
         match self {
             Self::Tokens => token_similarity(a, b),
             Self::Levenshtein => message_similarity(a, b),
@@ -106,13 +106,13 @@ pub enum Evidence {
 }
 
 impl Evidence {
-    pub const ALL: [Evidence; 5] = [Self::SimilarityOrCategory, Self::Similarity, Self::Category, Self::Location, Self::Judge];
+    pub(crate) const ALL: [Evidence; 5] = [Self::SimilarityOrCategory, Self::Similarity, Self::Category, Self::Location, Self::Judge];
 
     pub fn parse(text: &str) -> Option<Self> {
         Self::ALL.into_iter().find(|e| e.as_str() == text)
     }
 
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             Self::SimilarityOrCategory => "similarity-or-category",
             Self::Similarity => "similarity",
@@ -231,13 +231,13 @@ impl OracleRule {
     }
 
     /// The least similarity of a pair the judges are asked about.
-    pub fn judge_floor(&self) -> f64 {
+    pub(crate) fn judge_floor(&self) -> f64 {
         self.judge_floor.unwrap_or(DEFAULT_JUDGE_FLOOR)
     }
 
     /// The text evidence in words: the measure and threshold, the embedding threshold, and
     /// the judges where the rule asks them.
-    pub fn describe_text_evidence(&self) -> String {
+    pub(crate) fn describe_text_evidence(&self) -> String {
         let lexical = format!("{} (message and suggestion vs. the oracle description) ≥ {:.2}", self.measure.describe(), self.similarity);
         let text = match self.embedding_similarity {
             Some(e) => format!("{lexical} or embedding cosine ≥ {e:.2}"),
@@ -254,7 +254,7 @@ impl OracleRule {
     }
 
     /// Where the thresholds came from, in words.
-    pub fn describe_source(&self) -> String {
+    pub(crate) fn describe_source(&self) -> String {
         match self.calibrated {
             Some(c) => format!(
                 "thresholds calibrated on {} golden-comment cells of {} judges, κ {:.2} cross-validated over pull requests (lowest judge {:.2})",

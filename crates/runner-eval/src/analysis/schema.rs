@@ -17,7 +17,7 @@ const KEPT: usize = 100;
 
 /// Whether a run comes from stet's dry-run (or runner's `dry-run` builtin): the reviewer's
 /// fingerprint mentions `dry-run`, or one of the cell's values is `dry-run`.
-pub fn is_dry_run(run: &RunView<'_>) -> bool {
+pub(crate) fn is_dry_run(run: &RunView<'_>) -> bool {
     fn mentions(value: &Value) -> bool {
         match value {
             Value::String(s) => s.contains("dry-run") || s.contains("dry_run"),
@@ -31,7 +31,7 @@ pub fn is_dry_run(run: &RunView<'_>) -> bool {
 
 /// Every schema problem of one run: the stored findings re-checked, the parse-time problems,
 /// and (for dry-run) empty output for a diff with hunks.
-pub fn run_problems(run: &RunView<'_>) -> Vec<String> {
+pub(crate) fn run_problems(run: &RunView<'_>) -> Vec<String> {
     let mut out = Vec::new();
     for (i, f) in run.findings.iter().enumerate() {
         let value = serde_json::to_value(f).unwrap_or(Value::Null);

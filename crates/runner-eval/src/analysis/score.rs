@@ -66,7 +66,7 @@ pub enum Disposition {
 }
 
 impl Disposition {
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             Self::Verified => "verified",
             Self::FalsePositive => "false_positive",
@@ -155,7 +155,7 @@ fn present_metrics<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<
 
 /// A number as JavaScript's `JSON.stringify` writes it: integral values without a fraction.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub struct JsNumber(pub f64);
+pub(crate) struct JsNumber(pub f64);
 
 impl Serialize for JsNumber {
     fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
@@ -172,7 +172,7 @@ fn js_opt<S: serde::Serializer>(value: &Option<f64>, serializer: S) -> Result<S:
     value.map(JsNumber).serialize(serializer)
 }
 
-pub const METRIC_NAMES: [&str; 4] = ["latencyMs", "inputTokens", "outputTokens", "totalTokens"];
+pub(crate) const METRIC_NAMES: [&str; 4] = ["latencyMs", "inputTokens", "outputTokens", "totalTokens"];
 
 #[derive(Debug, thiserror::Error)]
 pub enum ScoreError {

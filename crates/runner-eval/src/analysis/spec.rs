@@ -73,7 +73,7 @@ impl AnalysisSpec {
     }
 
     /// A `fixture` analysis's ranking rate, when it asks for one.
-    pub fn rank_by(&self) -> Option<RankBy> {
+    pub(crate) fn rank_by(&self) -> Option<RankBy> {
         match &self.options {
             AnalysisOptions::RankBy(r) => Some(*r),
             _ => None,
@@ -209,7 +209,7 @@ impl CompareMetric {
     }
 
     /// Whether the metric follows findings through a history target's later commits.
-    pub fn needs_history(self) -> bool {
+    pub(crate) fn needs_history(self) -> bool {
         self == Self::Resolution
     }
 
@@ -228,7 +228,7 @@ impl CompareMetric {
     }
 
     /// Whether the metric comes from RQS v2's scoring stages (judges, embeddings).
-    pub fn needs_scoring(self) -> bool {
+    pub(crate) fn needs_scoring(self) -> bool {
         matches!(
             self,
             Self::RqsHeadline
@@ -268,7 +268,7 @@ pub struct CompareOptions {
 
 impl CompareOptions {
     /// The confidence level of the intervals: 1 − alpha.
-    pub fn level(&self) -> f64 {
+    pub(crate) fn level(&self) -> f64 {
         1.0 - self.alpha
     }
 }
@@ -325,7 +325,7 @@ pub enum RankBy {
 impl RankBy {
     pub const ALL: [RankBy; 3] = [Self::F1, Self::Precision, Self::Recall];
 
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             Self::F1 => "f1",
             Self::Precision => "precision",
@@ -362,23 +362,23 @@ impl AnalysisKind {
     /// A3: latency per run and per hunk.
     pub const LATENCY: Self = Self::new("latency");
     /// A4: Jaccard across repeats.
-    pub const REPEATABILITY: Self = Self::new("repeatability");
+    pub(crate) const REPEATABILITY: Self = Self::new("repeatability");
     /// A5: category and severity counts.
     pub const DISTRIBUTION: Self = Self::new("distribution");
     /// A6: finding-ID stability across repeats.
-    pub const ID_STABILITY: Self = Self::new("id-stability");
+    pub(crate) const ID_STABILITY: Self = Self::new("id-stability");
     /// A7: schema validation of every reviewer's output.
-    pub const SCHEMA: Self = Self::new("schema");
+    pub(crate) const SCHEMA: Self = Self::new("schema");
     /// A10: RAG on versus off.
-    pub const RAG_ABLATION: Self = Self::new("rag-ablation");
+    pub(crate) const RAG_ABLATION: Self = Self::new("rag-ablation");
     /// Tokens and durations per cell.
-    pub const COST: Self = Self::new("cost");
+    pub(crate) const COST: Self = Self::new("cost");
     /// Each review strategy's (pipeline's) total budget, allocation and spend.
-    pub const BUDGET: Self = Self::new("budget");
+    pub(crate) const BUDGET: Self = Self::new("budget");
     /// H2: TP, FP, FN, precision, recall and F1 against the oracle.
     pub const FIXTURE: Self = Self::new("fixture").matching_an_oracle();
     /// A8: the union of a cell's repeats against the average single run.
-    pub const AGGREGATION: Self = Self::new("aggregation").matching_an_oracle();
+    pub(crate) const AGGREGATION: Self = Self::new("aggregation").matching_an_oracle();
     /// A9: diff / file / repo context level of each finding.
     pub const CONTEXT_LEVEL: Self = Self::new("context-level");
     /// Seed 003: found / partial / missed, recall, noise and cost per run and per case.
@@ -400,12 +400,12 @@ impl AnalysisKind {
     pub const RESOLUTION: Self = Self::new("resolution");
 
     /// A kind named `name` that reads no oracle.
-    pub const fn new(name: &'static str) -> Self {
+    pub(crate) const fn new(name: &'static str) -> Self {
         Self { name, oracle: false }
     }
 
     /// The same kind, matching findings to an oracle.
-    pub const fn matching_an_oracle(self) -> Self {
+    pub(crate) const fn matching_an_oracle(self) -> Self {
         Self { oracle: true, ..self }
     }
 

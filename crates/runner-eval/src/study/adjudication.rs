@@ -113,7 +113,7 @@ pub enum AdjudicationError {
     Invalid { path: PathBuf, problems: Vec<String> },
 }
 
-pub(crate) fn write_file(path: &Path, text: &str) -> Result<(), AdjudicationError> {
+pub fn write_file(path: &Path, text: &str) -> Result<(), AdjudicationError> {
     std::fs::write(path, text).map_err(|source| AdjudicationError::Write { path: path.to_path_buf(), source })
 }
 
@@ -129,7 +129,7 @@ pub struct Exported {
 
 /// The text a row shows; identical findings of a case (from any run) share one row.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
-pub(crate) struct RowContent {
+pub struct RowContent {
     pub(crate) case: String,
     pub(crate) file: String,
     pub(crate) line: String,
@@ -140,7 +140,7 @@ pub(crate) struct RowContent {
 }
 
 impl RowContent {
-    pub(crate) fn of(case: &str, f: &Finding) -> Self {
+    pub fn of(case: &str, f: &Finding) -> Self {
         let line = match f.range {
             Some(r) if r.is_valid() && r.end != r.start => format!("{}-{}", r.start, r.end),
             _ => f.anchor_line().to_string(),

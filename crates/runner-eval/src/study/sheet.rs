@@ -87,7 +87,7 @@ pub struct Row {
 
 impl Row {
     /// The trimmed value of `column`, empty when the sheet lacks it.
-    pub fn get(&self, column: &str) -> &str {
+    pub(crate) fn get(&self, column: &str) -> &str {
         self.values.get(column).map(String::as_str).unwrap_or("")
     }
 }

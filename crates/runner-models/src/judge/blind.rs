@@ -28,12 +28,12 @@ use serde::{Deserialize, Serialize};
 
 /// Version of the normalization and context rules above.
 pub const BLIND_VERSION: &str = "blind-2";
-pub const FILE_MAX_CHARS: usize = 300;
-pub const MESSAGE_MAX_CHARS: usize = 1000;
+pub(crate) const FILE_MAX_CHARS: usize = 300;
+pub(crate) const MESSAGE_MAX_CHARS: usize = 1000;
 /// Lines either side of a hunk's new-side span that still count as "around" it.
-pub const CONTEXT_SLACK: u32 = 3;
-pub const CONTEXT_MAX_LINES: usize = 24;
-pub const CONTEXT_MAX_CHARS: usize = 2400;
+pub(crate) const CONTEXT_SLACK: u32 = 3;
+pub(crate) const CONTEXT_MAX_LINES: usize = 24;
+pub(crate) const CONTEXT_MAX_CHARS: usize = 2400;
 
 /// One finding as a judge sees it. Nothing here names who or what produced it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -58,7 +58,7 @@ impl BlindItem {
 }
 
 /// Trims, collapses white space and caps `text` at `max` characters (ending `…` when cut).
-pub fn normalize_text(text: &str, max: usize) -> String {
+pub(crate) fn normalize_text(text: &str, max: usize) -> String {
     cap(&collapse_whitespace(text), max)
 }
 

@@ -48,7 +48,7 @@ impl Tokens {
 }
 
 /// One answer: the completion, its cost, and how many HTTP requests it took.
-pub(crate) struct Answer {
+pub struct Answer {
     pub completion: Completion,
     pub tokens: Tokens,
     /// The request's own time, without waiting for a free endpoint.
@@ -57,18 +57,18 @@ pub(crate) struct Answer {
 }
 
 /// A model reached through the LLM reviewer's machinery.
-pub(crate) struct ModelClient {
+pub struct ModelClient {
     settings: ModelSettings,
     inner: LlmReviewer,
 }
 
 impl ModelClient {
-    pub(crate) fn new(settings: &ModelSettings) -> Result<Self, JudgeError> {
+    pub fn new(settings: &ModelSettings) -> Result<Self, JudgeError> {
         Ok(Self { settings: settings.clone(), inner: LlmReviewer::new(settings.llm_spec())? })
     }
 
     /// Asks once (transport retries aside) with `seed`.
-    pub(crate) async fn ask(&self, messages: &[Message], schema: Option<&Value>, seed: u64) -> Result<Answer, JudgeError> {
+    pub async fn ask(&self, messages: &[Message], schema: Option<&Value>, seed: u64) -> Result<Answer, JudgeError> {
         let sampling = Sampling { temperature: self.settings.temperature, seed: Some(seed), max_tokens: self.settings.max_tokens, num_ctx: None };
         let started = Instant::now();
         let (completion, requests, waited) = self.inner.complete(&self.settings.model, messages, schema, &sampling).await?;
@@ -80,7 +80,7 @@ impl ModelClient {
 
     /// The model's provenance: sampling, `models-json` (file, sha256, quantization) and what
     /// the server reports, checked against each other.
-    pub(crate) async fn provenance(&self) -> Result<BTreeMap<String, Value>, JudgeError> {
+    pub async fn provenance(&self) -> Result<BTreeMap<String, Value>, JudgeError> {
         let p = Params {
             model: self.settings.model.clone(),
             temperature: self.settings.temperature,
@@ -96,7 +96,7 @@ impl ModelClient {
 }
 
 /// `blake3:` and the first 16 hex digits of the text's hash, as the LLM reviewer's keys.
-pub(crate) fn short_hash(text: &str) -> String {
+pub fn short_hash(text: &str) -> String {
     let hex = blake3::hash(text.as_bytes()).to_hex();
     format!("blake3:{}", &hex[..16])
 }

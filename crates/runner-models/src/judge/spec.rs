@@ -28,14 +28,14 @@ use std::time::Duration;
 use toml::Spanned;
 
 /// The built-in rubrics and claims prompt, embedded so a manifest needs none.
-pub const DEFAULT_VALIDITY_RUBRIC: &str = include_str!("../../../../templates/rubrics/validity.hbs");
-pub const DEFAULT_ACTIONABILITY_RUBRIC: &str = include_str!("../../../../templates/rubrics/actionability.hbs");
-pub const DEFAULT_CLAIMS_PROMPT: &str = include_str!("../../../../templates/prompts/claims.hbs");
+pub(crate) const DEFAULT_VALIDITY_RUBRIC: &str = include_str!("../../../../templates/rubrics/validity.hbs");
+pub(crate) const DEFAULT_ACTIONABILITY_RUBRIC: &str = include_str!("../../../../templates/rubrics/actionability.hbs");
+pub(crate) const DEFAULT_CLAIMS_PROMPT: &str = include_str!("../../../../templates/prompts/claims.hbs");
 
 /// Default `max-tokens` of a judge: a verdict and a one-sentence reason.
-pub const JUDGE_MAX_TOKENS: u32 = 256;
+pub(crate) const JUDGE_MAX_TOKENS: u32 = 256;
 /// Default `max-tokens` of the claims generator: two numbered lists.
-pub const CLAIMS_MAX_TOKENS: u32 = 1024;
+pub(crate) const CLAIMS_MAX_TOKENS: u32 = 1024;
 
 /// Which model answers, how it samples, and how it is reached: what a judge and the claims
 /// generator have in common.
@@ -83,7 +83,7 @@ impl ModelSettings {
 
     /// The LLM reviewer configuration these settings run through: its transport (limits,
     /// retries, fail-fast checks), its wire protocols and its `models-json` provenance.
-    pub(crate) fn llm_spec(&self) -> LlmSpec {
+    pub fn llm_spec(&self) -> LlmSpec {
         let mut s = LlmSpec::new(self.provider, self.base_urls.first().map(String::as_str).unwrap_or(default_base_url(self.provider)));
         s.base_urls = self.base_urls.clone();
         s.model = Some(self.model.clone());

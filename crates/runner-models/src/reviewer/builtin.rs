@@ -76,7 +76,7 @@ pub fn read_spec(t: &TableReader<'_, '_>, axes: &BTreeSet<String>) -> Option<Bui
 
 /// The built-in baselines.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Baseline {
+pub(crate) enum Baseline {
     DryRun,
     Heuristic,
     Sleep,
@@ -84,9 +84,9 @@ pub enum Baseline {
 
 impl Baseline {
     /// Every baseline's name, as `parse` reads it.
-    pub const NAMES: [&'static str; 3] = ["dry-run", "heuristic", "sleep"];
+    pub(crate) const NAMES: [&'static str; 3] = ["dry-run", "heuristic", "sleep"];
 
-    pub fn parse(name: &str) -> Option<Self> {
+    pub(crate) fn parse(name: &str) -> Option<Self> {
         match name {
             "dry-run" => Some(Self::DryRun),
             "heuristic" => Some(Self::Heuristic),
@@ -95,7 +95,7 @@ impl Baseline {
         }
     }
 
-    pub fn help() -> &'static str {
+    pub(crate) fn help() -> &'static str {
         "builtin reviewers: dry-run (stet --dry-run), heuristic (lexical rules), sleep (dry-run after `latency-ms`)"
     }
 

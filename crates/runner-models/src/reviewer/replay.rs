@@ -28,7 +28,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, OnceLock};
 
 /// The placeholder a per-subject `path` names its subject with.
-pub const SUBJECT_PLACEHOLDER: &str = "{subject}";
+pub(crate) const SUBJECT_PLACEHOLDER: &str = "{subject}";
 
 /// Bumped when the same captured bytes would replay to different findings.
 const REPLAY_VERSION: u32 = 1;
@@ -46,7 +46,7 @@ pub enum ReplayFormat {
 }
 
 impl ReplayFormat {
-    pub const NAMES: [&'static str; 6] = ["stet-json", "stet-ndjson", "sarif", "csv", "jsonl", "seed002"];
+    pub(crate) const NAMES: [&'static str; 6] = ["stet-json", "stet-ndjson", "sarif", "csv", "jsonl", "seed002"];
 
     pub fn parse(text: &str) -> Option<Self> {
         match text {
@@ -60,7 +60,7 @@ impl ReplayFormat {
         }
     }
 
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             Self::StetJson => "stet-json",
             Self::StetNdjson => "stet-ndjson",
@@ -73,7 +73,7 @@ impl ReplayFormat {
 
     /// The format a file name implies: `.sarif`/`.sarif.json`, `.ndjson`, `.csv`, `.jsonl`,
     /// `.json` (stet's document). Seed 002's captured results are `.json` too: name them.
-    pub fn infer(path: &str) -> Option<Self> {
+    pub(crate) fn infer(path: &str) -> Option<Self> {
         let lower = path.to_ascii_lowercase();
         [
             (".sarif.json", Self::Sarif),
@@ -90,7 +90,7 @@ impl ReplayFormat {
 
     /// Whether a file of this format says which subject each finding belongs to, so one file
     /// can serve every subject.
-    pub fn names_subjects(self) -> bool {
+    pub(crate) fn names_subjects(self) -> bool {
         matches!(self, Self::Csv | Self::Jsonl | Self::Seed002)
     }
 }

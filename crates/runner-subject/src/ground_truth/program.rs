@@ -566,7 +566,7 @@ pub fn wait_until_ended(pid: libc::pid_t, deadline: Instant) -> bool {
 }
 
 /// Whether the child has ended, leaving it unreaped (`WNOWAIT`).
-pub(crate) fn has_ended(pid: libc::pid_t) -> std::io::Result<bool> {
+pub fn has_ended(pid: libc::pid_t) -> std::io::Result<bool> {
     loop {
         // SAFETY: an all-zero siginfo is a valid value of that plain C struct.
         let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };

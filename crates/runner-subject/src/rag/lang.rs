@@ -37,7 +37,7 @@ impl Language {
     }
 
     /// `git grep` pathspecs selecting this language's files.
-    pub(crate) fn pathspecs(self) -> &'static [&'static str] {
+    pub fn pathspecs(self) -> &'static [&'static str] {
         match self {
             Self::Rust => &["*.rs"],
             Self::Python => &["*.py", "*.pyi"],
@@ -354,7 +354,7 @@ impl Language {
     }
 
     /// Names a line defines, with their kind (`function`, `type`, `class`, …).
-    pub(crate) fn definitions_on(self, line: &str) -> Vec<(String, &'static str)> {
+    pub fn definitions_on(self, line: &str) -> Vec<(String, &'static str)> {
         let mut out = Vec::new();
         for (re, kind) in self.definition_patterns() {
             if let Some(caps) = re.captures(line) {
@@ -386,7 +386,7 @@ impl Language {
 
     /// The index (into `lines`) of the last line of the definition that starts at `start`,
     /// looking at no more than `max_lines` lines.
-    pub(crate) fn block_end(self, lines: &[&str], start: usize, max_lines: usize) -> usize {
+    pub fn block_end(self, lines: &[&str], start: usize, max_lines: usize) -> usize {
         let last = (start + max_lines.max(1) - 1).min(lines.len().saturating_sub(1));
         match self {
             Self::Python => python_block_end(lines, start, last),
@@ -403,7 +403,7 @@ impl Language {
     }
 
     /// Identifiers used in code with how they are used, in order of first use.
-    pub(crate) fn usages(self, code: &str) -> Vec<(String, Usage)> {
+    pub fn usages(self, code: &str) -> Vec<(String, Usage)> {
         static IDENT: OnceLock<Option<Regex>> = OnceLock::new();
         let Some(re) = IDENT.get_or_init(|| Regex::new(r"[A-Za-z_$][A-Za-z0-9_$]*").ok()) else { return Vec::new() };
         let keywords: BTreeSet<&str> = self.keywords().iter().copied().collect();
@@ -448,7 +448,7 @@ impl Language {
 
 /// How an identifier is used in the reviewed code.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub(crate) struct Usage {
+pub struct Usage {
     /// Called as a free function: `f(`, `m!(`.
     pub call: bool,
     /// Called through a path: `Type::f(`, `module::f(`.
@@ -461,7 +461,7 @@ pub(crate) struct Usage {
 
 impl Usage {
     /// Adds the uses in `other`.
-    pub(crate) fn merge_from(&mut self, other: Usage) {
+    pub fn merge_from(&mut self, other: Usage) {
         self.merge(other);
     }
 
@@ -478,7 +478,7 @@ impl Usage {
     /// call in Rust, whose receiver's type is unknown here, so it is not guessed; in Go,
     /// Python and JavaScript `x.f(` is also how a package's or module's function is called,
     /// so it fits when the name is defined in one file only (`unique`).
-    pub(crate) fn fits(&self, kind: &str, lang: Language, unique: bool) -> bool {
+    pub fn fits(&self, kind: &str, lang: Language, unique: bool) -> bool {
         let dotted = self.method_call && lang != Language::Rust && unique;
         match kind {
             "function" => self.call || self.path_call || dotted,

@@ -459,7 +459,7 @@ impl Registry {
 }
 
 /// The identity of an API key: its blake3, never the key.
-pub(crate) fn key_identity(key: &str) -> String {
+pub fn key_identity(key: &str) -> String {
     blake3::hash(key.as_bytes()).to_hex().to_string()
 }
 

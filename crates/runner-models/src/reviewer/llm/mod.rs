@@ -353,7 +353,7 @@ impl LlmReviewer {
     /// One request outside a review (a judge's verdict, a claims generator's answer), through
     /// the same endpoints, limits, retries and fail-fast checks as a review's. Returns the
     /// answer, the number of HTTP attempts and the time spent waiting for a free endpoint.
-    pub(crate) async fn complete(
+    pub async fn complete(
         &self,
         model: &str,
         messages: &[Message],
@@ -369,7 +369,7 @@ impl LlmReviewer {
 
     /// What is known of the model that answers `p.model`: sampling, `models-json`, what the
     /// server reports (checked against `models-json`) and the manifest's `provenance` table.
-    pub(crate) async fn served_provenance(&self, p: &Params) -> Result<BTreeMap<String, Value>, ReviewError> {
+    pub async fn served_provenance(&self, p: &Params) -> Result<BTreeMap<String, Value>, ReviewError> {
         let api_key = self.api_key()?;
         let pool = self.pool(&p.model, api_key.as_deref())?;
         let mut waited = std::time::Duration::ZERO;

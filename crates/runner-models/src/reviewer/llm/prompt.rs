@@ -70,7 +70,7 @@ pub fn units(files: &[FileDiff], kind: UnitKind) -> Vec<Unit<'_>> {
 
 /// A hunk's lines with new-file line numbers at the left: `   12 + code`, `   13   code`,
 /// `      - code` (removed lines have no new-side number).
-pub fn numbered(hunk: &Hunk) -> String {
+pub(crate) fn numbered(hunk: &Hunk) -> String {
     let mut out = Vec::new();
     let mut new_line = hunk.new_start;
     for line in hunk.text.lines().skip(1) {
@@ -209,7 +209,7 @@ pub fn render(spec: &LlmSpec, subject: &Subject, unit: &Unit<'_>, definitions: &
 
 /// Renders a prompt template strictly (an unknown variable is an error) and without HTML
 /// escaping, trimmed; `what` names it in the error.
-pub(crate) fn render_template(what: &str, text: &str, vars: &Value) -> Result<String, String> {
+pub fn render_template(what: &str, text: &str, vars: &Value) -> Result<String, String> {
     let mut hb = Handlebars::new();
     hb.set_strict_mode(true);
     hb.register_escape_fn(handlebars::no_escape);

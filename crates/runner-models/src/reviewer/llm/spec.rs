@@ -9,8 +9,8 @@ use toml::de::DeValue;
 use toml::Spanned;
 
 /// The default prompts, embedded so a manifest needs none.
-pub const DEFAULT_SYSTEM_PROMPT: &str = include_str!("../../../../../templates/prompts/system.hbs");
-pub const DEFAULT_PROMPT: &str = include_str!("../../../../../templates/prompts/review.hbs");
+pub(crate) const DEFAULT_SYSTEM_PROMPT: &str = include_str!("../../../../../templates/prompts/system.hbs");
+pub(crate) const DEFAULT_PROMPT: &str = include_str!("../../../../../templates/prompts/review.hbs");
 
 /// Which wire protocol a model server speaks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

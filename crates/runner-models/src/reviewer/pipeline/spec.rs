@@ -31,9 +31,9 @@ pub enum Role {
 }
 
 impl Role {
-    pub const ALL: [Role; 3] = [Role::Review, Role::Verify, Role::Synthesize];
+    pub(crate) const ALL: [Role; 3] = [Role::Review, Role::Verify, Role::Synthesize];
 
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             Self::Review => "review",
             Self::Verify => "verify",
