@@ -119,27 +119,6 @@ pub fn junit_keep(report: &DiffReport) -> String {
     junit("runner diff (keep rule)", &cases)
 }
 
-/// `--summary FILE`: the Markdown summary of an execution's reports, for a CI job's page. It is
-/// written where it was asked, not into the report directory.
-pub(crate) struct Summary;
-
-impl super::formats::Format for Summary {
-    fn wanted(&self, asked: &super::formats::Asked) -> bool {
-        asked.summary.is_some()
-    }
-
-    fn write(&self, input: &super::formats::FormatInput<'_>) -> Result<Vec<std::path::PathBuf>, super::render::RenderError> {
-        let Some(path) = &input.asked.summary else { return Ok(Vec::new()) };
-        let text = summary_markdown(input.results, &input.results_path.with_file_name("RESULTS.md").display().to_string());
-        let write = |e: std::io::Error, at: &std::path::Path| super::render::RenderError::Write { path: at.display().to_string(), source: e };
-        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-            std::fs::create_dir_all(dir).map_err(|e| write(e, dir))?;
-        }
-        std::fs::write(path, text).map_err(|e| write(e, path))?;
-        Ok(Vec::new())
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -109,26 +109,6 @@ pub fn subject_diffs(plan: &Plan, work_dir: &Path) -> BTreeMap<String, Result<St
     plan.subjects.iter().map(|(id, spec)| (id.clone(), crate::subject::materialize(spec, work_dir).map(|s| s.diff).map_err(|e| e.to_string()))).collect()
 }
 
-/// `report.html` beside the reports an execution wrote: its own side, named as the file
-/// beside the page, so the page does not depend on where it was written.
-pub(crate) struct HtmlReport;
-
-impl super::formats::Format for HtmlReport {
-    fn wanted(&self, asked: &super::formats::Asked) -> bool {
-        asked.html
-    }
-
-    fn write(&self, input: &super::formats::FormatInput<'_>) -> Result<Vec<std::path::PathBuf>, RenderError> {
-        let mut side = (input.side)();
-        side.results_path = "results.json".to_string();
-        let page = render(&[side])?;
-        let path = input.results_path.with_file_name("report.html");
-        crate::cache::store::atomic_write(&path, page.as_bytes())
-            .map_err(|e| RenderError::Write { path: path.display().to_string(), source: std::io::Error::other(e.to_string()) })?;
-        Ok(vec![path])
-    }
-}
-
 /// Renders the page: one execution, or two side by side (`sides[0]` is A).
 pub fn render(sides: &[Side]) -> Result<String, RenderError> {
     let page = Page::build(sides);

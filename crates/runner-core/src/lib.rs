@@ -1,11 +1,12 @@
 //! `runner-core`, the bottom layer: findings in stet's schema, the experiment matrix,
 //! configuration reading and diagnostics, text rules, paired statistics, bounded reads and the
-//! per-process scratch directory. It depends on no other runner crate.
+//! per-process scratch directory, and the child-process sandbox. It depends on no other runner crate.
 
 pub mod bounded;
 pub mod config;
 pub mod finding;
 pub mod matrix;
+pub mod sandbox;
 pub mod scratch;
 pub mod stats;
 pub mod text;

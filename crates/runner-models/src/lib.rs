@@ -1,8 +1,10 @@
 //! `runner-models`: what is asked. Every reviewer kind, the judges and the embedder of RQS v2,
 //! and the static analyzers (smells). Depends on `runner-core` and `runner-subject`.
 
-use runner_core::{config, finding, matrix, scratch};
-use runner_subject::{ground_truth, rag, subject};
+use runner_core::{config, finding, matrix, sandbox, scratch};
+#[cfg(test)]
+use runner_subject::ground_truth;
+use runner_subject::{rag, subject};
 
 pub mod judge;
 pub mod reviewer;

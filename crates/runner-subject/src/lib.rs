@@ -2,7 +2,7 @@
 //! materialization, RAG-lite context, and ground truth (private oracles, corpora, the
 //! child-process sandbox that builds them). Depends on `runner-core` only.
 
-use runner_core::{bounded, finding};
+use runner_core::{bounded, finding, sandbox};
 
 pub mod ground_truth;
 pub mod rag;

@@ -37,20 +37,20 @@ pub trait Format: Sync {
     fn write(&self, input: &FormatInput<'_>) -> Result<Vec<PathBuf>, RenderError>;
 }
 
-/// Declares `FORMATS`: the formats of other modules, then each format with a file of its own in
-/// `report/formats/` (its module declared here), one line each.
+/// Declares each format's module (a file in `report/formats/`) and lists it in `FORMATS`, one
+/// line each, in the order they are written.
 macro_rules! formats {
-    (elsewhere: [$($format:path),* $(,)?], here: [$($module:ident :: $own:ident),* $(,)?] $(,)?) => {
+    ($($module:ident :: $format:ident),* $(,)?) => {
         $(pub mod $module;)*
 
         /// Every format, in the order they are written.
-        pub static FORMATS: &[&dyn Format] = &[$(&$format,)* $(&$module::$own,)*];
+        pub static FORMATS: &[&dyn Format] = &[$(&$module::$format),*];
     };
 }
 
 formats! {
-    elsewhere: [super::html::HtmlReport, super::ci::Summary],
-    here: [],
+    html_page::HtmlReport,
+    ci_summary::Summary,
 }
 
 /// Writes every format the execution asked for; returns the report-directory files written.

@@ -1,11 +1,11 @@
 //! One analyzer process, hermetic and bounded, the way ground-truth programs run
-//! (`ground_truth::program`, whose session, limit and reaping helpers this reuses): its own
+//! (through `runner-core`'s `sandbox`, as `ground_truth::program` does): its own
 //! session, a cleared environment (`PATH`, a `HOME` and `TMPDIR` of its own, the C.UTF-8
 //! locale, no colour), `RLIMIT_CPU`, `RLIMIT_FSIZE`, `RLIMIT_AS` and no core files, a wall-clock
 //! backstop, and stdout and stderr read whole up to a bound: an analyzer that prints more is
 //! an error, never a truncated parse.
 
-use crate::ground_truth::program::{kill_run, limit, reap, MARKER_VAR};
+use crate::sandbox::{kill_run, limit, reap, MARKER_VAR};
 use std::ffi::OsString;
 use std::io::Read;
 use std::path::{Path, PathBuf};
@@ -129,7 +129,7 @@ pub fn run(program: &Path, args: &[OsString], cwd: &Path, env: &[(String, OsStri
     let mut child = command.spawn().map_err(|e| format!("cannot start `{}`: {e}", program.display()))?;
     let pid = child.id() as libc::pid_t;
     let readers = [child.stdout.take().map(|s| read_bounded(s, limits.output_bytes)), child.stderr.take().map(|s| read_bounded(s, limits.output_bytes))];
-    let timed_out = crate::ground_truth::program::wait_until_ended(pid, Instant::now() + limits.wall);
+    let timed_out = crate::sandbox::wait_until_ended(pid, Instant::now() + limits.wall);
     kill_run(pid, &marker);
     let ended = reap(pid);
     drop(child);

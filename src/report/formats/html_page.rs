@@ -1,0 +1,27 @@
+//! `report.html` beside the reports (`[report] html = true`, `--html`): the page `runner
+//! report` draws, from this execution's own side.
+
+use super::{Asked, Format, FormatInput};
+use crate::report::html;
+use crate::report::render::RenderError;
+use std::path::PathBuf;
+
+/// `report.html` beside the reports an execution wrote: its own side, named as the file
+/// beside the page, so the page does not depend on where it was written.
+pub(crate) struct HtmlReport;
+
+impl Format for HtmlReport {
+    fn wanted(&self, asked: &Asked) -> bool {
+        asked.html
+    }
+
+    fn write(&self, input: &FormatInput<'_>) -> Result<Vec<PathBuf>, RenderError> {
+        let mut side = (input.side)();
+        side.results_path = "results.json".to_string();
+        let page = html::render(&[side])?;
+        let path = input.results_path.with_file_name("report.html");
+        crate::cache::store::atomic_write(&path, page.as_bytes())
+            .map_err(|e| RenderError::Write { path: path.display().to_string(), source: std::io::Error::other(e.to_string()) })?;
+        Ok(vec![path])
+    }
+}
