@@ -1,5 +1,5 @@
-//! The child-process sandbox every program runner starts goes through (ground-truth programs,
-//! static analyzers): resource limits set below runner's own, waiting with a deadline,
+//! The sandbox of every child program runner starts (ground-truth programs, static
+//! analyzers): resource limits set below runner's own, waiting with a deadline,
 //! reaping with the child's CPU time, and killing a run's whole session — and any process that
 //! left it but carries the run's marker in its environment — until none is left.
 

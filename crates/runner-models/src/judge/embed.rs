@@ -17,7 +17,7 @@
 //! server that serves another file than `models-json` names is an error.
 
 use crate::config::TableReader;
-use crate::reviewer::llm::spec::{api_key_from_env, check_api_key_env, check_url, read_models_json, read_patience};
+use crate::reviewer::llm::spec::{api_key_from_env, check_api_key_env, check_url, read_models_json, read_retries_and_timeouts};
 use crate::reviewer::llm::spec::{expand_env, Protocol};
 use crate::reviewer::llm::transport::{Endpoint, Failure, Policy, ServerInfo, Transport};
 use crate::reviewer::llm::wire::AttemptError;
@@ -479,7 +479,12 @@ pub fn read_embedder_spec(t: &TableReader<'_, '_>, base_dir: &Path) -> Option<Em
     if let Some(v) = t.integer("batch-size", 1, 4096) {
         spec.batch_size = *v.get_ref() as usize;
     }
-    read_patience(t, &mut spec.retries, [&mut spec.retry_base_delay, &mut spec.retry_max_delay, &mut spec.request_timeout, &mut spec.connect_timeout], &mut ok);
+    read_retries_and_timeouts(
+        t,
+        &mut spec.retries,
+        [&mut spec.retry_base_delay, &mut spec.retry_max_delay, &mut spec.request_timeout, &mut spec.connect_timeout],
+        &mut ok,
+    );
     spec.models_json = read_models_json(t, base_dir);
     (ok && protocol.is_some() && model.is_some()).then_some(spec)
 }

@@ -352,7 +352,12 @@ pub fn read_spec(t: &TableReader<'_, '_>, kind: &str, axes: &BTreeSet<String>, b
     if let Some(v) = t.integer("max-concurrency-per-endpoint", 1, 1024) {
         spec.max_concurrency_per_endpoint = *v.get_ref() as usize;
     }
-    read_patience(t, &mut spec.retries, [&mut spec.retry_base_delay, &mut spec.retry_max_delay, &mut spec.request_timeout, &mut spec.connect_timeout], &mut ok);
+    read_retries_and_timeouts(
+        t,
+        &mut spec.retries,
+        [&mut spec.retry_base_delay, &mut spec.retry_max_delay, &mut spec.request_timeout, &mut spec.connect_timeout],
+        &mut ok,
+    );
     if let Some(path) = read_models_json(t, base_dir) {
         spec.models_json = Some(path);
     }
@@ -383,7 +388,7 @@ pub fn read_spec(t: &TableReader<'_, '_>, kind: &str, axes: &BTreeSet<String>, b
 /// `retries` and the four durations every model client reads (`retry-base-delay`,
 /// `retry-max-delay`, `request-timeout`, `connect-timeout`, in that order): the one reading for
 /// reviewers and the embedder.
-pub(crate) fn read_patience(t: &TableReader<'_, '_>, retries: &mut u32, [base, max, request, connect]: [&mut Duration; 4], ok: &mut bool) {
+pub(crate) fn read_retries_and_timeouts(t: &TableReader<'_, '_>, retries: &mut u32, [base, max, request, connect]: [&mut Duration; 4], ok: &mut bool) {
     if let Some(v) = t.integer("retries", 0, 20) {
         *retries = *v.get_ref() as u32;
     }
