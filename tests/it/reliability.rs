@@ -173,7 +173,7 @@ fn a_damaged_raw_output_is_refused_by_frozen_and_repaired_and_a_directory_object
     std::fs::remove_file(&path).expect("rm");
     std::fs::create_dir_all(path.join("inside")).expect("mkdir");
     let exec = bounded(cli(d).args(["exec", "--json"]).arg(&manifest));
-    assert!(exec.status.success(), "a directory in an object's place is repaired: {}", stderr_of(&exec));
+    assert!(exec.status.success(), "a directory in an object's place is repaired: {}{}", stderr_of(&exec), stdout_of(&exec));
     assert_eq!(count_events(&events(&exec), "run_failed"), 0);
     assert!(std::fs::symlink_metadata(&path).expect("object").is_file());
     let verify = bounded(cli(d).args(["cache", "verify"]));

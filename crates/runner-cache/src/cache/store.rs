@@ -183,6 +183,18 @@ pub enum CacheError {
     Lock(PathBuf),
 }
 
+impl CacheError {
+    /// Whether the write failed because a directory stood at the entry's path.
+    fn is_directory_in_the_way(&self) -> bool {
+        use std::io::ErrorKind::{DirectoryNotEmpty, IsADirectory};
+        matches!(self, CacheError::Write { source, .. } if matches!(source.kind(), IsADirectory | DirectoryNotEmpty))
+    }
+}
+
+/// How often a write retries while a directory stands in its entry's place (another writer
+/// may be removing it at the same moment).
+const DIRECTORY_REPAIR_ATTEMPTS: usize = 16;
+
 /// A cache directory.
 #[derive(Debug, Clone)]
 pub struct CacheStore {
@@ -378,16 +390,29 @@ impl CacheStore {
     ///
     /// Whatever is in the entry's place is replaced: a corrupt file, a FIFO, or a directory
     /// (removed with what it holds: nothing of the cache's own layout lives at an entry's path).
+    ///
+    /// Runs that share an object write it at once. Where a directory stands in its place, one
+    /// writer's rename fails while another is still removing the directory, or has already
+    /// put the file there: each writer retries (a rename over a file always succeeds) for as
+    /// long as it finds a directory, and stops at the first write that lands.
     fn write_entry(&self, path: &Path, bytes: &[u8]) -> Result<(), CacheError> {
         self.unsynced.store(true, Ordering::SeqCst);
-        match write_via_temp(path, bytes, false) {
-            // Another writer of the same entry may have removed it already: only the retry counts.
-            Err(_) if std::fs::symlink_metadata(path).is_ok_and(|m| m.is_dir()) => {
-                let _ = std::fs::remove_dir_all(path);
-                write_via_temp(path, bytes, false)
+        let mut written = write_via_temp(path, bytes, false);
+        for attempt in 0..DIRECTORY_REPAIR_ATTEMPTS {
+            let Err(error) = &written else { break };
+            let directory_now = std::fs::symlink_metadata(path).is_ok_and(|m| m.is_dir());
+            if !directory_now && !error.is_directory_in_the_way() {
+                break;
             }
-            written => written,
+            if directory_now {
+                let _ = std::fs::remove_dir_all(path);
+            }
+            if attempt > 0 {
+                std::thread::yield_now();
+            }
+            written = write_via_temp(path, bytes, false);
         }
+        written
     }
 
     /// Reads an object and checks that its bytes still hash to its name.
@@ -1344,5 +1369,34 @@ mod tests {
         assert_eq!(fresh.slot_key(old_slot), Some(a.0.clone()));
         fresh.remember_slot(old_slot, &a).expect("agrees");
         assert!(!fresh.slot_journal_path(old_slot).exists());
+    }
+
+    #[test]
+    fn writers_of_one_object_all_repair_a_directory_in_its_place() {
+        // Runs that share an object write it at once; a directory in its place (holding
+        // files) must not fail any of them, whichever removes it or lands first.
+        for round in 0..100 {
+            let dir = tempfile::tempdir().expect("tempdir");
+            let store = CacheStore::new(dir.path());
+            let bytes = format!("shared output {round}");
+            let hash = blake3::hash(bytes.as_bytes()).to_hex().to_string();
+            let path = store.object_path(&hash);
+            std::fs::create_dir_all(path.join("inside").join("deeper")).expect("mkdir");
+            std::fs::write(path.join("inside").join("file"), "x").expect("file");
+            let barrier = std::sync::Barrier::new(4);
+            let results: Vec<Result<String, String>> = std::thread::scope(|scope| {
+                let writers: Vec<_> = (0..4)
+                    .map(|_| {
+                        scope.spawn(|| {
+                            barrier.wait();
+                            store.put_object(bytes.as_bytes()).map_err(|e| e.to_string())
+                        })
+                    })
+                    .collect();
+                writers.into_iter().map(|w| w.join().unwrap_or_else(|_| Err("panicked".into()))).collect()
+            });
+            assert!(results.iter().all(|r| r.as_deref() == Ok(hash.as_str())), "round {round}: {results:?}");
+            assert_eq!(store.get_object(&hash).expect("whole"), bytes.as_bytes());
+        }
     }
 }
