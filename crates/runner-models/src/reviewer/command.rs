@@ -828,6 +828,15 @@ fn copy_tree(from: &Path, to: &Path, rel: &Path, skip: &[PathBuf]) -> std::io::R
     Ok(())
 }
 
+/// Held while git adds or removes a worktree. `git worktree add` reads every other
+/// worktree's admin files, and fails on one another add has created but not yet filled
+/// ("failed to read .git/worktrees/…/commondir"): this process's adds and removes take turns.
+/// They take milliseconds; the reviews in the worktrees still run side by side.
+static WORKTREE_ADMIN: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+/// How often an add that met another process's half-made worktree is tried again.
+const WORKTREE_ADD_RETRIES: usize = 3;
+
 /// A detached worktree at a commit, removed when dropped.
 struct Worktree {
     repo: PathBuf,
@@ -842,14 +851,29 @@ impl Worktree {
         // of its own keeps concurrent adds on one repository from racing for the same one.
         let name = dir.path().file_name().map_or_else(|| "tree".into(), |n| n.to_os_string());
         let path = dir.path().join(name);
-        git(repo, &["worktree", "add", "--detach", "--quiet", &path.display().to_string(), commit])
-            .map_err(|e| ReviewError::failed(format!("failed to add a worktree: {e}")))?;
+        let turn = WORKTREE_ADMIN.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let add = || git(repo, &["worktree", "add", "--detach", "--quiet", &path.display().to_string(), commit]);
+        // Another process (a parallel shard) may be adding one too: its half-written admin
+        // files are retried past, a few times.
+        let mut added = add();
+        for _ in 0..WORKTREE_ADD_RETRIES {
+            match &added {
+                Err(e) if e.to_string().contains(".git/worktrees/") && !path.exists() => {
+                    std::thread::sleep(Duration::from_millis(50));
+                    added = add();
+                }
+                _ => break,
+            }
+        }
+        added.map_err(|e| ReviewError::failed(format!("failed to add a worktree: {e}")))?;
+        drop(turn);
         Ok(Self { repo: repo.to_path_buf(), path, _dir: dir })
     }
 }
 
 impl Drop for Worktree {
     fn drop(&mut self) {
+        let _turn = WORKTREE_ADMIN.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
         let _ = git(&self.repo, &["worktree", "remove", "--force", &self.path.display().to_string()]);
     }
 }
@@ -878,6 +902,39 @@ mod tests {
 
     fn endpoint(s: &CommandSpec) -> Option<String> {
         CommandReviewer::new(s.clone()).endpoint_in(&s.env, &BTreeMap::new())
+    }
+
+    #[test]
+    fn worktrees_added_and_removed_at_once_on_one_repository_all_succeed() {
+        use crate::subject::git::run_for_test;
+        let dir = tempfile::tempdir().expect("tempdir");
+        let repo = dir.path().join("repo");
+        std::fs::create_dir_all(&repo).expect("mkdir");
+        run_for_test(&repo, &["init", "-q"]);
+        for i in 0..2 {
+            std::fs::write(repo.join("a.txt"), format!("{i}\n")).expect("write");
+            run_for_test(&repo, &["add", "a.txt"]);
+            run_for_test(&repo, &["commit", "-q", "-m", &format!("c{i}")]);
+        }
+        let head = run_for_test(&repo, &["rev-parse", "HEAD"]);
+        // Git alone fails one add in a few dozen here: another add's admin files half written.
+        let failures: Vec<String> = std::thread::scope(|scope| {
+            let threads: Vec<_> = (0..6)
+                .map(|_| {
+                    scope.spawn(|| {
+                        (0..8)
+                            .filter_map(|_| match Worktree::add(&repo, &head) {
+                                Ok(tree) => (!tree.path.join("a.txt").is_file()).then(|| "no checkout".to_string()),
+                                Err(e) => Some(e.to_string()),
+                            })
+                            .collect::<Vec<_>>()
+                    })
+                })
+                .collect();
+            threads.into_iter().flat_map(|t| t.join().unwrap_or_else(|_| vec!["panicked".into()])).collect()
+        });
+        assert!(failures.is_empty(), "{failures:?}");
+        assert_eq!(run_for_test(&repo, &["worktree", "list", "--porcelain"]).matches("worktree ").count(), 1, "every worktree removed");
     }
 
     #[test]
