@@ -49,7 +49,7 @@ pub enum Error {
     #[error(transparent)]
     Oracle(#[from] crate::ground_truth::oracle::OracleError),
     #[error(transparent)]
-    Score(#[from] crate::analysis::score::ScoreError),
+    Score(#[from] crate::analysis::corpus::score::ScoreError),
     #[error(transparent)]
     Adjudication(#[from] crate::study::adjudication::AdjudicationError),
     #[error(transparent)]
@@ -60,7 +60,7 @@ pub enum Error {
     Resolution(#[from] crate::study::resolution::ResolutionError),
     /// An analysis's `adjudication` file could not be loaded.
     #[error("analysis `{analysis}`: `adjudication`: {source}")]
-    AnalysisAdjudication { analysis: String, source: crate::analysis::adjudication::RecordError },
+    AnalysisAdjudication { analysis: String, source: crate::analysis::matching::adjudication::RecordError },
     #[error(transparent)]
     EvalCase(#[from] crate::ground_truth::evalcase::EvalCaseError),
     #[error(transparent)]

@@ -1,6 +1,6 @@
 //! One experiment end to end: manifest → targets → plan → execution → analyses → reports.
 
-use crate::analysis::context_level::DiffScope;
+use crate::analysis::efficacy::context_level::DiffScope;
 use crate::analysis::spec::AnalysisKind;
 use crate::analysis::{self, AnalysisInput, AnalysisResult, Extras, RunView};
 use crate::cache::{CacheStore, LayeredStore, RemoteStore, Store};
@@ -30,7 +30,7 @@ pub struct Prepared {
     /// The target's ground truth, for analyses only: never passed to a reviewer.
     pub oracle: Option<Oracle>,
     /// Adjudication records named by analyses, by resolved path.
-    pub adjudications: BTreeMap<PathBuf, crate::analysis::adjudication::Adjudication>,
+    pub adjudications: BTreeMap<PathBuf, crate::analysis::matching::adjudication::Adjudication>,
     /// RQS v2's jury, claims model, analyzers and embedder, when the plan has scoring nodes.
     pub scorers: Option<Arc<ExperimentScorers>>,
     /// Per `rqs` analysis (by index): its τ and where it came from, and its anchor set.
@@ -41,7 +41,7 @@ pub struct Prepared {
 #[derive(Debug, Clone, Default)]
 pub struct RqsResources {
     pub tau: Option<(f64, String)>,
-    pub anchor: Option<crate::analysis::rqs::Anchor>,
+    pub anchor: Option<crate::analysis::rqs::metric::Anchor>,
 }
 
 /// Where things go; CLI flags override the manifest.
@@ -244,15 +244,15 @@ pub fn check(manifest: Manifest, options: &PrepareOptions) -> Result<plan::PlanS
 
 /// The adjudication records the analyses name; a missing or unparsable one is an error naming
 /// its path and the analysis.
-pub(crate) fn load_adjudications(manifest: &Manifest) -> Result<BTreeMap<PathBuf, crate::analysis::adjudication::Adjudication>, Error> {
+pub(crate) fn load_adjudications(manifest: &Manifest) -> Result<BTreeMap<PathBuf, crate::analysis::matching::adjudication::Adjudication>, Error> {
     let mut out = BTreeMap::new();
     for spec in &manifest.analyses {
         let Some(path) = &spec.adjudication else { continue };
         if out.contains_key(path) {
             continue;
         }
-        let record =
-            crate::analysis::adjudication::load(path).map_err(|source| Error::AnalysisAdjudication { analysis: spec.kind.as_str().to_string(), source })?;
+        let record = crate::analysis::matching::adjudication::load(path)
+            .map_err(|source| Error::AnalysisAdjudication { analysis: spec.kind.as_str().to_string(), source })?;
         out.insert(path.clone(), record);
     }
     Ok(out)
@@ -446,8 +446,8 @@ fn analyze(
     index: usize,
     outcomes: &[&RunOutcome],
     scopes: Option<&BTreeMap<String, DiffScope>>,
-    rqs: Option<&crate::analysis::rqs::RqsInput>,
-    match_votes: Option<&crate::analysis::matching::MatchVotes>,
+    rqs: Option<&crate::analysis::rqs::metric::RqsInput>,
+    match_votes: Option<&crate::analysis::matching::matcher::MatchVotes>,
 ) -> AnalysisResult {
     let plan = &prepared.plan;
     let mut views = Vec::with_capacity(plan.runs.len());
@@ -480,7 +480,7 @@ fn analyze(
 
 /// A history target's repository, the head its findings are followed up to by default (the
 /// range's end, else `HEAD`) and each subject's reviewed commit, for the resolution rate.
-fn history_repository(prepared: &Prepared) -> Option<crate::analysis::resolution::Repository> {
+fn history_repository(prepared: &Prepared) -> Option<crate::analysis::rqs::resolution::Repository> {
     use crate::subject::history::Commits;
     let TargetSpec::History { repo, history, .. } = &prepared.manifest.target else { return None };
     let head = match &history.commits {
@@ -498,7 +498,7 @@ fn history_repository(prepared: &Prepared) -> Option<crate::analysis::resolution
         .collect();
     let labels = prepared.plan.history.iter().flat_map(|h| &h.planned).map(|c| (c.sha.clone(), c.label())).collect();
     let options = prepared.manifest.analyses.iter().find_map(|a| a.resolution().cloned()).unwrap_or_default();
-    Some(crate::analysis::resolution::Repository { repo: repo.clone(), head: head.to_string(), commits, labels, options })
+    Some(crate::analysis::rqs::resolution::Repository { repo: repo.clone(), head: head.to_string(), commits, labels, options })
 }
 
 /// The results model of an execution.

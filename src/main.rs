@@ -29,7 +29,7 @@ use cli::{
     MergeArgs, OracleCommand, OracleProposeArgs, PlanArgs, ReportArgs, ResolutionArgs, ScoreArgs, ShowArgs, StudyAuditArgs, StudyCommand, StudyExportArgs,
     StudyImportArgs, StudyPreferenceArgs,
 };
-use runner::analysis::score::ScoreError;
+use runner::analysis::corpus::score::ScoreError;
 use runner::cache::Lookup;
 use runner::error::{Ending, Error, Exit};
 use runner::exec::{Emitter, ExecOptions};
@@ -763,7 +763,7 @@ fn corpus_validate(args: &CorpusValidateArgs) -> Result<Exit, Error> {
 }
 
 fn score(args: &ScoreArgs) -> Result<Exit, Error> {
-    use runner::analysis::score;
+    use runner::analysis::corpus::score;
     use runner::ground_truth::oracle;
     let oracle = oracle::load_file(&args.oracle)?;
     let captured = score::load_captured(&args.results)?;
@@ -873,7 +873,7 @@ fn a2(args: &A2Args) -> Result<Exit, Error> {
 }
 
 fn crscore(args: &CrscoreArgs) -> Result<Exit, Error> {
-    use runner::analysis::crscore;
+    use runner::analysis::rqs::crscore;
     use runner::judge::embed::{EmbedProtocol, Embedder, EmbedderSpec};
     let data = crscore::CrscoreData::load(&args.reference).map_err(|e| Error::Scoring(e.to_string()))?;
     let protocol = if args.provider == "ollama" { EmbedProtocol::Ollama } else { EmbedProtocol::OpenAi };
@@ -897,11 +897,12 @@ fn crscore(args: &CrscoreArgs) -> Result<Exit, Error> {
 }
 
 /// Judgement files, with their texts' embeddings and the embedder's fingerprint when one is set.
-type ReadJudgements = (Vec<runner::analysis::judgements::JudgementFile>, Option<runner::analysis::judgements::Vectors>, Option<serde_json::Value>);
+type ReadJudgements =
+    (Vec<runner::analysis::matching::judgements::JudgementFile>, Option<runner::analysis::matching::judgements::Vectors>, Option<serde_json::Value>);
 
 /// Reads judgement files, and embeds their texts through the cache when an embedder is set.
 fn read_judgements(files: &[PathBuf], embedder: &MatchingEmbedderArgs) -> Result<ReadJudgements, Error> {
-    use runner::analysis::judgements::JudgementFile;
+    use runner::analysis::matching::judgements::JudgementFile;
     use runner::judge::embed::{EmbedProtocol, Embedder, EmbedderSpec};
     let read: Vec<JudgementFile> = files.iter().map(|f| JudgementFile::read(f)).collect::<Result<_, _>>().map_err(Error::Scoring)?;
     let url = match (&embedder.embedder_url, embedder.lexical) {
@@ -919,12 +920,12 @@ fn read_judgements(files: &[PathBuf], embedder: &MatchingEmbedderArgs) -> Result
 }
 
 fn matching_evaluate(args: &MatchingEvaluateArgs) -> Result<Exit, Error> {
-    use runner::analysis::matching::SimilarityMeasure;
+    use runner::analysis::matching::matcher::SimilarityMeasure;
     use runner::analysis::spec::OracleRule;
     let (files, vectors, _) = read_judgements(&args.files, &args.embedder)?;
     let mut rule = match (&args.calibration, vectors.is_some()) {
         (Some(path), _) => {
-            let c = runner::analysis::match_calibration::read_rule(path).map_err(|e| Error::Scoring(format!("`{}`: {e}", path.display())))?;
+            let c = runner::analysis::matching::calibration::read_rule(path).map_err(|e| Error::Scoring(format!("`{}`: {e}", path.display())))?;
             OracleRule {
                 similarity: c.similarity,
                 measure: c.measure,
@@ -964,10 +965,10 @@ fn matching_evaluate(args: &MatchingEvaluateArgs) -> Result<Exit, Error> {
 }
 
 fn matching_calibrate(args: &MatchingCalibrateArgs) -> Result<Exit, Error> {
-    use runner::analysis::matching::SimilarityMeasure;
+    use runner::analysis::matching::matcher::SimilarityMeasure;
     let (files, vectors, fingerprint) = read_judgements(&args.files, &args.embedder)?;
     let measure = SimilarityMeasure::parse(&args.measure).unwrap_or(SimilarityMeasure::Tokens);
-    use runner::analysis::match_calibration::{calibrate, FoldBy};
+    use runner::analysis::matching::calibration::{calibrate, FoldBy};
     let by = if args.folds == "project" { FoldBy::Project } else { FoldBy::PullRequest };
     let calibration = calibrate(&files, measure, vectors.as_ref(), fingerprint, by).map_err(Error::Scoring)?;
     let text = serde_json::to_string_pretty(&calibration).map_err(|e| Error::Scoring(e.to_string()))? + "\n";

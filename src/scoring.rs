@@ -7,9 +7,9 @@
 //! an embedding by the embedder's fingerprint and the texts. The blind item a judge sees is
 //! built from the finding and the subject's diff only when the call runs.
 
-use crate::analysis::judgements::{recorded_decisions, JudgementFile, RecordedDecision};
-use crate::analysis::matching::{judge_pairs, MatchVotes};
-use crate::analysis::rqs::{EmbedderInfo, FindingVotes, JudgeInfo, RqsInput, RunScoring, StageCost, SubjectReferences, Vote};
+use crate::analysis::matching::judgements::{recorded_decisions, JudgementFile, RecordedDecision};
+use crate::analysis::matching::matcher::{judge_pairs, MatchVotes};
+use crate::analysis::rqs::metric::{EmbedderInfo, FindingVotes, JudgeInfo, RqsInput, RunScoring, StageCost, SubjectReferences, Vote};
 use crate::analysis::spec::OracleRule;
 use crate::cache::CacheStore;
 use crate::exec::{Call, CallCost, CallFuture, NodeInputs, ScoredView, Scorers, WalkView};
@@ -647,7 +647,7 @@ pub fn rqs_input<A, R>(plan: &Plan, view: &WalkView<'_, A, R>, scorers: &Experim
 /// Reads a human anchor set: a CSV with a header naming `subject`, `file`, `line`,
 /// `message`, and `valid` and/or `actionable` (`yes`/`no`, empty when not labelled). Every
 /// problem is reported, with its row.
-pub(crate) fn read_anchor(path: &std::path::Path) -> Result<crate::analysis::rqs::Anchor, String> {
+pub(crate) fn read_anchor(path: &std::path::Path) -> Result<crate::analysis::rqs::metric::Anchor, String> {
     let mut reader =
         csv::ReaderBuilder::new().comment(Some(b'#')).from_path(path).map_err(|e| format!("cannot read the anchor set `{}`: {e}", path.display()))?;
     let headers = reader.headers().map_err(|e| format!("`{}`: {e}", path.display()))?.clone();
@@ -689,7 +689,7 @@ pub(crate) fn read_anchor(path: &std::path::Path) -> Result<crate::analysis::rqs
                 continue;
             }
         };
-        let item = crate::analysis::rqs::AnchorItem {
+        let item = crate::analysis::rqs::metric::AnchorItem {
             subject: get(subject),
             file: get(file),
             line: line_value,
@@ -702,7 +702,7 @@ pub(crate) fn read_anchor(path: &std::path::Path) -> Result<crate::analysis::rqs
     if !problems.is_empty() {
         return Err(format!("`{}`: {}", path.display(), problems.join("; ")));
     }
-    Ok(crate::analysis::rqs::Anchor { source: path.display().to_string(), items })
+    Ok(crate::analysis::rqs::metric::Anchor { source: path.display().to_string(), items })
 }
 
 /// A calibration file (`runner crscore --calibrate` writes one): τ and what it was calibrated
@@ -766,7 +766,11 @@ pub async fn embed_cached(
 
 /// Writes `RESULTS.md`, `crscore.json` and `calibration.json` (τ with the embedder it was
 /// calibrated for, which an `rqs` analysis's `calibration` reads) under `out`.
-pub fn write_crscore(out: &std::path::Path, report: &crate::analysis::crscore::CrscoreReport, embedder: &Value) -> Result<Vec<std::path::PathBuf>, String> {
+pub fn write_crscore(
+    out: &std::path::Path,
+    report: &crate::analysis::rqs::crscore::CrscoreReport,
+    embedder: &Value,
+) -> Result<Vec<std::path::PathBuf>, String> {
     std::fs::create_dir_all(out).map_err(|e| format!("cannot create `{}`: {e}", out.display()))?;
     let mut written = Vec::new();
     let mut write = |name: &str, text: String| -> Result<(), String> {

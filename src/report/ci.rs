@@ -93,7 +93,7 @@ pub fn junit_gate(report: &GateReport) -> String {
         .iter()
         .map(|row| {
             let c = &row.comparison;
-            let line = crate::analysis::compare::verdict_line(c, 3).replace("**", "");
+            let line = crate::analysis::statistics::compare::verdict_line(c, 3).replace("**", "");
             (format!("{} {} vs {}", report.metric.as_str(), c.b, c.a), row.fails.then(|| format!("{}: {}", c.verdict(), report.rule)), line)
         })
         .collect();

@@ -7,8 +7,8 @@
 //! (`--cell-a`/`--cell-b`, one name serving both sides when only one is given), else the only
 //! cell of each side, else the cells with the same id on both sides.
 
-use crate::analysis::matching::Verdict;
-use crate::analysis::review_eval::{CellEval, ReviewEvalData};
+use crate::analysis::corpus::review_eval::{CellEval, ReviewEvalData};
+use crate::analysis::matching::matcher::Verdict;
 use crate::analysis::spec::AnalysisKind;
 use serde::Serialize;
 use std::collections::BTreeSet;
@@ -315,8 +315,8 @@ pub fn render_text(report: &DiffReport) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::analysis::matching::MatchCounts;
-    use crate::analysis::review_eval::{FindingEval, Scores};
+    use crate::analysis::corpus::review_eval::{FindingEval, Scores};
+    use crate::analysis::matching::matcher::MatchCounts;
     use std::collections::BTreeMap;
 
     fn cell(id: &str, verdicts: &[(&str, Verdict)], rejected: usize, reported: usize) -> CellEval {

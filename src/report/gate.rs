@@ -8,10 +8,10 @@
 //! precision, F1, noise), pooled over each cell's repeats as `compare` pools them.
 
 use super::diff::DiffError;
-use crate::analysis::compare::{self, correct_and_conclude, CellMetrics, CompareData, Comparison, Conclusion, MetricValues};
-use crate::analysis::matching::MatchCounts;
-use crate::analysis::review_eval::ReviewEvalData;
+use crate::analysis::corpus::review_eval::ReviewEvalData;
+use crate::analysis::matching::matcher::MatchCounts;
 use crate::analysis::spec::{AnalysisKind, CompareMetric, CompareOptions};
+use crate::analysis::statistics::compare::{self, correct_and_conclude, CellMetrics, CompareData, Comparison, Conclusion, MetricValues};
 use serde::Serialize;
 use std::collections::BTreeMap;
 use std::fmt::Write as _;

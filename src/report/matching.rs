@@ -1,8 +1,8 @@
 //! `runner matching evaluate`: the matcher's decisions on judgement files and, where a file
 //! carries a judge's labels, its agreement with that judge; with several labelled files, the
-//! judges side by side. Figures are computed in `analysis::judgements`; this is their report.
+//! judges side by side. Figures are computed in `analysis::matching::judgements`; this is their report.
 
-use crate::analysis::judgements::{agreement, decide, jury, Agreement, Decision, JudgementFile, Jury, Vectors};
+use crate::analysis::matching::judgements::{agreement, decide, jury, Agreement, Decision, JudgementFile, Jury, Vectors};
 use crate::analysis::spec::OracleRule;
 use serde::Serialize;
 use std::fmt::Write;

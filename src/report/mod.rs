@@ -27,7 +27,7 @@ use std::collections::BTreeMap;
 /// The first screen's table, from the first `compare` analysis: its first headline metric
 /// (else its first metric) in each cell, with a bootstrap interval over subjects.
 fn glance(analyses: &[std::sync::Arc<AnalysisResult>]) -> Option<Glance> {
-    use crate::analysis::compare::CompareData;
+    use crate::analysis::statistics::compare::CompareData;
     let compare = analyses.iter().find(|a| a.kind == crate::analysis::spec::AnalysisKind::COMPARE)?;
     let data: CompareData = compare.data_as().ok()?;
     let metric = data.headline.first().map(|m| m.as_str().to_string()).or_else(|| data.cells.first().and_then(|c| c.metrics.keys().next().cloned()))?;

@@ -342,7 +342,7 @@ mod tests {
         let glance = results.glance.as_ref().expect("a glance");
         assert_eq!((glance.metric.as_str(), glance.rows.len()), ("recall", 2));
         let compare = results.analyses.iter().find(|a| a.kind == crate::analysis::spec::AnalysisKind::COMPARE).expect("compare");
-        let data: crate::analysis::compare::CompareData = compare.data_as().expect("compare data");
+        let data: crate::analysis::statistics::compare::CompareData = compare.data_as().expect("compare data");
         let recall = data.comparisons.iter().find(|c| c.metric.as_str() == "recall").expect("recall");
         assert_eq!((glance.rows[0].value, glance.rows[1].value), (recall.a_mean, recall.b_mean));
         assert_eq!(glance.rows[1].subjects, recall.subjects);

@@ -2,7 +2,7 @@
 //! a reviewer), with each finding's verdict against the oracle when the target has one.
 //! `runner show` prints them ([`render_text`], or JSON); the HTML report lists them per subject.
 
-use crate::analysis::matching::{match_case, Verdict};
+use crate::analysis::matching::matcher::{match_case, Verdict};
 use crate::analysis::spec::OracleRule;
 use crate::cache::{CacheKey, CacheStore, Findings, Lookup, RunRecord};
 use crate::finding::Finding;

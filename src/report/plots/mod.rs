@@ -24,7 +24,7 @@
 mod svg;
 
 use super::model::{Results, RunStatus};
-use crate::analysis::review_eval::ReviewEvalData;
+use crate::analysis::corpus::review_eval::ReviewEvalData;
 use crate::analysis::spec::AnalysisKind;
 use crate::analysis::AnalysisResult;
 use crate::finding::{Category, Severity};
@@ -522,7 +522,7 @@ fn distribution(analysis: &AnalysisResult, labels: impl FnOnce() -> CellLabels) 
 /// Seed 001's resolution rate from git: resolved / counted findings per cell, with the
 /// Wilson interval the analysis computed.
 fn resolution(analysis: &AnalysisResult, labels: &CellLabels) -> Option<Named> {
-    let cells: Vec<crate::analysis::resolution::CellData> = analysis.data_as().ok()?;
+    let cells: Vec<crate::analysis::rqs::resolution::CellData> = analysis.data_as().ok()?;
     if cells.iter().all(|c| c.resolution.posted == 0) {
         return None;
     }
@@ -570,7 +570,7 @@ fn review_eval(analysis: &AnalysisResult, labels: &CellLabels) -> Vec<Named> {
     if !data.severities.is_empty() {
         let oracle_count = |s: Severity| data.severities.values().filter(|v| **v == s).count();
         let severities: Vec<Severity> = Severity::ALL.into_iter().filter(|s| oracle_count(*s) > 0).collect();
-        let recall = |cell: &crate::analysis::review_eval::CellEval, s: Severity| {
+        let recall = |cell: &crate::analysis::corpus::review_eval::CellEval, s: Severity| {
             let (mut found, mut all) = (0usize, 0usize);
             for f in cell.findings.values().filter(|f| data.severities.get(&f.finding) == Some(&s)) {
                 found += f.found;
@@ -635,7 +635,7 @@ fn rqs(analysis: &AnalysisResult, labels: &CellLabels) -> Option<Named> {
 /// A comparison's differences B − A with their bootstrap intervals, one row per compared pair
 /// of the headline metrics (all metrics when none is a headline).
 fn compare(analysis: &AnalysisResult) -> Option<Named> {
-    let data: crate::analysis::compare::CompareData = analysis.data_as().ok()?;
+    let data: crate::analysis::statistics::compare::CompareData = analysis.data_as().ok()?;
     // The title names B and A when every row compares the same two values.
     let first = data.comparisons.first()?;
     let one_pair = data.comparisons.iter().all(|c| c.a_label == first.a_label && c.b_label == first.b_label);

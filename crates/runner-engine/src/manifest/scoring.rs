@@ -76,7 +76,9 @@ pub(super) fn read_scoring(root: &TableReader<'_, '_>, base_dir: &Path, analyses
         let model_uses = analyses.iter().flatten().find_map(|a| match a.kind {
             AnalysisKind::RQS => Some("analysis `rqs` has every judge apply its rubrics"),
             AnalysisKind::JURY => None,
-            _ if a.oracle_rule.evidence == crate::analysis::matching::Evidence::Judge => Some("`evidence = \"judge\"` asks every judge about pairs of texts"),
+            _ if a.oracle_rule.evidence == crate::analysis::matching::matcher::Evidence::Judge => {
+                Some("`evidence = \"judge\"` asks every judge about pairs of texts")
+            }
             _ => None,
         });
         if let Some(why) = model_uses {

@@ -347,7 +347,7 @@ pub fn compare_reach(manifest: &Manifest, plan: &Plan) -> Vec<CompareReach> {
         .filter(|(_, spec)| spec.kind == AnalysisKind::COMPARE)
         .map(|(index, spec)| {
             let options = spec.compare().cloned().unwrap_or_default();
-            let shared: Vec<usize> = crate::analysis::compare::planned_pairs(&plan.cells, &plan.axis_order, spec)
+            let shared: Vec<usize> = crate::analysis::statistics::compare::planned_pairs(&plan.cells, &plan.axis_order, spec)
                 .into_iter()
                 .map(|(a, b)| {
                     let (sa, sb) = (subjects_of.get(a.id.as_str()).unwrap_or(&empty), subjects_of.get(b.id.as_str()).unwrap_or(&empty));

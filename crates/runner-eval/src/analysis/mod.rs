@@ -1,20 +1,18 @@
 //! Analyses: pure functions from finished runs to tables. One file per kind; each result is
 //! serializable (results.json) and rendered generically (RESULTS.md). [`ANALYSES`] is the
 //! registry: a kind is found, read and computed through it, so adding an analysis is its file
-//! and one line there (and, for options of its own, their reading in `read.rs`).
+//! in a room and one line there (and, for options of its own, their reading in `read.rs`).
+//!
+//! The analyses live in rooms by what they measure: `efficacy` (Stet's A- and H-tests, seed
+//! 000), `statistics` (paired comparisons, agreement, cost and budget), `corpus` (seeds 002
+//! and 003, scored against a private oracle), `rqs` (seed 001: RQS v2, its alignment and the
+//! resolution rate) and `matching` (the rules that decide "found", and the judges that check
+//! them). What every room shares sits here: the runs they read and the tables they produce
+//! (`model`, `data`), and what a manifest asks of them (`spec`, `read`).
 
-pub mod adjudication;
-pub mod agreement;
-pub mod alignment;
-pub mod crscore;
 pub mod data;
-pub mod judgements;
-pub mod match_calibration;
-pub mod matching;
 pub mod model;
 pub mod read;
-pub mod rule;
-pub mod score;
 pub mod spec;
 #[cfg(test)]
 pub(crate) mod test_support;
@@ -23,35 +21,68 @@ pub use model::*;
 
 use spec::{AnalysisKind, AnalysisSpec};
 
-/// Declares each analysis module and registers its `compute` under its kind, one line each.
+/// Declares each room with its modules, and registers each analysis's `compute` under its
+/// kind. A room reads `name (modules that are not analyses) { module => kind, ... }`: one
+/// line per analysis.
 macro_rules! analyses {
-    ($($module:ident => $kind:expr,)*) => {
-        $(pub mod $module;)*
+    ($(
+        $(#[$room_doc:meta])*
+        $room:ident ($($helper:ident),*) {
+            $($module:ident => $kind:expr,)*
+        }
+    )*) => {
+        $(
+            $(#[$room_doc])*
+            pub mod $room {
+                $(pub mod $helper;)*
+                $(pub mod $module;)*
+            }
+        )*
 
-        /// Every analysis kind, in the order `runner validate` lists them.
-        pub static ANALYSES: &[&dyn Analysis] = &[$(&Computed($kind, $module::compute)),*];
+        /// Every analysis kind, room by room, in the order `runner validate` lists them.
+        pub static ANALYSES: &[&dyn Analysis] = &[$($(&Computed($kind, $room::$module::compute),)*)*];
     };
 }
 
 analyses! {
-    overlap => AnalysisKind::OVERLAP,
-    latency => AnalysisKind::LATENCY,
-    repeatability => AnalysisKind::REPEATABILITY,
-    distribution => AnalysisKind::DISTRIBUTION,
-    id_stability => AnalysisKind::ID_STABILITY,
-    schema => AnalysisKind::SCHEMA,
-    rag_ablation => AnalysisKind::RAG_ABLATION,
-    cost => AnalysisKind::COST,
-    budget => AnalysisKind::BUDGET,
-    fixture => AnalysisKind::FIXTURE,
-    aggregation => AnalysisKind::AGGREGATION,
-    context_level => AnalysisKind::CONTEXT_LEVEL,
-    review_eval => AnalysisKind::REVIEW_EVAL,
-    rqs => AnalysisKind::RQS,
-    compare => AnalysisKind::COMPARE,
-    study_sheets => AnalysisKind::STUDY,
-    jury => AnalysisKind::JURY,
-    resolution => AnalysisKind::RESOLUTION,
+    /// Stet's efficacy tests (seed 000): the A-tests on runs, H2 on a fixture, and the
+    /// H-tests a study's sheets answer.
+    efficacy () {
+        overlap => AnalysisKind::OVERLAP,
+        latency => AnalysisKind::LATENCY,
+        repeatability => AnalysisKind::REPEATABILITY,
+        distribution => AnalysisKind::DISTRIBUTION,
+        id_stability => AnalysisKind::ID_STABILITY,
+        schema => AnalysisKind::SCHEMA,
+        rag_ablation => AnalysisKind::RAG_ABLATION,
+        fixture => AnalysisKind::FIXTURE,
+        aggregation => AnalysisKind::AGGREGATION,
+        context_level => AnalysisKind::CONTEXT_LEVEL,
+        study_sheets => AnalysisKind::STUDY,
+    }
+    /// Statistics across cells: paired comparisons, agreement between raters, and what the
+    /// reviews cost.
+    statistics (agreement) {
+        cost => AnalysisKind::COST,
+        budget => AnalysisKind::BUDGET,
+        compare => AnalysisKind::COMPARE,
+    }
+    /// The before/after corpus (seed 002's scorer) and the review-eval loop (seed 003):
+    /// reviews scored against a private oracle.
+    corpus (score) {
+        review_eval => AnalysisKind::REVIEW_EVAL,
+    }
+    /// Seed 001: RQS v2 from the jury's verdicts and CRScore's alignment, checked against
+    /// CRScore's human study, and the resolution rate from the repository's history.
+    rqs (alignment, crscore) {
+        metric => AnalysisKind::RQS,
+        resolution => AnalysisKind::RESOLUTION,
+    }
+    /// Deciding "found": the matching rules, oracle matching, people's adjudications, and the
+    /// judges' decisions that measure and calibrate the rule.
+    matching (rule, matcher, adjudication, calibration, judgements) {
+        jury => AnalysisKind::JURY,
+    }
 }
 
 /// A kind computed by a function of its module.

@@ -1,7 +1,7 @@
 //! The reader of a manifest's `[[analysis]]` tables: each table's kind, looked up in the
 //! registry, and the options that kind takes, with every problem located.
 
-use super::rule::{Evidence, SimilarityMeasure};
+use super::matching::rule::{Evidence, SimilarityMeasure};
 use super::spec::*;
 use crate::config::{did_you_mean, resolve_path, TableReader};
 use std::collections::BTreeSet;
@@ -298,7 +298,7 @@ fn read_oracle_rule(t: &TableReader<'_, '_>, matching: &mut MatchRule, rule: &mu
     rule.line_tolerance = matching.line_tolerance;
     if let Some(c) = t.string("matching-calibration") {
         let path = resolve_path(base_dir, c.get_ref());
-        match crate::analysis::match_calibration::read_rule(&path) {
+        match crate::analysis::matching::calibration::read_rule(&path) {
             Ok(calibrated) if calibrated.embedding_similarity.is_some() => problems.push_with_help(
                 c.span(),
                 format!("the calibration `{}` needs embeddings, which oracle matching in an experiment does not compute", c.get_ref()),

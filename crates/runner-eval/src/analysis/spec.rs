@@ -2,8 +2,8 @@
 //! match findings ([`MatchRule`] between runs, [`OracleRule`] against an oracle), and the
 //! reader of a manifest's `[[analysis]]` tables.
 
-use super::rule::Evidence;
-pub use super::rule::{
+use super::matching::rule::Evidence;
+pub use super::matching::rule::{
     group_thousands, Calibrated, MatchRule, OracleRule, DEFAULT_CALIBRATION, DEFAULT_EMBEDDING_CALIBRATION, DEFAULT_EMBEDDING_RULE_SIMILARITY,
     DEFAULT_EMBEDDING_SIMILARITY, DEFAULT_JUDGE_FLOOR, DEFAULT_SIMILARITY, JURY_PLACEHOLDER,
 };

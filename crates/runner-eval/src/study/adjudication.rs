@@ -15,9 +15,9 @@
 //! (neither verified nor noise until the oracle is updated).
 
 use super::sheet::{self, Column, Rule, Spec};
-use crate::analysis::adjudication::{AdjudicatedFinding, AdjudicatedRun, Adjudication, Seed003Verdict};
-use crate::analysis::matching::{describe_rule_for, match_case, Verdict};
-use crate::analysis::score::{self, CapturePlan, CapturedResults, CapturedRun, Claim, Disposition, Metrics, Strategy};
+use crate::analysis::corpus::score::{self, CapturePlan, CapturedResults, CapturedRun, Claim, Disposition, Metrics, Strategy};
+use crate::analysis::matching::adjudication::{AdjudicatedFinding, AdjudicatedRun, Adjudication, Seed003Verdict};
+use crate::analysis::matching::matcher::{describe_rule_for, match_case, Verdict};
 use crate::analysis::spec::OracleRule;
 use crate::cache::key::CacheKey;
 use crate::cache::store::CacheStore;

@@ -11,7 +11,7 @@
 
 use super::adjudication::AdjudicationError;
 use super::findings::{self, RowText};
-use crate::analysis::matching::{message_similarity, normalize_message};
+use crate::analysis::matching::matcher::{message_similarity, normalize_message};
 use serde::Serialize;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};

@@ -17,7 +17,7 @@
 
 use super::adjudication::{write_file, AdjudicationError, RowContent, SheetSource};
 use super::sheet::{self, Column, Rule, Spec};
-use crate::analysis::agreement::{cohen_kappa, fleiss_kappa, majority_vote, percent_agreement, Vote as AgreementVote};
+use crate::analysis::statistics::agreement::{cohen_kappa, fleiss_kappa, majority_vote, percent_agreement, Vote as AgreementVote};
 use crate::cache::Lookup;
 use crate::finding::Severity;
 use crate::stats::wilson_interval;
@@ -194,7 +194,7 @@ pub fn export_unique(
         }
         for (value, (cell, findings)) in by_value {
             let others: Vec<&crate::finding::Finding> = by_value.iter().filter(|(v, _)| *v != value).flat_map(|(_, (_, f))| f.iter()).collect();
-            for f in findings.iter().filter(|f| !others.iter().any(|g| crate::analysis::matching::fuzzy_match(f, g, rule))) {
+            for f in findings.iter().filter(|f| !others.iter().any(|g| crate::analysis::matching::matcher::fuzzy_match(f, g, rule))) {
                 distinct.entry((cell.clone(), RowContent::of(case, f))).or_default().push((*repeat, f.id.clone()));
             }
         }

@@ -62,7 +62,7 @@
 //! Malformed lines (not JSON, not an object, no `review_output` array, fields of the wrong
 //! type, blank lines) are skipped and listed with their line number and why.
 
-use crate::analysis::score::JsNumber;
+use crate::analysis::corpus::score::JsNumber;
 use crate::stats::wilson_interval;
 use serde::Serialize;
 use serde_json::Value;

@@ -3,7 +3,7 @@
 //! message, a new id and its case, in a patch that names the oracle version it applies to and
 //! the version it makes (content hashes, so a patch cannot be applied to an oracle that moved).
 
-use crate::analysis::adjudication::{self, Adjudication};
+use crate::analysis::matching::adjudication::{self, Adjudication};
 use crate::ground_truth::evalcase;
 use crate::ground_truth::oracle::{self, Oracle, OracleFinding};
 use serde::{Deserialize, Serialize};
@@ -252,8 +252,8 @@ pub fn build(record_path: &Path, oracle_path: Option<&Path>) -> Result<OraclePat
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::analysis::adjudication::{AdjudicatedFinding, AdjudicatedRun};
-    use crate::analysis::score::{Claim, Disposition};
+    use crate::analysis::corpus::score::{Claim, Disposition};
+    use crate::analysis::matching::adjudication::{AdjudicatedFinding, AdjudicatedRun};
 
     fn reported(item: &str, finding: &str, disposition: &str) -> AdjudicatedFinding {
         AdjudicatedFinding {

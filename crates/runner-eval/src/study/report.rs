@@ -5,7 +5,7 @@
 
 use super::calibration::{self, Compared, STANDS_ALONE};
 use super::findings::{self, Share, Study, StudyKey, StudyResult, H1_LABELS, H7_LABELS, H8_LABELS};
-use crate::analysis::rqs::Vote;
+use crate::analysis::rqs::metric::Vote;
 use crate::analysis::spec::AnalysisSpec;
 use crate::analysis::{model::fmt_num, model::fmt_ratio, model::AnalysisInput, model::AnalysisResult, model::Table, model::TableCell};
 use crate::finding::Severity;

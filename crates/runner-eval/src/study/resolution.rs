@@ -23,8 +23,8 @@
 //!   kept and, apart, for findings the user dismissed.
 
 use super::history::{self, A2Report, SideFile};
-pub use crate::analysis::resolution::{definition, Rate, LEVEL};
-use crate::analysis::resolution::{Outcome, Pending, Resolver};
+pub use crate::analysis::rqs::resolution::{definition, Rate, LEVEL};
+use crate::analysis::rqs::resolution::{Outcome, Pending, Resolver};
 use crate::subject::git::GitError;
 use crate::subject::trace::Span;
 use serde::Serialize;
@@ -141,7 +141,7 @@ fn span_of(finding: &Value) -> Option<Span> {
 
 /// Computes the report for an A2 reading of the history against `repo`.
 pub fn compute(a2: &A2Report, repo: &Path, head: &str, options: Options) -> Result<ResolutionReport, GitError> {
-    let traced = crate::analysis::resolution::Options { window: options.window, tolerance: options.tolerance, pending: Pending::NoLaterCommit };
+    let traced = crate::analysis::rqs::resolution::Options { window: options.window, tolerance: options.tolerance, pending: Pending::NoLaterCommit };
     let mut resolver = Resolver::new(repo, head, traced)?;
     let mut findings = Vec::new();
     let mut sessions = Vec::new();

@@ -13,8 +13,8 @@
 //! A cell's verdict on an oracle finding over its repeats is the most frequent one, a tie going
 //! to the worse verdict.
 
-use crate::analysis::adjudication::adjudicate_described;
-use crate::analysis::matching::{describe_rule_for, score_runs_judged, with_jury, ExtraVerdict, MatchCounts, Method, ScoredRun, Verdict};
+use crate::analysis::matching::adjudication::adjudicate_described;
+use crate::analysis::matching::matcher::{describe_rule_for, score_runs_judged, with_jury, ExtraVerdict, MatchCounts, Method, ScoredRun, Verdict};
 use crate::analysis::spec::AnalysisSpec;
 use crate::analysis::{model::fmt_num, model::fmt_ratio, model::AnalysisInput, model::AnalysisResult, model::RunView, model::Table, model::TableCell};
 use crate::ground_truth::oracle::Oracle;
@@ -481,8 +481,8 @@ fn tables(oracle: &Oracle, cells: &[CellEval]) -> Vec<Table> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::analysis::matching::match_case;
-    use crate::analysis::matching::tests::{oracle as ofinding, record, reported};
+    use crate::analysis::matching::matcher::match_case;
+    use crate::analysis::matching::matcher::tests::{oracle as ofinding, record, reported};
     use crate::analysis::spec::OracleRule;
     use crate::analysis::RunView;
     use crate::finding::Category;
@@ -526,9 +526,9 @@ mod tests {
 
     #[test]
     fn an_adjudication_file_flips_verdicts_and_noise() {
-        use crate::analysis::adjudication::adjudicate;
-        use crate::analysis::adjudication::{AdjudicatedFinding, AdjudicatedRun, Adjudication, Seed003Verdict};
-        use crate::analysis::score::{Claim, Disposition};
+        use crate::analysis::matching::adjudication::adjudicate;
+        use crate::analysis::matching::adjudication::{AdjudicatedFinding, AdjudicatedRun, Adjudication, Seed003Verdict};
+        use crate::analysis::corpus::score::{Claim, Disposition};
         let f1 = ofinding("F1", "a.rs", 10, Category::Bug, "the cache stores a rejected promise and serves it stale");
         let rule = OracleRule::default();
         let cell = crate::matrix::Cell { id: "m=a".into(), values: Default::default() };

@@ -8,9 +8,9 @@
 //! figures are the mean over repeats of each repeat's precision, recall and F1 (each repeat's
 //! counts summed over the subjects).
 
-use super::matching::fuzzy_match;
-use super::{model::fmt_num, model::fmt_ratio, model::AnalysisInput, model::AnalysisResult, model::RunView, model::Table};
-use crate::analysis::matching::{match_case_judged, with_jury, Prf};
+use crate::analysis::matching::matcher::fuzzy_match;
+use crate::analysis::{model::fmt_num, model::fmt_ratio, model::AnalysisInput, model::AnalysisResult, model::RunView, model::Table};
+use crate::analysis::matching::matcher::{match_case_judged, with_jury, Prf};
 use crate::analysis::spec::{AnalysisSpec, MatchRule};
 use crate::finding::Finding;
 use std::collections::BTreeMap;
@@ -66,7 +66,7 @@ pub(crate) fn aggregate(
     runs: &[&RunView<'_>],
     oracle: Option<&crate::ground_truth::oracle::Oracle>,
     spec: &AnalysisSpec,
-    votes: Option<&crate::analysis::matching::MatchVotes>,
+    votes: Option<&crate::analysis::matching::matcher::MatchVotes>,
 ) -> CellAggregation {
     let mut by_subject: BTreeMap<&str, Vec<&RunView<'_>>> = BTreeMap::new();
     let mut by_repeat: BTreeMap<u32, Vec<&RunView<'_>>> = BTreeMap::new();
@@ -124,7 +124,7 @@ pub fn compute(spec: &AnalysisSpec, input: &AnalysisInput<'_>) -> AnalysisResult
     );
     let mut cells_json = Vec::new();
     for cell in input.cells {
-        let runs: Vec<&RunView<'_>> = super::model::runs_of(input, cell).collect();
+        let runs: Vec<&RunView<'_>> = crate::analysis::model::runs_of(input, cell).collect();
         if runs.is_empty() {
             continue;
         }
@@ -192,7 +192,7 @@ pub fn compute(spec: &AnalysisSpec, input: &AnalysisInput<'_>) -> AnalysisResult
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::analysis::matching::tests::{oracle as ofinding, record, reported};
+    use crate::analysis::matching::matcher::tests::{oracle as ofinding, record, reported};
     use crate::analysis::spec::AnalysisKind;
     use crate::analysis::spec::OracleRule;
     use crate::finding::Category;

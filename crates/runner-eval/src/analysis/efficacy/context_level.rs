@@ -3,7 +3,7 @@
 //! but outside every hunk the reviewer was shown, `diff` when it falls inside a hunk. A finding
 //! without a usable line in a changed file is `file` (the seed's default when unclear).
 
-use super::{model::AnalysisInput, model::AnalysisResult, model::Table};
+use crate::analysis::{model::AnalysisInput, model::AnalysisResult, model::Table};
 use crate::analysis::spec::AnalysisSpec;
 use crate::finding::Finding;
 use crate::subject::diff::FileDiff;
@@ -70,7 +70,7 @@ pub fn compute(spec: &AnalysisSpec, input: &AnalysisInput<'_>) -> AnalysisResult
     let mut unscoped: std::collections::BTreeSet<&str> = std::collections::BTreeSet::new();
     let mut total: BTreeMap<Level, usize> = BTreeMap::new();
     for cell in input.cells {
-        let runs: Vec<_> = super::model::runs_of(input, cell).collect();
+        let runs: Vec<_> = crate::analysis::model::runs_of(input, cell).collect();
         if runs.is_empty() {
             continue;
         }
@@ -141,7 +141,7 @@ impl<'a> crate::analysis::model::AnalysisInput<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::analysis::matching::tests::reported;
+    use crate::analysis::matching::matcher::tests::reported;
     use crate::finding::Category;
     use crate::subject::diff::parse_unified_diff;
 

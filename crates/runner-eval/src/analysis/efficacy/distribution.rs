@@ -1,7 +1,7 @@
 //! A5, category and severity distribution: how each value of an axis (or each cell) spreads
 //! its findings over stet's categories and severities.
 
-use super::{
+use crate::analysis::{
     data::DataList, model::axis_values, model::fmt_num, model::fmt_share, model::missing_note, model::ratio, model::AnalysisInput, model::AnalysisResult,
     model::Table, model::TableCell,
 };

@@ -9,8 +9,8 @@
 //! benchmark's Critical / High / Medium / Low) also gets recall per level, most severe first
 //! (by runner's `severity` and `blocking`); `rank-by` adds a ranking of the cells.
 
-use crate::analysis::adjudication::adjudicate_described;
-use crate::analysis::matching::{describe_rule_for, score_runs_judged, with_jury, ExtraVerdict, Prf, ScoredRun, Verdict};
+use crate::analysis::matching::adjudication::adjudicate_described;
+use crate::analysis::matching::matcher::{describe_rule_for, score_runs_judged, with_jury, ExtraVerdict, Prf, ScoredRun, Verdict};
 use crate::analysis::spec::{AnalysisSpec, RankBy};
 use crate::analysis::{model::fmt_ratio, model::AnalysisInput, model::AnalysisResult, model::Table, model::TableCell};
 use crate::finding::Severity;
@@ -228,8 +228,8 @@ fn ranking(rate: RankBy, mut cells: Vec<(String, Prf)>) -> Table {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::analysis::matching::match_case;
-    use crate::analysis::matching::tests::{oracle as ofinding, reported};
+    use crate::analysis::matching::matcher::match_case;
+    use crate::analysis::matching::matcher::tests::{oracle as ofinding, reported};
     use crate::analysis::spec::OracleRule;
     use crate::finding::Category;
     use crate::ground_truth::oracle::OracleCase;
@@ -271,7 +271,7 @@ mod tests {
         let expected = oracle.expected_for("c1");
         let case = match_case(&reports, &expected, &OracleRule::default());
         let cell = crate::matrix::Cell { id: "x".into(), values: Default::default() };
-        let record = crate::analysis::matching::tests::record(&cell, None);
+        let record = crate::analysis::matching::matcher::tests::record(&cell, None);
         let view = crate::analysis::RunView { cell: &cell, repeat: 1, subject: "c1", record: &record, findings: &reports, order: 0 };
         let run = ScoredRun { view, case };
         let fx = cell_fixture(&oracle, &[&run]);

@@ -1,8 +1,8 @@
 //! A6, finding-ID stability: the same finding (same file, line and normalized message) must
 //! carry the same id in every repeat, or dismissals and history stop matching it.
 
-use super::matching::normalize_message;
-use super::{data::DataList, model::missing_note, model::runs_of, model::truncate, model::AnalysisInput, model::AnalysisResult, model::Table};
+use crate::analysis::matching::matcher::normalize_message;
+use crate::analysis::{data::DataList, model::missing_note, model::runs_of, model::truncate, model::AnalysisInput, model::AnalysisResult, model::Table};
 use crate::analysis::spec::AnalysisSpec;
 use serde_json::json;
 use std::collections::{BTreeMap, BTreeSet};

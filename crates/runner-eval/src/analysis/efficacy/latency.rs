@@ -1,7 +1,7 @@
 //! A3, latency and throughput: wall-clock seconds per run and per hunk reviewed, from the
 //! times runner measured (and the model server's own timings where it reports them).
 
-use super::{
+use crate::analysis::{
     data::DataList, model::fmt_num, model::json_num, model::missing_in, model::missing_note, model::ratio, model::runs_of, model::AnalysisInput,
     model::AnalysisResult, model::Table,
 };

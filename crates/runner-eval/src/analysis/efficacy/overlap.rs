@@ -1,8 +1,8 @@
 //! A1, same-diff swap: how far the findings of two values of one axis (two models, two
 //! prompts, …) coincide on the same subject, exactly and fuzzily.
 
-use super::matching::{describe_rule, exact_match, fuzzy_match, match_pairs};
-use super::{
+use crate::analysis::matching::matcher::{describe_rule, exact_match, fuzzy_match, match_pairs};
+use crate::analysis::{
     model::axis_values, model::missing_note, model::one_or_many, model::AnalysisInput, model::AnalysisResult, model::RunView, model::Table, model::TableCell,
 };
 use crate::analysis::spec::{AnalysisSpec, MatchRule};

@@ -1,9 +1,9 @@
 //! A10, RAG ablation: findings with symbol-definition retrieval off (axis value 0) against
 //! each setting with it on, for otherwise equal cells: counts, categories and overlap.
 
-use super::matching::describe_fuzzy_rule;
-use super::overlap::Counts;
-use super::{
+use crate::analysis::matching::matcher::describe_fuzzy_rule;
+use crate::analysis::efficacy::overlap::Counts;
+use crate::analysis::{
     data::DataList, model::axis_values, model::fmt_num, model::missing_note, model::AnalysisInput, model::AnalysisResult, model::RunView, model::Table,
     model::TableCell,
 };

@@ -1,8 +1,8 @@
 //! A4, repeatability: how alike the findings of repeated runs of the same cell on the same
 //! subject are (pairwise Jaccard over fuzzy one-to-one matches).
 
-use super::matching::{describe_fuzzy_rule, fuzzy_match, match_pairs};
-use super::{
+use crate::analysis::matching::matcher::{describe_fuzzy_rule, fuzzy_match, match_pairs};
+use crate::analysis::{
     data::DataList, model::fmt_ratio, model::json_num, model::missing_note, model::runs_of, model::AnalysisInput, model::AnalysisResult, model::Table,
 };
 use crate::analysis::spec::{AnalysisSpec, MatchRule};

@@ -3,7 +3,7 @@
 //! the problems the parser recorded in the raw output, plus the dry-run rule (findings must
 //! not be empty when the diff has hunks).
 
-use super::{
+use crate::analysis::{
     data::DataList, model::missing_in, model::missing_note, model::runs_of, model::truncate, model::AnalysisInput, model::AnalysisResult, model::RunView,
     model::Table,
 };

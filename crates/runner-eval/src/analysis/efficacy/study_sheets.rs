@@ -2,8 +2,8 @@
 //! study layer (`study::report`), which sits above the analyses; the experiment hands a study
 //! there, so this result is what a caller that does not gets.
 
-use super::model::{AnalysisInput, AnalysisResult};
-use super::spec::AnalysisSpec;
+use crate::analysis::model::{AnalysisInput, AnalysisResult};
+use crate::analysis::spec::AnalysisSpec;
 
 pub fn compute(spec: &AnalysisSpec, _input: &AnalysisInput<'_>) -> AnalysisResult {
     let mut r = AnalysisResult::new(spec, "H", "Human study", "A human study read from its filled sheets.");

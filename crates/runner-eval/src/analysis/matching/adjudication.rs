@@ -2,9 +2,9 @@
 //! (`captured.adjudication.json`, as `runner adjudicate import` writes it), which the oracle
 //! analyses apply over automatic matching. The sheets that produce them live in `study`.
 
-use super::matching::{Method, ScoredRun};
-use super::rule::OracleRule;
-use super::score::Claim;
+use crate::analysis::matching::matcher::{Method, ScoredRun};
+use crate::analysis::matching::rule::OracleRule;
+use crate::analysis::corpus::score::Claim;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -68,7 +68,7 @@ pub enum Seed003Verdict {
     Missed,
 }
 
-impl From<Seed003Verdict> for super::matching::Verdict {
+impl From<Seed003Verdict> for crate::analysis::matching::matcher::Verdict {
     fn from(v: Seed003Verdict) -> Self {
         match v {
             Seed003Verdict::Found => Self::Found,
@@ -82,8 +82,8 @@ impl AdjudicatedRun {
     /// The person's decisions as the matcher applies them: every oracle verdict with the report
     /// matched to it, and the extras named by the reviewer's finding id (`real` is real; `rejected` and
     /// `false_positive` are rejected; other dispositions leave the automatic verdict).
-    pub(crate) fn to_adjudicated(&self) -> super::matching::Adjudicated {
-        use super::matching::ExtraVerdict;
+    pub(crate) fn to_adjudicated(&self) -> crate::analysis::matching::matcher::Adjudicated {
+        use crate::analysis::matching::matcher::ExtraVerdict;
         let findings = self.oracle.iter().map(|(id, v)| (id.clone(), (*v).into())).collect();
         let extras = self
             .reported
@@ -106,7 +106,7 @@ impl AdjudicatedRun {
                 _ => None,
             })
             .collect();
-        super::matching::Adjudicated { findings, extras, matches }
+        crate::analysis::matching::matcher::Adjudicated { findings, extras, matches }
     }
 }
 

@@ -4,15 +4,15 @@
 //! written as a calibration file an experiment's `matching-calibration` names.
 //!
 //! The objective is the mean over the label files (judges) of Cohen's κ on found / not found
-//! per golden comment. The search replays exactly what [`super::matching::match_case_with`]
+//! per golden comment. The search replays exactly what [`crate::analysis::matching::matcher::match_case_with`]
 //! does for found pairs — one to one, pairs taken by descending strength (similarity, plus
 //! the cosine when the rule uses embeddings), then oracle and report order — on pair lists
 //! sorted once, so one pass over the grid scores every fold (a test checks it against the
 //! matcher itself). Same files, same options: the same calibration file, byte for byte.
 
-use super::judgements::{JudgementFile, Vectors};
-use super::rule::Calibrated;
-use super::rule::SimilarityMeasure;
+use crate::analysis::matching::judgements::{JudgementFile, Vectors};
+use crate::analysis::matching::rule::Calibrated;
+use crate::analysis::matching::rule::SimilarityMeasure;
 use serde::{Deserialize, Serialize};
 use std::path::Path;
 
@@ -362,7 +362,7 @@ fn round3(x: f64) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::analysis::judgements::decide;
+    use crate::analysis::matching::judgements::decide;
     use crate::analysis::spec::OracleRule;
     use serde_json::json;
 
@@ -390,7 +390,7 @@ mod tests {
         assert_eq!(c.in_sample[0].kappa, Some(1.0), "a threshold separates the restatements: {c:?}");
         let rule = OracleRule { similarity: c.rule.similarity, ..OracleRule::default() };
         let decisions = decide(&files[0], &rule, None);
-        let agreement = crate::analysis::judgements::agreement(&files[0], &decisions);
+        let agreement = crate::analysis::matching::judgements::agreement(&files[0], &decisions);
         assert_eq!(agreement.kappa, Some(1.0), "the matcher itself agrees at the chosen threshold");
         let again = calibrate(&files, SimilarityMeasure::Tokens, None, None, FoldBy::PullRequest).expect("calibrates");
         assert_eq!(serde_json::to_string(&c).ok(), serde_json::to_string(&again).ok());

@@ -14,9 +14,9 @@
 //! [`match_case_with`], the function every experiment's oracle matching goes through, so what
 //! is measured here is the rule an experiment applies.
 
-use super::agreement::{cohen_kappa, spearman};
-use super::matching::{match_case_with, Prf, Verdict};
-use super::rule::OracleRule;
+use crate::analysis::statistics::agreement::{cohen_kappa, spearman};
+use crate::analysis::matching::matcher::{match_case_with, Prf, Verdict};
+use crate::analysis::matching::rule::OracleRule;
 use crate::finding::{Category, Finding, Severity};
 use crate::ground_truth::oracle::OracleFinding;
 use serde::Serialize;

@@ -6,16 +6,16 @@
 //! the cells ranked under each.
 //!
 //! The figures are the ones `runner matching evaluate` prints for judgement files
-//! ([`super::judgements`]): the runs are turned into one record per run (its cell as the
+//! ([`crate::analysis::matching::judgements`]): the runs are turned into one record per run (its cell as the
 //! "tool", its subject as the pull request) and each judge's decisions into that judge's
 //! labels, so both commands compute every number the same way. A replayed judge decided on
 //! its own reading of each review (its own candidate list), so its precision counts its own
 //! candidates; the matcher's counts the run's findings.
 
-use super::judgements::{agreement, jury, Agreement, Decision, Golden, JudgementFile, Record};
-use super::matching::{describe_rule_for, match_case_judged, report_text, Prf, Verdict};
-use super::spec::AnalysisSpec;
-use super::{model::fmt_num, model::fmt_ratio, model::AnalysisInput, model::AnalysisResult, model::Table, model::TableCell};
+use crate::analysis::matching::judgements::{agreement, jury, Agreement, Decision, Golden, JudgementFile, Record};
+use crate::analysis::matching::matcher::{describe_rule_for, match_case_judged, report_text, Prf, Verdict};
+use crate::analysis::spec::AnalysisSpec;
+use crate::analysis::{model::fmt_num, model::fmt_ratio, model::AnalysisInput, model::AnalysisResult, model::Table, model::TableCell};
 use crate::matrix::RunId;
 use serde_json::json;
 use std::collections::BTreeMap;
@@ -246,7 +246,7 @@ pub fn compute(spec: &AnalysisSpec, input: &AnalysisInput<'_>) -> AnalysisResult
 /// A model judge's label for an oracle finding of a run: found (with the first report it
 /// called the same issue), not found (every report answered no, or there was none), or
 /// undecided (a report it gave no well-formed answer about, and no yes).
-fn pair_label(votes: &super::matching::MatchVotes, judge: usize, description: &str, candidates: &[String]) -> Option<Option<String>> {
+fn pair_label(votes: &crate::analysis::matching::matcher::MatchVotes, judge: usize, description: &str, candidates: &[String]) -> Option<Option<String>> {
     let mut undecided = false;
     for c in candidates {
         match votes.pairs.get(&(description.to_string(), c.clone())).and_then(|v| v.get(judge).copied().flatten()) {

@@ -26,8 +26,8 @@
 //! needs an adjudication: [`Adjudicated`] is the hook through which a person's decisions
 //! replace the automatic ones, and [`Method`] records which produced each score.
 
-pub use super::rule::{content_words, message_similarity, normalize_message, token_similarity, Evidence, SimilarityMeasure, STEM_LETTERS};
-use super::rule::{MatchRule, OracleRule};
+pub use crate::analysis::matching::rule::{content_words, message_similarity, normalize_message, token_similarity, Evidence, SimilarityMeasure, STEM_LETTERS};
+use crate::analysis::matching::rule::{MatchRule, OracleRule};
 use crate::analysis::model::RunView;
 use crate::finding::Finding;
 use crate::ground_truth::oracle::{Oracle, OracleFinding};
@@ -609,7 +609,7 @@ pub(crate) fn with_jury(text: String, votes: Option<&MatchVotes>) -> String {
     let Some(votes) = votes else { return text };
     let names: Vec<String> = votes.judges.iter().map(|j| format!("`{j}`")).collect();
     let (asked, ties) = votes.tally();
-    let named = text.replace(super::rule::JURY_PLACEHOLDER, &format!("judges {}", names.join(", ")));
+    let named = text.replace(crate::analysis::matching::rule::JURY_PLACEHOLDER, &format!("judges {}", names.join(", ")));
     let problems = if votes.problems.is_empty() { String::new() } else { format!("; missing answers: {}", votes.problems.join("; ")) };
     format!(
         "{named}; judges asked about {asked} pair{}, {ties} tie{} (not found){problems}",

@@ -1,7 +1,7 @@
 //! CRScore's human study (NAACL 2025, arXiv 2409.19801) as a check of runner's alignment
 //! scores against people: loads the released files (GPT-4o pseudo-references for 291 diffs,
 //! two annotators' 1–5 scores of reviews by 10 systems), scores every review with
-//! [`alignment`](super::alignment) under a caller's embeddings, and reports the Spearman
+//! [`alignment`](crate::analysis::rqs::alignment) under a caller's embeddings, and reports the Spearman
 //! correlation with the human scores at comment and system level beside the published
 //! figures. The one module of `analysis` that reads files (the study's own).
 //!
@@ -31,8 +31,8 @@
 //! smells of CodeReviewer test items `test0`…`test290` by the claims file's row number, which
 //! is not the diff's `index`; the released data holds no smells for these diffs).
 
-use super::agreement::spearman;
-use super::alignment::{align, calibrate_tau, means, Alignment, AlignmentMeans, Calibration};
+use crate::analysis::statistics::agreement::spearman;
+use crate::analysis::rqs::alignment::{align, calibrate_tau, means, Alignment, AlignmentMeans, Calibration};
 use crate::text::{parse_claims, review_sentences};
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet, HashMap};

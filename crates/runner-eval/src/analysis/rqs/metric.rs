@@ -4,9 +4,9 @@
 //! headline — the harmonic mean of severity-weighted recall, jury precision and actionability.
 //! Every number says which method produced it.
 
-use super::matching::{score_runs_judged, with_jury, Verdict};
-use super::spec::AnalysisSpec;
-use super::{
+use crate::analysis::matching::matcher::{score_runs_judged, with_jury, Verdict};
+use crate::analysis::spec::AnalysisSpec;
+use crate::analysis::{
     model::fmt_num, model::fmt_ratio, model::json_num, model::missing_note, model::ratio, model::AnalysisInput, model::AnalysisResult, model::RunView,
     model::Table, model::TableCell,
 };
@@ -214,9 +214,9 @@ fn binary_kappa(rows: &[Vec<bool>]) -> Option<f64> {
     match rows.first().map(Vec::len) {
         Some(2) => {
             let (a, b): (Vec<bool>, Vec<bool>) = rows.iter().map(|r| (r[0], r[1])).unzip();
-            super::agreement::cohen_kappa(&a, &b).map(|k| k.kappa)
+            crate::analysis::statistics::agreement::cohen_kappa(&a, &b).map(|k| k.kappa)
         }
-        Some(n) if n > 2 => super::agreement::fleiss_kappa(rows).map(|k| k.kappa),
+        Some(n) if n > 2 => crate::analysis::statistics::agreement::fleiss_kappa(rows).map(|k| k.kappa),
         _ => None,
     }
 }
@@ -262,11 +262,11 @@ struct CellScores {
 }
 
 /// The alignment of one review against its subject's pseudo-references (CRScore, strict `> τ`),
-/// scored the CRScore way: an empty side scores 0 ([`super::alignment::Alignment::crscore_scores`]).
+/// scored the CRScore way: an empty side scores 0 ([`crate::analysis::rqs::alignment::Alignment::crscore_scores`]).
 fn align(sentences: &[Vec<f32>], references: &[Vec<f32>], tau: f64) -> (f64, f64, f64) {
     let s: Vec<&[f32]> = sentences.iter().map(Vec::as_slice).collect();
     let r: Vec<&[f32]> = references.iter().map(Vec::as_slice).collect();
-    super::alignment::align(&s, &r, tau).crscore_scores()
+    crate::analysis::rqs::alignment::align(&s, &r, tau).crscore_scores()
 }
 
 /// What one run contributes to RQS v2's sub-scores.
@@ -285,7 +285,7 @@ pub(crate) struct RunPart {
 pub(crate) struct RunParts<'i, 'a> {
     rqs: &'i RqsInput,
     oracle: Option<&'i crate::ground_truth::oracle::Oracle>,
-    scored: std::collections::HashMap<(&'a str, u32, &'a str), crate::analysis::matching::CaseMatch>,
+    scored: std::collections::HashMap<(&'a str, u32, &'a str), crate::analysis::matching::matcher::CaseMatch>,
 }
 
 impl<'i, 'a> RunParts<'i, 'a> {
@@ -395,7 +395,7 @@ pub fn compute(spec: &AnalysisSpec, input: &AnalysisInput<'_>) -> AnalysisResult
     let mut all_actionability: Vec<&[Vote]> = Vec::new();
     let mut detail = Table::new("Per run", &["Cell", "Subject", "Repeat", "Findings", "Valid", "Actionable", "Conciseness", "Comprehensiveness", "Relevance"]);
     for cell in input.cells {
-        let runs: Vec<&RunView<'_>> = super::model::runs_of(input, cell).collect();
+        let runs: Vec<&RunView<'_>> = crate::analysis::model::runs_of(input, cell).collect();
         if runs.is_empty() {
             continue;
         }
@@ -535,7 +535,7 @@ pub fn compute(spec: &AnalysisSpec, input: &AnalysisInput<'_>) -> AnalysisResult
             format!("`{}`", judge.name).into(),
             format!("`{}`", judge.model).into(),
             judge.family.clone().into(),
-            super::model::fmt_share(unparseable, answers),
+            crate::analysis::model::fmt_share(unparseable, answers),
             validity.items.into(),
             fmt_ratio(validity.agreement),
             fmt_ratio(validity.kappa),
@@ -847,7 +847,7 @@ mod tests {
 
     #[test]
     fn recall_is_weighted_by_severity_and_oracle_precision_shown_beside_the_jury() {
-        use crate::analysis::matching::tests::{oracle as ofinding, record, reported};
+        use crate::analysis::matching::matcher::tests::{oracle as ofinding, record, reported};
         use crate::analysis::test_support::spec;
         use crate::finding::Category;
         use crate::ground_truth::oracle::{Oracle, OracleCase};

@@ -19,7 +19,7 @@
 //! (no file or line, a file the commit lacks) is listed. Per cell: resolved / posted with a
 //! 95 % Wilson interval, per category and per severity.
 
-use super::{
+use crate::analysis::{
     data::DataList, model::fmt_ratio, model::json_num, model::missing_note, model::runs_of, model::AnalysisInput, model::AnalysisResult, model::Table,
 };
 use crate::analysis::spec::{AnalysisSpec, ResolutionOptions};

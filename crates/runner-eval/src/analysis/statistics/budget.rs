@@ -3,7 +3,7 @@
 //! only, per stage —, with the calls made, stopped and failed, beside runner's own wall time
 //! (named as runner's, never as the provider's latency).
 
-use super::{
+use crate::analysis::{
     data::DataList, model::fmt_num, model::json_num, model::missing_note, model::runs_of, model::AnalysisInput, model::AnalysisResult, model::Table,
     model::TableCell,
 };

@@ -8,10 +8,10 @@
 //! of the cell metric across repeats is shown beside the interval, so run-to-run variance is
 //! visible. The p-values of one table are corrected together (Holm). Same seed, same bytes.
 
-use crate::analysis::adjudication::adjudicate_described;
-use crate::analysis::matching::{score_runs_judged, with_jury, MatchCounts, ScoredRun, Verdict};
-use crate::analysis::repeatability::jaccard;
-use crate::analysis::rqs::{RqsScores, RunPart, RunParts};
+use crate::analysis::matching::adjudication::adjudicate_described;
+use crate::analysis::matching::matcher::{score_runs_judged, with_jury, MatchCounts, ScoredRun, Verdict};
+use crate::analysis::efficacy::repeatability::jaccard;
+use crate::analysis::rqs::metric::{RqsScores, RunPart, RunParts};
 use crate::analysis::spec::{AnalysisSpec, CompareMetric, CompareOptions};
 use crate::analysis::{model::AnalysisInput, model::AnalysisResult, model::RunView, model::Table, model::TableCell};
 use crate::matrix::Cell;
@@ -209,7 +209,7 @@ struct Sources<'o> {
     counts: BTreeMap<(String, u32, String), MatchCounts>,
     rqs: BTreeMap<(String, u32, String), RunPart>,
     /// Each run's (resolved, counted) findings from git (`resolution`).
-    resolution: crate::analysis::resolution::RunCounts,
+    resolution: crate::analysis::rqs::resolution::RunCounts,
     options: &'o CompareOptions,
 }
 
@@ -522,7 +522,7 @@ fn consensus_found(scored: &[ScoredRun<'_>], cell: &str) -> BTreeMap<(String, St
             tally.entry((run.view.subject.to_string(), v.finding.clone())).or_default()[slot] += 1;
         }
     }
-    tally.into_iter().map(|(k, [found, partial, missed])| (k, crate::analysis::review_eval::consensus(found, partial, missed) == Verdict::Found)).collect()
+    tally.into_iter().map(|(k, [found, partial, missed])| (k, crate::analysis::corpus::review_eval::consensus(found, partial, missed) == Verdict::Found)).collect()
 }
 
 fn interval_cell(i: Option<&Interval>, digits: u8) -> TableCell {
@@ -584,7 +584,7 @@ pub fn compute(spec: &AnalysisSpec, input: &AnalysisInput<'_>) -> AnalysisResult
     }
     let resolution = match input.repository() {
         Some(repository) if options.metrics.iter().any(|m| m.needs_history()) => {
-            let counts = crate::analysis::resolution::run_counts(input, repository);
+            let counts = crate::analysis::rqs::resolution::run_counts(input, repository);
             match &counts {
                 Some(_) => result.notes.push(format!(
                     "`resolution` is seed 001's rate from git, a proxy that needs no oracle: resolved / counted findings, a finding resolved when one of the {} commits after its commit changed a line within ±{} of it (up to `{}`; a commit with fewer later commits has no value).",

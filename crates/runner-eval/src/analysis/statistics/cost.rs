@@ -1,7 +1,7 @@
 //! Cost: tokens, model time and requests per cell, from what each reviewer reported, set
 //! against the findings and hunks they bought.
 
-use super::{
+use crate::analysis::{
     data::DataList, model::fmt_num, model::json_num, model::missing_note, model::ratio, model::runs_of, model::AnalysisInput, model::AnalysisResult,
     model::Table, model::TableCell,
 };

@@ -1,7 +1,7 @@
 //! Study analyses by hand: H5 over a hand-made jury and H1 sheet, and H1's table.
 
 use super::*;
-use crate::analysis::rqs::{FindingVotes, JudgeInfo, RqsInput, RunScoring};
+use crate::analysis::rqs::metric::{FindingVotes, JudgeInfo, RqsInput, RunScoring};
 use crate::analysis::spec::{AnalysisKind, StudyOptions};
 use crate::analysis::test_support::{finding, s, spec, Fixture};
 use crate::study::findings::{StudyItem, KEY_VERSION};
