@@ -11,6 +11,7 @@ use crate::manifest::Manifest;
 use crate::plan::{self, Plan, ReviewerSet};
 use crate::report::{self, model::Results};
 use crate::reviewer;
+use crate::scoring::stages::{RqsStage, RqsStages};
 use crate::scoring::ExperimentScorers;
 use crate::subject::TargetSpec;
 use std::collections::BTreeMap;
@@ -85,7 +86,7 @@ fn prepare_manifest(manifest: Manifest, locations: &Locations, options: &Prepare
         reviewers.insert(named.name.clone(), reviewer::build::from_spec(&named.spec)?);
     }
     let subjects = crate::plan::subjects::resolve(&manifest)?;
-    let plan = plan::build_limited(&manifest, subjects, &reviewers, options.max_runs)?;
+    let plan = plan::build_limited(&manifest, subjects, &reviewers, &RqsStages, options.max_runs)?;
     let cache = CacheStore::new(locations.cache_dir.clone().unwrap_or_else(|| manifest.cache_dir.clone()));
     let oracle = load_oracle(&manifest)?;
     let adjudications = load_adjudications(&manifest)?;
@@ -107,8 +108,7 @@ type Scoring = (Option<Arc<ExperimentScorers>>, BTreeMap<usize, RqsResources>);
 /// execution (`scoring::analyzers_for`).
 fn load_scoring(manifest: &Manifest, plan: &Plan, cache: &CacheStore, frozen: bool, oracle: Option<&Oracle>) -> Result<Scoring, Error> {
     let counts = plan.node_counts();
-    let scoring_kinds = [plan::NodeKind::Claims, plan::NodeKind::Smells, plan::NodeKind::Judge, plan::NodeKind::Match, plan::NodeKind::Embed];
-    if !scoring_kinds.iter().any(|k| counts.contains_key(k)) {
+    if !counts.keys().any(|k| matches!(k, plan::NodeKind::Score(_))) {
         return Ok((None, BTreeMap::new()));
     }
     let options: Vec<(usize, &crate::analysis::spec::RqsOptions)> = manifest.analyses.iter().enumerate().filter_map(|(i, a)| a.rqs().map(|o| (i, o))).collect();
@@ -121,7 +121,9 @@ fn load_scoring(manifest: &Manifest, plan: &Plan, cache: &CacheStore, frozen: bo
         .graph
         .node_weights()
         .filter_map(|n| match n {
-            plan::Node::Smells { subject } => plan.subjects.get(subject).map(|s| s.identity.as_str()),
+            plan::Node::Score { stage, target: plan::ScoreTarget::Subject(subject), .. } if RqsStage::of(*stage) == Some(RqsStage::Smells) => {
+                plan.subjects.get(subject).map(|s| s.identity.as_str())
+            }
             _ => None,
         })
         .collect();
@@ -557,7 +559,7 @@ pub fn prepare_to_read(manifest_path: &std::path::Path, locations: &Locations) -
         reviewers.insert(named.name.clone(), reviewer::build::from_spec(&named.spec)?);
     }
     let subjects = crate::plan::subjects::resolve(&manifest)?;
-    let plan = plan::build_limited(&manifest, subjects, &reviewers, PrepareOptions::default().max_runs)?;
+    let plan = plan::build_limited(&manifest, subjects, &reviewers, &RqsStages, PrepareOptions::default().max_runs)?;
     let cache = CacheStore::new(locations.cache_dir.clone().unwrap_or_else(|| manifest.cache_dir.clone()));
     let oracle = load_oracle(&manifest)?;
     let remote = open_remote(locations)?;

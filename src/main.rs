@@ -660,27 +660,27 @@ struct NodeLine {
 /// Each node kind of the plan: how many, and whether its work is cached, to do, or not needed.
 fn node_summary(prepared: &experiment::Prepared, cached_runs: usize, (match_calls, match_cached): (usize, usize)) -> Vec<NodeLine> {
     use runner::plan::NodeKind;
+    use runner::scoring::stages::RqsStage;
     let counts = prepared.plan.node_counts();
     let runs = prepared.plan.runs.len();
-    NodeKind::ALL
+    counts
         .into_iter()
-        .filter_map(|kind| {
-            let count = counts.get(&kind).copied()?;
+        .map(|(kind, count)| {
             let status = match kind {
                 NodeKind::Materialize if cached_runs == runs => "not cached; built only for runs that are not cached (none now)".to_string(),
                 NodeKind::Materialize => "not cached; built only for runs that are not cached".to_string(),
                 NodeKind::Review => format!("cached by key: {cached_runs} cached, {} to run", runs - cached_runs),
-                NodeKind::Match => format!(
+                NodeKind::Score(stage) if RqsStage::of(stage) == Some(RqsStage::Match) => format!(
                     "cached per call (one per pair the judges are asked about; a replayed judge's, one per oracle finding, read from its file): {match_calls} calls known from the cached reviews, {match_cached} cached, {} to run; the other runs' calls are known once reviewed",
                     match_calls - match_cached
                 ),
-                NodeKind::Claims | NodeKind::Smells | NodeKind::Judge | NodeKind::Embed => {
+                NodeKind::Score(_) => {
                     "cached per call, keyed by the producer's fingerprint and the content it reads (known once its review is)".to_string()
                 }
                 NodeKind::Analyze => "computed from the runs' outcomes at every execution (not cached)".to_string(),
                 NodeKind::Render => "writes RESULTS.md and results.json".to_string(),
             };
-            Some(NodeLine { kind, count, status })
+            NodeLine { kind, count, status }
         })
         .collect()
 }

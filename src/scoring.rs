@@ -22,12 +22,16 @@ use crate::judge::rubric::same_issue_order;
 use crate::judge::rubric::{Judge, Rubric, Verdict};
 use crate::judge::spec::JudgeSpec;
 use crate::manifest::Scoring;
-use crate::plan::{Embedded, Node, Plan};
+use crate::plan::{Node, Plan, ScoreTarget};
 use crate::smells::AnalyzerSet;
 use crate::subject::Subject;
 use serde_json::{json, Value};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::Arc;
+
+pub mod stages;
+
+use stages::RqsStage;
 
 /// The rubrics every judge applies to every finding, in call order.
 pub(crate) const RUBRICS: [Rubric; 2] = [Rubric::Validity, Rubric::Actionability];
@@ -259,8 +263,10 @@ fn shuffled(n: usize, seed: u64) -> Vec<usize> {
 impl Scorers for ExperimentScorers {
     fn calls(&self, node: &Node, inputs: &NodeInputs<'_>) -> Result<Vec<Call>, String> {
         let subject = inputs.subject_identity;
-        match node {
-            Node::Claims { .. } => {
+        let Node::Score { stage, member: judge, target } = node else { return Err(format!("{node:?} is not a scoring node")) };
+        let Some(stage) = RqsStage::of(*stage) else { return Err(format!("{node:?} is not a stage of RQS v2")) };
+        match stage {
+            RqsStage::Claims => {
                 let claims = self.claims.as_ref().ok_or("no claims model is declared")?;
                 Ok(vec![Call {
                     stage: "claims",
@@ -269,7 +275,7 @@ impl Scorers for ExperimentScorers {
                     payload: Value::Null,
                 }])
             }
-            Node::Smells { .. } => {
+            RqsStage::Smells => {
                 let analyzers = self.analyzers.as_ref().ok_or("no analyzers are declared")?;
                 Ok(vec![Call {
                     stage: "smells",
@@ -278,7 +284,7 @@ impl Scorers for ExperimentScorers {
                     payload: Value::Null,
                 }])
             }
-            Node::Judge { judge, .. } => {
+            RqsStage::Judge => {
                 let j = self.judges.get(*judge).ok_or_else(|| format!("no judge number {}", judge + 1))?.model()?;
                 let findings = inputs.findings.ok_or("the run has no findings to judge")?;
                 let mut calls = Vec::new();
@@ -294,7 +300,7 @@ impl Scorers for ExperimentScorers {
                 }
                 Ok(calls)
             }
-            Node::Match { judge, .. } => {
+            RqsStage::Match => {
                 let juror = self.judges.get(*judge).ok_or_else(|| format!("no judge number {}", judge + 1))?;
                 let ask = self.matching.as_ref().ok_or("no analysis asks the judges to match findings")?;
                 let findings = inputs.findings.ok_or("the run has no findings to match")?;
@@ -334,13 +340,14 @@ impl Scorers for ExperimentScorers {
                     })
                     .collect())
             }
-            Node::Embed { of } => {
+            RqsStage::Embed => {
                 let embedder = self.embedder.as_ref().ok_or("no embedder is declared")?;
-                let (texts, payload) = match of {
-                    Embedded::Review { .. } => (review_sentences(inputs.findings.ok_or("the run has no findings")?), json!({"of": "review"})),
-                    Embedded::References { .. } => {
-                        let claims: Vec<String> = inputs.claims.and_then(|v| v.first()).map(|v| strings(&v["claims"])).unwrap_or_default();
-                        let smells: Vec<String> = inputs.smells.and_then(|v| v.first()).map(|v| strings(&v["texts"])).unwrap_or_default();
+                let (texts, payload) = match target {
+                    ScoreTarget::Run(_) => (review_sentences(inputs.findings.ok_or("the run has no findings")?), json!({"of": "review"})),
+                    ScoreTarget::Subject(_) => {
+                        let first = |stage: RqsStage| inputs.scored_by(stage.stage()).and_then(|v| v.first());
+                        let claims: Vec<String> = first(RqsStage::Claims).map(|v| strings(&v["claims"])).unwrap_or_default();
+                        let smells: Vec<String> = first(RqsStage::Smells).map(|v| strings(&v["texts"])).unwrap_or_default();
                         let payload = json!({"of": "references", "claims": claims.len(), "smells": smells.len()});
                         (claims.into_iter().chain(smells).collect(), payload)
                     }
@@ -350,7 +357,6 @@ impl Scorers for ExperimentScorers {
                 }
                 Ok(vec![Call { stage: "embed", inputs: json!({"embedder": embedder.fingerprint(), "texts": texts}), endpoint: "embed".into(), payload }])
             }
-            other => Err(format!("{other:?} is not a scoring node")),
         }
     }
 
@@ -511,7 +517,7 @@ pub fn match_votes<A, R>(plan: &Plan, view: &WalkView<'_, A, R>, scorers: &Exper
     let mut votes = MatchVotes { judges: names.clone(), replayed, ..Default::default() };
     for i in 0..plan.runs.len() {
         for (j, name) in names.iter().enumerate() {
-            match view.scored(&Node::Match { run: i, judge: j }) {
+            match view.scored(&stages::matching(i, j)) {
                 ScoredView::Done(s) => {
                     for (value, payload) in s.values.iter().zip(&s.payloads) {
                         if payload["golden"] == true {
@@ -550,15 +556,17 @@ pub fn match_calls(
 ) -> (usize, usize) {
     let (mut calls, mut cached) = (0, 0);
     for n in plan.graph.node_weights() {
-        let Node::Match { run, .. } = n else { continue };
+        let Node::Score { stage, target: ScoreTarget::Run(run), .. } = n else { continue };
+        if RqsStage::of(*stage) != Some(RqsStage::Match) {
+            continue;
+        }
         let (Some(found), Some(subject)) = (findings.get(run), plan.subjects.get(&plan.runs[*run].subject_id)) else { continue };
         let inputs = NodeInputs {
             subject: &subject.id,
             subject_identity: &subject.identity,
             findings: Some(found),
             reviewer: &plan.runs[*run].reviewer,
-            claims: None,
-            smells: None,
+            scored: Vec::new(),
         };
         for call in scorers.calls(n, &inputs).unwrap_or_default() {
             calls += 1;
@@ -586,7 +594,7 @@ pub fn rqs_input<A, R>(plan: &Plan, view: &WalkView<'_, A, R>, scorers: &Experim
     };
     for subject in plan.subjects.keys() {
         let mut refs = SubjectReferences::default();
-        match view.scored(&Node::Claims { subject: subject.clone() }) {
+        match view.scored(&stages::claims(subject)) {
             ScoredView::Done(s) => {
                 if let Some(v) = s.values.first() {
                     refs.claims = v["claims"].as_array().map_or(0, Vec::len);
@@ -596,12 +604,12 @@ pub fn rqs_input<A, R>(plan: &Plan, view: &WalkView<'_, A, R>, scorers: &Experim
             ScoredView::Failed(e) => refs.problems.push(format!("claims: {e}")),
             ScoredView::Absent => {}
         }
-        match view.scored(&Node::Smells { subject: subject.clone() }) {
+        match view.scored(&stages::smells(subject)) {
             ScoredView::Done(s) => refs.smells = s.values.first().and_then(|v| v["texts"].as_array()).map_or(0, Vec::len),
             ScoredView::Failed(e) => refs.problems.push(format!("smells: {e}")),
             ScoredView::Absent => {}
         }
-        match view.scored(&Node::Embed { of: Embedded::References { subject: subject.clone() } }) {
+        match view.scored(&stages::reference_embeddings(subject)) {
             ScoredView::Done(s) => refs.vectors = Some(s.values.first().and_then(|v| vectors(&v["vectors"])).unwrap_or_default()),
             ScoredView::Failed(e) => refs.problems.push(format!("pseudo-reference embeddings: {e}")),
             ScoredView::Absent => {}
@@ -616,7 +624,7 @@ pub fn rqs_input<A, R>(plan: &Plan, view: &WalkView<'_, A, R>, scorers: &Experim
             ..Default::default()
         };
         for (j, judge) in jury.iter().enumerate() {
-            match view.scored(&Node::Judge { run: i, judge: j }) {
+            match view.scored(&stages::judge(i, j)) {
                 ScoredView::Done(s) => {
                     for (value, payload) in s.values.iter().zip(&s.payloads) {
                         let Some(votes) = payload["finding"].as_u64().and_then(|f| scoring.votes.get_mut(f as usize)) else { continue };
@@ -629,7 +637,7 @@ pub fn rqs_input<A, R>(plan: &Plan, view: &WalkView<'_, A, R>, scorers: &Experim
                 ScoredView::Absent => {}
             }
         }
-        match view.scored(&Node::Embed { of: Embedded::Review { run: i } }) {
+        match view.scored(&stages::review_embeddings(i)) {
             ScoredView::Done(s) => {
                 scoring.sentences = Some(s.values.first().and_then(|v| vectors(&v["vectors"])).unwrap_or_default());
                 if let Some(v) = s.values.first() {

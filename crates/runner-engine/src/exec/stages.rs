@@ -11,7 +11,7 @@ use super::budget::{CallCost, Meter};
 use crate::cache::key::stage_key;
 use crate::cache::{CacheKey, Store, ValueLookup};
 use crate::finding::Finding;
-use crate::plan::Node;
+use crate::plan::{Node, Stage};
 use crate::subject::Subject;
 use futures::future::BoxFuture;
 use serde_json::Value;
@@ -54,10 +54,16 @@ pub struct NodeInputs<'a> {
     /// The name of the reviewer whose run the node scores (judge, match and review-embedding
     /// nodes); empty for a subject's nodes.
     pub reviewer: &'a str,
-    /// The subject's claims and smells, for its pseudo-reference embedding: the values of
-    /// those nodes' calls, `None` where the stage is not declared.
-    pub claims: Option<&'a [Value]>,
-    pub smells: Option<&'a [Value]>,
+    /// The answers of the scoring nodes this node requires, by stage (a subject's claims and
+    /// smells, for its pseudo-reference embedding).
+    pub scored: Vec<(Stage, &'a [Value])>,
+}
+
+impl<'a> NodeInputs<'a> {
+    /// The answers of the required node of `stage`; `None` where the node requires none.
+    pub fn scored_by(&self, stage: Stage) -> Option<&'a [Value]> {
+        self.scored.iter().find(|(s, _)| *s == stage).map(|(_, values)| *values)
+    }
 }
 
 /// The scoring stages' meaning: the experiment's jury, claims model, analyzers and embedder

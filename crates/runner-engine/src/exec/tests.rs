@@ -627,6 +627,14 @@ fn test_finding(message: &str, line: u32) -> crate::finding::Finding {
     .expect("finding")
 }
 
+/// The fake judge's stage: declared here, as a scoring layer declares its own.
+const FAKE_JUDGE: crate::plan::Stage = crate::plan::Stage::new("judge", 0, |_, target| format!("the fake judge on {target:?}"));
+
+/// The fake judge's node on run `run`.
+fn fake_judge(run: usize) -> Node {
+    Node::Score { stage: FAKE_JUDGE, member: 0, target: crate::plan::ScoreTarget::Run(run) }
+}
+
 /// A jury of one fake judge: one call per finding, answering `yes`; counts the calls it runs
 /// and turns cancellation on after `cancel_after` of them.
 #[derive(Default)]
@@ -640,7 +648,7 @@ struct FakeScorers {
 impl super::Scorers for FakeScorers {
     fn calls(&self, node: &Node, inputs: &super::NodeInputs<'_>) -> Result<Vec<super::Call>, String> {
         let findings = inputs.findings.ok_or("no findings")?;
-        assert!(matches!(node, Node::Judge { .. }), "{node:?}");
+        assert!(matches!(node, Node::Score { stage, .. } if *stage == FAKE_JUDGE), "{node:?}");
         Ok(findings
             .iter()
             .enumerate()
@@ -688,7 +696,7 @@ fn judged_plan(models: &[&str], subjects: &[&str]) -> Plan {
     let mut plan = plan(models, 1, subjects);
     let analysis = plan.graph.node_indices().find(|n| matches!(plan.graph[*n], Node::Analyze { .. })).expect("analysis");
     for (i, n) in plan.review_nodes().into_iter().enumerate() {
-        let judge = plan.graph.add_node(Node::Judge { run: i, judge: 0 });
+        let judge = plan.graph.add_node(fake_judge(i));
         plan.graph.add_edge(n, judge, Dependency::Requires);
         let m = plan.graph.node_indices().find(|m| plan.graph[*m] == Node::Materialize { subject: plan.runs[i].subject_id.clone() }).expect("subject");
         plan.graph.add_edge(m, judge, Dependency::Requires);
@@ -709,7 +717,7 @@ impl Conclusions for CountingJudged {
     fn analyze(&self, _index: usize, view: &WalkView<'_, (usize, usize), ()>) -> (usize, usize) {
         let (mut answers, mut failed) = (0, 0);
         for i in 0..view.runs().len() {
-            match view.scored(&Node::Judge { run: i, judge: 0 }) {
+            match view.scored(&fake_judge(i)) {
                 super::ScoredView::Done(s) => answers += s.values.len(),
                 super::ScoredView::Failed(_) => failed += 1,
                 super::ScoredView::Absent => {}

@@ -7,7 +7,7 @@ use super::budget::CostReport;
 use super::stages::{NodeInputs, Scored};
 use super::{Emitter, Event, RunOutcome, SkipReason};
 use crate::cache::{Lookup, Store};
-use crate::plan::{Dependency, Node, Plan};
+use crate::plan::{Dependency, Node, Plan, ScoreTarget};
 use crate::subject::{Subject, SubjectSpec};
 use petgraph::graph::NodeIndex;
 use petgraph::visit::EdgeRef;
@@ -126,7 +126,7 @@ impl<A, R> WalkView<'_, A, R> {
         (0..self.plan.runs.len()).map(|i| self.run(i).unwrap_or(INTERRUPTED)).collect()
     }
 
-    /// A scoring node's answers: [`Node::Claims`], [`Node::Smells`], [`Node::Judge`], [`Node::Match`] or [`Node::Embed`].
+    /// A scoring node's answers ([`Node::Score`]).
     pub fn scored(&self, node: &Node) -> ScoredView<'_> {
         match self.scoring_nodes.get(node).map(|n| &self.states[n.index()]) {
             Some(State::Scored(scored)) => ScoredView::Done(scored),
@@ -357,7 +357,7 @@ impl<'a, A, R> Walk<'a, A, R> {
 }
 
 pub(super) fn is_scoring(node: &Node) -> bool {
-    matches!(node, Node::Claims { .. } | Node::Smells { .. } | Node::Judge { .. } | Node::Match { .. } | Node::Embed { .. })
+    matches!(node, Node::Score { .. })
 }
 
 pub(super) fn is_done<A, R>(state: &State<A, R>) -> bool {
@@ -365,25 +365,20 @@ pub(super) fn is_done<A, R>(state: &State<A, R>) -> bool {
 }
 
 /// What a scoring node's calls are computed from: its subject's identity, the findings of
-/// the run it requires, the claims and smells it requires.
+/// the run it requires, the answers of the scoring nodes it requires.
 pub(super) fn node_inputs<'s, A, R>(plan: &'s Plan, states: &'s [State<A, R>], node: NodeIndex) -> Result<NodeInputs<'s>, String> {
     let graph = &plan.graph;
-    let subject_id = match &graph[node] {
-        Node::Claims { subject } | Node::Smells { subject } | Node::Embed { of: crate::plan::Embedded::References { subject } } => subject.as_str(),
-        Node::Judge { run, .. } | Node::Match { run, .. } | Node::Embed { of: crate::plan::Embedded::Review { run } } => plan.runs[*run].subject_id.as_str(),
+    let (subject_id, reviewer) = match &graph[node] {
+        Node::Score { target: ScoreTarget::Subject(subject), .. } => (subject.as_str(), ""),
+        Node::Score { target: ScoreTarget::Run(run), .. } => (plan.runs[*run].subject_id.as_str(), plan.runs[*run].reviewer.as_str()),
         other => return Err(format!("{} is not a scoring node", describe(other))),
     };
     let subject = plan.subjects.get(subject_id).ok_or_else(|| format!("no subject `{subject_id}`"))?;
-    let reviewer = match &graph[node] {
-        Node::Judge { run, .. } | Node::Match { run, .. } | Node::Embed { of: crate::plan::Embedded::Review { run } } => plan.runs[*run].reviewer.as_str(),
-        _ => "",
-    };
-    let mut inputs = NodeInputs { subject: subject_id, subject_identity: &subject.identity, findings: None, reviewer, claims: None, smells: None };
+    let mut inputs = NodeInputs { subject: subject_id, subject_identity: &subject.identity, findings: None, reviewer, scored: Vec::new() };
     for edge in graph.edges_directed(node, Direction::Incoming) {
         match (&graph[edge.source()], &states[edge.source().index()]) {
             (Node::Review { .. }, State::Run(outcome)) => inputs.findings = outcome.success().map(|(_, findings)| findings),
-            (Node::Claims { .. }, State::Scored(scored)) => inputs.claims = Some(&scored.values),
-            (Node::Smells { .. }, State::Scored(scored)) => inputs.smells = Some(&scored.values),
+            (Node::Score { stage, .. }, State::Scored(scored)) => inputs.scored.push((*stage, &scored.values)),
             _ => {}
         }
     }
@@ -395,12 +390,7 @@ pub(super) fn describe(node: &Node) -> String {
     match node {
         Node::Materialize { subject } => format!("subject `{subject}`"),
         Node::Review { run } => format!("run {run}"),
-        Node::Claims { subject } => format!("the claims of `{subject}`"),
-        Node::Smells { subject } => format!("the smells of `{subject}`"),
-        Node::Judge { run, judge } => format!("judge {} on run {run}", judge + 1),
-        Node::Match { run, judge } => format!("judge {}'s matching of run {run}", judge + 1),
-        Node::Embed { of: crate::plan::Embedded::References { subject } } => format!("the pseudo-reference embeddings of `{subject}`"),
-        Node::Embed { of: crate::plan::Embedded::Review { run } } => format!("the review embeddings of run {run}"),
+        Node::Score { stage, member, target } => stage.describe(*member, target),
         Node::Analyze { index } => format!("analysis {}", index + 1),
         Node::Render => "the report".to_string(),
     }

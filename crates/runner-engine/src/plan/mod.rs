@@ -2,11 +2,14 @@
 //! petgraph DAG of typed [`Node`]s that the engine (`exec`) walks.
 //!
 //! The graph is acyclic by construction: every edge runs from an earlier stage to a later one
-//! (materialize → review → claims → smells → judge → embed → analyze → render).
+//! (materialize → review → the scoring stages, in their rank → analyze → render). The
+//! scoring stages are declared above the engine and planned through a [`ScoringPlanner`].
 
+pub mod score;
 pub mod shard;
 pub mod subjects;
 
+pub use score::{NoScoring, PlanUnderway, ScoreTarget, ScoringPlanner, Stage};
 pub use shard::Shard;
 pub use subjects::Resolved;
 
@@ -16,7 +19,9 @@ use crate::manifest::{Manifest, REVIEWER_AXIS};
 use crate::matrix::{expand, Cell};
 use crate::reviewer::Reviewer;
 use crate::subject::{SubjectSpec, TargetSpec};
-use petgraph::graph::{DiGraph, NodeIndex};
+use petgraph::graph::DiGraph;
+/// A node's index in [`Plan::graph`], as a [`ScoringPlanner`] adds and links nodes by it.
+pub use petgraph::graph::NodeIndex;
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
@@ -66,18 +71,10 @@ pub enum Node {
     Materialize { subject: String },
     /// One review run, `Plan::runs[run]`; cached under its key.
     Review { run: usize },
-    /// Pseudo-reference claims about a subject's change from the claims model (RQS v2).
-    Claims { subject: String },
-    /// Static-analysis smells on a subject's changed lines (RQS v2).
-    Smells { subject: String },
-    /// Judge number `judge` of the jury on every finding of run `run`: one cached call per
-    /// finding and rubric.
-    Judge { run: usize, judge: usize },
-    /// Judge number `judge` of the jury on the pairs (oracle finding, reported finding) of run
-    /// `run` that oracle matching asks the judges about: one cached call per pair.
-    Match { run: usize, judge: usize },
-    /// Embeddings of a subject's pseudo-references or of a run's review sentences.
-    Embed { of: Embedded },
+    /// A scoring stage's node: `member` (a jury's judge number, from 0; 0 for a stage of one
+    /// producer) of `stage` on `target`. The engine runs its calls through the `Scorers` and
+    /// does not interpret the stage.
+    Score { stage: Stage, member: usize, target: ScoreTarget },
     /// The manifest's `[[analysis]]` number `index`, over every run's outcome.
     Analyze { index: usize },
     /// RESULTS.md and results.json from the analyses.
@@ -90,78 +87,45 @@ impl Node {
         match self {
             Self::Materialize { .. } => NodeKind::Materialize,
             Self::Review { .. } => NodeKind::Review,
-            Self::Claims { .. } => NodeKind::Claims,
-            Self::Smells { .. } => NodeKind::Smells,
-            Self::Judge { .. } => NodeKind::Judge,
-            Self::Match { .. } => NodeKind::Match,
-            Self::Embed { .. } => NodeKind::Embed,
+            Self::Score { stage, .. } => NodeKind::Score(*stage),
             Self::Analyze { .. } => NodeKind::Analyze,
             Self::Render => NodeKind::Render,
         }
     }
 }
 
-/// What an [`Node::Embed`] embeds.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub enum Embedded {
-    /// A subject's pseudo-references (its claims and smells).
-    References { subject: String },
-    /// The review sentences of run `Plan::runs[run]`.
-    Review { run: usize },
-}
-
-/// The kinds of [`Node`], in stage order.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize)]
-#[serde(rename_all = "snake_case")]
+/// The kinds of [`Node`], in stage order (scoring stages by their rank).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum NodeKind {
     Materialize,
     Review,
-    Claims,
-    Smells,
-    Judge,
-    Match,
-    Embed,
+    Score(Stage),
     Analyze,
     Render,
 }
 
 impl NodeKind {
-    pub const ALL: [NodeKind; 9] =
-        [Self::Materialize, Self::Review, Self::Claims, Self::Smells, Self::Judge, Self::Match, Self::Embed, Self::Analyze, Self::Render];
-
     pub fn as_str(self) -> &'static str {
         match self {
             Self::Materialize => "materialize",
             Self::Review => "review",
-            Self::Claims => "claims",
-            Self::Smells => "smells",
-            Self::Judge => "judge",
-            Self::Match => "match",
-            Self::Embed => "embed",
+            Self::Score(stage) => stage.name(),
             Self::Analyze => "analyze",
             Self::Render => "render",
         }
     }
 
-    /// Whether nodes of this kind keep their results in the cache (a judge node keeps each
+    /// Whether nodes of this kind keep their results in the cache (a scoring node keeps each
     /// of its calls).
     pub fn cached(self) -> bool {
-        matches!(self, Self::Review | Self::Claims | Self::Smells | Self::Judge | Self::Match | Self::Embed)
+        matches!(self, Self::Review | Self::Score(_))
     }
 }
 
-/// Which scoring stages a manifest declares (RQS v2): the plan adds their nodes when an
-/// analysis reads them.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct ScoringStages {
-    /// The jury's size: judges are numbered in manifest order.
-    pub judges: usize,
-    /// A claims model is declared (`[pseudo-references]` with a model).
-    pub claims: bool,
-    /// Static analyzers are declared (`[pseudo-references] analyzers`).
-    pub smells: bool,
-    /// An embedder is declared (`[embedder]`).
-    pub embedder: bool,
+impl serde::Serialize for NodeKind {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(self.as_str())
+    }
 }
 
 /// What an edge means to its dependent.
@@ -368,81 +332,6 @@ pub fn compare_reach(manifest: &Manifest, plan: &Plan) -> Vec<CompareReach> {
         .collect()
 }
 
-/// The scoring stages a manifest declares.
-pub fn scoring_stages(manifest: &Manifest) -> ScoringStages {
-    let scoring = &manifest.scoring;
-    ScoringStages {
-        judges: scoring.judges.len(),
-        claims: scoring.claims.is_some(),
-        smells: !scoring.analyzers.is_empty(),
-        embedder: scoring.embedder.is_some(),
-    }
-}
-
-/// The scoring nodes (claims, smells, judges, embeddings) when an `rqs` analysis reads them:
-/// claims and smells require their subject, a judge requires its run and the run's subject
-/// (the findings are shown with their diff context), a reference embedding requires the
-/// subject's claims and smells, a review embedding its run. When an oracle-matching analysis
-/// takes the judges' word as evidence, each judge's match node requires its run alone (the
-/// two texts are all a judge sees).
-fn add_scoring_nodes(
-    manifest: &Manifest,
-    runs: &[PlannedRun],
-    reviews: &[NodeIndex],
-    materialize: &BTreeMap<&str, NodeIndex>,
-    graph: &mut DiGraph<Node, Dependency>,
-) -> Vec<NodeIndex> {
-    let stages = scoring_stages(manifest);
-    let mut out = Vec::new();
-    if manifest.analyses.iter().any(|a| a.asks_judges_to_match()) {
-        for (i, &review) in reviews.iter().enumerate() {
-            for judge in 0..stages.judges {
-                let n = graph.add_node(Node::Match { run: i, judge });
-                graph.add_edge(review, n, Dependency::Requires);
-                out.push(n);
-            }
-        }
-    }
-    if !manifest.analyses.iter().any(|a| a.kind == AnalysisKind::RQS) {
-        return out;
-    }
-    for (&subject, &m) in materialize {
-        let mut references = Vec::new();
-        for (wanted, node) in [(stages.claims, Node::Claims { subject: subject.to_string() }), (stages.smells, Node::Smells { subject: subject.to_string() })] {
-            if wanted {
-                let n = graph.add_node(node);
-                graph.add_edge(m, n, Dependency::Requires);
-                references.push(n);
-                out.push(n);
-            }
-        }
-        if stages.embedder && !references.is_empty() {
-            let n = graph.add_node(Node::Embed { of: Embedded::References { subject: subject.to_string() } });
-            for &r in &references {
-                graph.add_edge(r, n, Dependency::Requires);
-            }
-            out.push(n);
-        }
-    }
-    for (i, (run, &review)) in runs.iter().zip(reviews).enumerate() {
-        let subject = materialize.get(run.subject_id.as_str()).copied();
-        for judge in 0..stages.judges {
-            let n = graph.add_node(Node::Judge { run: i, judge });
-            graph.add_edge(review, n, Dependency::Requires);
-            if let Some(m) = subject {
-                graph.add_edge(m, n, Dependency::Requires);
-            }
-            out.push(n);
-        }
-        if stages.embedder {
-            let n = graph.add_node(Node::Embed { of: Embedded::Review { run: i } });
-            graph.add_edge(review, n, Dependency::Requires);
-            out.push(n);
-        }
-    }
-    out
-}
-
 /// One copy of each distinct reviewer configuration: a grid's cells mostly share one.
 #[derive(Default)]
 struct Interner(HashMap<String, Arc<serde_json::Value>>);
@@ -473,12 +362,19 @@ pub type ReviewerSet = BTreeMap<String, Arc<dyn Reviewer>>;
 /// Run order: cells in matrix order; within a cell, repeats 1..=N; within a repeat, subjects
 /// (the cell's `ref` for a git target, every case in corpus order for a corpus, the commits
 /// oldest first for a history).
-pub fn build(manifest: &Manifest, subjects: impl Into<Resolved>, reviewers: &ReviewerSet) -> Result<Plan, PlanError> {
-    build_limited(manifest, subjects, reviewers, DEFAULT_MAX_RUNS)
+/// `scoring` adds the scoring stages' nodes ([`NoScoring`] for none).
+pub fn build(manifest: &Manifest, subjects: impl Into<Resolved>, reviewers: &ReviewerSet, scoring: &dyn ScoringPlanner) -> Result<Plan, PlanError> {
+    build_limited(manifest, subjects, reviewers, scoring, DEFAULT_MAX_RUNS)
 }
 
 /// [`build`], refusing before any expansion a plan of more than `max_runs` runs.
-pub fn build_limited(manifest: &Manifest, subjects: impl Into<Resolved>, reviewers: &ReviewerSet, max_runs: u64) -> Result<Plan, PlanError> {
+pub fn build_limited(
+    manifest: &Manifest,
+    subjects: impl Into<Resolved>,
+    reviewers: &ReviewerSet,
+    scoring: &dyn ScoringPlanner,
+    max_runs: u64,
+) -> Result<Plan, PlanError> {
     let Resolved { subjects, history } = subjects.into();
     PlanSize::new(manifest, &subjects).check(max_runs)?;
     let cells: Vec<Arc<Cell>> = expand(&manifest.matrix).into_iter().map(Arc::new).collect();
@@ -545,7 +441,7 @@ pub fn build_limited(manifest: &Manifest, subjects: impl Into<Resolved>, reviewe
             node
         })
         .collect();
-    let scoring = add_scoring_nodes(manifest, &runs, &reviews, &materialize, &mut graph);
+    let scoring = scoring.add_nodes(manifest, &mut PlanUnderway { runs: &runs, reviews: &reviews, materialize: &materialize, graph: &mut graph });
     let render = graph.add_node(Node::Render);
     for (index, spec) in manifest.analyses.iter().enumerate() {
         let node = graph.add_node(Node::Analyze { index });
@@ -671,7 +567,7 @@ output = "out"
             .collect();
         let reviewers: ReviewerSet =
             manifest.reviewers.entries.iter().map(|e| (e.name.clone(), crate::reviewer::build::from_spec(&e.spec).expect("reviewer"))).collect();
-        let plan = build(&manifest, subjects, &reviewers).expect("plan");
+        let plan = build(&manifest, subjects, &reviewers, &NoScoring).expect("plan");
         assert_eq!(plan.runs.len(), 2 * 2 * 2);
         assert_eq!(plan.size().subjects_per_cell, 1);
         for edge in plan.graph.edge_indices() {

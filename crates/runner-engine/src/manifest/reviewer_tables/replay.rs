@@ -27,7 +27,7 @@ fn keys(dir: &Path) -> BTreeMap<String, String> {
         .collect();
     let reviewers: crate::plan::ReviewerSet =
         manifest.reviewers.entries.iter().map(|e| (e.name.clone(), crate::reviewer::build::from_spec(&e.spec).expect("reviewer"))).collect();
-    let plan = crate::plan::build(&manifest, subjects, &reviewers).expect("plan");
+    let plan = crate::plan::build(&manifest, subjects, &reviewers, &crate::plan::NoScoring).expect("plan");
     plan.runs.iter().map(|r| (r.label(), r.key.0.clone())).collect()
 }
 
