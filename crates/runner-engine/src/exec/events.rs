@@ -53,7 +53,7 @@ pub enum Event {
     RunMissing {
         run: RunId,
     },
-    /// A scoring node (claims, smells, judge, embed) finished: how many calls it made and
+    /// A scoring node (`Node::Score`) finished: how many calls it made and
     /// how many of them the cache answered.
     StageDone {
         node: String,

@@ -1,5 +1,5 @@
-//! Scoring stages (RQS v2): claims, smells, judges and embeddings. A scoring node is a list
-//! of calls; each call is cached under its own key ([`stage_key`] of the stage and what
+//! Running scoring nodes ([`crate::plan::Node::Score`], of stages declared above the engine:
+//! RQS v2's claims, smells, judges and embeddings). A scoring node is a list of calls; each call is cached under its own key ([`stage_key`] of the stage and what
 //! determines the answer), so an interrupted node repeats no finished call, and runs under
 //! its endpoint's own limit. A model call (the scorers say which) starts only while the
 //! execution's `--max-cost` budget is not reached, and what it cost is counted against it.
@@ -25,7 +25,7 @@ pub type CallFuture = BoxFuture<'static, Result<Value, String>>;
 /// One model or analyzer call of a scoring node.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Call {
-    /// The stage (`claims`, `smells`, `judge`, `embed`): part of the key.
+    /// The stage's name (RQS v2's `claims`, `smells`, `judge`, `match`, `embed`): part of the key.
     pub stage: &'static str,
     /// Everything that determines the answer: the producer's fingerprint and the content key
     /// of what it reads. Known without materializing anything, so a cached call needs no
