@@ -171,7 +171,8 @@ mod tests {
             assert_eq!(RqsStage::of(stage.stage()), Some(stage));
         }
         let other = Stage::new("other", 9, |_, _| String::new());
-        assert_eq!(RqsStage::of(other), None, "a stage is known by its name");
+        assert_eq!(RqsStage::of(other), None, "a stage is known by its name and rank");
+        assert_eq!(RqsStage::of(Stage::new("judge", 9, |_, _| String::new())), None);
     }
 
     #[test]

@@ -9,8 +9,8 @@ use petgraph::graph::{DiGraph, NodeIndex};
 use std::collections::BTreeMap;
 
 /// A scoring stage: its name (as `runner plan` lists it), its place among the stages (the
-/// plan lists and orders stages by it), and how messages name one of its nodes. Two stages
-/// are the same stage when their names are.
+/// plan lists and orders stages by it), and how messages name one of its nodes. A stage is
+/// known by its name and rank (names are unique among a plan's stages).
 #[derive(Clone, Copy)]
 pub struct Stage {
     name: &'static str,
@@ -43,7 +43,7 @@ impl std::fmt::Debug for Stage {
 
 impl PartialEq for Stage {
     fn eq(&self, other: &Self) -> bool {
-        self.name == other.name
+        (self.rank, self.name) == (other.rank, other.name)
     }
 }
 
