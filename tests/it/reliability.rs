@@ -409,8 +409,18 @@ fn a_closed_stdout_under_json_stops_reviewers_like_an_interrupt() {
     let pids = sleepers(d);
     super::resume::wait_for("shard 1 started", || read_trimmed(&d.join("home.1")).is_some());
     homes_in_scratch(d, &tmp, child.id());
+    // Every event so far read: runner writes them from a queue, and one still queued (a run
+    // started) would otherwise meet the closed pipe before shard 1 finishes.
+    let mut stdout = std::io::BufReader::new(child.stdout.take().expect("stdout"));
+    let mut started = 0;
+    while started < 3 {
+        let mut line = String::new();
+        let read = std::io::BufRead::read_line(&mut stdout, &mut line).expect("read an event");
+        assert!(read > 0, "stdout ended before the three runs started");
+        started += usize::from(line.contains(r#""event":"run_started""#));
+    }
     // The reader goes away; the next event runner writes (shard 1 finishing) fails.
-    drop(child.stdout.take());
+    drop(stdout);
     std::fs::write(d.join("go"), "").expect("let shard 1 finish");
     let out = finish(child, "exec with a closed stdout");
     let stderr = stderr_of(&out);
