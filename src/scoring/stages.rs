@@ -135,9 +135,9 @@ impl ScoringPlanner for RqsStages {
         for i in 0..at.runs.len() {
             let review = at.reviews[i];
             let subject = at.materialize.get(at.runs[i].subject_id.as_str()).copied();
+            let judged: Vec<NodeIndex> = std::iter::once(review).chain(subject).collect();
             for j in 0..judges {
-                let requires: Vec<NodeIndex> = std::iter::once(review).chain(subject).collect();
-                out.push(at.add(JUDGE, j, ScoreTarget::Run(i), &requires));
+                out.push(at.add(JUDGE, j, ScoreTarget::Run(i), &judged));
             }
             if scoring.embedder.is_some() {
                 out.push(at.add(EMBED, 0, ScoreTarget::Run(i), &[review]));

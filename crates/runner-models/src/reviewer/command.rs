@@ -517,9 +517,12 @@ impl Reviewer for CommandReviewer {
             }
             match self.spec.isolation {
                 Isolation::Worktree => {
-                    let worktree = Worktree::add(&repo, &job.subject.head_sha)?;
+                    // Adding and removing wait their turn (`WORKTREE_ADMIN`): on a blocking
+                    // thread, so the wait holds no async worker.
+                    let (at, commit) = (repo.clone(), job.subject.head_sha.clone());
+                    let worktree = tokio::task::spawn_blocking(move || Worktree::add(&at, &commit)).await.map_err(|e| ReviewError::failed(e.to_string()))??;
                     let result = self.review_in(job, &worktree.path, true).await;
-                    drop(worktree);
+                    let _ = tokio::task::spawn_blocking(move || drop(worktree)).await;
                     result
                 }
                 Isolation::None | Isolation::Serialize => {
