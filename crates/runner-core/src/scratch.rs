@@ -5,6 +5,11 @@
 //! making its own, removes every such directory whose owner is gone. The owner holds an advisory lock on `owner.lock` inside it
 //! while it lives (the kernel drops it when the process dies, whatever the signal), so
 //! "gone" does not depend on pids, which are reused and differ between containers.
+//!
+//! A sweep removes only what it can prove runner made: a directory whose `owner.lock` begins
+//! with [`SIGNATURE`] and is free, or one still being made (nothing in it but the unnamed lock
+//! file) that is older than a maker takes. A directory of someone else's that happens to be
+//! named `runner-2024-backup` is never touched, whatever it holds.
 
 use std::fs::File;
 use std::io;
@@ -15,6 +20,10 @@ use std::sync::{Mutex, OnceLock};
 const PREFIX: &str = "runner-";
 /// The file whose lock says the owner lives.
 const OWNER: &str = "owner.lock";
+/// The lock file while the directory is being made, before it is renamed to [`OWNER`].
+const UNNAMED_OWNER: &str = ".owner";
+/// What every scratch directory's lock file begins with: the proof that runner made it.
+const SIGNATURE: &[u8] = b"runner scratch directory: removed when its owner is gone\n";
 
 struct Scratch {
     path: PathBuf,
@@ -35,11 +44,12 @@ pub fn dir() -> io::Result<PathBuf> {
     sweep(&parent);
     let path = tempfile::Builder::new().prefix(&format!("{PREFIX}{}-", std::process::id())).tempdir_in(&parent)?.keep();
     // Locked under another name, then renamed: a sweep never finds `owner.lock` unlocked here.
-    let unnamed = path.join(".owner");
-    let lock = File::options().create_new(true).read(true).write(true).open(&unnamed)?;
+    let unnamed = path.join(UNNAMED_OWNER);
+    let mut lock = File::options().create_new(true).read(true).write(true).open(&unnamed)?;
     if !try_lock(&lock)? {
         return Err(io::Error::other(format!("the lock of `{}` is taken", path.display())));
     }
+    io::Write::write_all(&mut lock, SIGNATURE)?;
     std::fs::rename(&unnamed, path.join(OWNER))?;
     *held = Some(Scratch { path: path.clone(), _lock: lock });
     Ok(path)
@@ -96,8 +106,11 @@ fn is_scratch_name(name: &str) -> bool {
 const MAKING: std::time::Duration = std::time::Duration::from_secs(60);
 
 /// Removes the scratch directories under `parent` whose owner is gone: a directory (not a
-/// link) of this user with an `owner.lock` no process holds. One whose lock file is not there
-/// yet is being made, and left alone unless older than [`MAKING`]. Returns how many were removed.
+/// link) of this user whose `owner.lock` carries runner's [`SIGNATURE`] and is held by no
+/// process. One without its lock file is being made, and is removed only when it is older than
+/// [`MAKING`] and holds nothing but the unnamed lock file (what a maker killed before the rename
+/// leaves); anything else is not provably runner's and is left alone. Returns how many were
+/// removed.
 pub fn sweep(parent: &Path) -> usize {
     let Ok(entries) = std::fs::read_dir(parent) else { return 0 };
     let mut removed = 0;
@@ -109,18 +122,42 @@ pub fn sweep(parent: &Path) -> usize {
         if !is_own_directory(&path) {
             continue;
         }
-        let gone = match crate::bounded::open_regular(&path.join(OWNER), crate::bounded::Links::Refuse, "lock files") {
-            Ok((lock, _)) => try_lock(&lock).unwrap_or(false),
+        let removal = match crate::bounded::open_regular(&path.join(OWNER), crate::bounded::Links::Refuse, "lock files") {
+            Ok((lock, _)) if is_signed(&lock) && try_lock(&lock).unwrap_or(false) => remove_lock_last(&path),
+            Ok(_) => continue,
             Err(e) if e.kind() == io::ErrorKind::NotFound => {
-                std::fs::symlink_metadata(&path).and_then(|m| m.modified()).ok().and_then(|t| t.elapsed().ok()).is_some_and(|age| age > MAKING)
+                let old = std::fs::symlink_metadata(&path).and_then(|m| m.modified()).ok().and_then(|t| t.elapsed().ok()).is_some_and(|age| age > MAKING);
+                if !old {
+                    continue;
+                }
+                remove_unfinished(&path)
             }
-            Err(_) => false,
+            Err(_) => continue,
         };
-        if gone && remove_lock_last(&path).is_ok() {
+        if removal.is_ok() {
             removed += 1;
         }
     }
     removed
+}
+
+/// Whether a lock file begins with runner's [`SIGNATURE`].
+fn is_signed(lock: &File) -> bool {
+    let mut head = [0u8; SIGNATURE.len()];
+    io::Read::read_exact(&mut &*lock, &mut head).is_ok() && head == SIGNATURE
+}
+
+/// Removes a directory a maker died making: only when it holds nothing but the unnamed lock
+/// file (a plain file, not a link); otherwise it is not provably runner's and stays.
+fn remove_unfinished(path: &Path) -> io::Result<()> {
+    for entry in std::fs::read_dir(path)? {
+        let entry = entry?;
+        if entry.file_name() != UNNAMED_OWNER || !entry.file_type()?.is_file() {
+            return Err(io::Error::other("not a scratch directory in the making"));
+        }
+    }
+    let _ = std::fs::remove_file(path.join(UNNAMED_OWNER));
+    std::fs::remove_dir(path)
 }
 
 /// Removes a scratch directory, its lock file last: a sweep cut short (the sweeper killed)
@@ -165,11 +202,12 @@ mod tests {
         let parent = tempfile::tempdir().expect("tempdir");
         let dead = parent.path().join("runner-1-dead");
         std::fs::create_dir_all(dead.join("runner-home-a")).expect("mkdir");
-        std::fs::write(dead.join(OWNER), b"").expect("lock file");
+        std::fs::write(dead.join(OWNER), SIGNATURE).expect("lock file");
         // A live owner: this test holds the lock, as the process that made it would.
         let live = parent.path().join("runner-2-live");
         std::fs::create_dir_all(&live).expect("mkdir");
-        let held = File::options().create(true).truncate(false).read(true).write(true).open(live.join(OWNER)).expect("open");
+        std::fs::write(live.join(OWNER), SIGNATURE).expect("lock file");
+        let held = File::options().read(true).write(true).open(live.join(OWNER)).expect("open");
         assert!(try_lock(&held).expect("lock"));
         // Being made: no lock file yet. Not ours by name: left alone.
         let young = parent.path().join("runner-3-young");
@@ -183,9 +221,55 @@ mod tests {
         assert_eq!(sweep(parent.path()), 1, "once its owner is gone");
         assert!(!live.exists());
         // One whose maker died before locking it: removed once it is older than a maker takes.
+        std::fs::write(young.join(UNNAMED_OWNER), b"").expect("unnamed lock");
         let old = std::time::SystemTime::now() - MAKING - std::time::Duration::from_secs(1);
         File::open(&young).expect("open").set_modified(old).expect("age it");
         assert_eq!(sweep(parent.path()), 1);
         assert!(!young.exists() && foreign.exists());
+    }
+
+    #[test]
+    fn a_sweep_never_removes_a_directory_runner_cannot_prove_it_made() {
+        let parent = tempfile::tempdir().expect("tempdir");
+        let old = std::time::SystemTime::now() - MAKING - std::time::Duration::from_secs(1);
+        // Named like a scratch directory, old, no lock file: a user's backup.
+        let backup = parent.path().join("runner-2024-backup");
+        std::fs::create_dir_all(backup.join("photos")).expect("mkdir");
+        std::fs::write(backup.join("photos/cat.jpg"), b"meow").expect("write");
+        File::open(&backup).expect("open").set_modified(old).expect("age it");
+        // Old, with a free `owner.lock` that runner did not write.
+        let unsigned = parent.path().join("runner-7-notes");
+        std::fs::create_dir_all(&unsigned).expect("mkdir");
+        std::fs::write(unsigned.join(OWNER), b"mine").expect("write");
+        std::fs::write(unsigned.join("notes.txt"), b"keep").expect("write");
+        File::open(&unsigned).expect("open").set_modified(old).expect("age it");
+        // Old, the unnamed lock file and something else: not a directory in the making.
+        let mixed = parent.path().join("runner-8-mixed");
+        std::fs::create_dir_all(&mixed).expect("mkdir");
+        std::fs::write(mixed.join(UNNAMED_OWNER), b"").expect("write");
+        std::fs::write(mixed.join("data"), b"keep").expect("write");
+        File::open(&mixed).expect("open").set_modified(old).expect("age it");
+        // A link named like one, to a directory of the user's.
+        let target = parent.path().join("elsewhere");
+        std::fs::create_dir_all(&target).expect("mkdir");
+        std::fs::write(target.join(OWNER), SIGNATURE).expect("write");
+        std::os::unix::fs::symlink(&target, parent.path().join("runner-9-link")).expect("symlink");
+        assert_eq!(sweep(parent.path()), 0);
+        assert!(backup.join("photos/cat.jpg").exists());
+        assert!(unsigned.join("notes.txt").exists() && mixed.join("data").exists());
+        assert!(target.join(OWNER).exists());
+    }
+
+    #[test]
+    fn a_scratch_directory_made_here_is_signed_and_swept_once_free() {
+        let parent = tempfile::tempdir().expect("tempdir");
+        let made = parent.path().join("runner-10-made");
+        std::fs::create_dir_all(&made).expect("mkdir");
+        let lock = File::options().create_new(true).read(true).write(true).open(made.join(OWNER)).expect("open");
+        io::Write::write_all(&mut &lock, SIGNATURE).expect("sign");
+        assert!(is_signed(&File::open(made.join(OWNER)).expect("open")));
+        drop(lock);
+        assert_eq!(sweep(parent.path()), 1);
+        assert!(!made.exists());
     }
 }
