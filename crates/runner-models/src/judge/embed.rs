@@ -20,7 +20,7 @@ use crate::config::TableReader;
 use crate::reviewer::llm::spec::{api_key_from_env, check_api_key_env, check_url, read_models_json, read_retries_and_timeouts};
 use crate::reviewer::llm::spec::{expand_env, Protocol};
 use crate::reviewer::llm::transport::{Endpoint, Failure, Policy, ServerInfo, Transport};
-use crate::reviewer::llm::wire::AttemptError;
+use crate::reviewer::llm::wire::{self, AttemptError};
 use crate::reviewer::ReviewError;
 use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
@@ -309,7 +309,7 @@ impl Embedder {
         if let Some(key) = api_key {
             req = req.bearer_auth(key);
         }
-        let resp = match self.transport.send(endpoint, req).await {
+        let mut resp = match self.transport.send(endpoint, req).await {
             // llama.cpp answers 500 for an input longer than its batch; retrying cannot help.
             Err(AttemptError::Status { message, .. }) if message.contains("too large to process") => {
                 return Err(AttemptError::Model(format!(
@@ -318,7 +318,7 @@ impl Embedder {
             }
             other => other?,
         };
-        let bytes = resp.bytes().await.map_err(|e| AttemptError::from_reqwest(&e, timeout))?;
+        let bytes = wire::read_body(&mut resp, wire::MAX_ANSWER_BYTES, timeout).await?;
         let v: Value = serde_json::from_slice(&bytes).map_err(|e| AttemptError::Protocol(format!("the embeddings answer is not JSON: {e}")))?;
         if let Some(err) = v.get("error") {
             return Err(AttemptError::Model(err.as_str().map(str::to_string).unwrap_or_else(|| err.to_string())));

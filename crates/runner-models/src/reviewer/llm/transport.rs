@@ -14,7 +14,7 @@
 
 use super::adaptive::{key_identity, Controller, Outcome, Permit, RateHeaders, Registry};
 use super::spec::Protocol;
-use super::wire::{check_status, AttemptError};
+use super::wire::{check_status, read_body, AttemptError, MAX_ANSWER_BYTES};
 use crate::reviewer::ReviewError;
 use futures::future::{select_all, BoxFuture, FutureExt};
 use rand::Rng;
@@ -318,8 +318,8 @@ impl Transport {
         }
         let timeout = self.policy.request_timeout;
         let resp = req.send().await.map_err(|e| AttemptError::from_reqwest(&e, timeout))?;
-        let resp = check_status(resp).await?;
-        let bytes = resp.bytes().await.map_err(|e| AttemptError::from_reqwest(&e, timeout))?;
+        let mut resp = check_status(resp).await?;
+        let bytes = read_body(&mut resp, MAX_ANSWER_BYTES, timeout).await?;
         serde_json::from_slice(&bytes).map_err(|e| AttemptError::Protocol(format!("`{url}` did not answer JSON: {e}")))
     }
 
@@ -439,6 +439,7 @@ fn classify(e: AttemptError, url: &str, model: &str, attempts: u32) -> Failure {
         }
         AttemptError::Protocol(msg) => Failure::Fatal(ReviewError::failed(format!("`{url}` sent an answer runner cannot read for model `{model}`: {msg}"))),
         AttemptError::Model(msg) => Failure::Fatal(ReviewError::failed(format!("model `{model}` at `{url}` reported an error: {msg}"))),
+        AttemptError::TooLarge(msg) => Failure::Fatal(ReviewError::failed(format!("{msg} (`{url}`, model `{model}`, {tries})"))),
     }
 }
 
@@ -578,6 +579,83 @@ mod tests {
         let judge = Transport::new(policy(), Duration::from_secs(1), 2).expect("client");
         assert!(Arc::ptr_eq(&judge.endpoint("http://retry-after.invalid/", Some("sk-a")).controller, &e.controller));
         assert!(!Arc::ptr_eq(&judge.endpoint("http://retry-after.invalid", Some("sk-b")).controller, &e.controller));
+    }
+
+    /// Sends one request to `server`'s `path` and reads the answer with `read`, retried by
+    /// `t`'s policy.
+    async fn ask<F, Fut>(t: &Transport, url: &str, read: F) -> Result<((), u32), Failure>
+    where
+        F: Fn(reqwest::Response) -> Fut,
+        Fut: Future<Output = Result<(), AttemptError>>,
+    {
+        let e = t.endpoint(url, None);
+        let target = format!("{url}/answer");
+        t.with_retries(&e, None, "m", || {
+            let (t, e, target, read) = (t, &e, &target, &read);
+            async move { read(t.send(e, t.http.post(target).json(&serde_json::json!({}))).await?).await }
+        })
+        .await
+    }
+
+    #[tokio::test]
+    async fn answers_past_the_limit_fail_at_once_and_are_not_read_to_their_end() {
+        use super::super::fake_server::{FakeServer, Reply};
+        use super::super::wire;
+        // A long timeout and backoff: only the limit may end these requests, and a retry
+        // would show as a second request.
+        let t =
+            Transport::new(Policy { request_timeout: Duration::from_secs(300), base_delay: Duration::from_millis(1), ..policy() }, Duration::from_secs(5), 1)
+                .expect("client");
+        let timeout = Duration::from_secs(300);
+        let openai = |resp| async move { wire::openai_read(resp, timeout).await.map(|_| ()) };
+        let ollama = |resp| async move { wire::ollama_read(resp, timeout).await.map(|_| ()) };
+        let chunked = FakeServer::start(|_, _| Reply::Endless { status: 200, announce: None });
+        let announced = FakeServer::start(|_, _| Reply::Endless { status: 200, announce: Some(600 * 1024 * 1024) });
+        let cases = [
+            (&chunked, ask(&t, &chunked.url, openai).await, "bytes arrived before runner stopped reading"),
+            (&announced, ask(&t, &announced.url, openai).await, "its Content-Length is 629145600 bytes"),
+            (&chunked, ask(&t, &chunked.url, ollama).await, "bytes of its stream arrived before runner stopped reading"),
+            (&announced, ask(&t, &announced.url, ollama).await, "its Content-Length is 629145600 bytes"),
+        ];
+        for (i, (_, result, says)) in cases.iter().enumerate() {
+            match result {
+                Err(Failure::Fatal(ReviewError::Failed { message, .. })) => {
+                    assert!(
+                        message.contains("the server's answer exceeded 32 MiB") && message.contains(says) && message.contains("1 attempt"),
+                        "case {i}: {message}"
+                    )
+                }
+                Err(Failure::Fatal(e)) => panic!("case {i}: {e}"),
+                Err(Failure::Down(e)) => panic!("case {i}: down: {e}"),
+                Ok(_) => panic!("case {i}: an endless answer was read"),
+            }
+        }
+        assert_eq!((chunked.count("/answer"), announced.count("/answer")), (2, 2), "each request made once: not retried");
+        // The client hung up: the server's writes failed long before 600 MB.
+        let deadline = std::time::Instant::now() + Duration::from_secs(60);
+        while chunked.endless_closed.load(std::sync::atomic::Ordering::SeqCst) < 2 || announced.endless_closed.load(std::sync::atomic::Ordering::SeqCst) < 2 {
+            assert!(std::time::Instant::now() < deadline, "the servers still write");
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        let written = chunked.endless_written.load(std::sync::atomic::Ordering::SeqCst);
+        assert!(written < 2 * 48 * 1024 * 1024, "{written} bytes written for two answers cut at 32 MiB");
+    }
+
+    #[tokio::test]
+    async fn an_error_answer_is_read_only_for_its_message() {
+        use super::super::fake_server::{FakeServer, Reply};
+        use super::super::wire;
+        let t = Transport::new(Policy { retries: 0, request_timeout: Duration::from_secs(300), ..policy() }, Duration::from_secs(5), 1).expect("client");
+        let server = FakeServer::start(|_, _| Reply::Endless { status: 500, announce: None });
+        let r = ask(&t, &server.url, |resp| async move { wire::openai_read(resp, Duration::from_secs(300)).await.map(|_| ()) }).await;
+        assert!(matches!(&r, Err(Failure::Fatal(ReviewError::Failed { message, .. })) if message.contains("answered 500")), "{:?}", r.err());
+        let deadline = std::time::Instant::now() + Duration::from_secs(60);
+        while server.endless_closed.load(std::sync::atomic::Ordering::SeqCst) < 1 {
+            assert!(std::time::Instant::now() < deadline, "the server still writes");
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        let written = server.endless_written.load(std::sync::atomic::Ordering::SeqCst);
+        assert!(written < 32 * 1024 * 1024, "{written} bytes written for an error body read up to 64 KiB");
     }
 
     #[tokio::test]

@@ -59,6 +59,65 @@ pub enum AttemptError {
     Protocol(String),
     /// The server reported an error inside a successful answer (Ollama's `{"error"}` line).
     Model(String),
+    /// The answer was longer than runner reads ([`MAX_ANSWER_BYTES`]): not retried, since the
+    /// same request would get the same answer. The text says by how much.
+    TooLarge(String),
+}
+
+/// The most bytes of a model server's answer runner reads; a longer one fails the attempt.
+pub const MAX_ANSWER_BYTES: usize = 32 * 1024 * 1024;
+
+/// The most bytes of an error answer runner reads for its message; the rest is not read.
+pub const MAX_ERROR_BODY_BYTES: usize = 64 * 1024;
+
+/// `n` bytes as whole MiB when they are, else as bytes.
+fn size_text(n: usize) -> String {
+    if n % (1024 * 1024) == 0 {
+        format!("{} MiB", n / (1024 * 1024))
+    } else {
+        format!("{n} bytes")
+    }
+}
+
+/// The error of an answer past `limit`: `detail` says how the excess showed.
+fn too_large(limit: usize, detail: &str) -> AttemptError {
+    AttemptError::TooLarge(format!("the server's answer exceeded {}: {detail}", size_text(limit)))
+}
+
+/// Fails an answer whose `Content-Length` already says it is longer than `limit`.
+fn check_length(resp: &reqwest::Response, limit: usize) -> Result<(), AttemptError> {
+    match resp.content_length() {
+        Some(length) if length > limit as u64 => Err(too_large(limit, &format!("its Content-Length is {length} bytes; nothing of it was read"))),
+        _ => Ok(()),
+    }
+}
+
+/// Reads an answer's body as it arrives, at most `limit` bytes: an answer whose
+/// `Content-Length` says it is longer fails before any of it is read, and one whose bytes go
+/// past `limit` fails as they do (what was read is dropped, the connection closed).
+pub async fn read_body(resp: &mut reqwest::Response, limit: usize, timeout: Duration) -> Result<Vec<u8>, AttemptError> {
+    check_length(resp, limit)?;
+    let mut body = Vec::with_capacity(resp.content_length().map_or(0, |n| n as usize));
+    while let Some(chunk) = resp.chunk().await.map_err(|e| AttemptError::from_reqwest(&e, timeout))? {
+        if body.len() + chunk.len() > limit {
+            return Err(too_large(limit, &format!("more than {} bytes arrived before runner stopped reading", body.len() + chunk.len())));
+        }
+        body.extend_from_slice(&chunk);
+    }
+    Ok(body)
+}
+
+/// Reads at most `limit` bytes of an error answer's body (for its message); the rest is left
+/// unread. A body that breaks off gives what arrived.
+async fn read_error_body(resp: &mut reqwest::Response, limit: usize) -> String {
+    let mut body: Vec<u8> = Vec::new();
+    while body.len() < limit {
+        match resp.chunk().await {
+            Ok(Some(chunk)) => body.extend_from_slice(&chunk[..chunk.len().min(limit - body.len())]),
+            Ok(None) | Err(_) => break,
+        }
+    }
+    String::from_utf8_lossy(&body).into_owned()
 }
 
 impl AttemptError {
@@ -146,13 +205,14 @@ pub fn parse_retry_after(value: &str, now: std::time::SystemTime) -> Option<Dura
 }
 
 /// Fails an attempt on a non-success status, reading the error body.
-pub async fn check_status(resp: reqwest::Response) -> Result<reqwest::Response, AttemptError> {
+/// The body is read only up to [`MAX_ERROR_BODY_BYTES`].
+pub async fn check_status(mut resp: reqwest::Response) -> Result<reqwest::Response, AttemptError> {
     let status = resp.status();
     if status.is_success() {
         return Ok(resp);
     }
     let retry_after = retry_after(resp.headers());
-    let body = resp.text().await.unwrap_or_default();
+    let body = read_error_body(&mut resp, MAX_ERROR_BODY_BYTES).await;
     Err(AttemptError::Status { status: status.as_u16(), retry_after, message: error_message(&body) })
 }
 
@@ -179,17 +239,26 @@ pub fn ollama_body(model: &str, messages: &[Message], format: Option<&Value>, s:
 
 /// Reads Ollama's streamed answer: one JSON object per line with `message.content` pieces,
 /// the last with `done: true`, `done_reason` and the counts and durations (nanoseconds).
+/// At most [`MAX_ANSWER_BYTES`] of the stream are read.
 pub async fn ollama_read(mut resp: reqwest::Response, timeout: Duration) -> Result<Completion, AttemptError> {
+    let limit = MAX_ANSWER_BYTES;
+    check_length(&resp, limit)?;
     let mut buf: Vec<u8> = Vec::new();
     let mut out = Completion::default();
     let mut done = false;
-    loop {
-        let chunk = resp.chunk().await.map_err(|e| AttemptError::from_reqwest(&e, timeout))?;
-        let Some(chunk) = chunk else { break };
+    let mut read = 0usize;
+    while let Some(chunk) = resp.chunk().await.map_err(|e| AttemptError::from_reqwest(&e, timeout))? {
+        read += chunk.len();
+        if read > limit {
+            return Err(too_large(limit, &format!("more than {read} bytes of its stream arrived before runner stopped reading")));
+        }
+        // Only the new bytes are searched for a line's end: what was kept has none.
+        let mut from = buf.len();
         buf.extend_from_slice(&chunk);
-        while let Some(pos) = buf.iter().position(|b| *b == b'\n') {
-            let line: Vec<u8> = buf.drain(..=pos).collect();
+        while let Some(pos) = buf[from..].iter().position(|b| *b == b'\n') {
+            let line: Vec<u8> = buf.drain(..=from + pos).collect();
             done |= ollama_line(&line, &mut out)?;
+            from = 0;
         }
     }
     if !buf.is_empty() {
@@ -274,8 +343,9 @@ pub fn openai_parse(v: &Value) -> Result<Completion, AttemptError> {
     })
 }
 
-pub async fn openai_read(resp: reqwest::Response, timeout: Duration) -> Result<Completion, AttemptError> {
-    let bytes = resp.bytes().await.map_err(|e| AttemptError::from_reqwest(&e, timeout))?;
+/// Reads an OpenAI-compatible answer of at most [`MAX_ANSWER_BYTES`].
+pub async fn openai_read(mut resp: reqwest::Response, timeout: Duration) -> Result<Completion, AttemptError> {
+    let bytes = read_body(&mut resp, MAX_ANSWER_BYTES, timeout).await?;
     let v: Value = serde_json::from_slice(&bytes)
         .map_err(|e| AttemptError::Protocol(format!("the answer is not JSON ({e}): {}", crate::reviewer::tail(&String::from_utf8_lossy(&bytes), 200))))?;
     openai_parse(&v)
