@@ -361,6 +361,10 @@ pub(crate) struct DiffArgs {
     /// Also write the gate's outcome as JUnit XML here (one test case per compared pair).
     #[arg(long, value_name = "PATH")]
     pub junit: Option<PathBuf>,
+    /// Overwrite the output file even when it is not one this command wrote (never a link,
+    /// nor one of the command's inputs).
+    #[arg(long)]
+    pub force: bool,
 }
 
 #[derive(Debug, Args)]
@@ -407,6 +411,10 @@ pub(crate) struct ReportArgs {
     /// could be built): exit 0 rather than 1.
     #[arg(long)]
     pub partial: bool,
+    /// Overwrite the output file even when it is not one this command wrote (never a link,
+    /// nor one of the command's inputs).
+    #[arg(long)]
+    pub force: bool,
     #[command(flatten)]
     pub locations: LocationArgs,
 }
@@ -591,6 +599,10 @@ pub(crate) struct A2Args {
     /// Write `A2.md` and `a2.json` into this directory instead of printing.
     #[arg(long, value_name = "DIR")]
     pub out: Option<PathBuf>,
+    /// Overwrite the output file even when it is not one this command wrote (never a link,
+    /// nor one of the command's inputs).
+    #[arg(long)]
+    pub force: bool,
 }
 
 #[derive(Debug, Args)]
@@ -644,6 +656,10 @@ pub(crate) struct OracleProposeArgs {
     /// Where the patch is written.
     #[arg(long, default_value = "oracle.patch.json")]
     pub out: PathBuf,
+    /// Overwrite the output file even when it is not one this command wrote (never a link,
+    /// nor one of the command's inputs).
+    #[arg(long)]
+    pub force: bool,
 }
 
 #[derive(Debug, Args)]
@@ -663,6 +679,10 @@ pub(crate) struct ImportGithubArgs {
     /// Keep threads started by bots (`user.type = "Bot"`).
     #[arg(long)]
     pub include_bots: bool,
+    /// Overwrite the output file even when it is not one this command wrote (never a link,
+    /// nor one of the command's inputs).
+    #[arg(long)]
+    pub force: bool,
 }
 
 #[derive(Debug, Subcommand)]

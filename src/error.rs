@@ -42,6 +42,8 @@ pub enum Error {
     Render(#[from] crate::report::render::RenderError),
     #[error(transparent)]
     Cache(#[from] crate::cache::store::CacheError),
+    #[error(transparent)]
+    OutputFile(#[from] runner_core::output_file::OutputFileError),
     #[error("{0}")]
     RemoteCache(#[from] crate::cache::RemoteError),
     #[error("{0}")]

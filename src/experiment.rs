@@ -88,6 +88,7 @@ fn prepare_manifest(manifest: Manifest, locations: &Locations, options: &Prepare
     let subjects = crate::plan::subjects::resolve(&manifest)?;
     let plan = plan::build_limited(&manifest, subjects, &reviewers, &RqsStages, options.max_runs)?;
     let cache = CacheStore::new(locations.cache_dir.clone().unwrap_or_else(|| manifest.cache_dir.clone()));
+    cache.check_layout()?;
     let oracle = load_oracle(&manifest)?;
     let adjudications = load_adjudications(&manifest)?;
     let (scorers, rqs) = load_scoring(&manifest, &plan, &cache, options.frozen, oracle.as_ref())?;
@@ -561,6 +562,7 @@ pub fn prepare_to_read(manifest_path: &std::path::Path, locations: &Locations) -
     let subjects = crate::plan::subjects::resolve(&manifest)?;
     let plan = plan::build_limited(&manifest, subjects, &reviewers, &RqsStages, PrepareOptions::default().max_runs)?;
     let cache = CacheStore::new(locations.cache_dir.clone().unwrap_or_else(|| manifest.cache_dir.clone()));
+    cache.check_layout()?;
     let oracle = load_oracle(&manifest)?;
     let remote = open_remote(locations)?;
     Ok(Prepared { manifest, reviewers, plan, cache, remote, oracle, adjudications: BTreeMap::new(), scorers: None, rqs: BTreeMap::new() })

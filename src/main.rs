@@ -787,7 +787,8 @@ fn oracle_import_github(args: &ImportGithubArgs) -> Result<Exit, Error> {
     let comments: Vec<github::Comment> = github::read_export(&args.comments)?;
     let imported = github::import(&pulls, &comments, &args.repo, args.include_bots)?;
     let json = serde_json::to_string_pretty(&imported.oracle).unwrap_or_default();
-    write_file(&args.out, &format!("{json}\n"))?;
+    let inputs = [args.pulls.as_path(), args.comments.as_path()];
+    write_output(&args.out, &format!("{json}\n"), &inputs, "an oracle", &is_json_object, args.force)?;
     for s in &imported.oracle.skipped {
         errln!("skipped {}: {}", s.source, s.reason);
     }
@@ -808,7 +809,8 @@ fn oracle_import_github(args: &ImportGithubArgs) -> Result<Exit, Error> {
 fn oracle_propose(args: &OracleProposeArgs) -> Result<Exit, Error> {
     let patch = runner::study::propose::build(&args.adjudication, args.oracle.as_deref())?;
     let json = serde_json::to_string_pretty(&patch).unwrap_or_default();
-    write_file(&args.out, &format!("{json}\n"))?;
+    let inputs: Vec<&Path> = std::iter::once(args.adjudication.as_path()).chain(args.oracle.as_deref()).collect();
+    write_output(&args.out, &format!("{json}\n"), &inputs, "an oracle patch", &is_json_object, args.force)?;
     for a in &patch.additions {
         let place = match (&a.finding.file, a.finding.line) {
             (Some(f), Some(l)) => format!("{f}:{l}"),
@@ -854,7 +856,9 @@ fn a2(args: &A2Args) -> Result<Exit, Error> {
     let json = serde_json::to_string_pretty(&report).unwrap_or_default();
     if let Some(dir) = &args.out {
         for (name, text) in [("A2.md", report.render()), ("a2.json", format!("{json}\n"))] {
-            write_file(&dir.join(name), &text)?;
+            let first_line = text.lines().next().unwrap_or_default().to_string();
+            let same_kind = move |old: &[u8]| old.split(|b| *b == b'\n').next() == Some(first_line.as_bytes());
+            write_output(&dir.join(name), &text, &[args.history.as_path()], "an A2 report", &same_kind, args.force)?;
         }
         errln!("wrote {} and {}", dir.join("A2.md").display(), dir.join("a2.json").display());
     } else if args.json {
@@ -972,10 +976,8 @@ fn matching_calibrate(args: &MatchingCalibrateArgs) -> Result<Exit, Error> {
     let by = if args.folds == "project" { FoldBy::Project } else { FoldBy::PullRequest };
     let calibration = calibrate(&files, measure, vectors.as_ref(), fingerprint, by).map_err(Error::Scoring)?;
     let text = serde_json::to_string_pretty(&calibration).map_err(|e| Error::Scoring(e.to_string()))? + "\n";
-    if let Some(parent) = args.out.parent().filter(|p| !p.as_os_str().is_empty()) {
-        std::fs::create_dir_all(parent).map_err(|e| Error::Scoring(format!("cannot create `{}`: {e}", parent.display())))?;
-    }
-    std::fs::write(&args.out, text).map_err(|e| Error::Scoring(format!("cannot write `{}`: {e}", args.out.display())))?;
+    let inputs: Vec<&Path> = args.files.iter().map(PathBuf::as_path).collect();
+    write_output(&args.out, &text, &inputs, "a matching calibration", &is_json_object, true)?;
     let rule = &calibration.rule;
     let embedding = rule.embedding_similarity.map(|e| format!(" or embedding cosine ≥ {e:.2}")).unwrap_or_default();
     errln!(
@@ -1095,7 +1097,8 @@ fn study_audit(args: &StudyAuditArgs) -> Result<Exit, Error> {
     }
     let (patterns, audited) = audit::audit(&args.sheets, &args.key, args.similarity)?;
     let text = audit::to_csv(&patterns).map_err(|e| AdjudicationError::Parse { path: args.out.clone(), message: e.to_string() })?;
-    std::fs::write(&args.out, text).map_err(|source| AdjudicationError::Write { path: args.out.clone(), source })?;
+    let inputs: Vec<&Path> = args.sheets.iter().map(PathBuf::as_path).chain([args.key.as_path()]).collect();
+    write_output(&args.out, &text, &inputs, "a pattern list", &|_: &[u8]| true, true)?;
     outln!("{audited} findings labelled false_positive or wrong_suggestion, in {} candidate patterns", patterns.len());
     outln!("wrote {}", args.out.display());
     Ok(Exit::Ok)
@@ -1110,8 +1113,9 @@ fn study_preference(args: &StudyPreferenceArgs) -> Result<Exit, Error> {
     std::fs::create_dir_all(&args.out).map_err(|source| AdjudicationError::Write { path: args.out.clone(), source })?;
     let (json, md) = (args.out.join("result.json"), args.out.join("result.md"));
     let text = serde_json::to_string_pretty(&result).map_err(|e| AdjudicationError::Parse { path: json.clone(), message: e.to_string() })?;
-    std::fs::write(&json, text + "\n").map_err(|source| AdjudicationError::Write { path: json.clone(), source })?;
-    std::fs::write(&md, result.to_markdown()).map_err(|source| AdjudicationError::Write { path: md.clone(), source })?;
+    let inputs = [args.sessions.as_path(), args.survey.as_path()];
+    write_output(&json, &(text + "\n"), &inputs, "a study result", &is_json_object, true)?;
+    write_output(&md, &result.to_markdown(), &inputs, "a study result", &|_: &[u8]| true, true)?;
     out!("{}", result.to_markdown());
     errln!("wrote {}\nwrote {}", json.display(), md.display());
     Ok(Exit::Ok)
@@ -1165,7 +1169,10 @@ fn report(args: &ReportArgs) -> Result<Exit, Error> {
     }
     let page = runner::report::html::render(&sides)?;
     let out = args.output.clone().unwrap_or_else(|| first.parent().unwrap_or(Path::new(".")).join("report.html"));
-    runner::cache::store::atomic_write(&out, page.as_bytes())?;
+    let mut inputs: Vec<PathBuf> = vec![first.clone()];
+    inputs.extend(args.against.as_deref().map(results_file));
+    let inputs: Vec<&Path> = inputs.iter().map(PathBuf::as_path).collect();
+    write_output(&out, &page, &inputs, "a report page", &runner::report::outputs::is_generated_page, args.force)?;
     runner::report::outputs::record_also(&out)?;
     for side in &sides {
         for note in side.findings.as_ref().err().into_iter().chain(side.note.as_ref()) {
@@ -1204,7 +1211,7 @@ fn diff(args: DiffArgs) -> Result<Exit, Error> {
         out!("{}", diff::render_text(&report));
     }
     if let Some(path) = &args.junit {
-        write_file(path, &runner::report::ci::junit_keep(&report))?;
+        write_output(path, &runner::report::ci::junit_keep(&report), &[a_path.as_path(), b_path.as_path()], "a JUnit report", &is_junit, args.force)?;
     }
     Ok(if report.kept { Exit::Ok } else { Exit::Gate })
 }
@@ -1244,17 +1251,26 @@ fn diff_metric(args: &DiffArgs, metric: &str, a_path: &Path, b_path: &Path) -> R
         out!("{}", gate::render_text(&report));
     }
     if let Some(path) = &args.junit {
-        write_file(path, &runner::report::ci::junit_gate(&report))?;
+        write_output(path, &runner::report::ci::junit_gate(&report), &[a_path, b_path], "a JUnit report", &is_junit, args.force)?;
     }
     Ok(if report.passed { Exit::Ok } else { Exit::Gate })
 }
 
-/// Writes a file the user asked for, creating its directory.
-fn write_file(path: &Path, text: &str) -> Result<(), Error> {
-    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-        std::fs::create_dir_all(dir).map_err(|e| Error::Write { path: dir.to_path_buf(), source: e })?;
-    }
-    std::fs::write(path, text).map_err(|e| Error::Write { path: path.to_path_buf(), source: e })
+/// Writes a file the user named, creating its directory: never through a link, over one of
+/// `inputs`, or over a file that is not `what` this command writes unless `force`.
+fn write_output(path: &Path, text: &str, inputs: &[&Path], what: &'static str, replaceable: &dyn Fn(&[u8]) -> bool, force: bool) -> Result<(), Error> {
+    let replace = runner::output_file::Replace { what, replaceable, force };
+    Ok(runner::output_file::write(path, text.as_bytes(), inputs, &replace)?)
+}
+
+/// A JSON object: what the oracle, patch and record writers write.
+fn is_json_object(bytes: &[u8]) -> bool {
+    serde_json::from_slice::<serde_json::Value>(bytes).is_ok_and(|v| v.is_object())
+}
+
+/// A JUnit report runner wrote.
+fn is_junit(bytes: &[u8]) -> bool {
+    bytes.starts_with(b"<?xml") && bytes.windows(11).any(|w| w == b"<testsuites")
 }
 
 /// `cache push` / `cache pull`: moves each manifest's runs and stage values between the local

@@ -28,6 +28,8 @@ pub enum OutputsError {
     Record { path: PathBuf, message: String },
     #[error("failed to write `{path}`: {message}")]
     Write { path: PathBuf, message: String },
+    #[error("`{path}` is a symbolic link: runner writes and removes reports only inside the report directory itself, never through a link; replace it with a plain directory")]
+    Link { path: PathBuf },
 }
 
 /// The list as stored.
@@ -71,16 +73,18 @@ impl Outputs {
             }
             Err(e) => return Err(OutputsError::Record { path, message: e.to_string() }),
         };
+        inside(dir, &format!("{}/x", super::plots::PLOTS_DIR))?;
         Ok(Self { dir: dir.to_path_buf(), ours, why, inferred, force })
     }
 
     /// Refuses when one of `names` (paths relative to the directory) is there and is not
     /// runner's; the error names the first such file.
     pub fn check<'a>(&self, names: impl IntoIterator<Item = &'a str>) -> Result<(), OutputsError> {
-        if self.force {
-            return Ok(());
-        }
         for name in names {
+            inside(&self.dir, name)?;
+            if self.force {
+                continue;
+            }
             let ours = self.ours.contains(name) || (self.inferred && is_chart(name));
             let path = self.dir.join(name);
             if !ours && std::fs::symlink_metadata(&path).is_ok() {
@@ -97,6 +101,7 @@ impl Outputs {
         let written_set: BTreeSet<&str> = written.iter().map(String::as_str).collect();
         let mut files: BTreeSet<String> = written.iter().cloned().collect();
         for name in self.ours.iter().filter(|n| !written_set.contains(n.as_str())) {
+            inside(&self.dir, name)?;
             let path = self.dir.join(name);
             let Ok(meta) = std::fs::symlink_metadata(&path) else { continue };
             if is_chart(name) && meta.is_file() {
@@ -132,6 +137,25 @@ pub fn record_also(file: &Path) -> Result<(), OutputsError> {
     Ok(())
 }
 
+/// Checks that `name`, a path relative to `dir`, stays inside it: none of the directories
+/// between `dir` and the file is a link (`plots -> /elsewhere`), so nothing is written or
+/// removed outside. A directory not there yet is fine (it is made as a directory). The file
+/// itself may be a link: it is replaced, never written through, and never removed.
+fn inside(dir: &Path, name: &str) -> Result<(), OutputsError> {
+    let mut at = dir.to_path_buf();
+    let mut parts: Vec<&str> = name.split('/').collect();
+    parts.pop();
+    for part in parts {
+        at.push(part);
+        match std::fs::symlink_metadata(&at) {
+            Ok(meta) if meta.file_type().is_symlink() => return Err(OutputsError::Link { path: at }),
+            Ok(_) => {}
+            Err(_) => return Ok(()),
+        }
+    }
+    Ok(())
+}
+
 /// A chart's path: `plots/<name>.svg`.
 fn is_chart(name: &str) -> bool {
     name.strip_prefix(&format!("{}/", super::plots::PLOTS_DIR)).is_some_and(|rest| is_plain_relative(rest) && !rest.contains('/') && rest.ends_with(".svg"))
@@ -148,12 +172,16 @@ fn inferred(dir: &Path) -> BTreeSet<String> {
     let Ok(results) = Results::read(&dir.join("results.json")) else { return BTreeSet::new() };
     let mut ours: BTreeSet<String> = ["RESULTS.md", "results.json"].map(String::from).into();
     ours.extend(super::plots::charts(&results).into_iter().filter(|c| c.chart.drawn()).map(|c| c.path));
-    let generated = bounded::read(&dir.join("report.html"), 8 * bounded::MIB, Links::Follow, "reports")
-        .is_ok_and(|page| page.windows(GENERATOR.len()).take(4096).any(|w| w == GENERATOR));
+    let generated = bounded::read(&dir.join("report.html"), 8 * bounded::MIB, Links::Follow, "reports").is_ok_and(|page| is_generated_page(&page));
     if generated {
         ours.insert("report.html".to_string());
     }
     ours
+}
+
+/// Whether a page is one `runner report` generated: its generator line near its top.
+pub fn is_generated_page(page: &[u8]) -> bool {
+    page.windows(GENERATOR.len()).take(4096).any(|w| w == GENERATOR)
 }
 
 /// What runner's report.html says of itself near its top.
@@ -195,6 +223,28 @@ mod tests {
         std::fs::write(d.join(RECORD), r#"{"files": ["../escape"]}"#).expect("write");
         let e = Outputs::open(d, false).expect_err("outside");
         assert!(e.to_string().contains("`../escape` is not a path inside the directory"), "{e}");
+    }
+
+    #[test]
+    fn nothing_is_written_or_removed_through_a_linked_plots_directory() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let (d, elsewhere) = (dir.path().join("report"), dir.path().join("elsewhere"));
+        std::fs::create_dir_all(&d).expect("mkdir");
+        std::fs::create_dir_all(&elsewhere).expect("mkdir");
+        std::fs::write(elsewhere.join("precious.svg"), "keep").expect("write");
+        std::fs::write(d.join(RECORD), r#"{"files": ["RESULTS.md", "plots/precious.svg"]}"#).expect("write");
+        std::os::unix::fs::symlink(&elsewhere, d.join("plots")).expect("symlink");
+        for force in [false, true] {
+            let e = Outputs::open(&d, force).expect_err("a linked plots/");
+            assert!(matches!(e, OutputsError::Link { .. }) && e.to_string().contains("symbolic link"), "{e}");
+        }
+        assert_eq!(std::fs::read_to_string(elsewhere.join("precious.svg")).expect("still there"), "keep");
+        // A listed name whose directory is a link is refused by `check` and `commit` as well.
+        std::fs::remove_file(d.join("plots")).expect("unlink");
+        std::fs::create_dir_all(d.join("deep")).expect("mkdir");
+        std::os::unix::fs::symlink(&elsewhere, d.join("deep/plots")).expect("symlink");
+        let outputs = Outputs::open(&d, true).expect("open");
+        assert!(matches!(outputs.check(["deep/plots/precious.svg"]), Err(OutputsError::Link { .. })));
     }
 
     #[test]

@@ -11,6 +11,7 @@ mod docs;
 mod embed_real_server;
 mod exec_corpus;
 mod external_target;
+mod foreign_files;
 mod git_target;
 mod github_oracle;
 mod ground_truth;

@@ -1,11 +1,12 @@
 //! `runner-core`, the bottom layer: findings in stet's schema, the experiment matrix,
-//! configuration reading and diagnostics, text rules, paired statistics, bounded reads and the
-//! per-process scratch directory, and the child-process sandbox. It depends on no other runner crate.
+//! configuration reading and diagnostics, text rules, paired statistics, bounded reads, guarded
+//! writes of user-named output files, the per-process scratch directory, and the child-process sandbox. It depends on no other runner crate.
 
 pub mod bounded;
 pub mod config;
 pub mod finding;
 pub mod matrix;
+pub mod output_file;
 pub mod sandbox;
 pub mod scratch;
 pub mod stats;

@@ -18,10 +18,18 @@ impl Format for Summary {
         let Some(path) = &input.asked.summary else { return Ok(Vec::new()) };
         let text = ci::summary_markdown(input.results, &input.results_path.with_file_name("RESULTS.md").display().to_string());
         let write = |e: std::io::Error, at: &std::path::Path| RenderError::Write { path: at.display().to_string(), source: e };
-        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-            std::fs::create_dir_all(dir).map_err(|e| write(e, dir))?;
+        if path.as_os_str() == "-" {
+            // `--summary -`: the summary on standard output.
+            let mut out = std::io::stdout().lock();
+            return std::io::Write::write_all(&mut out, text.as_bytes())
+                .and_then(|()| std::io::Write::flush(&mut out))
+                .map(|()| Vec::new())
+                .map_err(|e| write(e, path));
         }
-        std::fs::write(path, text).map_err(|e| write(e, path))?;
+        // Never through a link, nor over the results it summarises; any other file is replaced
+        // (`$GITHUB_STEP_SUMMARY` is the runner's to write).
+        let replace = crate::output_file::Replace { what: "a summary", replaceable: &|_: &[u8]| true, force: true };
+        crate::output_file::write(path, text.as_bytes(), &[input.results_path], &replace).map_err(|e| write(std::io::Error::other(e.to_string()), path))?;
         Ok(Vec::new())
     }
 }

@@ -272,6 +272,9 @@ pub fn write_rendered(rendered: Vec<(String, Result<String, PlotError>)>, dir: &
     let plots = dir.join(PLOTS_DIR);
     let fail = |path: &Path, message: String| PlotError::Write { path: path.display().to_string(), message };
     let mut written = Vec::new();
+    if std::fs::symlink_metadata(&plots).is_ok_and(|m| m.file_type().is_symlink()) {
+        return Err(fail(&plots, "it is a symbolic link: charts are written only into a directory of the report's own".to_string()));
+    }
     if !rendered.is_empty() {
         std::fs::create_dir_all(&plots).map_err(|e| fail(&plots, e.to_string()))?;
     }

@@ -181,6 +181,8 @@ pub enum CacheError {
     Encode(String),
     #[error("the lock of cache `{0}` could not be taken")]
     Lock(PathBuf),
+    #[error("`{path}` is {what}, not a directory of the cache's own: runner never follows a link out of its cache, nor reads or removes through one; replace it with a plain directory")]
+    Layout { path: PathBuf, what: &'static str },
 }
 
 impl CacheError {
@@ -221,9 +223,30 @@ pub fn is_hex64(s: &str) -> bool {
     s.len() == 64 && s.bytes().all(|b| b.is_ascii_hexdigit())
 }
 
+/// The directories of a cache's own layout, below its root.
+const LAYOUT: [&str; 6] = ["objects", "runs", "values", "failures", "slots", "locks"];
+
 impl CacheStore {
     pub fn new(root: impl Into<PathBuf>) -> Self {
         Self { root: root.into(), slots: Arc::default(), unsynced: Arc::default() }
+    }
+
+    /// Checks that each directory of the cache's layout (and each shard directory in it) is a
+    /// directory itself, not a link: a cloned repository can carry `cache/objects` as a link to
+    /// anywhere, and nothing may be written, read or removed through it. The root itself is the
+    /// user's to place, a link included. A layout directory not yet made is fine.
+    pub fn check_layout(&self) -> Result<(), CacheError> {
+        for name in LAYOUT {
+            let dir = self.root.join(name);
+            check_directory(&dir)?;
+            let Ok(entries) = std::fs::read_dir(&dir) else { continue };
+            for entry in entries.flatten() {
+                if entry.file_type().is_ok_and(|t| t.is_symlink()) {
+                    return Err(CacheError::Layout { path: entry.path(), what: "a symbolic link" });
+                }
+            }
+        }
+        Ok(())
     }
 
     pub fn root(&self) -> &Path {
@@ -688,6 +711,9 @@ impl CacheStore {
     /// Checks every object's hash and every run's references; returns the problems found.
     pub fn verify(&self) -> VerifyReport {
         let mut report = VerifyReport::default();
+        if let Err(e) = self.check_layout() {
+            report.problems.push(e.to_string());
+        }
         for path in files_under(&self.root.join("objects")) {
             report.objects += 1;
             let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
@@ -717,9 +743,16 @@ impl CacheStore {
     /// The caller holds the exclusive cache lock ([`Self::lock_exclusive`]), so no execution
     /// writes meanwhile; temporary files older than [`STALE_TEMP_AGE`] (left by a killed
     /// process) and run lock files are removed too.
+    ///
+    /// Only files of the cache's own layout are removed: a sharded entry whose name is a hash
+    /// in its shard (`objects/ab/ab…`, `failures/ab/ab….json`), a temporary file of runner's
+    /// (`.tmp` and six letters or digits), a run lock file; a `.keep` or any other file stays,
+    /// and a layout directory that is a link fails the collection before anything is removed.
     pub fn gc(&self, keep: Option<&Keep>, dry_run: bool) -> Result<GcReport, CacheError> {
+        self.check_layout()?;
         let mut report = GcReport::default();
-        for path in temp_files_under(&self.root) {
+        let temp_files = LAYOUT.iter().flat_map(|d| temp_files_under(&self.root.join(d)));
+        for path in temp_files {
             let stale = std::fs::metadata(&path).and_then(|m| m.modified()).ok().and_then(|t| t.elapsed().ok()).is_some_and(|age| age >= STALE_TEMP_AGE);
             if stale {
                 report.temp_files_removed += 1;
@@ -729,12 +762,12 @@ impl CacheStore {
             }
         }
         if !dry_run {
-            for path in files_under(&self.root.join("locks").join("runs")) {
+            for path in files_under(&self.root.join("locks").join("runs")).into_iter().filter(|p| is_sharded_entry(p, ".lock")) {
                 let _ = std::fs::remove_file(&path);
             }
         }
         let mut live: BTreeSet<String> = BTreeSet::new();
-        for path in files_under(&self.root.join("runs")) {
+        for path in files_under(&self.root.join("runs")).into_iter().filter(|p| is_sharded_entry(p, "")) {
             let key = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
             if keep.is_some_and(|k| !k.runs.contains(&CacheKey(key.clone()))) {
                 report.runs_removed += 1;
@@ -754,7 +787,7 @@ impl CacheStore {
                 live.insert(pointer);
             }
         }
-        for path in files_under(&self.root.join("values")) {
+        for path in files_under(&self.root.join("values")).into_iter().filter(|p| is_sharded_entry(p, "")) {
             let record = read_pointer(&path, "the pointer").ok().flatten().and_then(|pointer| {
                 let bytes = self.get_object(&pointer).ok()?;
                 serde_json::from_slice::<ValueRecord>(&bytes).ok().map(|record| (pointer, record))
@@ -777,7 +810,7 @@ impl CacheStore {
                 }
             }
         }
-        for path in files_under(&self.root.join("objects")) {
+        for path in files_under(&self.root.join("objects")).into_iter().filter(|p| is_sharded_entry(p, "")) {
             let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
             if !live.contains(&name) {
                 report.objects_removed += 1;
@@ -787,7 +820,7 @@ impl CacheStore {
                 }
             }
         }
-        for path in files_under(&self.root.join("failures")) {
+        for path in files_under(&self.root.join("failures")).into_iter().filter(|p| is_sharded_entry(p, ".json")) {
             report.failures_removed += 1;
             if !dry_run {
                 std::fs::remove_file(&path).map_err(|source| CacheError::Write { path: path.clone(), source })?;
@@ -928,9 +961,37 @@ fn is_temp(path: &Path) -> bool {
     path.file_name().is_some_and(|n| n.to_string_lossy().starts_with(".tmp"))
 }
 
+/// A temporary file runner made: `.tmp` and six letters or digits (tempfile's names).
+fn is_own_temp(path: &Path) -> bool {
+    path.file_name()
+        .and_then(|n| n.to_str())
+        .and_then(|n| n.strip_prefix(".tmp"))
+        .is_some_and(|rest| rest.len() == 6 && rest.bytes().all(|b| b.is_ascii_alphanumeric()))
+}
+
+/// A cache entry filed where runner files it: `<shard>/<hash><suffix>` whose shard is the
+/// hash's first two digits.
+fn is_sharded_entry(path: &Path, suffix: &str) -> bool {
+    let name = path.file_name().and_then(|n| n.to_str()).and_then(|n| n.strip_suffix(suffix));
+    let shard = path.parent().and_then(|p| p.file_name()).and_then(|n| n.to_str());
+    match (name, shard) {
+        (Some(name), Some(shard)) => is_hex64(name) && name.starts_with(shard) && shard.len() == 2,
+        _ => false,
+    }
+}
+
+/// A directory of the layout: a directory itself, or not there.
+fn check_directory(dir: &Path) -> Result<(), CacheError> {
+    match std::fs::symlink_metadata(dir) {
+        Ok(m) if m.file_type().is_symlink() => Err(CacheError::Layout { path: dir.to_path_buf(), what: "a symbolic link" }),
+        Ok(m) if !m.is_dir() => Err(CacheError::Layout { path: dir.to_path_buf(), what: "not a directory" }),
+        _ => Ok(()),
+    }
+}
+
 /// Temporary files (`.tmp*`) anywhere below `dir`.
 fn temp_files_under(dir: &Path) -> Vec<PathBuf> {
-    walk_files(dir, is_temp)
+    walk_files(dir, is_own_temp)
 }
 
 /// Regular files below `dir`, sorted, skipping temporary files.
@@ -940,15 +1001,21 @@ fn files_under(dir: &Path) -> Vec<PathBuf> {
     out
 }
 
-/// Every file below `dir` that `keep` accepts (directories are walked, not returned).
+/// Every file below `dir` that `keep` accepts (directories are walked, not returned; a link is
+/// returned as itself, never followed). A walk never leaves the directory it was given: `dir`
+/// itself is walked only when it is a directory, not a link to one.
 fn walk_files(dir: &Path, keep: impl Fn(&Path) -> bool) -> Vec<PathBuf> {
     let mut out = Vec::new();
+    if !std::fs::symlink_metadata(dir).is_ok_and(|m| m.is_dir()) {
+        return out;
+    }
     let mut stack = vec![dir.to_path_buf()];
     while let Some(d) = stack.pop() {
         let Ok(entries) = std::fs::read_dir(&d) else { continue };
         for entry in entries.flatten() {
             let path = entry.path();
-            if entry.file_type().is_ok_and(|t| t.is_dir()) {
+            let Ok(kind) = entry.file_type() else { continue };
+            if kind.is_dir() {
                 stack.push(path);
             } else if keep(&path) {
                 out.push(path);
@@ -1316,16 +1383,64 @@ mod tests {
         // A temp file left by a killed writer, and one being written right now.
         let shard = dir.path().join("objects/ab");
         std::fs::create_dir_all(&shard).expect("mkdir");
-        let stale = shard.join(".tmpSTALE");
+        let stale = shard.join(".tmpSTALE1");
         std::fs::write(&stale, b"half").expect("write");
         let old = std::time::SystemTime::now() - STALE_TEMP_AGE - std::time::Duration::from_secs(1);
         std::fs::File::options().write(true).open(&stale).expect("open").set_modified(old).expect("age it");
-        let fresh = shard.join(".tmpFRESH");
+        let fresh = shard.join(".tmpFRESH1");
         std::fs::write(&fresh, b"being written").expect("write");
+        // Old, but not a name runner gives its temporary files: not runner's.
+        let foreign = shard.join(".tmp-notes.txt");
+        std::fs::write(&foreign, b"mine").expect("write");
+        std::fs::File::options().write(true).open(&foreign).expect("open").set_modified(old).expect("age it");
         let report = store.gc(None, false).expect("gc");
         assert_eq!(report.temp_files_removed, 1);
-        assert!(!stale.exists() && fresh.exists());
+        assert!(!stale.exists() && fresh.exists() && foreign.exists());
         drop(gc_lock);
+    }
+
+    #[test]
+    fn gc_removes_nothing_through_a_link_nor_any_file_not_of_the_layout() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let root = dir.path().join("cache");
+        let elsewhere = dir.path().join("elsewhere");
+        // What the user keeps elsewhere, named exactly like cache entries.
+        let hash = "ab".to_string() + &"0".repeat(62);
+        std::fs::create_dir_all(elsewhere.join("ab")).expect("mkdir");
+        std::fs::write(elsewhere.join("ab").join(format!("{hash}.json")), b"precious").expect("write");
+        std::fs::write(elsewhere.join("ab").join(&hash), b"precious").expect("write");
+        for layout in ["failures", "objects"] {
+            std::fs::create_dir_all(&root).expect("mkdir");
+            std::os::unix::fs::symlink(Path::new("../elsewhere"), root.join(layout)).expect("symlink");
+            let store = CacheStore::new(&root);
+            let e = store.gc(None, false).expect_err("a linked layout directory");
+            assert!(matches!(e, CacheError::Layout { .. }), "{e}");
+            assert!(e.to_string().contains(layout) && e.to_string().contains("symbolic link"), "{e}");
+            assert!(store.verify().problems.iter().any(|p| p.contains("symbolic link")));
+            std::fs::remove_file(root.join(layout)).expect("unlink");
+        }
+        // A shard directory that is a link: refused too.
+        std::fs::create_dir_all(root.join("objects")).expect("mkdir");
+        std::os::unix::fs::symlink(elsewhere.join("ab"), root.join("objects/ab")).expect("symlink");
+        assert!(CacheStore::new(&root).gc(None, false).is_err());
+        std::fs::remove_file(root.join("objects/ab")).expect("unlink");
+        assert_eq!(std::fs::read(elsewhere.join("ab").join(&hash)).expect("still there"), b"precious");
+        assert!(elsewhere.join("ab").join(format!("{hash}.json")).exists());
+
+        // Files of the user's own inside the cache's directories stay: only entries go.
+        let store = CacheStore::new(&root);
+        std::fs::write(root.join("objects/.keep"), b"").expect("write");
+        std::fs::create_dir_all(root.join("objects/ab")).expect("mkdir");
+        std::fs::write(root.join("objects/ab/README"), b"mine").expect("write");
+        std::fs::write(root.join("objects/ab").join(&hash), b"unreferenced").expect("write");
+        std::fs::create_dir_all(root.join("failures/ab")).expect("mkdir");
+        std::fs::write(root.join("failures/.keep"), b"").expect("write");
+        std::fs::write(root.join("failures/ab").join(format!("{hash}.json")), b"{}").expect("write");
+        let report = store.gc(None, false).expect("gc");
+        assert_eq!((report.objects_removed, report.failures_removed), (1, 1));
+        for kept in ["objects/.keep", "objects/ab/README", "failures/.keep"] {
+            assert!(root.join(kept).exists(), "{kept}");
+        }
     }
 
     #[test]
