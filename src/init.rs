@@ -24,6 +24,10 @@ pub enum InitError {
     NotARepository(String),
     #[error("the repository has no commits yet: an experiment over its history needs at least one")]
     NoCommits,
+    #[error(
+        "this clone is shallow: the history stops at {0}, whose parent was not fetched, so no commit's change can be known; `git fetch --deepen=20` (or `git fetch --unshallow`) and run `runner init` again"
+    )]
+    Shallow(String),
     #[error("{} already exist{}: runner init never overwrites a file (move {} away or choose another name)", list(.0), if .0.len() == 1 { "s" } else { "" }, if .0.len() == 1 { "it" } else { "them" })]
     Exists(Vec<PathBuf>),
     #[error("experiment name `{0}`: use letters, digits, `-`, `_` and `.`, not starting with `.`, at most 128 characters")]
@@ -63,9 +67,18 @@ pub fn experiment(dir: &Path, name: &str) -> Result<Written, InitError> {
     let root = git(dir, &["rev-parse", "--show-toplevel"]).map_err(|_| InitError::NotARepository(dir.display().to_string()))?;
     let root = PathBuf::from(root.trim());
     let head = git(&root, &["rev-list", "--first-parent", &format!("--max-count={}", RECENT_COMMITS + 1), "HEAD"]).map_err(|_| InitError::NoCommits)?;
-    let newest_first: Vec<&str> = head.lines().map(str::trim).filter(|l| !l.is_empty()).collect();
+    let mut newest_first: Vec<&str> = head.lines().map(str::trim).filter(|l| !l.is_empty()).collect();
     if newest_first.is_empty() {
         return Err(InitError::NoCommits);
+    }
+    // A shallow clone's boundary shows no parent: its change is unknown, so it is not listed
+    // (as the base of the newest ten's range it is only their parent, which is fine).
+    let boundary = crate::subject::history::shallow_boundary(&root);
+    if let Some(cut) = newest_first.iter().position(|sha| boundary.iter().any(|b| b == sha)).filter(|cut| *cut < RECENT_COMMITS) {
+        if cut == 0 {
+            return Err(InitError::Shallow(newest_first[0].chars().take(7).collect()));
+        }
+        newest_first.truncate(cut);
     }
     let manifest = root.join("experiments").join(format!("{name}.toml"));
     let text = EXPERIMENT.replace("@NAME@", name).replace("@COMMITS@", &commits_value(&newest_first));

@@ -104,3 +104,34 @@ fn init_corpus_writes_a_finding_case_and_a_clean_case_that_validate() {
     assert_eq!(again.status.code(), Some(1));
     assert!(stderr_of(&again).contains("mine/cases.public.json"), "{}", stderr_of(&again));
 }
+
+/// A clone one commit deep (as CI checks out): `init` refuses, saying how to deepen it; a
+/// clone three deep lists the two commits whose parents it has, never the boundary.
+#[test]
+fn init_in_a_shallow_clone_never_lists_the_boundary_commit() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let repo = repository(dir.path(), 5);
+    let url = format!("file://{}", repo.display());
+    let one = dir.path().join("one");
+    git(dir.path(), &["clone", "--quiet", "--depth", "1", &url, &one.display().to_string()]);
+    let out = runner(&one).arg("init").output().expect("runs");
+    assert_eq!(out.status.code(), Some(1), "{}", stderr_of(&out));
+    assert!(stderr_of(&out).contains("this clone is shallow") && stderr_of(&out).contains("git fetch --deepen"), "{}", stderr_of(&out));
+    assert!(!one.join("experiments").exists(), "nothing written");
+
+    let three = dir.path().join("three");
+    git(dir.path(), &["clone", "--quiet", "--depth", "3", &url, &three.display().to_string()]);
+    let out = runner(&three).arg("init").output().expect("runs");
+    assert!(out.status.success(), "{}", stderr_of(&out));
+    let manifest = std::fs::read_to_string(three.join("experiments/review.toml")).expect("manifest");
+    let listed = format!("commits = [\"{}\", \"{}\"]", git(&three, &["rev-parse", "HEAD~1"]), git(&three, &["rev-parse", "HEAD"]));
+    assert!(manifest.contains(&listed), "{manifest}");
+    // `plan` over a list naming the boundary says why it is skipped.
+    let with_boundary =
+        manifest.replace(&listed, &format!("commits = [\"{}\", \"{}\"]", git(&three, &["rev-parse", "HEAD~2"]), git(&three, &["rev-parse", "HEAD"])));
+    std::fs::write(three.join("experiments/review.toml"), with_boundary).expect("write");
+    let plan = runner(&three).args(["plan", "experiments/review.toml"]).output().expect("runs");
+    assert!(plan.status.success(), "{}", stderr_of(&plan));
+    let said = format!("{}{}", stdout_of(&plan), stderr_of(&plan));
+    assert!(said.contains("the boundary of a shallow clone"), "{said}");
+}

@@ -71,6 +71,9 @@ pub struct Commit {
     pub binary_files: usize,
     /// Changed lines of the text files, added + removed.
     pub lines: u64,
+    /// A shallow clone's boundary: git shows it without parents because they were not
+    /// fetched, so what it changed is unknown here.
+    pub shallow_boundary: bool,
 }
 
 impl Commit {
@@ -96,7 +99,9 @@ impl Commit {
 
     /// Why the commit cannot be reviewed, if it cannot.
     pub fn skip(&self, max_diff_lines: u64) -> Option<Skip> {
-        if self.files == 0 {
+        if self.shallow_boundary {
+            Some(Skip::ShallowBoundary)
+        } else if self.files == 0 {
             Some(Skip::Empty)
         } else if self.lines == 0 && self.binary_files == self.files {
             Some(Skip::BinaryOnly { files: self.files })
@@ -126,6 +131,9 @@ pub enum Skip {
     NoChangedLines { files: usize },
     /// More changed lines than `max-diff-lines`.
     TooLarge { lines: u64, limit: u64 },
+    /// The boundary of a shallow clone: its parent was not fetched, so its change cannot be
+    /// computed (reviewing it against the empty tree would review the whole tree).
+    ShallowBoundary,
 }
 
 impl std::fmt::Display for Skip {
@@ -136,6 +144,10 @@ impl std::fmt::Display for Skip {
             Self::BinaryOnly { files: n } => write!(f, "binary files only ({})", files(*n)),
             Self::NoChangedLines { files: n } => write!(f, "no changed lines ({}: renames, mode changes or empty files)", files(*n)),
             Self::TooLarge { lines, limit } => write!(f, "{lines} changed lines, over the limit of {limit} (`max-diff-lines`)"),
+            Self::ShallowBoundary => write!(
+                f,
+                "the boundary of a shallow clone: its parent was not fetched, so its change is unknown here (`git fetch --deepen=100` or `git fetch --unshallow` fetches it)"
+            ),
         }
     }
 }
@@ -218,6 +230,10 @@ pub fn select(repo: &Path, spec: &HistorySpec) -> Result<History, TargetError> {
         }
     };
     if commits.iter().any(|c| c.parents == 0) {
+        let boundary = shallow_boundary(repo);
+        for c in commits.iter_mut().filter(|c| c.parents == 0) {
+            c.shallow_boundary = boundary.iter().any(|b| *b == c.sha);
+        }
         let empty_tree = git::git(repo, &["hash-object", "-t", "tree", "/dev/null"]).map_err(|e| resolve_error("the empty tree", e))?;
         for c in commits.iter_mut().filter(|c| c.parents == 0) {
             c.base = empty_tree.trim().to_string();
@@ -256,6 +272,14 @@ pub fn select(repo: &Path, spec: &HistorySpec) -> Result<History, TargetError> {
         SampleTaken { size: planned.len(), of, seed: s.seed }
     });
     Ok(History { selection: spec.commits.describe(), merges, considered, planned, skipped, sample, max_diff_lines: spec.max_diff_lines })
+}
+
+/// The commits at which a shallow clone's history is cut (`.git/shallow`, one SHA a line);
+/// none in a complete clone.
+pub fn shallow_boundary(repo: &Path) -> Vec<String> {
+    let Ok(path) = git::git(repo, &["rev-parse", "--path-format=absolute", "--git-path", "shallow"]) else { return Vec::new() };
+    let Ok(text) = crate::subject::files::read_text(Path::new(path.trim())) else { return Vec::new() };
+    text.lines().map(str::trim).filter(|l| !l.is_empty()).map(str::to_string).collect()
 }
 
 /// `size` of the commits, chosen by seed: each commit ranked by blake3 over the seed and its
@@ -302,6 +326,7 @@ fn parse_log(text: &str) -> Vec<Commit> {
                 files: 0,
                 binary_files: 0,
                 lines: 0,
+                shallow_boundary: false,
             });
             continue;
         }
@@ -328,7 +353,7 @@ mod tests {
     use super::*;
 
     fn commit(sha: &str, parents: usize, files: usize, binary_files: usize, lines: u64) -> Commit {
-        Commit { sha: sha.into(), base: "b".into(), parents, title: format!("t {sha}"), files, binary_files, lines }
+        Commit { sha: sha.into(), base: "b".into(), parents, title: format!("t {sha}"), files, binary_files, lines, shallow_boundary: false }
     }
 
     #[test]
@@ -338,7 +363,16 @@ mod tests {
         assert_eq!(commits.len(), 3);
         assert_eq!(
             commits[0],
-            Commit { sha: "aaa".into(), base: "p1".into(), parents: 1, title: "first | change".into(), files: 2, binary_files: 1, lines: 4 }
+            Commit {
+                sha: "aaa".into(),
+                base: "p1".into(),
+                parents: 1,
+                title: "first | change".into(),
+                files: 2,
+                binary_files: 1,
+                lines: 4,
+                shallow_boundary: false
+            }
         );
         assert_eq!((commits[1].parents, commits[1].files, commits[1].base.as_str()), (0, 0, ""));
         assert_eq!((commits[2].parents, commits[2].base.as_str(), commits[2].files, commits[2].lines), (2, "p1", 1, 0));
@@ -390,6 +424,41 @@ mod tests {
         assert_eq!(history.planned[0].parents, 0);
         assert!(history.planned[0].base.starts_with("4b825dc"), "the root against the empty tree: {}", history.planned[0].base);
         assert!(!log.exists(), "a configured program ran: {}", std::fs::read_to_string(&log).unwrap_or_default());
+    }
+
+    /// A clone one commit deep shows its commit without parents: it is skipped as the
+    /// boundary, never reviewed against the empty tree; a real root commit still is.
+    #[test]
+    fn a_shallow_clones_boundary_is_skipped_with_its_reason() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let repo = dir.path().join("repo");
+        std::fs::create_dir_all(&repo).expect("mkdir");
+        for args in [&["init", "--quiet", "--initial-branch=main"][..], &["config", "user.name", "t"], &["config", "user.email", "t@e"]] {
+            git::git(&repo, args).expect("git");
+        }
+        for i in 0..3 {
+            std::fs::write(repo.join("a.txt"), "x\n".repeat(i + 1)).expect("write");
+            git::git(&repo, &["add", "--all"]).expect("add");
+            git::git(&repo, &["commit", "--quiet", "-m", &format!("c{i}")]).expect("commit");
+        }
+        let shallow = dir.path().join("shallow");
+        let url = format!("file://{}", repo.display());
+        git::git(dir.path(), &["clone", "--quiet", "--depth", "2", &url, &shallow.display().to_string()]).expect("clone");
+        assert_eq!(shallow_boundary(&shallow).len(), 1);
+        let spec = HistorySpec { commits: Commits::Listed(vec!["HEAD~1".into(), "HEAD".into()]), sample: None, max_diff_lines: DEFAULT_MAX_DIFF_LINES };
+        let history = select(&shallow, &spec).expect("selected");
+        assert_eq!(history.planned.iter().map(|c| c.title.as_str()).collect::<Vec<_>>(), ["c2"]);
+        assert_eq!(history.skipped.len(), 1);
+        assert_eq!((history.skipped[0].0.title.as_str(), history.skipped[0].1), ("c1", Skip::ShallowBoundary));
+        assert!(history.skipped[0].1.to_string().contains("shallow clone"), "{}", history.skipped[0].1);
+        // Only the boundary: nothing left to review, and the error says why.
+        let only = HistorySpec { commits: Commits::Listed(vec!["HEAD~1".into()]), ..spec };
+        let e = select(&shallow, &only).expect_err("nothing to review");
+        assert!(e.to_string().contains("shallow clone"), "{e}");
+        // In the full repository the root is a root, reviewed against the empty tree.
+        let full = select(&repo, &HistorySpec { commits: Commits::Listed(vec!["HEAD~2".into()]), sample: None, max_diff_lines: DEFAULT_MAX_DIFF_LINES })
+            .expect("selected");
+        assert_eq!((full.planned.len(), shallow_boundary(&repo).len()), (1, 0));
     }
 
     #[test]
