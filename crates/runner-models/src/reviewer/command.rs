@@ -2,7 +2,9 @@
 //! process with argv and environment templated from the cell — never through a shell.
 //!
 //! The child runs in its own process group so a timeout kills everything it started. Its
-//! stdout is read as stet's `{"findings":[…]}` or NDJSON stream. Optional setup and cleanup
+//! stdout is read as stet's `{"findings":[…]}` or NDJSON stream. Its stdout and stderr are
+//! read as they come, at most [`MAX_OUTPUT_BYTES`] each: a child that prints more is killed
+//! with its whole process group as it does, and its run fails; of stderr only the end is kept. Optional setup and cleanup
 //! commands run around it (stet needs `stet finish`); `isolation` serializes runs per
 //! repository or gives each run its own worktree.
 //!
@@ -190,6 +192,13 @@ pub fn read_spec(t: &TableReader<'_, '_>, axes: &BTreeSet<String>, base_dir: &Pa
 
 const STDERR_TAIL: usize = 2000;
 
+/// The most bytes runner reads of a child's stdout, and of its stderr: a child that prints
+/// more is killed with its whole process group as it does, and its run fails.
+pub const MAX_OUTPUT_BYTES: usize = 64 * 1024 * 1024;
+
+/// The bytes of a child's stderr kept for messages: its last ones.
+const STDERR_KEPT: usize = 64 * 1024;
+
 /// stet's default Ollama address (CONTRACTS: `STET_OLLAMA_BASE_URL`).
 const STET_DEFAULT_OLLAMA_URL: &str = "http://localhost:11434";
 
@@ -204,6 +213,8 @@ pub struct CommandReviewer {
     /// Content hashes of the program (when it is a path) and of the declared `inputs`, for
     /// programs that are not templates; templated programs are hashed per cell.
     files: BTreeMap<String, String>,
+    /// The most bytes read of each of a child's stdout and stderr ([`MAX_OUTPUT_BYTES`]).
+    output_limit: usize,
 }
 
 /// What one child process did.
@@ -224,7 +235,7 @@ impl CommandReviewer {
                 files.insert("program".into(), hash_file(&path));
             }
         }
-        Self { spec, files }
+        Self { spec, files, output_limit: MAX_OUTPUT_BYTES }
     }
 
     /// Values from runner's environment the child receives; kept out of keys and records.
@@ -279,28 +290,37 @@ impl CommandReviewer {
             .kill_on_drop(true);
         let mut child = cmd.spawn().map_err(|e| ReviewError::failed(format!("failed to start `{program}` in `{}`: {e}", dir.display())))?;
         let group = ProcessGroup(child.id().map(|id| id as i32));
-        let mut stdout_pipe = child.stdout.take();
-        let mut stderr_pipe = child.stderr.take();
-        let read_out = async {
-            let mut buf = Vec::new();
-            if let Some(p) = stdout_pipe.as_mut() {
-                let _ = p.read_to_end(&mut buf).await;
-            }
-            buf
+        let (stdout_pipe, stderr_pipe) = (child.stdout.take(), child.stderr.take());
+        let limit = self.output_limit;
+        let mut stderr = Tail::new(STDERR_KEPT);
+        let run = async {
+            let wait = async { child.wait().await.map_err(Ended::Wait) };
+            let read_out = async {
+                let mut out = Vec::new();
+                read_bounded(stdout_pipe, limit, "stdout", |bytes| out.extend_from_slice(bytes)).await?;
+                Ok(out)
+            };
+            let read_err = read_bounded(stderr_pipe, limit, "stderr", |bytes| stderr.push(bytes));
+            tokio::try_join!(wait, read_out, read_err)
         };
-        let read_err = async {
-            let mut buf = Vec::new();
-            if let Some(p) = stderr_pipe.as_mut() {
-                let _ = p.read_to_end(&mut buf).await;
-            }
-            buf
-        };
-        let run = async { tokio::join!(child.wait(), read_out, read_err) };
-        match tokio::time::timeout(timeout, run).await {
-            Ok((status, out, err)) => {
+        let ended = tokio::time::timeout(timeout, run).await;
+        let stderr = String::from_utf8_lossy(&stderr.into_bytes()).into_owned();
+        match ended {
+            Ok(Ok((status, out, ()))) => {
                 group.disarm();
-                let status = status.map_err(|e| ReviewError::failed(format!("failed to wait for `{program}`: {e}")))?;
-                Ok(Finished { code: status.code(), stdout: String::from_utf8_lossy(&out).into_owned(), stderr: String::from_utf8_lossy(&err).into_owned() })
+                Ok(Finished { code: status.code(), stdout: String::from_utf8_lossy(&out).into_owned(), stderr })
+            }
+            Ok(Err(Ended::Wait(e))) => Err(ReviewError::failed(format!("failed to wait for `{program}`: {e}"))),
+            Ok(Err(Ended::TooMuch(stream))) => {
+                // Dropping `group` kills the whole process group at once.
+                drop(group);
+                Err(ReviewError::Failed {
+                    message: format!(
+                        "`{program}` printed more than {} on {stream}, the most runner reads: it and every process of its group were killed",
+                        size_text(limit)
+                    ),
+                    stderr_tail: super::tail(&stderr, STDERR_TAIL),
+                })
             }
             // Dropping `group` kills the whole process group.
             Err(_) => Err(ReviewError::Timeout { seconds: timeout.as_secs_f64() }),
@@ -766,6 +786,69 @@ fn read_stet_usage(state: &Path, before: Option<&(Option<SystemTime>, Vec<u8>)>,
     cost.eval_ms = session.get("last_run_eval_duration_ns").and_then(|v| v.as_f64()).map(|ns| ns / 1e6).or(cost.eval_ms);
 }
 
+/// Why reading a child's output stopped before it ended.
+enum Ended {
+    /// Waiting for the child failed.
+    Wait(std::io::Error),
+    /// The stream named printed more than the limit.
+    TooMuch(&'static str),
+}
+
+/// Reads `pipe` to its end, handing each piece to `keep`, and stops with [`Ended::TooMuch`]
+/// as soon as more than `limit` bytes came. A read error ends the stream.
+async fn read_bounded<R: tokio::io::AsyncRead + Unpin>(pipe: Option<R>, limit: usize, stream: &'static str, mut keep: impl FnMut(&[u8])) -> Result<(), Ended> {
+    let Some(mut pipe) = pipe else { return Ok(()) };
+    let mut piece = vec![0u8; 64 * 1024];
+    let mut total = 0usize;
+    loop {
+        let n = match pipe.read(&mut piece).await {
+            Ok(0) | Err(_) => return Ok(()),
+            Ok(n) => n,
+        };
+        total += n;
+        if total > limit {
+            return Err(Ended::TooMuch(stream));
+        }
+        keep(&piece[..n]);
+    }
+}
+
+/// The last bytes of a stream, at most `max` of them once taken.
+struct Tail {
+    max: usize,
+    bytes: Vec<u8>,
+}
+
+impl Tail {
+    fn new(max: usize) -> Self {
+        Self { max, bytes: Vec::new() }
+    }
+
+    fn push(&mut self, piece: &[u8]) {
+        self.bytes.extend_from_slice(piece);
+        // Trimmed once it holds twice what is kept: trimming costs a constant per byte read.
+        if self.bytes.len() > 2 * self.max {
+            self.bytes.drain(..self.bytes.len() - self.max);
+        }
+    }
+
+    fn into_bytes(mut self) -> Vec<u8> {
+        if self.bytes.len() > self.max {
+            self.bytes.drain(..self.bytes.len() - self.max);
+        }
+        self.bytes
+    }
+}
+
+/// `n` bytes as whole MiB when they are, else as bytes.
+fn size_text(n: usize) -> String {
+    if n % (1024 * 1024) == 0 {
+        format!("{} MiB", n / (1024 * 1024))
+    } else {
+        format!("{n} bytes")
+    }
+}
+
 /// Kills a whole process group when dropped, unless disarmed after a clean exit.
 struct ProcessGroup(Option<i32>);
 
@@ -1018,6 +1101,65 @@ mod tests {
         assert!(openai_temperature_note(&env("openai", "0.0")).is_some());
         assert!(openai_temperature_note(&env("openai", "0.2")).is_none());
         assert!(openai_temperature_note(&env("ollama", "0")).is_none());
+    }
+
+    /// Whether process `pid` still runs (a zombie, killed and not yet reaped, does not).
+    fn runs(pid: i32) -> bool {
+        std::fs::read_to_string(format!("/proc/{pid}/stat"))
+            .ok()
+            .and_then(|stat| stat.rsplit_once(')').map(|(_, rest)| rest.trim_start().to_string()))
+            .is_some_and(|rest| !rest.starts_with('Z') && !rest.starts_with('X'))
+    }
+
+    #[tokio::test]
+    async fn a_child_that_prints_without_end_is_killed_with_its_group_at_the_limit() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let mut r = CommandReviewer::new(spec("sh", &[]));
+        r.output_limit = 1024 * 1024;
+        let env = base_env(dir.path());
+        for (stream, redirect) in [("stdout", ""), ("stderr", " >&2")] {
+            let pid_file = dir.path().join(format!("{stream}.pid"));
+            // A process left in the background, then a writer that never stops; the timeout is
+            // far off, so only the limit ends the run.
+            let script = format!("sleep 600 & echo $! > '{}'; yes{redirect}", pid_file.display());
+            let argv = ["sh".to_string(), "-c".to_string(), script];
+            let e = match r.spawn(&argv, &env, dir.path(), Duration::from_secs(3600)).await {
+                Ok(_) => panic!("{stream}: an endless writer ended"),
+                Err(e) => e,
+            };
+            match &e {
+                ReviewError::Failed { message, stderr_tail } => {
+                    assert!(message.contains(&format!("printed more than 1 MiB on {stream}")) && message.contains("were killed"), "{message}");
+                    if stream == "stderr" {
+                        assert!(
+                            stderr_tail.ends_with("y\n") && stderr_tail.len() <= STDERR_TAIL + 4,
+                            "only the end of stderr is kept: {} bytes",
+                            stderr_tail.len()
+                        );
+                    }
+                }
+                other => panic!("{stream}: {other}"),
+            }
+            let pid: i32 = std::fs::read_to_string(&pid_file).expect("pid file").trim().parse().expect("pid");
+            let deadline = Instant::now() + Duration::from_secs(60);
+            while runs(pid) {
+                assert!(Instant::now() < deadline, "{stream}: the background process {pid} of the child's group still runs");
+                tokio::time::sleep(Duration::from_millis(10)).await;
+            }
+        }
+    }
+
+    #[test]
+    fn a_tail_keeps_the_last_bytes() {
+        let mut t = Tail::new(4);
+        for piece in [&b"abc"[..], b"defgh", b"ij", b"", b"klmnopqrstu"] {
+            t.push(piece);
+            assert!(t.bytes.len() <= 2 * 4 + piece.len(), "bounded while reading");
+        }
+        assert_eq!(t.into_bytes(), b"rstu");
+        let mut short = Tail::new(4);
+        short.push(b"ab");
+        assert_eq!(short.into_bytes(), b"ab");
     }
 
     #[tokio::test]
