@@ -105,19 +105,98 @@ pub struct CalibratedRule {
     pub calibrated: Option<Calibrated>,
 }
 
-/// Reads the rule of a calibration file.
+/// Reads the rule of a calibration file, checked: every threshold a value of the grid a
+/// calibration searches, every κ in [-1, 1], and the summary printed beside each score
+/// (`calibrated`: cells, judges, κ and lowest κ) exactly what the file's own sources and
+/// cross-validation give. A file edited by hand (`"similarity": -1`, a κ of 42, a κ raised
+/// without its judges) is refused with the place of the first value that does not hold, so
+/// no report prints a calibration that did not happen.
 pub fn read_rule(path: &Path) -> Result<CalibratedRule, String> {
     let text = crate::subject::files::read_text(path).map_err(|e| e.to_string())?;
     let c: Calibration = serde_json::from_str(&text).map_err(|e| format!("not a matching calibration: {e}"))?;
     if c.version != 1 {
         return Err(format!("calibration version {} (this runner reads version 1)", c.version));
     }
+    check(&c).map_err(|(key, why)| format!("{}: {why}; run `runner matching calibrate` again rather than editing the file", place(&text, key)))?;
     Ok(CalibratedRule {
         measure: c.rule.measure,
         similarity: c.rule.similarity,
         embedding_similarity: c.rule.embedding_similarity,
         calibrated: Some(c.calibrated),
     })
+}
+
+/// Whether `x` is a threshold of the grid `(from, to)` in hundredths.
+fn on_grid(x: f64, grid: (u32, u32)) -> bool {
+    let hundredths = x * 100.0;
+    x.is_finite() && (hundredths - hundredths.round()).abs() < 1e-6 && (f64::from(grid.0)..=f64::from(grid.1)).contains(&hundredths.round())
+}
+
+/// The first value of a calibration that does not hold: its key, and why.
+fn check(c: &Calibration) -> Result<(), (&'static str, String)> {
+    let grid = |x: f64, grid: (u32, u32), key: &'static str| {
+        if on_grid(x, grid) {
+            Ok(())
+        } else {
+            Err((key, format!("`{key}` is {x}, not a threshold a calibration chooses ({:.2}–{:.2} by 0.01)", threshold(grid.0), threshold(grid.1))))
+        }
+    };
+    grid(c.rule.similarity, SIMILARITY_GRID, "similarity")?;
+    if let Some(e) = c.rule.embedding_similarity {
+        grid(e, EMBEDDING_GRID, "embedding_similarity")?;
+    }
+    for fold in &c.cross_validation.folds {
+        grid(fold.similarity, SIMILARITY_GRID, "folds")?;
+        if let Some(e) = fold.embedding_similarity {
+            grid(e, EMBEDDING_GRID, "folds")?;
+        }
+    }
+    let kappa = |k: f64, key: &'static str| {
+        if k.is_finite() && (-1.0..=1.0).contains(&k) {
+            Ok(())
+        } else {
+            Err((key, format!("`{key}` is {k}, and Cohen's κ lies in [-1, 1]")))
+        }
+    };
+    kappa(c.calibrated.kappa, "kappa")?;
+    kappa(c.calibrated.kappa_min, "kappa_min")?;
+    for k in c.cross_validation.per_judge.iter().chain(&c.in_sample).filter_map(|k| k.kappa) {
+        kappa(k, "per_judge")?;
+    }
+    let cells: usize = c.data.iter().map(|d| d.cells).sum();
+    if c.data.is_empty() || c.calibrated.cells as usize != cells || c.calibrated.judges as usize != c.data.len() {
+        return Err((
+            "cells",
+            format!(
+                "the summary says {} cells of {} judges, and the file's sources hold {cells} cells of {}",
+                c.calibrated.cells,
+                c.calibrated.judges,
+                c.data.len()
+            ),
+        ));
+    }
+    let kappas: Vec<f64> = c.cross_validation.per_judge.iter().filter_map(|k| k.kappa).collect();
+    let mean = round3(kappas.iter().sum::<f64>() / kappas.len().max(1) as f64);
+    let min = round3(kappas.iter().copied().fold(f64::INFINITY, f64::min).min(1.0));
+    if (c.calibrated.kappa - mean).abs() > 1e-9 || (c.calibrated.kappa_min - min).abs() > 1e-9 {
+        return Err((
+            "kappa",
+            format!(
+                "the summary's κ {} (lowest {}) is not what its cross-validation per judge gives, {mean} (lowest {min})",
+                c.calibrated.kappa, c.calibrated.kappa_min
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// `line L, column C` of the first `"key"` in a JSON text (`the file` when it is not there).
+fn place(text: &str, key: &str) -> String {
+    let Some(at) = text.find(&format!("\"{key}\"")) else { return "the file".to_string() };
+    let before = &text[..at];
+    let line = before.matches('\n').count() + 1;
+    let column = before.rfind('\n').map_or(at, |nl| at - nl - 1) + 1;
+    format!("line {line}, column {column}")
 }
 
 /// Counts of one judge's cells: both found, only the matcher, only the judge, neither.
@@ -403,5 +482,32 @@ mod tests {
         let f = JudgementFile::from_value(&json!({"records": [{"pr": "p", "tool": "t", "golden": [{"comment": "a"}]}]}), "u.json".into(), String::new())
             .expect("reads");
         assert!(calibrate(&[f], SimilarityMeasure::Tokens, None, None, FoldBy::PullRequest).is_err_and(|e| e.contains("u.json")));
+    }
+
+    #[test]
+    fn a_calibration_edited_by_hand_is_refused_at_its_place() {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../results/matching/calibration.json");
+        let committed = std::fs::read_to_string(&root).expect("the committed calibration");
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("calibration.json");
+        std::fs::write(&path, &committed).expect("write");
+        let rule = read_rule(&path).expect("the committed calibration holds");
+        assert_eq!((rule.similarity, rule.calibrated.map(|c| c.kappa)), (0.22, Some(0.829)));
+        for (from, to, says) in [
+            ("\"similarity\": 0.22,", "\"similarity\": -1,", "`similarity` is -1"),
+            ("\"similarity\": 0.22,", "\"similarity\": 0.225,", "not a threshold"),
+            ("\"kappa\": 0.829,", "\"kappa\": 42,", "`kappa` is 42"),
+            ("\"kappa\": 0.829,", "\"kappa\": 0.95,", "not what its cross-validation per judge gives"),
+            ("\"cells\": 2808,", "\"cells\": 28080,", "the summary says 28080 cells"),
+        ] {
+            assert!(committed.contains(from), "{from}");
+            std::fs::write(&path, committed.replacen(from, to, 1)).expect("write");
+            let e = read_rule(&path).expect_err(to);
+            assert!(e.contains(says) && e.contains("line ") && e.contains("column "), "{to}: {e}");
+        }
+        for other in ["calibration-embedding.json", "calibration-by-project.json", "calibration-embedding-by-project.json"] {
+            read_rule(&root.with_file_name(other)).unwrap_or_else(|e| panic!("{other}: {e}"));
+        }
+        assert_eq!(place("{\n  \"rule\": {\n    \"similarity\": -1", "similarity"), "line 3, column 5");
     }
 }
