@@ -1,6 +1,6 @@
 //! A fake model server for tests: a real TCP listener on 127.0.0.1 speaking enough HTTP/1.1
 //! (keep-alive, `Content-Length` request bodies) to answer each request as a handler says,
-//! including with a body that never ends.
+//! including with a body that never ends; and a job for it to review.
 
 use serde_json::Value;
 use std::io::{Read, Write};
@@ -136,4 +136,21 @@ fn serve(mut stream: TcpStream, handler: &Handler, paths: &Mutex<Vec<String>>, w
             }
         }
     }
+}
+
+/// A one-hunk change of `calc.py`.
+pub(crate) fn one_hunk_job(cell: crate::matrix::Cell) -> crate::reviewer::ReviewJob {
+    const DIFF: &str = "diff --git a/calc.py b/calc.py\n--- a/calc.py\n+++ b/calc.py\n@@ -1,1 +1,2 @@\n x = 1\n+y = 1 / 0\n";
+    let subject = crate::subject::Subject {
+        id: "case-01".into(),
+        repo_dir: std::path::PathBuf::from("/nonexistent/repo"),
+        base_sha: "a".into(),
+        head_sha: "b".into(),
+        diff: DIFF.into(),
+        files: crate::subject::diff::parse_unified_diff(DIFF),
+        stet_error: None,
+        review_task: None,
+        spec: None,
+    };
+    crate::reviewer::ReviewJob { cell, repeat: 1, subject: Arc::new(subject), timeout: std::time::Duration::from_secs(300), calls: None }
 }

@@ -724,23 +724,6 @@ mod tests {
         });
     }
 
-    /// A one-hunk change of `calc.py`.
-    pub(crate) fn one_hunk_job(cell: Cell) -> ReviewJob {
-        const DIFF: &str = "diff --git a/calc.py b/calc.py\n--- a/calc.py\n+++ b/calc.py\n@@ -1,1 +1,2 @@\n x = 1\n+y = 1 / 0\n";
-        let subject = crate::subject::Subject {
-            id: "case-01".into(),
-            repo_dir: std::path::PathBuf::from("/nonexistent/repo"),
-            base_sha: "a".into(),
-            head_sha: "b".into(),
-            diff: DIFF.into(),
-            files: crate::subject::diff::parse_unified_diff(DIFF),
-            stet_error: None,
-            review_task: None,
-            spec: None,
-        };
-        ReviewJob { cell, repeat: 1, subject: Arc::new(subject), timeout: std::time::Duration::from_secs(300), calls: None }
-    }
-
     #[tokio::test]
     async fn an_answer_past_the_limit_fails_the_run_once_with_what_it_exceeded() {
         use fake_server::{FakeServer, Reply};
@@ -754,7 +737,7 @@ mod tests {
             s.rag_max_definitions = 0;
             s.retry_base_delay = std::time::Duration::from_millis(1);
         });
-        let e = r.review(&one_hunk_job(cell(&[("model", AxisValue::Str("m".into()))]))).await.expect_err("an endless answer fails the run");
+        let e = r.review(&fake_server::one_hunk_job(cell(&[("model", AxisValue::Str("m".into()))]))).await.expect_err("an endless answer fails the run");
         assert!(matches!(&e, ReviewError::Failed { message, .. } if message.contains("the server's answer exceeded 32 MiB")), "{e}");
         assert_eq!(server.count("/v1/chat/completions"), 1, "an answer too long is not asked again");
     }

@@ -14,7 +14,10 @@
 //! changed), and an interrupted run repeats no finished call. A model answer that cannot be
 //! read (one that does not parse, or is cut at the token limit) is kept (and cached) as the
 //! call's error, and the run goes on without its findings, noted in the run's schema
-//! problems; anything else (a server that fails, a timeout) fails the run.
+//! problems — unless every call its stage made failed: then the run fails, naming the stage
+//! and its first failures, and those calls are not cached (a stage whose calls were stopped
+//! for its budget made none, and did not fail). Anything else (a server that fails, a
+//! timeout) fails the run.
 //!
 //! With a `total-budget`, each stage gets its share, and the share holds prompt and completion
 //! tokens together: before a model call, its prompt tokens are estimated from the rendered
@@ -412,6 +415,8 @@ impl PipelineReviewer {
         let fingerprint = self.stage_fingerprint(i, &job.cell);
         let mut run = StageRun { findings: Vec::new(), model: None, calls: Vec::new(), spent: Some(0), stopped: 0, note: None };
         let mut seen = BTreeSet::new();
+        // Failed calls' answers, stored once the stage is known not to have failed as a whole.
+        let mut unstored: Vec<(Value, Value)> = Vec::new();
         for instance in 0..stage.instances {
             if let (Some(b), Some(spent), Runner::Command(_)) = (budget, run.spent, &self.runners[i]) {
                 if spent >= b {
@@ -435,12 +440,14 @@ impl PipelineReviewer {
                 None => {
                     let answer = self.call(i, job, received, stage, instance, allowance.as_ref()).await?;
                     if let Some(calls) = &job.calls {
-                        let (calls, inputs) = (calls.clone(), inputs.clone());
                         let value = serde_json::to_value(&answer).map_err(|e| ReviewError::failed(format!("a call's answer does not serialize: {e}")))?;
-                        tokio::task::spawn_blocking(move || calls.0.store(&inputs, &value))
-                            .await
-                            .map_err(|e| ReviewError::failed(format!("storing a call crashed: {e}")))?
-                            .map_err(|e| ReviewError::failed(format!("storing stage `{}`'s call failed: {e}", stage.name)))?;
+                        if answer.error.is_some() {
+                            // Stored once a call of the stage has succeeded: a stage whose every
+                            // call failed fails the run, and its calls are asked again.
+                            unstored.push((inputs.clone(), value));
+                        } else {
+                            store(calls, inputs.clone(), value, &stage.name).await?;
+                        }
                     }
                     answer
                 }
@@ -489,6 +496,14 @@ impl PipelineReviewer {
         }
         if run.spent.is_none() && budget.is_some() {
             run.note.get_or_insert_with(|| "the provider reported no tokens: spend unknown, each call bounded by its stage's share only".into());
+        }
+        if let Some(e) = all_failed(&stage.name, &run.calls) {
+            return Err(e);
+        }
+        if let Some(calls) = &job.calls {
+            for (inputs, value) in unstored {
+                store(calls, inputs, value, &stage.name).await?;
+            }
         }
         Ok(run)
     }
@@ -544,6 +559,38 @@ impl PipelineReviewer {
         (answer.prompt_bytes, answer.prompt_estimate, answer.max_tokens) = sent;
         Ok(answer)
     }
+}
+
+/// How many failed calls a stage's error names.
+const FAILURES_NAMED: usize = 3;
+
+/// The run's error when a stage made calls and every one of them failed (its answers cut at the
+/// token limit or unreadable): the later stages and the run's findings would rest on nothing,
+/// as a model reviewer's run with that answer fails. Calls not made (stopped for the budget)
+/// are not calls that failed.
+fn all_failed(stage: &str, calls: &[Value]) -> Option<ReviewError> {
+    let errors: Vec<(&Value, &str)> = calls.iter().filter_map(|c| Some((&c["instance"], c.get("error")?.as_str()?))).collect();
+    if calls.is_empty() || errors.len() < calls.len() {
+        return None;
+    }
+    let named: Vec<String> = errors.iter().take(FAILURES_NAMED).map(|(instance, e)| format!("call {instance}: {}", super::tail(e, 300))).collect();
+    let more = errors.len().saturating_sub(FAILURES_NAMED);
+    Some(ReviewError::failed(format!(
+        "every call of stage `{stage}` failed ({} of {}): {}{}",
+        errors.len(),
+        calls.len(),
+        named.join("; "),
+        if more > 0 { format!("; and {more} more") } else { String::new() }
+    )))
+}
+
+/// Stores one call's answer in the run's call cache.
+async fn store(calls: &super::Calls, inputs: Value, value: Value, stage: &str) -> Result<(), ReviewError> {
+    let calls = calls.clone();
+    tokio::task::spawn_blocking(move || calls.0.store(&inputs, &value))
+        .await
+        .map_err(|e| ReviewError::failed(format!("storing a call crashed: {e}")))?
+        .map_err(|e| ReviewError::failed(format!("storing stage `{stage}`'s call failed: {e}")))
 }
 
 fn add_cost(total: &mut Cost, c: &Cost) {

@@ -102,6 +102,12 @@ pub struct PipelineSpec {
 }
 
 impl PipelineSpec {
+    /// A pipeline of resolved `stages`, for tests that build one without a manifest.
+    #[cfg(test)]
+    pub(crate) fn of_stages(stages: Vec<StageSpec>, total_budget: Option<u64>) -> Self {
+        Self { stages, total_budget, budget_span: 0..0 }
+    }
+
     pub fn needs(&self) -> SubjectNeeds {
         if self.stages.iter().any(|s| matches!(s.backend, Some(Backend::Command(_)))) {
             SubjectNeeds::Repository
