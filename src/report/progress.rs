@@ -249,6 +249,24 @@ pub struct ProgressReporter {
     bar: Option<ProgressBar>,
     lines: Option<Lines>,
     failed: Option<std::io::Error>,
+    /// Cache hits: those the plan announced, and those seen so far (the rest came during the
+    /// walk, a run another process finished while this one waited for its lock).
+    cached: CachedRuns,
+}
+
+/// The runs the cache answered: `announced` when the plan was known, `seen` as events.
+#[derive(Debug, Default, Clone, Copy)]
+struct CachedRuns {
+    announced: usize,
+    seen: usize,
+}
+
+impl CachedRuns {
+    /// Counts one `RunCached` event: whether it came during the walk (beyond those announced).
+    fn during_walk(&mut self) -> bool {
+        self.seen += 1;
+        self.seen > self.announced
+    }
 }
 
 impl ProgressReporter {
@@ -266,7 +284,7 @@ impl ProgressReporter {
             Display::Lines(pacing) => lines = Some(Lines::new(pacing)),
             Display::None => {}
         }
-        Self { out, bar, lines, failed: None }
+        Self { out, bar, lines, failed: None, cached: CachedRuns::default() }
     }
 
     fn line(&mut self, text: String) {
@@ -298,6 +316,7 @@ impl ProgressReporter {
     pub fn event(&mut self, event: &Event) {
         match event {
             Event::Planned { runs, cached, .. } => {
+                self.cached = CachedRuns { announced: *cached, seen: 0 };
                 if let Some(b) = &self.bar {
                     b.set_length(*runs as u64);
                     b.set_position(*cached as u64);
@@ -335,7 +354,15 @@ impl ProgressReporter {
                     b.set_message(node.clone());
                 }
             }
-            Event::RunCached { .. } | Event::RunMissing { .. } | Event::Interrupted | Event::Cost(_) | Event::Endpoints { .. } => {}
+            Event::RunCached { .. } => {
+                if self.cached.during_walk() {
+                    if let Some(b) = &self.bar {
+                        b.inc(1);
+                    }
+                    self.run_ended(false, false);
+                }
+            }
+            Event::RunMissing { .. } | Event::Interrupted | Event::Cost(_) | Event::Endpoints { .. } => {}
         }
     }
 
@@ -353,11 +380,12 @@ impl ProgressReporter {
 pub struct SummaryReporter {
     started: Instant,
     summary: ExecutionSummary,
+    cached: CachedRuns,
 }
 
 impl Default for SummaryReporter {
     fn default() -> Self {
-        Self { started: Instant::now(), summary: ExecutionSummary::default() }
+        Self { started: Instant::now(), summary: ExecutionSummary::default(), cached: CachedRuns::default() }
     }
 }
 
@@ -369,7 +397,10 @@ impl SummaryReporter {
                 summary.experiment = experiment.clone();
                 summary.planned = *runs;
                 summary.cached = *cached;
+                self.cached = CachedRuns { announced: *cached, seen: 0 };
             }
+            // A run another process finished while this one waited for its lock.
+            Event::RunCached { .. } if self.cached.during_walk() => summary.cached += 1,
             Event::RunFinished { .. } => summary.ran += 1,
             Event::RunFailed { run, error } => {
                 summary.failed += 1;
@@ -702,6 +733,30 @@ mod tests {
             lines[7],
             serde_json::json!({"event": "run_skipped", "run": "d #1 @s2", "reason": {"kind": "subject_failed", "subject": "s2", "error": "git failed"}})
         );
+    }
+
+    /// Runs another process finished while this one waited for their locks come from the
+    /// cache during the walk: counted as cached, so the counts add up to the plan.
+    #[test]
+    fn runs_the_cache_answers_during_the_walk_count_as_cached() {
+        let mut reporter = SummaryReporter::default();
+        let out = Buffer::default();
+        let (display, _now) = paced(None);
+        let mut progress = ProgressReporter::new(Box::new(out.clone()), display);
+        let events = [
+            Event::Planned { experiment: "demo".into(), runs: 3, cached: 1, to_run: 2 },
+            Event::RunCached { run: RunId::new("a", 1, "s1"), findings: 0 },
+            Event::RunStarted { run: RunId::new("a", 1, "s2") },
+            Event::RunCached { run: RunId::new("a", 1, "s2"), findings: 1 },
+            Event::RunCached { run: RunId::new("a", 1, "s3"), findings: 1 },
+        ];
+        for e in &events {
+            reporter.event(e);
+            progress.event(e);
+        }
+        let summary = reporter.finish();
+        assert_eq!((summary.planned, summary.cached, summary.ran, summary.failed), (3, 3, 0, 0));
+        assert_eq!(progress.lines.as_ref().map(|l| l.done), Some(3), "{}", out.text());
     }
 
     #[test]
