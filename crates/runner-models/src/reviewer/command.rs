@@ -6,7 +6,10 @@
 //! read as they come, at most [`MAX_OUTPUT_BYTES`] each: a child that prints more is killed
 //! with its whole process group as it does, and its run fails; of stderr only the end is kept. Optional setup and cleanup
 //! commands run around it (stet needs `stet finish`); `isolation` serializes runs per
-//! repository or gives each run its own worktree.
+//! repository — across processes too, by an advisory `flock` on the repository's directory,
+//! nothing written there — or gives each run its own worktree (added and removed in turns
+//! across processes, by a `flock` on the git common directory; a worktree a killed runner left
+//! is removed by the next add once its directory is gone).
 //!
 //! Every child (reviewer, setup, cleanup) starts with a cleared environment: `PATH`, the
 //! locale (`LANG`, `LC_*`), a `HOME` that is a fresh empty directory per run outside the
@@ -50,7 +53,8 @@ use toml::Spanned;
 pub enum Isolation {
     /// Runs share the repository freely.
     None,
-    /// At most one run at a time per repository (stet's one session per repository).
+    /// At most one run at a time per repository (stet's one session per repository), in
+    /// every runner process on the machine.
     Serialize,
     /// Each run gets its own detached worktree at the reviewed head.
     Worktree,
@@ -545,7 +549,15 @@ impl Reviewer for CommandReviewer {
                     let _ = tokio::task::spawn_blocking(move || drop(worktree)).await;
                     result
                 }
-                Isolation::None | Isolation::Serialize => {
+                Isolation::None => {
+                    check_head(&repo, &job.subject.head_sha)?;
+                    self.review_in(job, &repo, false).await
+                }
+                Isolation::Serialize => {
+                    // The engine's scope keeps this process's runs in the repository apart;
+                    // a lock on its directory keeps other processes' runs out too.
+                    let _turn =
+                        DirLock::take(&repo).await.map_err(|e| ReviewError::failed(format!("cannot lock `{}` to review in it alone: {e}", repo.display())))?;
                     check_head(&repo, &job.subject.head_sha)?;
                     self.review_in(job, &repo, false).await
                 }
@@ -751,9 +763,7 @@ fn ignore_paths(dir: &Path, paths: &[String]) -> Result<(), ReviewError> {
     if paths.is_empty() {
         return Ok(());
     }
-    let common = git(dir, &["rev-parse", "--git-common-dir"]).map_err(|e| ReviewError::failed(e.to_string()))?;
-    let common = PathBuf::from(common.trim());
-    let common = if common.is_absolute() { common } else { dir.join(common) };
+    let common = git_common_dir(dir)?;
     let exclude = common.join("info").join("exclude");
     let existing = std::fs::read_to_string(&exclude).unwrap_or_default();
     let missing: Vec<&String> = paths.iter().filter(|p| !existing.lines().any(|l| l.trim() == p.as_str())).collect();
@@ -914,14 +924,78 @@ fn copy_tree(from: &Path, to: &Path, rel: &Path, skip: &[PathBuf]) -> std::io::R
     Ok(())
 }
 
+/// An advisory `flock(2)` on a directory, taken through a read-only descriptor of it and held
+/// until dropped, or until the process ends however it ends. Nothing is written there.
+/// Locks taken through two descriptors exclude each other, in one process or in two.
+struct DirLock {
+    _file: std::fs::File,
+}
+
+impl DirLock {
+    fn open(dir: &Path) -> std::io::Result<std::fs::File> {
+        use std::os::unix::fs::OpenOptionsExt;
+        std::fs::OpenOptions::new().read(true).custom_flags(libc::O_DIRECTORY | libc::O_CLOEXEC).open(dir)
+    }
+
+    /// `flock` with `op`; `false` when `LOCK_NB` was given and another holds the lock.
+    fn flock(file: &std::fs::File, op: libc::c_int) -> std::io::Result<bool> {
+        use std::os::fd::AsRawFd;
+        loop {
+            // SAFETY: flock on a descriptor this process owns; no memory is shared with it.
+            if unsafe { libc::flock(file.as_raw_fd(), op) } == 0 {
+                return Ok(true);
+            }
+            let e = std::io::Error::last_os_error();
+            match e.raw_os_error() {
+                Some(libc::EINTR) => continue,
+                Some(libc::EWOULDBLOCK) => return Ok(false),
+                _ => return Err(e),
+            }
+        }
+    }
+
+    /// The lock, when no one else holds it.
+    fn try_take(dir: &Path) -> std::io::Result<Option<Self>> {
+        let file = Self::open(dir)?;
+        Ok(Self::flock(&file, libc::LOCK_EX | libc::LOCK_NB)?.then_some(Self { _file: file }))
+    }
+
+    /// Waits for the lock, blocking the thread: for blocking threads only.
+    fn take_blocking(dir: &Path) -> std::io::Result<Self> {
+        let file = Self::open(dir)?;
+        Self::flock(&file, libc::LOCK_EX)?;
+        Ok(Self { _file: file })
+    }
+
+    /// Waits for the lock without holding a thread: tries, and sleeps between tries.
+    async fn take(dir: &Path) -> std::io::Result<Self> {
+        let mut pause = Duration::from_millis(10);
+        loop {
+            if let Some(lock) = Self::try_take(dir)? {
+                return Ok(lock);
+            }
+            tokio::time::sleep(pause).await;
+            pause = (pause * 2).min(Duration::from_millis(250));
+        }
+    }
+}
+
 /// Held while git adds or removes a worktree. `git worktree add` reads every other
 /// worktree's admin files, and fails on one another add has created but not yet filled
-/// ("failed to read .git/worktrees/…/commondir"): this process's adds and removes take turns.
-/// They take milliseconds; the reviews in the worktrees still run side by side.
+/// ("failed to read .git/worktrees/…/commondir"): adds and removes on a repository take turns,
+/// in this process by this mutex and across processes by a [`DirLock`] on the repository's
+/// git common directory. They take milliseconds; the reviews in the worktrees still run side
+/// by side.
 static WORKTREE_ADMIN: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
-/// How often an add that met another process's half-made worktree is tried again.
+/// How often an add that met another program's half-made worktree is tried again.
 const WORKTREE_ADD_RETRIES: usize = 3;
+
+/// How often a worktree's removal is tried before its directory is deleted instead.
+const WORKTREE_REMOVE_TRIES: usize = 3;
+
+/// The prefix of the directories runner's worktrees are made in, and of the worktrees' names.
+const WORKTREE_PREFIX: &str = "runner-worktree-";
 
 /// A detached worktree at a commit, removed when dropped.
 struct Worktree {
@@ -930,17 +1004,61 @@ struct Worktree {
     _dir: tempfile::TempDir,
 }
 
+/// The repository's git common directory (`.git` of the main worktree), where every
+/// worktree's admin files are.
+fn git_common_dir(repo: &Path) -> Result<PathBuf, ReviewError> {
+    let common = git(repo, &["rev-parse", "--git-common-dir"]).map_err(|e| ReviewError::failed(e.to_string()))?;
+    let common = PathBuf::from(common.trim());
+    Ok(if common.is_absolute() { common } else { repo.join(common) })
+}
+
+/// The turns at a repository's worktree admin files: this process's, then every process's
+/// (or why it could not be taken).
+fn worktree_turn(repo: &Path) -> (std::sync::MutexGuard<'static, ()>, Result<DirLock, ReviewError>) {
+    let own = WORKTREE_ADMIN.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    let shared = git_common_dir(repo).and_then(|common| {
+        DirLock::take_blocking(&common).map_err(|e| ReviewError::failed(format!("cannot lock `{}` to add or remove a worktree: {e}", common.display())))
+    });
+    (own, shared)
+}
+
+/// Whether `path` is where runner makes a worktree: `…/runner-worktree-X/runner-worktree-X`.
+fn is_runner_worktree(path: &Path) -> bool {
+    let name = path.file_name().and_then(|n| n.to_str());
+    let parent = path.parent().and_then(Path::file_name).and_then(|n| n.to_str());
+    matches!((name, parent), (Some(n), Some(p)) if n.starts_with(WORKTREE_PREFIX) && n == p)
+}
+
+/// Removes the worktrees of `repo` that runner made and whose directory is gone — a runner
+/// killed before it removed its worktree, its scratch directory swept since — as git's own
+/// `worktree prune` would, but only those: a worktree of anyone else, there or not, is left as
+/// it is, and so is every worktree whose directory exists. Run while holding
+/// [`worktree_turn`]. Best effort: what cannot be removed is left for the next time.
+fn prune_stale(repo: &Path) {
+    let Ok(list) = git(repo, &["worktree", "list", "--porcelain"]) else { return };
+    for block in list.split("\n\n") {
+        let Some(path) = block.lines().find_map(|l| l.strip_prefix("worktree ")) else { continue };
+        let path = Path::new(path);
+        if is_runner_worktree(path) && !path.exists() {
+            // Twice forced: removed even if the reviewer locked it.
+            let _ = git(repo, &["worktree", "remove", "--force", "--force", &path.display().to_string()]);
+        }
+    }
+}
+
 impl Worktree {
     fn add(repo: &Path, commit: &str) -> Result<Self, ReviewError> {
-        let dir = crate::scratch::tempdir("runner-worktree-").map_err(|e| ReviewError::failed(e.to_string()))?;
+        let dir = crate::scratch::tempdir(WORKTREE_PREFIX).map_err(|e| ReviewError::failed(e.to_string()))?;
         // Git names the worktree's admin directory after the path's last component; a name
         // of its own keeps concurrent adds on one repository from racing for the same one.
         let name = dir.path().file_name().map_or_else(|| "tree".into(), |n| n.to_os_string());
         let path = dir.path().join(name);
-        let turn = WORKTREE_ADMIN.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let (own_turn, shared_turn) = worktree_turn(repo);
+        let shared_turn = shared_turn?;
+        prune_stale(repo);
         let add = || git(repo, &["worktree", "add", "--detach", "--quiet", &path.display().to_string(), commit]);
-        // Another process (a parallel shard) may be adding one too: its half-written admin
-        // files are retried past, a few times.
+        // Another program may be adding one too (git itself, outside runner's turns): its
+        // half-written admin files are retried past, a few times.
         let mut added = add();
         for _ in 0..WORKTREE_ADD_RETRIES {
             match &added {
@@ -952,15 +1070,28 @@ impl Worktree {
             }
         }
         added.map_err(|e| ReviewError::failed(format!("failed to add a worktree: {e}")))?;
-        drop(turn);
+        drop((shared_turn, own_turn));
         Ok(Self { repo: repo.to_path_buf(), path, _dir: dir })
     }
 }
 
 impl Drop for Worktree {
     fn drop(&mut self) {
-        let _turn = WORKTREE_ADMIN.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-        let _ = git(&self.repo, &["worktree", "remove", "--force", &self.path.display().to_string()]);
+        // Without the shared turn (the common directory cannot be locked) the removal is still
+        // tried: what it leaves, the next add prunes.
+        let (_own_turn, _shared_turn) = worktree_turn(&self.repo);
+        let path = self.path.display().to_string();
+        for attempt in 0..WORKTREE_REMOVE_TRIES {
+            if git(&self.repo, &["worktree", "remove", "--force", &path]).is_ok() {
+                return;
+            }
+            if attempt + 1 < WORKTREE_REMOVE_TRIES {
+                std::thread::sleep(Duration::from_millis(50));
+            }
+        }
+        // Git would not remove it: its directory goes, then its admin files as a stale one's.
+        let _ = std::fs::remove_dir_all(&self.path);
+        prune_stale(&self.repo);
     }
 }
 
@@ -1021,6 +1152,115 @@ mod tests {
         });
         assert!(failures.is_empty(), "{failures:?}");
         assert_eq!(run_for_test(&repo, &["worktree", "list", "--porcelain"]).matches("worktree ").count(), 1, "every worktree removed");
+    }
+
+    /// A repository with two commits of `a.txt`, and its head.
+    fn two_commit_repo(dir: &Path) -> (PathBuf, String) {
+        use crate::subject::git::run_for_test;
+        let repo = dir.join("repo");
+        std::fs::create_dir_all(&repo).expect("mkdir");
+        run_for_test(&repo, &["init", "-q"]);
+        for i in 0..2 {
+            std::fs::write(repo.join("a.txt"), format!("{i}\n")).expect("write");
+            run_for_test(&repo, &["add", "a.txt"]);
+            run_for_test(&repo, &["commit", "-q", "-m", &format!("c{i}")]);
+        }
+        let head = run_for_test(&repo, &["rev-parse", "HEAD"]).trim().to_string();
+        (repo, head)
+    }
+
+    /// The names of the repository's worktree admin directories.
+    fn admin_entries(repo: &Path) -> BTreeSet<String> {
+        match std::fs::read_dir(repo.join(".git/worktrees")) {
+            Ok(entries) => entries.map(|e| e.expect("entry").file_name().to_string_lossy().into_owned()).collect(),
+            Err(_) => BTreeSet::new(),
+        }
+    }
+
+    #[test]
+    fn a_worktree_left_by_a_killed_runner_is_pruned_by_the_next_add_and_no_other() {
+        use crate::subject::git::run_for_test;
+        let dir = tempfile::tempdir().expect("tempdir");
+        let (repo, head) = two_commit_repo(dir.path());
+        // The user's own worktrees: one there, one whose directory is gone (on a drive not
+        // mounted, say), and one whose name only looks like runner's.
+        let (mine, gone, lookalike) = (dir.path().join("mine"), dir.path().join("gone"), dir.path().join("runner-worktree-x"));
+        for tree in [&mine, &gone, &lookalike] {
+            run_for_test(&repo, &["worktree", "add", "--detach", "--quiet", &tree.display().to_string(), &head]);
+        }
+        std::fs::remove_dir_all(&gone).expect("rm");
+        std::fs::remove_dir_all(&lookalike).expect("rm");
+        let users = admin_entries(&repo);
+        assert_eq!(users.len(), 3, "{users:?}");
+        // A runner killed with its worktree in place, then its scratch directory swept.
+        let left = Worktree::add(&repo, &head).expect("add");
+        let (left_name, scratch) = (left.path.file_name().expect("name").to_string_lossy().into_owned(), left._dir.path().to_path_buf());
+        std::mem::forget(left);
+        std::fs::remove_dir_all(&scratch).expect("sweep");
+        assert!(admin_entries(&repo).contains(&left_name), "git still lists it");
+        // The next add prunes it, and only it.
+        let next = Worktree::add(&repo, &head).expect("add");
+        let next_name = next.path.file_name().expect("name").to_string_lossy().into_owned();
+        let mut expected = users.clone();
+        expected.insert(next_name);
+        assert_eq!(admin_entries(&repo), expected, "the killed runner's entry is gone, the user's are all kept");
+        drop(next);
+        assert_eq!(admin_entries(&repo), users, "removed as it is dropped");
+        assert!(run_for_test(&mine, &["status", "--porcelain"]).is_empty(), "the user's worktree still works");
+    }
+
+    #[tokio::test]
+    async fn a_directory_lock_excludes_other_descriptors_until_dropped() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let first = DirLock::try_take(dir.path()).expect("open").expect("free");
+        assert!(DirLock::try_take(dir.path()).expect("open").is_none(), "held through the first descriptor");
+        let path = dir.path().to_path_buf();
+        let waiter = tokio::spawn(async move { DirLock::take(&path).await });
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        assert!(!waiter.is_finished(), "a waiter waits while the first is held");
+        drop(first);
+        let second = waiter.await.expect("join").expect("taken once the first is dropped");
+        assert!(DirLock::try_take(dir.path()).expect("open").is_none(), "held through the waiter's descriptor");
+        drop(second);
+        assert!(DirLock::try_take(dir.path()).expect("open").is_some(), "free again");
+        assert_eq!(std::fs::read_dir(dir.path()).expect("read").count(), 0, "nothing written into the directory");
+    }
+
+    #[tokio::test]
+    async fn a_serialized_review_waits_for_another_process_turn_in_the_repository() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let (repo, head) = two_commit_repo(dir.path());
+        let job = ReviewJob {
+            cell: Cell { id: "c".into(), values: Default::default() },
+            repeat: 1,
+            subject: std::sync::Arc::new(crate::subject::Subject {
+                id: "s".into(),
+                repo_dir: repo.clone(),
+                base_sha: head.clone(),
+                head_sha: head,
+                diff: String::new(),
+                files: Vec::new(),
+                stet_error: None,
+                review_task: None,
+                spec: None,
+            }),
+            timeout: Duration::from_secs(600),
+            calls: None,
+        };
+        let reviewer = |isolation: Isolation| {
+            let mut s = spec("sh", &[]);
+            s.args = vec!["-c".into(), "echo '{\"findings\":[]}'".into()];
+            s.isolation = isolation;
+            CommandReviewer::new(s)
+        };
+        // Another process's lock on the repository, as its serialized review holds it.
+        let held = DirLock::try_take(&repo).expect("open").expect("free");
+        reviewer(Isolation::None).review(&job).await.expect("`none` does not wait");
+        let serialized = tokio::spawn(async move { reviewer(Isolation::Serialize).review(&job).await.map(|o| o.findings.len()) });
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        assert!(!serialized.is_finished(), "a serialized review waits for the repository");
+        drop(held);
+        assert_eq!(serialized.await.expect("join").expect("reviewed once the lock is free"), 0);
     }
 
     #[test]
