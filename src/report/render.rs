@@ -98,7 +98,31 @@ fn engine() -> Handlebars<'static> {
     hb.register_helper("show", Box::new(show));
     hb.register_helper("share", Box::new(share));
     hb.register_helper("short_id", Box::new(short_id));
+    hb.register_helper("untrusted", Box::new(untrusted));
     hb
+}
+
+// `{{untrusted text}}`: text from outside (a commit message, a reviewer's error) made inert in
+// Markdown: no HTML (`<img onerror>`), no link or image (`![](url)`), no terminal control or
+// bidirectional override characters; the cell escaping still applies after it.
+handlebars_helper!(untrusted: |text: str| inert_markdown(text));
+
+/// `text` with what GitHub would render as markup (HTML tags, links, images) escaped, and
+/// control and bidirectional-override characters removed.
+pub(crate) fn inert_markdown(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        match c {
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '[' => out.push_str("\\["),
+            ']' => out.push_str("\\]"),
+            '\n' | '\t' => out.push(' '),
+            c if c.is_control() || matches!(c, '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}' | '\u{200e}' | '\u{200f}') => {}
+            c => out.push(c),
+        }
+    }
+    out
 }
 
 // `{{short_id subject}}`: a full commit SHA (40 or 64 hex digits) as its first 7; any other text
@@ -666,5 +690,12 @@ mod stamp_tests {
         std::fs::write(&template, "# {{experiment.name}} by template\n").expect("template");
         write_reports(&results, &out, Some(&template), options()).expect("template");
         assert!(std::fs::read_to_string(&md).expect("RESULTS.md").ends_with("by template\n"));
+    }
+
+    #[test]
+    fn outside_text_is_inert_in_markdown() {
+        let hostile = "Fix <img src=x onerror=alert(1)> ![](https://t.example/p.png) [x](javascript:1)\u{1b}[31m\u{202e}cod\0e\nnext";
+        assert_eq!(inert_markdown(hostile), "Fix &lt;img src=x onerror=alert(1)&gt; !\\[\\](https://t.example/p.png) \\[x\\](javascript:1)\\[31mcode next");
+        assert_eq!(inert_markdown("Plain `code` and a | pipe"), "Plain `code` and a | pipe", "the cell escaping handles pipes");
     }
 }

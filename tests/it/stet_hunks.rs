@@ -233,6 +233,12 @@ fn a_line_over_64_kib_fails_the_run_as_stet_fails_not_the_experiment() {
     let results = std::fs::read_to_string(dir.path().join("out-builtin/RESULTS.md")).expect("RESULTS.md");
     assert!(results.contains("Could not compute hunks to review"), "{results}");
     assert!(results.contains("1 failed") || results.contains("failed"), "{results}");
+    // The built-in fails the same way every time: a frozen execution reports the recorded
+    // failure as the run's result (exit 3, as it ran), not "not in the cache" (exit 4).
+    let frozen = runner(dir.path()).args(["exec", "--quiet", "--frozen"]).arg(&manifest).output().expect("runs");
+    assert_eq!(frozen.status.code(), Some(3), "{}", stderr_of(&frozen));
+    assert!(!stderr_of(&frozen).contains("not in the cache"), "{}", stderr_of(&frozen));
+    assert_eq!(std::fs::read_to_string(dir.path().join("out-builtin/RESULTS.md")).expect("RESULTS.md"), results, "the same report");
     // The fake stet fails on the same change, with stet's message.
     let manifest = dry_run_manifest(dir.path(), &repo, "stet", &stet_reviewer());
     let text = std::fs::read_to_string(&manifest).expect("read").replace("ref = [\"HEAD~1\"]", "ref = [\"HEAD~2\"]");

@@ -459,6 +459,10 @@ impl Store for LayeredStore {
         self.local.store_failure(label, slot, key, error)
     }
 
+    fn failure(&self, key: &CacheKey) -> Option<super::store::FailureRecord> {
+        self.local.failure(key)
+    }
+
     fn try_lock_run(&self, key: &CacheKey) -> Result<Option<Guard>, CacheError> {
         Store::try_lock_run(&self.local, key)
     }

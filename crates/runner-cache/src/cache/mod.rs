@@ -71,6 +71,12 @@ pub trait Store: Send + Sync {
     /// Records a failure (for `plan` and summaries); lookups never serve it.
     fn store_failure(&self, label: &str, slot: &str, key: &CacheKey, error: &ReviewError) -> Result<(), CacheError>;
 
+    /// The failure recorded for a run key, if any: never a result, but a frozen execution
+    /// reports a deterministic reviewer's recorded failure as it was.
+    fn failure(&self, _key: &CacheKey) -> Option<store::FailureRecord> {
+        None
+    }
+
     /// The lock of one run key, without waiting (the engine polls it): `None` while someone
     /// else holds it. A holder that dies must release it.
     fn try_lock_run(&self, key: &CacheKey) -> Result<Option<Guard>, CacheError>;
@@ -131,6 +137,10 @@ impl Store for CacheStore {
 
     fn store_failure(&self, label: &str, slot: &str, key: &CacheKey, error: &ReviewError) -> Result<(), CacheError> {
         CacheStore::store_failure(self, label, slot, key, error)
+    }
+
+    fn failure(&self, key: &CacheKey) -> Option<store::FailureRecord> {
+        CacheStore::failure(self, key)
     }
 
     fn try_lock_run(&self, key: &CacheKey) -> Result<Option<Guard>, CacheError> {

@@ -134,9 +134,21 @@ impl<'a, C: Conclusions> Engine<'a, C> {
         if options.frozen {
             for (i, run) in plan.runs.iter().enumerate() {
                 let state = &mut states[self.nodes.review[i].index()];
-                if matches!(state, State::Pending) {
-                    emitter.emit(Event::RunMissing { run: run.id() });
-                    *state = State::Run(RunOutcome::Missing);
+                if !matches!(state, State::Pending) {
+                    continue;
+                }
+                // A reviewer that fails the same way every time failed this run before: that
+                // failure is its result, as it was when it ran.
+                let deterministic = self.parts.reviewers.get(&run.reviewer).is_some_and(|r| r.failures_are_deterministic());
+                match deterministic.then(|| self.parts.cache.failure(&run.key)).flatten() {
+                    Some(recorded) => {
+                        emitter.emit(Event::RunFailed { run: run.id(), error: recorded.error.clone() });
+                        *state = State::Run(RunOutcome::Failed(recorded.error));
+                    }
+                    None => {
+                        emitter.emit(Event::RunMissing { run: run.id() });
+                        *state = State::Run(RunOutcome::Missing);
+                    }
                 }
             }
         }

@@ -124,6 +124,10 @@ impl BuiltinReviewer {
 }
 
 impl Reviewer for BuiltinReviewer {
+    fn failures_are_deterministic(&self) -> bool {
+        true
+    }
+
     fn kind(&self) -> &'static str {
         "builtin"
     }

@@ -216,6 +216,14 @@ pub trait Reviewer: Send + Sync {
     /// `cell`, as JSON. It feeds the cache key: never concurrency, timeouts, paths or secrets.
     fn fingerprint(&self, cell: &Cell) -> serde_json::Value;
 
+    /// Whether a failed run of this reviewer fails the same way every time: its output a pure
+    /// function of its input, as the built-in reviewers' are (a diff line over 64 KiB fails
+    /// them on every try). A frozen execution takes such a run's recorded failure as its result
+    /// rather than calling the run missing.
+    fn failures_are_deterministic(&self) -> bool {
+        false
+    }
+
     /// Runs that return the same scope key run one at a time (a CLI that keeps per-repository
     /// state); `None` lets runs overlap freely.
     fn exclusive_scope(&self, _job: &ReviewJob) -> Option<String> {
