@@ -967,16 +967,21 @@ impl DirLock {
         Ok(Self { _file: file })
     }
 
-    /// Waits for the lock without holding a thread: tries, and sleeps between tries.
+    /// Waits for the lock without holding an async worker: on a thread of its own, blocked in
+    /// `flock` so the kernel wakes it as the holder lets go (a waiter that polled could lose
+    /// every turn to a holder that takes the lock again at once). The thread is not the
+    /// runtime's, so an exit never waits for it; if the caller stops waiting, the lock is let
+    /// go as soon as the thread gets it.
     async fn take(dir: &Path) -> std::io::Result<Self> {
-        let mut pause = Duration::from_millis(10);
-        loop {
-            if let Some(lock) = Self::try_take(dir)? {
-                return Ok(lock);
-            }
-            tokio::time::sleep(pause).await;
-            pause = (pause * 2).min(Duration::from_millis(250));
+        if let Some(lock) = Self::try_take(dir)? {
+            return Ok(lock);
         }
+        let (send, taken) = tokio::sync::oneshot::channel();
+        let dir = dir.to_path_buf();
+        std::thread::Builder::new().name("runner-dir-lock".into()).spawn(move || {
+            let _ = send.send(Self::take_blocking(&dir));
+        })?;
+        taken.await.map_err(|_| std::io::Error::other("the thread waiting for the lock ended without it"))?
     }
 }
 
@@ -1221,8 +1226,15 @@ mod tests {
         drop(first);
         let second = waiter.await.expect("join").expect("taken once the first is dropped");
         assert!(DirLock::try_take(dir.path()).expect("open").is_none(), "held through the waiter's descriptor");
+        // A waiter that stops waiting (its run cancelled) lets the lock go once it gets it.
+        let gave_up = tokio::time::timeout(Duration::from_millis(50), DirLock::take(dir.path())).await;
+        assert!(gave_up.is_err(), "no lock while the second is held");
         drop(second);
-        assert!(DirLock::try_take(dir.path()).expect("open").is_some(), "free again");
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while DirLock::try_take(dir.path()).expect("open").is_none() {
+            assert!(Instant::now() < deadline, "the lock stays taken after its waiter gave up");
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
         assert_eq!(std::fs::read_dir(dir.path()).expect("read").count(), 0, "nothing written into the directory");
     }
 
