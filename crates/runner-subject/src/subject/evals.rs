@@ -41,7 +41,16 @@ pub fn materialize(
         git(work, &["-c", "advice.detachedHead=false", "checkout", "--quiet", "--detach", tip])?;
         if let Some(rel) = strip.filter(|p| is_safe_relative_path(&p.to_string_lossy())) {
             let evals = work.join(rel);
-            if evals.exists() {
+            // The clone's own files only: a directory on the way that is a committed link
+            // (`docs -> /home/me`) would make the removal reach outside the clone.
+            let mut on_the_way = work.to_path_buf();
+            for part in rel.components() {
+                on_the_way.push(part);
+                if on_the_way != evals && std::fs::symlink_metadata(&on_the_way).is_ok_and(|m| m.file_type().is_symlink()) {
+                    return Err(fail(format!("`{}` is a symbolic link in the reviewed commit: the eval set is not removed through it", on_the_way.display())));
+                }
+            }
+            if std::fs::symlink_metadata(&evals).is_ok() {
                 std::fs::remove_dir_all(&evals).map_err(|e| fail(format!("cannot remove the eval set from the clone: {e}")))?;
             }
         }
@@ -71,4 +80,36 @@ pub fn materialize(
         review_task: None,
         spec: None,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A reviewed commit whose path to the eval set runs through a committed link to a
+    /// directory outside: the blind clone is refused and nothing outside is removed.
+    #[test]
+    fn the_eval_set_is_never_removed_through_a_committed_link() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let (repo, outside) = (dir.path().join("repo"), dir.path().join("outside"));
+        std::fs::create_dir_all(outside.join("evals")).expect("mkdir");
+        std::fs::write(outside.join("evals/precious.txt"), "keep").expect("write");
+        std::fs::create_dir_all(&repo).expect("mkdir");
+        for args in [&["init", "--quiet", "--initial-branch=main"][..], &["config", "user.name", "t"], &["config", "user.email", "t@e"]] {
+            git(&repo, args).expect("git");
+        }
+        std::fs::write(repo.join("a.txt"), "a\n").expect("write");
+        git(&repo, &["add", "--all"]).expect("add");
+        git(&repo, &["commit", "--quiet", "-m", "base"]).expect("commit");
+        std::os::unix::fs::symlink(&outside, repo.join("docs")).expect("symlink");
+        std::fs::write(repo.join("a.txt"), "b\n").expect("write");
+        git(&repo, &["add", "--all"]).expect("add");
+        git(&repo, &["commit", "--quiet", "-m", "tip"]).expect("commit");
+        let work = dir.path().join("work");
+        let (base, tip) = (git(&repo, &["rev-parse", "HEAD~1"]).expect("base"), git(&repo, &["rev-parse", "HEAD"]).expect("tip"));
+        let e = materialize("case", "0123456789abcdef0123", &repo, (base.trim(), tip.trim()), Some(Path::new("docs/evals")), None, &work)
+            .expect_err("through a link");
+        assert!(e.to_string().contains("symbolic link"), "{e}");
+        assert_eq!(std::fs::read_to_string(outside.join("evals/precious.txt")).expect("still there"), "keep");
+    }
 }
