@@ -522,7 +522,7 @@ fn one_line(text: &str) -> String {
 
 /// Reviewer text printed to a terminal: control characters (escape sequences) shown as `�`.
 fn sanitize(text: &str) -> String {
-    text.chars().map(|c| if c.is_control() && c != '\t' { '\u{fffd}' } else { c }).collect()
+    runner_core::terminal::sanitize(text)
 }
 
 #[cfg(test)]

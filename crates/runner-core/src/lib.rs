@@ -1,6 +1,7 @@
 //! `runner-core`, the bottom layer: findings in stet's schema, the experiment matrix,
-//! configuration reading and diagnostics, text rules, paired statistics, bounded reads, guarded
-//! writes of user-named output files, the per-process scratch directory, and the child-process sandbox. It depends on no other runner crate.
+//! configuration reading and diagnostics, text rules, terminal-safe text, paired statistics,
+//! bounded reads, guarded writes of user-named output files, the per-process scratch
+//! directory, and the child-process sandbox. It depends on no other runner crate.
 
 pub mod bounded;
 pub mod config;
@@ -10,4 +11,5 @@ pub mod output_file;
 pub mod sandbox;
 pub mod scratch;
 pub mod stats;
+pub mod terminal;
 pub mod text;
