@@ -21,30 +21,53 @@
 //! - `resolved`: a later commit of the pull request (the walk from the comment's commit to
 //!   `head.sha` along its first-parent line) changed or removed a commented line, the lines
 //!   followed through each commit's diff with moves and renames.
+//! - A comment's `path` is made a path inside the repository: `./` components are dropped
+//!   (`./app.py` is `app.py`); an empty or absolute path, or one with `..`, is left out.
 //! - Left out, each with its reason: bots (`user.type = "Bot"`, unless `--include-bots`),
 //!   comments of pull requests not in the pulls export (open ones), replies whose thread is
-//!   not in the export, comments on a removed line (`side: "LEFT"`), comments with no line,
-//!   comments whose commit or pull request head is not in the local repository, comments on a
-//!   file their commit does not hold, and comments whose commit is no longer an ancestor of
-//!   the head (rewritten by a force-push: outdated beyond tracing).
+//!   not in the export (or whose replies loop), comments on a removed line (`side: "LEFT"`),
+//!   comments with no line, comments whose path is not one inside the repository, comments
+//!   whose commit or pull request head is not in the local repository, comments on a file
+//!   their commit does not hold or on lines beyond its end, and comments whose commit is no
+//!   longer an ancestor of the head (rewritten by a force-push: outdated beyond tracing).
+//! - The repository must exist and be a git repository. Git is started a few times, not per
+//!   comment: commits and files are looked up through one `git cat-file --batch` process,
+//!   each walk and each commit's diff read once, each path traced once per walk.
+//! - Every outside text the import quotes in an error or in its list of comments left out
+//!   (paths, logins, URLs, SHAs, serde's messages) is made safe for a terminal
+//!   (`runner_core::terminal`).
 
 use super::oracle::{Oracle, OracleCase, OracleFinding, Skipped};
 use crate::finding::{LineRange, Severity};
 use crate::subject::git::GitError;
-use crate::subject::trace::{Fate, Span, Tracer};
+use crate::subject::trace::{repo_path, Fate, FileAt, PathTrace, Span, Tracer};
+use runner_core::terminal::sanitize;
 use serde::de::DeserializeOwned;
 use serde::Deserialize;
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::{Path, PathBuf};
 
 #[derive(Debug, thiserror::Error)]
 pub enum ImportError {
-    #[error("failed to read `{path}`: {source}")]
+    #[error("failed to read `{}`: {}", shown(path), sanitize(&source.to_string()))]
     Read { path: PathBuf, source: std::io::Error },
-    #[error("`{path}`: {message}")]
+    #[error("`{}`: {}", shown(path), sanitize(message))]
     Format { path: PathBuf, message: String },
-    #[error(transparent)]
+    /// `--repo` names no git repository.
+    #[error("repository `{}` {}", shown(path), sanitize(message))]
+    Repository { path: PathBuf, message: String },
+    #[error("{}", sanitize(&.0.to_string()))]
     Git(#[from] GitError),
+}
+
+/// A path as a message shows it.
+fn shown(path: &Path) -> String {
+    sanitize(&path.display().to_string())
+}
+
+/// A comment left out, its texts made safe for a terminal.
+fn left_out(source: String, reason: String) -> Skipped {
+    Skipped { source: sanitize(&source), reason: sanitize(&reason) }
 }
 
 /// A pull request, as `GET /repos/{owner}/{repo}/pulls` returns it (the fields read).
@@ -83,13 +106,13 @@ pub struct Comment {
     pub id: u64,
     pub path: String,
     #[serde(default)]
-    pub line: Option<u32>,
+    pub line: Option<u64>,
     #[serde(default)]
-    pub original_line: Option<u32>,
+    pub original_line: Option<u64>,
     #[serde(default)]
-    pub start_line: Option<u32>,
+    pub start_line: Option<u64>,
     #[serde(default)]
-    pub original_start_line: Option<u32>,
+    pub original_start_line: Option<u64>,
     #[serde(default)]
     pub commit_id: Option<String>,
     #[serde(default)]
@@ -205,43 +228,94 @@ pub struct Imported {
     pub resolved: usize,
     /// Replies merged into their threads' findings.
     pub replies: usize,
+    /// Git processes the import started (a few, however many comments).
+    pub git_processes: usize,
 }
 
-/// Builds the oracle from the exports and the local repository `repo`.
-/// A pull request or comment listed twice (pages shift while `gh` paginates) is read once.
+/// Where a comment's thread starts: its first comment, the reply whose parent is not in the
+/// export, or a loop of replies.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Root {
+    Thread(u64),
+    Missing(u64),
+    Loop,
+}
+
+/// Each comment's thread root, following `in_reply_to_id`: every comment is visited once, the
+/// chain walked from it stops at the first comment whose root is known, and every comment on
+/// it is given that root (linear in the comments, however long the reply chains). Also how
+/// many comments the chains visited, at most one per comment.
+fn thread_roots(comments: &[&Comment]) -> (HashMap<u64, Root>, usize) {
+    let by_id: HashMap<u64, &Comment> = comments.iter().map(|c| (c.id, *c)).collect();
+    let mut roots: HashMap<u64, Root> = HashMap::with_capacity(comments.len());
+    let mut chain: Vec<u64> = Vec::new();
+    let mut on_chain: HashSet<u64> = HashSet::new();
+    let mut visited = 0;
+    for &c in comments {
+        let mut at = c;
+        let root = loop {
+            if let Some(root) = roots.get(&at.id) {
+                break *root;
+            }
+            if !on_chain.insert(at.id) {
+                break Root::Loop;
+            }
+            chain.push(at.id);
+            visited += 1;
+            match at.in_reply_to_id {
+                None => break Root::Thread(at.id),
+                Some(parent) => match by_id.get(&parent) {
+                    Some(p) => at = p,
+                    None => break Root::Missing(parent),
+                },
+            }
+        };
+        for id in chain.drain(..) {
+            on_chain.remove(&id);
+            roots.insert(id, root);
+        }
+    }
+    (roots, visited)
+}
+
+/// Checks that `repo` is a git repository.
+fn check_repository(repo: &Path) -> Result<(), ImportError> {
+    let problem = |message: String| ImportError::Repository { path: repo.to_path_buf(), message };
+    match std::fs::metadata(repo) {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Err(problem("does not exist".into())),
+        Err(e) => return Err(problem(format!("cannot be read: {e}"))),
+        Ok(meta) if !meta.is_dir() => return Err(problem("is not a directory".into())),
+        Ok(_) => {}
+    }
+    // One git process, counted in `Imported::git_processes`.
+    crate::subject::git::git(repo, &["rev-parse", "--git-dir"])
+        .map_err(|_| problem("is not a git repository (`git rev-parse --git-dir` fails there)".into()))?;
+    Ok(())
+}
+
+/// Builds the oracle from the exports and the local repository `repo`, which must be a git
+/// repository. A pull request or comment listed twice (pages shift while `gh` paginates) is
+/// read once.
 pub fn import(pulls: &[Pull], comments: &[Comment], repo: &Path, include_bots: bool) -> Result<Imported, ImportError> {
-    let mut seen = std::collections::HashSet::new();
+    check_repository(repo)?;
+    let mut seen = HashSet::new();
     let pulls: Vec<&Pull> = pulls.iter().filter(|p| seen.insert(p.number)).collect();
-    let mut seen = std::collections::HashSet::new();
+    let mut seen = HashSet::new();
     let comments: Vec<&Comment> = comments.iter().filter(|c| seen.insert(c.id)).collect();
     let by_url: HashMap<&str, &Pull> = pulls.iter().map(|p| (p.url.as_str(), *p)).collect();
-    let by_id: HashMap<u64, &Comment> = comments.iter().map(|c| (c.id, *c)).collect();
     let mut skipped = Vec::new();
     let pull_of = |c: &Comment| by_url.get(c.pull_request_url.as_str()).copied();
     let number_of = |c: &Comment| pull_of(c).map(|p| p.number);
     // Threads: the first comment's id → its comments (first comment first, then replies).
+    let (roots, _) = thread_roots(&comments);
     let mut threads: BTreeMap<u64, Vec<&Comment>> = BTreeMap::new();
     for &c in &comments {
-        let mut root = c;
-        let mut missing = None;
-        let mut hops = 0;
-        while let Some(parent) = root.in_reply_to_id {
-            match by_id.get(&parent) {
-                Some(p) if hops < comments.len() => {
-                    root = p;
-                    hops += 1;
-                }
-                _ => {
-                    missing = Some(parent);
-                    break;
-                }
+        match roots.get(&c.id).copied().unwrap_or(Root::Loop) {
+            Root::Thread(root) => threads.entry(root).or_default().push(c),
+            Root::Missing(parent) => {
+                skipped.push(left_out(c.describe(number_of(c)), format!("a reply to comment {parent}, which is not in the comments export")))
             }
-        }
-        match missing {
-            Some(parent) => {
-                skipped.push(Skipped { source: c.describe(number_of(c)), reason: format!("a reply to comment {parent}, which is not in the comments export") })
-            }
-            None => threads.entry(root.id).or_default().push(c),
+            Root::Loop => skipped.push(left_out(c.describe(number_of(c)), "its reply chain (`in_reply_to_id`) loops: no first comment".into())),
         }
     }
     for list in threads.values_mut() {
@@ -249,18 +323,18 @@ pub fn import(pulls: &[Pull], comments: &[Comment], repo: &Path, include_bots: b
     }
 
     let mut tracer = Tracer::new(repo);
-    let mut commits: HashMap<String, Option<String>> = HashMap::new();
-    let mut local = |tracer: &Tracer, sha: &str| -> Option<String> { commits.entry(sha.to_string()).or_insert_with(|| tracer.commit(sha)).clone() };
+    // Each path traced once per walk (the commit it was written on, the head).
+    let mut traces: HashMap<(String, String, String), PathTrace> = HashMap::new();
     let mut findings: Vec<(u64, String, OracleFinding)> = Vec::new();
     let (mut resolved, mut replies) = (0, 0);
     for list in threads.values() {
         let first = list[0];
-        let skip = |reason: String| Skipped { source: first.describe(number_of(first)), reason };
+        let skip = |reason: String| left_out(first.describe(number_of(first)), reason);
         let Some(pull) = pull_of(first) else {
-            skipped.push(Skipped {
-                source: first.describe(None),
-                reason: format!("its pull request ({}) is not in the pulls export (still open, or another repository's)", first.pull_request_url),
-            });
+            skipped.push(left_out(
+                first.describe(None),
+                format!("its pull request ({}) is not in the pulls export (still open, or another repository's)", first.pull_request_url),
+            ));
             continue;
         };
         if first.is_bot() && !include_bots {
@@ -276,11 +350,22 @@ pub fn import(pulls: &[Pull], comments: &[Comment], repo: &Path, include_bots: b
             skipped.push(skip("on a removed line (the diff's left side): no line on the commit it was written against".into()));
             continue;
         }
-        let span = match (first.subject_type.as_deref(), first.original_line) {
+        let lines = match (first.subject_type.as_deref(), first.original_line) {
             (Some("file"), _) => None,
-            (_, Some(line)) => Some(Span::new(first.original_start_line.unwrap_or(line), line)),
+            (_, Some(line)) => Some((first.original_start_line.unwrap_or(line), line)),
             (_, None) => {
                 skipped.push(skip("no line on the commit it was written against (`original_line` is null)".into()));
+                continue;
+            }
+        };
+        if lines.is_some_and(|(start, end)| start == 0 || end == 0) {
+            skipped.push(skip("line 0: lines are numbered from 1".into()));
+            continue;
+        }
+        let path = match repo_path(&first.path) {
+            Ok(path) => path,
+            Err(why) => {
+                skipped.push(skip(format!("its path `{}` is {why}", first.path)));
                 continue;
             }
         };
@@ -293,41 +378,66 @@ pub fn import(pulls: &[Pull], comments: &[Comment], repo: &Path, include_bots: b
             skipped.push(skip("no commit (`original_commit_id` is null)".into()));
             continue;
         };
-        let Some(written_on) = local(&tracer, written_on) else {
+        let Some(written_on) = tracer.commit(written_on) else {
             skipped.push(skip(format!(
                 "no local commit: {written_on}, the commit it was written against, is not in the repository (fetch `pull/{}/head`)",
                 pull.number
             )));
             continue;
         };
-        let Some(head) = local(&tracer, &pull.head.sha) else {
+        let Some(head) = tracer.commit(&pull.head.sha) else {
             skipped
                 .push(skip(format!("no local commit: the pull request's head {} is not in the repository (fetch `pull/{}/head`)", pull.head.sha, pull.number)));
             continue;
         };
-        if merged && local(&tracer, &subject).is_none() {
+        if merged && tracer.commit(&subject).is_none() {
             skipped.push(skip(format!("no local commit: the merge commit {subject} is not in the repository (fetch the base branch)")));
             continue;
         }
-        if !tracer.has_file(&written_on, &first.path) {
-            skipped.push(skip(format!("deleted file: `{}` is not in {written_on}, the commit it was written against", first.path)));
-            continue;
+        match tracer.file_at(&written_on, &path)? {
+            FileAt::Missing => {
+                skipped.push(skip(format!("deleted file: `{path}` is not in {written_on}, the commit it was written against")));
+                continue;
+            }
+            FileAt::NotAFile(kind) => {
+                let what = if kind == "tree" { "a directory".to_string() } else { format!("a {kind}") };
+                skipped.push(skip(format!("not a file: `{path}` is {what} in {written_on}, the commit it was written against")));
+                continue;
+            }
+            FileAt::File { lines: count } => {
+                if let Some(last) = lines.map(|(start, end)| start.max(end)).filter(|last| *last > count) {
+                    skipped.push(skip(format!(
+                        "line {last} is beyond the end of `{path}`, which has {count} line{} in {written_on}, the commit it was written against",
+                        if count == 1 { "" } else { "s" }
+                    )));
+                    continue;
+                }
+            }
         }
+        // Within the file, so within u32.
+        let span = lines.map(|(start, end)| Span::new(u32::try_from(start).unwrap_or(u32::MAX), u32::try_from(end).unwrap_or(u32::MAX)));
         let Some(steps) = tracer.walk(&written_on, &head, None)? else {
             skipped.push(skip(format!(
                 "outdated beyond tracing: {written_on}, the commit it was written against, is not an ancestor of the pull request's head {head} (rewritten by a force-push)"
             )));
             continue;
         };
-        let fate = tracer.follow(&first.path, span, &steps)?;
-        let was_resolved = matches!(fate, Fate::Changed { .. });
+        let key = (written_on.clone(), head.clone(), path.clone());
+        let trace = match traces.get(&key) {
+            Some(trace) => trace,
+            None => {
+                let trace = tracer.path_trace(&path, &steps)?;
+                traces.entry(key).or_insert(trace)
+            }
+        };
+        let was_resolved = matches!(trace.fate(span), Fate::Changed { .. });
         resolved += usize::from(was_resolved);
         replies += list.len() - 1;
         let finding = OracleFinding {
             id: format!("pr{}/{}", pull.number, first.id),
             case_id: Some(subject.clone()),
             description: first.body.trim().to_string(),
-            file: Some(first.path.clone()),
+            file: Some(path),
             line: span.map(|s| s.end),
             range: span.filter(|s| s.start != s.end).map(|s| LineRange { start: s.start, end: s.end }),
             category: None,
@@ -342,30 +452,182 @@ pub fn import(pulls: &[Pull], comments: &[Comment], repo: &Path, include_bots: b
     findings.sort_by(|a, b| (a.0, &a.1, &a.2.id).cmp(&(b.0, &b.1, &b.2.id)));
 
     let threads = findings.len();
+    let mut of_pull: HashMap<u64, Vec<usize>> = HashMap::new();
+    for (i, (number, _, _)) in findings.iter().enumerate() {
+        of_pull.entry(*number).or_default().push(i);
+    }
     let mut cases: Vec<OracleCase> = Vec::new();
+    let mut case_of: HashMap<String, usize> = HashMap::new();
     for pull in &pulls {
-        let ids: Vec<String> = findings.iter().filter(|(n, _, _)| *n == pull.number).map(|(_, _, f)| f.id.clone()).collect();
-        let Some(subject) = findings.iter().find(|(n, _, _)| *n == pull.number).and_then(|(_, _, f)| f.case_id.clone()) else { continue };
+        let Some(indices) = of_pull.get(&pull.number) else { continue };
+        let ids: Vec<String> = indices.iter().map(|&i| findings[i].2.id.clone()).collect();
+        let Some(subject) = indices.first().and_then(|&i| findings[i].2.case_id.clone()) else { continue };
         let url = pull.html_url.clone().unwrap_or_else(|| pull.url.clone());
         let kind = if pull.merged_at.is_some() { "merge commit" } else { "head (not merged)" };
         let rationale = format!("#{} {} ({url}); subject: its {kind}", pull.number, pull.title);
-        match cases.iter_mut().find(|c| c.id == subject) {
-            Some(case) => {
-                case.expected_finding_ids.extend(ids);
-                case.rationale.push_str(&format!("; {rationale}"));
+        match case_of.get(&subject) {
+            Some(&at) => {
+                cases[at].expected_finding_ids.extend(ids);
+                cases[at].rationale.push_str(&format!("; {rationale}"));
             }
             None => {
-                cases.push(OracleCase { id: subject, expected_finding_ids: ids, rationale, split: None, interpreter: None, ground_truth: Default::default() })
+                case_of.insert(subject.clone(), cases.len());
+                cases.push(OracleCase { id: subject, expected_finding_ids: ids, rationale, split: None, interpreter: None, ground_truth: Default::default() });
             }
         }
     }
     let oracle = Oracle { version: 1, findings: findings.into_iter().map(|(_, _, f)| f).collect(), cases, skipped };
-    Ok(Imported { oracle, threads, resolved, replies })
+    Ok(Imported { oracle, threads, resolved, replies, git_processes: tracer.processes() + 1 })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::subject::git::run_for_test as run;
+    use serde_json::json;
+
+    /// A repository whose one commit holds `app.py` (22 lines) and `src/lib.py`, and a second
+    /// commit that rewrites app.py's line 5; an open pull request from the first to the second.
+    fn repository(dir: &Path) -> (String, String) {
+        run(dir, &["init", "-q", "--initial-branch=main"]);
+        let lines: Vec<String> = (1..=22).map(|i| format!("line {i}")).collect();
+        std::fs::write(dir.join("app.py"), lines.join("\n") + "\n").expect("write");
+        std::fs::create_dir_all(dir.join("src")).expect("mkdir");
+        std::fs::write(dir.join("src/lib.py"), "x = 1\n").expect("write");
+        run(dir, &["add", "-A"]);
+        run(dir, &["commit", "-q", "-m", "base"]);
+        let base = run(dir, &["rev-parse", "HEAD"]);
+        let mut changed = lines.clone();
+        changed[4] = "line five".into();
+        std::fs::write(dir.join("app.py"), changed.join("\n") + "\n").expect("write");
+        run(dir, &["commit", "-q", "-am", "five"]);
+        (base, run(dir, &["rev-parse", "HEAD"]))
+    }
+
+    fn pull(head: &str) -> Pull {
+        serde_json::from_value(json!({"number": 7, "url": "https://api/pulls/7", "base": {"sha": head}, "head": {"sha": head}, "title": "t"})).expect("pull")
+    }
+
+    fn comment(id: u64, path: &str, line: Option<u64>, commit: &str) -> Comment {
+        serde_json::from_value(json!({
+            "id": id, "path": path, "line": line, "original_line": line, "original_commit_id": commit,
+            "user": {"login": "ann", "type": "User"}, "body": "issue: this breaks", "pull_request_url": "https://api/pulls/7"
+        }))
+        .expect("comment")
+    }
+
+    fn reasons(imported: &Imported) -> Vec<String> {
+        imported.oracle.skipped.iter().map(|s| format!("{} | {}", s.source, s.reason)).collect()
+    }
+
+    #[test]
+    fn a_repository_that_is_missing_or_not_git_is_an_error() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let message = |repo: &Path| import(&[], &[], repo, false).map(|_| ()).expect_err("not a repository").to_string();
+        assert!(message(&dir.path().join("none")).ends_with("does not exist"), "{}", message(&dir.path().join("none")));
+        assert!(message(dir.path()).contains("is not a git repository"), "{}", message(dir.path()));
+        std::fs::write(dir.path().join("file"), "x").expect("write");
+        assert!(message(&dir.path().join("file")).ends_with("is not a directory"));
+        // An escape sequence in the path reaches the message inert.
+        let hostile = dir.path().join("\u{1b}]0;owned\u{7}");
+        assert!(!message(&hostile).contains('\u{1b}'), "{}", message(&hostile));
+        run(dir.path(), &["init", "-q"]);
+        let empty = import(&[], &[], dir.path(), false).expect("an empty repository is a repository");
+        assert_eq!(empty.oracle.findings.len(), 0);
+    }
+
+    #[test]
+    fn paths_outside_the_repository_and_lines_beyond_the_file_are_left_out_with_why() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let (base, head) = repository(dir.path());
+        let comments = vec![
+            comment(1, "./app.py", Some(5), &base),
+            comment(2, "", Some(3), &base),
+            comment(3, "/etc/passwd", Some(1), &base),
+            comment(4, "src/../../secret", Some(1), &base),
+            comment(5, "app.py", Some(4_294_967_295), &base),
+            comment(6, "app.py", Some(1 << 40), &base),
+            comment(7, "app.py", Some(0), &base),
+            comment(8, "src", Some(1), &base),
+            comment(9, "app.py", Some(22), &base),
+            comment(10, "app.py", Some(23), &base),
+        ];
+        let imported = import(&[pull(&head)], &comments, dir.path(), false).expect("imports");
+        let found: Vec<(String, Option<String>, Option<u32>, Option<bool>)> =
+            imported.oracle.findings.iter().map(|f| (f.id.clone(), f.file.clone(), f.line, f.resolved)).collect();
+        assert_eq!(
+            found,
+            [("pr7/1".to_string(), Some("app.py".to_string()), Some(5), Some(true)), ("pr7/9".to_string(), Some("app.py".to_string()), Some(22), Some(false))],
+            "`./app.py` is app.py: {:?}",
+            reasons(&imported)
+        );
+        let why = reasons(&imported);
+        let reason = |id: u64| why.iter().find(|r| r.contains(&format!("comment {id} "))).cloned().unwrap_or_default();
+        assert!(reason(2).ends_with("its path `` is an empty path"), "{why:?}");
+        assert!(reason(3).contains("its path `/etc/passwd` is an absolute path"), "{why:?}");
+        assert!(reason(4).contains("climbs out with `..`"), "{why:?}");
+        assert!(reason(5).contains(&format!("line 4294967295 is beyond the end of `app.py`, which has 22 lines in {base}")), "{why:?}");
+        assert!(reason(6).contains("line 1099511627776 is beyond the end of `app.py`"), "{why:?}");
+        assert!(reason(7).contains("line 0: lines are numbered from 1"), "{why:?}");
+        assert!(reason(8).contains("not a file: `src` is a directory"), "{why:?}");
+        assert!(reason(10).contains("line 23 is beyond the end"), "{why:?}");
+        assert_eq!(imported.oracle.skipped.len(), 8, "{why:?}");
+    }
+
+    #[test]
+    fn many_threads_on_few_places_start_few_git_processes_and_outside_text_is_made_inert() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let (base, head) = repository(dir.path());
+        // 300 threads on 3 lines of one file at one commit, and a reply to each.
+        let mut comments: Vec<Comment> = Vec::new();
+        for i in 0..300u64 {
+            comments.push(comment(1000 + i, "app.py", Some(4 + i % 3), &base));
+            let mut reply = comment(5000 + i, "app.py", Some(4 + i % 3), &base);
+            reply.in_reply_to_id = Some(1000 + i);
+            comments.push(reply);
+        }
+        let mut hostile = comment(9, "\u{1b}[2J\u{202e}gpj.exe", Some(1), &base);
+        hostile.user = Some(User { login: "\u{1b}]8;;http://x\u{7}bot".into(), kind: "Bot".into() });
+        comments.push(hostile);
+        let mut missing = comment(10, "a\u{0}b", Some(1), "\u{9b}31m");
+        missing.in_reply_to_id = Some(77);
+        comments.push(missing);
+        let imported = import(&[pull(&head)], &comments, dir.path(), false).expect("imports");
+        assert_eq!((imported.threads, imported.replies, imported.resolved), (300, 300, 100), "line 5 rewritten: a third resolved");
+        // rev-parse, one cat-file, one rev-list, one diff.
+        assert_eq!(imported.git_processes, 4);
+        let skipped = reasons(&imported);
+        assert_eq!(skipped.len(), 2, "{skipped:?}");
+        for text in &skipped {
+            assert!(!text.contains(['\u{1b}', '\u{202e}', '\u{0}', '\u{7}', '\u{9b}']), "{text:?}");
+        }
+        assert!(skipped.iter().any(|s| s.contains("written by a bot (`\u{fffd}]8;;http://x\u{fffd}bot`)")), "{skipped:?}");
+    }
+
+    #[test]
+    fn reply_chains_are_followed_once_each_and_loops_are_left_out() {
+        let mut comments: Vec<Comment> = (0..20_000u64)
+            .map(|i| {
+                let mut c = comment(i + 1, "app.py", Some(1), "c");
+                c.in_reply_to_id = (i > 0).then_some(i);
+                c
+            })
+            .collect();
+        // Newest first, as an export may list them: the worst order for a walk per comment.
+        comments.reverse();
+        let mut looped = comment(900_001, "app.py", Some(1), "c");
+        looped.in_reply_to_id = Some(900_002);
+        let mut back = comment(900_002, "app.py", Some(1), "c");
+        back.in_reply_to_id = Some(900_001);
+        let mut orphan = comment(900_003, "app.py", Some(1), "c");
+        orphan.in_reply_to_id = Some(123_456_789);
+        comments.extend([looped, back, orphan]);
+        let refs: Vec<&Comment> = comments.iter().collect();
+        let (roots, visited) = thread_roots(&refs);
+        assert_eq!(visited, refs.len(), "each comment visited once");
+        assert!((1..=20_000).all(|id| roots[&id] == Root::Thread(1)));
+        assert_eq!((roots[&900_001], roots[&900_002], roots[&900_003]), (Root::Loop, Root::Loop, Root::Missing(123_456_789)));
+    }
 
     #[test]
     fn exports_are_one_array_or_arrays_one_after_another() {

@@ -4,10 +4,18 @@
 //! and following renames; a hunk that replaces or removes a line of the span, or inserts
 //! lines inside it, changes it. The walk from one commit to a later one follows the later
 //! commit's first-parent line.
+//!
+//! A [`Tracer`] starts few git processes however many lines it follows: commits and files
+//! are looked up through one `git cat-file --batch` process it keeps (each commit and each
+//! file at a commit once), each walk and each step's diff is read once, and a path's changes
+//! along a walk are collected once ([`PathTrace`]) and then answer every span of that path.
 
-use super::git::{git, git_bytes, GitError};
+use super::git::{command, git, git_bytes, GitError};
+use std::cell::RefCell;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::io::{BufRead, BufReader, Read, Write};
 use std::path::{Path, PathBuf};
+use std::process::{Child, ChildStdin, ChildStdout, Stdio};
 use std::rc::Rc;
 
 /// Inclusive 1-based lines of one file.
@@ -46,6 +54,46 @@ pub enum Fate {
     Kept { path: String, span: Option<Span> },
 }
 
+/// What a path names at a commit.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum FileAt {
+    /// Nothing at that path (or a submodule, whose commit the repository does not hold).
+    Missing,
+    /// Something other than a file: `tree` (a directory), `commit`, `tag`.
+    NotAFile(String),
+    /// A file of that many lines (a last line without a newline counts).
+    File { lines: u64 },
+}
+
+/// A path as an export or a finding wrote it, made a path inside the repository: `.`
+/// components dropped (`./app.py` is `app.py`); refused, with why, when it is empty, absolute,
+/// climbs out with `..`, has an empty component (`a//b`, a trailing `/`), or holds a NUL or a
+/// line break (which no git lookup can carry).
+pub fn repo_path(path: &str) -> Result<String, String> {
+    if path.is_empty() {
+        return Err("an empty path".into());
+    }
+    if path.contains(['\0', '\n', '\r']) {
+        return Err("a path with a NUL or a line break".into());
+    }
+    if path.starts_with('/') {
+        return Err("an absolute path, not one inside the repository".into());
+    }
+    let mut parts = Vec::new();
+    for part in path.split('/') {
+        match part {
+            "." => {}
+            ".." => return Err("a path that climbs out with `..`".into()),
+            "" => return Err("a path with an empty component".into()),
+            other => parts.push(other),
+        }
+    }
+    if parts.is_empty() {
+        return Err("a path that names no file".into());
+    }
+    Ok(parts.join("/"))
+}
+
 /// One hunk's header: `-old_start,old_len +new_start,new_len`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 struct Hunk {
@@ -63,35 +111,262 @@ struct FileChange {
     hunks: Vec<Hunk>,
 }
 
-/// Follows lines through commits of one repository; each step's diff is read once.
+/// One step's diff: its files, and where each old path is among them.
+#[derive(Debug, Default)]
+struct Diff {
+    files: Vec<FileChange>,
+    /// Old path → the first file of `files` with it.
+    by_old: HashMap<String, usize>,
+}
+
+impl Diff {
+    fn new(files: Vec<FileChange>) -> Self {
+        let mut by_old = HashMap::new();
+        for (i, f) in files.iter().enumerate() {
+            if let Some(old) = &f.old_path {
+                by_old.entry(old.clone()).or_insert(i);
+            }
+        }
+        Self { files, by_old }
+    }
+}
+
+/// One path's changes along a walk, read once: each step that touched the file the path
+/// named by then (renames followed), up to its deletion. [`PathTrace::fate`] answers any span
+/// of the path from it without reading git again.
+#[derive(Debug, Clone)]
+pub struct PathTrace {
+    /// (the step's commit, its diff, the file's change in it).
+    touched: Vec<(String, Rc<Diff>, usize)>,
+    /// The path after the last step (when the file was not deleted).
+    end: String,
+}
+
+impl PathTrace {
+    /// What became of `span` (the whole file when `None`) of the path.
+    pub fn fate(&self, span: Option<Span>) -> Fate {
+        let mut span = span;
+        for (commit, diff, index) in &self.touched {
+            let change = &diff.files[*index];
+            if change.new_path.is_none() {
+                return Fate::Changed { commit: commit.clone(), deleted: true };
+            }
+            if change.binary && (change.hunks.is_empty() || span.is_none()) {
+                return Fate::Changed { commit: commit.clone(), deleted: false };
+            }
+            match span {
+                None if !change.hunks.is_empty() => return Fate::Changed { commit: commit.clone(), deleted: false },
+                None => {}
+                Some(s) => match shift(s, &change.hunks) {
+                    Some(moved) => span = Some(moved),
+                    None => return Fate::Changed { commit: commit.clone(), deleted: false },
+                },
+            }
+        }
+        Fate::Kept { path: self.end.clone(), span }
+    }
+}
+
+/// A `git cat-file --batch` process: objects asked for one line at a time, each answer read
+/// whole before the next question.
+struct CatFile {
+    child: Child,
+    stdin: Option<ChildStdin>,
+    stdout: BufReader<ChildStdout>,
+}
+
+/// What `cat-file` said about one object.
+enum Object {
+    Missing,
+    /// Its full name, its type and, for a blob, its lines.
+    Found {
+        oid: String,
+        kind: String,
+        lines: u64,
+    },
+}
+
+impl CatFile {
+    fn spawn(repo: &Path) -> Result<Self, GitError> {
+        let spawn_error = |source| GitError::Spawn { dir: repo.display().to_string(), source };
+        let mut child =
+            command(repo).args(["cat-file", "--batch"]).stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::null()).spawn().map_err(spawn_error)?;
+        let (Some(stdin), Some(stdout)) = (child.stdin.take(), child.stdout.take()) else {
+            let _ = child.kill();
+            let _ = child.wait();
+            return Err(spawn_error(std::io::Error::other("no pipes to git cat-file")));
+        };
+        Ok(Self { child, stdin: Some(stdin), stdout: BufReader::new(stdout) })
+    }
+
+    /// Asks for `name` (a line without a line break). An I/O failure or an answer out of
+    /// protocol is an error, after which the process is not asked again.
+    fn ask(&mut self, name: &str) -> std::io::Result<Object> {
+        let stdin = self.stdin.as_mut().ok_or_else(|| std::io::Error::other("git cat-file was closed"))?;
+        stdin.write_all(name.as_bytes())?;
+        stdin.write_all(b"\n")?;
+        stdin.flush()?;
+        let mut header = Vec::new();
+        self.stdout.read_until(b'\n', &mut header)?;
+        if header.pop() != Some(b'\n') {
+            return Err(std::io::Error::other("git cat-file stopped answering"));
+        }
+        let header = String::from_utf8_lossy(&header);
+        let words: Vec<&str> = header.split(' ').collect();
+        if matches!(words.last(), Some(&"missing") | Some(&"ambiguous")) {
+            return Ok(Object::Missing);
+        }
+        let [oid, kind, size] = words[..] else { return Err(std::io::Error::other(format!("unexpected answer from git cat-file: {header}"))) };
+        let size: u64 = size.parse().map_err(|_| std::io::Error::other(format!("unexpected answer from git cat-file: {header}")))?;
+        // The content, counted and dropped, then the newline after it.
+        let mut content = (&mut self.stdout).take(size);
+        let (mut read, mut newlines, mut last) = (0u64, 0u64, b'\n');
+        let mut buffer = [0u8; 64 * 1024];
+        loop {
+            let n = content.read(&mut buffer)?;
+            if n == 0 {
+                break;
+            }
+            read += n as u64;
+            newlines += buffer[..n].iter().filter(|b| **b == b'\n').count() as u64;
+            last = buffer[n - 1];
+        }
+        let mut end = [0u8; 1];
+        if read != size || self.stdout.read(&mut end)? != 1 || end[0] != b'\n' {
+            return Err(std::io::Error::other("git cat-file's answer was cut short"));
+        }
+        let lines = newlines + u64::from(last != b'\n');
+        Ok(Object::Found { oid: oid.to_string(), kind: kind.to_string(), lines })
+    }
+}
+
+impl Drop for CatFile {
+    fn drop(&mut self) {
+        // Closing its input ends it; it is killed in case it does not.
+        drop(self.stdin.take());
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Commits and files looked up, each once, through one `cat-file` process.
+#[derive(Default)]
+struct Objects {
+    process: Option<CatFile>,
+    commits: HashMap<String, Option<String>>,
+    files: HashMap<(String, String), FileAt>,
+}
+
+impl Objects {
+    fn ask(&mut self, repo: &Path, name: &str) -> Result<Object, GitError> {
+        let failed = |e: std::io::Error| GitError::Failed { dir: repo.display().to_string(), args: "cat-file --batch".into(), stderr: e.to_string() };
+        if self.process.is_none() {
+            self.process = Some(CatFile::spawn(repo)?);
+        }
+        let Some(process) = self.process.as_mut() else { return Err(failed(std::io::Error::other("not started"))) };
+        process.ask(name).map_err(|e| {
+            self.process = None;
+            failed(e)
+        })
+    }
+}
+
+/// Follows lines through commits of one repository; each step's diff, each walk, and each
+/// commit and file looked up are read once.
 pub struct Tracer {
     repo: PathBuf,
-    diffs: HashMap<(String, String), Rc<Vec<FileChange>>>,
+    diffs: HashMap<(String, String), Rc<Diff>>,
+    objects: RefCell<Objects>,
+    walks: RefCell<HashMap<(String, String, Option<usize>), Option<Vec<Step>>>>,
+    /// Git processes started so far.
+    processes: std::cell::Cell<usize>,
 }
 
 impl Tracer {
     pub fn new(repo: &Path) -> Self {
-        Self { repo: repo.to_path_buf(), diffs: HashMap::new() }
+        Self {
+            repo: repo.to_path_buf(),
+            diffs: HashMap::new(),
+            objects: RefCell::new(Objects::default()),
+            walks: RefCell::new(HashMap::new()),
+            processes: std::cell::Cell::new(0),
+        }
+    }
+
+    /// How many git processes this tracer has started: one `cat-file` (again only after one
+    /// failed), one `rev-list` per distinct walk, one `diff` per distinct step.
+    pub fn processes(&self) -> usize {
+        self.processes.get()
+    }
+
+    /// Asks the `cat-file` process about `name`, starting it when none runs.
+    fn ask(&self, objects: &mut Objects, name: &str) -> Result<Object, GitError> {
+        if objects.process.is_none() {
+            self.processes.set(self.processes.get() + 1);
+        }
+        objects.ask(&self.repo, name)
     }
 
     /// The full SHA of a commit, or `None` when the repository has no such commit.
     pub fn commit(&self, rev: &str) -> Option<String> {
-        git(&self.repo, &["rev-parse", "--verify", "--quiet", &format!("{rev}^{{commit}}")]).ok().map(|s| s.trim().to_string()).filter(|s| !s.is_empty())
+        if rev.is_empty() || rev.contains(['\0', '\n', '\r']) {
+            return None;
+        }
+        let mut objects = self.objects.borrow_mut();
+        if let Some(known) = objects.commits.get(rev) {
+            return known.clone();
+        }
+        let found = match self.ask(&mut objects, &format!("{rev}^{{commit}}")) {
+            Ok(Object::Found { oid, kind, .. }) if kind == "commit" => Some(oid),
+            _ => None,
+        };
+        objects.commits.insert(rev.to_string(), found.clone());
+        found
     }
 
-    /// Whether `path` exists in `commit`.
+    /// What `path` (a path inside the repository, see [`repo_path`]) names in `commit`.
+    pub fn file_at(&self, commit: &str, path: &str) -> Result<FileAt, GitError> {
+        if path.is_empty() || commit.is_empty() || path.contains(['\0', '\n', '\r']) || commit.contains(['\0', '\n', '\r']) {
+            return Ok(FileAt::Missing);
+        }
+        let mut objects = self.objects.borrow_mut();
+        let key = (commit.to_string(), path.to_string());
+        if let Some(known) = objects.files.get(&key) {
+            return Ok(known.clone());
+        }
+        let at = match self.ask(&mut objects, &format!("{commit}:{path}"))? {
+            Object::Missing => FileAt::Missing,
+            Object::Found { kind, lines, .. } if kind == "blob" => FileAt::File { lines },
+            Object::Found { kind, .. } => FileAt::NotAFile(kind),
+        };
+        objects.files.insert(key, at.clone());
+        Ok(at)
+    }
+
+    /// Whether `path` is a file of `commit`.
     pub fn has_file(&self, commit: &str, path: &str) -> bool {
-        git(&self.repo, &["cat-file", "-e", &format!("{commit}:{path}")]).is_ok()
+        matches!(self.file_at(commit, path), Ok(FileAt::File { .. }))
     }
 
     /// The walk from `from` to the later commit `to`, at most `limit` steps: `to`'s
     /// first-parent line from `from` on; when `from` lies on a branch merged into that line,
     /// the branch's own first-parent commits up to the merge, then the line. `None` when `from`
-    /// is not an ancestor of `to`; empty when they are the same commit.
+    /// is not an ancestor of `to`; empty when they are the same commit. Each walk is read once.
     pub fn walk(&self, from: &str, to: &str, limit: Option<usize>) -> Result<Option<Vec<Step>>, GitError> {
+        let key = (from.to_string(), to.to_string(), limit);
+        if let Some(known) = self.walks.borrow().get(&key) {
+            return Ok(known.clone());
+        }
+        let walk = self.read_walk(from, to, limit)?;
+        self.walks.borrow_mut().insert(key, walk.clone());
+        Ok(walk)
+    }
+
+    fn read_walk(&self, from: &str, to: &str, limit: Option<usize>) -> Result<Option<Vec<Step>>, GitError> {
         if from == to {
             return Ok(Some(Vec::new()));
         }
+        self.processes.set(self.processes.get() + 1);
         let listing = git(&self.repo, &["rev-list", "--ancestry-path", "--topo-order", "--reverse", "--parents", &format!("{from}..{to}")])?;
         let mut order: Vec<&str> = Vec::new();
         let mut parents: HashMap<&str, Vec<&str>> = HashMap::new();
@@ -136,35 +411,32 @@ impl Tracer {
 
     /// Follows `span` of `path` (the whole file when `None`) through `steps`.
     pub fn follow(&mut self, path: &str, span: Option<Span>, steps: &[Step]) -> Result<Fate, GitError> {
-        let mut path = path.to_string();
-        let mut span = span;
-        for step in steps {
-            let changes = self.diff(step)?;
-            let Some(change) = changes.iter().find(|c| c.old_path.as_deref() == Some(path.as_str())) else { continue };
-            let Some(new_path) = &change.new_path else {
-                return Ok(Fate::Changed { commit: step.commit.clone(), deleted: true });
-            };
-            if change.binary && (change.hunks.is_empty() || span.is_none()) {
-                return Ok(Fate::Changed { commit: step.commit.clone(), deleted: false });
-            }
-            match span {
-                None if !change.hunks.is_empty() => return Ok(Fate::Changed { commit: step.commit.clone(), deleted: false }),
-                None => {}
-                Some(s) => match shift(s, &change.hunks) {
-                    Some(moved) => span = Some(moved),
-                    None => return Ok(Fate::Changed { commit: step.commit.clone(), deleted: false }),
-                },
-            }
-            path = new_path.clone();
-        }
-        Ok(Fate::Kept { path, span })
+        Ok(self.path_trace(path, steps)?.fate(span))
     }
 
-    fn diff(&mut self, step: &Step) -> Result<Rc<Vec<FileChange>>, GitError> {
+    /// `path`'s changes through `steps`, which then answer every span of it.
+    pub fn path_trace(&mut self, path: &str, steps: &[Step]) -> Result<PathTrace, GitError> {
+        let mut path = path.to_string();
+        let mut touched = Vec::new();
+        for step in steps {
+            let diff = self.diff(step)?;
+            let Some(index) = diff.by_old.get(path.as_str()).copied() else { continue };
+            let next = diff.files[index].new_path.clone();
+            touched.push((step.commit.clone(), diff.clone(), index));
+            match next {
+                Some(next) => path = next,
+                None => break,
+            }
+        }
+        Ok(PathTrace { touched, end: path })
+    }
+
+    fn diff(&mut self, step: &Step) -> Result<Rc<Diff>, GitError> {
         let key = (step.parent.clone(), step.commit.clone());
         if let Some(d) = self.diffs.get(&key) {
             return Ok(d.clone());
         }
+        self.processes.set(self.processes.get() + 1);
         let out = git_bytes(
             &self.repo,
             &[
@@ -182,7 +454,7 @@ impl Tracer {
             ],
             &[],
         )?;
-        let parsed = Rc::new(parse(&String::from_utf8_lossy(&out)));
+        let parsed = Rc::new(Diff::new(parse(&String::from_utf8_lossy(&out))));
         self.diffs.insert(key, parsed.clone());
         Ok(parsed)
     }
@@ -202,11 +474,11 @@ fn shift(span: Span, hunks: &[Hunk]) -> Option<Span> {
                 delta += h.new_len as i64;
             }
         } else {
-            let last = h.old_start + h.old_len - 1;
-            if h.old_start <= span.end && last >= span.start {
+            let last = (u64::from(h.old_start) + u64::from(h.old_len)).saturating_sub(1);
+            if h.old_start <= span.end && last >= u64::from(span.start) {
                 return None;
             }
-            if last < span.start {
+            if last < u64::from(span.start) {
                 delta += h.new_len as i64 - h.old_len as i64;
             }
         }
@@ -237,9 +509,10 @@ fn unquote(text: &str) -> (String, &str) {
             b'\\' if i + 1 < bytes.len() => {
                 let c = bytes[i + 1];
                 match c {
-                    b'0'..=b'7' if i + 3 < bytes.len() => {
-                        let octal = &text[i + 1..i + 4];
-                        out.push(u8::from_str_radix(octal, 8).unwrap_or(b'?'));
+                    b'0'..=b'7' if i + 3 < bytes.len() && bytes[i + 1..i + 4].iter().all(|b| (b'0'..=b'7').contains(b)) => {
+                        // Three octal digits (bytes, so text after them may be any UTF-8).
+                        let value = bytes[i + 1..i + 4].iter().fold(0u32, |v, b| v * 8 + u32::from(b - b'0'));
+                        out.push(u8::try_from(value).unwrap_or(b'?'));
                         i += 4;
                         continue;
                     }
@@ -382,6 +655,73 @@ mod tests {
     }
 
     #[test]
+    fn files_and_commits_are_looked_up_once_through_one_cat_file_process() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let repo = dir.path();
+        run(repo, &["init", "-q", "--initial-branch=main"]);
+        std::fs::create_dir_all(repo.join("sub")).expect("mkdir");
+        std::fs::write(repo.join("sub/no-newline.txt"), "a\nb\nc").expect("write");
+        std::fs::write(repo.join("empty.txt"), "").expect("write");
+        let head = commit(repo, "f.txt", "1\n2\n3\n", "a");
+        let tracer = Tracer::new(repo);
+        assert_eq!(tracer.file_at(&head, "f.txt").expect("git"), FileAt::File { lines: 3 });
+        assert_eq!(tracer.file_at(&head, "sub/no-newline.txt").expect("git"), FileAt::File { lines: 3 }, "a last line without a newline counts");
+        assert_eq!(tracer.file_at(&head, "empty.txt").expect("git"), FileAt::File { lines: 0 });
+        assert_eq!(tracer.file_at(&head, "sub").expect("git"), FileAt::NotAFile("tree".into()));
+        assert_eq!(tracer.file_at(&head, "none.txt").expect("git"), FileAt::Missing);
+        assert_eq!(tracer.file_at(&head, "f.txt\nHEAD").expect("no lookup"), FileAt::Missing);
+        let pid = tracer.objects.borrow().process.as_ref().map(|p| p.child.id());
+        assert!(pid.is_some());
+        for _ in 0..50 {
+            assert_eq!(tracer.commit("HEAD").as_deref(), Some(head.as_str()));
+            assert_eq!(tracer.commit("main").as_deref(), Some(head.as_str()));
+            assert!(tracer.has_file(&head, "f.txt") && !tracer.has_file(&head, "sub"));
+        }
+        assert_eq!(tracer.commit(&format!("{head}:f.txt")), None, "a blob is not a commit");
+        assert_eq!(tracer.commit("no-such-branch"), None);
+        assert_eq!(tracer.objects.borrow().process.as_ref().map(|p| p.child.id()), pid, "the same process answered every question");
+        assert_eq!(tracer.objects.borrow().files.len(), 5, "each (commit, path) asked once");
+    }
+
+    #[test]
+    fn a_path_is_traced_once_and_answers_every_span() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let repo = dir.path();
+        run(repo, &["init", "-q", "--initial-branch=main"]);
+        let lines = |n: u32| (1..=n).map(|i| format!("line {i}\n")).collect::<String>();
+        let a = commit(repo, "f.txt", &lines(10), "a");
+        let b = commit(repo, "f.txt", &format!("top\n{}", lines(10).replace("line 6\n", "six\n")), "b");
+        run(repo, &["mv", "f.txt", "g.txt"]);
+        let c = commit(repo, "g.txt", &format!("top\n{}", lines(10).replace("line 6\n", "six\n")), "c");
+        let mut tracer = Tracer::new(repo);
+        let walk = tracer.walk(&a, &c, None).expect("git").expect("ancestor");
+        let trace = tracer.path_trace("f.txt", &walk).expect("git");
+        for (span, fate) in [
+            (Some(Span::new(2, 3)), Fate::Kept { path: "g.txt".into(), span: Some(Span::new(3, 4)) }),
+            (Some(Span::new(5, 6)), Fate::Changed { commit: b.clone(), deleted: false }),
+            (Some(Span::new(8, 10)), Fate::Kept { path: "g.txt".into(), span: Some(Span::new(9, 11)) }),
+            (None, Fate::Changed { commit: b.clone(), deleted: false }),
+        ] {
+            assert_eq!(trace.fate(span), fate, "{span:?}");
+            assert_eq!(tracer.follow("f.txt", span, &walk).expect("git"), fate, "{span:?}");
+        }
+        assert_eq!(tracer.diffs.len(), 2, "each step's diff read once");
+    }
+
+    #[test]
+    fn paths_are_made_paths_inside_the_repository_or_refused_with_why() {
+        assert_eq!(repo_path("./app.py").as_deref(), Ok("app.py"));
+        assert_eq!(repo_path("src/./a.rs").as_deref(), Ok("src/a.rs"));
+        assert_eq!(repo_path("a b/é.txt").as_deref(), Ok("a b/é.txt"));
+        assert!(repo_path("").is_err_and(|e| e.contains("empty")));
+        assert!(repo_path("/etc/passwd").is_err_and(|e| e.contains("absolute")));
+        assert!(repo_path("src/../../x").is_err_and(|e| e.contains("..")));
+        assert!(repo_path("a//b").is_err_and(|e| e.contains("empty component")));
+        assert!(repo_path(".").is_err_and(|e| e.contains("names no file")));
+        assert!(repo_path("a\nb").is_err_and(|e| e.contains("line break")));
+    }
+
+    #[test]
     fn hunks_above_shift_the_span_and_hunks_inside_change_it() {
         let span = Span::new(10, 12);
         // 2 lines replaced by 5 above: +3.
@@ -409,5 +749,9 @@ mod tests {
         assert_eq!((files[1].old_path.as_deref(), files[1].new_path.as_deref()), (Some("gone.txt"), None));
         assert_eq!(files[2].old_path.as_deref(), Some("tést.md"));
         assert_eq!(files[2].hunks, vec![Hunk { old_start: 0, old_len: 0, new_len: 1 }]);
+        // An escape cut short before a multi-byte character, and lines of any bytes, read without a panic.
+        let odd = parse("diff --git \"a/\\1\u{fffd}x\" \"b/\\1\u{fffd}x\"\n--- \"a/\\1\u{fffd}\"\n@@ -4294967295,4294967295 +1 @@\n");
+        assert_eq!(odd.len(), 1);
+        assert_eq!(shift(Span::new(1, 2), &odd[0].hunks), Some(Span::new(1, 2)));
     }
 }
