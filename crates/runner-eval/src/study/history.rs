@@ -300,10 +300,22 @@ impl SideFile {
     }
 }
 
-/// Reads the history file and analyzes it.
+/// Reads the history file and analyzes it. A line that is not UTF-8 is skipped with its
+/// reason, as a line that is not JSON is: one bad byte does not reject the whole history.
 pub fn load(history: &Path, side: Option<&SideFile>) -> Result<A2Report, HistoryError> {
-    let text = crate::bounded::input_text(history).map_err(|source| HistoryError::Read { path: history.to_path_buf(), source })?;
-    Ok(analyze(&text, &history.display().to_string(), side))
+    let bytes = crate::bounded::input(history).map_err(|source| HistoryError::Read { path: history.to_path_buf(), source })?;
+    Ok(analyze_lines(byte_lines(&bytes), &history.display().to_string(), side))
+}
+
+/// The file's lines as [`str::lines`] splits them (on `\n`, a `\r` before it dropped, no
+/// empty line after a final newline), each as text or, when it is not UTF-8, why not.
+fn byte_lines(bytes: &[u8]) -> impl Iterator<Item = Result<&str, String>> {
+    let body = bytes.strip_suffix(b"\n").unwrap_or(bytes);
+    let pieces = if bytes.is_empty() { None } else { Some(body.split(|b| *b == b'\n')) };
+    pieces.into_iter().flatten().map(|line| {
+        let line = line.strip_suffix(b"\r").unwrap_or(line);
+        std::str::from_utf8(line).map_err(|e| format!("not UTF-8 text (an invalid byte at column {})", e.valid_up_to() + 1))
+    })
 }
 
 fn parse_line(line: usize, text: &str) -> Result<Record, String> {
@@ -460,11 +472,16 @@ fn add_reasons(into: &mut BTreeMap<String, usize>, from: &BTreeMap<String, usize
 
 /// Analyzes the text of a history file; `source` names it in the report.
 pub fn analyze(text: &str, source: &str, side: Option<&SideFile>) -> A2Report {
+    analyze_lines(text.lines().map(Ok), source, side)
+}
+
+/// [`analyze`] over lines, each text or why it cannot be read.
+fn analyze_lines<'a>(lines: impl Iterator<Item = Result<&'a str, String>>, source: &str, side: Option<&SideFile>) -> A2Report {
     let mut records = Vec::new();
     let mut skipped = Vec::new();
-    for (index, line) in text.lines().enumerate() {
+    for (index, line) in lines.enumerate() {
         let number = index + 1;
-        match parse_line(number, line) {
+        match line.and_then(|line| parse_line(number, line)) {
             Ok(record) => records.push(record),
             Err(why) => skipped.push(Skipped { line: number, why }),
         }
@@ -944,5 +961,28 @@ mod tests {
         assert_eq!(why, [(1, "not a JSON object"), (2, "blank line"), (3, "no `review_output` array"), (4, "`user_action.dismissed_ids` is not an array")]);
         assert!(r.is_empty());
         assert!(r.render().contains("0 records read, 4 lines skipped."));
+    }
+
+    #[test]
+    fn a_line_that_is_not_utf8_is_skipped_and_the_rest_is_read() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("history.jsonl");
+        let good = record("r1", "a", 2, &[], &[], Some("t1"), "m");
+        let mut bytes = format!("{good}\r\n").into_bytes();
+        bytes.extend_from_slice(b"{\"diff_ref\":\"\xff\"}\n");
+        bytes.extend_from_slice(format!("{}\n", record("r2", "b", 1, &[], &[], Some("t2"), "m")).as_bytes());
+        let r = load(&path_with(&path, &bytes), None).expect("read");
+        assert_eq!(r.lines_read, 2, "{:?}", r.skipped);
+        let why: Vec<(usize, &str)> = r.skipped.iter().map(|s| (s.line, s.why.as_str())).collect();
+        assert_eq!(why, [(2, "not UTF-8 text (an invalid byte at column 14)")]);
+        // The same lines as text read the same.
+        assert_eq!(byte_lines(b"a\r\n\nb").collect::<Vec<_>>(), "a\r\n\nb".lines().map(Ok).collect::<Vec<_>>());
+        assert_eq!(byte_lines(b"a\n").count(), 1);
+        assert_eq!(byte_lines(b"").count(), 0);
+    }
+
+    fn path_with(path: &Path, bytes: &[u8]) -> PathBuf {
+        std::fs::write(path, bytes).expect("write");
+        path.to_path_buf()
     }
 }

@@ -16,19 +16,24 @@
 //! when one of them changed or removed a line within ±`tolerance` of its lines. A finding on a
 //! commit with fewer than `window` later commits up to the head is pending (its window is not
 //! complete: counting it would favour findings resolved early), and one that cannot be traced
-//! (no file or line, a file the commit lacks) is listed. Per cell: resolved / posted with a
-//! 95 % Wilson interval, per category and per severity.
+//! (no file or line, a path that is not one inside the repository, a file the commit lacks,
+//! a line beyond the file's end, a commit git cannot read) is listed with why. Per cell:
+//! resolved / posted with a 95 % Wilson interval, per category and per severity.
+//!
+//! Git is read a few times, not once per finding: commits and files through the tracer's one
+//! `cat-file` process, each walk and each step's diff once, and each (commit, path) traced
+//! once ([`PathTrace`]), which then answers every finding at that path.
 
+use crate::analysis::spec::{AnalysisSpec, ResolutionOptions};
+pub use crate::analysis::spec::{DEFAULT_TOLERANCE, DEFAULT_WINDOW};
 use crate::analysis::{
     data::DataList, model::fmt_ratio, model::json_num, model::missing_note, model::runs_of, model::AnalysisInput, model::AnalysisResult, model::Table,
 };
-use crate::analysis::spec::{AnalysisSpec, ResolutionOptions};
-pub use crate::analysis::spec::{DEFAULT_TOLERANCE, DEFAULT_WINDOW};
 use crate::finding::{Finding, Severity};
 use crate::stats::wilson_interval;
 use crate::subject::git::GitError;
 use crate::subject::history::short;
-use crate::subject::trace::{Fate, Span, Step, Tracer};
+use crate::subject::trace::{repo_path, Fate, FileAt, PathTrace, Span, Step, Tracer};
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 use std::collections::{BTreeMap, HashMap};
@@ -160,6 +165,8 @@ pub(crate) struct Resolver {
     head: String,
     head_rev: String,
     options: Options,
+    /// Each (reviewed commit, path) traced once through its walk.
+    traces: HashMap<(String, String), PathTrace>,
 }
 
 impl Resolver {
@@ -171,7 +178,7 @@ impl Resolver {
             args: format!("rev-parse {head}"),
             stderr: format!("`{head}` is not a commit of this repository"),
         })?;
-        Ok(Self { tracer, head: sha, head_rev: head.to_string(), options })
+        Ok(Self { tracer, head: sha, head_rev: head.to_string(), options, traces: HashMap::new() })
     }
 
     /// The head's full SHA.
@@ -179,22 +186,30 @@ impl Resolver {
         &self.head
     }
 
-    /// The commits after `reviewed` (a revision) that its findings are followed through.
+    /// The commits after `reviewed` (a revision) that its findings are followed through. A
+    /// commit git cannot walk from is the walk's problem, not an error: its findings are not
+    /// traced, and other commits' are.
     pub(crate) fn walk(&mut self, reviewed: &str) -> Result<Walk, GitError> {
         let Some(commit) = self.tracer.commit(reviewed) else {
             return Ok(Walk { commit: None, steps: Vec::new(), problem: Some(format!("the reviewed commit `{reviewed}` is not in the repository")) });
         };
-        Ok(match self.tracer.walk(&commit, &self.head, Some(self.options.window))? {
-            Some(steps) => Walk { commit: Some(commit), steps, problem: None },
-            None => {
+        Ok(match self.tracer.walk(&commit, &self.head, Some(self.options.window)) {
+            Ok(Some(steps)) => Walk { commit: Some(commit), steps, problem: None },
+            Ok(None) => {
                 let problem = Some(format!("the reviewed commit {commit} is not an ancestor of {}", self.head_rev));
                 Walk { commit: Some(commit), steps: Vec::new(), problem }
             }
+            Err(e) => Walk { commit: Some(commit), steps: Vec::new(), problem: Some(format!("git failed: {e}")) },
         })
     }
 
-    /// What became of a finding on `file` at `span` (`None`: no line) of the walk's commit.
+    /// What became of a finding on `file` at `span` (`None`: no line) of the walk's commit. A
+    /// finding git cannot trace is not traced, with git's error as its reason.
     pub(crate) fn trace(&mut self, walk: &Walk, file: &str, span: Option<Span>) -> Result<Outcome, GitError> {
+        Ok(self.outcome(walk, file, span).unwrap_or_else(|e| Outcome::NotTraced(format!("git failed: {e}"))))
+    }
+
+    fn outcome(&mut self, walk: &Walk, file: &str, span: Option<Span>) -> Result<Outcome, GitError> {
         if let Some(problem) = &walk.problem {
             return Ok(Outcome::NotTraced(problem.clone()));
         }
@@ -204,8 +219,25 @@ impl Resolver {
         if file.is_empty() {
             return Ok(Outcome::NotTraced("no file".to_string()));
         }
-        if !self.tracer.has_file(commit, file) {
-            return Ok(Outcome::NotTraced(format!("`{file}` is not in the reviewed commit")));
+        let path = match repo_path(file) {
+            Ok(path) => path,
+            Err(why) => return Ok(Outcome::NotTraced(format!("`{file}` is {why}"))),
+        };
+        match self.tracer.file_at(commit, &path)? {
+            FileAt::Missing => return Ok(Outcome::NotTraced(format!("`{file}` is not in the reviewed commit"))),
+            FileAt::NotAFile(kind) => {
+                let what = if kind == "tree" { "a directory".to_string() } else { format!("a {kind}") };
+                return Ok(Outcome::NotTraced(format!("`{file}` is {what} in the reviewed commit, not a file")));
+            }
+            // A line past the end flags nothing a later commit could change: not counted.
+            FileAt::File { lines } if u64::from(span.end) > lines => {
+                return Ok(Outcome::NotTraced(format!(
+                    "line {} is beyond the end of `{file}`, which has {lines} line{} in the reviewed commit",
+                    span.end,
+                    if lines == 1 { "" } else { "s" }
+                )));
+            }
+            FileAt::File { .. } => {}
         }
         let later = walk.steps.len();
         let pending = match self.options.pending {
@@ -215,7 +247,15 @@ impl Resolver {
         if pending {
             return Ok(Outcome::Pending { later });
         }
-        Ok(match self.tracer.follow(file, Some(span.widened(self.options.tolerance)), &walk.steps)? {
+        let key = (commit.clone(), path);
+        let trace = match self.traces.get(&key) {
+            Some(trace) => trace,
+            None => {
+                let trace = self.tracer.path_trace(&key.1, &walk.steps)?;
+                self.traces.entry(key).or_insert(trace)
+            }
+        };
+        Ok(match trace.fate(Some(span.widened(self.options.tolerance))) {
             Fate::Changed { commit, .. } => Outcome::Resolved { commit },
             Fate::Kept { .. } => Outcome::Unresolved,
         })
@@ -284,7 +324,7 @@ impl<'a> RunTracer<'a> {
             self.walks.insert(subject.to_string(), walk);
         }
         let Some(walk) = self.walks.get(subject) else { return (Outcome::NotTraced("no walk".into()), 0) };
-        let file = finding.file.trim_start_matches("./");
+        let file = finding.file.as_str();
         let span = span_of(finding);
         let key = (subject.to_string(), file.to_string(), span.map(|s| (s.start, s.end)));
         let outcome = match self.traced.get(&key) {
@@ -519,6 +559,34 @@ mod tests {
 
     fn at(file: &str, line: u32, category: Category, severity: Severity) -> Finding {
         with_kind(finding(file, line, &format!("{file}:{line}")), category, severity)
+    }
+
+    #[test]
+    fn lines_beyond_the_file_and_paths_outside_the_repository_are_not_traced_and_each_place_is_read_once() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let shas = repository(dir.path());
+        let options = Options { window: 2, tolerance: 0, pending: Pending::IncompleteWindow };
+        let mut resolver = Resolver::new(dir.path(), "main", options).expect("head");
+        let walk = resolver.walk(&shas[1]).expect("walk");
+        let mut trace = |file: &str, line: u32| resolver.trace(&walk, file, Some(Span::new(line, line))).expect("never an error");
+        // c2 rewrites line 8; `./f.txt` is f.txt.
+        assert_eq!(trace("./f.txt", 8), Outcome::Resolved { commit: shas[2].clone() });
+        assert_eq!(trace("f.txt", 10), Outcome::Unresolved, "the last line");
+        // A line of 2^40 reads as the largest line there is: beyond the file, not counted.
+        let beyond = trace("f.txt", u32::MAX);
+        assert_eq!(beyond, Outcome::NotTraced("line 4294967295 is beyond the end of `f.txt`, which has 10 lines in the reviewed commit".into()));
+        assert_eq!(beyond.counted(), None);
+        assert_eq!(trace("f.txt", 11).reason(2).as_deref(), Some("line 11 is beyond the end of `f.txt`, which has 10 lines in the reviewed commit"));
+        assert_eq!(trace("/etc/passwd", 1), Outcome::NotTraced("`/etc/passwd` is an absolute path, not one inside the repository".into()));
+        assert_eq!(trace("../f.txt", 1), Outcome::NotTraced("`../f.txt` is a path that climbs out with `..`".into()));
+        // A thousand findings at a thousand places of one file: git started a few times.
+        let walk = resolver.walk(&shas[2]).expect("walk");
+        for i in 0..1000u32 {
+            let outcome = resolver.trace(&walk, "f.txt", Some(Span::new(1 + i % 10, 1 + i % 10))).expect("never an error");
+            assert!(outcome.counted().is_some(), "{outcome:?}");
+        }
+        // One cat-file, a rev-list per reviewed commit, a diff per step (c2, c3, c4).
+        assert_eq!(resolver.tracer.processes(), 1 + 2 + 3);
     }
 
     #[test]
