@@ -262,22 +262,62 @@ fn valid_family(name: &str) -> bool {
 
 /// `kind = "replay"`: `path` (a judgements file, relative to the manifest), `family`, and
 /// optionally `model` (the name the report gives the judge; by default the file's `judge`).
+/// The path is confined as a replay reviewer's captures are: relative, inside the manifest's
+/// project once resolved (symbolic links followed), and a regular file (a FIFO, a device or a
+/// directory is named for what it is, without waiting on it).
 fn read_replay_judge(t: &TableReader<'_, '_>, name: &str, base_dir: &Path) -> Option<JudgeSpec> {
     let problems = t.problems();
     let path = t.required_string("path");
     let family = t.required_string("family");
     let model = t.string("model");
     let path = path.and_then(|p| {
-        let resolved = crate::config::resolve_path(base_dir, p.get_ref());
-        if resolved.is_file() {
-            Some(resolved)
-        } else {
-            problems.push_with_help(
-                p.span(),
-                format!("judgements file `{}` does not exist", resolved.display()),
-                "`path` names a file in the code-review benchmark's judgements format, relative to the manifest",
-            );
+        const FORMAT: &str = "`path` names a file in the code-review benchmark's judgements format, relative to the manifest";
+        const INSIDE: &str = "paths are relative to the manifest's directory and must stay inside its project";
+        let refuse = |message: String, help: &str| -> Option<PathBuf> {
+            problems.push_with_help(p.span(), message, help);
             None
+        };
+        let written = p.get_ref();
+        if written.trim().is_empty() || written.starts_with('/') || written.contains('\\') || written.contains('\0') {
+            return refuse(format!("judgements `path` `{written}` must be a relative path"), INSIDE);
+        }
+        let base = if base_dir.as_os_str().is_empty() { Path::new(".") } else { base_dir };
+        let root = crate::config::project_root(base);
+        let root = if root.as_os_str().is_empty() { PathBuf::from(".") } else { root };
+        let (base, root) = match (base.canonicalize(), root.canonicalize()) {
+            (Ok(base), Ok(root)) => (base, root),
+            (Err(e), _) | (_, Err(e)) => return refuse(format!("cannot resolve the manifest's directory `{}`: {e}", base.display()), INSIDE),
+        };
+        let lexical = crate::config::resolve_path(&base, written);
+        if !lexical.starts_with(&root) {
+            return refuse(
+                format!(
+                    "judgements file `{written}` resolves to `{}`, outside the project `{}`: judgements files must lie inside it",
+                    lexical.display(),
+                    root.display()
+                ),
+                INSIDE,
+            );
+        }
+        let real = match lexical.canonicalize() {
+            Ok(real) => real,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return refuse(format!("judgements file `{}` does not exist", lexical.display()), FORMAT),
+            Err(e) => return refuse(format!("judgements file `{}` cannot be read: {e}", lexical.display()), FORMAT),
+        };
+        if !real.starts_with(&root) {
+            return refuse(
+                format!(
+                    "judgements file `{}` is a symbolic link to `{}`, outside the project `{}`: judgements files must lie inside it",
+                    lexical.display(),
+                    real.display(),
+                    root.display()
+                ),
+                INSIDE,
+            );
+        }
+        match runner_core::bounded::open_regular(&real, runner_core::bounded::Links::Follow, "judgements files") {
+            Ok(_) => Some(real),
+            Err(e) => refuse(format!("judgements file `{}` cannot be read: {e}", lexical.display()), FORMAT),
         }
     });
     let family = family.and_then(|f| {
@@ -505,6 +545,50 @@ mod tests {
         let err = read(&format!("[judges.a]\nprovider = \"openai\"\nmodel = \"m\"\nfamily = \"f\"\nrubric-dir = \"{}\"\n", empty.path().display()))
             .expect_err("empty");
         assert!(err.contains("holds neither"), "{err}");
+    }
+
+    #[test]
+    fn a_replayed_judges_file_stays_inside_the_project_and_is_a_regular_file() {
+        let dir = tempfile::tempdir().expect("tmp");
+        let project = dir.path().join("project");
+        std::fs::create_dir_all(project.join(".git")).expect("a project root");
+        std::fs::create_dir_all(project.join("experiments")).expect("mkdir");
+        std::fs::write(project.join("judge.json"), "{}").expect("write");
+        std::fs::write(dir.path().join("outside.json"), "{}").expect("write");
+        std::os::unix::fs::symlink(dir.path().join("outside.json"), project.join("link.json")).expect("symlink");
+        let fifo = project.join("fifo.json");
+        let c = std::ffi::CString::new(fifo.as_os_str().as_encoded_bytes()).expect("path");
+        // SAFETY: `c` is a valid NUL-terminated path.
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+        let base = project.join("experiments");
+        let read_at = |path: &str| -> Result<PathBuf, String> {
+            let text = format!("[judges.r]\nkind = \"replay\"\npath = \"{path}\"\nfamily = \"claude\"\n");
+            let doc = DeTable::parse(&text).expect("valid TOML");
+            let problems = Problems::default();
+            let root = TableReader::new(&problems, doc.get_ref(), 0..1, "the manifest");
+            let judges = read_judges(&root, &base);
+            root.finish();
+            match judges {
+                Some(j) if problems.is_empty() => Ok(j[0].replay.clone().expect("a replayed judge")),
+                _ => Err(ManifestErrors { path: "m.toml".into(), source: text, diagnostics: problems.into_sorted() }.to_plain()),
+            }
+        };
+        assert_eq!(read_at("../judge.json"), Ok(project.join("judge.json").canonicalize().expect("real")));
+        let err = read_at("/etc/passwd").expect_err("absolute");
+        assert!(err.contains("judgements `path` `/etc/passwd` must be a relative path"), "{err}");
+        let err = read_at("../../outside.json").expect_err("outside");
+        assert!(err.contains("outside the project") && err.contains("must lie inside it"), "{err}");
+        let err = read_at("../../../../../../../../etc/passwd").expect_err("outside");
+        assert!(err.contains("outside the project"), "{err}");
+        let err = read_at("../link.json").expect_err("a link out");
+        assert!(err.contains("is a symbolic link to") && err.contains("outside the project"), "{err}");
+        let err = read_at("../fifo.json").expect_err("a FIFO");
+        assert!(err.contains("it is a FIFO; judgements files must be regular files"), "{err}");
+        assert!(!err.contains("does not exist"), "{err}");
+        let err = read_at("../none.json").expect_err("missing");
+        assert!(err.contains("none.json` does not exist"), "{err}");
+        let err = read_at("..").expect_err("a directory");
+        assert!(err.contains("it is a directory"), "{err}");
     }
 
     #[test]
