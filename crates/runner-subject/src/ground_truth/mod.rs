@@ -5,6 +5,7 @@
 pub mod evalcase;
 pub mod github;
 pub mod holdout;
+pub mod mine;
 pub mod oracle;
 pub mod program;
 pub mod spanned;

@@ -232,7 +232,7 @@ pub fn select(repo: &Path, spec: &HistorySpec) -> Result<History, TargetError> {
     if commits.iter().any(|c| c.parents == 0) {
         let boundary = shallow_boundary(repo);
         for c in commits.iter_mut().filter(|c| c.parents == 0) {
-            c.shallow_boundary = boundary.iter().any(|b| *b == c.sha);
+            c.shallow_boundary = boundary.contains(&c.sha);
         }
         let empty_tree = git::git(repo, &["hash-object", "-t", "tree", "/dev/null"]).map_err(|e| resolve_error("the empty tree", e))?;
         for c in commits.iter_mut().filter(|c| c.parents == 0) {

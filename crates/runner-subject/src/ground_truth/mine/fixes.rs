@@ -1,0 +1,290 @@
+//! Which commits fix a bug, and what a fix's message says about the change it repairs: the
+//! message rules (fix words, issue references, reverts, named commits and pull requests), the
+//! skips (merges, bots, changes to tests, docs or configuration only, tangled changes), and the
+//! classification of a path as source, test, docs or configuration.
+
+use std::collections::BTreeSet;
+
+/// The words that mark a fix in a commit message, matched as whole words, case-insensitively.
+pub const DEFAULT_FIX_WORDS: &[&str] =
+    &["fix", "fixes", "fixed", "fixing", "bug", "bugs", "bugfix", "hotfix", "regression", "crash", "crashes", "defect", "fault", "broken", "repair", "repairs"];
+
+/// Authors taken for bots unless `--include-bots`: `[bot]` accounts and the usual bump tools.
+const BOT_MARKERS: &[&str] = &["[bot]", "dependabot", "renovate", "pre-commit-ci", "github-actions", "greenkeeper", "snyk-bot"];
+
+/// One commit as the miner's log reads it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LoggedCommit {
+    pub sha: String,
+    pub parents: Vec<String>,
+    pub author: String,
+    pub email: String,
+    /// Author date, ISO 8601 with offset.
+    pub date: String,
+    /// Author time, seconds since the epoch.
+    pub time: i64,
+    /// The whole message.
+    pub message: String,
+    /// Paths the commit touches (its first-parent diff), as `git log --numstat --no-renames` lists them.
+    pub paths: Vec<String>,
+}
+
+impl LoggedCommit {
+    /// The message's first line.
+    pub fn subject(&self) -> &str {
+        self.message.lines().next().unwrap_or_default().trim()
+    }
+}
+
+/// What a path is, for deciding whether a fix touched code.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PathKind {
+    Source,
+    Test,
+    Docs,
+    Config,
+    Other,
+}
+
+/// Source-code extensions: a fix's lines are looked for in these files only.
+const SOURCE_EXTENSIONS: &[&str] = &[
+    "py", "pyx", "js", "mjs", "cjs", "jsx", "ts", "tsx", "rs", "go", "java", "kt", "kts", "scala", "c", "h", "cc", "cpp", "cxx", "hpp", "hh", "hxx", "cs",
+    "rb", "php", "swift", "m", "mm", "sh", "bash", "lua", "pl", "pm", "r", "jl", "ex", "exs", "erl", "hs", "ml", "clj", "dart", "vue", "svelte", "groovy",
+    "sql",
+];
+const DOC_EXTENSIONS: &[&str] = &["md", "rst", "txt", "adoc", "html", "htm", "tex", "1", "man"];
+const CONFIG_EXTENSIONS: &[&str] = &["toml", "yaml", "yml", "json", "ini", "cfg", "conf", "lock", "xml", "gradle", "properties", "env", "editorconfig"];
+const CONFIG_NAMES: &[&str] = &[
+    "makefile",
+    "dockerfile",
+    "setup.cfg",
+    "tox.ini",
+    "pipfile",
+    "manifest.in",
+    ".gitignore",
+    ".gitattributes",
+    "codeowners",
+    "license",
+    "authors",
+    "changelog",
+    "history",
+];
+
+/// The kind of `path`: tests by their directory or name (`tests/`, `test_x.py`, `x_test.go`,
+/// `x.spec.ts`, `XTest.java`), docs and configuration by extension or name, the rest by
+/// extension.
+pub fn path_kind(path: &str) -> PathKind {
+    let lower = path.to_ascii_lowercase();
+    let name = lower.rsplit('/').next().unwrap_or(&lower);
+    let dirs: Vec<&str> = lower.split('/').collect();
+    let dirs = &dirs[..dirs.len().saturating_sub(1)];
+    let ext = name.rsplit_once('.').map(|(_, e)| e).unwrap_or("");
+    let stem = name.rsplit_once('.').map(|(s, _)| s).unwrap_or(name);
+    let test_dir = dirs.iter().any(|d| matches!(*d, "test" | "tests" | "testing" | "__tests__" | "spec" | "specs" | "testdata" | "fixtures" | "e2e"));
+    let test_name = stem.starts_with("test_")
+        || stem.ends_with("_test")
+        || stem.ends_with(".test")
+        || stem.ends_with(".spec")
+        || stem.ends_with("_spec")
+        || (path.rsplit('/').next().unwrap_or(path).ends_with("Test.java"))
+        || stem == "conftest";
+    if test_dir || test_name {
+        return PathKind::Test;
+    }
+    if dirs.iter().any(|d| matches!(*d, "docs" | "doc" | "documentation")) || DOC_EXTENSIONS.contains(&ext) {
+        return PathKind::Docs;
+    }
+    if CONFIG_NAMES.contains(&name) || CONFIG_EXTENSIONS.contains(&ext) || dirs.first().is_some_and(|d| *d == ".github") {
+        return PathKind::Config;
+    }
+    if SOURCE_EXTENSIONS.contains(&ext) {
+        PathKind::Source
+    } else {
+        PathKind::Other
+    }
+}
+
+/// Why a commit is a fix.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum FixSignal {
+    /// Listed in `--fixes`.
+    Listed,
+    /// `This reverts commit X`: X is the change it repairs.
+    Revert(String),
+    /// Its message says so (a fix word or an issue it closes).
+    Message,
+}
+
+/// The commits a message names as the change it repairs, as written (hex prefixes, not yet
+/// resolved), and the pull requests it blames (`regression from #123`).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Named {
+    /// `This reverts commit X.`
+    pub reverted: Option<String>,
+    /// Hex words of 7–40 digits outside cherry-pick and revert lines.
+    pub commits: Vec<String>,
+    /// `#N` after a word that blames it (introduced, regression, broke, caused, since).
+    pub pulls: Vec<u64>,
+}
+
+/// Words after which a `#N` or a commit names the change that brought the bug.
+const BLAME_WORDS: &[&str] = &["introduced", "regression", "regressed", "broke", "broken", "breakage", "caused", "since", "fixes:", "fixup"];
+
+/// What `message` names as the change it repairs.
+pub fn named_in(message: &str) -> Named {
+    let mut named = Named::default();
+    for line in message.lines() {
+        let lower = line.trim().to_ascii_lowercase();
+        if lower.starts_with("(cherry picked from commit") || lower.starts_with("signed-off-by:") || lower.starts_with("co-authored-by:") {
+            continue;
+        }
+        if let Some(rest) = lower.strip_prefix("this reverts commit ") {
+            let sha: String = rest.chars().take_while(char::is_ascii_hexdigit).collect();
+            if sha.len() >= 7 {
+                named.reverted = Some(sha);
+            }
+            continue;
+        }
+        let words: Vec<&str> =
+            lower.split(|c: char| c.is_whitespace() || matches!(c, ',' | ';' | '(' | ')' | '"' | '\'' | '`')).filter(|w| !w.is_empty()).collect();
+        for (i, word) in words.iter().enumerate() {
+            let bare = word.trim_end_matches(['.', ':']);
+            if (7..=40).contains(&bare.len()) && bare.bytes().all(|b| b.is_ascii_hexdigit()) && bare.bytes().any(|b| b.is_ascii_digit()) {
+                named.commits.push(bare.to_string());
+            }
+            if let Some(number) = bare.strip_prefix('#').and_then(|n| n.parse::<u64>().ok()) {
+                let blamed = words[i.saturating_sub(4)..i].iter().any(|w| BLAME_WORDS.iter().any(|b| w.starts_with(b.trim_end_matches(':'))));
+                if blamed {
+                    named.pulls.push(number);
+                }
+            }
+        }
+    }
+    named.commits.dedup();
+    named.pulls.dedup();
+    named
+}
+
+/// Whether `message` says it fixes something: a fix word as a whole word (`fix`, `bug`,
+/// `regression`, … as configured) in any line but trailers and cherry-pick notes, or `closes`,
+/// `fixes` or `resolves` before an issue reference.
+pub fn says_fix(message: &str, words: &BTreeSet<String>) -> bool {
+    message.lines().any(|line| {
+        let lower = line.trim().to_ascii_lowercase();
+        if lower.starts_with("(cherry picked from commit") || lower.starts_with("signed-off-by:") || lower.starts_with("co-authored-by:") {
+            return false;
+        }
+        let tokens: Vec<&str> = lower.split(|c: char| !(c.is_alphanumeric() || c == '#' || c == '-')).filter(|w| !w.is_empty()).collect();
+        tokens.iter().enumerate().any(|(i, t)| {
+            words.contains(*t)
+                || (matches!(*t, "close" | "closes" | "closed" | "resolve" | "resolves" | "resolved")
+                    && tokens.get(i + 1).is_some_and(|n| n.starts_with('#') || n.starts_with("gh-")))
+        })
+    })
+}
+
+/// Whether the author is a bot.
+pub fn is_bot(commit: &LoggedCommit) -> bool {
+    let who = format!("{} {}", commit.author, commit.email).to_ascii_lowercase();
+    BOT_MARKERS.iter().any(|m| who.contains(m))
+}
+
+/// Why a fix commit is not mined, if it is not.
+pub fn skip_reason(commit: &LoggedCommit, include_bots: bool, max_files: usize) -> Option<String> {
+    if commit.parents.len() > 1 {
+        return Some("a merge commit: what it brought in is mined from the commits it merged".to_string());
+    }
+    if commit.parents.is_empty() {
+        return Some("the repository's first commit: nothing before it to blame".to_string());
+    }
+    if !include_bots && is_bot(commit) {
+        return Some(format!("written by a bot (`{}`)", commit.author));
+    }
+    let sources = commit.paths.iter().filter(|p| path_kind(p) == PathKind::Source).count();
+    if sources == 0 {
+        return Some("touches only tests, docs or configuration".to_string());
+    }
+    if sources > max_files {
+        return Some(format!("touches {sources} source files, over the limit of {max_files} (a tangled change; `--max-files`)"));
+    }
+    None
+}
+
+/// Whether a removed line is blank or a comment only, in the language of `path`: such a line
+/// is not where a bug was.
+pub fn is_comment_or_blank(path: &str, line: &str) -> bool {
+    let text = line.trim();
+    if text.is_empty() {
+        return true;
+    }
+    let ext = path.rsplit_once('.').map(|(_, e)| e.to_ascii_lowercase()).unwrap_or_default();
+    let hash = matches!(ext.as_str(), "py" | "pyx" | "rb" | "sh" | "bash" | "pl" | "pm" | "r" | "jl" | "ex" | "exs" | "toml" | "yaml" | "yml");
+    let slash = !hash && !matches!(ext.as_str(), "sql" | "lua" | "hs");
+    (hash && text.starts_with('#'))
+        || (slash && (text.starts_with("//") || text.starts_with("/*") || text.starts_with("* ") || text == "*" || text.starts_with("*/")))
+        || (matches!(ext.as_str(), "sql" | "lua" | "hs") && text.starts_with("--"))
+        || (matches!(ext.as_str(), "py" | "pyx") && (text == "\"\"\"" || text == "'''"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn words() -> BTreeSet<String> {
+        DEFAULT_FIX_WORDS.iter().map(|w| w.to_string()).collect()
+    }
+
+    #[test]
+    fn fix_messages_are_told_by_whole_words_and_issue_closing() {
+        let w = words();
+        for yes in ["Fix crash on empty body", "Handle None (fixes #123)", "bugfix: header parsing", "Closes #9: timeouts", "Avoid a regression in redirects"] {
+            assert!(says_fix(yes, &w), "{yes}");
+        }
+        for no in [
+            "Add prefix support",
+            "Debug logging for sessions",
+            "Bump urllib3",
+            "Document suffixes",
+            "Prefixed names\n\n(cherry picked from commit 1234567 fix)",
+        ] {
+            assert!(!says_fix(no, &w), "{no}");
+        }
+    }
+
+    #[test]
+    fn a_message_names_the_commit_and_pull_request_it_repairs() {
+        let named = named_in("Fix redirect loop\n\nIntroduced in 1a2b3c4d, a regression from #4512.\nRefs #77.\n(cherry picked from commit 9999999aaaa)");
+        assert_eq!(named.commits, ["1a2b3c4d"]);
+        assert_eq!(named.pulls, [4512], "only the pull request the message blames");
+        let revert = named_in("Revert \"Use a pool\"\n\nThis reverts commit 0123456789abcdef0123456789abcdef01234567.\n");
+        assert_eq!(revert.reverted.as_deref(), Some("0123456789abcdef0123456789abcdef01234567"));
+        assert!(revert.commits.is_empty());
+        assert!(named_in("Fix the deadbeef-free path in accessed code").commits.is_empty(), "words of hex letters only are not commits");
+    }
+
+    #[test]
+    fn paths_are_told_apart_by_place_and_extension() {
+        assert_eq!(path_kind("requests/models.py"), PathKind::Source);
+        assert_eq!(path_kind("tests/test_requests.py"), PathKind::Test);
+        assert_eq!(path_kind("src/app.spec.ts"), PathKind::Test);
+        assert_eq!(path_kind("pkg/x_test.go"), PathKind::Test);
+        assert_eq!(path_kind("src/main/java/FooTest.java"), PathKind::Test);
+        assert_eq!(path_kind("docs/api.rst"), PathKind::Docs);
+        assert_eq!(path_kind("README.md"), PathKind::Docs);
+        assert_eq!(path_kind("setup.cfg"), PathKind::Config);
+        assert_eq!(path_kind(".github/workflows/ci.yml"), PathKind::Config);
+        assert_eq!(path_kind("logo.png"), PathKind::Other);
+    }
+
+    #[test]
+    fn comment_and_blank_lines_are_told_per_language() {
+        assert!(is_comment_or_blank("a.py", "    # a note"));
+        assert!(!is_comment_or_blank("a.py", "x = 1  # a note"));
+        assert!(is_comment_or_blank("a.rs", "   // a note"));
+        assert!(is_comment_or_blank("a.c", " * part of a block"));
+        assert!(!is_comment_or_blank("a.c", "*p = 1;"));
+        assert!(!is_comment_or_blank("a.rs", "#[derive(Debug)]"), "an attribute is code");
+        assert!(is_comment_or_blank("a.sql", "-- note"));
+        assert!(is_comment_or_blank("a.js", "   "));
+    }
+}
