@@ -392,3 +392,53 @@ fn the_resolution_analysis_counts_findings_a_later_commit_changed() {
     let line = text.lines().position(|l| l == "kind = \"resolution\"").expect("kind line") + 1;
     assert!(err.contains(&format!("history.toml:{line}:8")), "{err}");
 }
+
+/// `paths`, `merges = false`, `exclude-authors` and `min-changed-lines` keep only the commits
+/// that match; `plan` lists the rest with why.
+#[test]
+fn the_commit_filter_plans_only_matching_commits_and_says_why_others_are_skipped() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let repo = init(dir.path());
+    let write = |path: &str, text: &str| {
+        let full = repo.join(path);
+        std::fs::create_dir_all(full.parent().expect("parent")).expect("mkdir");
+        std::fs::write(full, text).expect("write");
+        git(&repo, &["add", "--all"]);
+    };
+    write("README.md", "# r\n");
+    commit(&repo, 1, "Import", &[]);
+    write("src/a.py", "def a():\n    return eval(x)\n");
+    let source = commit(&repo, 2, "Add a", &[]);
+    write("docs/guide.md", "guide\n");
+    commit(&repo, 3, "Write the guide", &[]);
+    write("src/b.py", "def b():\n    return 1\n");
+    commit(&repo, 4, "Bump b", &["--author", "dependabot[bot] <bot@example.com>"]);
+    write("src/c.py", "c = 1\n");
+    commit(&repo, 5, "Tiny c", &[]);
+    git(&repo, &["checkout", "--quiet", "-b", "side"]);
+    write("src/d.py", "def d():\n    return eval(y)\n    # TODO\n");
+    commit(&repo, 6, "Add d", &[]);
+    git(&repo, &["checkout", "--quiet", "main"]);
+    git_at(&repo, 7, &["merge", "--quiet", "--no-ff", "-m", "Merge side", "side"]);
+    let first = git(&repo, &["rev-list", "--max-parents=0", "HEAD"]);
+    let target = format!(
+        "commits = \"{first}..HEAD\"\npaths = [\"src/**\"]\nmerges = false\nexclude-authors = [\"*[bot]*\"]\nmin-changed-lines = 2"
+    );
+    let manifest = history_manifest(dir.path(), &target, "");
+    let plan = runner(dir.path()).args(["plan"]).arg(&manifest).output().expect("runs");
+    assert!(plan.status.success(), "{}", stderr_of(&plan));
+    let said = stdout_of(&plan);
+    assert!(said.contains(&source[..7]), "{said}");
+    for why in ["changes no path that `paths` selects", "authored by `dependabot[bot]`", "fewer than `min-changed-lines` (2)", "a merge commit (`merges = false`)"] {
+        assert!(said.contains(why), "{why}: {said}");
+    }
+    let exec = runner(dir.path()).args(["exec", "--quiet"]).arg(&manifest).output().expect("runs");
+    assert!(exec.status.success() || exec.status.code() == Some(0), "{}", stderr_of(&exec));
+    let results = results_json(dir.path());
+    let subjects: Vec<&str> = results["runs"].as_array().expect("runs").iter().filter_map(|r| r["subject"].as_str()).collect();
+    assert!(subjects.iter().all(|s| s.starts_with(&source[..7]) || s.starts_with(&git(&repo, &["rev-parse", "side"])[..7])), "{subjects:?}");
+    // A typo'd filter key is a located error naming the right one.
+    let bad = history_manifest(dir.path(), &format!("commits = \"{first}..HEAD\"\nmerges = \"no\""), "");
+    let v = runner(dir.path()).args(["validate"]).arg(&bad).output().expect("runs");
+    assert_eq!(v.status.code(), Some(1), "{}", stderr_of(&v));
+}

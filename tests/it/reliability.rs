@@ -358,7 +358,7 @@ fn start_sleeping(dir: &Path, manifest: &Path, json: bool) -> (std::process::Chi
     let tmp = dir.join("tmp");
     let stale = tmp.join("runner-1-stale");
     std::fs::create_dir_all(stale.join("runner-home-old")).expect("mkdir");
-    std::fs::write(stale.join("owner.lock"), "").expect("lock file");
+    std::fs::write(stale.join("owner.lock"), runner::scratch::SIGNATURE).expect("lock file");
     let child = cli(dir)
         .args(["exec", "--jobs", "3", if json { "--json" } else { "--quiet" }])
         .arg(manifest)

@@ -23,7 +23,7 @@ const OWNER: &str = "owner.lock";
 /// The lock file while the directory is being made, before it is renamed to [`OWNER`].
 const UNNAMED_OWNER: &str = ".owner";
 /// What every scratch directory's lock file begins with: the proof that runner made it.
-const SIGNATURE: &[u8] = b"runner scratch directory: removed when its owner is gone\n";
+pub const SIGNATURE: &[u8] = b"runner scratch directory: removed when its owner is gone\n";
 
 struct Scratch {
     path: PathBuf,

@@ -304,9 +304,10 @@ fn read_target(t: &TableReader<'_, '_>, base_dir: &Path, check_paths: bool) -> O
 }
 
 /// The keys that tune a history selection, which mean nothing without one.
-const HISTORY_TUNING: [&str; 3] = ["sample", "seed", "max-diff-lines"];
+const HISTORY_TUNING: [&str; 8] = ["sample", "seed", "max-diff-lines", "paths", "exclude-paths", "merges", "exclude-authors", "min-changed-lines"];
 
-/// `sample`, `seed` or `max-diff-lines` on a target that selects no commits.
+/// A history selection's tuning (`sample`, `seed`, `max-diff-lines`, the commit filter) on a
+/// target that selects no commits.
 fn history_keys_alone(t: &TableReader<'_, '_>) {
     for key in HISTORY_TUNING {
         if let Some(v) = t.get(key) {
@@ -388,7 +389,31 @@ fn read_history(t: &TableReader<'_, '_>) -> Option<crate::subject::history::Hist
         problems.push_with_help(v.span(), "`seed` chooses a sample: it needs `sample`", "add `sample = N` to review N of the selected commits");
     }
     let max_diff_lines = t.integer("max-diff-lines", 1, i64::MAX).map_or(DEFAULT_MAX_DIFF_LINES, |n| *n.get_ref() as u64);
-    Some(HistorySpec { commits: commits?, sample: size.map(|size| Sample { size, seed: seed.unwrap_or(0) }), max_diff_lines })
+    let filter = read_commit_filter(t);
+    if let (Some(v), true) = (t.get("merges"), t.has("pull-requests")) {
+        problems.push(v.span(), "`merges` filters `commits`; `pull-requests` reviews merge commits only");
+    }
+    Some(HistorySpec { commits: commits?, sample: size.map(|size| Sample { size, seed: seed.unwrap_or(0) }), max_diff_lines, filter })
+}
+
+/// `paths`, `exclude-paths` and `exclude-authors` (globs), `merges` and `min-changed-lines`:
+/// which of the selected commits are reviewed.
+fn read_commit_filter(t: &TableReader<'_, '_>) -> crate::subject::history::CommitFilter {
+    use crate::subject::glob::Glob;
+    let globs = |key: &str| -> Vec<Glob> {
+        let patterns = t.strings(key).unwrap_or_default();
+        for p in patterns.iter().filter(|p| p.get_ref().trim().is_empty()) {
+            t.problems().push(p.span(), format!("`{key}` holds an empty pattern"));
+        }
+        patterns.iter().filter(|p| !p.get_ref().trim().is_empty()).map(|p| Glob::new(p.get_ref())).collect()
+    };
+    crate::subject::history::CommitFilter {
+        paths: globs("paths"),
+        exclude_paths: globs("exclude-paths"),
+        merges: t.boolean("merges").unwrap_or(true),
+        exclude_authors: globs("exclude-authors"),
+        min_changed_lines: t.integer("min-changed-lines", 0, i64::MAX).map_or(0, |n| *n.get_ref() as u64),
+    }
 }
 
 /// `[target] external = "changes.json"` (changes without a repository) and its optional

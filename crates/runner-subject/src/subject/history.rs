@@ -9,6 +9,7 @@
 //! hashed.
 
 use super::git::{self, GitError};
+use super::glob::Glob;
 use super::TargetError;
 use std::path::Path;
 
@@ -46,12 +47,60 @@ pub struct Sample {
 /// otherwise: about 200 KB of diff, more than most reviewers' context holds.
 pub const DEFAULT_MAX_DIFF_LINES: u64 = 5_000;
 
-/// `[target]`'s history selection: which commits, an optional sample, the size limit.
+/// `[target]`'s history selection: which commits, an optional sample, the size limit, and
+/// which of the selected commits are kept.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct HistorySpec {
     pub commits: Commits,
     pub sample: Option<Sample>,
     pub max_diff_lines: u64,
+    pub filter: CommitFilter,
+}
+
+/// Which selected commits are reviewed: `paths` (a commit must change a path matching one),
+/// `exclude-paths` (paths not counted: a commit changing only those is skipped),
+/// `merges = false`, `exclude-authors` (globs over the author's name and email) and
+/// `min-changed-lines` (over the paths counted).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CommitFilter {
+    pub paths: Vec<Glob>,
+    pub exclude_paths: Vec<Glob>,
+    pub merges: bool,
+    pub exclude_authors: Vec<Glob>,
+    pub min_changed_lines: u64,
+}
+
+impl Default for CommitFilter {
+    fn default() -> Self {
+        Self { paths: Vec::new(), exclude_paths: Vec::new(), merges: true, exclude_authors: Vec::new(), min_changed_lines: 0 }
+    }
+}
+
+impl CommitFilter {
+    /// Whether a path counts: not excluded, and matching `paths` when it is given.
+    fn counts(&self, path: &str) -> bool {
+        !Glob::any(&self.exclude_paths, path) && (self.paths.is_empty() || Glob::any(&self.paths, path))
+    }
+
+    /// Why `commit` is filtered out, if it is.
+    fn rejects(&self, commit: &Commit) -> Option<Skip> {
+        if !self.merges && commit.parents > 1 {
+            return Some(Skip::Merge);
+        }
+        if let Some(glob) = self.exclude_authors.iter().find(|g| g.matches(&commit.author) || g.matches(&commit.email)) {
+            return Some(Skip::Author { author: commit.author.clone(), pattern: glob.as_str().to_string() });
+        }
+        let filtering = !self.paths.is_empty() || !self.exclude_paths.is_empty();
+        let counted: Vec<&(String, u64)> = commit.changed.iter().filter(|(path, _)| self.counts(path)).collect();
+        if filtering && counted.is_empty() && !commit.changed.is_empty() {
+            return Some(Skip::NoSelectedPath);
+        }
+        let lines: u64 = if filtering { counted.iter().map(|(_, n)| n).sum() } else { commit.lines };
+        if self.min_changed_lines > 0 && lines < self.min_changed_lines && commit.files > 0 {
+            return Some(Skip::FewLines { lines, min: self.min_changed_lines });
+        }
+        None
+    }
 }
 
 /// One commit of the selection and what its change holds.
@@ -74,6 +123,11 @@ pub struct Commit {
     /// A shallow clone's boundary: git shows it without parents because they were not
     /// fetched, so what it changed is unknown here.
     pub shallow_boundary: bool,
+    /// The author's name and email.
+    pub author: String,
+    pub email: String,
+    /// Each changed text file with its changed lines (binary files with 0).
+    pub changed: Vec<(String, u64)>,
 }
 
 impl Commit {
@@ -121,7 +175,7 @@ pub fn short(sha: &str) -> &str {
 }
 
 /// Why a commit is not reviewed.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Skip {
     /// The change is empty (an empty commit, or a merge that brought nothing in).
     Empty,
@@ -134,6 +188,14 @@ pub enum Skip {
     /// The boundary of a shallow clone: its parent was not fetched, so its change cannot be
     /// computed (reviewing it against the empty tree would review the whole tree).
     ShallowBoundary,
+    /// A merge commit, with `merges = false`.
+    Merge,
+    /// Its author matches `exclude-authors`.
+    Author { author: String, pattern: String },
+    /// It changes no path `paths` selects (or only paths `exclude-paths` leaves out).
+    NoSelectedPath,
+    /// Fewer changed lines than `min-changed-lines`.
+    FewLines { lines: u64, min: u64 },
 }
 
 impl std::fmt::Display for Skip {
@@ -144,6 +206,10 @@ impl std::fmt::Display for Skip {
             Self::BinaryOnly { files: n } => write!(f, "binary files only ({})", files(*n)),
             Self::NoChangedLines { files: n } => write!(f, "no changed lines ({}: renames, mode changes or empty files)", files(*n)),
             Self::TooLarge { lines, limit } => write!(f, "{lines} changed lines, over the limit of {limit} (`max-diff-lines`)"),
+            Self::Merge => write!(f, "a merge commit (`merges = false`)"),
+            Self::Author { author, pattern } => write!(f, "authored by `{author}`, which `exclude-authors` leaves out (`{pattern}`)"),
+            Self::NoSelectedPath => write!(f, "changes no path that `paths` selects (or only paths `exclude-paths` leaves out)"),
+            Self::FewLines { lines, min } => write!(f, "{lines} changed lines, fewer than `min-changed-lines` ({min})"),
             Self::ShallowBoundary => write!(
                 f,
                 "the boundary of a shallow clone: its parent was not fetched, so its change is unknown here (`git fetch --deepen=100` or `git fetch --unshallow` fetches it)"
@@ -202,7 +268,7 @@ pub fn select(repo: &Path, spec: &HistorySpec) -> Result<History, TargetError> {
             "--root",
             "--diff-merges=first-parent",
             "--numstat",
-            "--format=%x1e%H %P%x1f%s",
+            "--format=%x1e%H %P%x1f%an%x1f%ae%x1f%s",
         ];
         all.extend_from_slice(args);
         all.push("--");
@@ -251,7 +317,7 @@ pub fn select(repo: &Path, spec: &HistorySpec) -> Result<History, TargetError> {
     }
     let (mut planned, mut skipped) = (Vec::new(), Vec::new());
     for commit in commits {
-        match commit.skip(spec.max_diff_lines) {
+        match commit.skip(spec.max_diff_lines).or_else(|| spec.filter.rejects(&commit)) {
             Some(why) => skipped.push((commit, why)),
             None => planned.push(commit),
         }
@@ -307,14 +373,20 @@ pub fn sample(commits: Vec<Commit>, s: Sample) -> Vec<Commit> {
         .collect()
 }
 
-/// Reads `git log --numstat --format=%x1e%H %P%x1f%s`: a header line per commit (record
-/// separator, SHA, parents, unit separator, subject line), then one `added\tremoved\tpath` line
-/// per file (`-\t-\t` for a binary file).
+/// Reads `git log --numstat --format=%x1e%H %P%x1f%an%x1f%ae%x1f%s`: a header line per commit
+/// (record separator, SHA, parents, then unit-separated author, email and subject line), then
+/// one `added\tremoved\tpath` line per file (`-\t-\t` for a binary file).
 fn parse_log(text: &str) -> Vec<Commit> {
     let mut out: Vec<Commit> = Vec::new();
     for line in text.lines() {
         if let Some(header) = line.strip_prefix('\u{1e}') {
-            let (ids, title) = header.split_once('\u{1f}').unwrap_or((header, ""));
+            let mut fields = header.splitn(4, '\u{1f}');
+            let ids = fields.next().unwrap_or_default();
+            let (author, email, title) = match (fields.next(), fields.next(), fields.next()) {
+                (Some(a), Some(e), Some(t)) => (a, e, t),
+                (Some(t), None, None) => ("", "", t),
+                _ => ("", "", ""),
+            };
             let mut ids = ids.split_whitespace();
             let sha = ids.next().unwrap_or_default().to_string();
             let parents: Vec<&str> = ids.collect();
@@ -327,20 +399,25 @@ fn parse_log(text: &str) -> Vec<Commit> {
                 binary_files: 0,
                 lines: 0,
                 shallow_boundary: false,
+                author: author.to_string(),
+                email: email.to_string(),
+                changed: Vec::new(),
             });
             continue;
         }
         let Some(commit) = out.last_mut() else { continue };
         let mut fields = line.splitn(3, '\t');
-        let (Some(added), Some(removed), Some(_path)) = (fields.next(), fields.next(), fields.next()) else { continue };
+        let (Some(added), Some(removed), Some(path)) = (fields.next(), fields.next(), fields.next()) else { continue };
         match (added.parse::<u64>(), removed.parse::<u64>()) {
             (Ok(a), Ok(r)) => {
                 commit.files += 1;
                 commit.lines += a + r;
+                commit.changed.push((renamed_to(path), a + r));
             }
             _ if added == "-" && removed == "-" => {
                 commit.files += 1;
                 commit.binary_files += 1;
+                commit.changed.push((renamed_to(path), 0));
             }
             _ => {}
         }
@@ -348,17 +425,40 @@ fn parse_log(text: &str) -> Vec<Commit> {
     out
 }
 
+/// The path a numstat line names after the change: `a => b` and `dir/{a => b}/f` give the new one.
+fn renamed_to(path: &str) -> String {
+    match (path.find('{'), path.find(" => "), path.find('}')) {
+        (Some(open), Some(arrow), Some(close)) if open < arrow && arrow < close => {
+            format!("{}{}{}", &path[..open], &path[arrow + 4..close], &path[close + 1..]).replace("//", "/")
+        }
+        (None, Some(arrow), _) => path[arrow + 4..].to_string(),
+        _ => path.to_string(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     fn commit(sha: &str, parents: usize, files: usize, binary_files: usize, lines: u64) -> Commit {
-        Commit { sha: sha.into(), base: "b".into(), parents, title: format!("t {sha}"), files, binary_files, lines, shallow_boundary: false }
+        Commit {
+            sha: sha.into(),
+            base: "b".into(),
+            parents,
+            title: format!("t {sha}"),
+            files,
+            binary_files,
+            lines,
+            shallow_boundary: false,
+            author: "Dev".into(),
+            email: "dev@example.com".into(),
+            changed: Vec::new(),
+        }
     }
 
     #[test]
     fn the_log_is_read_commit_by_commit() {
-        let text = "\u{1e}aaa p1\u{1f}first | change\n\n3\t1\ta.txt\n-\t-\tlogo.png\n\u{1e}bbb\u{1f}root\n\u{1e}ccc p1 p2\u{1f}Merge pull request #2\n\n0\t0\t{x => y}/z\n";
+        let text = "\u{1e}aaa p1\u{1f}Ann\u{1f}ann@x\u{1f}first | change\n\n3\t1\ta.txt\n-\t-\tlogo.png\n\u{1e}bbb\u{1f}Bo\u{1f}bo@x\u{1f}root\n\u{1e}ccc p1 p2\u{1f}Cy\u{1f}cy@x\u{1f}Merge pull request #2\n\n0\t0\t{x => y}/z\n";
         let commits = parse_log(text);
         assert_eq!(commits.len(), 3);
         assert_eq!(
@@ -371,11 +471,42 @@ mod tests {
                 files: 2,
                 binary_files: 1,
                 lines: 4,
-                shallow_boundary: false
+                shallow_boundary: false,
+                author: "Ann".into(),
+                email: "ann@x".into(),
+                changed: vec![("a.txt".into(), 4), ("logo.png".into(), 0)],
             }
         );
+        assert_eq!(commits[2].changed, vec![("y/z".to_string(), 0)], "a rename's new path");
         assert_eq!((commits[1].parents, commits[1].files, commits[1].base.as_str()), (0, 0, ""));
         assert_eq!((commits[2].parents, commits[2].base.as_str(), commits[2].files, commits[2].lines), (2, "p1", 1, 0));
+    }
+
+    #[test]
+    fn the_filter_keeps_commits_by_path_author_merge_and_size() {
+        let with = |paths: &[(&str, u64)], parents: usize, author: &str| Commit {
+            changed: paths.iter().map(|(p, n)| (p.to_string(), *n)).collect(),
+            files: paths.len(),
+            lines: paths.iter().map(|(_, n)| n).sum(),
+            author: author.into(),
+            ..commit("a", parents, 0, 0, 0)
+        };
+        let filter = CommitFilter {
+            paths: vec![Glob::new("src/**")],
+            exclude_paths: vec![Glob::new("*.lock")],
+            merges: false,
+            exclude_authors: vec![Glob::new("*[bot]"), Glob::new("renovate*")],
+            min_changed_lines: 3,
+        };
+        assert_eq!(filter.rejects(&with(&[("src/a.rs", 5)], 1, "Dev")), None);
+        assert_eq!(filter.rejects(&with(&[("docs/a.md", 5)], 1, "Dev")), Some(Skip::NoSelectedPath));
+        assert_eq!(filter.rejects(&with(&[("src/Cargo.lock", 50)], 1, "Dev")), Some(Skip::NoSelectedPath), "only excluded paths");
+        assert_eq!(filter.rejects(&with(&[("src/a.rs", 2), ("README.md", 40)], 1, "Dev")), Some(Skip::FewLines { lines: 2, min: 3 }), "lines of selected paths only");
+        assert_eq!(filter.rejects(&with(&[("src/a.rs", 5)], 2, "Dev")), Some(Skip::Merge));
+        let bot = filter.rejects(&with(&[("src/a.rs", 5)], 1, "dependabot[bot]"));
+        assert_eq!(bot, Some(Skip::Author { author: "dependabot[bot]".into(), pattern: "*[bot]".into() }));
+        assert!(bot.map(|b| b.to_string()).is_some_and(|t| t.contains("exclude-authors")));
+        assert_eq!(CommitFilter::default().rejects(&with(&[("x", 1)], 2, "dependabot[bot]")), None, "the default keeps everything");
     }
 
     #[test]
@@ -415,7 +546,7 @@ mod tests {
             git::git(&repo, &["add", "--all"]).expect("add");
             git::git(&repo, &["commit", "--quiet", "-m", &format!("c{i}")]).expect("commit");
         }
-        let spec = HistorySpec { commits: Commits::Range("HEAD~1..HEAD".into()), sample: None, max_diff_lines: DEFAULT_MAX_DIFF_LINES };
+        let spec = HistorySpec { commits: Commits::Range("HEAD~1..HEAD".into()), sample: None, max_diff_lines: DEFAULT_MAX_DIFF_LINES, filter: CommitFilter::default() };
         let history = select(&repo, &spec).expect("selected");
         assert_eq!((history.planned.len(), history.planned[0].lines, history.planned[0].title.as_str()), (1, 1, "c1"));
         let listed = Commits::Listed(vec!["HEAD~1".into(), "HEAD".into(), "HEAD~1".into()]);
@@ -445,18 +576,18 @@ mod tests {
         let url = format!("file://{}", repo.display());
         git::git(dir.path(), &["clone", "--quiet", "--depth", "2", &url, &shallow.display().to_string()]).expect("clone");
         assert_eq!(shallow_boundary(&shallow).len(), 1);
-        let spec = HistorySpec { commits: Commits::Listed(vec!["HEAD~1".into(), "HEAD".into()]), sample: None, max_diff_lines: DEFAULT_MAX_DIFF_LINES };
+        let spec = HistorySpec { commits: Commits::Listed(vec!["HEAD~1".into(), "HEAD".into()]), sample: None, max_diff_lines: DEFAULT_MAX_DIFF_LINES, filter: CommitFilter::default() };
         let history = select(&shallow, &spec).expect("selected");
         assert_eq!(history.planned.iter().map(|c| c.title.as_str()).collect::<Vec<_>>(), ["c2"]);
         assert_eq!(history.skipped.len(), 1);
-        assert_eq!((history.skipped[0].0.title.as_str(), history.skipped[0].1), ("c1", Skip::ShallowBoundary));
+        assert_eq!((history.skipped[0].0.title.as_str(), &history.skipped[0].1), ("c1", &Skip::ShallowBoundary));
         assert!(history.skipped[0].1.to_string().contains("shallow clone"), "{}", history.skipped[0].1);
         // Only the boundary: nothing left to review, and the error says why.
         let only = HistorySpec { commits: Commits::Listed(vec!["HEAD~1".into()]), ..spec };
         let e = select(&shallow, &only).expect_err("nothing to review");
         assert!(e.to_string().contains("shallow clone"), "{e}");
         // In the full repository the root is a root, reviewed against the empty tree.
-        let full = select(&repo, &HistorySpec { commits: Commits::Listed(vec!["HEAD~2".into()]), sample: None, max_diff_lines: DEFAULT_MAX_DIFF_LINES })
+        let full = select(&repo, &HistorySpec { commits: Commits::Listed(vec!["HEAD~2".into()]), sample: None, max_diff_lines: DEFAULT_MAX_DIFF_LINES, filter: CommitFilter::default() })
             .expect("selected");
         assert_eq!((full.planned.len(), shallow_boundary(&repo).len()), (1, 0));
     }

@@ -7,6 +7,7 @@ pub mod evals;
 pub mod external;
 pub mod files;
 pub mod git;
+pub mod glob;
 pub mod history;
 pub mod trace;
 
