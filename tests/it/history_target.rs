@@ -421,15 +421,15 @@ fn the_commit_filter_plans_only_matching_commits_and_says_why_others_are_skipped
     git(&repo, &["checkout", "--quiet", "main"]);
     git_at(&repo, 7, &["merge", "--quiet", "--no-ff", "-m", "Merge side", "side"]);
     let first = git(&repo, &["rev-list", "--max-parents=0", "HEAD"]);
-    let target = format!(
-        "commits = \"{first}..HEAD\"\npaths = [\"src/**\"]\nmerges = false\nexclude-authors = [\"*[bot]*\"]\nmin-changed-lines = 2"
-    );
+    let target = format!("commits = \"{first}..HEAD\"\npaths = [\"src/**\"]\nmerges = false\nexclude-authors = [\"*[bot]*\"]\nmin-changed-lines = 2");
     let manifest = history_manifest(dir.path(), &target, "");
     let plan = runner(dir.path()).args(["plan"]).arg(&manifest).output().expect("runs");
     assert!(plan.status.success(), "{}", stderr_of(&plan));
     let said = stdout_of(&plan);
     assert!(said.contains(&source[..7]), "{said}");
-    for why in ["changes no path that `paths` selects", "authored by `dependabot[bot]`", "fewer than `min-changed-lines` (2)", "a merge commit (`merges = false`)"] {
+    for why in
+        ["changes no path that `paths` selects", "authored by `dependabot[bot]`", "fewer than `min-changed-lines` (2)", "a merge commit (`merges = false`)"]
+    {
         assert!(said.contains(why), "{why}: {said}");
     }
     let exec = runner(dir.path()).args(["exec", "--quiet"]).arg(&manifest).output().expect("runs");

@@ -501,7 +501,11 @@ mod tests {
         assert_eq!(filter.rejects(&with(&[("src/a.rs", 5)], 1, "Dev")), None);
         assert_eq!(filter.rejects(&with(&[("docs/a.md", 5)], 1, "Dev")), Some(Skip::NoSelectedPath));
         assert_eq!(filter.rejects(&with(&[("src/Cargo.lock", 50)], 1, "Dev")), Some(Skip::NoSelectedPath), "only excluded paths");
-        assert_eq!(filter.rejects(&with(&[("src/a.rs", 2), ("README.md", 40)], 1, "Dev")), Some(Skip::FewLines { lines: 2, min: 3 }), "lines of selected paths only");
+        assert_eq!(
+            filter.rejects(&with(&[("src/a.rs", 2), ("README.md", 40)], 1, "Dev")),
+            Some(Skip::FewLines { lines: 2, min: 3 }),
+            "lines of selected paths only"
+        );
         assert_eq!(filter.rejects(&with(&[("src/a.rs", 5)], 2, "Dev")), Some(Skip::Merge));
         let bot = filter.rejects(&with(&[("src/a.rs", 5)], 1, "dependabot[bot]"));
         assert_eq!(bot, Some(Skip::Author { author: "dependabot[bot]".into(), pattern: "*[bot]".into() }));
@@ -546,7 +550,12 @@ mod tests {
             git::git(&repo, &["add", "--all"]).expect("add");
             git::git(&repo, &["commit", "--quiet", "-m", &format!("c{i}")]).expect("commit");
         }
-        let spec = HistorySpec { commits: Commits::Range("HEAD~1..HEAD".into()), sample: None, max_diff_lines: DEFAULT_MAX_DIFF_LINES, filter: CommitFilter::default() };
+        let spec = HistorySpec {
+            commits: Commits::Range("HEAD~1..HEAD".into()),
+            sample: None,
+            max_diff_lines: DEFAULT_MAX_DIFF_LINES,
+            filter: CommitFilter::default(),
+        };
         let history = select(&repo, &spec).expect("selected");
         assert_eq!((history.planned.len(), history.planned[0].lines, history.planned[0].title.as_str()), (1, 1, "c1"));
         let listed = Commits::Listed(vec!["HEAD~1".into(), "HEAD".into(), "HEAD~1".into()]);
@@ -576,7 +585,12 @@ mod tests {
         let url = format!("file://{}", repo.display());
         git::git(dir.path(), &["clone", "--quiet", "--depth", "2", &url, &shallow.display().to_string()]).expect("clone");
         assert_eq!(shallow_boundary(&shallow).len(), 1);
-        let spec = HistorySpec { commits: Commits::Listed(vec!["HEAD~1".into(), "HEAD".into()]), sample: None, max_diff_lines: DEFAULT_MAX_DIFF_LINES, filter: CommitFilter::default() };
+        let spec = HistorySpec {
+            commits: Commits::Listed(vec!["HEAD~1".into(), "HEAD".into()]),
+            sample: None,
+            max_diff_lines: DEFAULT_MAX_DIFF_LINES,
+            filter: CommitFilter::default(),
+        };
         let history = select(&shallow, &spec).expect("selected");
         assert_eq!(history.planned.iter().map(|c| c.title.as_str()).collect::<Vec<_>>(), ["c2"]);
         assert_eq!(history.skipped.len(), 1);
@@ -587,8 +601,16 @@ mod tests {
         let e = select(&shallow, &only).expect_err("nothing to review");
         assert!(e.to_string().contains("shallow clone"), "{e}");
         // In the full repository the root is a root, reviewed against the empty tree.
-        let full = select(&repo, &HistorySpec { commits: Commits::Listed(vec!["HEAD~2".into()]), sample: None, max_diff_lines: DEFAULT_MAX_DIFF_LINES, filter: CommitFilter::default() })
-            .expect("selected");
+        let full = select(
+            &repo,
+            &HistorySpec {
+                commits: Commits::Listed(vec!["HEAD~2".into()]),
+                sample: None,
+                max_diff_lines: DEFAULT_MAX_DIFF_LINES,
+                filter: CommitFilter::default(),
+            },
+        )
+        .expect("selected");
         assert_eq!((full.planned.len(), shallow_boundary(&repo).len()), (1, 0));
     }
 
