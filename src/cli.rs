@@ -643,6 +643,56 @@ pub(crate) enum OracleCommand {
     /// new id), in a patch naming the oracle version it applies to and the version it makes.
     #[command(after_help = "Example:\n  runner oracle propose captured-results.adjudication.json --out oracle.patch.json")]
     Propose(OracleProposeArgs),
+    /// The bugs a repository shipped, mined from the commits that fixed them (SZZ): each fix's
+    /// removed and rewritten lines blamed back to the commit that wrote them. Writes an oracle
+    /// keyed by inducing commit, which a `commits` target reviews as it is, and says what it
+    /// found: fixes seen, mapped, unmapped, and every skip with its reason.
+    #[command(
+        after_help = "Examples:\n  runner oracle mine --repo . --out experiments/shipped-bugs.oracle.json\n  runner oracle mine --repo . --range v2.0..main --fixes fixes.txt --json"
+    )]
+    Mine(MineArgs),
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct MineArgs {
+    /// The repository (a work tree or a bare clone).
+    #[arg(long, value_name = "DIR", default_value = ".")]
+    pub repo: PathBuf,
+    /// The commits examined: `A..B`, or a ref for its whole history.
+    #[arg(long, value_name = "RANGE", default_value = "HEAD")]
+    pub range: String,
+    /// Fix commits from an issue tracker, one SHA per line (`#` comments), mined whatever
+    /// their messages say.
+    #[arg(long, value_name = "FILE")]
+    pub fixes: Option<PathBuf>,
+    /// The words that mark a fix in a message, comma-separated (default: fix, fixes, fixed,
+    /// fixing, bug, bugs, bugfix, hotfix, regression, crash, crashes, defect, fault, broken,
+    /// repair, repairs).
+    #[arg(long, value_name = "WORDS", value_delimiter = ',')]
+    pub fix_words: Vec<String>,
+    /// A fix touching more source files than this is taken for tangled and skipped.
+    #[arg(long, value_name = "N", default_value_t = runner::ground_truth::mine::DEFAULT_MAX_FILES)]
+    pub max_files: usize,
+    /// Mine fixes written by bots too.
+    #[arg(long)]
+    pub include_bots: bool,
+    /// Fixes blamed side by side.
+    #[arg(long, value_name = "N", default_value_t = crate::cli::default_jobs())]
+    pub jobs: usize,
+    /// Where the oracle is written (nothing is written without it).
+    #[arg(long, value_name = "FILE")]
+    pub out: Option<PathBuf>,
+    /// Print every fix's record (SHA, date, message, hunk, inducing commits with their lines
+    /// and how each was found, dropped candidates with why) and the summary as JSON on stdout.
+    #[arg(long)]
+    pub json: bool,
+    /// Overwrite `--out` even when it is not an oracle (never a link or an input).
+    #[arg(long)]
+    pub force: bool,
+    /// Where each fix's result is kept for the next run (default: `.runner/mine` in the
+    /// repository's work tree, else in the current directory).
+    #[arg(long, value_name = "DIR")]
+    pub memo_dir: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]

@@ -45,6 +45,8 @@ pub enum Error {
     #[error(transparent)]
     OutputFile(#[from] runner_core::output_file::OutputFileError),
     #[error("{0}")]
+    Mine(String),
+    #[error("{0}")]
     RemoteCache(#[from] crate::cache::RemoteError),
     #[error("{0}")]
     Reviewer(#[from] crate::reviewer::ReviewError),

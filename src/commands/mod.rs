@@ -53,6 +53,7 @@ pub(crate) fn run(command: Command) -> Result<Exit, Error> {
         Command::Resolution(args) => resolution::run(&args),
         Command::Oracle { command: OracleCommand::ImportGithub(args) } => oracle::import_github(&args),
         Command::Oracle { command: OracleCommand::Propose(args) } => oracle::propose(&args),
+        Command::Oracle { command: OracleCommand::Mine(args) } => oracle::mine(&args),
         Command::Adjudicate { command: AdjudicateCommand::Export(args) } => adjudicate::export(&args),
         Command::Adjudicate { command: AdjudicateCommand::Import(args) } => adjudicate::import(&args),
         Command::Study { command: StudyCommand::Export(args) } => study::export(&args),

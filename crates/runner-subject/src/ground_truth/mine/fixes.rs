@@ -113,6 +113,8 @@ pub enum FixSignal {
     Revert(String),
     /// Its message says so (a fix word or an issue it closes).
     Message,
+    /// Its message names the commit or pull request that brought the bug.
+    Named,
 }
 
 /// The commits a message names as the change it repairs, as written (hex prefixes, not yet
@@ -121,7 +123,8 @@ pub enum FixSignal {
 pub struct Named {
     /// `This reverts commit X.`
     pub reverted: Option<String>,
-    /// Hex words of 7–40 digits outside cherry-pick and revert lines.
+    /// Hex words of 7–40 digits after a word that blames them (introduced, regression,
+    /// broke, caused, since, `Fixes:`), outside cherry-pick and revert lines.
     pub commits: Vec<String>,
     /// `#N` after a word that blames it (introduced, regression, broke, caused, since).
     pub pulls: Vec<u64>,
@@ -149,14 +152,12 @@ pub fn named_in(message: &str) -> Named {
             lower.split(|c: char| c.is_whitespace() || matches!(c, ',' | ';' | '(' | ')' | '"' | '\'' | '`')).filter(|w| !w.is_empty()).collect();
         for (i, word) in words.iter().enumerate() {
             let bare = word.trim_end_matches(['.', ':']);
-            if (7..=40).contains(&bare.len()) && bare.bytes().all(|b| b.is_ascii_hexdigit()) && bare.bytes().any(|b| b.is_ascii_digit()) {
+            let blamed = || words[i.saturating_sub(4)..i].iter().any(|w| BLAME_WORDS.iter().any(|b| w.starts_with(b.trim_end_matches(':'))));
+            if (7..=40).contains(&bare.len()) && bare.bytes().all(|b| b.is_ascii_hexdigit()) && bare.bytes().any(|b| b.is_ascii_digit()) && blamed() {
                 named.commits.push(bare.to_string());
             }
-            if let Some(number) = bare.strip_prefix('#').and_then(|n| n.parse::<u64>().ok()) {
-                let blamed = words[i.saturating_sub(4)..i].iter().any(|w| BLAME_WORDS.iter().any(|b| w.starts_with(b.trim_end_matches(':'))));
-                if blamed {
-                    named.pulls.push(number);
-                }
+            if let Some(number) = bare.strip_prefix('#').and_then(|n| n.parse::<u64>().ok()).filter(|_| blamed()) {
+                named.pulls.push(number);
             }
         }
     }
@@ -165,20 +166,28 @@ pub fn named_in(message: &str) -> Named {
     named
 }
 
-/// Whether `message` says it fixes something: a fix word as a whole word (`fix`, `bug`,
-/// `regression`, … as configured) in any line but trailers and cherry-pick notes, or `closes`,
-/// `fixes` or `resolves` before an issue reference.
+/// Whether `message` says it fixes something: a fix word (`fix`, `bug`, `regression`, … as
+/// configured) as a whole word in its subject line, or `closes`, `fixes` or `resolves` before
+/// an issue reference anywhere but in trailers and cherry-pick notes. The body's other words
+/// are not read: a squashed pull request's body lists its commits (`* fix lint`), which would
+/// make nearly every squash a fix.
 pub fn says_fix(message: &str, words: &BTreeSet<String>) -> bool {
+    let tokens = |line: &str| -> Vec<String> {
+        line.to_ascii_lowercase().split(|c: char| !(c.is_alphanumeric() || c == '#' || c == '-')).filter(|w| !w.is_empty()).map(str::to_string).collect()
+    };
+    let subject = tokens(message.lines().next().unwrap_or_default());
+    if subject.iter().any(|t| words.contains(t)) {
+        return true;
+    }
     message.lines().any(|line| {
         let lower = line.trim().to_ascii_lowercase();
         if lower.starts_with("(cherry picked from commit") || lower.starts_with("signed-off-by:") || lower.starts_with("co-authored-by:") {
             return false;
         }
-        let tokens: Vec<&str> = lower.split(|c: char| !(c.is_alphanumeric() || c == '#' || c == '-')).filter(|w| !w.is_empty()).collect();
+        let tokens = tokens(&lower);
         tokens.iter().enumerate().any(|(i, t)| {
-            words.contains(*t)
-                || (matches!(*t, "close" | "closes" | "closed" | "resolve" | "resolves" | "resolved")
-                    && tokens.get(i + 1).is_some_and(|n| n.starts_with('#') || n.starts_with("gh-")))
+            matches!(t.as_str(), "close" | "closes" | "closed" | "fix" | "fixes" | "fixed" | "resolve" | "resolves" | "resolved")
+                && tokens.get(i + 1).is_some_and(|n| n.starts_with('#') || n.starts_with("gh-"))
         })
     })
 }
@@ -237,7 +246,14 @@ mod tests {
     #[test]
     fn fix_messages_are_told_by_whole_words_and_issue_closing() {
         let w = words();
-        for yes in ["Fix crash on empty body", "Handle None (fixes #123)", "bugfix: header parsing", "Closes #9: timeouts", "Avoid a regression in redirects"] {
+        for yes in [
+            "Fix crash on empty body",
+            "Handle None (fixes #123)",
+            "bugfix: header parsing",
+            "Closes #9: timeouts",
+            "Avoid a regression in redirects",
+            "Handle None\n\nFixes #12.",
+        ] {
             assert!(says_fix(yes, &w), "{yes}");
         }
         for no in [
@@ -260,6 +276,8 @@ mod tests {
         assert_eq!(revert.reverted.as_deref(), Some("0123456789abcdef0123456789abcdef01234567"));
         assert!(revert.commits.is_empty());
         assert!(named_in("Fix the deadbeef-free path in accessed code").commits.is_empty(), "words of hex letters only are not commits");
+        assert!(named_in("Update docs\n\nSee 1a2b3c4d for the layout.").commits.is_empty(), "a commit named without blame");
+        assert_eq!(named_in("net: fix a leak\n\nFixes: 0123abcd4567 (\"net: add pool\")").commits, ["0123abcd4567"]);
     }
 
     #[test]

@@ -211,6 +211,8 @@ pub fn mine(repo: &Path, options: &MineOptions) -> Result<Mined, MineError> {
             FixSignal::Revert(reverted)
         } else if fixes::says_fix(&commit.message, &options.fix_words) {
             FixSignal::Message
+        } else if !named.commits.is_empty() || !named.pulls.is_empty() {
+            FixSignal::Named
         } else {
             continue;
         };
@@ -276,6 +278,7 @@ fn mine_fix(ctx: &Context<'_>, fix: &LoggedCommit, signal: &FixSignal) -> FixRes
             FixSignal::Listed => "listed",
             FixSignal::Revert(_) => "revert",
             FixSignal::Message => "message",
+            FixSignal::Named => "names what it repairs",
         }
         .to_string(),
         hunks: String::new(),
