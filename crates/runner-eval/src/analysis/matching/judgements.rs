@@ -10,17 +10,28 @@
 //! key: a text means the judge found it, `null` that it did not. A file whose golden comments
 //! all lack the key is unlabelled: it is matched, and nothing is compared.
 //!
-//! Each record is matched at change level (the golden comments name no file or line) by
-//! [`match_case_with`], the function every experiment's oracle matching goes through, so what
-//! is measured here is the rule an experiment applies.
+//! Each record is matched at change level (the golden comments name no file or line) by the
+//! rule an experiment applies: every pair graded as `matcher::grade_change_level` grades it,
+//! the pairs taken best first one to one as [`match_case_with`] takes them — the same
+//! decisions, checked against it by a test. Rather than holding every pair of a record (a
+//! record of 4,500 golden comments and 4,500 candidates has 20 million), each text is prepared
+//! once (its content-word stems, or its normalized text) and the pairs are taken in passes:
+//! a pass grades the golden comments and candidates still free, keeps only the best
+//! [`PASS_PAIRS`] pairs (a prefix of the order every pair is taken in), and takes from them;
+//! the pairs it dropped can only matter between comments and candidates still free after it,
+//! which the next pass grades again. A record of ordinary size is one pass.
+//!
+//! The names the report prints (the file's name, its judge, its tools) are made safe for a
+//! terminal (`runner_core::terminal`), as are the paths and parser messages of read errors.
 
+use crate::analysis::matching::matcher::{report_text, text_evidence, Prf, Verdict};
+use crate::analysis::matching::rule::{content_words, normalize_message, OracleRule, SimilarityMeasure};
 use crate::analysis::statistics::agreement::{cohen_kappa, spearman};
-use crate::analysis::matching::matcher::{match_case_with, Prf, Verdict};
-use crate::analysis::matching::rule::OracleRule;
 use crate::finding::{Category, Finding, Severity};
-use crate::ground_truth::oracle::OracleFinding;
+use runner_core::terminal::sanitize;
 use serde::Serialize;
 use serde_json::Value;
+use std::cmp::Ordering;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::Path;
 
@@ -61,16 +72,19 @@ pub struct JudgementFile {
 impl JudgementFile {
     /// Reads a judgements file; every problem names the record it is in.
     pub fn read(path: &Path) -> Result<Self, String> {
-        let text = crate::subject::files::read_text(path).map_err(|e| format!("cannot read `{}`: {e}", path.display()))?;
+        let shown = sanitize(&path.display().to_string());
+        let text = crate::subject::files::read_text(path).map_err(|e| format!("cannot read `{shown}`: {}", sanitize(&e.to_string())))?;
         let digest = blake3::hash(text.as_bytes()).to_hex().to_string();
-        let doc: Value = serde_json::from_str(&text).map_err(|e| format!("`{}` is not JSON: {e}", path.display()))?;
+        let doc: Value = serde_json::from_str(&text).map_err(|e| format!("`{shown}` is not JSON: {}", sanitize(&e.to_string())))?;
         let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_else(|| path.display().to_string());
-        Self::from_value(&doc, name, digest).map_err(|e| format!("`{}`: {e}", path.display()))
+        Self::from_value(&doc, name, digest).map_err(|e| format!("`{shown}`: {}", sanitize(&e)))
     }
 
-    /// Reads the format from a parsed document.
+    /// Reads the format from a parsed document. The file's name and its judge's are made safe
+    /// for a terminal: reports print them.
     pub fn from_value(doc: &Value, name: String, digest: String) -> Result<Self, String> {
-        let judge = doc.get("judge").and_then(Value::as_str).unwrap_or(&name).to_string();
+        let name = sanitize(&name);
+        let judge = sanitize(doc.get("judge").and_then(Value::as_str).unwrap_or(&name));
         let records = doc.get("records").and_then(Value::as_array).ok_or("no `records` array")?;
         let mut out = Vec::with_capacity(records.len());
         for (i, r) in records.iter().enumerate() {
@@ -210,53 +224,177 @@ pub struct Decision {
     pub candidate: Option<String>,
 }
 
+/// The most pairs one pass of [`match_record`] keeps (it holds at most twice as many at once,
+/// 24 bytes each): far above an ordinary record's pairs, so those are matched in one pass.
+pub const PASS_PAIRS: usize = 1 << 21;
+
+/// A text prepared once for every pair it is in, as `rule.measure` compares it.
+enum Prepared {
+    /// Its content-word stems, interned and sorted.
+    Stems(Vec<u32>),
+    /// Its normalized text.
+    Normalized(String),
+}
+
+impl Prepared {
+    fn new(text: &str, measure: SimilarityMeasure, stems: &mut HashMap<String, u32>) -> Self {
+        match measure {
+            SimilarityMeasure::Tokens => {
+                let mut ids: Vec<u32> = content_words(text)
+                    .into_iter()
+                    .map(|w| {
+                        let next = stems.len() as u32;
+                        *stems.entry(w).or_insert(next)
+                    })
+                    .collect();
+                ids.sort_unstable();
+                Self::Stems(ids)
+            }
+            SimilarityMeasure::Levenshtein => Self::Normalized(normalize_message(text)),
+        }
+    }
+
+    /// `measure.similarity(report, description)` over the prepared texts: the same number.
+    fn similarity(report: &Self, description: &Self) -> f64 {
+        match (report, description) {
+            (Self::Stems(a), Self::Stems(b)) => {
+                if a.is_empty() || b.is_empty() {
+                    return 0.0;
+                }
+                let (mut i, mut j, mut shared) = (0, 0, 0usize);
+                while i < a.len() && j < b.len() {
+                    match a[i].cmp(&b[j]) {
+                        Ordering::Less => i += 1,
+                        Ordering::Greater => j += 1,
+                        Ordering::Equal => {
+                            shared += 1;
+                            i += 1;
+                            j += 1;
+                        }
+                    }
+                }
+                2.0 * shared as f64 / (a.len() + b.len()) as f64
+            }
+            (Self::Normalized(a), Self::Normalized(b)) => strsim::normalized_levenshtein(a, b),
+            _ => 0.0,
+        }
+    }
+}
+
+/// A pair a pass keeps: a golden comment and a candidate, graded.
+#[derive(Debug, Clone, Copy)]
+struct Pair {
+    verdict: Verdict,
+    /// Similarity, plus the embedding cosine where the rule uses one.
+    strength: f64,
+    golden: u32,
+    candidate: u32,
+}
+
+/// The order pairs are taken in, best first: found before partial, then the stronger, then
+/// golden and candidate order (at change level every gap is 0). No two pairs are equal.
+fn best_first(a: &Pair, b: &Pair) -> Ordering {
+    b.verdict.cmp(&a.verdict).then(b.strength.total_cmp(&a.strength)).then(a.golden.cmp(&b.golden)).then(a.candidate.cmp(&b.candidate))
+}
+
 /// Matches one record's candidates to its golden comments by `rule` (one to one, best
 /// first): per golden comment, the index of the candidate found for it.
 pub fn match_record(record: &Record, rule: &OracleRule, vectors: Option<&Vectors>) -> Vec<Option<usize>> {
-    let oracle: Vec<OracleFinding> = record
-        .golden
-        .iter()
-        .enumerate()
-        .map(|(i, g)| OracleFinding {
-            id: format!("G{}", i + 1),
-            case_id: None,
-            description: g.comment.clone(),
-            file: None,
-            line: None,
-            range: None,
-            category: None,
-            severity: None,
-            blocking: false,
-            severity_label: g.severity.clone(),
-            resolved: None,
-            class: None,
-        })
-        .collect();
-    let expected: Vec<&OracleFinding> = oracle.iter().collect();
-    let reported: Vec<Finding> = record
+    match_record_in_passes(record, rule, vectors, PASS_PAIRS).0
+}
+
+/// [`match_record`], keeping at most `budget` pairs a pass; also the most pairs held at once.
+fn match_record_in_passes(record: &Record, rule: &OracleRule, vectors: Option<&Vectors>, budget: usize) -> (Vec<Option<usize>>, usize) {
+    let budget = budget.max(1);
+    let mut stems = HashMap::new();
+    let golden: Vec<Prepared> = record.golden.iter().map(|g| Prepared::new(&g.comment, rule.measure, &mut stems)).collect();
+    let candidates: Vec<Prepared> = record
         .candidates
         .iter()
-        .enumerate()
-        .map(|(i, text)| Finding {
-            id: format!("C{}", i + 1),
-            file: String::new(),
-            line: 0,
-            range: None,
-            severity: Severity::Warning,
-            category: Category::Bug,
-            confidence: 1.0,
-            message: text.clone(),
-            suggestion: None,
-            cursor_uri: None,
-            evidence_lines: None,
+        .map(|text| {
+            let finding = Finding {
+                id: String::new(),
+                file: String::new(),
+                line: 0,
+                range: None,
+                severity: Severity::Warning,
+                category: Category::Bug,
+                confidence: 1.0,
+                message: text.clone(),
+                suggestion: None,
+                cursor_uri: None,
+                evidence_lines: None,
+            };
+            Prepared::new(&report_text(&finding), rule.measure, &mut stems)
         })
         .collect();
-    let cosine = |oi: usize, ri: usize| -> Option<f64> {
-        let v = vectors?;
-        Some(crate::text::cosine(v.get(&record.golden[oi].comment)?, v.get(&record.candidates[ri])?))
+    let golden_vectors: Vec<Option<&Vec<f32>>> = record.golden.iter().map(|g| vectors.and_then(|v| v.get(&g.comment))).collect();
+    let candidate_vectors: Vec<Option<&Vec<f32>>> = record.candidates.iter().map(|c| vectors.and_then(|v| v.get(c))).collect();
+    let grade = |oi: usize, ri: usize| -> Option<Pair> {
+        let cosine = match (golden_vectors[oi], candidate_vectors[ri]) {
+            (Some(g), Some(c)) => Some(crate::text::cosine(g, c)),
+            _ => None,
+        };
+        let similarity = Prepared::similarity(&candidates[ri], &golden[oi]);
+        let verdict = if text_evidence(similarity, cosine, rule) {
+            Verdict::Found
+        } else if similarity >= rule.partial_similarity {
+            Verdict::Partial
+        } else {
+            return None;
+        };
+        let strength = similarity + if rule.embedding_similarity.is_some() { cosine.unwrap_or(0.0) } else { 0.0 };
+        Some(Pair { verdict, strength, golden: oi as u32, candidate: ri as u32 })
     };
-    let case = match_case_with(&reported, &expected, rule, cosine);
-    case.verdicts.iter().map(|v| if v.verdict == Verdict::Found { v.reported } else { None }).collect()
+
+    let mut taken = vec![false; golden.len()];
+    let mut used = vec![false; candidates.len()];
+    let mut found: Vec<Option<usize>> = vec![None; golden.len()];
+    let mut most = 0;
+    loop {
+        let free_golden: Vec<usize> = (0..golden.len()).filter(|&i| !taken[i]).collect();
+        let free_candidates: Vec<usize> = (0..candidates.len()).filter(|&i| !used[i]).collect();
+        if free_golden.is_empty() || free_candidates.is_empty() {
+            break;
+        }
+        // The best `budget` pairs of the free ones (and some better than the worst of them):
+        // pairs are dropped only when they are worse than a pair kept.
+        let mut kept: Vec<Pair> = Vec::new();
+        let mut worst: Option<Pair> = None;
+        let mut dropped = false;
+        for &oi in &free_golden {
+            for &ri in &free_candidates {
+                let Some(pair) = grade(oi, ri) else { continue };
+                if worst.is_some_and(|w| best_first(&pair, &w) != Ordering::Less) {
+                    dropped = true;
+                    continue;
+                }
+                kept.push(pair);
+                most = most.max(kept.len());
+                if kept.len() >= 2 * budget {
+                    kept.select_nth_unstable_by(budget - 1, best_first);
+                    kept.truncate(budget);
+                    worst = Some(kept[budget - 1]);
+                    dropped = true;
+                }
+            }
+        }
+        kept.sort_unstable_by(best_first);
+        for pair in &kept {
+            let (oi, ri) = (pair.golden as usize, pair.candidate as usize);
+            if !taken[oi] && !used[ri] {
+                taken[oi] = true;
+                used[ri] = true;
+                if pair.verdict == Verdict::Found {
+                    found[oi] = Some(ri);
+                }
+            }
+        }
+        if !dropped {
+            break;
+        }
+    }
+    (found, most)
 }
 
 /// Every record of a file matched: one decision per golden comment, in file order.
@@ -345,7 +483,7 @@ pub fn agreement(file: &JudgementFile, decisions: &[Decision]) -> Agreement {
         entry.1 += Prf { tp: found, fp: r.candidates.len() - found, fn_: r.golden.len() - found };
     }
     let cells = judge_labels.len();
-    let tools: Vec<ToolScores> = tools.into_iter().map(|(tool, (judge, matcher))| ToolScores { tool: tool.to_string(), judge, matcher }).collect();
+    let tools: Vec<ToolScores> = tools.into_iter().map(|(tool, (judge, matcher))| ToolScores { tool: sanitize(tool), judge, matcher }).collect();
     let rho = |f: fn(&Prf) -> Option<f64>| {
         let (a, b): (Vec<f64>, Vec<f64>) = tools.iter().map(|t| (f(&t.judge).unwrap_or(0.0), f(&t.matcher).unwrap_or(0.0))).unzip();
         spearman(&a, &b)
@@ -480,7 +618,149 @@ pub fn jury(files: &[&JudgementFile], decisions: &[&[Decision]]) -> Option<Jury>
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::analysis::matching::matcher::match_case_with;
+    use crate::ground_truth::oracle::OracleFinding;
     use serde_json::json;
+
+    /// The record matched by [`match_case_with`] itself, every pair held: the reference.
+    fn reference(record: &Record, rule: &OracleRule, vectors: Option<&Vectors>) -> Vec<Option<usize>> {
+        let oracle: Vec<OracleFinding> = record
+            .golden
+            .iter()
+            .enumerate()
+            .map(|(i, g)| OracleFinding {
+                id: format!("G{}", i + 1),
+                case_id: None,
+                description: g.comment.clone(),
+                file: None,
+                line: None,
+                range: None,
+                category: None,
+                severity: None,
+                blocking: false,
+                severity_label: g.severity.clone(),
+                resolved: None,
+                class: None,
+            })
+            .collect();
+        let expected: Vec<&OracleFinding> = oracle.iter().collect();
+        let reported: Vec<Finding> = record
+            .candidates
+            .iter()
+            .enumerate()
+            .map(|(i, text)| Finding {
+                id: format!("C{}", i + 1),
+                file: String::new(),
+                line: 0,
+                range: None,
+                severity: Severity::Warning,
+                category: Category::Bug,
+                confidence: 1.0,
+                message: text.clone(),
+                suggestion: None,
+                cursor_uri: None,
+                evidence_lines: None,
+            })
+            .collect();
+        let cosine = |oi: usize, ri: usize| -> Option<f64> {
+            let v = vectors?;
+            Some(crate::text::cosine(v.get(&record.golden[oi].comment)?, v.get(&record.candidates[ri])?))
+        };
+        let case = match_case_with(&reported, &expected, rule, cosine);
+        case.verdicts.iter().map(|v| if v.verdict == Verdict::Found { v.reported } else { None }).collect()
+    }
+
+    /// A record of `n` golden comments and `m` candidates drawn from a few words (so many
+    /// pairs tie), by a seeded xorshift.
+    fn random_record(seed: u64, n: usize, m: usize, words: usize) -> Record {
+        const VOCABULARY: [&str; 12] =
+            ["lock", "released", "error", "cache", "locale", "negative", "slicing", "queryset", "timeout", "retry", "buffer", "overflow"];
+        let mut state = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
+        let mut next = move || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state
+        };
+        let mut text = |_: usize| (0..1 + next() % words as u64).map(|_| VOCABULARY[(next() % VOCABULARY.len() as u64) as usize]).collect::<Vec<_>>().join(" ");
+        let golden = (0..n).map(|i| Golden { comment: text(i), severity: None, label: None }).collect();
+        let candidates = (0..m).map(&mut text).collect();
+        Record { pr: "p".into(), project: None, tool: "t".into(), skipped: false, golden, candidates, unmatched: None }
+    }
+
+    #[test]
+    fn passes_over_few_pairs_take_exactly_the_pairs_the_matcher_takes() {
+        let lexical = OracleRule::default();
+        let levenshtein = OracleRule { measure: SimilarityMeasure::Levenshtein, ..OracleRule::default() };
+        let embedded = OracleRule::default_with_embeddings();
+        for seed in 1..=40u64 {
+            let (n, m) = (1 + (seed as usize * 7) % 13, 1 + (seed as usize * 5) % 17);
+            let record = random_record(seed, n, m, 1 + seed as usize % 4);
+            // Vectors for all but a few texts, from the same stream of words.
+            let vectors: Vectors = record
+                .golden
+                .iter()
+                .map(|g| g.comment.clone())
+                .chain(record.candidates.iter().cloned())
+                .filter(|t| t.len() % 5 != 0)
+                .map(|t| {
+                    let v = t.bytes().take(4).map(|b| f32::from(b % 7) - 3.0).collect::<Vec<f32>>();
+                    (t, [v, vec![0.0; 4]].concat()[..4].to_vec())
+                })
+                .collect();
+            for (rule, vectors) in [(&lexical, None), (&levenshtein, None), (&embedded, Some(&vectors))] {
+                let expected = reference(&record, rule, vectors);
+                for budget in [1, 2, 3, 7, 50, PASS_PAIRS] {
+                    let (got, most) = match_record_in_passes(&record, rule, vectors, budget);
+                    assert_eq!(got, expected, "seed {seed}, budget {budget}, {:?}", rule.measure);
+                    assert!(most <= 2 * budget, "{most} pairs held with a budget of {budget}");
+                }
+            }
+            assert_eq!(match_record(&record, &lexical, None), reference(&record, &lexical, None));
+        }
+    }
+
+    #[test]
+    fn a_record_of_many_alike_texts_is_matched_holding_a_bounded_number_of_pairs() {
+        // 300 × 300 pairs, every one of them found with the same similarity: the matcher's
+        // order is golden then candidate order, so golden i takes candidate i.
+        let text = "the lock is never released on error";
+        let record = Record {
+            pr: "p".into(),
+            project: None,
+            tool: "t".into(),
+            skipped: false,
+            golden: (0..300).map(|_| Golden { comment: text.into(), severity: None, label: None }).collect(),
+            candidates: vec![text.to_string(); 300],
+            unmatched: None,
+        };
+        let rule = OracleRule::default();
+        let (got, most) = match_record_in_passes(&record, &rule, None, 1000);
+        assert_eq!(got, (0..300).map(Some).collect::<Vec<_>>());
+        assert_eq!(got, reference(&record, &rule, None));
+        assert!(most <= 2000, "at most twice the budget held, not the 90,000 pairs: {most}");
+    }
+
+    #[test]
+    fn names_and_read_errors_reach_the_terminal_inert() {
+        let f = JudgementFile::from_value(
+            &json!({"judge": "j\u{1b}]0;x\u{7}", "records": [{"pr": "p", "tool": "t\u{202e}ool", "golden": [{"comment": "a b c", "matched_candidate": "a b c"}]}]}),
+            "f\u{0}.json".into(),
+            String::new(),
+        )
+        .expect("reads");
+        assert_eq!((f.name.as_str(), f.judge.as_str()), ("f\u{fffd}.json", "j\u{fffd}]0;x\u{fffd}"));
+        let a = agreement(&f, &decide(&f, &OracleRule::default(), None));
+        assert_eq!(a.tools[0].tool, "t\u{fffd}ool");
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("bad\u{1b}[31m.json");
+        std::fs::write(&path, "{\"records\": [{\"pr\": 1}]}").expect("write");
+        let err = JudgementFile::read(&path).expect_err("no pr");
+        assert!(err.contains("bad\u{fffd}[31m.json") && !err.contains('\u{1b}'), "{err}");
+        std::fs::write(&path, "[\"\u{1b}[2J\"").expect("write");
+        let err = JudgementFile::read(&path).expect_err("not JSON");
+        assert!(!err.contains('\u{1b}'), "{err}");
+    }
 
     fn file(records: Value) -> JudgementFile {
         JudgementFile::from_value(&json!({"judge": "j", "records": records}), "j.json".into(), String::new()).expect("reads")
