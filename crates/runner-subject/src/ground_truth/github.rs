@@ -553,11 +553,10 @@ mod tests {
             comment(10, "app.py", Some(23), &base),
         ];
         let imported = import(&[pull(&head)], &comments, dir.path(), false).expect("imports");
-        let found: Vec<(String, Option<String>, Option<u32>, Option<bool>)> =
-            imported.oracle.findings.iter().map(|f| (f.id.clone(), f.file.clone(), f.line, f.resolved)).collect();
+        let found: Vec<String> = imported.oracle.findings.iter().map(|f| format!("{} {:?} {:?} {:?}", f.id, f.file, f.line, f.resolved)).collect();
         assert_eq!(
             found,
-            [("pr7/1".to_string(), Some("app.py".to_string()), Some(5), Some(true)), ("pr7/9".to_string(), Some("app.py".to_string()), Some(22), Some(false))],
+            ["pr7/1 Some(\"app.py\") Some(5) Some(true)", "pr7/9 Some(\"app.py\") Some(22) Some(false)"],
             "`./app.py` is app.py: {:?}",
             reasons(&imported)
         );

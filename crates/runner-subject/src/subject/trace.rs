@@ -271,13 +271,16 @@ impl Objects {
     }
 }
 
+/// Walks already read: (from, to, limit) → the walk, or `None` when `from` is not an ancestor.
+type Walks = HashMap<(String, String, Option<usize>), Option<Vec<Step>>>;
+
 /// Follows lines through commits of one repository; each step's diff, each walk, and each
 /// commit and file looked up are read once.
 pub struct Tracer {
     repo: PathBuf,
     diffs: HashMap<(String, String), Rc<Diff>>,
     objects: RefCell<Objects>,
-    walks: RefCell<HashMap<(String, String, Option<usize>), Option<Vec<Step>>>>,
+    walks: RefCell<Walks>,
     /// Git processes started so far.
     processes: std::cell::Cell<usize>,
 }
