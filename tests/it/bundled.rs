@@ -8,10 +8,14 @@ use crate::{project_root, runner};
 fn every_bundled_experiment_reproduces_its_committed_results_byte_for_byte() {
     let root = project_root();
     let tmp = tempfile::tempdir().expect("tempdir");
-    for name in ["quickstart", "scored", "model-swap", "replay-tools", "code-review-benchmark", "studies", "studies-rqs", "strategies", "own-history"] {
-        // own-history reviews pinned commits of this repository, which a shallow clone lacks.
-        if let Some(why) = (name == "own-history").then(|| pinned_commits_missing(&root, &root.join("experiments/own-history.toml"))).flatten() {
-            eprintln!("SKIPPED own-history (every other experiment is checked): {why}");
+    for name in
+        ["quickstart", "scored", "model-swap", "replay-tools", "code-review-benchmark", "studies", "studies-rqs", "strategies", "own-history", "shipped-bugs"]
+    {
+        // own-history and shipped-bugs review pinned commits of this repository, which a
+        // shallow clone lacks.
+        let pinned = matches!(name, "own-history" | "shipped-bugs");
+        if let Some(why) = pinned.then(|| pinned_commits_missing(&root, &root.join(format!("experiments/{name}.toml")))).flatten() {
+            eprintln!("SKIPPED {name} (every other experiment is checked): {why}");
             continue;
         }
         let out = tmp.path().join(name);

@@ -8,9 +8,9 @@
 //! of the cell metric across repeats is shown beside the interval, so run-to-run variance is
 //! visible. The p-values of one table are corrected together (Holm). Same seed, same bytes.
 
+use crate::analysis::efficacy::repeatability::jaccard;
 use crate::analysis::matching::adjudication::adjudicate_described;
 use crate::analysis::matching::matcher::{score_runs_judged, with_jury, MatchCounts, ScoredRun, Verdict};
-use crate::analysis::efficacy::repeatability::jaccard;
 use crate::analysis::rqs::metric::{RqsScores, RunPart, RunParts};
 use crate::analysis::spec::{AnalysisSpec, CompareMetric, CompareOptions};
 use crate::analysis::{model::AnalysisInput, model::AnalysisResult, model::RunView, model::Table, model::TableCell};
@@ -522,7 +522,10 @@ fn consensus_found(scored: &[ScoredRun<'_>], cell: &str) -> BTreeMap<(String, St
             tally.entry((run.view.subject.to_string(), v.finding.clone())).or_default()[slot] += 1;
         }
     }
-    tally.into_iter().map(|(k, [found, partial, missed])| (k, crate::analysis::corpus::review_eval::consensus(found, partial, missed) == Verdict::Found)).collect()
+    tally
+        .into_iter()
+        .map(|(k, [found, partial, missed])| (k, crate::analysis::corpus::review_eval::consensus(found, partial, missed) == Verdict::Found))
+        .collect()
 }
 
 fn interval_cell(i: Option<&Interval>, digits: u8) -> TableCell {
@@ -578,6 +581,12 @@ pub fn compute(spec: &AnalysisSpec, input: &AnalysisInput<'_>) -> AnalysisResult
                 result.notes.push("No oracle: recall, precision, F1 and noise cannot be computed; only finding counts and repeatability are compared.".into())
             }
         }
+    }
+    let quality_measured = (needs_oracle && input.oracle.is_some()) || options.metrics.iter().any(|m| m.needs_scoring() || m.needs_history());
+    if options.metrics.contains(&CompareMetric::Findings) && !quality_measured {
+        result.notes.push(
+            "`findings` counts volume, not quality: a reviewer that flags more wins it, noise included. To compare quality, give the target an oracle (`runner oracle mine` finds the bugs a repository's history shipped, `runner oracle import-github` its review threads) or compare `resolution` (did a later commit change the flagged lines?).".into(),
+        );
     }
     if input.rqs().is_none() && options.metrics.iter().any(|m| m.needs_scoring()) {
         result.notes.push("No RQS v2 scoring stages: the RQS metrics are left out (add an `rqs` analysis with its judges and embedder).".into());

@@ -555,7 +555,10 @@ fn log(repo: &Path, range: &str) -> Result<Vec<LoggedCommit>, MineError> {
     let bytes = git::git_bytes(repo, &args, &[]).map_err(|e| MineError::Range {
         repo: repo.display().to_string(),
         range: range.to_string(),
-        message: first_line(&e),
+        message: match &e {
+            GitError::Failed { stderr, .. } => stderr.lines().next().unwrap_or_default().trim_start_matches("fatal: ").to_string(),
+            other => first_line(other),
+        },
     })?;
     let text = String::from_utf8_lossy(&bytes);
     let mut out = Vec::new();
