@@ -66,22 +66,32 @@ pub fn experiment(dir: &Path, name: &str) -> Result<Written, InitError> {
     check_name(name)?;
     let root = git(dir, &["rev-parse", "--show-toplevel"]).map_err(|_| InitError::NotARepository(dir.display().to_string()))?;
     let root = PathBuf::from(root.trim());
-    let head = git(&root, &["rev-list", "--first-parent", &format!("--max-count={}", RECENT_COMMITS + 1), "HEAD"]).map_err(|_| InitError::NoCommits)?;
-    let mut newest_first: Vec<&str> = head.lines().map(str::trim).filter(|l| !l.is_empty()).collect();
-    if newest_first.is_empty() {
+    let boundary = crate::subject::history::shallow_boundary(&root);
+    let recent = recent_commits(&root)?;
+    if recent.is_empty() {
         return Err(InitError::NoCommits);
     }
     // A shallow clone's boundary shows no parent: its change is unknown, so it is not listed
     // (as the base of the newest ten's range it is only their parent, which is fine).
-    let boundary = crate::subject::history::shallow_boundary(&root);
-    if let Some(cut) = newest_first.iter().position(|sha| boundary.iter().any(|b| b == sha)).filter(|cut| *cut < RECENT_COMMITS) {
-        if cut == 0 {
-            return Err(InitError::Shallow(newest_first[0].chars().take(7).collect()));
-        }
-        newest_first.truncate(cut);
+    let cut = recent.iter().position(|c| boundary.contains(&c.sha)).unwrap_or(recent.len());
+    if cut == 0 {
+        return Err(InitError::Shallow(recent[0].sha.chars().take(7).collect()));
     }
+    let reviewable: Vec<&Recent> = recent[..cut].iter().filter(|c| c.changes_source && !c.merge && !c.bot).take(RECENT_COMMITS).collect();
+    let newest_reviewable = reviewable.len() == RECENT_COMMITS.min(cut) && reviewable.iter().zip(&recent).all(|(a, b)| a.sha == b.sha);
+    let commits = if newest_reviewable || reviewable.is_empty() {
+        // The newest commits change source files (or none does): their range, with the commit
+        // before them as its base (a shallow clone's boundary only ever as that base).
+        let upto: Vec<&str> = recent.iter().take(if cut > RECENT_COMMITS { RECENT_COMMITS + 1 } else { cut }).map(|c| c.sha.as_str()).collect();
+        commits_value(&upto)
+    } else {
+        // Bot bumps, merges or docs among the newest: the newest commits that change source
+        // files, listed, oldest first.
+        let listed: Vec<String> = reviewable.iter().rev().map(|c| format!("\"{}\"", c.sha)).collect();
+        format!("[{}]", listed.join(", "))
+    };
     let manifest = root.join("experiments").join(format!("{name}.toml"));
-    let text = EXPERIMENT.replace("@NAME@", name).replace("@COMMITS@", &commits_value(&newest_first));
+    let text = EXPERIMENT.replace("@NAME@", name).replace("@COMMITS@", &commits);
     let files = vec![
         NewFile { path: manifest.clone(), text, executable: false },
         NewFile { path: root.join("experiments/reviewers/example.py"), text: EXAMPLE_REVIEWER.to_string(), executable: true },
@@ -90,6 +100,52 @@ pub fn experiment(dir: &Path, name: &str) -> Result<Written, InitError> {
     let mut written = write_new(files)?;
     written.manifest = Some(manifest);
     Ok(written)
+}
+
+/// How many first-parent commits `init` looks through for recent changes to source files.
+const LOOKED_AT: usize = 300;
+
+/// A recent first-parent commit, as `init` chooses among them.
+struct Recent {
+    sha: String,
+    merge: bool,
+    bot: bool,
+    /// It changes at least one source file (not only tests, docs or configuration).
+    changes_source: bool,
+}
+
+/// The newest [`LOOKED_AT`] first-parent commits of `HEAD`, newest first, in one git call.
+fn recent_commits(root: &Path) -> Result<Vec<Recent>, InitError> {
+    use crate::ground_truth::mine::fixes::{is_bot, path_kind, LoggedCommit, PathKind};
+    let log = git(
+        root,
+        &["log", "--first-parent", &format!("--max-count={LOOKED_AT}"), "--no-renames", "--name-only", "--format=%x1e%H%x1f%P%x1f%an%x1f%ae%x1f", "HEAD", "--"],
+    )
+    .map_err(|_| InitError::NoCommits)?;
+    Ok(log
+        .split('\u{1e}')
+        .filter_map(|record| {
+            let f: Vec<&str> = record.splitn(5, '\u{1f}').collect();
+            let [sha, parents, author, email, paths] = f[..] else { return None };
+            let paths: Vec<String> = paths.lines().map(str::trim).filter(|l| !l.is_empty()).map(str::to_string).collect();
+            let commit = LoggedCommit {
+                sha: sha.trim().to_string(),
+                parents: parents.split_whitespace().map(str::to_string).collect(),
+                author: author.to_string(),
+                email: email.to_string(),
+                date: String::new(),
+                time: 0,
+                message: String::new(),
+                paths,
+            };
+            Some(Recent {
+                merge: commit.parents.len() > 1,
+                bot: is_bot(&commit),
+                changes_source: commit.paths.iter().any(|p| path_kind(p) == PathKind::Source),
+                sha: commit.sha,
+            })
+        })
+        .collect())
 }
 
 /// The `commits` value for the first-parent commits `newest_first` (at most

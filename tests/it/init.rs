@@ -135,3 +135,29 @@ fn init_in_a_shallow_clone_never_lists_the_boundary_commit() {
     let said = format!("{}{}", stdout_of(&plan), stderr_of(&plan));
     assert!(said.contains("the boundary of a shallow clone"), "{said}");
 }
+
+/// A repository whose newest commits are a bot's bumps and a docs change: `init` lists the
+/// newest commits that change source files, and the bot is excluded by the manifest too.
+#[test]
+fn init_on_a_repository_of_bot_bumps_picks_the_recent_source_changes() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let repo = repository(dir.path(), 3);
+    for i in 0..4 {
+        std::fs::write(repo.join("requirements.txt"), format!("six=={i}\n")).expect("write");
+        git(&repo, &["add", "--all"]);
+        git_dated(&repo, Some(&format!("2024-01-02T00:00:{i:02}Z")), &["commit", "--quiet", "--author", "dependabot[bot] <bot@example.com>", "-m", "Bump six"]);
+    }
+    std::fs::write(repo.join("README.md"), "# docs\n").expect("write");
+    git(&repo, &["add", "--all"]);
+    git_dated(&repo, Some("2024-01-03T00:00:00Z"), &["commit", "--quiet", "-m", "Document it"]);
+    let out = runner(&repo).arg("init").output().expect("runs");
+    assert!(out.status.success(), "{}", stderr_of(&out));
+    let manifest = std::fs::read_to_string(repo.join("experiments/review.toml")).expect("manifest");
+    let sources: Vec<String> = (0..3).rev().map(|i| git(&repo, &["rev-parse", &format!("HEAD~{}", 5 + i)])).collect();
+    let listed = format!("commits = [{}]", sources.iter().map(|s| format!("\"{s}\"")).collect::<Vec<_>>().join(", "));
+    assert!(manifest.contains(&listed), "the three source changes, oldest first: {manifest}");
+    assert!(manifest.contains("exclude-authors = [\"*[bot]*\""), "{manifest}");
+    let plan = runner(&repo).args(["validate", "experiments/review.toml"]).output().expect("runs");
+    assert!(plan.status.success(), "{}", stderr_of(&plan));
+    assert!(stdout_of(&plan).contains("× 3 subjects"), "{}", stdout_of(&plan));
+}
