@@ -8,7 +8,8 @@
 /// U+202A–U+202E and U+2066–U+2069, the marks U+200E, U+200F and U+061C) that would reorder
 /// what follows it on screen, or a line or paragraph separator.
 pub fn is_unsafe(c: char) -> bool {
-    (c.is_control() && c != '\t') || matches!(c, '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}' | '\u{200e}' | '\u{200f}' | '\u{061c}' | '\u{2028}' | '\u{2029}')
+    (c.is_control() && c != '\t')
+        || matches!(c, '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}' | '\u{200e}' | '\u{200f}' | '\u{061c}' | '\u{2028}' | '\u{2029}')
 }
 
 /// `text` with every character [`is_unsafe`] says must not reach a terminal shown as `�`

@@ -52,7 +52,12 @@ fn miss() -> Vec<crate::finding::Finding> {
 
 fn compare_spec(axis: &str, metrics: &[CompareMetric], resamples: usize) -> AnalysisSpec {
     let mut spec = spec(AnalysisKind::COMPARE, Some(axis));
-    spec.options = crate::analysis::spec::AnalysisOptions::Compare(CompareOptions { metrics: metrics.to_vec(), headline: vec![metrics[0]], resamples, ..CompareOptions::default() });
+    spec.options = crate::analysis::spec::AnalysisOptions::Compare(CompareOptions {
+        metrics: metrics.to_vec(),
+        headline: vec![metrics[0]],
+        resamples,
+        ..CompareOptions::default()
+    });
     spec
 }
 
