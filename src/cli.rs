@@ -336,8 +336,9 @@ pub(crate) struct DiffArgs {
     #[arg(long)]
     pub json: bool,
     /// Test one metric statistically instead of applying the keep rule: paired bootstrap
-    /// interval and sign-flip permutation test over subjects (recall, recall-with-partials,
-    /// precision, f1, noise, jaccard).
+    /// interval and sign-flip permutation test over subjects, on any metric a `compare`
+    /// analysis recorded (recall, precision, f1, noise, findings, jaccard, `resolution` from
+    /// git, RQS v2's metrics; recall over a mined oracle included) or review-eval's counts.
     #[arg(long, value_name = "METRIC")]
     pub metric: Option<String>,
     /// With `--metric`: a difference smaller than this neither fails the gate nor counts as better.

@@ -35,7 +35,7 @@ fn diff_metric(args: &DiffArgs, metric: &str, a_path: &Path, b_path: &Path) -> R
     let metric = CompareMetric::parse(metric).ok_or_else(|| Error::InvalidFlag {
         flag: "--metric".into(),
         value: metric.to_string(),
-        expected: "recall, recall-with-partials, precision, f1, noise, findings or jaccard",
+        expected: "a compare metric: recall, recall-with-partials, precision, f1, noise, findings, jaccard, resolution (from git), or an RQS v2 metric (rqs-headline, weighted-recall, jury-precision, actionability, conciseness, comprehensiveness, relevance)",
     })?;
     let interval = match args.interval.as_str() {
         "bca" => runner::stats::IntervalMethod::Bca,

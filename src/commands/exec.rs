@@ -101,6 +101,16 @@ pub(crate) fn run(args: ExecArgs) -> Result<Exit, Error> {
             if !interrupted && args.shard.is_none() && executed.written.is_empty() && summary.missing.is_empty() && !executed.outcomes.is_empty() {
                 errln!("no run succeeded: the reports were left as they were");
             }
+            for warning in silent_reviewers(&prepared, &executed.outcomes) {
+                errln!("warning: {warning}");
+            }
+            // The answer, last: the verdict lines RESULTS.md opens with.
+            if !interrupted && args.shard.is_none() && !executed.results.summary.is_empty() {
+                errln!("verdicts:");
+                for line in &executed.results.summary {
+                    errln!("  {}", line.replace("**", ""));
+                }
+            }
         }
         // Quiet still shows errors: what failed and why.
         Mode::Quiet if summary.failed + summary.skipped + summary.unrun + summary.cost.as_ref().map_or(0, |c| c.unrun_calls) > 0 => {
@@ -200,4 +210,25 @@ async fn interrupt_or_terminate() -> bool {
 
 fn unix_millis() -> u128 {
     std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_millis()).unwrap_or(0)
+}
+
+/// A warning for each reviewer whose every successful run (two or more) found nothing: it is
+/// likely reviewing nothing (a wrong path, an output format it does not print), and a
+/// comparison against it says nothing about quality.
+fn silent_reviewers(prepared: &experiment::Prepared, outcomes: &[runner::exec::RunOutcome]) -> Vec<String> {
+    let mut by_reviewer: std::collections::BTreeMap<&str, (usize, usize)> = std::collections::BTreeMap::new();
+    for (run, outcome) in prepared.plan.runs.iter().zip(outcomes) {
+        if let Some((_, findings)) = outcome.success() {
+            let entry = by_reviewer.entry(run.reviewer.as_str()).or_default();
+            entry.0 += 1;
+            entry.1 += findings.len();
+        }
+    }
+    by_reviewer
+        .into_iter()
+        .filter(|(_, (runs, findings))| *runs >= 2 && *findings == 0)
+        .map(|(name, (runs, _))| {
+            format!("every run of reviewer `{name}` ({runs} runs) found nothing: check that it reviews what you think (`runner show` lists what a run printed)")
+        })
+        .collect()
 }

@@ -613,3 +613,27 @@ output = "out"
         assert_eq!((run["findings"][0]["file"].as_str(), run["findings"][0]["line"].as_u64()), (Some("calc.py"), Some(14)), "{run}");
     }
 }
+
+/// `exec` ends with the verdict lines RESULTS.md opens with, and warns about a reviewer whose
+/// every run found nothing.
+#[test]
+fn exec_ends_with_the_verdicts_and_warns_about_a_reviewer_that_never_finds_anything() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let silent = script(dir.path(), "silent.sh", "#!/bin/sh\necho '{\"findings\": []}'\n");
+    let corpus = project_root().join("corpus/quickstart");
+    let manifest = write_manifest(
+        dir.path(),
+        "m.toml",
+        &format!(
+            "version = 1\n[experiment]\nname = \"silent\"\n[target]\ncorpus = \"{}\"\nunseal-holdout = true\n[matrix]\nreviewer = [\"heuristic\", \"silent\"]\n[reviewers.heuristic]\nkind = \"builtin\"\nname = \"heuristic\"\n[reviewers.silent]\nkind = \"command\"\nprogram = \"{}\"\n[[analysis]]\nkind = \"compare\"\naxis = \"reviewer\"\nmetrics = [\"recall\"]\n[report]\noutput = \"out\"\n",
+            corpus.display(),
+            silent.display()
+        ),
+    );
+    let out = runner(dir.path()).arg("exec").arg(&manifest).output().expect("runs");
+    assert!(out.status.success(), "{}", stderr_of(&out));
+    let stderr = stderr_of(&out);
+    assert!(stderr.contains("warning: every run of reviewer `silent`") && !stderr.contains("reviewer `heuristic`"), "{stderr}");
+    let verdicts = stderr.split("verdicts:\n").nth(1).unwrap_or_default();
+    assert!(verdicts.trim_start().starts_with("recall, `silent` − `heuristic`") && !verdicts.contains("**"), "{stderr}");
+}
