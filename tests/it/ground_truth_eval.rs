@@ -3,6 +3,7 @@
 
 use super::git;
 use assert_cmd::Command;
+use predicates::prelude::PredicateBooleanExt;
 use predicates::str::contains;
 use std::path::Path;
 
@@ -185,6 +186,19 @@ fn eval_cases_on_a_git_repository_are_reviewed_blind_and_scored() {
         &std::fs::read_to_string(tmp.path().join("evals.toml")).expect("read").replace("repeat = 1", "repeat = 1\nref = [\"HEAD~1\"]"),
     );
     runner().current_dir(tmp.path()).args(["validate", "bad.toml"]).assert().code(1).stderr(contains("the `ref` axis does not apply with `evals`"));
+
+    // A finding at a place the reviewed tip lacks, or one written without its separators, is
+    // a located error in `validate`: that bug could never be found, or would leave the oracle.
+    let case = repo.join("evals/shell/case.md");
+    let good = std::fs::read_to_string(&case).expect("case.md");
+    for (from, to, says) in [
+        ("src/thumb.py:4", "src/gone.py:4", "`src/gone.py` does not exist at the case's tip"),
+        ("src/thumb.py:4", "src/thumb.py:400", "and the finding is at line 400"),
+        ("F1 | src/thumb.py:4 | security |", "F1 src/thumb.py:4 security", "reads like a finding but is not `id | path:line | class"),
+    ] {
+        write(&case, &good.replace(from, to));
+        runner().current_dir(tmp.path()).args(["validate", "evals.toml"]).assert().code(1).stderr(contains("evals/shell/case.md:9`").and(contains(says)));
+    }
 }
 
 #[test]

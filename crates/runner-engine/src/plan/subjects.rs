@@ -183,6 +183,31 @@ fn resolve_history(manifest: &Manifest, repo: &Path, spec: &HistorySpec) -> Resu
     Ok(Resolved { subjects, history: Some(history) })
 }
 
+/// Each finding of an eval case names a file of the case's tip and a line inside it: a bug at
+/// a place the reviewed commit does not have could never be found.
+fn check_finding_places(repo: &Path, dir: &Path, case: &evalcase::EvalCase, tip: &str) -> Result<(), ResolveError> {
+    use crate::subject::trace::{FileAt, Tracer};
+    let tracer = Tracer::new(repo);
+    let path = dir.join(&case.id).join(evalcase::CASE_FILE);
+    for f in &case.findings {
+        let short = &tip[..tip.len().min(10)];
+        let problem = match tracer.file_at(tip, &f.path) {
+            Ok(FileAt::File { lines }) => {
+                let last = f.end.unwrap_or(f.line);
+                (u64::from(last) > lines)
+                    .then(|| format!("finding `{}`: `{}` has {lines} lines at the case's tip {short}, and the finding is at line {last}", f.id, f.path))
+            }
+            Ok(FileAt::Missing) => Some(format!("finding `{}`: `{}` does not exist at the case's tip {short}", f.id, f.path)),
+            Ok(FileAt::NotAFile(kind)) => Some(format!("finding `{}`: `{}` is a {kind}, not a file, at the case's tip {short}", f.id, f.path)),
+            Err(e) => Some(format!("finding `{}`: `{}` could not be read at the case's tip {short}: {e}", f.id, f.path)),
+        };
+        if let Some(message) = problem {
+            return Err(evalcase::EvalCaseError::Invalid { path, line: f.written_at, message }.into());
+        }
+    }
+    Ok(())
+}
+
 /// The eval set's directory relative to the repository, when it lies inside it.
 fn inside(repo: &Path, dir: &Path) -> Option<PathBuf> {
     let (repo, dir) = (repo.canonicalize().ok()?, dir.canonicalize().ok()?);
@@ -220,6 +245,7 @@ fn resolve_evals(repo: &Path, dir: &Path, wanted: Option<&[String]>, review_file
                 )
             }
         };
+        check_finding_places(repo, dir, &case, &head_sha)?;
         let review = guide.as_deref().map(|g| evalcase::strip_tagged(g, &case));
         // The guide is reviewer input, so it is part of the identity (unchanged without one).
         let identity = match &review {

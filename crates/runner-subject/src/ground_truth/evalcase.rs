@@ -36,6 +36,8 @@ pub struct EvalFinding {
     /// The case's class (`state`, `validation`, …), free text.
     pub class: String,
     pub defect: String,
+    /// The line of `case.md` it is written on, for located errors.
+    pub written_at: usize,
 }
 
 /// One case.
@@ -109,6 +111,11 @@ pub fn parse(path: &Path, text: &str) -> Result<EvalCase, EvalCaseError> {
             continue;
         }
         if !line.contains('|') {
+            // A note, unless it reads like a finding written without its separators (`F2
+            // src/a.py:10 state …`): dropped, that bug would silently leave the oracle.
+            if looks_like_finding(line) {
+                return Err(err(line_no, format!("`{line}` reads like a finding but is not `id | path:line | class | the defect, in a sentence`")));
+            }
             notes.push(line.to_string());
             continue;
         }
@@ -138,7 +145,15 @@ pub fn parse(path: &Path, text: &str) -> Result<EvalCase, EvalCaseError> {
         if defect.is_empty() || class.is_empty() {
             return Err(err(line_no, "a finding needs a class and a sentence saying what breaks".into()));
         }
-        findings.push(EvalFinding { id: fid.to_string(), path: file.to_string(), line: start, end, class: class.to_string(), defect: defect.to_string() });
+        findings.push(EvalFinding {
+            id: fid.to_string(),
+            path: file.trim_start_matches("./").to_string(),
+            line: start,
+            end,
+            class: class.to_string(),
+            defect: defect.to_string(),
+            written_at: line_no,
+        });
     }
     let id = id.ok_or_else(|| err(1, "missing `Case:`".into()))?;
     let (base, tip) = range.ok_or_else(|| err(1, "missing `Range: <base>..<tip>`".into()))?;
@@ -146,6 +161,22 @@ pub fn parse(path: &Path, text: &str) -> Result<EvalCase, EvalCaseError> {
         return Err(err(text.lines().count().max(1), "missing the `Findings:` line".into()));
     }
     Ok(EvalCase { id, base, tip, source: source.unwrap_or_default(), date, groups, findings, notes })
+}
+
+/// Whether a line without `|` reads like a finding: it starts with a finding id (`F2`, `B12`)
+/// or holds a `path:line` location (`src/a.py:10`).
+fn looks_like_finding(line: &str) -> bool {
+    let first = line.split_whitespace().next().unwrap_or_default();
+    let id_like = first.len() <= 6
+        && first.chars().next().is_some_and(|c| c.is_ascii_alphabetic())
+        && first.chars().skip(1).all(|c| c.is_ascii_digit())
+        && first.len() > 1;
+    let located = line.split_whitespace().any(|w| {
+        w.rsplit_once(':').is_some_and(|(path, place)| {
+            path.contains(['.', '/']) && !place.is_empty() && place.split('-').all(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
+        })
+    });
+    id_like || located
 }
 
 /// Reads every `<dir>/<id>/case.md`, sorted by id; a case's `Case:` must name its directory.
