@@ -5,9 +5,11 @@
 pub mod color;
 pub mod diagnostics;
 pub mod reader;
+pub mod syntax;
 
 pub use diagnostics::{Diagnostic, ManifestErrors};
 pub use reader::{Problems, TableReader};
+pub use syntax::syntax_diagnostic;
 
 use regex::Regex;
 use std::collections::BTreeSet;

@@ -77,11 +77,14 @@ pub struct TableReader<'c, 'i> {
     /// How the table is named in messages, e.g. `[reviewer]`.
     name: String,
     asked: RefCell<BTreeSet<String>>,
+    /// Keys the table takes in another of its forms (a target of another kind), named and
+    /// suggested as known, though reported when this form does not read them.
+    elsewhere: RefCell<BTreeSet<String>>,
 }
 
 impl<'c, 'i> TableReader<'c, 'i> {
     pub fn new(problems: &'c Problems, table: &'c DeTable<'i>, span: Range<usize>, name: impl Into<String>) -> Self {
-        Self { problems, table, span, name: name.into(), asked: RefCell::new(BTreeSet::new()) }
+        Self { problems, table, span, name: name.into(), asked: RefCell::new(BTreeSet::new()), elsewhere: RefCell::new(BTreeSet::new()) }
     }
 
     /// The same reader, named otherwise in messages (e.g. `[judges.NAME]` for a sub-table).
@@ -111,6 +114,12 @@ impl<'c, 'i> TableReader<'c, 'i> {
     /// The span of `key`'s name, for messages about the key itself.
     pub fn key_span(&self, key: &str) -> Option<Range<usize>> {
         self.table.keys().find(|k| k.get_ref().as_ref() == key).map(|k| k.span())
+    }
+
+    /// Every key the table takes in any of its forms: a misspelling is matched against all of
+    /// them, and one that this form does not read is said not to apply rather than unknown.
+    pub fn vocabulary(&self, keys: &[&str]) {
+        self.elsewhere.borrow_mut().extend(keys.iter().map(|k| k.to_string()));
     }
 
     /// Marks `key` as known without reading it.
@@ -266,17 +275,27 @@ impl<'c, 'i> TableReader<'c, 'i> {
     /// Reports every key that nothing asked for, with the closest known key as help.
     pub fn finish(self) {
         let asked = self.asked.into_inner();
+        let elsewhere = self.elsewhere.into_inner();
+        let known: BTreeSet<&str> = asked.iter().chain(&elsewhere).map(String::as_str).collect();
         for key in self.table.keys() {
             let name = key.get_ref().as_ref();
             if asked.contains(name) {
                 continue;
             }
-            let best = asked.iter().map(|k| (strsim::jaro_winkler(k, name), k)).filter(|(score, _)| *score > 0.8).max_by(|a, b| a.0.total_cmp(&b.0));
+            if elsewhere.contains(name) {
+                let here: Vec<&str> = asked.iter().map(String::as_str).collect();
+                self.problems.push_with_help(
+                    key.span(),
+                    format!("`{name}` does not apply to this {}", self.name),
+                    format!("keys that apply here: {}", here.join(", ")),
+                );
+                continue;
+            }
             let message = format!("unknown key `{name}` in {}", self.name);
-            match best {
-                Some((_, k)) => self.problems.push_with_help(key.span(), message, format!("did you mean `{k}`?")),
+            match super::did_you_mean(name, known.iter().copied()) {
+                Some(k) => self.problems.push_with_help(key.span(), message, format!("did you mean `{k}`?")),
                 None => {
-                    let known: Vec<&str> = asked.iter().map(String::as_str).collect();
+                    let known: Vec<&str> = known.iter().copied().collect();
                     self.problems.push_with_help(key.span(), message, format!("known keys: {}", known.join(", ")))
                 }
             }

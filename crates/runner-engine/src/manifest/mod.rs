@@ -67,12 +67,8 @@ fn parse_checked(path: &Path, source: &str, checks: Checks) -> Result<Manifest, 
     let fail = |diagnostics: Vec<Diagnostic>| ManifestErrors { path: path.to_path_buf(), source: source.to_string(), diagnostics };
     let (document, syntax_errors) = DeTable::parse_recoverable(source);
     if !syntax_errors.is_empty() {
-        return Err(fail(
-            syntax_errors
-                .iter()
-                .map(|e| Diagnostic { span: e.span().unwrap_or(0..0), message: format!("invalid TOML: {}", e.message().trim()), help: None })
-                .collect(),
-        ));
+        // One message, at the cause: the parser's later errors follow from its first.
+        return Err(fail(vec![crate::config::syntax_diagnostic(source, &syntax_errors)]));
     }
     let problems = Problems::default();
     let base_dir = path.parent().map(Path::to_path_buf).unwrap_or_default();
@@ -216,7 +212,43 @@ fn read_experiment(t: &TableReader<'_, '_>) -> Option<Experiment> {
     Some(Experiment { name: name?.into_inner(), description })
 }
 
+/// Every key `[target]` takes, for any kind of target.
+const TARGET_KEYS: [&str; 19] = [
+    "repo",
+    "corpus",
+    "external",
+    "evals",
+    "commits",
+    "pull-requests",
+    "head",
+    "oracle",
+    "cases",
+    "review-file",
+    "unseal-holdout",
+    "sample",
+    "seed",
+    "max-diff-lines",
+    "paths",
+    "exclude-paths",
+    "merges",
+    "exclude-authors",
+    "min-changed-lines",
+];
+
+/// The `[target]` keys that decide what kind of target it is.
+const TARGET_KINDS: [&str; 6] = ["repo", "corpus", "external", "evals", "commits", "pull-requests"];
+
 fn read_target(t: &TableReader<'_, '_>, base_dir: &Path, check_paths: bool) -> Option<TargetSpec> {
+    t.vocabulary(&TARGET_KEYS);
+    // A misspelling of a key that decides the kind (`comits`) leaves the kind unknown: the
+    // misspelling is the one problem (reported as an unknown key), not what the target would
+    // lack as another kind.
+    if t.keys().iter().any(|(k, _)| !TARGET_KEYS.contains(&k.as_str()) && did_you_mean(k, TARGET_KINDS).is_some()) {
+        for key in TARGET_KEYS {
+            t.allow(key);
+        }
+        return None;
+    }
     let repo = t.string("repo");
     let corpus = t.string("corpus");
     if check_paths {
