@@ -308,12 +308,8 @@ fn group_provenance(per_cell: Vec<(String, MergedProvenance)>) -> Vec<Provenance
         .collect()
 }
 
-/// A path shown relative to the manifest's directory when possible, else to the project root
-/// (so a report does not depend on the directory runner was started from).
+/// A path shown relative to the manifest's project root, so a report does not depend on the
+/// directory runner was started from.
 fn relative(base: &std::path::Path, path: &std::path::Path) -> String {
-    let root = crate::config::project_root(base);
-    path.strip_prefix(base)
-        .or_else(|e| if root.as_os_str().is_empty() { Err(e) } else { path.strip_prefix(&root) })
-        .map(|p| p.display().to_string())
-        .unwrap_or_else(|_| path.display().to_string())
+    crate::config::project_relative(base, path)
 }

@@ -536,3 +536,27 @@ fn every_single_mistake_is_exactly_one_located_message() {
     }
     assert!(wrong.is_empty(), "{} of {} mistakes:\n\n{}", wrong.len(), cases.len(), wrong.join("\n\n"));
 }
+
+/// Paths a manifest names are shown in its report from the project root: the same manifest
+/// executed from the repository's root and from `experiments/` writes the same bytes.
+#[test]
+fn the_report_is_the_same_from_any_directory() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let repo = calc_repo(dir.path());
+    std::fs::create_dir_all(repo.join("experiments")).expect("mkdir");
+    write_manifest(
+        &repo.join("experiments"),
+        "m.toml",
+        "version = 1\n[experiment]\nname = \"m\"\n[target]\nrepo = \"..\"\ncommits = \"HEAD~2..HEAD\"\n[matrix]\nrepeat = 1\n[reviewer]\nkind = \"builtin\"\nname = \"heuristic\"\n[report]\noutput = \"../results/m\"\n",
+    );
+    let read = |name: &str| std::fs::read(repo.join("results/m").join(name)).expect("report");
+    let out = runner(&repo).args(["exec", "-q", "experiments/m.toml"]).output().expect("runs");
+    assert!(out.status.success(), "{}", stderr_of(&out));
+    let (markdown, json) = (read("RESULTS.md"), read("results.json"));
+    let text = String::from_utf8_lossy(&markdown).into_owned();
+    assert!(text.contains("| Target | git: `.`: the first-parent commits of `HEAD~2..HEAD`"), "{text}");
+    let out = runner(&repo.join("experiments")).args(["exec", "-q", "m.toml"]).output().expect("runs");
+    assert!(out.status.success(), "{}", stderr_of(&out));
+    assert_eq!(String::from_utf8_lossy(&read("RESULTS.md")), text, "RESULTS.md from experiments/");
+    assert!(read("results.json") == json, "results.json from experiments/");
+}

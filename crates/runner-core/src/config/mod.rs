@@ -72,12 +72,38 @@ pub fn check_template(problems: &Problems, text: &Spanned<String>, axes: &BTreeS
 /// of a worktree), else the manifest's directory — never the current directory as such.
 /// Returned relative (empty) when it is the current directory, else absolute.
 pub fn project_root(manifest_dir: &Path) -> PathBuf {
-    let dir = if manifest_dir.as_os_str().is_empty() { Path::new(".") } else { manifest_dir };
-    let Ok(dir) = dir.canonicalize() else { return manifest_dir.to_path_buf() };
-    let root = dir.ancestors().find(|a| a.join(".git").exists()).unwrap_or(&dir).to_path_buf();
+    let Some(root) = absolute_project_root(manifest_dir) else { return manifest_dir.to_path_buf() };
     match std::env::current_dir().and_then(|d| d.canonicalize()) {
         Ok(cwd) if cwd == root => PathBuf::new(),
         _ => root,
+    }
+}
+
+/// [`project_root`] as a canonical absolute path; `None` when the manifest's directory cannot
+/// be resolved.
+fn absolute_project_root(manifest_dir: &Path) -> Option<PathBuf> {
+    let dir = if manifest_dir.as_os_str().is_empty() { Path::new(".") } else { manifest_dir };
+    let dir = dir.canonicalize().ok()?;
+    Some(dir.ancestors().find(|a| a.join(".git").exists()).unwrap_or(&dir).to_path_buf())
+}
+
+/// A path the manifest names (a repository, a corpus, a changes file), as reports show it:
+/// relative to the manifest's project root (`.` for the root itself), whatever directory
+/// runner was started from, so a committed report is the same bytes from anywhere. A path
+/// outside the project is shown absolute; one that cannot be resolved, as given.
+pub fn project_relative(manifest_dir: &Path, path: &Path) -> String {
+    let Some(root) = absolute_project_root(manifest_dir) else { return path.display().to_string() };
+    let absolute = match path.canonicalize() {
+        Ok(p) => p,
+        Err(_) => match std::env::current_dir() {
+            Ok(cwd) => resolve_path(&cwd, &path.to_string_lossy()),
+            Err(_) => return path.display().to_string(),
+        },
+    };
+    match absolute.strip_prefix(&root) {
+        Ok(inside) if inside.as_os_str().is_empty() => ".".to_string(),
+        Ok(inside) => inside.display().to_string(),
+        Err(_) => absolute.display().to_string(),
     }
 }
 
@@ -172,6 +198,27 @@ mod tests {
         assert_eq!(resolve_path(Path::new(""), "../x"), PathBuf::from("../x"));
         assert_eq!(resolve_path(Path::new("/a/b"), "../../../c"), PathBuf::from("/c"));
         assert_eq!(resolve_path(Path::new("experiments"), ".."), PathBuf::from("."));
+    }
+
+    /// Whatever the current directory, a path is shown from the project root: the same
+    /// repository named `..` from `experiments/` and `.` from the root reads `.` both ways.
+    #[test]
+    fn paths_are_shown_from_the_project_root_wherever_runner_runs() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let root = dir.path().canonicalize().expect("canonical");
+        std::fs::create_dir_all(root.join(".git")).expect("mkdir");
+        std::fs::create_dir_all(root.join("experiments")).expect("mkdir");
+        std::fs::create_dir_all(root.join("corpus/q")).expect("mkdir");
+        let experiments = root.join("experiments");
+        // As the manifest reader resolves them, from the manifest's directory given two ways.
+        for manifest_dir in [experiments.clone(), root.join("experiments/../experiments")] {
+            assert_eq!(project_relative(&manifest_dir, &resolve_path(&manifest_dir, "..")), ".");
+            assert_eq!(project_relative(&manifest_dir, &resolve_path(&manifest_dir, "../corpus/q")), "corpus/q");
+            assert_eq!(project_relative(&manifest_dir, &resolve_path(&manifest_dir, "../corpus/missing")), "corpus/missing");
+        }
+        let outside = tempfile::tempdir().expect("tempdir");
+        let outside = outside.path().canonicalize().expect("canonical");
+        assert_eq!(project_relative(&experiments, &outside), outside.display().to_string());
     }
 
     #[test]
