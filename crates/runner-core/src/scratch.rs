@@ -168,6 +168,7 @@ fn remove_lock_last(path: &Path) -> io::Result<()> {
             continue;
         }
         if entry.file_type()?.is_dir() {
+            forget_worktree(&entry.path());
             std::fs::remove_dir_all(entry.path())?;
         } else {
             std::fs::remove_file(entry.path())?;
@@ -175,6 +176,36 @@ fn remove_lock_last(path: &Path) -> io::Result<()> {
     }
     let _ = std::fs::remove_file(path.join(OWNER));
     std::fs::remove_dir(path)
+}
+
+/// The prefix of a worktree's directory in a scratch directory (`runner-worktree-<random>`,
+/// holding the worktree itself under the same name).
+const WORKTREE_PREFIX: &str = "runner-worktree-";
+
+/// Before a dead owner's worktree goes, its entry in the repository's `.git/worktrees/` goes
+/// too, so a runner killed mid-review leaves no worktree record behind in the user's
+/// repository. Only an entry that provably belongs to this worktree is removed: the worktree's
+/// `.git` file names it (`gitdir: …/worktrees/runner-worktree-…`), and the entry's own
+/// `gitdir` file names that `.git` file back. Anything else is left to git.
+fn forget_worktree(dir: &Path) {
+    let Some(name) = dir.file_name().and_then(|n| n.to_str()).filter(|n| n.starts_with(WORKTREE_PREFIX)) else { return };
+    let dot_git = dir.join(name).join(".git");
+    let Ok((file, _)) = crate::bounded::open_regular(&dot_git, crate::bounded::Links::Refuse, "worktree records") else { return };
+    let mut text = String::new();
+    if io::Read::read_to_string(&mut io::Read::take(file, 4096), &mut text).is_err() {
+        return;
+    }
+    let Some(admin) = text.trim().strip_prefix("gitdir: ").map(PathBuf::from) else { return };
+    let admin_named = admin.file_name().and_then(|n| n.to_str()).is_some_and(|n| n.starts_with(WORKTREE_PREFIX));
+    let in_worktrees = admin.parent().and_then(|p| p.file_name()).is_some_and(|n| n == "worktrees");
+    if !admin_named || !in_worktrees || !std::fs::symlink_metadata(&admin).is_ok_and(|m| m.is_dir()) {
+        return;
+    }
+    let back = std::fs::read_to_string(admin.join("gitdir")).unwrap_or_default();
+    let same = |a: &Path, b: &Path| a == b || matches!((a.canonicalize(), b.canonicalize()), (Ok(x), Ok(y)) if x == y);
+    if same(Path::new(back.trim()), &dot_git) {
+        let _ = std::fs::remove_dir_all(&admin);
+    }
 }
 
 /// A directory itself (not a link to one) owned by this process's user.
@@ -271,5 +302,33 @@ mod tests {
         drop(lock);
         assert_eq!(sweep(parent.path()), 1);
         assert!(!made.exists());
+    }
+
+    /// A runner killed mid-review leaves a worktree in its scratch directory and the
+    /// worktree's entry in the repository's `.git/worktrees/`: the sweep removes both, and
+    /// leaves an entry that does not name the worktree back.
+    #[test]
+    fn a_sweep_forgets_a_dead_owners_worktrees_in_their_repositories() {
+        let parent = tempfile::tempdir().expect("tempdir");
+        let repo = parent.path().join("repo");
+        let git = |args: &[&str]| {
+            let out = std::process::Command::new("git").arg("-C").arg(&repo).args(args).output().expect("git");
+            assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        };
+        std::fs::create_dir_all(&repo).expect("mkdir");
+        git(&["init", "--quiet", "--initial-branch=main"]);
+        git(&["-c", "user.name=t", "-c", "user.email=t@e", "commit", "--quiet", "--allow-empty", "-m", "c"]);
+        let dead = parent.path().join("runner-1-dead");
+        let tree = dead.join("runner-worktree-abc123").join("runner-worktree-abc123");
+        std::fs::create_dir_all(tree.parent().expect("parent")).expect("mkdir");
+        git(&["worktree", "add", "--detach", "--quiet", &tree.display().to_string(), "HEAD"]);
+        // The user's own worktree, and a look-alike entry that does not name a runner worktree.
+        git(&["worktree", "add", "--detach", "--quiet", &parent.path().join("mine").display().to_string(), "HEAD"]);
+        std::fs::write(dead.join(OWNER), SIGNATURE).expect("lock file");
+        assert!(repo.join(".git/worktrees/runner-worktree-abc123").is_dir());
+        assert_eq!(sweep(parent.path()), 1);
+        assert!(!dead.exists());
+        assert!(!repo.join(".git/worktrees/runner-worktree-abc123").exists(), "the dead owner's entry is gone");
+        assert!(repo.join(".git/worktrees/mine").is_dir(), "the user's worktree stays");
     }
 }

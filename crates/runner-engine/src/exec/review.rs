@@ -72,14 +72,22 @@ pub(super) async fn run(mut shared: ReviewShared, task: ReviewTask) -> RunOutcom
             Some(m) => Some(m.clone().lock_owned().await),
             None => None,
         };
+        // Other processes' turn in the scope, waited for before any slot is taken and before
+        // the run's time starts.
+        let hold = task.reviewer.exclusive_hold(job).await;
         let r = task.per_reviewer.clone().acquire_owned().await;
         let g = shared.global.clone().acquire_owned().await;
-        (scope_guard, r, g)
+        (scope_guard, hold, r, g)
     };
-    let guards = tokio::select! {
+    let (scope_guard, hold, per_reviewer, global) = tokio::select! {
         g = acquire => g,
         _ = wait_cancel(&mut shared.cancel) => return RunOutcome::Skipped(SkipReason::Interrupted),
     };
+    let hold = match hold {
+        Ok(hold) => hold,
+        Err(error) => return record(&shared, &task, Err(error), None, None).await,
+    };
+    let guards = (scope_guard, hold, per_reviewer, global);
     let endpoint = task.reviewer.endpoint(job);
     let down = {
         let map = shared.unreachable.lock().unwrap_or_else(|p| p.into_inner());

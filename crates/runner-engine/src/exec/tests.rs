@@ -47,6 +47,8 @@ struct FakeReviewer {
     tokens: Option<u64>,
     /// The runs reviewed, in the order they started (`cell #repeat @subject`).
     started: StdMutex<Vec<String>>,
+    /// How long its cross-process hold takes to come (another process's turn).
+    hold_ms: u64,
 }
 
 impl Reviewer for FakeReviewer {
@@ -60,6 +62,13 @@ impl Reviewer for FakeReviewer {
 
     fn exclusive_scope(&self, job: &ReviewJob) -> Option<String> {
         self.exclusive.then(|| job.subject.id.clone())
+    }
+
+    fn exclusive_hold<'a>(&'a self, _job: &'a ReviewJob) -> BoxFuture<'a, Result<Option<crate::reviewer::Hold>, ReviewError>> {
+        Box::pin(async move {
+            tokio::time::sleep(Duration::from_millis(self.hold_ms)).await;
+            Ok((self.hold_ms > 0).then(|| Box::new(()) as crate::reviewer::Hold))
+        })
     }
 
     fn review<'a>(&'a self, job: &'a ReviewJob) -> BoxFuture<'a, Result<ReviewOutput, ReviewError>> {
@@ -257,6 +266,18 @@ async fn exclusive_scopes_run_one_at_a_time() {
     let reviewer = Arc::new(FakeReviewer { latency_ms: 10, exclusive: true, ..Default::default() });
     run_with(&plan, reviewer.clone(), &CacheStore::new(dir.path()), &options(8, None)).await;
     assert_eq!(reviewer.max_in_flight.load(Ordering::SeqCst), 1);
+}
+
+/// Waiting for another process's turn in the scope is not the run's time: a hold that comes
+/// after longer than the run's timeout (and its backstop) still lets the run finish.
+#[tokio::test(start_paused = true)]
+async fn waiting_for_another_process_turn_is_not_the_runs_time() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let plan = plan(&["a"], 1, &["repo"]);
+    let reviewer = Arc::new(FakeReviewer { exclusive: true, hold_ms: 60_000, latency_ms: 10, ..Default::default() });
+    let outcomes = run_with(&plan, reviewer.clone(), &CacheStore::new(dir.path()), &options(2, None)).await;
+    assert!(outcomes.iter().all(|o| o.success().is_some()), "{outcomes:?}");
+    assert_eq!(reviewer.calls.load(Ordering::SeqCst), 1);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -530,6 +530,17 @@ impl Reviewer for CommandReviewer {
         (self.spec.isolation == Isolation::Serialize && !is_materialized(&job.subject.repo_dir)).then(|| job.subject.repo_dir.display().to_string())
     }
 
+    fn exclusive_hold<'a>(&'a self, job: &'a ReviewJob) -> BoxFuture<'a, Result<Option<super::Hold>, ReviewError>> {
+        Box::pin(async move {
+            let repo = absolute(&job.subject.repo_dir);
+            if self.spec.isolation != Isolation::Serialize || is_materialized(&repo) {
+                return Ok(None);
+            }
+            let turn = DirLock::take(&repo).await.map_err(|e| ReviewError::failed(format!("cannot lock `{}` to review in it alone: {e}", repo.display())))?;
+            Ok(Some(Box::new(turn) as super::Hold))
+        })
+    }
+
     fn review<'a>(&'a self, job: &'a ReviewJob) -> BoxFuture<'a, Result<ReviewOutput, ReviewError>> {
         Box::pin(async move {
             let repo = absolute(&job.subject.repo_dir);
@@ -554,10 +565,13 @@ impl Reviewer for CommandReviewer {
                     self.review_in(job, &repo, false).await
                 }
                 Isolation::Serialize => {
-                    // The engine's scope keeps this process's runs in the repository apart;
-                    // a lock on its directory keeps other processes' runs out too.
-                    let _turn =
-                        DirLock::take(&repo).await.map_err(|e| ReviewError::failed(format!("cannot lock `{}` to review in it alone: {e}", repo.display())))?;
+                    // The engine's scope keeps this process's runs in the repository apart,
+                    // and its hold (`exclusive_hold`, taken before the run's time starts) keeps
+                    // other processes' runs out; a caller without the hold takes the lock here.
+                    let _turn = match DirLock::try_take(&repo) {
+                        Ok(Some(turn)) => Some(turn),
+                        _ => None,
+                    };
                     check_head(&repo, &job.subject.head_sha)?;
                     self.review_in(job, &repo, false).await
                 }
@@ -1049,6 +1063,18 @@ fn prune_stale(repo: &Path) {
             let _ = git(repo, &["worktree", "remove", "--force", "--force", &path.display().to_string()]);
         }
     }
+    // An entry half made by an add that was killed before git wrote its `gitdir` file names no
+    // worktree, so git lists none: runner's own (by name) go, under the shared turn, so no
+    // add in flight is mid-way.
+    let Ok(common) = git_common_dir(repo) else { return };
+    let Ok(entries) = std::fs::read_dir(common.join("worktrees")) else { return };
+    for entry in entries.flatten() {
+        let runners = entry.file_name().to_str().is_some_and(|n| n.starts_with(WORKTREE_PREFIX));
+        let half_made = entry.file_type().is_ok_and(|t| t.is_dir()) && std::fs::symlink_metadata(entry.path().join("gitdir")).is_err();
+        if runners && half_made {
+            let _ = std::fs::remove_dir_all(entry.path());
+        }
+    }
 }
 
 impl Worktree {
@@ -1203,7 +1229,11 @@ mod tests {
         std::mem::forget(left);
         std::fs::remove_dir_all(&scratch).expect("sweep");
         assert!(admin_entries(&repo).contains(&left_name), "git still lists it");
-        // The next add prunes it, and only it.
+        // And an entry an add killed mid-way left without its `gitdir` file.
+        let common = git_common_dir(&repo).expect("common dir");
+        std::fs::create_dir_all(common.join("worktrees/runner-worktree-half")).expect("mkdir");
+        std::fs::write(common.join("worktrees/runner-worktree-half/HEAD"), &head).expect("write");
+        // The next add prunes them, and only them.
         let next = Worktree::add(&repo, &head).expect("add");
         let next_name = next.path.file_name().expect("name").to_string_lossy().into_owned();
         let mut expected = users.clone();
@@ -1267,10 +1297,18 @@ mod tests {
         };
         // Another process's lock on the repository, as its serialized review holds it.
         let held = DirLock::try_take(&repo).expect("open").expect("free");
+        assert!(reviewer(Isolation::None).exclusive_hold(&job).await.expect("no hold").is_none(), "`none` holds nothing");
         reviewer(Isolation::None).review(&job).await.expect("`none` does not wait");
-        let serialized = tokio::spawn(async move { reviewer(Isolation::Serialize).review(&job).await.map(|o| o.findings.len()) });
+        // As the engine runs it: the hold first (before the run's time starts), then the review.
+        let serialized = tokio::spawn(async move {
+            let r = reviewer(Isolation::Serialize);
+            let hold = r.exclusive_hold(&job).await?;
+            let reviewed = r.review(&job).await.map(|o| o.findings.len());
+            drop(hold);
+            reviewed
+        });
         tokio::time::sleep(Duration::from_millis(200)).await;
-        assert!(!serialized.is_finished(), "a serialized review waits for the repository");
+        assert!(!serialized.is_finished(), "a serialized run waits for the repository");
         drop(held);
         assert_eq!(serialized.await.expect("join").expect("reviewed once the lock is free"), 0);
     }

@@ -207,6 +207,9 @@ impl ReviewError {
     }
 }
 
+/// What [`Reviewer::exclusive_hold`] holds: let go when dropped.
+pub type Hold = Box<dyn std::any::Any + Send>;
+
 /// A reviewer backend.
 pub trait Reviewer: Send + Sync {
     /// `builtin`, `command`, `ollama`, `openai`, …
@@ -228,6 +231,14 @@ pub trait Reviewer: Send + Sync {
     /// state); `None` lets runs overlap freely.
     fn exclusive_scope(&self, _job: &ReviewJob) -> Option<String> {
         None
+    }
+
+    /// A hold on this run's exclusive scope that other processes respect too (a serialized
+    /// command reviewer's repository directory, locked with `flock`), taken by the engine
+    /// before the run's time starts and kept until it ends: waiting for another process's turn
+    /// is neither the run's time nor a slot's. `None`: nothing to hold.
+    fn exclusive_hold<'a>(&'a self, _job: &'a ReviewJob) -> BoxFuture<'a, Result<Option<Hold>, ReviewError>> {
+        Box::pin(async { Ok(None) })
     }
 
     /// The secret values this reviewer uses (keys, passed-through variables), which the engine

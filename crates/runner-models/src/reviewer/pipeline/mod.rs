@@ -665,6 +665,15 @@ impl Reviewer for PipelineReviewer {
         self.runners.iter().find_map(|r| r.reviewer().exclusive_scope(job))
     }
 
+    fn exclusive_hold<'a>(&'a self, job: &'a ReviewJob) -> BoxFuture<'a, Result<Option<crate::reviewer::Hold>, ReviewError>> {
+        Box::pin(async move {
+            match self.runners.iter().find(|r| r.reviewer().exclusive_scope(job).is_some()) {
+                Some(r) => r.reviewer().exclusive_hold(job).await,
+                None => Ok(None),
+            }
+        })
+    }
+
     fn secrets(&self) -> Vec<String> {
         self.runners.iter().flat_map(|r| r.reviewer().secrets()).collect()
     }
