@@ -288,6 +288,15 @@ pub struct Executed {
     pub written: Vec<PathBuf>,
 }
 
+/// What an execution builds subjects and reads and writes the cache through, when not the
+/// prepared experiment's own (`Default`: `subject::materialize` and [`Prepared::store`]); a
+/// test counts both.
+#[derive(Default, Clone)]
+pub struct Through {
+    pub materializer: Option<exec::Materializer>,
+    pub store: Option<Arc<dyn Store>>,
+}
+
 /// Executes a prepared experiment: walks its plan, whose analyze and render nodes compute
 /// the analyses and write the reports.
 pub async fn execute(
@@ -297,6 +306,19 @@ pub async fn execute(
     asked: report::formats::Asked,
     emitter: &Emitter,
     cancel: watch::Receiver<bool>,
+) -> Result<Executed, Error> {
+    execute_through(prepared, manifest_label, options, asked, emitter, cancel, Through::default()).await
+}
+
+/// [`execute`], building subjects and reading the cache through `through`.
+pub async fn execute_through(
+    prepared: &Prepared,
+    manifest_label: &str,
+    options: ExecOptions,
+    asked: report::formats::Asked,
+    emitter: &Emitter,
+    cancel: watch::Receiver<bool>,
+    through: Through,
 ) -> Result<Executed, Error> {
     if options.shard.is_none() {
         check_output(&prepared.manifest.report)?;
@@ -313,12 +335,12 @@ pub async fn execute(
         sharded: options.shard.is_some(),
         render_stamps: Some(options.work_dir.join("renders")),
         asked,
-        work_dir: options.work_dir.clone(),
     };
-    let materializer: exec::Materializer = Arc::new(|spec, work_dir| crate::subject::materialize(spec, work_dir).map_err(|e| e.to_string()));
+    let materializer: exec::Materializer =
+        through.materializer.unwrap_or_else(|| Arc::new(|spec, work_dir| crate::subject::materialize(spec, work_dir).map_err(|e| e.to_string())));
     let scorers = prepared.scorers.clone().map(|s| s as Arc<dyn exec::Scorers>);
     let warner = emitter.clone();
-    let store = prepared.store(Arc::new(move |message| warner.emit(exec::Event::Warning { message })));
+    let store = through.store.unwrap_or_else(|| prepared.store(Arc::new(move |message| warner.emit(exec::Event::Warning { message }))));
     let window = crate::reviewer::llm::adaptive::Registry::global().window();
     let parts = exec::EngineParts {
         plan: &prepared.plan,
@@ -368,8 +390,6 @@ struct ExperimentConclusions<'a> {
     render_stamps: Option<PathBuf>,
     /// The formats asked for beyond the core reports (the HTML page, the CI summary).
     asked: report::formats::Asked,
-    /// Where subjects are materialized, for the HTML page's diffs.
-    work_dir: PathBuf,
 }
 
 /// What the render node produced.
@@ -431,9 +451,10 @@ impl exec::Conclusions for ExperimentConclusions<'_> {
                 maybe_unchanged: !outcomes.iter().any(|o| matches!(o, RunOutcome::Fresh { .. })),
             };
             let mut written = report::render::write_reports(&results, &report.output, report.template.as_deref(), options)?;
-            // The other formats, from the same results, only beside core reports just written.
+            // The other formats, from the same results and what the walk holds (its outcomes,
+            // the subjects it built), only beside core reports just written.
             if let Some(results_path) = written.iter().find(|p| p.ends_with("results.json")).cloned() {
-                let side = || side_of(Ok(prepared), results.clone(), &results_path, &self.work_dir);
+                let side = || walk_side(prepared, results.clone(), &results_path, &outcomes, view);
                 let input = report::formats::FormatInput { results: &results, results_path: &results_path, asked: &self.asked, side: &side };
                 written.extend(report::formats::write_formats(&input)?);
             }
@@ -568,60 +589,91 @@ pub fn prepare_to_read(manifest_path: &std::path::Path, locations: &Locations) -
     Ok(Prepared { manifest, reviewers, plan, cache, remote, oracle, adjudications: BTreeMap::new(), scorers: None, rqs: BTreeMap::new() })
 }
 
-/// `runner show`: the findings of the runs `selection` picks, from the cache, with their
-/// verdicts against the oracle under the matching rule of the manifest's first analysis that
-/// scores against it (the default rule when none does).
-pub fn show(prepared: &Prepared, selection: &report::show::Selection) -> Result<report::show::Shown, Error> {
-    let rule = prepared.manifest.analyses.iter().find(|a| a.kind.uses_oracle()).map(|a| a.oracle_rule).unwrap_or_default();
+/// The matching rule `runner show` and the page give verdicts under: the manifest's first
+/// analysis that scores against the oracle (the default rule when none does).
+fn show_rule(prepared: &Prepared) -> crate::analysis::spec::OracleRule {
+    prepared.manifest.analyses.iter().find(|a| a.kind.uses_oracle()).map(|a| a.oracle_rule).unwrap_or_default()
+}
+
+/// `runner show` on a manifest: the findings of its planned runs that `selection` picks,
+/// from the cache (through the store, the remote behind it when one is configured; `warn` is
+/// told if the remote fails), with their verdicts against the oracle under [`show_rule`].
+pub fn show(prepared: &Prepared, selection: &report::show::Selection, warn: crate::cache::layered::Warn) -> Result<report::show::Shown, Error> {
+    let rule = show_rule(prepared);
     let oracle = prepared.oracle.as_ref().map(|o| (o, &rule));
-    Ok(report::show::collect(&prepared.manifest.experiment.name, &prepared.plan, &prepared.cache, oracle, selection)?)
+    let store = prepared.store(warn);
+    let source = report::show::Source { store: store.as_ref(), local: &prepared.cache };
+    Ok(report::show::collect(&prepared.manifest.experiment.name, &prepared.plan, source, oracle, selection)?)
+}
+
+/// `runner show` on a results.json: the findings of the runs it recorded that `selection`
+/// picks, under their recorded keys whatever `prepared` (the manifest it names) plans now,
+/// from the cache as [`show`] reads it, with verdicts as [`show`] gives them.
+pub fn show_recorded(
+    prepared: &Prepared,
+    results: &Results,
+    selection: &report::show::Selection,
+    warn: crate::cache::layered::Warn,
+) -> Result<report::show::Shown, Error> {
+    let rule = show_rule(prepared);
+    let oracle = prepared.oracle.as_ref().map(|o| (o, &rule));
+    let store = prepared.store(warn);
+    let source = report::show::Source { store: store.as_ref(), local: &prepared.cache };
+    let sole_reviewer = match prepared.manifest.reviewers.entries.as_slice() {
+        [one] => Some(one.name.as_str()),
+        _ => None,
+    };
+    let recorded = report::show::Recorded { results, plan: &prepared.plan, sole_reviewer };
+    Ok(report::show::collect_recorded(&recorded, source, oracle, selection)?)
 }
 
 /// One execution for `runner report`: its results.json, the plots beside it and, through the
-/// manifest it names (or `manifest`), its runs' findings from the cache and its subjects'
-/// diffs. What cannot be read is said on the page, not an error.
-pub fn report_side(results_path: &std::path::Path, manifest: Option<&std::path::Path>, locations: &Locations) -> Result<report::html::Side, Error> {
+/// manifest it names (or `manifest`), the findings of the runs it recorded, read from the cache
+/// under their recorded keys whatever the manifest plans now, and its subjects' diffs (built
+/// from the manifest's target where it still has them as they were reviewed). What cannot be
+/// read is said on the page, not an error.
+pub fn report_side(
+    results_path: &std::path::Path,
+    manifest: Option<&std::path::Path>,
+    locations: &Locations,
+    warn: crate::cache::layered::Warn,
+) -> Result<report::html::Side, Error> {
+    use report::html;
     let results = Results::read(results_path)?;
     let manifest_path = match manifest {
         Some(path) => Ok(path.to_path_buf()),
-        None => report::html::manifest_of(results_path, &results),
+        None => html::manifest_of(results_path, &results),
     };
     let prepared =
         manifest_path.and_then(|path| prepare_to_read(&path, locations).map_err(|e| format!("its manifest `{}` could not be read: {e}", path.display())));
-    let work_dir = |prepared: &Prepared| locations.work_dir.clone().unwrap_or_else(|| crate::config::project_root(&prepared.manifest.base_dir).join(".runner"));
-    let work_dir = prepared.as_ref().map(work_dir).unwrap_or_default();
-    Ok(side_of(prepared.as_ref().map_err(String::clone), results, results_path, &work_dir))
+    let plots = html::read_plots(results_path);
+    let (findings, diffs) = match prepared {
+        Ok(prepared) => {
+            let work_dir = locations.work_dir.clone().unwrap_or_else(|| crate::config::project_root(&prepared.manifest.base_dir).join(".runner"));
+            let findings = show_recorded(&prepared, &results, &report::show::Selection::default(), warn).map_err(|e| e.to_string());
+            let diffs = html::recorded_diffs(&results, findings.as_ref().ok(), &prepared.plan, &work_dir);
+            (findings, diffs)
+        }
+        Err(why) => (Err(why), BTreeMap::new()),
+    };
+    Ok(html::Side { results_path: results_path.display().to_string(), results, findings, diffs, plots })
 }
 
-/// A page's side from results already in hand and the experiment they came from (or why it
-/// could not be opened): what `exec --html` writes right after its execution, with nothing
-/// read back or prepared again.
-pub fn side_of(prepared: Result<&Prepared, String>, results: Results, results_path: &std::path::Path, work_dir: &std::path::Path) -> report::html::Side {
-    use report::html;
-    let plots = html::read_plots(results_path);
-    let mut side =
-        html::Side { results_path: results_path.display().to_string(), results, findings: Err(String::new()), diffs: BTreeMap::new(), plots, note: None };
-    match prepared {
-        Ok(prepared) => {
-            side.findings = show(prepared, &report::show::Selection::default()).map_err(|e| e.to_string());
-            side.diffs = html::subject_diffs(&prepared.plan, work_dir);
-            // The manifest may have changed since results.json was written: say so.
-            let recorded: BTreeMap<(&str, u32, &str), &str> =
-                side.results.runs.iter().map(|r| ((r.cell.as_str(), r.repeat, r.subject.as_str()), r.key.as_str())).collect();
-            let changed = prepared
-                .plan
-                .runs
-                .iter()
-                .filter(|r| recorded.get(&(r.cell.id.as_str(), r.repeat, r.subject_id.as_str())).is_none_or(|k| !r.key.0.starts_with(k)))
-                .count();
-            if changed > 0 || prepared.plan.runs.len() != side.results.runs.len() {
-                side.note = Some(format!(
-                    "The manifest plans {} runs, {changed} of them not as results.json records them: it changed since results.json was written, and the findings shown are those of its current plan.",
-                    prepared.plan.runs.len()
-                ));
-            }
-        }
-        Err(why) => side.findings = Err(why),
-    }
-    side
+/// `exec --html`'s side of the page, from what the execution holds: its results, its runs'
+/// outcomes (plan order) and the subjects its walk built. Nothing is read from the cache or
+/// materialized: a subject whose every review came from the cache has no diff on this page
+/// (`runner report` builds it).
+fn walk_side(
+    prepared: &Prepared,
+    results: Results,
+    results_path: &std::path::Path,
+    outcomes: &[&RunOutcome],
+    view: &WalkView<'_, Arc<AnalysisResult>, Rendered>,
+) -> report::html::Side {
+    let rule = show_rule(prepared);
+    let oracle = prepared.oracle.as_ref().map(|o| (o, &rule));
+    let shown = report::show::from_outcomes(&prepared.manifest.experiment.name, prepared.plan.runs.iter().zip(outcomes.iter().copied()), oracle);
+    let diffs = report::html::built_diffs(prepared.plan.subjects.keys().map(String::as_str), &view.subjects());
+    let plots = report::html::read_plots(results_path);
+    report::html::Side { results_path: results_path.display().to_string(), results, findings: Ok(shown), diffs, plots }
 }

@@ -41,13 +41,33 @@ pub struct Side {
     pub results: Results,
     /// What its runs said, or why that could not be read (no manifest, no cache).
     pub findings: Result<Shown, String>,
-    /// Each subject's diff, or why it could not be obtained.
-    pub diffs: BTreeMap<String, Result<String, String>>,
+    /// Each subject's diff, or why it is not shown.
+    pub diffs: BTreeMap<String, SubjectDiff>,
     /// `plots/*.svg` beside results.json, by file name.
     pub plots: Vec<Plot>,
-    /// A caveat shown with this execution (its manifest changed since, say).
-    pub note: Option<String>,
 }
+
+/// A subject's diff on the page.
+#[derive(Debug, Clone, PartialEq)]
+pub enum SubjectDiff {
+    /// The unified diff the reviewers saw.
+    Text(String),
+    /// Why it could not be obtained.
+    Failed(String),
+    /// Not built: the execution that wrote the page served every review of the subject from
+    /// the cache, and builds no repository for a page (`runner report` does).
+    NotBuilt,
+}
+
+impl SubjectDiff {
+    pub fn is_shown(&self) -> bool {
+        matches!(self, Self::Text(_))
+    }
+}
+
+/// What the page says of a subject whose diff this execution did not build.
+const NOT_BUILT: &str =
+    "No diff here: every review of this subject came from the cache, so the execution that wrote this page built nothing for it. runner report on its results.json shows the page with the diff.";
 
 /// An SVG chart beside results.json.
 #[derive(Debug, Clone)]
@@ -102,11 +122,40 @@ pub fn read_plots(results_path: &Path) -> Vec<Plot> {
     plots
 }
 
-/// Each planned subject's diff as the reviewers saw it, materialized the way `exec` does
-/// (a corpus case as its two-commit repository under `work_dir`; a git range read from its
-/// repository); a subject that cannot be materialized carries the reason.
-pub fn subject_diffs(plan: &Plan, work_dir: &Path) -> BTreeMap<String, Result<String, String>> {
-    plan.subjects.iter().map(|(id, spec)| (id.clone(), crate::subject::materialize(spec, work_dir).map(|s| s.diff).map_err(|e| e.to_string()))).collect()
+/// The diffs of the subjects results.json recorded, as the reviewers saw them: each
+/// materialized the way `exec` does (a corpus case as its two-commit repository under
+/// `work_dir`; a git range read from its repository) from the manifest's current plan. A
+/// subject the plan no longer has, or has under another identity than the one its recorded
+/// runs were reviewed under (`shown`'s records), is not built and the page says why; so is a
+/// subject that cannot be materialized.
+pub fn recorded_diffs(results: &Results, shown: Option<&Shown>, plan: &Plan, work_dir: &Path) -> BTreeMap<String, SubjectDiff> {
+    let mut reviewed: BTreeMap<&str, &str> = BTreeMap::new();
+    for run in shown.map(|s| s.runs.as_slice()).unwrap_or_default() {
+        if let Some(identity) = &run.subject_identity {
+            reviewed.entry(run.subject.as_str()).or_insert(identity.as_str());
+        }
+    }
+    results
+        .target
+        .subjects
+        .iter()
+        .map(|id| {
+            let diff = match plan.subjects.get(id) {
+                None => SubjectDiff::Failed("the manifest no longer plans this subject".to_string()),
+                Some(spec) if reviewed.get(id.as_str()).is_some_and(|i| *i != spec.identity) => SubjectDiff::Failed(
+                    "the manifest's target has changed it since its runs were reviewed (another identity), so the diff they saw cannot be built".to_string(),
+                ),
+                Some(spec) => crate::subject::materialize(spec, work_dir).map_or_else(|e| SubjectDiff::Failed(e.to_string()), |s| SubjectDiff::Text(s.diff)),
+            };
+            (id.clone(), diff)
+        })
+        .collect()
+}
+
+/// The diffs of an execution's subjects from what its walk built (`built`, by subject id):
+/// nothing is materialized here, and a subject the walk did not build is [`SubjectDiff::NotBuilt`].
+pub fn built_diffs<'s>(subjects: impl Iterator<Item = &'s str>, built: &BTreeMap<&str, &crate::subject::Subject>) -> BTreeMap<String, SubjectDiff> {
+    subjects.map(|id| (id.to_string(), built.get(id).map_or(SubjectDiff::NotBuilt, |s| SubjectDiff::Text(s.diff.clone())))).collect()
 }
 
 /// Renders the page: one execution, or two side by side (`sides[0]` is A).
@@ -348,7 +397,7 @@ impl Page {
         let mut subjects = Vec::new();
         for (index, subject) in subject_order.iter().enumerate() {
             // The diff: the first side's, and the second's only when it differs.
-            let mut diffs: Vec<(String, &Result<String, String>)> = Vec::new();
+            let mut diffs: Vec<(String, &SubjectDiff)> = Vec::new();
             for (side, id) in sides.iter().zip(ids) {
                 if let Some(d) = side.diffs.get(subject) {
                     if !diffs.iter().any(|(_, other)| *other == d) {
@@ -369,11 +418,12 @@ impl Page {
                 .map(|(label, d)| {
                     let label = if single { String::new() } else { label };
                     match d {
-                        Ok(text) => {
+                        SubjectDiff::Text(text) => {
                             let (lines, note) = diff_lines(text, &mut counter, &flagged, &mut line_ids);
                             DiffView { label, lines, note }
                         }
-                        Err(why) => DiffView { label, lines: Vec::new(), note: Some(format!("The diff could not be obtained: {why}")) },
+                        SubjectDiff::Failed(why) => DiffView { label, lines: Vec::new(), note: Some(format!("The diff could not be obtained: {why}")) },
+                        SubjectDiff::NotBuilt => DiffView { label, lines: Vec::new(), note: Some(NOT_BUILT.to_string()) },
                     }
                 })
                 .collect();
@@ -583,15 +633,7 @@ fn side_view(side: &Side, id: &str) -> SideView {
         failures,
         runs,
         plots: side.plots.iter().map(|p| PlotView { name: p.name.clone(), data: base64::engine::general_purpose::STANDARD.encode(&p.svg) }).collect(),
-        notes: side
-            .findings
-            .as_ref()
-            .err()
-            .map(|why| format!("Findings cannot be shown: {why}"))
-            .into_iter()
-            .chain(side.note.clone())
-            .map(|n| spans(&n))
-            .collect(),
+        notes: side.findings.as_ref().err().map(|why| format!("Findings cannot be shown: {why}")).into_iter().map(|n| spans(&n)).collect(),
     }
 }
 

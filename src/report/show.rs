@@ -1,30 +1,57 @@
 //! What reviewers said: the findings of selected runs, read from the cache (never by running
 //! a reviewer), with each finding's verdict against the oracle when the target has one.
 //! `runner show` prints them ([`render_text`], or JSON); the HTML report lists them per subject.
+//! The runs are a manifest's current plan ([`collect`]), the runs a results.json recorded
+//! ([`collect_recorded`]: their keys, whatever the manifest says now), one run by key or label
+//! ([`collect_run`]), or an execution's own outcomes ([`from_outcomes`], read from nothing).
 
+use super::model::{Results, RunRow};
 use crate::analysis::matching::matcher::{match_case, Verdict};
 use crate::analysis::spec::OracleRule;
-use crate::cache::{CacheKey, CacheStore, Findings, Lookup, RunRecord};
+use crate::cache::{CacheKey, CacheStore, Findings, Lookup, RunRecord, Store};
+use crate::exec::RunOutcome;
 use crate::finding::Finding;
 use crate::ground_truth::oracle::Oracle;
-use crate::plan::Plan;
+use crate::plan::{Plan, PlannedRun};
 use serde::Serialize;
+use std::collections::HashMap;
 
-/// Which planned runs to show; every `None` selects all.
+/// Which runs to show; every `None` selects all.
 #[derive(Debug, Clone, Default)]
 pub struct Selection {
     /// A cell id (`model=a,rag=0`), or some of its `axis=value` pairs (`model=a`).
     pub cell: Option<String>,
+    /// A subject id, or the start of exactly one (a commit's short SHA, as RESULTS.md prints it).
     pub subject: Option<String>,
     pub repeat: Option<u32>,
-    /// A cache key or a prefix of one (results.json's `key` column).
+    /// A cache key or a prefix of one (results.json's and RESULTS.md's `key` column).
     pub key: Option<String>,
+}
+
+/// Where shown runs are read from: the store executions read through (lookups and recorded
+/// failures, the remote behind the local cache when one is configured), and that local cache,
+/// which alone lists run keys by prefix and holds a pipeline run's raw output once looked up.
+#[derive(Clone, Copy)]
+pub struct Source<'a> {
+    pub store: &'a dyn Store,
+    pub local: &'a CacheStore,
+}
+
+impl<'a> Source<'a> {
+    /// A local cache alone.
+    pub fn local(cache: &'a CacheStore) -> Self {
+        Source { store: cache, local: cache }
+    }
 }
 
 #[derive(Debug, thiserror::Error)]
 pub enum ShowError {
     #[error("no planned run matches {what}; {hint}")]
     NoMatch { what: String, hint: String },
+    #[error("no run results.json records matches {what}; {hint}")]
+    NoRecordedMatch { what: String, hint: String },
+    #[error("subject `{prefix}` is ambiguous: {count} subjects start with it ({some}); give more of it")]
+    AmbiguousSubject { prefix: String, count: usize, some: String },
     #[error("`{0}` is neither a manifest, a results.json, a run key (hex digits, at least 6, as results.json's `key` column prints them) nor a run label (`cell #repeat @subject`)")]
     BadKey(String),
     #[error("no run in the cache `{cache}` has a key starting with `{prefix}`: pass the experiment's manifest or results.json, or `--cache-dir`")]
@@ -38,22 +65,55 @@ pub enum ShowError {
 }
 
 impl Selection {
-    fn cell_matches(&self, cell: &crate::matrix::Cell) -> bool {
+    /// Whether it names anything (a selection of nothing selects every run).
+    fn narrows(&self) -> bool {
+        self.cell.is_some() || self.subject.is_some() || self.repeat.is_some() || self.key.is_some()
+    }
+
+    /// Whether the cell `id`, whose values `value_of` gives by axis, is selected.
+    fn cell_matches(&self, id: &str, value_of: impl Fn(&str) -> Option<String>) -> bool {
         let Some(wanted) = &self.cell else { return true };
-        if *wanted == cell.id {
+        if wanted == id {
             return true;
         }
         let pairs: Vec<(&str, &str)> = wanted.split(',').filter_map(|p| p.split_once('=')).collect();
-        !pairs.is_empty()
-            && pairs.len() == wanted.split(',').count()
-            && pairs.iter().all(|(axis, value)| cell.values.get(*axis).is_some_and(|v| v.render() == *value))
+        !pairs.is_empty() && pairs.len() == wanted.split(',').count() && pairs.iter().all(|(axis, value)| value_of(axis).is_some_and(|v| v == *value))
     }
 
-    fn matches(&self, run: &crate::plan::PlannedRun) -> bool {
-        self.cell_matches(&run.cell)
+    /// The selection with its subject resolved among `subjects`: an id as it is, or the one id
+    /// it starts (a commit's short SHA); an unknown one is left for the caller to report.
+    fn resolved<'s>(&self, subjects: impl Iterator<Item = &'s str>) -> Result<Selection, ShowError> {
+        let Some(wanted) = &self.subject else { return Ok(self.clone()) };
+        let mut starting: Vec<&str> = Vec::new();
+        for id in subjects {
+            if id == wanted {
+                return Ok(self.clone());
+            }
+            if id.starts_with(wanted.as_str()) && !starting.contains(&id) {
+                starting.push(id);
+            }
+        }
+        match starting.as_slice() {
+            [] => Ok(self.clone()),
+            [one] => Ok(Selection { subject: Some(one.to_string()), ..self.clone() }),
+            many => {
+                Err(ShowError::AmbiguousSubject { prefix: wanted.clone(), count: many.len(), some: list(&many.iter().take(3).copied().collect::<Vec<_>>()) })
+            }
+        }
+    }
+
+    fn matches(&self, run: &PlannedRun) -> bool {
+        self.cell_matches(&run.cell.id, |axis| run.cell.values.get(axis).map(|v| v.render()))
             && self.subject.as_ref().is_none_or(|s| *s == run.subject_id)
             && self.repeat.is_none_or(|r| r == run.repeat)
             && self.key.as_ref().is_none_or(|k| run.key.0.starts_with(&k.to_ascii_lowercase()))
+    }
+
+    /// A recorded run, but for its key (see [`Self::key_matches`]).
+    fn matches_recorded(&self, row: &RunRow, values: Option<&crate::cache::key::CellText>) -> bool {
+        self.cell_matches(&row.cell, |axis| values.and_then(|v| v.get(axis).cloned()))
+            && self.subject.as_ref().is_none_or(|s| *s == row.subject)
+            && self.repeat.is_none_or(|r| r == row.repeat)
     }
 
     fn describe(&self) -> String {
@@ -162,6 +222,9 @@ pub struct ShownRun {
     /// A pipeline run's stages, each call with its raw answer (empty for other reviewers).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub stages: Vec<ShownStage>,
+    /// The identity of the subject as it was reviewed (from the run's record), when known.
+    #[serde(skip)]
+    pub subject_identity: Option<String>,
 }
 
 /// One stage of a pipeline run, as its run's raw output records it.
@@ -251,12 +314,13 @@ pub struct Shown {
     pub runs: Vec<ShownRun>,
 }
 
-/// The findings of the planned runs `selection` picks, read from `cache` (a read-only lookup:
-/// nothing is written, locked or run). With an oracle, each finding of a subject it knows
+/// The findings of the planned runs `selection` picks, read through `source` (a read-only
+/// lookup: nothing is run or locked). With an oracle, each finding of a subject it knows
 /// carries its verdict under `rule`.
-pub fn collect(experiment: &str, plan: &Plan, cache: &CacheStore, oracle: Option<(&Oracle, &OracleRule)>, selection: &Selection) -> Result<Shown, ShowError> {
-    let selected: Vec<&crate::plan::PlannedRun> = plan.runs.iter().filter(|r| selection.matches(r)).collect();
-    if selected.is_empty() {
+pub fn collect(experiment: &str, plan: &Plan, source: Source<'_>, oracle: Option<(&Oracle, &OracleRule)>, selection: &Selection) -> Result<Shown, ShowError> {
+    let selection = selection.resolved(plan.subjects.keys().map(String::as_str))?;
+    let selected: Vec<&PlannedRun> = plan.runs.iter().filter(|r| selection.matches(r)).collect();
+    if selected.is_empty() && selection.narrows() {
         let cells: Vec<&str> = plan.cells.iter().map(|c| c.id.as_str()).collect();
         let subjects: Vec<&str> = plan.subjects.keys().map(String::as_str).collect();
         let repeats = plan.runs.iter().map(|r| r.repeat).max().unwrap_or(0);
@@ -265,11 +329,161 @@ pub fn collect(experiment: &str, plan: &Plan, cache: &CacheStore, oracle: Option
             hint: format!("cells: {}; subjects: {}; repeats 1..={repeats}", list(&cells), list(&subjects)),
         });
     }
+    let keys: Vec<&CacheKey> = selected.iter().map(|r| &r.key).collect();
+    let lookups = source.store.lookup_batch(&keys);
     let runs = selected
         .into_iter()
-        .map(|run| {
-            let (status, findings, stages) = read_run(cache, &run.key);
-            let verdicts = oracle.and_then(|(o, rule)| verdicts(&findings, &run.subject_id, o, rule));
+        .zip(lookups)
+        .map(|(run, lookup)| {
+            let read = read_run(source, &run.key, lookup);
+            let verdicts = oracle.and_then(|(o, rule)| verdicts(&read.findings, &run.subject_id, o, rule));
+            ShownRun {
+                run: run.label(),
+                experiment: experiment.to_string(),
+                cell: run.cell.id.clone(),
+                repeat: run.repeat,
+                subject: run.subject_id.clone(),
+                reviewer: run.reviewer.clone(),
+                key: run.key.0.clone(),
+                status: read.status,
+                findings: shown_findings(&read.findings, verdicts),
+                stages: read.stages,
+                subject_identity: read.subject_identity,
+            }
+        })
+        .collect();
+    Ok(Shown { experiment: experiment.to_string(), rule: oracle.map(|(_, rule)| rule.describe()), runs })
+}
+
+/// What results.json recorded, and what the manifest it names says now.
+pub struct Recorded<'a> {
+    pub results: &'a Results,
+    /// The manifest's current plan: the full key of a recorded run it still plans, and the
+    /// reviewer of each cell it still has.
+    pub plan: &'a Plan,
+    /// The manifest's reviewer when it has only one: the reviewer of a recorded cell the plan
+    /// no longer has and whose values name none.
+    pub sole_reviewer: Option<&'a str>,
+}
+
+/// The findings of the runs results.json recorded that `selection` picks, whatever its
+/// manifest plans now: each run is read under the key results.json recorded for it (its
+/// first digits, completed from the plan when the plan still has that run, else from the
+/// cache's keys), through `source`. With an oracle, each finding of a subject it knows
+/// carries its verdict under `rule`; a recorded failure is shown as recorded.
+pub fn collect_recorded(
+    recorded: &Recorded<'_>,
+    source: Source<'_>,
+    oracle: Option<(&Oracle, &OracleRule)>,
+    selection: &Selection,
+) -> Result<Shown, ShowError> {
+    let results = recorded.results;
+    let experiment = results.experiment.name.as_str();
+    let selection = selection.resolved(results.target.subjects.iter().chain(results.runs.iter().map(|r| &r.subject)).map(String::as_str))?;
+    let values: HashMap<&str, &crate::cache::key::CellText> = results.cells.iter().map(|c| (c.cell.as_str(), c.values.as_ref())).collect();
+    let planned: HashMap<(&str, u32, &str), &PlannedRun> =
+        recorded.plan.runs.iter().map(|r| ((r.cell.id.as_str(), r.repeat, r.subject_id.as_str()), r)).collect();
+    let reviewer_of_cell: HashMap<&str, &str> = recorded.plan.runs.iter().map(|r| (r.cell.id.as_str(), r.reviewer.as_str())).collect();
+    let wanted_key = selection.key.as_ref().map(|k| k.to_ascii_lowercase());
+    let mut selected: Vec<(&RunRow, Option<CacheKey>)> = Vec::new();
+    for row in results.runs.iter().filter(|row| selection.matches_recorded(row, values.get(row.cell.as_str()).copied())) {
+        let plan_run = planned.get(&(row.cell.as_str(), row.repeat, row.subject.as_str())).copied();
+        let recorded_key = row.key.to_ascii_lowercase();
+        match &wanted_key {
+            // A prefix at most as long as the recorded one is compared with it...
+            Some(k) if k.len() <= recorded_key.len() && !recorded_key.starts_with(k.as_str()) => continue,
+            // ...a longer one with the full key.
+            Some(k) if k.len() > recorded_key.len() && !k.starts_with(recorded_key.as_str()) => continue,
+            _ => {}
+        }
+        let full = full_key(&recorded_key, plan_run.map(|r| &r.key), source.local);
+        if let Some(k) = wanted_key.as_ref().filter(|k| k.len() > recorded_key.len()) {
+            if !full.as_ref().is_some_and(|f| f.0.starts_with(k.as_str())) {
+                continue;
+            }
+        }
+        selected.push((row, full));
+    }
+    if selected.is_empty() && selection.narrows() {
+        let cells: Vec<&str> = results.cells.iter().map(|c| c.cell.as_str()).collect();
+        let subjects: Vec<&str> = results.target.subjects.iter().map(String::as_str).collect();
+        let repeats = results.runs.iter().map(|r| r.repeat).max().unwrap_or(0);
+        return Err(ShowError::NoRecordedMatch {
+            what: selection.describe(),
+            hint: format!("cells: {}; subjects: {}; repeats 1..={repeats}", list(&cells), list(&subjects)),
+        });
+    }
+    let failures: HashMap<&str, &str> = results.failures.iter().map(|f| (f.run.as_str(), f.error.as_str())).collect();
+    let keys: Vec<&CacheKey> = selected.iter().filter_map(|(_, k)| k.as_ref()).collect();
+    let mut lookups = source.store.lookup_batch(&keys).into_iter();
+    let runs = selected
+        .into_iter()
+        .map(|(row, full)| {
+            let label = crate::matrix::RunId::new(row.cell.clone(), row.repeat, row.subject.clone()).to_string();
+            let read = match &full {
+                Some(key) => read_run(source, key, lookups.next().unwrap_or(Lookup::Miss)),
+                None => Read::missing(None),
+            };
+            let read = match read.status {
+                // A run the cache lacks that results.json recorded as failed: its recorded error.
+                ShownStatus::NotCached(None) => Read { status: ShownStatus::NotCached(failures.get(label.as_str()).map(|e| e.to_string())), ..read },
+                _ => read,
+            };
+            let verdicts = oracle.and_then(|(o, rule)| verdicts(&read.findings, &row.subject, o, rule));
+            let reviewer = reviewer_of_cell
+                .get(row.cell.as_str())
+                .map(|r| r.to_string())
+                .or_else(|| values.get(row.cell.as_str()).and_then(|v| v.get("reviewer").cloned()))
+                .or_else(|| recorded.sole_reviewer.map(str::to_string))
+                .unwrap_or_default();
+            ShownRun {
+                run: label,
+                experiment: experiment.to_string(),
+                cell: row.cell.clone(),
+                repeat: row.repeat,
+                subject: row.subject.clone(),
+                reviewer,
+                key: full.map_or_else(|| row.key.clone(), |k| k.0),
+                status: read.status,
+                findings: shown_findings(&read.findings, verdicts),
+                stages: read.stages,
+                subject_identity: read.subject_identity,
+            }
+        })
+        .collect();
+    Ok(Shown { experiment: experiment.to_string(), rule: oracle.map(|(_, rule)| rule.describe()), runs })
+}
+
+/// The full key of a run results.json recorded by its first digits: the planned run's when
+/// it starts with them, else the one key of the local cache that does (`None`: none, or more
+/// than one).
+fn full_key(recorded: &str, planned: Option<&CacheKey>, local: &CacheStore) -> Option<CacheKey> {
+    if recorded.len() < 6 || recorded.len() > 64 || !recorded.bytes().all(|b| b.is_ascii_hexdigit()) {
+        return None;
+    }
+    if let Some(key) = planned.filter(|k| k.0.starts_with(recorded)) {
+        return Some(key.clone());
+    }
+    if recorded.len() == 64 {
+        return Some(CacheKey(recorded.to_string()));
+    }
+    let mut keys = local.run_keys_with_prefix(recorded);
+    (keys.len() == 1).then(|| keys.remove(0))
+}
+
+/// An execution's own runs, from the outcomes its walk holds (nothing is read: `exec --html`):
+/// a run that has no result is shown as not in the cache, with its error when it failed. With
+/// an oracle, each finding of a subject it knows carries its verdict under `rule`. No
+/// pipeline stages: they are in the runs' raw output, which the walk does not hold.
+pub fn from_outcomes<'r>(experiment: &str, runs: impl Iterator<Item = (&'r PlannedRun, &'r RunOutcome)>, oracle: Option<(&Oracle, &OracleRule)>) -> Shown {
+    let runs = runs
+        .map(|(run, outcome)| {
+            let (status, findings, identity): (ShownStatus, &[Finding], Option<String>) = match (outcome.success(), outcome) {
+                (Some((record, findings)), _) => (ShownStatus::Cached, findings, Some(record.inputs.subject.clone())),
+                (None, RunOutcome::Failed(error)) => (ShownStatus::NotCached(Some(error.to_string())), &[], None),
+                (None, _) => (ShownStatus::NotCached(None), &[], None),
+            };
+            let verdicts = oracle.and_then(|(o, rule)| verdicts(findings, &run.subject_id, o, rule));
             ShownRun {
                 run: run.label(),
                 experiment: experiment.to_string(),
@@ -279,20 +493,22 @@ pub fn collect(experiment: &str, plan: &Plan, cache: &CacheStore, oracle: Option
                 reviewer: run.reviewer.clone(),
                 key: run.key.0.clone(),
                 status,
-                findings: shown_findings(&findings, verdicts),
-                stages,
+                findings: shown_findings(findings, verdicts),
+                stages: Vec::new(),
+                subject_identity: identity,
             }
         })
         .collect();
-    Ok(Shown { experiment: experiment.to_string(), rule: oracle.map(|(_, rule)| rule.describe()), runs })
+    Shown { experiment: experiment.to_string(), rule: oracle.map(|(_, rule)| rule.describe()), runs }
 }
 
 /// A run named without a manifest, from the cache records alone (no reviewer name, no
 /// verdicts): by its cache key or a prefix of one (results.json's `key` column), or by its
 /// label `cell #repeat @subject` (RESULTS.md's run column), which can name the same run of
 /// several experiments: each is shown.
-pub fn collect_run(cache: &CacheStore, id: &str) -> Result<Shown, ShowError> {
+pub fn collect_run(source: Source<'_>, id: &str) -> Result<Shown, ShowError> {
     let id = id.trim();
+    let cache = source.local;
     let cache_name = cache.root().display().to_string();
     if parse_label(id).is_some() {
         let mut records: Vec<RunRecord> = cache.list().into_iter().filter_map(Result::ok).filter(|r| r.label == id).collect();
@@ -300,7 +516,7 @@ pub fn collect_run(cache: &CacheStore, id: &str) -> Result<Shown, ShowError> {
             return Err(ShowError::UnknownLabel { label: id.to_string(), cache: cache_name });
         }
         records.sort_by(|a, b| (&a.experiment, &a.key.0).cmp(&(&b.experiment, &b.key.0)));
-        let runs: Vec<ShownRun> = records.iter().map(|r| record_run(cache, &r.key)).collect();
+        let runs: Vec<ShownRun> = records.iter().map(|r| record_run(source, &r.key)).collect();
         let experiment = if runs.iter().all(|r| r.experiment == runs[0].experiment) { runs[0].experiment.clone() } else { String::new() };
         return Ok(Shown { experiment, rule: None, runs });
     }
@@ -314,23 +530,24 @@ pub fn collect_run(cache: &CacheStore, id: &str) -> Result<Shown, ShowError> {
         [key] => key.clone(),
         many => return Err(ShowError::Ambiguous { prefix, cache: cache_name, count: many.len() }),
     };
-    let run = record_run(cache, &key);
+    let run = record_run(source, &key);
     Ok(Shown { experiment: run.experiment.clone(), rule: None, runs: vec![run] })
 }
 
 /// One run from its cache record.
-fn record_run(cache: &CacheStore, key: &CacheKey) -> ShownRun {
-    let (status, findings, record) = match cache.lookup(key) {
+fn record_run(source: Source<'_>, key: &CacheKey) -> ShownRun {
+    let (status, findings, record) = match source.store.lookup(key) {
         Lookup::Hit { record, findings } => (ShownStatus::Cached, findings, Some(record)),
         Lookup::Miss => (ShownStatus::NotCached(None), Findings::default(), None),
         Lookup::Corrupt(detail) => (ShownStatus::Corrupt(detail), Findings::default(), None),
         Lookup::Unreadable(detail) => (ShownStatus::Unreadable(detail), Findings::default(), None),
     };
-    let stages = record.as_ref().map(|r| stages_of(cache, r)).unwrap_or_default();
+    let stages = record.as_ref().map(|r| stages_of(source.local, r)).unwrap_or_default();
     let label = record.as_ref().map(|r| r.label.clone()).unwrap_or_default();
     let (cell, repeat, subject) = parse_label(&label).unwrap_or_default();
     ShownRun {
         run: label,
+        subject_identity: record.as_ref().map(|r| r.inputs.subject.clone()),
         experiment: record.map(|r| r.experiment).unwrap_or_default(),
         cell,
         repeat,
@@ -360,13 +577,30 @@ fn list(items: &[&str]) -> String {
     }
 }
 
-/// A run's cached findings, or why there are none.
-fn read_run(cache: &CacheStore, key: &CacheKey) -> (ShownStatus, Findings, Vec<ShownStage>) {
-    match cache.lookup(key) {
-        Lookup::Hit { findings, record } => (ShownStatus::Cached, findings, stages_of(cache, &record)),
-        Lookup::Miss => (ShownStatus::NotCached(cache.failure(key).map(|f| f.error.to_string())), Findings::default(), Vec::new()),
-        Lookup::Corrupt(detail) => (ShownStatus::Corrupt(detail), Findings::default(), Vec::new()),
-        Lookup::Unreadable(detail) => (ShownStatus::Unreadable(detail), Findings::default(), Vec::new()),
+/// What one run's lookup gave.
+struct Read {
+    status: ShownStatus,
+    findings: Findings,
+    stages: Vec<ShownStage>,
+    subject_identity: Option<String>,
+}
+
+impl Read {
+    fn missing(error: Option<String>) -> Self {
+        Read { status: ShownStatus::NotCached(error), findings: Findings::default(), stages: Vec::new(), subject_identity: None }
+    }
+}
+
+/// A run's cached findings from its lookup, or why there are none (its recorded failure).
+fn read_run(source: Source<'_>, key: &CacheKey, lookup: Lookup) -> Read {
+    let failed = |status| Read { status, ..Read::missing(None) };
+    match lookup {
+        Lookup::Hit { findings, record } => {
+            Read { status: ShownStatus::Cached, findings, stages: stages_of(source.local, &record), subject_identity: Some(record.inputs.subject.clone()) }
+        }
+        Lookup::Miss => Read::missing(source.store.failure(key).map(|f| f.error.to_string())),
+        Lookup::Corrupt(detail) => failed(ShownStatus::Corrupt(detail)),
+        Lookup::Unreadable(detail) => failed(ShownStatus::Unreadable(detail)),
     }
 }
 
@@ -568,6 +802,7 @@ mod tests {
                 status: ShownStatus::Cached,
                 findings: shown_findings(&[finding("a.py", 3, "bad \u{1b}[31mred")], None),
                 stages: Vec::new(),
+                subject_identity: None,
             }],
         };
         let text = render_text(&shown);
@@ -582,8 +817,18 @@ mod tests {
             id: "model=a,rag=0".into(),
             values: [("model".to_string(), AxisValue::Str("a".into())), ("rag".to_string(), AxisValue::Str("0".into()))].into_iter().collect(),
         };
-        let pick = |c: &str| Selection { cell: Some(c.into()), ..Selection::default() }.cell_matches(&cell);
+        let pick = |c: &str| Selection { cell: Some(c.into()), ..Selection::default() }.cell_matches(&cell.id, |axis| cell.get(axis).map(|v| v.render()));
         assert!(pick("model=a,rag=0") && pick("model=a") && pick("rag=0"));
         assert!(!pick("model=b") && !pick("model") && !pick("model=a,x"));
+    }
+
+    #[test]
+    fn a_subject_is_selected_by_its_id_or_the_start_of_exactly_one() {
+        let subjects = ["ada57217f36fd0f51fd260e5f8cdaf89d1e8e4d3", "ada5f00d00000000000000000000000000000000", "case-01"];
+        let pick = |s: &str| Selection { subject: Some(s.into()), ..Selection::default() }.resolved(subjects.iter().copied()).map(|s| s.subject);
+        assert_eq!(pick("ada5721").ok().flatten().as_deref(), Some(subjects[0]), "a short SHA as RESULTS.md prints it");
+        assert_eq!(pick("case-01").ok().flatten().as_deref(), Some("case-01"));
+        assert_eq!(pick("case-09").ok().flatten().as_deref(), Some("case-09"), "an unknown subject is left to be reported");
+        assert!(matches!(pick("ada5"), Err(ShowError::AmbiguousSubject { count: 2, .. })));
     }
 }

@@ -331,3 +331,260 @@ fn report_finds_the_manifest_above_results_json_from_any_directory_and_a_page_wi
     let run = runner(&elsewhere).arg("report").arg(&results).arg("-o").arg(&page).arg("--partial").output().expect("runs");
     assert!(run.status.success(), "{}", stderr_of(&run));
 }
+
+/// A repository of `n` commits at fixed dates, each adding a Python file the built-in
+/// reviewers flag (an `eval(` and a `TODO`).
+fn python_commits(dir: &Path, n: u32) -> PathBuf {
+    let repo = dir.join("repo");
+    std::fs::create_dir_all(&repo).expect("mkdir");
+    git(&repo, &["init", "--quiet", "--initial-branch=main"]);
+    for i in 1..=n {
+        std::fs::write(repo.join(format!("f{i}.py")), format!("def f{i}(code):\n    return eval(code)  # TODO: sandbox {i}\n")).expect("write");
+        git(&repo, &["add", "--all"]);
+        crate::git_dated(&repo, Some(&format!("2024-01-01T00:00:{i:02}Z")), &["commit", "--quiet", "-m", &format!("Add f{i}")]);
+    }
+    repo
+}
+
+/// Built-in reviewers (the `baseline` values) over the first-parent commits of `commits`.
+fn history_manifest_text(commits: &str, baselines: &str) -> String {
+    format!(
+        "version = 1\n[experiment]\nname = \"recorded\"\n[target]\nrepo = \"repo\"\ncommits = \"{commits}\"\n[matrix]\nbaseline = [{baselines}]\n[reviewer]\nkind = \"builtin\"\nname = \"{{{{baseline}}}}\"\n[[analysis]]\nkind = \"latency\"\n[report]\noutput = \"out\"\n"
+    )
+}
+
+fn results_at(path: &Path) -> serde_json::Value {
+    serde_json::from_slice(&std::fs::read(path.join("results.json")).expect("results.json")).expect("json")
+}
+
+#[test]
+fn show_and_report_read_the_runs_results_json_recorded_after_the_manifest_changed() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let repo = python_commits(dir.path(), 4);
+    let manifest = write_manifest(dir.path(), "m.toml", &history_manifest_text("HEAD~2..HEAD", "\"dry-run\", \"heuristic\""));
+    let exec = |out: &str| {
+        let run = runner(dir.path()).args(["exec", "--quiet", "--cache-dir", "cache", "--output", out, "m.toml"]).output().expect("runs");
+        assert!(run.status.success(), "{}", stderr_of(&run));
+        results_at(&dir.path().join(out))
+    };
+    let a = exec("a");
+    // The manifest changes: another range, one reviewer less. A's dry-run runs and its first
+    // subject are no longer planned.
+    std::fs::write(&manifest, history_manifest_text("HEAD~1..HEAD", "\"heuristic\"")).expect("edit the manifest");
+    let b = exec("b");
+    let sha = git(&repo, &["rev-parse", "HEAD~1"]);
+    let recorded = a["runs"]
+        .as_array()
+        .expect("runs")
+        .iter()
+        .find(|r| r["cell"] == "baseline=dry-run" && r["subject"] == sha.as_str())
+        .expect("A recorded the dry-run on HEAD~1")
+        .clone();
+    let key = recorded["key"].as_str().expect("key");
+    assert_eq!(key.len(), 12, "the key as results.json and RESULTS.md print it");
+    assert!(b["runs"].as_array().expect("runs").iter().all(|r| r["cell"] != "baseline=dry-run" && r["subject"] != sha.as_str()));
+
+    // `show --key` of a run A recorded and the manifest no longer plans.
+    let show = runner(dir.path()).args(["show", "a", "--key", key]).output().expect("runs");
+    assert!(show.status.success(), "{}", stderr_of(&show));
+    let text = stdout_of(&show);
+    let findings = recorded["findings"].as_u64().expect("findings");
+    assert!(findings > 0);
+    assert!(text.starts_with(&format!("recorded: 1 run selected, 1 in the cache, {findings} finding")), "{text}");
+    assert!(text.contains(&format!("baseline=dry-run #1 @{sha}  (key {key}, reviewer `reviewer`): {findings} finding")), "{text}");
+    // The same run by its commit's short SHA, as RESULTS.md prints it.
+    let short = &sha[..7];
+    assert!(std::fs::read_to_string(dir.path().join("a/RESULTS.md")).expect("RESULTS.md").contains(&format!("`{short}`")));
+    let by_sha = runner(dir.path()).args(["show", "a", "--subject", short, "--cell", "baseline=dry-run", "--json"]).output().expect("runs");
+    assert!(by_sha.status.success(), "{}", stderr_of(&by_sha));
+    let json: serde_json::Value = serde_json::from_str(&stdout_of(&by_sha)).expect("json");
+    assert_eq!(json["runs"].as_array().map(Vec::len), Some(1), "{json}");
+    assert_eq!(json["runs"][0]["subject"], sha.as_str());
+    assert_eq!(json["runs"][0]["status"], "cached");
+    assert!(json["runs"][0]["key"].as_str().is_some_and(|k| k.len() == 64 && k.starts_with(key)), "{json}");
+    // The manifest itself shows what it plans now: not that run.
+    let planned = runner(dir.path()).args(["show", "m.toml", "--key", key]).output().expect("runs");
+    assert_eq!(planned.status.code(), Some(1), "{}", stdout_of(&planned));
+    assert!(stderr_of(&planned).contains("no planned run matches key"), "{}", stderr_of(&planned));
+
+    // Side by side: each side's own findings on its own side, and nothing to warn about.
+    let page_path = dir.path().join("ab.html");
+    let run = runner(dir.path()).args(["report", "a", "--against", "b", "-o"]).arg(&page_path).output().expect("runs");
+    assert!(run.status.success(), "{}", stderr_of(&run));
+    let stderr = stderr_of(&run);
+    assert!(!stderr.contains("warning") && !stderr.contains("changed") && !stderr.contains("not as results.json records"), "{stderr}");
+    let page = std::fs::read_to_string(&page_path).expect("the page");
+    let total = |r: &serde_json::Value| r["totals"]["findings"].as_u64().expect("findings") as usize;
+    assert_eq!(page.matches("<div class=\"finding\" data-filter=\"1\" data-side=\"a\"").count(), total(&a));
+    assert_eq!(page.matches("<div class=\"finding\" data-filter=\"1\" data-side=\"b\"").count(), total(&b));
+    assert!(page.contains("data-side=\"a\" data-cell=\"baseline&#x3D;dry-run\""), "A's dry-run findings are on A's side");
+    assert!(!page.contains("data-side=\"b\" data-cell=\"baseline&#x3D;dry-run\""), "B has no dry-run runs");
+    assert!(!page.contains("not as results.json records them"), "no warning on the page");
+    // A subject the manifest no longer plans: said, not built from another target.
+    assert!(page.contains("The diff could not be obtained: the manifest no longer plans this subject"), "the dropped subject's diff is explained");
+    assert!(page.contains("+def f4(code):"), "the subject both plan shows its diff");
+}
+
+/// A store that counts every read of a run (lookups, recorded failures) and of a stage value.
+struct CountingStore {
+    inner: runner::cache::CacheStore,
+    reads: std::sync::atomic::AtomicUsize,
+}
+
+impl CountingStore {
+    fn count(&self, n: usize) {
+        self.reads.fetch_add(n, std::sync::atomic::Ordering::SeqCst);
+    }
+}
+
+impl runner::cache::Store for CountingStore {
+    fn lookup(&self, key: &runner::cache::CacheKey) -> runner::cache::Lookup {
+        self.count(1);
+        self.inner.lookup(key)
+    }
+
+    fn lookup_batch(&self, keys: &[&runner::cache::CacheKey]) -> Vec<runner::cache::Lookup> {
+        self.count(keys.len());
+        runner::cache::Store::lookup_batch(&self.inner, keys)
+    }
+
+    fn store_success(
+        &self,
+        experiment: &str,
+        label: &str,
+        slot: &str,
+        key: &runner::cache::CacheKey,
+        inputs: &runner::cache::KeyInputs,
+        output: &runner::reviewer::ReviewOutput,
+    ) -> Result<runner::cache::RunRecord, runner::cache::CacheError> {
+        self.inner.store_success(experiment, label, slot, key, inputs, output)
+    }
+
+    fn store_failure(
+        &self,
+        label: &str,
+        slot: &str,
+        key: &runner::cache::CacheKey,
+        error: &runner::reviewer::ReviewError,
+    ) -> Result<(), runner::cache::CacheError> {
+        self.inner.store_failure(label, slot, key, error)
+    }
+
+    fn failure(&self, key: &runner::cache::CacheKey) -> Option<runner::cache::store::FailureRecord> {
+        self.count(1);
+        self.inner.failure(key)
+    }
+
+    fn try_lock_run(&self, key: &runner::cache::CacheKey) -> Result<Option<runner::cache::Guard>, runner::cache::CacheError> {
+        runner::cache::Store::try_lock_run(&self.inner, key)
+    }
+
+    fn hold(&self) -> Result<runner::cache::Guard, runner::cache::CacheError> {
+        runner::cache::Store::hold(&self.inner)
+    }
+
+    fn remember_slot(&self, slot: &str, key: &runner::cache::CacheKey) -> Result<(), runner::cache::CacheError> {
+        self.inner.remember_slot(slot, key)
+    }
+
+    fn lookup_value(&self, key: &runner::cache::CacheKey) -> runner::cache::ValueLookup {
+        self.count(1);
+        self.inner.lookup_value(key)
+    }
+
+    fn store_value(
+        &self,
+        experiment: &str,
+        stage: &str,
+        key: &runner::cache::CacheKey,
+        inputs: &serde_json::Value,
+        value: &serde_json::Value,
+    ) -> Result<(), runner::cache::CacheError> {
+        self.inner.store_value(experiment, stage, key, inputs, value)
+    }
+}
+
+#[test]
+fn a_fully_cached_exec_html_builds_its_page_from_the_walk_materializing_nothing_and_reading_no_run_again() {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::Arc;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let corpus = project_root().join("corpus/quickstart");
+    let manifest = write_manifest(
+        dir.path(),
+        "m.toml",
+        &format!(
+            "version = 1\n[experiment]\nname = \"walked\"\n[target]\ncorpus = \"{}\"\nunseal-holdout = true\n[matrix]\nbaseline = [\"dry-run\", \"heuristic\"]\n[reviewer]\nkind = \"builtin\"\nname = \"{{{{baseline}}}}\"\n[[analysis]]\nkind = \"fixture\"\n[report]\noutput = \"out\"\n",
+            corpus.display()
+        ),
+    );
+    // The CLI fills the cache (and writes a page with every diff, since it built every subject).
+    let first = runner(dir.path()).args(["exec", "--quiet", "--html", "--cache-dir", "cache", "--work-dir", "work", "m.toml"]).output().expect("runs");
+    assert!(first.status.success(), "{}", stderr_of(&first));
+    let fresh_page = std::fs::read_to_string(dir.path().join("out/report.html")).expect("report.html");
+    assert_eq!(fresh_page.matches("No diff here").count(), 0, "a fresh execution built every subject: every diff is on its page");
+    assert!(fresh_page.contains("diff --git"));
+
+    // Then the same execution, fully cached, through the library: the cache behind a store that
+    // counts reads, subjects built by a materializer that counts calls, and the prepared
+    // experiment's own cache handle pointed at an empty directory, so a read that went around
+    // the walk's store would find nothing.
+    // A work directory of its own, where any corpus case built (by the materializer or around
+    // it) would be left as a repository under `cases/`.
+    let work = dir.path().join("work-cached");
+    let locations = runner::experiment::Locations { cache_dir: Some(dir.path().join("cache")), work_dir: Some(work.clone()), remote_cache: None };
+    let mut prepared = runner::experiment::prepare(&manifest, &locations).expect("prepares");
+    prepared.manifest.report.html = true;
+    let store = Arc::new(CountingStore { inner: prepared.cache.clone(), reads: AtomicUsize::new(0) });
+    prepared.cache = runner::cache::CacheStore::new(dir.path().join("empty-cache"));
+    let calls = Arc::new(AtomicUsize::new(0));
+    let counted = calls.clone();
+    let materializer: runner::exec::Materializer = Arc::new(move |spec, work| {
+        counted.fetch_add(1, Ordering::SeqCst);
+        runner::subject::materialize(spec, work).map_err(|e| e.to_string())
+    });
+    let options = runner::exec::ExecOptions {
+        jobs: 2,
+        frozen: false,
+        refresh: false,
+        work_dir: work.clone(),
+        experiment: prepared.manifest.experiment.name.clone(),
+        reviewers: prepared.reviewer_limits(),
+        max_cost: None,
+        shard: None,
+        steal: None,
+    };
+    let runs = prepared.plan.runs.len();
+    let asked = runner::report::formats::Asked { html: true, summary: None };
+    let through = runner::experiment::Through { materializer: Some(materializer), store: Some(store.clone()) };
+    let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().expect("a runtime");
+    let (_cancel, cancelled) = tokio::sync::watch::channel(false);
+    let executed = runtime
+        .block_on(runner::experiment::execute_through(&prepared, "m.toml", options, asked, &runner::exec::Emitter::silent(), cancelled, through))
+        .expect("executes");
+    assert!(executed.outcomes.iter().all(|o| matches!(o, runner::exec::RunOutcome::Cached { .. })), "fully cached");
+    assert_eq!(calls.load(Ordering::SeqCst), 0, "no subject was materialized");
+    assert!(!work.join("cases").exists(), "no corpus case was built, not even around the materializer");
+    assert!(dir.path().join("work/cases").is_dir(), "where the first execution built them");
+    assert_eq!(store.reads.load(Ordering::SeqCst), runs, "each run was read once, by the walk's own lookups, and never again for the page");
+    assert!(executed.written.iter().any(|p| p.ends_with("report.html")));
+
+    // The page has every finding (from the walk's outcomes: the empty cache handle was not
+    // read) and says, per subject, that its diff was not built.
+    let page = std::fs::read_to_string(dir.path().join("out/report.html")).expect("report.html");
+    let results = results_at(&dir.path().join("out"));
+    let findings = results["totals"]["findings"].as_u64().expect("findings") as usize;
+    assert!(findings > 0);
+    assert_eq!(page.matches("<div class=\"finding\"").count(), findings);
+    assert_eq!(page.matches("data-verdict=\"found\"").count(), fresh_page.matches("data-verdict=\"found\"").count(), "the same verdicts as the fresh page");
+    let subjects = results["target"]["subjects"].as_array().map_or(0, Vec::len);
+    assert!(subjects > 0);
+    assert_eq!(page.matches("No diff here: every review of this subject came from the cache").count(), subjects);
+    assert!(!page.contains("diff --git"));
+
+    // `runner report` on the same results draws the page with every diff.
+    let report_page = report(dir.path(), "out/results.json", None, &dir.path().join("full.html"), &dir.path().join("work"));
+    assert_eq!(report_page.matches("No diff here").count(), 0);
+    assert_eq!(report_page.matches("<div class=\"finding\"").count(), findings);
+    assert!(report_page.contains("diff --git"));
+}

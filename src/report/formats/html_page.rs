@@ -1,5 +1,7 @@
 //! `report.html` beside the reports (`[report] html = true`, `--html`): the page `runner
-//! report` draws, from this execution's own side.
+//! report` draws, from this execution's own side — its runs' outcomes and the subjects its
+//! walk built, so a subject whose every review came from the cache is shown without its diff
+//! (nothing is read back from the cache or materialized for the page).
 
 use super::{Asked, Format, FormatInput};
 use crate::report::html;
