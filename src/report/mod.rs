@@ -61,6 +61,7 @@ pub(crate) fn build_results(
     let mut cells: Vec<CellRow> = Vec::new();
     let mut runs = Vec::new();
     let mut failures = Vec::new();
+    let mut output_problems = Vec::new();
     let mut totals = Totals { planned: plan.runs.len(), ..Totals::default() };
     let mut total_ms = 0u64;
     // Per cell: each provenance key with the distinct values its runs recorded.
@@ -92,6 +93,9 @@ pub(crate) fn build_results(
             let key = run.key.short().to_string();
             match outcome.success() {
                 Some((record, findings)) => {
+                    if !record.schema_problems.is_empty() {
+                        output_problems.push(OutputProblemRow::new(run.label(), &record.schema_problems));
+                    }
                     row.runs += 1;
                     row.findings += findings.len();
                     ms += record.cost.wall_ms;
@@ -129,12 +133,12 @@ pub(crate) fn build_results(
                     });
                 }
                 None => {
-                    let (status, error) = match outcome {
-                        RunOutcome::Failed(e) => (RunStatus::Failed, e.to_string()),
-                        RunOutcome::Skipped(reason) => (RunStatus::Skipped, reason.to_string()),
-                        _ => (RunStatus::Missing, "not in the cache (frozen)".to_string()),
+                    let (status, error, stderr) = match outcome {
+                        RunOutcome::Failed(e) => (RunStatus::Failed, e.to_string(), FailureRow::stderr_lines(e.stderr_tail())),
+                        RunOutcome::Skipped(reason) => (RunStatus::Skipped, reason.to_string(), Vec::new()),
+                        _ => (RunStatus::Missing, "not in the cache (frozen)".to_string(), Vec::new()),
                     };
-                    failures.push(FailureRow { run: run.label(), error });
+                    failures.push(FailureRow { run: run.label(), error, stderr });
                     runs.push(RunRow {
                         cell: cell.id.clone(),
                         repeat: run.repeat,
@@ -243,6 +247,7 @@ pub(crate) fn build_results(
         cells,
         runs,
         failures,
+        output_problems,
         analyses,
     }
 }

@@ -75,6 +75,11 @@ pub struct Results {
     pub cells: Vec<CellRow>,
     pub runs: Vec<RunRow>,
     pub failures: Vec<FailureRow>,
+    /// The runs whose output broke the reviewer-output schema and was read leniently (a
+    /// severity or category outside the closed sets mapped to the nearest, a field dropped),
+    /// or whose pipeline stages failed or were cut short.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub output_problems: Vec<OutputProblemRow>,
     /// Shared with the execution that computed them (a 100k-cell analysis is not copied).
     pub analyses: Vec<Arc<AnalysisResult>>,
 }
@@ -281,6 +286,55 @@ pub struct RunRow {
 pub struct FailureRow {
     pub run: String,
     pub error: String,
+    /// The last lines the reviewer wrote to stderr (at most [`FailureRow::STDERR_LINES`]).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub stderr: Vec<String>,
+}
+
+impl FailureRow {
+    /// How many of a failed run's last stderr lines a report keeps, as the terminal shows them.
+    pub const STDERR_LINES: usize = 8;
+    /// How many characters of each it keeps.
+    const LINE_CHARS: usize = 300;
+
+    /// The last [`Self::STDERR_LINES`] non-empty lines of `stderr`, each at most
+    /// [`Self::LINE_CHARS`] characters.
+    pub fn stderr_lines(stderr: &str) -> Vec<String> {
+        let mut lines: Vec<String> =
+            stderr.lines().rev().map(str::trim_end).filter(|l| !l.trim().is_empty()).take(Self::STDERR_LINES).map(|l| clip(l, Self::LINE_CHARS)).collect();
+        lines.reverse();
+        lines
+    }
+}
+
+/// `text` cut to `chars` characters, `…` marking a cut.
+fn clip(text: &str, chars: usize) -> String {
+    match text.char_indices().nth(chars) {
+        Some((cut, _)) => format!("{}…", &text[..cut]),
+        None => text.to_string(),
+    }
+}
+
+/// One run's deviations from the reviewer-output schema: the first few, and how many.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct OutputProblemRow {
+    pub run: String,
+    /// The first [`OutputProblemRow::SHOWN`] problems.
+    pub problems: Vec<String>,
+    /// How many there are in all.
+    pub count: usize,
+}
+
+impl OutputProblemRow {
+    pub const SHOWN: usize = 3;
+    /// How many characters of each problem it keeps.
+    const PROBLEM_CHARS: usize = 300;
+
+    /// The row of run `run` with `problems`: the first [`Self::SHOWN`], each cut to
+    /// [`Self::PROBLEM_CHARS`] characters.
+    pub fn new(run: String, problems: &[String]) -> Self {
+        Self { run, problems: problems.iter().take(Self::SHOWN).map(|p| clip(p, Self::PROBLEM_CHARS)).collect(), count: problems.len() }
+    }
 }
 
 /// What became of one planned run.

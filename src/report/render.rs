@@ -3,7 +3,8 @@
 //! `{{fmt value digits=N}}`, `{{show cell}}` (a table cell) and `{{share count total}}`.
 
 use super::model::{
-    CellRow, CommitRow, ExperimentInfo, FailureRow, Glance, MatrixInfo, ProvenanceRow, Results, ReviewerInfo, RunRow, SampleInfo, TargetInfo, Totals,
+    CellRow, CommitRow, ExperimentInfo, FailureRow, Glance, MatrixInfo, OutputProblemRow, ProvenanceRow, Results, ReviewerInfo, RunRow, SampleInfo, TargetInfo,
+    Totals,
 };
 use super::plots::PlotLink;
 use crate::analysis::spec::AnalysisKind;
@@ -186,6 +187,12 @@ struct MarkdownView<'a> {
     question: Option<&'a str>,
     #[serde(skip_serializing_if = "<[String]>::is_empty")]
     summary: &'a [String],
+    /// Runs without a result and the subjects each headline verdict used; `null` when every
+    /// run has a result.
+    shortfall: Option<Shortfall>,
+    /// Whether RESULTS.md has a Summary: verdict lines, runs without a result, or output read
+    /// leniently.
+    summary_section: bool,
     #[serde(skip_serializing_if = "Option::is_none")]
     glance: Option<&'a Glance>,
     matrix: &'a MatrixInfo,
@@ -198,6 +205,9 @@ struct MarkdownView<'a> {
     cells: &'a [CellRow],
     runs: &'a [RunRow],
     failures: &'a [FailureRow],
+    output_problems: &'a [OutputProblemRow],
+    /// How many runs `output_problems` holds in all.
+    output_problem_runs: usize,
     /// A history target's commits, capped.
     #[serde(skip_serializing_if = "Option::is_none")]
     history: Option<HistoryView<'a>>,
@@ -230,6 +240,69 @@ struct Omitted {
     cells: usize,
     runs: usize,
     failures: usize,
+    output_problems: usize,
+}
+
+/// What the Summary says when runs have no result: how many, and for each headline
+/// comparison how many subjects its verdict paired and which it lost to those runs.
+#[derive(Serialize)]
+struct Shortfall {
+    failed: usize,
+    planned: usize,
+    comparisons: Vec<PairedSubjects>,
+    /// Headline comparisons beyond those listed.
+    more: usize,
+}
+
+#[derive(Serialize)]
+struct PairedSubjects {
+    /// `**f1**, `b` vs `a``, as the verdict line names the comparison.
+    label: String,
+    /// Subjects with a value on both sides: those the verdict used.
+    used: usize,
+    /// The subjects a run without a result in either cell left out, the first
+    /// [`SHOWN_SUBJECTS`] of them: `` `abc1234`, `def5678` and 3 more ``; empty when none.
+    left_out: String,
+}
+
+/// Headline comparisons and left-out subjects the Summary names at most.
+const SHOWN_COMPARISONS: usize = 10;
+const SHOWN_SUBJECTS: usize = 10;
+
+/// The Summary's account of runs without a result: `None` when every run has one.
+fn shortfall(results: &Results) -> Option<Shortfall> {
+    use crate::analysis::statistics::compare::CompareData;
+    use std::collections::{BTreeSet, HashSet};
+    if results.totals.failed == 0 {
+        return None;
+    }
+    // (cell, subject) of every run without a result.
+    let lost: HashSet<(&str, &str)> =
+        results.runs.iter().filter(|r| r.status != super::model::RunStatus::Ok).map(|r| (r.cell.as_str(), r.subject.as_str())).collect();
+    let mut comparisons = Vec::new();
+    for analysis in results.analyses.iter().filter(|a| a.kind == AnalysisKind::COMPARE && !a.headline.is_empty()) {
+        let Ok(data) = analysis.data_as::<CompareData>() else { continue };
+        for c in data.comparisons.iter().filter(|c| data.headline.contains(&c.metric)) {
+            let subjects_of = |cell: &str| data.cells.iter().find(|m| m.cell == cell).and_then(|m| m.metrics.get(c.metric.as_str())).map(|v| &v.subjects);
+            let used = match (subjects_of(&c.a), subjects_of(&c.b)) {
+                (Some(a), Some(b)) => a.keys().filter(|s| b.contains_key(*s)).count(),
+                _ => 0,
+            };
+            let left: BTreeSet<&str> = lost.iter().filter(|(cell, _)| *cell == c.a || *cell == c.b).map(|(_, subject)| *subject).collect();
+            let names: Vec<String> = left.iter().take(SHOWN_SUBJECTS).map(|s| format!("`{}`", short_sha(s))).collect();
+            let left_out = match names.split_last() {
+                None => String::new(),
+                Some(_) if left.len() > names.len() => format!("{} and {} more", names.join(", "), left.len() - names.len()),
+                Some((last, [])) => last.clone(),
+                Some((last, rest)) => format!("{} and {last}", rest.join(", ")),
+            };
+            let group = if c.group.is_empty() { String::new() } else { format!(" ({})", c.group) };
+            comparisons.push(PairedSubjects { label: format!("**{}**, `{}` vs `{}`{group}", c.metric.as_str(), c.b_label, c.a_label), used, left_out });
+        }
+    }
+    let more = comparisons.len().saturating_sub(SHOWN_COMPARISONS);
+    comparisons.truncate(SHOWN_COMPARISONS);
+    Some(Shortfall { failed: results.totals.failed, planned: results.totals.planned, comparisons, more })
 }
 
 #[derive(Serialize)]
@@ -286,11 +359,15 @@ fn context(results: &Results, charts: &[super::plots::ChartFile]) -> Result<Cont
     let (cells, cells_omitted) = capped(&results.cells);
     let (runs, runs_omitted) = capped(&results.runs);
     let (failures, failures_omitted) = capped(&results.failures);
+    let (output_problems, output_problems_omitted) = capped(&results.output_problems);
+    let shortfall = shortfall(results);
     let view = MarkdownView {
         schema_version: results.schema_version,
         experiment: &results.experiment,
         question: results.question.as_deref(),
         summary: &results.summary,
+        summary_section: !results.summary.is_empty() || shortfall.is_some() || !results.output_problems.is_empty(),
+        shortfall,
         glance: results.glance.as_ref(),
         matrix: &results.matrix,
         matrix_excluded: &results.matrix.excluded,
@@ -301,6 +378,8 @@ fn context(results: &Results, charts: &[super::plots::ChartFile]) -> Result<Cont
         cells,
         runs,
         failures,
+        output_problems,
+        output_problem_runs: results.output_problems.len(),
         history: results.target.history.as_ref().map(|h| {
             let (subjects, omitted) = capped(&h.subjects);
             let (skipped, skipped_omitted) = capped(&h.skipped);
@@ -318,7 +397,7 @@ fn context(results: &Results, charts: &[super::plots::ChartFile]) -> Result<Cont
                 max_diff_lines: h.max_diff_lines,
             }
         }),
-        omitted: Omitted { cells: cells_omitted, runs: runs_omitted, failures: failures_omitted },
+        omitted: Omitted { cells: cells_omitted, runs: runs_omitted, failures: failures_omitted, output_problems: output_problems_omitted },
         shown_rows: MARKDOWN_ROWS,
         analyses: results
             .analyses
@@ -551,6 +630,64 @@ mod tests {
         // results.json keeps every row.
         let back = Results::read(&dir.path().join("results.json")).expect("reads back");
         assert_eq!((back.cells.len(), back.runs.len(), back.analyses[latency].tables[0].rows.len()), (n, n, n));
+    }
+
+    /// Runs without a result are in the Summary, with the subjects each verdict paired and
+    /// those it lost; the failure table holds each failure's last stderr lines, inert; runs
+    /// whose output was read with problems are counted and listed.
+    #[test]
+    fn runs_without_a_result_and_output_read_with_problems_are_reported() {
+        use crate::analysis::statistics::compare::CompareData;
+        use crate::report::model::RunStatus;
+        let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("results/quickstart/results.json");
+        let mut results = Results::read(&path).unwrap_or_else(|e| panic!("{e}"));
+        let untouched = render_markdown(&results, DEFAULT_TEMPLATE, "default").expect("renders");
+        assert!(!untouched.contains("have no result") && !untouched.contains("read with problems"), "{untouched}");
+        // case-01's run in the heuristic cell failed: its values are gone from the comparison.
+        let compare = results.analyses.iter().position(|a| a.kind == AnalysisKind::COMPARE).expect("compare");
+        let mut analysis = (*results.analyses[compare]).clone();
+        let mut data: CompareData = analysis.data_as().expect("compare data");
+        let heuristic = data.cells.iter().position(|c| c.cell == "baseline=heuristic").expect("heuristic cell");
+        for values in data.cells[heuristic].metrics.values_mut() {
+            values.subjects.remove("case-01");
+        }
+        analysis.data = serde_json::to_value(&data).expect("json").into();
+        results.analyses[compare] = std::sync::Arc::new(analysis);
+        let run = results.runs.iter_mut().find(|r| r.cell == "baseline=heuristic" && r.subject == "case-01").expect("run");
+        run.status = RunStatus::Failed;
+        results.totals.failed = 1;
+        let stderr = format!("{}\nTraceback:\n\n  boom | <b>bold</b>\n\u{1b}[31mred\n", (1..=10).map(|i| format!("early {i}")).collect::<Vec<_>>().join("\n"));
+        results.failures = vec![FailureRow {
+            run: "baseline=heuristic #1 @case-01".into(),
+            error: "`x` exited with exit code 1".into(),
+            stderr: FailureRow::stderr_lines(&stderr),
+        }];
+        let problems: Vec<String> =
+            (0..5).map(|i| format!("findings[{i}]: severity \"critical\" is not one of error, warning, info, nitpick; read as `error`")).collect();
+        results.output_problems = vec![OutputProblemRow::new("baseline=dry-run #1 @case-02".into(), &problems)];
+        let md = render_markdown(&results, DEFAULT_TEMPLATE, "default").expect("renders");
+        let summary = &md[md.find("## Summary").expect("summary")..md.find("## Details").expect("details")];
+        assert!(
+            summary.contains(
+                "- **1 of 64 runs have no result** (see *Runs without a result*); each verdict pairs the subjects with a value on both sides:\n  - **recall**, `heuristic` vs `dry-run`: 11 subjects, without `case-01` (a run without a result).\n"
+            ),
+            "{summary}"
+        );
+        assert!(summary.contains("- **1 run's output was read with problems**"), "{summary}");
+        // The last 8 non-empty stderr lines, markup and escapes made inert, the pipe escaped.
+        assert!(
+            md.contains("| `baseline=heuristic #1 @case-01` | `x` exited with exit code 1 | early 6<br>early 7<br>early 8<br>early 9<br>early 10<br>Traceback:<br>  boom \\| &lt;b&gt;bold&lt;/b&gt;<br>\\[31mred |"),
+            "{md}"
+        );
+        assert!(md.contains("## Problems in reviewers' output"), "{md}");
+        assert!(md.contains("| `baseline=dry-run #1 @case-02` | findings\\[0\\]: severity \"critical\" is not one of error, warning, info, nitpick; read as `error`<br>findings\\[1\\]:"), "{md}");
+        assert!(md.contains("<br>(5 in all) |"), "{md}");
+        // results.json keeps them, and reads back.
+        let dir = tempfile::tempdir().expect("tempdir");
+        write_json(&dir.path().join("results.json"), &results, || true).expect("writes");
+        let back = Results::read(&dir.path().join("results.json")).expect("reads back");
+        assert_eq!(back.failures[0].stderr.len(), FailureRow::STDERR_LINES);
+        assert_eq!((back.output_problems[0].problems.len(), back.output_problems[0].count), (OutputProblemRow::SHOWN, 5));
     }
 
     #[cfg(unix)]

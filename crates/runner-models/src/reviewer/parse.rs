@@ -82,9 +82,23 @@ pub fn parse_stet_output(stdout: &str) -> Result<Parsed, String> {
         if doc.get("type").is_some() {
             return parse_stream(trimmed);
         }
-        return Err("expected `{\"findings\":[…]}` or an NDJSON stream of events".into());
+        return Err(format!("expected `{{\"findings\":[…]}}` or an NDJSON stream of events; it printed {}", quoted(trimmed)));
     }
     parse_stream(trimmed)
+}
+
+/// How much of a reviewer's output an error quotes, in characters.
+const QUOTED_CHARS: usize = 120;
+
+/// The start of `text` as an error quotes it: its first line, at most [`QUOTED_CHARS`]
+/// characters, made safe for a terminal, in backticks.
+fn quoted(text: &str) -> String {
+    let line = text.lines().next().unwrap_or_default().trim_end();
+    let mut shown: String = runner_core::terminal::sanitize(&line.chars().take(QUOTED_CHARS).collect::<String>()).replace('`', "'");
+    if line.chars().count() > QUOTED_CHARS || text.trim_end().contains('\n') {
+        shown.push('…');
+    }
+    format!("`{shown}`")
 }
 
 /// Reads stet's `{"findings":[…]}` document (already parsed as JSON).
@@ -108,7 +122,7 @@ pub fn parse_stream(text: &str) -> Result<Parsed, String> {
         if line.is_empty() {
             continue;
         }
-        let event: Value = serde_json::from_str(line).map_err(|e| format!("stream line {}: not JSON: {e}", n + 1))?;
+        let event: Value = serde_json::from_str(line).map_err(|e| format!("stream line {}: not JSON: {e}; it reads {}", n + 1, quoted(line)))?;
         let at = format!("stream line {}", n + 1);
         let kind = event.get("type").and_then(Value::as_str);
         if kind == Some("usage") {
@@ -146,11 +160,18 @@ pub fn parse_stream(text: &str) -> Result<Parsed, String> {
 
 /// A finding from a tool that claims stet's schema: checked field by field, kept when usable.
 fn push_strict(parsed: &mut Parsed, item: &Value, at: &str) {
-    let problems = schema_problems(item);
-    for p in &problems {
-        parsed.schema_problems.push(format!("{at}: {p}"));
+    let finding = finding_from_value(item, true);
+    for p in schema_problems(item) {
+        // What the lenient read made of a value outside the closed sets, so nothing is
+        // changed without saying so.
+        let read_as = match (&finding, p.split_whitespace().next()) {
+            (Some(f), Some("severity")) => format!("; read as `{}`", f.severity),
+            (Some(f), Some("category")) => format!("; read as `{}`", f.category),
+            _ => String::new(),
+        };
+        parsed.schema_problems.push(format!("{at}: {p}{read_as}"));
     }
-    match finding_from_value(item, true) {
+    match finding {
         Some(f) => parsed.findings.push(f),
         None => parsed.schema_problems.push(format!("{at}: dropped, not usable as a finding")),
     }
@@ -411,6 +432,36 @@ mod tests {
     fn empty_output_is_no_findings_and_garbage_is_an_error() {
         assert!(parse_stet_output("  \n").expect("empty ok").findings.is_empty());
         assert!(parse_stet_output("Reviewing hunk 1/2").is_err());
+    }
+
+    /// An output that is not JSON is quoted: its first line, bounded, inert on a terminal.
+    #[test]
+    fn output_that_is_not_json_is_quoted() {
+        let e = parse_stet_output("Traceback (most recent call last):\n  File \"x.py\"\n").expect_err("not JSON");
+        assert!(e.starts_with("stream line 1: not JSON: "), "{e}");
+        assert!(e.ends_with("; it reads `Traceback (most recent call last):`"), "{e}");
+        let long = format!("\u{1b}[31m{}`x", "y".repeat(300));
+        let e = parse_stet_output(&long).expect_err("not JSON");
+        let quote = e.split("; it reads ").nth(1).expect("quoted");
+        assert_eq!(quote, format!("`\u{fffd}[31m{}…`", "y".repeat(115)), "{e}");
+        let e = parse_stet_output("{\"result\": \"ok\"}").expect_err("wrong shape");
+        assert!(e.ends_with("; it printed `{\"result\": \"ok\"}`"), "{e}");
+    }
+
+    /// A severity or category outside the closed sets is a schema problem that says what it was
+    /// read as, never a silent change.
+    #[test]
+    fn a_value_outside_the_closed_sets_says_what_it_was_read_as() {
+        let out = r#"{"findings":[{"file":"a","line":1,"severity":"critical","category":"vibes","confidence":1,"message":"x"}]}"#;
+        let parsed = parse_stet_output(out).expect("parses");
+        assert_eq!(parsed.findings.len(), 1);
+        assert_eq!(
+            parsed.schema_problems,
+            vec![
+                "findings[0]: severity \"critical\" is not one of error, warning, info, nitpick; read as `error`",
+                "findings[0]: category \"vibes\" is not in stet's category set; read as `maintainability`",
+            ]
+        );
     }
 
     #[test]
