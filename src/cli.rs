@@ -649,7 +649,7 @@ pub(crate) enum OracleCommand {
     /// keyed by inducing commit, which a `commits` target reviews as it is, and says what it
     /// found: fixes seen, mapped, unmapped, and every skip with its reason.
     #[command(
-        after_help = "Examples:\n  runner oracle mine --repo . --out experiments/shipped-bugs.oracle.json\n  runner oracle mine --repo . --range v2.0..main --fixes fixes.txt --json"
+        after_help = "Example:\n  runner oracle mine --repo . --out experiments/shipped-bugs.oracle.json\n  runner oracle mine --repo . --range v2.0..main --fixes fixes.txt --json"
     )]
     Mine(MineArgs),
 }
