@@ -624,9 +624,11 @@ impl ExecutionSummary {
                 }
                 continue;
             }
-            out.push_str(&format!("  ✗ {}: {}\n", f.run, f.error));
-            for line in f.stderr_tail.lines().rev().take(8).collect::<Vec<_>>().into_iter().rev() {
-                out.push_str(&format!("      | {line}\n"));
+            // The reviewer's words made safe for a terminal; its stderr's last lines as
+            // RESULTS.md's failure table holds them.
+            out.push_str(&format!("  ✗ {}: {}\n", f.run, runner_core::terminal::sanitize(&f.error)));
+            for line in super::model::FailureRow::stderr_lines(&f.stderr_tail) {
+                out.push_str(&format!("      | {}\n", runner_core::terminal::sanitize(&line)));
             }
         }
         out
@@ -780,6 +782,34 @@ mod tests {
              \x20     | line 2\n\
              \x20     | panic: boom\n\
              \x20 ✗ d #1 @s2: skipped: subject `s2` could not be materialized: git failed\n"
+        );
+    }
+
+    /// The terminal shows a failure's stderr as RESULTS.md's failure table holds it (its last 8
+    /// non-empty lines), with escape sequences and control characters inert.
+    #[test]
+    fn a_failures_stderr_is_its_last_lines_made_safe() {
+        let mut reporter = SummaryReporter::default();
+        reporter.event(&Event::Planned { experiment: "demo".into(), runs: 1, cached: 0, to_run: 1 });
+        let stderr = format!("{}\n\n\u{1b}[31mred\u{1b}[0m\n", (1..=9).map(|i| format!("l{i}")).collect::<Vec<_>>().join("\n"));
+        let error = ReviewError::Failed { message: "bad \u{1b}]0;title\u{7}".into(), stderr_tail: stderr };
+        reporter.event(&Event::RunFailed { run: RunId::new("c", 1, "s1"), error });
+        let text = ExecutionSummary { wall_seconds: 0.5, ..reporter.finish() }.render();
+        let shown: Vec<&str> = text.lines().skip(1).collect();
+        assert_eq!(
+            shown,
+            [
+                "  ✗ c #1 @s1: bad \u{fffd}]0;title\u{fffd}",
+                "      | l3",
+                "      | l4",
+                "      | l5",
+                "      | l6",
+                "      | l7",
+                "      | l8",
+                "      | l9",
+                "      | \u{fffd}[31mred\u{fffd}[0m",
+            ],
+            "{text}"
         );
     }
 
