@@ -284,11 +284,13 @@ fn shortfall(results: &Results) -> Option<Shortfall> {
         let Ok(data) = analysis.data_as::<CompareData>() else { continue };
         for c in data.comparisons.iter().filter(|c| data.headline.contains(&c.metric)) {
             let subjects_of = |cell: &str| data.cells.iter().find(|m| m.cell == cell).and_then(|m| m.metrics.get(c.metric.as_str())).map(|v| &v.subjects);
-            let used = match (subjects_of(&c.a), subjects_of(&c.b)) {
-                (Some(a), Some(b)) => a.keys().filter(|s| b.contains_key(*s)).count(),
-                _ => 0,
+            let used: BTreeSet<&str> = match (subjects_of(&c.a), subjects_of(&c.b)) {
+                (Some(a), Some(b)) => a.keys().filter(|s| b.contains_key(*s)).map(String::as_str).collect(),
+                _ => BTreeSet::new(),
             };
-            let left: BTreeSet<&str> = lost.iter().filter(|(cell, _)| *cell == c.a || *cell == c.b).map(|(_, subject)| *subject).collect();
+            // A subject that kept a value on both sides (another repeat's) is not left out.
+            let left: BTreeSet<&str> =
+                lost.iter().filter(|(cell, subject)| (*cell == c.a || *cell == c.b) && !used.contains(subject)).map(|(_, subject)| *subject).collect();
             let names: Vec<String> = left.iter().take(SHOWN_SUBJECTS).map(|s| format!("`{}`", short_sha(s))).collect();
             let left_out = match names.split_last() {
                 None => String::new(),
@@ -297,7 +299,11 @@ fn shortfall(results: &Results) -> Option<Shortfall> {
                 Some((last, rest)) => format!("{} and {last}", rest.join(", ")),
             };
             let group = if c.group.is_empty() { String::new() } else { format!(" ({})", c.group) };
-            comparisons.push(PairedSubjects { label: format!("**{}**, `{}` vs `{}`{group}", c.metric.as_str(), c.b_label, c.a_label), used, left_out });
+            comparisons.push(PairedSubjects {
+                label: format!("**{}**, `{}` vs `{}`{group}", c.metric.as_str(), c.b_label, c.a_label),
+                used: used.len(),
+                left_out,
+            });
         }
     }
     let more = comparisons.len().saturating_sub(SHOWN_COMPARISONS);
@@ -655,13 +661,16 @@ mod tests {
         results.analyses[compare] = std::sync::Arc::new(analysis);
         let run = results.runs.iter_mut().find(|r| r.cell == "baseline=heuristic" && r.subject == "case-01").expect("run");
         run.status = RunStatus::Failed;
-        results.totals.failed = 1;
+        // And one repeat of case-09's in the other cell: the subject keeps its other repeat's value.
+        let run = results.runs.iter_mut().find(|r| r.cell == "baseline=dry-run" && r.subject == "case-09" && r.repeat == 2).expect("run");
+        run.status = RunStatus::Skipped;
+        results.totals.failed = 2;
         let stderr = format!("{}\nTraceback:\n\n  boom | <b>bold</b>\n\u{1b}[31mred\n", (1..=10).map(|i| format!("early {i}")).collect::<Vec<_>>().join("\n"));
-        results.failures = vec![FailureRow {
-            run: "baseline=heuristic #1 @case-01".into(),
-            error: "`x` exited with exit code 1".into(),
-            stderr: FailureRow::stderr_lines(&stderr),
-        }];
+        results.failures = vec![
+            FailureRow { run: "baseline=heuristic #1 @case-01".into(), error: "`x` exited with exit code 1".into(), stderr: FailureRow::stderr_lines(&stderr) },
+            // A run without stderr: one skipped.
+            FailureRow { run: "baseline=dry-run #2 @case-09".into(), error: "skipped: endpoint unreachable".into(), stderr: Vec::new() },
+        ];
         let problems: Vec<String> =
             (0..5).map(|i| format!("findings[{i}]: severity \"critical\" is not one of error, warning, info, nitpick; read as `error`")).collect();
         results.output_problems = vec![OutputProblemRow::new("baseline=dry-run #1 @case-02".into(), &problems)];
@@ -669,16 +678,22 @@ mod tests {
         let summary = &md[md.find("## Summary").expect("summary")..md.find("## Details").expect("details")];
         assert!(
             summary.contains(
-                "- **1 of 64 runs have no result** (see *Runs without a result*); each verdict pairs the subjects with a value on both sides:\n  - **recall**, `heuristic` vs `dry-run`: 11 subjects, without `case-01` (a run without a result).\n"
+                "- **2 of 64 runs have no result** (see *Runs without a result*); each verdict pairs the subjects with a value on both sides:\n  - **recall**, `heuristic` vs `dry-run`: 11 subjects, without `case-01` (a run without a result).\n"
             ),
             "{summary}"
         );
         assert!(summary.contains("- **1 run's output was read with problems**"), "{summary}");
+        // Without verdict lines, the Summary still counts them.
+        let mut bare = results.clone();
+        bare.summary.clear();
+        let md_bare = render_markdown(&bare, DEFAULT_TEMPLATE, "default").expect("renders without verdicts");
+        assert!(md_bare.contains("## Summary\n\n- **2 of 64 runs have no result**"), "{md_bare}");
         // The last 8 non-empty stderr lines, markup and escapes made inert, the pipe escaped.
         assert!(
             md.contains("| `baseline=heuristic #1 @case-01` | `x` exited with exit code 1 | early 6<br>early 7<br>early 8<br>early 9<br>early 10<br>Traceback:<br>  boom \\| &lt;b&gt;bold&lt;/b&gt;<br>\\[31mred |"),
             "{md}"
         );
+        assert!(md.contains("| `baseline=dry-run #2 @case-09` | skipped: endpoint unreachable |  |\n"), "{md}");
         assert!(md.contains("## Problems in reviewers' output"), "{md}");
         assert!(md.contains("| `baseline=dry-run #1 @case-02` | findings\\[0\\]: severity \"critical\" is not one of error, warning, info, nitpick; read as `error`<br>findings\\[1\\]:"), "{md}");
         assert!(md.contains("<br>(5 in all) |"), "{md}");
