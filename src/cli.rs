@@ -426,8 +426,10 @@ pub(crate) enum MatchingCommand {
     /// and, where the file has a judge's labels, print how well the matcher agrees with it.
     #[command(after_help = "Example:\n  runner matching evaluate judgements.json --json")]
     Evaluate(MatchingEvaluateArgs),
-    /// Choose the rule's thresholds on labelled records by cross-validation over pull requests
-    /// and write them, with the data and the agreement they reached, as a calibration file.
+    /// Choose the rule's thresholds on labelled records by cross-validation over pull requests,
+    /// fit how sure each decision is (the probability that the judges' majority calls it
+    /// found), and write them, with the data and the agreement they reached, as a calibration
+    /// file.
     #[command(after_help = "Example:\n  runner matching calibrate judgements/*.json --out calibration.json")]
     Calibrate(MatchingCalibrateArgs),
 }
@@ -495,6 +497,11 @@ pub(crate) struct MatchingCalibrateArgs {
     /// (leave one project out).
     #[arg(long, default_value = "pull-request", value_parser = ["pull-request", "project"])]
     pub folds: String,
+    /// The chosen rule's agreement measured on projects the labels do not cover
+    /// (`results/matching/held-out.json`'s format), recorded in the file so every rule line
+    /// states it; refused when it is of another rule.
+    #[arg(long, value_name = "FILE")]
+    pub held_out: Option<PathBuf>,
     #[command(flatten)]
     pub embedder: MatchingEmbedderArgs,
 }

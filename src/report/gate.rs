@@ -79,7 +79,12 @@ fn from_review_eval(data: &ReviewEvalData, metric: CompareMetric) -> Vec<CellMet
                 repeat_sd: crate::stats::sample_std_dev(&repeats),
                 repeats,
             };
-            CellMetrics { cell: cell.cell.clone(), values: cell.values.clone(), metrics: BTreeMap::from([(metric.as_str().to_string(), values)]) }
+            CellMetrics {
+                cell: cell.cell.clone(),
+                values: cell.values.clone(),
+                metrics: BTreeMap::from([(metric.as_str().to_string(), values)]),
+                matching: BTreeMap::new(),
+            }
         })
         .collect()
 }
@@ -182,7 +187,11 @@ mod tests {
     fn side(path: &str, cell: &str, values: &[f64]) -> MetricSide {
         let subjects = values.iter().enumerate().map(|(i, v)| (format!("c{i:02}"), *v)).collect();
         let metrics = BTreeMap::from([("recall".to_string(), MetricValues { subjects, repeats: Vec::new(), repeat_sd: None })]);
-        MetricSide { path: PathBuf::from(path), source: "compare analysis", cells: vec![CellMetrics { cell: cell.into(), values: BTreeMap::new(), metrics }] }
+        MetricSide {
+            path: PathBuf::from(path),
+            source: "compare analysis",
+            cells: vec![CellMetrics { cell: cell.into(), values: BTreeMap::new(), metrics, matching: BTreeMap::new() }],
+        }
     }
 
     fn options(require_better: bool) -> GateOptions {

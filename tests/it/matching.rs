@@ -50,6 +50,22 @@ fn evaluate_prints_each_judges_figures_and_the_judges_side_by_side() {
 }
 
 #[test]
+fn evaluate_keeps_the_lexical_rule_with_an_embedder_unless_a_calibration_asks_for_embeddings() {
+    let root = project_root();
+    // No server at this address: the default rule computes no embeddings, so none is asked.
+    let out = runner(&root)
+        .args(["matching", "evaluate", "--embedder-url", "http://127.0.0.1:9/v1", "--frozen", "--cache", "cache"])
+        .args(judgement_files())
+        .output()
+        .expect("runs");
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let (text, stderr) = (String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    assert!(text.starts_with("rule: ") && text.contains("≥ 0.22") && !text.contains("embedding cosine"), "{text}");
+    assert!(stderr.contains("agreed less with the judges on projects its calibration never saw (κ 0.725–0.737 against κ 0.753–0.779)"), "{stderr}");
+    assert!(text.contains("on 2 projects calibration never saw, κ 0.75–0.78"), "{text}");
+}
+
+#[test]
 fn evaluate_takes_another_rule_from_the_command_line() {
     let root = project_root();
     let out = runner(&root).args(["matching", "evaluate", "--lexical", "--threshold", "0.9"]).args(judgement_files()).output().expect("runs");
@@ -64,11 +80,27 @@ fn calibrations_reproduce_the_committed_files_byte_for_byte_and_the_default_rule
     let root = project_root();
     let tmp = tempfile::tempdir().expect("tempdir");
     for (name, extra) in [
-        ("calibration.json", vec!["--lexical"]),
-        ("calibration-by-project.json", vec!["--lexical", "--folds", "project"]),
+        ("calibration.json", vec!["--lexical", "--held-out", "results/matching/held-out.json"]),
+        ("calibration-by-project.json", vec!["--lexical", "--folds", "project", "--held-out", "results/matching/held-out.json"]),
         // From the committed cache: no server is reached (the URL is never dialled).
-        ("calibration-embedding.json", vec!["--embedder-url", "http://127.0.0.1:9/v1", "--frozen", "--cache", "cache"]),
-        ("calibration-embedding-by-project.json", vec!["--embedder-url", "http://127.0.0.1:9/v1", "--frozen", "--cache", "cache", "--folds", "project"]),
+        (
+            "calibration-embedding.json",
+            vec!["--embedder-url", "http://127.0.0.1:9/v1", "--frozen", "--cache", "cache", "--held-out", "results/matching/held-out-embedding.json"],
+        ),
+        (
+            "calibration-embedding-by-project.json",
+            vec![
+                "--embedder-url",
+                "http://127.0.0.1:9/v1",
+                "--frozen",
+                "--cache",
+                "cache",
+                "--folds",
+                "project",
+                "--held-out",
+                "results/matching/held-out-embedding.json",
+            ],
+        ),
     ] {
         let out = tmp.path().join(name);
         let run = runner(&root).args(["matching", "calibrate"]).args(judgement_files()).args(&extra).arg("--out").arg(&out).output().expect("runs");
@@ -76,7 +108,22 @@ fn calibrations_reproduce_the_committed_files_byte_for_byte_and_the_default_rule
         let committed = std::fs::read(root.join("results/matching").join(name)).expect("committed");
         assert!(std::fs::read(&out).expect("written") == committed, "{name} differs from the committed one");
     }
+    // The figures of one rule are refused for another.
+    let wrong = runner(&root)
+        .args(["matching", "calibrate"])
+        .args(judgement_files())
+        .args(["--lexical", "--held-out", "results/matching/held-out-embedding.json", "--out"])
+        .arg(tmp.path().join("wrong.json"))
+        .output()
+        .expect("runs");
+    assert!(!wrong.status.success() && String::from_utf8_lossy(&wrong.stderr).contains("not this rule's"), "{}", String::from_utf8_lossy(&wrong.stderr));
+    assert!(!tmp.path().join("wrong.json").exists());
     let calibration: Value = serde_json::from_slice(&std::fs::read(root.join("results/matching/calibration.json")).expect("read")).expect("JSON");
+    // The decision model: better calibrated out of fold than the rule's own 0/1 decisions.
+    let cv = &calibration["probability"]["cross_validation"];
+    let (brier, decisions) = (cv["brier"].as_f64().expect("brier"), cv["brier_decisions"].as_f64().expect("decisions"));
+    assert!(brier < decisions && brier < cv["brier_base_rate"].as_f64().expect("base rate"), "{cv}");
+    assert_eq!(calibration["probability"]["cells"], 2808);
     let default = runner::analysis::spec::OracleRule::default();
     assert_eq!(calibration["rule"]["similarity"].as_f64(), Some(default.similarity));
     let c = default.calibrated.expect("the default rule is calibrated");

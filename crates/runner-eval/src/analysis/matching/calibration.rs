@@ -11,8 +11,8 @@
 //! matcher itself). Same files, same options: the same calibration file, byte for byte.
 
 use crate::analysis::matching::judgements::{JudgementFile, Vectors};
-use crate::analysis::matching::rule::Calibrated;
-use crate::analysis::matching::rule::SimilarityMeasure;
+use crate::analysis::matching::probability::ProbabilityFit;
+use crate::analysis::matching::rule::{Calibrated, SimilarityMeasure, Unseen};
 use serde::{Deserialize, Serialize};
 use std::path::Path;
 
@@ -94,6 +94,102 @@ pub struct Calibration {
     pub cross_validation: CrossValidation,
     /// κ per judge of the chosen rule on all the data it was chosen on (optimistic).
     pub in_sample: Vec<JudgeKappa>,
+    /// How sure each decision is: a model of the probability that the judges' majority calls
+    /// a golden comment found (rules without embeddings).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub probability: Option<ProbabilityFit>,
+    /// The rule's agreement on projects the calibration never saw, where measured
+    /// (`runner matching calibrate --held-out`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub held_out: Option<HeldOut>,
+}
+
+/// A range of two figures.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Range {
+    pub low: f64,
+    pub high: f64,
+}
+
+/// The rule a held-out measurement is of.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct HeldOutRule {
+    pub measure: SimilarityMeasure,
+    pub similarity: f64,
+    pub embedding_similarity: Option<f64>,
+}
+
+/// Agreement measured on projects a calibration never saw: figures measured where the
+/// judgements are not distributed, recorded with their source (`--held-out FILE`), so the
+/// rule line can state them beside the in-sample ones.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct HeldOut {
+    pub projects: Vec<String>,
+    /// Golden-comment cells per judge.
+    pub cells_per_judge: u32,
+    /// The rule measured; it must be the calibration's.
+    pub rule: HeldOutRule,
+    /// The rule's κ against each judge there.
+    pub per_judge: Vec<JudgeKappa>,
+    /// The lowest and highest κ between two judges there.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub judges: Option<Range>,
+    /// Disagreements with the judges' majority, and how many of them the rule found and the
+    /// majority did not.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub disagreements: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rule_only: Option<u32>,
+    /// About how much higher per-tool recall came out under the rule than under the judges.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub recall_bias: Option<f64>,
+    /// Spearman ρ of per-tool recall under the rule and under each judge.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rank_rho: Option<Range>,
+    /// Where the figures come from.
+    pub source: String,
+}
+
+impl HeldOut {
+    /// Reads a held-out measurement, checked: κ and ρ in [-1, 1], a judge at least.
+    pub fn read(path: &Path) -> Result<Self, String> {
+        let text = crate::subject::files::read_text(path).map_err(|e| e.to_string())?;
+        let h: HeldOut = serde_json::from_str(&text).map_err(|e| format!("not a held-out measurement: {e}"))?;
+        let in_range = |x: f64| x.is_finite() && (-1.0..=1.0).contains(&x);
+        let kappas: Vec<f64> = h.per_judge.iter().filter_map(|k| k.kappa).collect();
+        let ranges = [h.judges, h.rank_rho].into_iter().flatten().flat_map(|r| [r.low, r.high]);
+        if kappas.is_empty() || !kappas.iter().copied().chain(ranges).all(in_range) || h.projects.is_empty() {
+            return Err("a held-out measurement names its projects and a κ per judge, each κ and ρ in [-1, 1]".into());
+        }
+        Ok(h)
+    }
+
+    /// The figures the rule line prints.
+    pub fn unseen(&self) -> Unseen {
+        let kappas: Vec<f64> = self.per_judge.iter().filter_map(|k| k.kappa).collect();
+        Unseen {
+            projects: self.projects.len() as u32,
+            cells: self.cells_per_judge,
+            kappa_low: kappas.iter().copied().fold(f64::INFINITY, f64::min),
+            kappa_high: kappas.iter().copied().fold(f64::NEG_INFINITY, f64::max),
+            judges_low: self.judges.map(|r| r.low),
+            judges_high: self.judges.map(|r| r.high),
+            recall_bias: self.recall_bias,
+            rho_low: self.rank_rho.map(|r| r.low),
+            rho_high: self.rank_rho.map(|r| r.high),
+        }
+    }
+
+    /// Whether these figures are of `rule`.
+    pub fn is_of(&self, rule: &ChosenRule) -> bool {
+        self.rule.measure == rule.measure
+            && (self.rule.similarity - rule.similarity).abs() < 1e-9
+            && match (self.rule.embedding_similarity, rule.embedding_similarity) {
+                (Some(a), Some(b)) => (a - b).abs() < 1e-9,
+                (None, None) => true,
+                _ => false,
+            }
+    }
 }
 
 /// The rule an experiment reads from a calibration file.
@@ -118,11 +214,14 @@ pub fn read_rule(path: &Path) -> Result<CalibratedRule, String> {
         return Err(format!("calibration version {} (this runner reads version 1)", c.version));
     }
     check(&c).map_err(|(key, why)| format!("{}: {why}; run `runner matching calibrate` again rather than editing the file", place(&text, key)))?;
+    let mut calibrated = c.calibrated;
+    calibrated.unseen = c.held_out.as_ref().filter(|h| h.is_of(&c.rule)).map(HeldOut::unseen);
+    calibrated.decisions = c.probability.as_ref().and_then(ProbabilityFit::model);
     Ok(CalibratedRule {
         measure: c.rule.measure,
         similarity: c.rule.similarity,
         embedding_similarity: c.rule.embedding_similarity,
-        calibrated: Some(c.calibrated),
+        calibrated: Some(calibrated),
     })
 }
 
@@ -162,6 +261,24 @@ fn check(c: &Calibration) -> Result<(), (&'static str, String)> {
     kappa(c.calibrated.kappa_min, "kappa_min")?;
     for k in c.cross_validation.per_judge.iter().chain(&c.in_sample).filter_map(|k| k.kappa) {
         kappa(k, "per_judge")?;
+    }
+    if let Some(h) = &c.held_out {
+        for k in h.per_judge.iter().filter_map(|k| k.kappa) {
+            kappa(k, "held_out")?;
+        }
+        if !h.is_of(&c.rule) {
+            return Err(("held_out", "the held-out figures are of another rule than the file's".to_string()));
+        }
+    }
+    if let Some(p) = &c.probability {
+        let cv = &p.cross_validation;
+        let briers = [cv.brier, cv.brier_decisions, cv.brier_base_rate];
+        if p.model().is_none() || !p.coefficients.iter().all(|x| x.is_finite()) || !briers.iter().all(|b| b.is_finite() && (0.0..=1.0).contains(b)) {
+            return Err((
+                "probability",
+                "the decision model is not one this runner computes (its terms, finite coefficients, Brier scores in [0, 1])".to_string(),
+            ));
+        }
     }
     let cells: usize = c.data.iter().map(|d| d.cells).sum();
     if c.data.is_empty() || c.calibrated.cells as usize != cells || c.calibrated.judges as usize != c.data.len() {
@@ -405,13 +522,20 @@ pub fn calibrate(
     let cv = per_judge(&out_of_fold);
     let kappas: Vec<f64> = cv.iter().filter_map(|k| k.kappa).collect();
     let calibrated = Calibrated {
+        unseen: None,
+        decisions: None,
         cells: files.iter().map(|f| f.cells()).sum::<usize>() as u32,
         judges: files.len() as u32,
         kappa: round3(kappas.iter().sum::<f64>() / kappas.len().max(1) as f64),
         kappa_min: round3(kappas.iter().copied().fold(f64::INFINITY, f64::min).min(1.0)),
     };
     let (similarity, embedding_similarity) = grid[chosen];
+    let fold_thresholds: Vec<f64> = fold_rules.iter().map(|f| f.similarity).collect();
+    let probability =
+        if vectors.is_none() { crate::analysis::matching::probability::fit_model(files, measure, similarity, &folds, &fold_thresholds, by) } else { None };
     Ok(Calibration {
+        probability,
+        held_out: None,
         version: 1,
         rule: ChosenRule { measure, similarity, embedding_similarity, embedder: embedding_similarity.and(embedder) },
         calibrated,
@@ -509,5 +633,43 @@ mod tests {
             read_rule(&root.with_file_name(other)).unwrap_or_else(|e| panic!("{other}: {e}"));
         }
         assert_eq!(place("{\n  \"rule\": {\n    \"similarity\": -1", "similarity"), "line 3, column 5");
+    }
+
+    #[test]
+    fn the_default_rule_carries_the_committed_files_held_out_figures_and_decision_model() {
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../results/matching");
+        let lexical = read_rule(&dir.join("calibration.json")).expect("reads").calibrated.expect("calibrated");
+        assert_eq!(lexical, crate::analysis::matching::rule::DEFAULT_CALIBRATION);
+        let embedding = read_rule(&dir.join("calibration-embedding.json")).expect("reads").calibrated.expect("calibrated");
+        assert_eq!(embedding, crate::analysis::matching::rule::DEFAULT_EMBEDDING_CALIBRATION);
+        assert!(embedding.unseen.is_some_and(|e| lexical.unseen.is_some_and(|l| e.kappa_high < l.kappa_low)), "worse where it was not tuned");
+        let text = OracleRule::default().describe();
+        assert!(
+            text.contains("on 2 projects calibration never saw, κ 0.75–0.78 against each judge (708 cells each; the judges among themselves 0.89–0.92)"),
+            "{text}"
+        );
+        assert!(text.contains("per-tool recall about 0.05 high") && text.contains("Spearman ρ 0.95–0.97"), "{text}");
+    }
+
+    #[test]
+    fn held_out_figures_of_another_rule_and_a_broken_model_are_refused() {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../results/matching/calibration.json");
+        let committed = std::fs::read_to_string(&root).expect("the committed calibration");
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("calibration.json");
+        for (from, to, says) in [
+            ("\"embedding_similarity\": null\n    },\n    \"per_judge\"", "\"embedding_similarity\": 0.65\n    },\n    \"per_judge\"", "another rule"),
+            ("\"terms\": [\n      \"intercept\"", "\"terms\": [\n      \"constant\"", "decision model"),
+            ("\"brier\": 0.0862", "\"brier\": 3.5", "decision model"),
+        ] {
+            assert!(committed.contains(from), "{from}");
+            std::fs::write(&path, committed.replacen(from, to, 1)).expect("write");
+            let e = read_rule(&path).expect_err(to);
+            assert!(e.contains(says), "{to}: {e}");
+        }
+        let held = dir.path().join("held.json");
+        std::fs::write(&held, r#"{"projects": ["p"], "cells_per_judge": 1, "rule": {"measure": "tokens", "similarity": 0.22, "embedding_similarity": null}, "per_judge": [{"judge": "j", "kappa": 7}], "source": ""}"#)
+            .expect("write");
+        assert!(HeldOut::read(&held).is_err_and(|e| e.contains("[-1, 1]")));
     }
 }

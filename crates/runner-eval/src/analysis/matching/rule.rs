@@ -153,12 +153,188 @@ pub struct Calibrated {
     pub kappa: f64,
     /// The lowest of the judges' cross-validated κ.
     pub kappa_min: f64,
+    /// How the rule agreed with judges on projects the calibration never saw, where that was
+    /// measured (the calibration file's `held_out`).
+    #[serde(skip)]
+    pub unseen: Option<Unseen>,
+    /// How sure each decision is: the calibration file's `probability` model.
+    #[serde(skip)]
+    pub decisions: Option<DecisionModel>,
+}
+
+/// A rule's agreement with judges on projects its thresholds were not chosen on (the
+/// calibration file's `held_out`, figures measured where the judgements are not distributed).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Unseen {
+    /// Projects measured.
+    pub projects: u32,
+    /// Golden-comment cells per judge.
+    pub cells: u32,
+    /// The lowest and highest of the rule's κ against each judge there.
+    pub kappa_low: f64,
+    pub kappa_high: f64,
+    /// The lowest and highest κ between two judges there, where measured.
+    pub judges_low: Option<f64>,
+    pub judges_high: Option<f64>,
+    /// How much higher per-tool recall came out under the rule than under the judges, where
+    /// measured (positive: the rule matches more than the judges).
+    pub recall_bias: Option<f64>,
+    /// The lowest and highest Spearman ρ between per-tool recall under the rule and under each
+    /// judge, where measured.
+    pub rho_low: Option<f64>,
+    pub rho_high: Option<f64>,
+}
+
+impl Unseen {
+    /// The figures in words, for the rule line.
+    fn describe(&self) -> String {
+        let judges = match (self.judges_low, self.judges_high) {
+            (Some(l), Some(h)) => format!("; the judges among themselves {}", range(l, h)),
+            _ => String::new(),
+        };
+        let mut out = format!(
+            "on {} project{} calibration never saw, κ {} against each judge ({} cells each{judges})",
+            self.projects,
+            if self.projects == 1 { "" } else { "s" },
+            range(self.kappa_low, self.kappa_high),
+            group_thousands(u64::from(self.cells))
+        );
+        if let Some(bias) = self.recall_bias.filter(|b| *b > 0.0) {
+            let _ = std::fmt::Write::write_fmt(&mut out, format_args!(": there it finds more than the judges, per-tool recall about {bias:.2} high"));
+        }
+        if let (Some(l), Some(h)) = (self.rho_low, self.rho_high) {
+            let _ = std::fmt::Write::write_fmt(&mut out, format_args!(", while tools rank alike (Spearman ρ {})", range(l, h)));
+        }
+        out
+    }
+}
+
+/// `0.753` and `0.779` → `0.75–0.78`; one value when both round alike.
+fn range(low: f64, high: f64) -> String {
+    let (l, h) = (format!("{low:.2}"), format!("{high:.2}"));
+    if l == h {
+        l
+    } else {
+        format!("{l}–{h}")
+    }
+}
+
+/// The features a decision's probability is read from (`probability::features`): the
+/// similarity of the report the one-to-one pass gave the oracle finding, whether it has one
+/// at its place, that similarity's margin over the oracle finding's next most similar report,
+/// and the report's rank among the oracle finding's reports (1: its most similar one; more
+/// where a more similar one went to another oracle finding).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct DecisionFeatures {
+    pub similarity: f64,
+    pub located: bool,
+    pub margin: f64,
+    pub rank: u32,
+}
+
+impl DecisionFeatures {
+    /// An oracle finding with no report at its place.
+    pub const UNLOCATED: Self = Self { similarity: 0.0, located: false, margin: 0.0, rank: 0 };
+
+    /// The model's inputs: 1, similarity, margin, ln rank.
+    pub fn vector(&self) -> [f64; DECISION_TERMS] {
+        [1.0, self.similarity, self.margin, libm::log(f64::from(self.rank.max(1)))]
+    }
+}
+
+/// Terms of the decision model: intercept, similarity, margin, ln rank.
+pub const DECISION_TERMS: usize = 4;
+
+/// Bins of a calibration curve (predicted probability in tenths).
+pub const CURVE_BINS: usize = 10;
+
+/// One bin of a calibration curve: the located decisions whose predicted probability fell in
+/// it, their mean prediction and the share the judges' majority found.
+#[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize)]
+pub struct CurveBin {
+    pub cells: u32,
+    pub predicted: Option<f64>,
+    pub observed: Option<f64>,
+}
+
+/// How sure a matching decision is: the probability that the judges' majority calls an oracle
+/// finding found, a logistic model of its [`DecisionFeatures`] fitted by `runner matching
+/// calibrate` on the labelled cells (an oracle finding without a report at its place is not
+/// found, certainly), with its out-of-fold accuracy.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct DecisionModel {
+    /// Intercept, similarity, margin, ln rank.
+    pub coefficients: [f64; DECISION_TERMS],
+    /// Located cells the model was fitted on.
+    pub cells: u32,
+    /// Brier score of the out-of-fold probabilities on those cells.
+    pub brier: f64,
+    /// Brier score of the rule's own found / not found on the same cells (as 1 and 0).
+    pub brier_decisions: f64,
+    /// The out-of-fold calibration curve, in tenths of predicted probability.
+    pub curve: [CurveBin; CURVE_BINS],
+}
+
+impl DecisionModel {
+    /// The probability that the judges' majority calls the oracle finding found.
+    pub fn probability(&self, f: &DecisionFeatures) -> f64 {
+        if !f.located {
+            return 0.0;
+        }
+        let z: f64 = self.coefficients.iter().zip(f.vector()).map(|(c, x)| c * x).sum();
+        logistic(z)
+    }
+}
+
+/// 1 / (1 + e^−z), without overflow.
+pub fn logistic(z: f64) -> f64 {
+    if z >= 0.0 {
+        1.0 / (1.0 + libm::exp(-z))
+    } else {
+        let e = libm::exp(z);
+        e / (1.0 + e)
+    }
 }
 
 /// The default rule's calibration: `results/matching/calibration.json`, written by `runner
 /// matching calibrate` on the three judges of the code-review benchmark (sentry, grafana and
 /// keycloak); a test checks that the two agree.
-pub const DEFAULT_CALIBRATION: Calibrated = Calibrated { cells: 2808, judges: 3, kappa: 0.829, kappa_min: 0.814 };
+pub const DEFAULT_CALIBRATION: Calibrated =
+    Calibrated { cells: 2808, judges: 3, kappa: 0.829, kappa_min: 0.814, unseen: Some(DEFAULT_UNSEEN), decisions: Some(DEFAULT_DECISIONS) };
+
+/// The default rule on the two projects of the code-review benchmark its calibration never
+/// saw (discourse and cal.com, 708 golden-comment cells per judge): `results/matching/held-out.json`.
+pub const DEFAULT_UNSEEN: Unseen = Unseen {
+    projects: 2,
+    cells: 708,
+    kappa_low: 0.753,
+    kappa_high: 0.779,
+    judges_low: Some(0.888),
+    judges_high: Some(0.918),
+    recall_bias: Some(0.05),
+    rho_low: Some(0.95),
+    rho_high: Some(0.97),
+};
+
+/// The default rule's decision model, from the same calibration file.
+pub const DEFAULT_DECISIONS: DecisionModel = DecisionModel {
+    coefficients: [-4.628413, 20.819511, -1.950133, 0.839224],
+    cells: 1864,
+    brier: 0.0862,
+    brier_decisions: 0.1068,
+    curve: [
+        CurveBin { cells: 516, predicted: Some(0.04), observed: Some(0.056) },
+        CurveBin { cells: 190, predicted: Some(0.142), observed: Some(0.111) },
+        CurveBin { cells: 103, predicted: Some(0.246), observed: Some(0.165) },
+        CurveBin { cells: 71, predicted: Some(0.35), observed: Some(0.324) },
+        CurveBin { cells: 57, predicted: Some(0.447), observed: Some(0.404) },
+        CurveBin { cells: 62, predicted: Some(0.553), observed: Some(0.677) },
+        CurveBin { cells: 54, predicted: Some(0.656), observed: Some(0.759) },
+        CurveBin { cells: 76, predicted: Some(0.751), observed: Some(0.829) },
+        CurveBin { cells: 123, predicted: Some(0.853), observed: Some(0.846) },
+        CurveBin { cells: 612, predicted: Some(0.975), observed: Some(0.969) },
+    ],
+};
 
 /// The default rule's similarity threshold (content-word Dice), from the same calibration.
 pub const DEFAULT_SIMILARITY: f64 = 0.22;
@@ -166,7 +342,22 @@ pub const DEFAULT_SIMILARITY: f64 = 0.22;
 /// The rule with embeddings (`runner matching evaluate` with an embedder):
 /// `results/matching/calibration-embedding.json`, calibrated on the same judges with
 /// all-MiniLM-L6-v2 embeddings; a test checks that the two agree.
-pub const DEFAULT_EMBEDDING_CALIBRATION: Calibrated = Calibrated { cells: 2808, judges: 3, kappa: 0.844, kappa_min: 0.831 };
+pub const DEFAULT_EMBEDDING_CALIBRATION: Calibrated =
+    Calibrated { cells: 2808, judges: 3, kappa: 0.844, kappa_min: 0.831, unseen: Some(DEFAULT_EMBEDDING_UNSEEN), decisions: None };
+
+/// The rule with embeddings on the projects its calibration never saw: lower than the default
+/// rule's there (`results/matching/held-out-embedding.json`).
+pub const DEFAULT_EMBEDDING_UNSEEN: Unseen = Unseen {
+    projects: 2,
+    cells: 708,
+    kappa_low: 0.725,
+    kappa_high: 0.737,
+    judges_low: Some(0.888),
+    judges_high: Some(0.918),
+    recall_bias: None,
+    rho_low: None,
+    rho_high: None,
+};
 /// The similarity threshold of the rule with embeddings.
 pub const DEFAULT_EMBEDDING_RULE_SIMILARITY: f64 = 0.24;
 /// The embedding-cosine threshold of the rule with embeddings.
@@ -256,13 +447,20 @@ impl OracleRule {
     /// Where the thresholds came from, in words.
     pub(crate) fn describe_source(&self) -> String {
         match self.calibrated {
-            Some(c) => format!(
-                "thresholds calibrated on {} golden-comment cells of {} judges, κ {:.2} cross-validated over pull requests (lowest judge {:.2})",
-                group_thousands(u64::from(c.cells)),
-                c.judges,
-                c.kappa,
-                c.kappa_min
-            ),
+            Some(c) => {
+                let mut out = format!(
+                    "thresholds calibrated on {} golden-comment cells of {} judges, κ {:.2} cross-validated over pull requests (lowest judge {:.2})",
+                    group_thousands(u64::from(c.cells)),
+                    c.judges,
+                    c.kappa,
+                    c.kappa_min
+                );
+                if let Some(unseen) = &c.unseen {
+                    out.push_str("; ");
+                    out.push_str(&unseen.describe());
+                }
+                out
+            }
             None => "thresholds set by hand, not calibrated against labels".to_string(),
         }
     }

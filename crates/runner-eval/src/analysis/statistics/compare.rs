@@ -10,7 +10,8 @@
 
 use crate::analysis::efficacy::repeatability::jaccard;
 use crate::analysis::matching::adjudication::adjudicate_described;
-use crate::analysis::matching::matcher::{score_runs_judged, with_jury, MatchCounts, ScoredRun, Verdict};
+use crate::analysis::matching::matcher::{describe_rule_for, score_runs_judged, with_jury, MatchCounts, ScoredRun, Verdict};
+use crate::analysis::matching::rule::DecisionModel;
 use crate::analysis::rqs::metric::{RqsScores, RunPart, RunParts};
 use crate::analysis::spec::{AnalysisSpec, CompareMetric, CompareOptions};
 use crate::analysis::{model::AnalysisInput, model::AnalysisResult, model::RunView, model::Table, model::TableCell};
@@ -42,6 +43,10 @@ pub struct CellMetrics {
     pub values: BTreeMap<String, String>,
     /// Metric name → values.
     pub metrics: BTreeMap<String, MetricValues>,
+    /// Metric name → the subjects' values with each matching decision weighted by how sure
+    /// it is (oracle metrics, where the rule has a decision model).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub matching: BTreeMap<String, MetricValues>,
 }
 
 /// What a comparison says, in words a reader acts on.
@@ -132,6 +137,10 @@ pub struct Comparison {
     #[serde(default)]
     pub alpha: f64,
     pub conclusion: Conclusion,
+    /// The comparison with each matching decision weighted by how sure it is, where the
+    /// matching rule's calibration has a decision model (oracle metrics).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub matching: Option<UnderMatching>,
 }
 
 impl Comparison {
@@ -186,6 +195,34 @@ pub struct CompareData {
     pub cells: Vec<CellMetrics>,
     pub comparisons: Vec<Comparison>,
     pub finding_pairs: Vec<FindingPairs>,
+    /// How the decisions were weighted, where they were.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub matching: Option<MatchingSummary>,
+}
+
+/// The decisions a comparison under matching uncertainty weighed.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct MatchingSummary {
+    /// Decisions with a report at the place, over every run, and of them the borderline ones.
+    pub decisions: usize,
+    pub borderline: usize,
+    /// The decision model's out-of-fold Brier score, and that of the rule's own 0/1 calls.
+    pub brier: f64,
+    pub brier_decisions: f64,
+    /// Per tenth of probability: this execution's decisions, and the calibration's cells with
+    /// their mean prediction and observed share.
+    pub bins: Vec<MatchingBin>,
+}
+
+/// One tenth of probability.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct MatchingBin {
+    pub from: f64,
+    pub to: f64,
+    pub decisions: usize,
+    pub calibration_cells: u32,
+    pub predicted: Option<f64>,
+    pub observed: Option<f64>,
 }
 
 /// The runs of one cell, grouped by subject and by repeat.
@@ -323,7 +360,7 @@ fn cell_metrics(cell: &Cell, runs: &CellRuns<'_, '_>, sources: &Sources<'_>) -> 
         values.repeat_sd = stats::sample_std_dev(&values.repeats);
         metrics.insert(metric.as_str().to_string(), values);
     }
-    CellMetrics { cell: cell.id.clone(), values: cell.values.iter().map(|(k, v)| (k.clone(), v.render())).collect(), metrics }
+    CellMetrics { cell: cell.id.clone(), values: cell.values.iter().map(|(k, v)| (k.clone(), v.render())).collect(), metrics, matching: BTreeMap::new() }
 }
 
 /// Pairs two cells' values of one metric and tests the differences.
@@ -371,6 +408,7 @@ pub fn compare_values(
         b_repeat_sd: b.repeat_sd,
         alpha: options.alpha,
         conclusion: Conclusion::Untestable,
+        matching: None,
     }
 }
 
@@ -431,8 +469,16 @@ pub fn verdict_line(c: &Comparison, digits: usize) -> String {
         }
         _ => format!(" ({} subjects)", c.subjects),
     };
+    let matching = match &c.matching {
+        Some(m) => {
+            let interval = m.interval.map(|i| format!(" [{}, {}]", unsigned_zero(i.low, digits), unsigned_zero(i.high, digits))).unwrap_or_default();
+            let difference = m.difference.map(|d| format!(" {}", signed(d, digits))).unwrap_or_default();
+            format!("; with matching uncertainty{difference}{interval}: {}", matching_words(m))
+        }
+        None => String::new(),
+    };
     format!(
-        "**{}**, `{}` − `{}`{} = {:+.digits$}{interval}{test}: **{}**.",
+        "**{}**, `{}` − `{}`{} = {:+.digits$}{interval}{test}: **{}**{matching}.",
         c.metric.as_str(),
         c.b_label,
         c.a_label,
@@ -440,6 +486,26 @@ pub fn verdict_line(c: &Comparison, digits: usize) -> String {
         difference,
         c.verdict()
     )
+}
+
+/// `x` to `digits` places, a value that rounds to zero written `0.000` (never `-0.000`).
+fn unsigned_zero(x: f64, digits: usize) -> String {
+    let text = format!("{x:.digits$}");
+    if text.trim_start_matches('-').chars().all(|c| c == '0' || c == '.') {
+        text.trim_start_matches('-').to_string()
+    } else {
+        text
+    }
+}
+
+/// `x` to `digits` places with its sign, `+0.000` for a value that rounds to zero.
+fn signed(x: f64, digits: usize) -> String {
+    let text = unsigned_zero(x, digits);
+    if text.starts_with('-') {
+        text
+    } else {
+        format!("+{text}")
+    }
 }
 
 fn group_suffix(group: &str) -> String {
@@ -569,7 +635,8 @@ pub fn compute(spec: &AnalysisSpec, input: &AnalysisInput<'_>) -> AnalysisResult
         match input.oracle {
             Some(oracle) => {
                 let (mut s, unknown) = score_runs_judged(&input.runs, oracle, &spec.oracle_rule, input.match_votes());
-                let (method, notes) = adjudicate_described(&mut s, input.adjudication(spec), with_jury(spec.oracle_rule.describe(), input.match_votes()));
+                let (method, notes) =
+                    adjudicate_described(&mut s, input.adjudication(spec), with_jury(describe_rule_for(&spec.oracle_rule, oracle), input.match_votes()));
                 result.rule = Some(method.describe());
                 result.notes.extend(notes);
                 if !unknown.is_empty() {
@@ -628,16 +695,50 @@ pub fn compute(spec: &AnalysisSpec, input: &AnalysisInput<'_>) -> AnalysisResult
     };
     let sources = Sources { counts: oracle_counts(&scored), rqs: rqs_parts, resolution: resolution.unwrap_or_default(), options: &options };
 
+    // How sure each matching decision is, where the rule's calibration says (and no person's
+    // decisions or judges' votes replaced the text's).
+    let model = spec.oracle_rule.calibrated.and_then(|c| c.decisions);
+    let decisions = match (input.oracle, model) {
+        (Some(oracle), Some(model)) if options.metrics.iter().any(|m| uncertain::applies(*m)) => {
+            if spec.oracle_rule.evidence != crate::analysis::matching::rule::Evidence::Similarity {
+                result.notes.push(
+                    "Matching uncertainty is not weighed: the rule's evidence is not the text's similarity alone, which the decision model describes.".into(),
+                );
+                None
+            } else if input.adjudication(spec).is_some() {
+                result.notes.push("Matching uncertainty is not weighed: a person's adjudication decides what it covers.".into());
+                None
+            } else {
+                Some((uncertain::run_decisions(&scored, oracle, &spec.oracle_rule, &model), model))
+            }
+        }
+        _ => None,
+    };
+
     let mut cells = Vec::new();
+    let mut uncertain_cells: Vec<BTreeMap<CompareMetric, uncertain::CellUncertain>> = Vec::new();
     let mut by_id: BTreeMap<&str, usize> = BTreeMap::new();
     for cell in input.cells {
         let runs = group_runs(crate::analysis::model::runs_of(input, cell));
         by_id.insert(cell.id.as_str(), cells.len());
-        cells.push(cell_metrics(cell, &runs, &sources));
+        let mut metrics = cell_metrics(cell, &runs, &sources);
+        let mut weighed = BTreeMap::new();
+        if let Some((decisions, _)) = &decisions {
+            let keys: BTreeMap<&str, Vec<(String, u32, String)>> =
+                runs.by_subject.iter().map(|(s, rs)| (*s, rs.iter().map(|r| run_key(r)).collect())).collect();
+            for &metric in options.metrics.iter().filter(|m| uncertain::applies(**m)) {
+                let u = uncertain::cell_uncertain(metric, &keys, decisions);
+                metrics.matching.insert(metric.as_str().to_string(), u.values.clone());
+                weighed.insert(metric, u);
+            }
+        }
+        cells.push(metrics);
+        uncertain_cells.push(weighed);
     }
 
     let pairs = cell_pairs(input.cells, input.axis_order, &options, axis);
     let mut comparisons = Vec::new();
+    let mut compared_cells = Vec::new();
     for &metric in &options.metrics {
         for (group, a, b, a_label, b_label) in &pairs {
             let (Some(&ai), Some(&bi)) = (by_id.get(a.id.as_str()), by_id.get(b.id.as_str())) else { continue };
@@ -645,9 +746,13 @@ pub fn compute(spec: &AnalysisSpec, input: &AnalysisInput<'_>) -> AnalysisResult
             let av = cells[ai].metrics.get(metric.as_str()).unwrap_or(&empty);
             let bv = cells[bi].metrics.get(metric.as_str()).unwrap_or(&empty);
             comparisons.push(compare_values(metric, av, bv, &options, group.clone(), (&a.id, &b.id), (a_label, b_label)));
+            compared_cells.push((ai, bi, a_label.clone(), b_label.clone()));
         }
     }
     correct_and_conclude(&mut comparisons, options.alpha, options.min_effect);
+    if decisions.is_some() {
+        weigh_matching(&mut comparisons, &compared_cells, &uncertain_cells, &options);
+    }
 
     let mut finding_pairs = Vec::new();
     if input.oracle.is_some() && !scored.is_empty() {
@@ -715,9 +820,207 @@ pub fn compute(spec: &AnalysisSpec, input: &AnalysisInput<'_>) -> AnalysisResult
         cells,
         comparisons,
         finding_pairs,
+        matching: decisions.as_ref().map(|(d, model)| matching_summary(d, model)),
     };
+    if let Some(summary) = &data.matching {
+        result.notes.push(matching_note(summary, &data.comparisons));
+        result.tables.push(matching_table(&data.comparisons));
+        result.tables.push(calibration_table(summary));
+    }
     result.data = serde_json::to_value(&data).unwrap_or(serde_json::Value::Null).into();
     result
+}
+
+/// Each comparison of an oracle metric again on the cells' expected values, Holm-corrected
+/// over those, with whether it calls what the shown verdict calls and how many borderline
+/// decisions would overturn it.
+fn weigh_matching(
+    comparisons: &mut [Comparison],
+    compared_cells: &[(usize, usize, String, String)],
+    uncertain_cells: &[BTreeMap<CompareMetric, uncertain::CellUncertain>],
+    options: &CompareOptions,
+) {
+    let empty = uncertain::CellUncertain::default();
+    let metrics: Vec<CompareMetric> = comparisons.iter().map(|c| c.metric).collect();
+    let cells_of = |i: usize| -> Option<(&uncertain::CellUncertain, &uncertain::CellUncertain)> {
+        let (ai, bi, _, _) = &compared_cells[i];
+        let metric = metrics[i];
+        let a = uncertain_cells.get(*ai)?.get(&metric);
+        let b = uncertain_cells.get(*bi)?.get(&metric);
+        (a.is_some() || b.is_some()).then(|| (a.unwrap_or(&empty), b.unwrap_or(&empty)))
+    };
+    let mut under: Vec<(usize, Comparison)> = Vec::new();
+    for i in 0..comparisons.len() {
+        let Some((a, b)) = cells_of(i) else { continue };
+        let c = &comparisons[i];
+        let (_, _, a_label, b_label) = &compared_cells[i];
+        under.push((i, compare_values(c.metric, &a.values, &b.values, options, c.group.clone(), (&c.a, &c.b), (a_label, b_label))));
+    }
+    let mut weighed: Vec<Comparison> = under.iter().map(|(_, c)| c.clone()).collect();
+    correct_and_conclude(&mut weighed, options.alpha, options.min_effect);
+    let tested: Vec<usize> = (0..weighed.len()).filter(|&j| weighed[j].test.is_some()).collect();
+    let raw: Vec<f64> = tested.iter().filter_map(|&j| weighed[j].test.map(|t| t.p_value)).collect();
+    for ((i, _), w) in under.iter().zip(&weighed) {
+        let Some((a, b)) = cells_of(*i) else { continue };
+        let c = comparisons[*i].clone();
+        let (_, _, a_label, b_label) = &compared_cells[*i];
+        let paired = uncertain::Paired { a, b };
+        let index = tested.iter().position(|&j| std::ptr::eq(&weighed[j], w));
+        let verdict = |av: &MetricValues, bv: &MetricValues| verdict_of(c.metric, av, bv, options, &raw, index);
+        let _ = (a_label, b_label);
+        let shown = (c.conclusion, c.difference.unwrap_or(0.0));
+        let subjects: Vec<&String> = a.values.subjects.keys().filter(|s| b.values.subjects.contains_key(*s)).collect();
+        let count = |f: &dyn Fn(&uncertain::CellUncertain, &str) -> usize| subjects.iter().map(|s| f(a, s) + f(b, s)).sum::<usize>();
+        let borderline = count(&|cell, s| cell.levers.get(s).map_or(0, Vec::len));
+        let decided = count(&|cell, s| cell.decided.get(s).copied().unwrap_or(0));
+        let overturned_by = uncertain::overturned_by(&paired, shown, &verdict);
+        let holds = uncertain::same_call(w.conclusion, c.conclusion, w.difference.unwrap_or(0.0), c.difference.unwrap_or(0.0));
+        comparisons[*i].matching = Some(UnderMatching {
+            difference: w.difference,
+            interval: w.interval,
+            p: w.test.map(|t| t.p_value),
+            p_holm: w.p_holm,
+            conclusion: w.conclusion,
+            holds,
+            decisions: decided,
+            borderline,
+            overturned_by: if holds { overturned_by } else { Some(0) },
+        });
+    }
+}
+
+/// The conclusion a comparison of `metric` between two cells' values would draw, with its p
+/// Holm-corrected among `raw` (the table's p-values, this one's at `index`), and its
+/// difference: as [`compare_values`] and [`correct_and_conclude`] draw it, without the test
+/// where the interval alone settles it (an interval through zero calls nothing).
+fn verdict_of(metric: CompareMetric, a: &MetricValues, b: &MetricValues, options: &CompareOptions, raw: &[f64], index: Option<usize>) -> (Conclusion, f64) {
+    let diffs: Vec<f64> = a.subjects.iter().filter_map(|(s, av)| b.subjects.get(s).map(|bv| bv - av)).collect();
+    let Some(difference) = stats::mean(&diffs) else { return (Conclusion::Untestable, 0.0) };
+    let differing = diffs.iter().filter(|d| **d != 0.0).count();
+    if stats::sign_flip_floor(diffs.len(), differing, options.resamples).is_some_and(|p| p >= options.alpha) {
+        return (Conclusion::CannotBeSignificant, difference);
+    }
+    let interval = stats::bootstrap_mean_interval(&diffs, options.resamples, options.seed, options.level(), options.interval);
+    if !interval.is_some_and(|i| i.low > 0.0 || i.high < 0.0) {
+        return (if interval.is_some() { Conclusion::NoDetectableDifference } else { Conclusion::Untestable }, difference);
+    }
+    let p = stats::sign_flip_test(&diffs, options.resamples, options.seed).map(|t| t.p_value);
+    let p_holm = match (p, index) {
+        (Some(p), Some(i)) if i < raw.len() => {
+            let mut ps = raw.to_vec();
+            ps[i] = p;
+            stats::holm(&ps).get(i).copied()
+        }
+        (p, _) => p,
+    };
+    (conclude(metric, difference, interval.as_ref(), p_holm, options.alpha, options.min_effect), difference)
+}
+
+/// The decisions weighed, over every run, and the calibration's curve beside them.
+fn matching_summary(decisions: &BTreeMap<(String, u32, String), uncertain::RunDecisions>, model: &DecisionModel) -> MatchingSummary {
+    let bins = crate::analysis::matching::rule::CURVE_BINS;
+    let mut counts = vec![0usize; bins];
+    let (mut all, mut borderline) = (0, 0);
+    for (_, p) in decisions.values().flat_map(|d| &d.decisions) {
+        all += 1;
+        borderline += usize::from((uncertain::BORDERLINE..=1.0 - uncertain::BORDERLINE).contains(p));
+        counts[((p * bins as f64) as usize).min(bins - 1)] += 1;
+    }
+    MatchingSummary {
+        decisions: all,
+        borderline,
+        brier: model.brier,
+        brier_decisions: model.brier_decisions,
+        bins: model
+            .curve
+            .iter()
+            .zip(counts)
+            .enumerate()
+            .map(|(i, (c, n))| MatchingBin {
+                from: i as f64 / bins as f64,
+                to: (i + 1) as f64 / bins as f64,
+                decisions: n,
+                calibration_cells: c.cells,
+                predicted: c.predicted,
+                observed: c.observed,
+            })
+            .collect(),
+    }
+}
+
+fn matching_note(summary: &MatchingSummary, comparisons: &[Comparison]) -> String {
+    let weighed: Vec<&UnderMatching> = comparisons.iter().filter_map(|c| c.matching.as_ref()).collect();
+    let holding = weighed.iter().filter(|m| m.holds).count();
+    format!(
+        "With matching uncertainty: each oracle finding's found or not found is weighed by the probability that the judges' majority calls it found, the matching calibration's decision model (the similarity of the report the one-to-one pass gives it, its margin over the next report and its rank; with no report at its place it is not found), whose out-of-fold Brier score is {:.3} against {:.3} for the rule's own found / not found. A subject's value is then the one the judges are expected to give it, and those values are compared as above: paired interval, sign-flip test, Holm over these comparisons. {} decision{} had a report at the place, {} of them borderline (probability {:.1}–{:.1}). A verdict holds when, with matching uncertainty, it calls the same (the same direction, or no difference); \"overturned by k\" is the fewest borderline decisions, each settled against the verdict, the most influential first, after which it would not. {holding} of {} verdicts hold. The probabilities were calibrated on the projects the rule was; where the rule matches more than the judges (see the rule's figures on projects it never saw), these intervals do not correct for it.",
+        summary.brier,
+        summary.brier_decisions,
+        summary.decisions,
+        if summary.decisions == 1 { "" } else { "s" },
+        summary.borderline,
+        uncertain::BORDERLINE,
+        1.0 - uncertain::BORDERLINE,
+        weighed.len()
+    )
+}
+
+/// What a verdict comes to with matching uncertainty, in words: `holds (3 of 12 borderline
+/// decisions would overturn it)`.
+fn matching_words(m: &UnderMatching) -> String {
+    if !m.holds {
+        return format!("does not hold ({})", m.conclusion.as_str());
+    }
+    match (m.overturned_by, m.borderline) {
+        (_, 0) => "holds (no borderline decision)".to_string(),
+        (Some(1), 1) => "holds (its one borderline decision would overturn it)".to_string(),
+        (None, 1) => "holds (its one borderline decision would not overturn it)".to_string(),
+        (Some(k), n) => format!("holds ({k} of its {n} borderline decisions would overturn it)"),
+        (None, n) => format!("holds (none of its {n} borderline decisions would overturn it)"),
+    }
+}
+
+fn matching_table(comparisons: &[Comparison]) -> Table {
+    let mut t = Table::new(
+        "With matching uncertainty (each decision weighed by its probability)",
+        &["Metric", "Other axes", "A", "B", "B − A", "Interval", "p (Holm)", "Verdict", "The shown verdict", "Decisions (borderline)", "Overturned by"],
+    );
+    for c in comparisons {
+        let Some(m) = &c.matching else { continue };
+        t.rows.push(vec![
+            c.metric.as_str().into(),
+            if c.group.is_empty() { "–".into() } else { format!("`{}`", c.group).into() },
+            format!("`{}`", c.a_label).into(),
+            format!("`{}`", c.b_label).into(),
+            TableCell::Delta { delta: m.difference, digits: 3 },
+            interval_cell(m.interval.as_ref(), 3),
+            p_cell(m.p_holm),
+            m.conclusion.as_str().into(),
+            if m.holds { "holds".into() } else { "does not hold".into() },
+            format!("{} ({})", m.decisions, m.borderline).into(),
+            match m.overturned_by {
+                Some(k) => k.into(),
+                None => "–".into(),
+            },
+        ]);
+    }
+    t
+}
+
+fn calibration_table(summary: &MatchingSummary) -> Table {
+    let mut t = Table::new(
+        "How sure the decisions are: this execution's decisions by probability, beside the calibration's out-of-fold predictions and what the judges' majority found",
+        &["Probability", "Decisions here", "Calibration cells", "Predicted", "Observed"],
+    );
+    for b in &summary.bins {
+        t.rows.push(vec![
+            format!("{:.1}–{:.1}", b.from, b.to).into(),
+            b.decisions.into(),
+            (b.calibration_cells as usize).into(),
+            crate::analysis::model::format_number(b.predicted, Some(3)).into(),
+            crate::analysis::model::format_number(b.observed, Some(3)).into(),
+        ]);
+    }
+    t
 }
 
 fn tables(comparisons: &[Comparison], finding_pairs: &[FindingPairs], options: &CompareOptions) -> Vec<Table> {
@@ -774,6 +1077,9 @@ fn tables(comparisons: &[Comparison], finding_pairs: &[FindingPairs], options: &
     }
     out
 }
+
+mod uncertain;
+pub use uncertain::UnderMatching;
 
 #[cfg(test)]
 mod tests;

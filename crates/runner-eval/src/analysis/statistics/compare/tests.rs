@@ -111,9 +111,15 @@ fn recall_difference_exact_sign_flip_and_mcnemar_by_hand() {
     let line = &result.headline[0];
     assert!(line.starts_with("**recall**, `b` − `a` = +0.500 ["), "{line}");
     assert!(
-        line.contains("p = 0.500 (paired permutation, 4 subjects, exact over 16 sign flips): **4 subjects, 2 differing: cannot be significant at α = 0.05**."),
+        line.contains("p = 0.500 (paired permutation, 4 subjects, exact over 16 sign flips): **4 subjects, 2 differing: cannot be significant at α = 0.05**; with matching uncertainty +"),
         "{line}"
     );
+    // The default rule's calibration weighs each decision: two subjects' finds under B, one
+    // under A, each as sure as its similarity makes it.
+    let m = c.matching.as_ref().expect("weighed");
+    assert!(m.holds && m.decisions == 4 && m.difference.is_some_and(|d| d > 0.0 && d < 0.5), "{m:?}");
+    assert!(line.ends_with(": holds (no borderline decision).") || line.contains("borderline decision"), "{line}");
+    assert!(data.matching.is_some() && result.tables.iter().any(|t| t.title.starts_with("With matching uncertainty")), "{:?}", result.tables);
 }
 
 #[test]
@@ -210,7 +216,7 @@ fn five_subjects_cannot_be_significant_at_five_percent_and_six_can() {
         // The floor is reached: every subject moved the same way.
         assert_eq!(c.test.map(|t| t.p_value), Some(floor), "{n} subjects");
         assert_eq!((c.min_p, c.verdict().as_str()), (Some(floor), verdict), "{n} subjects");
-        assert!(result.headline[0].ends_with(&format!(": **{verdict}**.")), "{}", result.headline[0]);
+        assert!(result.headline[0].contains(&format!(": **{verdict}**; with matching uncertainty ")), "{}", result.headline[0]);
         let table = &result.tables[0];
         assert_eq!(table.rows[0].last().map(TableCell::render).as_deref(), Some(verdict));
     }
@@ -282,4 +288,177 @@ fn without_an_oracle_only_counts_and_repeatability_are_compared() {
     let data = data_of(&result);
     assert!(data.comparisons.iter().all(|c| c.metric == CompareMetric::Findings), "{:?}", data.comparisons);
     assert!(result.notes.iter().any(|n| n.starts_with("No oracle")), "{:?}", result.notes);
+}
+
+/// Decisions the model is sure of weigh exactly as the matcher's calls: every metric of
+/// weighed counts equals the one computed from the counts.
+#[test]
+fn certain_decisions_weigh_as_the_matchers_calls() {
+    use uncertain::{cell_uncertain, RunDecisions};
+    // One run: 4 oracle findings (found, partial, missed with a report, missed without), 5 reports.
+    let counts = MatchCounts { oracle: 4, found: 1, partial: 1, missed: 2, reported: 5, extras_real: 0, extras_rejected: 3 };
+    let key = ("m=a".to_string(), 1, "c1".to_string());
+    let runs = BTreeMap::from([("c1", vec![key.clone()])]);
+    for metric in [CompareMetric::Recall, CompareMetric::RecallWithPartials, CompareMetric::Precision, CompareMetric::F1, CompareMetric::Noise] {
+        let sure = RunDecisions { counts, decisions: vec![(Verdict::Found, 1.0), (Verdict::Partial, 0.0), (Verdict::Missed, 0.0)] };
+        let weighed = cell_uncertain(metric, &runs, &BTreeMap::from([(key.clone(), sure)]));
+        assert_eq!(weighed.values.subjects.get("c1").copied(), metric_from_counts(metric, &counts), "{metric:?}");
+        assert!(weighed.levers.get("c1").is_some_and(Vec::is_empty), "no borderline decision");
+        // The missed oracle finding with a report, found after all: one more find, one extra less.
+        let turned = RunDecisions { counts, decisions: vec![(Verdict::Found, 1.0), (Verdict::Partial, 0.0), (Verdict::Missed, 1.0)] };
+        let after = MatchCounts { found: 2, missed: 1, extras_rejected: 2, ..counts };
+        let weighed = cell_uncertain(metric, &runs, &BTreeMap::from([(key.clone(), turned)]));
+        assert_eq!(weighed.values.subjects.get("c1").copied(), metric_from_counts(metric, &after), "{metric:?}");
+    }
+    // Half sure of the find: recall halfway between 1/4 and 0/4, and a lever each way.
+    let half = RunDecisions { counts, decisions: vec![(Verdict::Found, 0.5)] };
+    let weighed = cell_uncertain(CompareMetric::Recall, &runs, &BTreeMap::from([(key, half)]));
+    assert_eq!(weighed.values.subjects.get("c1").copied(), Some(0.125));
+    let lever = weighed.levers["c1"][0];
+    assert_eq!((lever.to_found, lever.to_missed), (0.125, -0.125));
+}
+
+/// A simulation where the truth is known: 200 experiments of 50 subjects, each subject's 3
+/// oracle findings truly found with probability 0.45 under A and 0.55 under B (a true recall
+/// difference of 0.10), and a matcher that errs at known rates — it misses 10 % of true finds
+/// on both sides and calls 5 % of true misses found under A but 30 % under B (B writes more,
+/// so it is over-matched more). Each decision's probability is what those rates imply (Bayes),
+/// as a calibrated model would give. The intervals with matching uncertainty cover the true
+/// difference at about their 95 %; the intervals on the matcher's calls alone visibly do not;
+/// and redrawing each decision inside each bootstrap resample instead over-covers.
+#[test]
+fn intervals_with_matching_uncertainty_cover_the_true_difference_and_subject_only_ones_do_not() {
+    use rand::Rng;
+    use uncertain::{cell_uncertain, RunDecisions};
+    const EXPERIMENTS: usize = 200;
+    const SUBJECTS: usize = 50;
+    const FINDINGS: usize = 3;
+    let options = CompareOptions { resamples: 1000, interval: IntervalMethod::Percentile, ..CompareOptions::default() };
+    let truth = [0.45, 0.55];
+    let called_when_missed = [0.05, 0.30];
+    let missed_when_found = 0.10;
+    let posterior = |side: usize, said: bool| {
+        let t = truth[side];
+        let (yes, no) = if said {
+            (t * (1.0 - missed_when_found), (1.0 - t) * called_when_missed[side])
+        } else {
+            (t * missed_when_found, (1.0 - t) * (1.0 - called_when_missed[side]))
+        };
+        yes / (yes + no)
+    };
+    let true_difference = truth[1] - truth[0];
+    let mut rng = stats::rng(20_260_101, 7);
+    let (mut weighed_covers, mut matcher_covers, mut redrawn_covers) = (0, 0, 0);
+    for experiment in 0..EXPERIMENTS {
+        let mut values: [[MetricValues; 2]; 2] = Default::default();
+        let mut probabilities: [Vec<Vec<f64>>; 2] = Default::default();
+        for subject in 0..SUBJECTS {
+            let name = format!("s{subject:02}");
+            for side in 0..2 {
+                let mut decisions = Vec::new();
+                let mut said_found = 0;
+                for _ in 0..FINDINGS {
+                    let found = rng.random::<f64>() < truth[side];
+                    let said = if found { rng.random::<f64>() >= missed_when_found } else { rng.random::<f64>() < called_when_missed[side] };
+                    said_found += usize::from(said);
+                    decisions.push((if said { Verdict::Found } else { Verdict::Missed }, posterior(side, said)));
+                }
+                // One report per oracle finding: the ones not called found are extras.
+                let counts = MatchCounts {
+                    oracle: FINDINGS,
+                    found: said_found,
+                    partial: 0,
+                    missed: FINDINGS - said_found,
+                    reported: FINDINGS,
+                    extras_real: 0,
+                    extras_rejected: FINDINGS - said_found,
+                };
+                values[0][side].subjects.insert(name.clone(), metric_from_counts(CompareMetric::Recall, &counts).unwrap_or(0.0));
+                probabilities[side].push(decisions.iter().map(|d| d.1).collect());
+                let key = (String::new(), 1, name.clone());
+                let runs = BTreeMap::from([(name.as_str(), vec![key.clone()])]);
+                let weighed = cell_uncertain(CompareMetric::Recall, &runs, &BTreeMap::from([(key, RunDecisions { counts, decisions })]));
+                values[1][side].subjects.extend(weighed.values.subjects);
+            }
+        }
+        let covers = |v: &[MetricValues; 2]| {
+            let seeded = CompareOptions { seed: experiment as u64, ..options.clone() };
+            let c = compare_values(CompareMetric::Recall, &v[0], &v[1], &seeded, String::new(), ("a", "b"), ("a", "b"));
+            c.interval.is_some_and(|i| i.low <= true_difference && true_difference <= i.high)
+        };
+        matcher_covers += usize::from(covers(&values[0]));
+        weighed_covers += usize::from(covers(&values[1]));
+        // The alternative: a fresh draw of every decision inside each resample of subjects.
+        let mut means: Vec<f64> = (0..options.resamples)
+            .map(|_| {
+                let mut total = 0.0;
+                for _ in 0..SUBJECTS {
+                    let s = rng.random_range(0..SUBJECTS);
+                    let draw =
+                        |ps: &Vec<f64>, rng: &mut rand_chacha::ChaCha8Rng| ps.iter().filter(|&&p| rng.random::<f64>() < p).count() as f64 / FINDINGS as f64;
+                    total += draw(&probabilities[1][s], &mut rng) - draw(&probabilities[0][s], &mut rng);
+                }
+                total / SUBJECTS as f64
+            })
+            .collect();
+        means.sort_by(f64::total_cmp);
+        let (low, high) = (stats::quantile_linear(&means, 0.025), stats::quantile_linear(&means, 0.975));
+        redrawn_covers += usize::from(low <= true_difference && true_difference <= high);
+    }
+    let rate = |n: usize| n as f64 / EXPERIMENTS as f64;
+    let (weighed, matcher, redrawn) = (rate(weighed_covers), rate(matcher_covers), rate(redrawn_covers));
+    assert!((0.91..=0.985).contains(&weighed), "with matching uncertainty: {weighed} of nominal 0.95 (matcher alone {matcher}, redrawn {redrawn})");
+    assert!(matcher <= 0.80, "the matcher's calls alone undercover: {matcher} (with matching uncertainty {weighed})");
+    assert!(redrawn >= 0.985, "redrawing every decision over-covers: {redrawn} (with matching uncertainty {weighed})");
+}
+
+/// Eight subjects all better under B, each resting on one borderline find: settling the finds
+/// against the verdict one subject at a time, it stops being "better" after exactly the number
+/// reported, and not before.
+#[test]
+fn the_fewest_borderline_decisions_that_overturn_a_verdict() {
+    use uncertain::{overturned_by, CellUncertain, Lever, Paired};
+    let options = CompareOptions { resamples: 2000, ..CompareOptions::default() };
+    let names: Vec<String> = (0..8).map(|i| format!("s{i}")).collect();
+    let a = CellUncertain { values: MetricValues { subjects: names.iter().map(|n| (n.clone(), 0.2)).collect(), ..Default::default() }, ..Default::default() };
+    let b = CellUncertain {
+        values: MetricValues { subjects: names.iter().map(|n| (n.clone(), 0.5)).collect(), ..Default::default() },
+        levers: names.iter().map(|n| (n.clone(), vec![Lever { to_found: 0.25, to_missed: -0.5 }])).collect(),
+        ..Default::default()
+    };
+    let verdict = |x: &MetricValues, y: &MetricValues| verdict_of(CompareMetric::Recall, x, y, &options, &[], None);
+    let settled = |k: usize| {
+        let mut y = b.values.clone();
+        for n in names.iter().take(k) {
+            *y.subjects.get_mut(n).expect("subject") -= 0.5;
+        }
+        // The full comparison, as the table draws it.
+        let mut c = vec![compare_values(CompareMetric::Recall, &a.values, &y, &options, String::new(), ("a", "b"), ("a", "b"))];
+        correct_and_conclude(&mut c, options.alpha, options.min_effect);
+        assert_eq!(verdict(&a.values, &y).0, c[0].conclusion, "the quick verdict is the table's");
+        c[0].conclusion
+    };
+    assert_eq!(settled(0), Conclusion::Better);
+    let k = overturned_by(&Paired { a: &a, b: &b }, (Conclusion::Better, 0.3), &verdict).expect("overturned");
+    assert!((1..=8).contains(&k), "{k}");
+    assert_eq!(settled(k - 1), Conclusion::Better, "{k} is the fewest");
+    assert_ne!(settled(k), Conclusion::Better);
+    // Without levers nothing overturns it.
+    let fixed = CellUncertain { levers: BTreeMap::new(), ..b.clone() };
+    assert_eq!(overturned_by(&Paired { a: &a, b: &fixed }, (Conclusion::Better, 0.3), &verdict), None);
+}
+
+/// A rule set by hand has no decision model: nothing is weighed and the verdict line is as it was.
+#[test]
+fn a_rule_without_a_decision_model_weighs_nothing() {
+    let fx = four_subjects();
+    let oracle = oracle(&SUBJECTS);
+    let mut input = fx.input();
+    input.oracle = Some(&oracle);
+    let mut spec = compare_spec("m", &[CompareMetric::Recall], 1000);
+    spec.oracle_rule.calibrated = None;
+    let result = compute(&spec, &input);
+    let data = data_of(&result);
+    assert!(data.matching.is_none() && data.comparisons[0].matching.is_none() && data.cells[0].matching.is_empty());
+    assert!(result.headline[0].ends_with("cannot be significant at α = 0.05**."), "{}", result.headline[0]);
 }
