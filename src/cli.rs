@@ -887,6 +887,35 @@ pub(crate) enum CorpusCommand {
     /// every case's ground-truth program on both source versions.
     #[command(after_help = "Example:\n  runner corpus validate corpus/quickstart --structure-only")]
     Validate(CorpusValidateArgs),
+    /// Import a public benchmark's ground truth: its pull requests as an external target's
+    /// `changes.json` and its reference comments as an oracle (`oracle.json`), each
+    /// comment's place, category and context level kept; what the oracle cannot hold (the
+    /// rejected comments) is listed in its `skipped`.
+    #[command(after_help = "Example:\n  runner corpus import aacr corpus/aacr-bench/gold --out corpus/aacr-bench")]
+    Import(CorpusImportArgs),
+}
+
+/// The benchmarks `runner corpus import` reads.
+#[derive(Debug, Clone, Copy, clap::ValueEnum)]
+pub(crate) enum ImportFormat {
+    /// AACR-Bench (alibaba/aacr-bench): `positive_samples.json` and `negative_samples.json`.
+    Aacr,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct CorpusImportArgs {
+    /// The benchmark whose gold is read.
+    #[arg(value_enum)]
+    pub format: ImportFormat,
+    /// The directory holding the benchmark's gold files.
+    pub gold: PathBuf,
+    /// The directory `changes.json` and `oracle.json` are written to (created if needed).
+    #[arg(long, value_name = "DIR")]
+    pub out: PathBuf,
+    /// Overwrite the output files even when they are not ones this command wrote (never a
+    /// link, nor one of the command's inputs).
+    #[arg(long)]
+    pub force: bool,
 }
 
 #[derive(Debug, Args)]

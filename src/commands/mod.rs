@@ -45,6 +45,7 @@ pub(crate) fn run(command: Command) -> Result<Exit, Error> {
         Command::Report(args) => report::run(&args),
         Command::Cache { command, locations } => cache::run(command, &locations),
         Command::Corpus { command: CorpusCommand::Validate(args) } => corpus::validate(&args),
+        Command::Corpus { command: CorpusCommand::Import(args) } => corpus::import(&args),
         Command::Score(args) => score::run(&args),
         Command::Crscore(args) => crscore::run(&args),
         Command::Matching { command: MatchingCommand::Evaluate(args) } => matching::evaluate(&args),

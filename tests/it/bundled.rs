@@ -8,9 +8,19 @@ use crate::{project_root, runner};
 fn every_bundled_experiment_reproduces_its_committed_results_byte_for_byte() {
     let root = project_root();
     let tmp = tempfile::tempdir().expect("tempdir");
-    for name in
-        ["quickstart", "scored", "model-swap", "replay-tools", "code-review-benchmark", "studies", "studies-rqs", "strategies", "own-history", "shipped-bugs"]
-    {
+    for name in [
+        "quickstart",
+        "scored",
+        "model-swap",
+        "replay-tools",
+        "code-review-benchmark",
+        "aacr-bench",
+        "studies",
+        "studies-rqs",
+        "strategies",
+        "own-history",
+        "shipped-bugs",
+    ] {
         // own-history and shipped-bugs review pinned commits of this repository, which a
         // shallow clone lacks.
         let pinned = matches!(name, "own-history" | "shipped-bugs");

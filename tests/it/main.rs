@@ -1,6 +1,7 @@
 //! The integration test binary: drives the real `runner` CLI on real git repositories
 //! created in temporary directories, with real child processes as reviewers.
 
+mod aacr_bench;
 mod bundled;
 mod code_review_benchmark;
 mod command_reviewer;

@@ -71,6 +71,7 @@ analyses! {
     /// reviews scored against a private oracle.
     corpus (score) {
         review_eval => AnalysisKind::REVIEW_EVAL,
+        aacr => AnalysisKind::AACR,
     }
     /// Seed 001: RQS v2 from the jury's verdicts and CRScore's alignment, checked against
     /// CRScore's human study, and the resolution rate from the repository's history.

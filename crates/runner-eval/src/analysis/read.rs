@@ -50,6 +50,7 @@ pub fn read_analysis(t: &TableReader<'_, '_>, axes: &BTreeSet<String>, base_dir:
             "window",
             "tolerance",
             "head",
+            "gold",
         ] {
             t.allow(key);
         }
@@ -136,15 +137,34 @@ pub fn read_analysis(t: &TableReader<'_, '_>, axes: &BTreeSet<String>, base_dir:
     });
     let study = (kind == AnalysisKind::STUDY).then(|| read_study(t, base_dir)).flatten();
     let resolution = (kind == AnalysisKind::RESOLUTION).then(|| read_resolution(t));
+    let aacr = (kind == AnalysisKind::AACR).then(|| read_aacr(t, base_dir)).flatten();
     let options = match (rqs, compare, rank_by, study, resolution) {
         (Some(o), ..) => AnalysisOptions::Rqs(o),
         (_, Some(o), ..) => AnalysisOptions::Compare(o),
         (_, _, Some(r), ..) => AnalysisOptions::RankBy(r),
         (.., Some(o), _) => AnalysisOptions::Study(o),
         (.., Some(o)) => AnalysisOptions::Resolution(o),
-        _ => AnalysisOptions::None,
+        _ => aacr.map_or(AnalysisOptions::None, AnalysisOptions::Aacr),
     };
     Some(AnalysisSpec { kind, title, axis, matching, oracle_rule, adjudication, options })
+}
+
+/// An `aacr` analysis's `gold`, loaded (a located problem when it cannot be read).
+fn read_aacr(t: &TableReader<'_, '_>, base_dir: &Path) -> Option<AacrOptions> {
+    use crate::ground_truth::aacr;
+    let written = t.required_string("gold")?;
+    let gold = resolve_path(base_dir, written.get_ref());
+    match aacr::load(&gold) {
+        Ok(loaded) => Some(AacrOptions { gold, loaded: std::sync::Arc::new(loaded) }),
+        Err(e) => {
+            t.problems().push_with_help(
+                written.span(),
+                format!("`gold`: {e}"),
+                format!("`gold` names the directory holding AACR-Bench's {} (and {})", aacr::POSITIVE_FILE, aacr::NEGATIVE_FILE),
+            );
+            None
+        }
+    }
 }
 
 /// A `resolution` analysis's `window`, `tolerance` and `head`.

@@ -45,6 +45,8 @@ pub enum AnalysisOptions {
     Study(StudyOptions),
     /// The resolution rate's window, tolerance and head (`kind = "resolution"`).
     Resolution(ResolutionOptions),
+    /// AACR-Bench's gold (`kind = "aacr"`).
+    Aacr(AacrOptions),
 }
 
 impl AnalysisSpec {
@@ -95,6 +97,23 @@ impl AnalysisSpec {
             _ => None,
         }
     }
+
+    /// An `aacr` analysis's gold.
+    pub fn aacr(&self) -> Option<&AacrOptions> {
+        match &self.options {
+            AnalysisOptions::Aacr(o) => Some(o),
+            _ => None,
+        }
+    }
+}
+
+/// An `aacr` analysis's `gold`: AACR-Bench's gold directory (resolved against the manifest's
+/// directory), read when the manifest is.
+#[derive(Debug, Clone, Serialize)]
+pub struct AacrOptions {
+    pub gold: std::path::PathBuf,
+    #[serde(skip)]
+    pub loaded: std::sync::Arc<crate::ground_truth::aacr::Gold>,
 }
 
 /// A `resolution` analysis: how many later commits (`window`), lines either side
@@ -398,6 +417,9 @@ impl AnalysisKind {
     pub const JURY: Self = Self::new("jury").matching_an_oracle();
     /// Seed 001's resolution rate from git: findings whose lines a later commit changed.
     pub const RESOLUTION: Self = Self::new("resolution");
+    /// AACR-Bench's own location rule and order against its gold, with runner's matcher in its
+    /// judge's place.
+    pub const AACR: Self = Self::new("aacr").matching_an_oracle();
 
     /// A kind named `name` that reads no oracle.
     pub(crate) const fn new(name: &'static str) -> Self {

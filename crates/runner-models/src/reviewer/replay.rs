@@ -5,13 +5,14 @@
 //! name their subject (CSV/JSONL's `subject` column, seed 002's `caseId`). Formats: stet's
 //! `{"findings":[…]}` JSON and NDJSON stream (`stet.rs`, through the stet parser in
 //! `parse.rs`), SARIF 2.1.0 (`sarif.rs`), CSV and JSONL tables (`table.rs`) and seed 002's
-//! captured results (`seed002.rs`).
+//! captured results (`seed002.rs`), and AACR-Bench's OCR-schema reviews (`ocr.rs`).
 //!
 //! Each run's key includes the blake3 of the bytes read for its subject (the whole file, or
 //! that subject's rows of a shared file), so editing one capture re-runs only its subjects.
 //! Paths never leave the manifest's project: a subject id is one plain file-name component,
 //! and the resolved file (symbolic links followed) must lie inside the project root.
 
+pub mod ocr;
 pub mod sarif;
 pub mod seed002;
 pub mod stet;
@@ -43,10 +44,11 @@ pub enum ReplayFormat {
     Csv,
     Jsonl,
     Seed002,
+    Ocr,
 }
 
 impl ReplayFormat {
-    pub(crate) const NAMES: [&'static str; 6] = ["stet-json", "stet-ndjson", "sarif", "csv", "jsonl", "seed002"];
+    pub(crate) const NAMES: [&'static str; 7] = ["stet-json", "stet-ndjson", "sarif", "csv", "jsonl", "seed002", "ocr"];
 
     pub fn parse(text: &str) -> Option<Self> {
         match text {
@@ -56,6 +58,7 @@ impl ReplayFormat {
             "csv" => Some(Self::Csv),
             "jsonl" => Some(Self::Jsonl),
             "seed002" => Some(Self::Seed002),
+            "ocr" => Some(Self::Ocr),
             _ => None,
         }
     }
@@ -68,6 +71,7 @@ impl ReplayFormat {
             Self::Csv => "csv",
             Self::Jsonl => "jsonl",
             Self::Seed002 => "seed002",
+            Self::Ocr => "ocr",
         }
     }
 
@@ -394,6 +398,7 @@ impl ReplayReviewer {
             ReplayFormat::StetJson => stet::parse_document(&raw),
             ReplayFormat::StetNdjson => stet::parse_stream(&raw),
             ReplayFormat::Sarif => sarif::parse(&raw, &self.spec.mapping),
+            ReplayFormat::Ocr => ocr::parse(&raw, subject),
             ReplayFormat::Csv | ReplayFormat::Jsonl | ReplayFormat::Seed002 => self.parse_shared(&raw).and_then(|parts| {
                 // A per-subject table may still name its subject: it must be this one.
                 let mut out = Replayed::default();

@@ -2,6 +2,7 @@
 //! seals them. Scoring against an oracle lives with the analyses (`analysis`).
 //! Nothing in this module may ever reach a reviewer.
 
+pub mod aacr;
 pub mod evalcase;
 pub mod github;
 pub mod holdout;

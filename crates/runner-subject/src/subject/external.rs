@@ -59,14 +59,14 @@ impl ExternalChange {
     }
 }
 
-/// An id usable as a subject: letters, digits, `-`, `_`, `.` and `/`, not starting with `.`
-/// or `/`, at most 200 characters.
+/// An id usable as a subject: letters, digits, `-`, `_`, `.`, `/` and `@` (a benchmark's
+/// `OWNER__REPO@SHA7`), not starting with `.` or `/`, at most 200 characters.
 fn valid_id(id: &str) -> bool {
     !id.is_empty()
         && id.len() <= 200
         && !id.starts_with(['.', '/'])
         && !id.contains("..")
-        && id.chars().all(|c| c.is_ascii_alphanumeric() || "-_./".contains(c))
+        && id.chars().all(|c| c.is_ascii_alphanumeric() || "-_./@".contains(c))
 }
 
 fn invalid(path: &Path, message: String) -> TargetError {
@@ -85,7 +85,7 @@ pub fn load_changes(path: &Path) -> Result<Vec<ExternalChange>, TargetError> {
     let mut out: Vec<ExternalChange> = Vec::with_capacity(raw.len());
     for change in raw {
         if !valid_id(&change.id) {
-            return Err(invalid(path, format!("change id `{}` must be letters, digits, `-`, `_`, `.` or `/` (not leading, no `..`)", change.id)));
+            return Err(invalid(path, format!("change id `{}` must be letters, digits, `-`, `_`, `.`, `/` or `@` (not leading, no `..`)", change.id)));
         }
         if out.iter().any(|c| c.id == change.id) {
             return Err(invalid(path, format!("change id `{}` is listed twice", change.id)));
