@@ -71,7 +71,7 @@ fn diff_with_a_metric_tests_the_difference_and_gates_on_it() {
         .assert()
         .code(1)
         .stderr(contains("no better direction"));
-    runner(&root).arg("diff").arg(&results).args(["--metric", "recal"]).assert().code(1).stderr(contains("`--metric` must be recall"));
+    runner(&root).arg("diff").arg(&results).args(["--metric", "recal"]).assert().code(1).stderr(contains("`--metric` must be a compare metric: recall"));
 }
 
 #[test]
