@@ -396,9 +396,11 @@ fn head_is_reviewed_as_declared_or_refused_under_serialize() {
         .replace("\"HEAD~2\"", &format!("\"{tip}~2\""));
     std::fs::write(&manifest, &text).expect("write");
     let out = runner(dir.path()).args(["exec"]).arg(&manifest).env("FAKE_STET_SKIP_SERVER_CHECK", "1").output().expect("runs");
-    assert_eq!(out.status.code(), Some(3), "{}", stderr_of(&out));
+    // Refused before anything runs, at the reviewer's table.
+    assert_eq!(out.status.code(), Some(1), "{}", stderr_of(&out));
     let err = stderr_of(&out);
-    assert!(err.contains("[target] head") && err.contains("isolation = \"worktree\""), "{err}");
+    assert!(err.contains(&format!("`head = \"{tip}\"` is not the commit checked out in")) && err.contains("isolation = \"worktree\""), "{err}");
+    assert!(err.contains(&format!("({}:", manifest.display())), "located: {err}");
 
     // In a worktree of its own the run reviews the declared head (its `eval(` line included),
     // and its findings point at the repository, not at the removed worktree.

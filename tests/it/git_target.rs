@@ -59,5 +59,8 @@ fn an_unknown_ref_is_a_clear_error() {
     let manifest = builtin_manifest(dir.path(), &repo, "\"no-such-branch\"");
     let out = runner(dir.path()).args(["exec"]).arg(&manifest).output().expect("runs");
     assert_eq!(out.status.code(), Some(1));
-    assert!(stderr_of(&out).contains("failed to resolve"), "{}", stderr_of(&out));
+    // Told at the axis value, in git's words, before anything runs.
+    let err = stderr_of(&out);
+    assert!(err.contains("`ref` value `no-such-branch` names no commit of") && err.contains("bad revision 'no-such-branch'"), "{err}");
+    assert!(err.contains(&format!("{}:", manifest.display())) && err.contains("1 problem in"), "located: {err}");
 }

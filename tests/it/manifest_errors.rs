@@ -560,3 +560,68 @@ fn the_report_is_the_same_from_any_directory() {
     assert_eq!(String::from_utf8_lossy(&read("RESULTS.md")), text, "RESULTS.md from experiments/");
     assert!(read("results.json") == json, "results.json from experiments/");
 }
+
+/// Mistakes that only the repository or PATH reveal are told at the key that made them, in
+/// git's words or saying which, each as exactly one located message: a program not in PATH, not
+/// executable or a directory; a range or listed commit that does not resolve; a `ref` value
+/// that names no commit; a command reviewer that would review the checked-out commit.
+#[test]
+fn mistakes_the_repository_or_path_reveal_are_located() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let repo = calc_repo(dir.path());
+    for (name, mode) in [("review.sh", 0o755), ("plain.sh", 0o644)] {
+        std::fs::write(dir.path().join(name), "#!/bin/sh\nprintf '{\"findings\":[]}\\n'\n").expect("write");
+        std::fs::set_permissions(dir.path().join(name), std::fs::Permissions::from_mode(mode)).expect("chmod");
+    }
+    std::fs::create_dir_all(dir.path().join("sub")).expect("mkdir");
+    let base = format!(
+        "version = 1\n[experiment]\nname = \"x\"\n[target]\nrepo = \"{}\"\ncommits = \"HEAD~2..HEAD\"\n[matrix]\nrepeat = 1\n[reviewer]\nkind = \"command\"\nprogram = \"./review.sh\"\nisolation = \"worktree\"\n[report]\noutput = \"o\"\n",
+        repo.display()
+    );
+    const HISTORY: &str = "commits = \"HEAD~2..HEAD\"\n[matrix]\nrepeat = 1";
+    // (mistake, replacements, words of the message, where it points)
+    type Case<'a> = (&'a str, Vec<(&'a str, &'a str)>, &'a str, &'a str);
+    let cases: Vec<Case> = vec![
+        ("bare name not in PATH", vec![("./review.sh", "no-such-reviewer-x")], "reviewer program `no-such-reviewer-x` was not found in PATH", "11:11"),
+        ("program not executable", vec![("./review.sh", "./plain.sh")], "reviewer program `./plain.sh` is not executable", "11:11"),
+        ("program a directory", vec![("./review.sh", "./sub")], "reviewer program `./sub` is a directory", "11:11"),
+        ("range that does not resolve", vec![("HEAD~2..HEAD", "HEAD~100..HEAD")], "bad revision 'HEAD~100..HEAD'", "6:11"),
+        ("listed commit that does not resolve", vec![("\"HEAD~2..HEAD\"", "[\"HEAD\", \"nope\"]")], "`commits` lists `nope`, which names no commit", "6:20"),
+        (
+            "missing isolation",
+            vec![("isolation = \"worktree\"\n", "")],
+            "reviewer `reviewer` (command) reviews the checked-out commit, but 1 of the 2 selected commits is not checked out",
+            "9:1",
+        ),
+        ("isolation that shares the checkout", vec![("\"worktree\"", "\"serialize\"")], "reviews the checked-out commit, but 1 of the 2", "12:13"),
+        ("ref that names no commit", vec![(HISTORY, "[matrix]\nref = [\"HEAD~1\", \"nope\"]")], "`ref` value `nope` names no commit of", "7:18"),
+        (
+            "head not checked out",
+            vec![(HISTORY, "head = \"HEAD~1\"\n[matrix]\nref = [\"HEAD~2\"]"), ("isolation = \"worktree\"\n", "")],
+            "`head = \"HEAD~1\"` is not the commit checked out in",
+            "9:1",
+        ),
+    ];
+    let path = dir.path().join("bad.toml");
+    std::fs::write(&path, &base).expect("write");
+    let out = runner(dir.path()).args(["validate", "bad.toml"]).output().expect("runs");
+    assert!(out.status.success(), "the base manifest validates: {}", stderr_of(&out));
+    let mut wrong = Vec::new();
+    for (mistake, replacements, words, at) in &cases {
+        let mut text = base.clone();
+        for (from, to) in replacements {
+            assert!(text.contains(from), "{mistake}: no `{from}`");
+            text = text.replacen(from, to, 1);
+        }
+        std::fs::write(&path, &text).expect("write");
+        let out = runner(dir.path()).args(["validate", "bad.toml"]).env("NO_COLOR", "1").output().expect("runs");
+        let err = stderr_of(&out);
+        let messages: Vec<&str> = err.lines().filter(|l| l.starts_with("error:") || l.starts_with("warning:")).collect();
+        let located = messages.first().is_some_and(|m| m.contains(words) && m.ends_with(&format!("(bad.toml:{at})")));
+        if out.status.code() != Some(1) || messages.len() != 1 || !located {
+            wrong.push(format!("{mistake}: exit {:?}, {} message(s), expected one with {words:?} at {at}:\n{err}", out.status.code(), messages.len()));
+        }
+    }
+    assert!(wrong.is_empty(), "{} of {} mistakes:\n\n{}", wrong.len(), cases.len(), wrong.join("\n\n"));
+}

@@ -209,7 +209,7 @@ fn validate_names_a_missing_or_non_executable_program_once() {
     std::fs::write(&script, "#!/bin/sh\nprintf '{\"findings\":[]}\\n'\n").expect("write");
     std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o644)).expect("chmod");
     let out = validate();
-    assert!(!out.status.success() && stderr_of(&out).contains("(or is not executable)"), "{}", stderr_of(&out));
+    assert!(!out.status.success() && stderr_of(&out).contains("reviewer program `./review.sh` is not executable"), "{}", stderr_of(&out));
     std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).expect("chmod");
     let out = validate();
     assert!(out.status.success(), "{}", stderr_of(&out));

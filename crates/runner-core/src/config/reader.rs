@@ -76,6 +76,9 @@ pub struct TableReader<'c, 'i> {
     span: Range<usize>,
     /// How the table is named in messages, e.g. `[reviewer]`.
     name: String,
+    /// Its dotted path from the document's root (`reviewers.ruff`): empty for the root, `None`
+    /// for an item of an array of tables, whose sub-tables are named by their key in it.
+    path: Option<String>,
     asked: RefCell<BTreeSet<String>>,
     /// Keys the table takes in another of its forms (a target of another kind), named and
     /// suggested as known, though reported when this form does not read them.
@@ -84,7 +87,15 @@ pub struct TableReader<'c, 'i> {
 
 impl<'c, 'i> TableReader<'c, 'i> {
     pub fn new(problems: &'c Problems, table: &'c DeTable<'i>, span: Range<usize>, name: impl Into<String>) -> Self {
-        Self { problems, table, span, name: name.into(), asked: RefCell::new(BTreeSet::new()), elsewhere: RefCell::new(BTreeSet::new()) }
+        Self {
+            problems,
+            table,
+            span,
+            name: name.into(),
+            path: Some(String::new()),
+            asked: RefCell::new(BTreeSet::new()),
+            elsewhere: RefCell::new(BTreeSet::new()),
+        }
     }
 
     /// The same reader, named otherwise in messages (e.g. `[judges.NAME]` for a sub-table).
@@ -243,11 +254,23 @@ impl<'c, 'i> TableReader<'c, 'i> {
         Some(out)
     }
 
-    /// A sub-table, read with its own reader.
+    /// A sub-table, read with its own reader and named by its whole path: `[reviewers.ruff]`,
+    /// as the manifest writes it, never `[ruff]`.
     pub fn table(&self, key: &str) -> Option<TableReader<'c, 'i>> {
         let value = self.get(key)?;
         match value.get_ref() {
-            DeValue::Table(t) => Some(TableReader::new(self.problems, t, value.span(), format!("[{key}]"))),
+            DeValue::Table(t) => {
+                let (name, path) = match &self.path {
+                    Some(parent) => {
+                        let path = if parent.is_empty() { key.to_string() } else { format!("{parent}.{key}") };
+                        (format!("[{path}]"), Some(path))
+                    }
+                    None => (format!("`{key}` in {}", self.name), None),
+                };
+                let mut reader = TableReader::new(self.problems, t, value.span(), name);
+                reader.path = path;
+                Some(reader)
+            }
             _ => {
                 self.wrong_type(key, value, "a table");
                 None
@@ -265,7 +288,11 @@ impl<'c, 'i> TableReader<'c, 'i> {
         let mut out = Vec::new();
         for (i, item) in items.iter().enumerate() {
             match item.get_ref() {
-                DeValue::Table(t) => out.push(TableReader::new(self.problems, t, item.span(), format!("[[{key}]] #{}", i + 1))),
+                DeValue::Table(t) => {
+                    let mut reader = TableReader::new(self.problems, t, item.span(), format!("[[{key}]] #{}", i + 1));
+                    reader.path = None;
+                    out.push(reader)
+                }
                 other => self.problems.push(item.span(), format!("`{key}` #{} must be a table, found {}", i + 1, type_name(other))),
             }
         }
@@ -300,5 +327,31 @@ impl<'c, 'i> TableReader<'c, 'i> {
                 }
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A sub-table is named by its whole path, as the file writes it: `[reviewers.ruff]`.
+    #[test]
+    fn sub_tables_are_named_by_their_whole_path() {
+        let text = "[reviewers.ruff]\nkind = 1\n[reviewers.ruff.endpoints]\nx = 1\n[[analysis]]\nopts = { a = 1 }\n";
+        let doc = DeTable::parse(text).expect("valid TOML");
+        let problems = Problems::default();
+        let root = TableReader::new(&problems, doc.get_ref(), 0..1, "the manifest");
+        let reviewers = root.table("reviewers").expect("reviewers");
+        let ruff = reviewers.table("ruff").expect("ruff");
+        assert_eq!((reviewers.name(), ruff.name()), ("[reviewers]", "[reviewers.ruff]"));
+        assert_eq!(ruff.table("endpoints").expect("endpoints").name(), "[reviewers.ruff.endpoints]");
+        assert_eq!(ruff.with_name("[judges.ruff]").table("endpoints").expect("endpoints").name(), "[reviewers.ruff.endpoints]");
+        let analysis = root.tables("analysis");
+        assert_eq!(analysis[0].table("opts").expect("opts").name(), "`opts` in [[analysis]] #1");
+        let ruff = reviewers.table("ruff").expect("ruff");
+        ruff.allow("kind");
+        ruff.finish();
+        let messages: Vec<String> = problems.into_sorted().into_iter().map(|d| d.message).collect();
+        assert_eq!(messages, ["unknown key `endpoints` in [reviewers.ruff]"]);
     }
 }

@@ -5,6 +5,7 @@
 //! `rag_symbol_max_definitions`, or anything else).
 
 pub mod model;
+mod revisions;
 mod scoring;
 
 pub use model::*;
@@ -118,7 +119,7 @@ fn read_manifest(root: &TableReader<'_, '_>, path: &Path, base_dir: &Path, check
     let reviewers = read_reviewers(root, &axes, matrix.as_ref(), base_dir);
     // `runner validate` only: `show` and `report` of past results need no program.
     if let (Some(reviewers), true) = (&reviewers, checks >= Checks::Writable) {
-        check_programs(root, reviewers);
+        revisions::check_programs(root, reviewers);
     }
     let analyses: Vec<Option<AnalysisSpec>> = root
         .tables("analysis")
@@ -148,6 +149,9 @@ fn read_manifest(root: &TableReader<'_, '_>, path: &Path, base_dir: &Path, check
 
     if let (Some(target), Some(matrix)) = (&target, &matrix) {
         check_target_axes(root, target, matrix);
+    }
+    if let (Some(target), true) = (&target, check_paths) {
+        revisions::check(root, target, matrix.as_ref(), reviewers.as_ref());
     }
     if let Some(target) = &target {
         check_oracle_needs(root, target, &analyses, check_paths);
@@ -838,23 +842,6 @@ fn check_compare_baselines(root: &TableReader<'_, '_>, analyses: &[Option<Analys
             Some(best) => root.problems().push_with_help(span, message, format!("did you mean `{best}`?")),
             None => root.problems().push_with_help(span, message, format!("values: {}", values.join(", "))),
         }
-    }
-}
-
-/// A command reviewer whose program is a path that does not exist (or is not executable),
-/// located at its `program`: one message, as for any other missing file. A bare name missing
-/// from PATH is reported after the manifest is read (unlocated: PATH is not in the file).
-fn check_programs(root: &TableReader<'_, '_>, reviewers: &Reviewers) {
-    for named in &reviewers.entries {
-        let ReviewerKindSpec::Command(spec) = &named.spec.kind else { continue };
-        if !spec.program.contains('/') {
-            continue;
-        }
-        let Some(problem) = crate::reviewer::command::program_problem(spec) else { continue };
-        let table =
-            if reviewers.by_axis || root.has("reviewers") { root.table("reviewers").and_then(|t| t.table(&named.name)) } else { root.table("reviewer") };
-        let span = table.and_then(|t| t.get("program").map(|v| v.span())).unwrap_or(0..0);
-        root.problems().push_with_help(span, problem, "paths in a manifest are relative to the manifest's directory");
     }
 }
 

@@ -589,7 +589,7 @@ fn check_head(repo: &Path, head_sha: &str) -> Result<(), ReviewError> {
     }
     Err(ReviewError::failed(format!(
         "`{}` has {checked_out} checked out, but this run reviews `[target] head` = {head_sha}: a command reviewer reviews the checked-out commit. \
-         Set `isolation = \"worktree\"` in [reviewer] to review {head_sha} in a worktree of its own, or check it out first",
+         Set `isolation = \"worktree\"` in the reviewer's table to review {head_sha} in a worktree of its own, or check it out first",
         repo.display()
     )))
 }
@@ -732,30 +732,41 @@ fn dir_spellings(dir: &Path) -> Vec<String> {
     out
 }
 
-/// Why a command reviewer's program cannot be started: not found (a path, relative to the
-/// manifest's directory, or a bare name through `PATH`) or not executable. `None` for a
-/// templated program, which is known only per cell.
+/// Why a command reviewer's program cannot be started, saying which: not found (a path,
+/// relative to the manifest's directory, or a bare name through `PATH`), a directory, or found
+/// but not executable. `None` for a templated program, which is known only per cell.
 pub fn program_problem(spec: &CommandSpec) -> Option<String> {
-    let resolved = program_path(&spec.base_dir, &spec.program).map(|p| p.display().to_string()).unwrap_or_else(|| spec.program.clone());
-    if spec.program.contains("{{") || find_program(&resolved).is_some() {
+    if spec.program.contains("{{") {
         return None;
     }
-    Some(format!(
-        "reviewer program `{}` was not found{} (or is not executable)",
-        spec.program,
-        if spec.program.contains('/') { format!(" (paths are relative to the manifest's directory: `{resolved}`)") } else { " in PATH".to_string() }
-    ))
+    let program = &spec.program;
+    match program_path(&spec.base_dir, program) {
+        Some(path) => match std::fs::metadata(&path) {
+            Err(_) => Some(format!("reviewer program `{program}` was not found (paths are relative to the manifest's directory: `{}`)", path.display())),
+            Ok(meta) if meta.is_dir() => Some(format!("reviewer program `{program}` is a directory (`{}`), not a program", path.display())),
+            Ok(_) if !is_executable(&path) => {
+                Some(format!("reviewer program `{program}` is not executable (`{}`): make it so with `chmod +x`", path.display()))
+            }
+            Ok(_) => None,
+        },
+        None => {
+            let dirs: Vec<PathBuf> = std::env::var_os("PATH").map(|p| std::env::split_paths(&p).collect()).unwrap_or_default();
+            let candidates: Vec<PathBuf> = dirs.iter().map(|d| d.join(program)).filter(|p| p.is_file()).collect();
+            if candidates.iter().any(|p| is_executable(p)) {
+                return None;
+            }
+            Some(match candidates.first() {
+                Some(found) => format!("reviewer program `{program}` in PATH (`{}`) is not executable", found.display()),
+                None => format!("reviewer program `{program}` was not found in PATH"),
+            })
+        }
+    }
 }
 
-/// Resolves a program name the way `execvp` would: a path as is, a bare name through PATH.
-fn find_program(program: &str) -> Option<PathBuf> {
+/// Whether `path` is a file its owner, group or others may execute.
+fn is_executable(path: &Path) -> bool {
     use std::os::unix::fs::PermissionsExt;
-    let executable = |p: &Path| p.is_file() && p.metadata().is_ok_and(|m| m.permissions().mode() & 0o111 != 0);
-    if program.contains('/') {
-        let p = PathBuf::from(program);
-        return executable(&p).then_some(p);
-    }
-    std::env::split_paths(&std::env::var_os("PATH")?).map(|dir| dir.join(program)).find(|p| executable(p))
+    path.is_file() && path.metadata().is_ok_and(|m| m.permissions().mode() & 0o111 != 0)
 }
 
 fn render_all(argv: &[String], vars: &BTreeMap<String, serde_json::Value>) -> Result<Vec<String>, ReviewError> {
