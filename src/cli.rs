@@ -313,6 +313,10 @@ pub(crate) struct PlanArgs {
     /// Print the plan as JSON.
     #[arg(long)]
     pub json: bool,
+    /// List every run with its cache key, status and, for one to run, why (by default the runs
+    /// are counted by why, and a history lists its first 30 commits).
+    #[arg(long)]
+    pub runs: bool,
     /// Refuse a plan of more runs than this.
     #[arg(long, value_name = "N", default_value_t = runner::plan::DEFAULT_MAX_RUNS)]
     pub max_runs: u64,
@@ -359,6 +363,11 @@ pub(crate) struct DiffArgs {
     /// With `--metric`: `bca` or `percentile` bootstrap interval.
     #[arg(long, value_name = "METHOD", default_value = "bca", requires = "metric")]
     pub interval: String,
+    /// With `--metric`: decide on the comparison with matching uncertainty (each oracle
+    /// decision weighed by the probability that judges agree with it), where the results'
+    /// `compare` analysis recorded it; every pair says whether its verdict holds under it either way.
+    #[arg(long, requires = "metric")]
+    pub matching_uncertainty: bool,
     /// Also write the gate's outcome as JUnit XML here (one test case per compared pair).
     #[arg(long, value_name = "PATH")]
     pub junit: Option<PathBuf>,

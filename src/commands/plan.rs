@@ -8,7 +8,9 @@ use runner::cache::Lookup;
 use runner::error::{Error, Exit};
 use runner::experiment;
 
-/// `runner plan`: every run with its cache status and why, the node table, the pipeline calls, the history's commits and the power estimates.
+/// `runner plan`: the plan's size and cache status, the node table, the pipeline calls, the
+/// subjects (a history's commits), the compare reach and power estimates, and the runs to run
+/// counted by why; with `--runs`, every run with its cache status and why.
 pub(crate) fn run(args: PlanArgs) -> Result<Exit, Error> {
     let prepared =
         experiment::prepare_with(&args.manifest, &locations(&args.locations), &experiment::PrepareOptions { max_runs: args.max_runs, ..Default::default() })?;
@@ -96,14 +98,19 @@ pub(crate) fn run(args: PlanArgs) -> Result<Exit, Error> {
         for line in pipeline_lines(&prepared, &store) {
             outln!("{line}");
         }
-        if let Some(h) = history {
-            out!("{}", history_lines(h));
+        match history {
+            Some(h) => out!("{}", history_lines(h, if args.runs { usize::MAX } else { SHOWN_COMMITS })),
+            None => outln!("{}", subjects_line(&prepared)),
         }
         for r in &reach {
             outln!("{}", reach_line(r));
             for p in pilot.iter().filter(|p| p.index == r.index) {
                 outln!("{}", runner::report::pilot::line(p));
             }
+        }
+        if !args.runs {
+            out!("{}", runs_summary(&rows, cached, missing));
+            return Ok(Exit::Ok);
         }
         outln!("runs:");
         for row in &rows {
@@ -120,10 +127,57 @@ pub(crate) fn run(args: PlanArgs) -> Result<Exit, Error> {
     Ok(Exit::Ok)
 }
 
+/// How many of a history's reviewed (and of its skipped) commits the compact plan lists.
+const SHOWN_COMMITS: usize = 30;
+
+/// How many subject ids, and how many distinct reasons to run, the compact plan names.
+const SHOWN_SUBJECTS: usize = 10;
+const SHOWN_REASONS: usize = 5;
+
+/// The subjects of a target that is not a history: `subjects: 16 (case-01, case-02, … and 6 more)`.
+fn subjects_line(prepared: &experiment::Prepared) -> String {
+    let ids: Vec<&str> = prepared.plan.subjects.keys().map(String::as_str).collect();
+    let mut shown: Vec<String> = ids.iter().take(SHOWN_SUBJECTS).map(|id| id.to_string()).collect();
+    if ids.len() > SHOWN_SUBJECTS {
+        shown.push(format!("and {} more", ids.len() - SHOWN_SUBJECTS));
+    }
+    format!("subjects: {} ({})", ids.len(), shown.join(", "))
+}
+
+/// The runs in counts, as the compact plan prints them: how many are cached, and the runs to
+/// run grouped by why (never run, what changed since the last cached run, the last attempt's
+/// failure), the commonest first; `--runs` lists each.
+fn runs_summary(rows: &[serde_json::Value], cached: usize, missing: usize) -> String {
+    use std::fmt::Write as _;
+    let mut out = String::new();
+    let _ = writeln!(out, "runs: {cached} cached, {missing} to run{}", if missing > 0 { ":" } else { "" });
+    // Each distinct reason, with how many runs it applies to, in first-seen order.
+    let mut reasons: Vec<(String, usize)> = Vec::new();
+    for row in rows.iter().filter(|r| r["status"].as_str() != Some("cached")) {
+        let (status, why) = (row["status"].as_str().unwrap_or_default(), row["why"].as_str().unwrap_or_default());
+        let reason = if status == "run" { why.to_string() } else { format!("{status} in the cache: {why}") };
+        match reasons.iter_mut().find(|(r, _)| *r == reason) {
+            Some((_, n)) => *n += 1,
+            None => reasons.push((reason, 1)),
+        }
+    }
+    // The commonest first; ties keep the plan's order.
+    reasons.sort_by_key(|r| std::cmp::Reverse(r.1));
+    for (reason, n) in reasons.iter().take(SHOWN_REASONS) {
+        let _ = writeln!(out, "  {n} {}: {reason}", if *n == 1 { "run" } else { "runs" });
+    }
+    if reasons.len() > SHOWN_REASONS {
+        let rest: usize = reasons[SHOWN_REASONS..].iter().map(|(_, n)| n).sum();
+        let _ = writeln!(out, "  {rest} more run{} for {} other reasons", if rest == 1 { "" } else { "s" }, reasons.len() - SHOWN_REASONS);
+    }
+    let _ = writeln!(out, "(every run with its key and why: `runner plan --runs`; `--json` for all of it)");
+    out
+}
+
 /// A history target's commits as `runner plan` lists them: the selection, each reviewed
 /// commit (short SHA and subject line, with a note for a root or a merge), each skipped one
-/// with why, and the sample.
-fn history_lines(h: &runner::subject::history::History) -> String {
+/// with why, and the sample; at most `shown` of the reviewed and of the skipped commits.
+fn history_lines(h: &runner::subject::history::History, shown: usize) -> String {
     use std::fmt::Write as _;
     let mut out = String::new();
     let _ = write!(out, "subjects: {}: {} commit{}, {} reviewed", h.selection, h.considered, if h.considered == 1 { "" } else { "s" }, h.planned.len());
@@ -134,13 +188,19 @@ fn history_lines(h: &runner::subject::history::History) -> String {
         let _ = write!(out, " (a seeded sample of {} of the {} reviewable, seed {})", s.size, s.of, s.seed);
     }
     let _ = writeln!(out, ":");
-    for c in &h.planned {
+    for c in h.planned.iter().take(shown) {
         let _ = writeln!(out, "  {}{}", c.label(), c.note(h.merges).map(|n| format!(" — {n}")).unwrap_or_default());
+    }
+    if h.planned.len() > shown {
+        let _ = writeln!(out, "  … and {} more (every one: `runner plan --runs`)", h.planned.len() - shown);
     }
     if !h.skipped.is_empty() {
         let _ = writeln!(out, "skipped:");
-        for (c, why) in &h.skipped {
+        for (c, why) in h.skipped.iter().take(shown) {
             let _ = writeln!(out, "  {} — {why}", c.label());
+        }
+        if h.skipped.len() > shown {
+            let _ = writeln!(out, "  … and {} more (every one: `runner plan --runs`)", h.skipped.len() - shown);
         }
     }
     out

@@ -108,6 +108,15 @@ fn plan_output_is_stable_with_hashes_redacted() {
     insta::with_settings!({ filters => vec![(r"\b[0-9a-f]{12}\b", "[key]")] }, {
         insta::assert_snapshot!(stdout_of(&out));
     });
+    // The compact plan counts the runs; `--runs` lists each, after the same summary.
+    let compact = stdout_of(&out);
+    assert!(!compact.contains("#1 @HEAD~1"), "{compact}");
+    let out = runner(dir.path()).args(["plan", "--runs"]).arg(&manifest).output().expect("runs");
+    let full = stdout_of(&out);
+    let listed: Vec<&str> = full.lines().filter(|l| l.starts_with("  run     ") && l.ends_with("(never run)")).collect();
+    assert_eq!(listed.len(), 8, "{full}");
+    assert!(listed[0].ends_with("ref=HEAD~1,variant=a #1 @HEAD~1  (never run)"), "{full}");
+    assert!(full.starts_with(compact.lines().next().unwrap_or_default()), "{full}");
 }
 
 #[test]
