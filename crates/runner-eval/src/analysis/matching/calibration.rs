@@ -23,16 +23,7 @@ const EMBEDDING_GRID: (u32, u32) = (40, 95);
 /// Folds of the cross-validation over pull requests.
 pub const FOLDS: usize = 5;
 
-/// What the cross-validation holds out together.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum FoldBy {
-    /// [`FOLDS`] folds of pull requests.
-    PullRequest,
-    /// One fold per project (leave one project out): how well thresholds carry to a project
-    /// they were not chosen on.
-    Project,
-}
+pub use crate::analysis::matching::rule::FoldBy;
 
 /// The rule a calibration chose.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -13,11 +13,10 @@
 //! leaves), so every oracle finding the matcher matched keeps its report and one it left gets
 //! the best report still free at its place. Same files, same bytes.
 
-use crate::analysis::matching::calibration::FoldBy;
 use crate::analysis::matching::judgements::JudgementFile;
 use crate::analysis::matching::matcher::{grade, Verdict};
-use crate::analysis::matching::rule::OracleRule;
 use crate::analysis::matching::rule::{logistic, CurveBin, DecisionFeatures, DecisionModel, SimilarityMeasure, CURVE_BINS, DECISION_TERMS};
+use crate::analysis::matching::rule::{FoldBy, OracleRule};
 use crate::finding::Finding;
 use crate::ground_truth::oracle::OracleFinding;
 use serde::{Deserialize, Serialize};

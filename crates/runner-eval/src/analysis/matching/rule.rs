@@ -507,3 +507,14 @@ pub fn group_thousands(n: u64) -> String {
     }
     out
 }
+
+/// What a calibration's cross-validation holds out together.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum FoldBy {
+    /// Five folds of pull requests (`calibration::FOLDS`).
+    PullRequest,
+    /// One fold per project (leave one project out): how well thresholds carry to a project
+    /// they were not chosen on.
+    Project,
+}
