@@ -55,6 +55,7 @@ fn diff_metric(args: &DiffArgs, metric: &str, a_path: &Path, b_path: &Path) -> R
         resamples: args.resamples.max(1),
         seed: args.seed,
         interval,
+        matching: args.matching_uncertainty,
     };
     let report = gate::gate(&a, &b, args.cell_a.as_deref(), args.cell_b.as_deref(), &options)?;
     if args.json {

@@ -28,6 +28,9 @@ pub struct GateOptions {
     pub resamples: usize,
     pub seed: u64,
     pub interval: crate::stats::IntervalMethod,
+    /// Decide on the comparison with matching uncertainty (each decision weighed by its
+    /// probability: the `compare` analysis's `matching` values) where both sides have it.
+    pub matching: bool,
 }
 
 /// One side's per-subject values of the metric, per cell.
@@ -126,21 +129,45 @@ pub fn gate(a: &MetricSide, b: &MetricSide, cell_a: Option<&str>, cell_b: Option
         ..CompareOptions::default()
     };
     let empty = MetricValues::default();
-    let mut comparisons: Vec<Comparison> =
-        super::diff::pick_pairs((&a.path, &a.cells), (&b.path, &b.cells), |c: &CellMetrics| c.cell.as_str(), cell_a, cell_b)?
-            .into_iter()
-            .map(|(x, y)| {
-                let xv = x.metrics.get(options.metric.as_str()).unwrap_or(&empty);
-                let yv = y.metrics.get(options.metric.as_str()).unwrap_or(&empty);
-                let (xl, yl) = if a.path == b.path { (x.cell.clone(), y.cell.clone()) } else { (format!("A {}", x.cell), format!("B {}", y.cell)) };
-                compare::compare_values(options.metric, xv, yv, &compare_options, String::new(), (&x.cell, &y.cell), (&xl, &yl))
-            })
-            .collect();
+    let metric = options.metric.as_str();
+    let pairs = super::diff::pick_pairs((&a.path, &a.cells), (&b.path, &b.cells), |c: &CellMetrics| c.cell.as_str(), cell_a, cell_b)?;
+    let label =
+        |x: &CellMetrics, y: &CellMetrics| if a.path == b.path { (x.cell.clone(), y.cell.clone()) } else { (format!("A {}", x.cell), format!("B {}", y.cell)) };
+    let mut comparisons: Vec<Comparison> = pairs
+        .iter()
+        .map(|(x, y)| {
+            let xv = x.metrics.get(metric).unwrap_or(&empty);
+            let yv = y.metrics.get(metric).unwrap_or(&empty);
+            let (xl, yl) = label(x, y);
+            compare::compare_values(options.metric, xv, yv, &compare_options, String::new(), (&x.cell, &y.cell), (&xl, &yl))
+        })
+        .collect();
     correct_and_conclude(&mut comparisons, options.alpha, options.min_effect);
+    // The same pairs on the values with matching uncertainty, where both cells carry them,
+    // Holm-corrected among themselves.
+    let mut weighed: Vec<(usize, Comparison)> = pairs
+        .iter()
+        .enumerate()
+        .filter_map(|(i, (x, y))| {
+            let (xv, yv) = (x.matching.get(metric)?, y.matching.get(metric)?);
+            let (xl, yl) = label(x, y);
+            Some((i, compare::compare_values(options.metric, xv, yv, &compare_options, String::new(), (&x.cell, &y.cell), (&xl, &yl))))
+        })
+        .collect();
+    let mut concluded: Vec<Comparison> = weighed.iter().map(|(_, c)| c.clone()).collect();
+    correct_and_conclude(&mut concluded, options.alpha, options.min_effect);
+    for ((i, slot), c) in weighed.iter_mut().zip(concluded) {
+        *slot = c;
+        comparisons[*i].matching = Some(compare::UnderMatching::of(slot, &comparisons[*i]));
+    }
+    let decides = |c: &Comparison| match (&c.matching, options.matching) {
+        (Some(m), true) => m.conclusion,
+        _ => c.conclusion,
+    };
     let rows: Vec<GateRow> = comparisons
         .into_iter()
         .map(|c| {
-            let fails = match c.conclusion {
+            let fails = match decides(&c) {
                 Conclusion::Worse => true,
                 Conclusion::Better => false,
                 _ => options.require_better,
@@ -148,8 +175,13 @@ pub fn gate(a: &MetricSide, b: &MetricSide, cell_a: Option<&str>, cell_b: Option
             GateRow { comparison: c, fails }
         })
         .collect();
+    let matching = match (options.matching, rows.iter().any(|r| r.comparison.matching.is_some())) {
+        (true, true) => "; decided with matching uncertainty: each oracle decision weighed by its probability (the results' compare values)",
+        (true, false) => "; no matching uncertainty in these results (a compare analysis whose matching rule has a decision model writes it), so decided on the matcher's calls",
+        (false, _) => "",
+    };
     let rule = format!(
-        "fail when B is significantly worse{} (Holm-corrected p < {}, {:.0}% interval excluding 0{})",
+        "fail when B is significantly worse{} (Holm-corrected p < {}, {:.0}% interval excluding 0{}){matching}",
         if options.require_better { ", or not significantly better" } else { "" },
         options.alpha,
         (1.0 - options.alpha) * 100.0,
@@ -203,6 +235,7 @@ mod tests {
             resamples: 10_000,
             seed: 0,
             interval: crate::stats::IntervalMethod::Percentile,
+            matching: false,
         }
     }
 
@@ -222,6 +255,33 @@ mod tests {
         assert!(!gate(&a, &same, None, None, &options(true)).expect("gate").passed);
         let better = gate(&worse, &a, None, None, &options(true)).expect("gate");
         assert!(better.passed, "{}", render_text(&better));
+    }
+
+    #[test]
+    fn with_matching_uncertainty_a_drop_that_rests_on_unsure_decisions_does_not_fail() {
+        // The matcher's calls: every subject fell by 1. Weighed by how sure each decision is,
+        // the subjects moved both ways.
+        let a = side("a/results.json", "x", &[1.0; 12]);
+        let mut b = side("b/results.json", "x", &[0.0; 12]);
+        let weighed =
+            |values: &[f64]| MetricValues { subjects: values.iter().enumerate().map(|(i, v)| (format!("c{i:02}"), *v)).collect(), ..Default::default() };
+        let mut a_weighed = a.clone();
+        a_weighed.cells[0].matching.insert("recall".into(), weighed(&[0.5; 12]));
+        b.cells[0].matching.insert("recall".into(), weighed(&[0.6, 0.4, 0.5, 0.55, 0.45, 0.5, 0.6, 0.4, 0.5, 0.52, 0.48, 0.5]));
+        let plain = gate(&a_weighed, &b, None, None, &options(false)).expect("gate");
+        assert!(!plain.passed, "the matcher's calls decide by default");
+        let m = plain.pairs[0].comparison.matching.as_ref().expect("weighed");
+        assert!(!m.holds && m.conclusion == Conclusion::NoDetectableDifference, "{m:?}");
+        assert!(
+            render_text(&plain).contains("worse; with matching uncertainty +0.000 [") && render_text(&plain).contains("does not hold"),
+            "{}",
+            render_text(&plain)
+        );
+        let tolerant = gate(&a_weighed, &b, None, None, &GateOptions { matching: true, ..options(false) }).expect("gate");
+        assert!(tolerant.passed && tolerant.rule.contains("decided with matching uncertainty"), "{}", render_text(&tolerant));
+        // Results without weighed values: the flag says so and the matcher's calls decide.
+        let bare = gate(&a, &side("b/results.json", "x", &[0.0; 12]), None, None, &GateOptions { matching: true, ..options(false) }).expect("gate");
+        assert!(!bare.passed && bare.rule.contains("no matching uncertainty in these results"), "{}", bare.rule);
     }
 
     #[test]

@@ -26,7 +26,9 @@ fn diff_with_a_metric_tests_the_difference_and_gates_on_it() {
         .stdout(contains(
             "ok   recall, `model=gemma3-270m,rag_symbol_max_definitions=0` − `model=smollm2-135m,rag_symbol_max_definitions=0` = +0.000 [0.000, 0.000]",
         ))
-        .stdout(contains("paired permutation, 12 subjects, exact over 4 096 sign flips): 12 subjects, none differing: cannot be significant at α = 0.05."))
+        .stdout(contains("paired permutation, 12 subjects, exact over 4 096 sign flips): 12 subjects, none differing: cannot be significant at α = 0.05;"))
+        // The compare analysis also weighed each decision: the verdict holds with matching uncertainty.
+        .stdout(contains("; with matching uncertainty -0.021 [-0.060, -0.006]: holds."))
         .stdout(contains("Gate passed."));
     let junit = tmp.path().join("gate.xml");
     runner(&root)

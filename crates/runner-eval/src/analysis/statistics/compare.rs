@@ -874,18 +874,9 @@ fn weigh_matching(
         let borderline = count(&|cell, s| cell.levers.get(s).map_or(0, Vec::len));
         let decided = count(&|cell, s| cell.decided.get(s).copied().unwrap_or(0));
         let overturned_by = uncertain::overturned_by(&paired, shown, &verdict);
-        let holds = uncertain::same_call(w.conclusion, c.conclusion, w.difference.unwrap_or(0.0), c.difference.unwrap_or(0.0));
-        comparisons[*i].matching = Some(UnderMatching {
-            difference: w.difference,
-            interval: w.interval,
-            p: w.test.map(|t| t.p_value),
-            p_holm: w.p_holm,
-            conclusion: w.conclusion,
-            holds,
-            decisions: decided,
-            borderline,
-            overturned_by: if holds { overturned_by } else { Some(0) },
-        });
+        let under = UnderMatching::of(w, &c);
+        let overturned_by = if under.holds { overturned_by } else { Some(0) };
+        comparisons[*i].matching = Some(UnderMatching { decisions: Some(decided), borderline: Some(borderline), overturned_by, ..under });
     }
 }
 
@@ -971,11 +962,12 @@ fn matching_words(m: &UnderMatching) -> String {
         return format!("does not hold ({})", m.conclusion.as_str());
     }
     match (m.overturned_by, m.borderline) {
-        (_, 0) => "holds (no borderline decision)".to_string(),
-        (Some(1), 1) => "holds (its one borderline decision would overturn it)".to_string(),
-        (None, 1) => "holds (its one borderline decision would not overturn it)".to_string(),
-        (Some(k), n) => format!("holds ({k} of its {n} borderline decisions would overturn it)"),
-        (None, n) => format!("holds (none of its {n} borderline decisions would overturn it)"),
+        (_, None) => "holds".to_string(),
+        (_, Some(0)) => "holds (no borderline decision)".to_string(),
+        (Some(1), Some(1)) => "holds (its one borderline decision would overturn it)".to_string(),
+        (None, Some(1)) => "holds (its one borderline decision would not overturn it)".to_string(),
+        (Some(k), Some(n)) => format!("holds ({k} of its {n} borderline decisions would overturn it)"),
+        (None, Some(n)) => format!("holds (none of its {n} borderline decisions would overturn it)"),
     }
 }
 
@@ -996,7 +988,10 @@ fn matching_table(comparisons: &[Comparison]) -> Table {
             p_cell(m.p_holm),
             m.conclusion.as_str().into(),
             if m.holds { "holds".into() } else { "does not hold".into() },
-            format!("{} ({})", m.decisions, m.borderline).into(),
+            match (m.decisions, m.borderline) {
+                (Some(d), Some(b)) => format!("{d} ({b})").into(),
+                _ => "–".into(),
+            },
             match m.overturned_by {
                 Some(k) => k.into(),
                 None => "–".into(),

@@ -189,14 +189,33 @@ pub struct UnderMatching {
     pub conclusion: Conclusion,
     /// Whether it calls what the shown verdict calls (the same direction, or no call).
     pub holds: bool,
-    /// Decisions with a report at the place, in the paired subjects of both cells.
-    pub decisions: usize,
+    /// Decisions with a report at the place, in the paired subjects of both cells (`None`
+    /// where only the cells' values are known, as in `runner diff --metric`).
+    pub decisions: Option<usize>,
     /// Of those, the borderline ones.
-    pub borderline: usize,
+    pub borderline: Option<usize>,
     /// The fewest borderline decisions, settled against the shown verdict (those that move
     /// the difference most first), after which the verdict under matching uncertainty is no
     /// longer the shown one; `None` when settling all of them does not change it.
     pub overturned_by: Option<usize>,
+}
+
+impl UnderMatching {
+    /// The comparison of the cells' weighed values (`weighed`, concluded over its table)
+    /// beside the shown one: whether it holds; the decisions behind it unknown.
+    pub fn of(weighed: &super::Comparison, shown: &super::Comparison) -> Self {
+        Self {
+            difference: weighed.difference,
+            interval: weighed.interval,
+            p: weighed.test.map(|t| t.p_value),
+            p_holm: weighed.p_holm,
+            conclusion: weighed.conclusion,
+            holds: same_call(weighed.conclusion, shown.conclusion, weighed.difference.unwrap_or(0.0), shown.difference.unwrap_or(0.0)),
+            decisions: None,
+            borderline: None,
+            overturned_by: None,
+        }
+    }
 }
 
 /// A verdict's call: a direction, or none.
