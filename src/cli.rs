@@ -693,6 +693,10 @@ pub(crate) struct MineArgs {
     /// Mine fixes written by bots too.
     #[arg(long)]
     pub include_bots: bool,
+    /// Which of several blame candidates a fix keeps: `latest`, the one committed last
+    /// (R-SZZ's rule), or `all`. A message naming the change it repairs decides before blame.
+    #[arg(long, value_enum, value_name = "WHICH", default_value_t = BlameCandidates::Latest)]
+    pub candidates: BlameCandidates,
     /// Fixes blamed side by side.
     #[arg(long, value_name = "N", default_value_t = crate::cli::default_jobs())]
     pub jobs: usize,
@@ -954,4 +958,20 @@ pub(crate) struct CorpusValidateArgs {
 
 pub(crate) fn default_jobs() -> usize {
     std::thread::available_parallelism().map(|n| n.get() * 2).unwrap_or(4).max(4)
+}
+
+/// `oracle mine --candidates`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum BlameCandidates {
+    Latest,
+    All,
+}
+
+impl From<BlameCandidates> for runner::ground_truth::mine::Candidates {
+    fn from(c: BlameCandidates) -> Self {
+        match c {
+            BlameCandidates::Latest => Self::Latest,
+            BlameCandidates::All => Self::All,
+        }
+    }
 }

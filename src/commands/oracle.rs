@@ -72,6 +72,7 @@ pub(crate) fn mine(args: &MineArgs) -> Result<Exit, Error> {
         max_files: args.max_files,
         include_bots: args.include_bots,
         jobs: args.jobs.max(1),
+        candidates: args.candidates.into(),
         ..MineOptions::default()
     };
     if !args.fix_words.is_empty() {

@@ -133,12 +133,33 @@ pub struct Named {
 /// Words after which a `#N` or a commit names the change that brought the bug.
 const BLAME_WORDS: &[&str] = &["introduced", "regression", "regressed", "broke", "broken", "breakage", "caused", "since", "fixes:", "fixup"];
 
-/// What `message` names as the change it repairs.
+/// Whether a word blames the reference after it: a blame word or its inflection
+/// (`introduced`, `regressions`), and `Fixes:` only as the trailer, with its colon (`fixes #12`
+/// closes an issue).
+fn is_blame_word(word: &str) -> bool {
+    BLAME_WORDS.iter().any(|b| match b.strip_suffix(':') {
+        Some(_) => word == *b,
+        None => word.starts_with(b),
+    })
+}
+
+/// What `message` names as the change it repairs. A paragraph is read as one run of words,
+/// so a blame word at the end of a line still names the hash git's wrapping put at the start
+/// of the next (`…a bug introduced by` / `fab0f61a…`); a blank line or a list item (`* `,
+/// `- `) starts a new run, and trailers, cherry-pick notes and revert lines are runs of their
+/// own.
 pub fn named_in(message: &str) -> Named {
     let mut named = Named::default();
+    let mut run: Vec<String> = Vec::new();
+    let mut runs: Vec<Vec<String>> = Vec::new();
     for line in message.lines() {
         let lower = line.trim().to_ascii_lowercase();
+        let item = ["* ", "- ", "+ "].iter().any(|m| lower.starts_with(m));
+        if lower.is_empty() || item {
+            runs.push(std::mem::take(&mut run));
+        }
         if lower.starts_with("(cherry picked from commit") || lower.starts_with("signed-off-by:") || lower.starts_with("co-authored-by:") {
+            runs.push(std::mem::take(&mut run));
             continue;
         }
         if let Some(rest) = lower.strip_prefix("this reverts commit ") {
@@ -146,19 +167,54 @@ pub fn named_in(message: &str) -> Named {
             if sha.len() >= 7 {
                 named.reverted = Some(sha);
             }
+            runs.push(std::mem::take(&mut run));
             continue;
         }
-        let words: Vec<&str> =
-            lower.split(|c: char| c.is_whitespace() || matches!(c, ',' | ';' | '(' | ')' | '"' | '\'' | '`')).filter(|w| !w.is_empty()).collect();
+        if lower.starts_with("fixes:") {
+            // A trailer (`Fixes: 1a2b3c4 ("subject")`) is a run of its own.
+            runs.push(std::mem::take(&mut run));
+        }
+        run.extend(
+            lower
+                .split(|c: char| c.is_whitespace() || matches!(c, ',' | ';' | '(' | ')' | '"' | '\'' | '`'))
+                .filter(|w| !w.is_empty())
+                .map(str::to_string),
+        );
+    }
+    runs.push(run);
+    for words in &runs {
+        // The reference read last, and whether it was blamed: a blame word names the first
+        // reference after it (`introduced in 1a2b3c4, fixes #159` blames the commit, not the
+        // issue), and those joined to it by `and`/`or` (`broken by 1a2b3c4 and 5d6e7f8`).
+        let mut last: Option<(usize, bool, bool)> = None;
         for (i, word) in words.iter().enumerate() {
             let bare = word.trim_end_matches(['.', ':']);
-            let blamed = || words[i.saturating_sub(4)..i].iter().any(|w| BLAME_WORDS.iter().any(|b| w.starts_with(b.trim_end_matches(':'))));
-            if (7..=40).contains(&bare.len()) && bare.bytes().all(|b| b.is_ascii_hexdigit()) && bare.bytes().any(|b| b.is_ascii_digit()) && blamed() {
+            let commit = (7..=40).contains(&bare.len()) && bare.bytes().all(|b| b.is_ascii_hexdigit()) && bare.bytes().any(|b| b.is_ascii_digit());
+            let pull = bare.strip_prefix('#').and_then(|n| n.parse::<u64>().ok());
+            if !commit && pull.is_none() {
+                continue;
+            }
+            // The four words before it, within its sentence and after the reference before it.
+            let mut start = words[i.saturating_sub(4)..i].iter().rposition(|w| w.ends_with(['.', '!', '?'])).map_or(i.saturating_sub(4), |p| i.saturating_sub(4) + p + 1);
+            // Joined: a reference of the same kind (a commit after a commit), with nothing or
+            // only `and`/`or` between them (`introduced at 1a2b3c4, #378` names an issue).
+            let joined = last.filter(|(p, _, was_commit)| {
+                *was_commit == commit && words[p + 1..i].iter().all(|w| matches!(w.as_str(), "and" | "or" | "&")) && !words[*p].ends_with(['.', '!', '?'])
+            });
+            if let Some((p, _, _)) = last {
+                start = start.max(p + 1);
+            }
+            let blamed = match joined {
+                Some((_, blamed, _)) => blamed,
+                None => words[start..i].iter().any(|w| is_blame_word(w)),
+            };
+            if blamed && commit {
                 named.commits.push(bare.to_string());
             }
-            if let Some(number) = bare.strip_prefix('#').and_then(|n| n.parse::<u64>().ok()).filter(|_| blamed()) {
+            if let Some(number) = pull.filter(|_| blamed) {
                 named.pulls.push(number);
             }
+            last = Some((i, blamed, commit));
         }
     }
     named.commits.dedup();
@@ -278,6 +334,18 @@ mod tests {
         assert!(named_in("Fix the deadbeef-free path in accessed code").commits.is_empty(), "words of hex letters only are not commits");
         assert!(named_in("Update docs\n\nSee 1a2b3c4d for the layout.").commits.is_empty(), "a commit named without blame");
         assert_eq!(named_in("net: fix a leak\n\nFixes: 0123abcd4567 (\"net: add pool\")").commits, ["0123abcd4567"]);
+        // git wraps long lines: the blame word ends one line, the hash starts the next.
+        assert_eq!(named_in("Fix the parser\n\nThis fixes a bug introduced by\nfab0f61a in the tokenizer.").commits, ["fab0f61a"]);
+        // A new paragraph, a list item or a new sentence is not read with the words before it.
+        assert!(named_in("Fix it\n\nA regression.\n\n1a2b3c4d is the layout.").commits.is_empty());
+        assert!(named_in("Squash\n\n* fix a crash introduced\n* 1a2b3c4d tidy").commits.is_empty());
+        assert!(named_in("Fix it\n\nIt broke. See 1a2b3c4d.").commits.is_empty());
+        // A blame word names the first reference after it, and those joined to it.
+        let named = named_in("Fix requests\n\nBroken requests introduced in 5d759bb, fixes #159");
+        assert_eq!((named.commits.as_slice(), named.pulls.as_slice()), (["5d759bb".to_string()].as_slice(), [].as_slice()));
+        assert_eq!(named_in("Fix it\n\nA regression from 1a2b3c4d and 5e6f7a8b.").commits, ["1a2b3c4d", "5e6f7a8b"]);
+        let named = named_in("Fix it\n\nresolve problem introduced at 7f18001a9f836ce5efeedaaca5ed477c605133a9, #378");
+        assert_eq!((named.commits.len(), named.pulls.as_slice()), (1, [].as_slice()), "a commit, then the issue");
     }
 
     #[test]

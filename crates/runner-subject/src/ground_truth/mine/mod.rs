@@ -44,6 +44,28 @@ pub struct MineOptions {
     pub memo_dir: Option<PathBuf>,
     /// Threads blaming fixes side by side.
     pub jobs: usize,
+    /// Which of several blame candidates are kept.
+    pub candidates: Candidates,
+}
+
+/// Which of several blame candidates a fix keeps.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Candidates {
+    /// The one committed last (R-SZZ's rule: da Costa et al., TSE 2017; the best-scoring
+    /// published variant on Rosa et al.'s developer-informed oracle, ICSE 2021).
+    #[default]
+    Latest,
+    /// Every one (B-SZZ and AG-SZZ report them all).
+    All,
+}
+
+impl Candidates {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Latest => "latest",
+            Self::All => "all",
+        }
+    }
 }
 
 impl Default for MineOptions {
@@ -56,6 +78,7 @@ impl Default for MineOptions {
             include_bots: false,
             memo_dir: None,
             jobs: 2,
+            candidates: Candidates::default(),
         }
     }
 }
@@ -64,7 +87,7 @@ impl MineOptions {
     /// What in the options changes a fix's result: its memo's key holds it.
     fn fingerprint(&self) -> String {
         let words: Vec<&str> = self.fix_words.iter().map(String::as_str).collect();
-        format!("mine v1\0{}\0{}\0{}", words.join(","), self.max_files, self.include_bots)
+        format!("mine v2\0{}\0{}\0{}\0{}", words.join(","), self.max_files, self.include_bots, self.candidates.as_str())
     }
 }
 
@@ -78,8 +101,10 @@ pub enum How {
     Revert,
     /// The only commit blame gives for the fix's lines.
     SingleBlameCandidate,
-    /// One of several commits blame gives.
+    /// One of several commits blame gives (`--candidates all`).
     SeveralBlameCandidates,
+    /// The one committed last of several commits blame gives (`--candidates latest`).
+    LatestBlameCandidate,
 }
 
 impl How {
@@ -89,6 +114,7 @@ impl How {
             Self::Revert => "revert",
             Self::SingleBlameCandidate => "single blame candidate",
             Self::SeveralBlameCandidates => "several blame candidates",
+            Self::LatestBlameCandidate => "latest of several blame candidates",
         }
     }
 }
@@ -227,7 +253,7 @@ pub fn mine(repo: &Path, options: &MineOptions) -> Result<Mined, MineError> {
     // Each fix on its own, side by side; a fix mined before is read back.
     let fingerprint = options.fingerprint();
     let pulls = pull_commits(&commits);
-    let context = Context { repo, roots: &roots, by_sha: &by_sha, pulls: &pulls };
+    let context = Context { repo, roots: &roots, by_sha: &by_sha, pulls: &pulls, candidates: options.candidates };
     let results = parallel_map(&to_mine, options.jobs.max(1), |(commit, signal)| {
         let memo = options.memo_dir.as_ref().map(|d| memo_path(d, &fingerprint, &commit.sha));
         if let Some(found) = memo.as_deref().and_then(read_memo) {
@@ -265,6 +291,7 @@ struct Context<'a> {
     by_sha: &'a HashMap<&'a str, &'a LoggedCommit>,
     /// Pull request number → the commit that brought it (its merge, or its squashed commit).
     pulls: &'a BTreeMap<u64, String>,
+    candidates: Candidates,
 }
 
 /// Mines one fix: its lines, their blame, the candidates, the named commits.
@@ -358,7 +385,23 @@ fn mine_fix(ctx: &Context<'_>, fix: &LoggedCommit, signal: &FixSignal) -> FixRes
             None => kept.push((sha, lines.into_iter().collect())),
         }
     }
-    let how = if kept.len() == 1 { How::SingleBlameCandidate } else { How::SeveralBlameCandidates };
+    let mut how = if kept.len() == 1 { How::SingleBlameCandidate } else { How::SeveralBlameCandidates };
+    if kept.len() > 1 && ctx.candidates == Candidates::Latest {
+        let committed = |sha: &str| infos.get(sha).map_or((0, 0), |i| (i.committed, i.time));
+        let latest = kept.iter().map(|(sha, _)| sha.clone()).max_by(|a, b| committed(a).cmp(&committed(b)).then_with(|| a.cmp(b))).unwrap_or_default();
+        let short_latest = short(&latest).to_string();
+        kept.retain(|(sha, _)| {
+            let keep = *sha == latest;
+            if !keep {
+                result.dropped.push(Dropped {
+                    sha: sha.clone(),
+                    reason: format!("committed before {short_latest}, the latest of the blame candidates (`--candidates all` keeps every one)"),
+                });
+            }
+            keep
+        });
+        how = How::LatestBlameCandidate;
+    }
     for (sha, lines) in kept {
         let info = infos.get(&sha);
         let (date, title) = info.map(|i| (i.date.clone(), i.title.clone())).unwrap_or_default();
@@ -443,12 +486,14 @@ struct CandidateInfo {
     date: String,
     /// Author time, seconds since the epoch.
     time: i64,
+    /// Committer time, seconds since the epoch.
+    committed: i64,
     title: String,
 }
 
 /// Parents, author date and title of `shas`, in one git call.
 fn candidate_infos<'a>(repo: &Path, shas: impl Iterator<Item = &'a str>) -> HashMap<String, CandidateInfo> {
-    let mut args = vec!["log", "--no-walk=unsorted", "--no-color", "--format=%H%x1f%P%x1f%aI%x1f%at%x1f%s", "--end-of-options"];
+    let mut args = vec!["log", "--no-walk=unsorted", "--no-color", "--format=%H%x1f%P%x1f%aI%x1f%at%x1f%ct%x1f%s", "--end-of-options"];
     let shas: Vec<&str> = shas.collect();
     if shas.is_empty() {
         return HashMap::new();
@@ -462,8 +507,9 @@ fn candidate_infos<'a>(repo: &Path, shas: impl Iterator<Item = &'a str>) -> Hash
             let parents = f.next()?.split_whitespace().count();
             let date = f.next()?.to_string();
             let time = f.next()?.trim().parse().unwrap_or(0);
+            let committed = f.next()?.trim().parse().unwrap_or(0);
             let title = f.next().unwrap_or_default().to_string();
-            Some((sha, CandidateInfo { parents, date, time, title }))
+            Some((sha, CandidateInfo { parents, date, time, committed, title }))
         })
         .collect()
 }

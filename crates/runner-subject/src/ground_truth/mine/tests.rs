@@ -128,6 +128,29 @@ fn a_message_naming_the_change_decides_and_later_or_root_candidates_are_dropped(
 }
 
 #[test]
+fn of_several_blame_candidates_the_latest_is_kept_unless_all_are_asked_for() {
+    let repo = Repo::new();
+    repo.commit(1, &[("lib.rs", "fn a() {}\nfn b() {}\n")], "Import");
+    let older = repo.commit(2, &[("lib.rs", "fn a() { 1 }\nfn b() {}\n")], "Change a");
+    let newer = repo.commit(3, &[("lib.rs", "fn a() { 1 }\nfn b() { 2 }\n")], "Change b");
+    let fix = repo.commit(4, &[("lib.rs", "fn a() { 0 }\nfn b() { 0 }\n")], "Fix the overflow in a and b");
+    let mined = mine(repo.path(), &MineOptions::default()).expect("mined");
+    let result = mined.fixes.iter().find(|f| f.sha == fix).expect("fix");
+    assert_eq!(result.inducing.iter().map(|i| (i.sha.as_str(), i.how)).collect::<Vec<_>>(), [(newer.as_str(), How::LatestBlameCandidate)]);
+    let dropped = result.dropped.iter().find(|d| d.sha == older).expect("the older candidate is dropped");
+    assert!(dropped.reason.contains("the latest of the blame candidates"), "{}", dropped.reason);
+    assert_eq!(mined.summary.by_how.get("latest of several blame candidates"), Some(&1), "{:?}", mined.summary.by_how);
+
+    let all = mine(repo.path(), &MineOptions { candidates: Candidates::All, ..MineOptions::default() }).expect("mined");
+    let result = all.fixes.iter().find(|f| f.sha == fix).expect("fix");
+    let mut shas: Vec<(&str, How)> = result.inducing.iter().map(|i| (i.sha.as_str(), i.how)).collect();
+    shas.sort();
+    let mut expected = [(older.as_str(), How::SeveralBlameCandidates), (newer.as_str(), How::SeveralBlameCandidates)];
+    expected.sort();
+    assert_eq!(shas, expected);
+}
+
+#[test]
 fn a_second_run_reads_every_fix_back_and_examines_only_new_ones() {
     let repo = Repo::new();
     repo.commit(1, &[("a.py", "x = 1\n")], "Import");
