@@ -486,6 +486,7 @@ fn analyze(
     }
     let spec = &prepared.manifest.analyses[index];
     let repository = spec.reads_history().then(|| history_repository(prepared)).flatten();
+    let cutoffs = training_cutoffs(prepared);
     let input = AnalysisInput {
         runs: views,
         cells: &plan.cells,
@@ -493,13 +494,33 @@ fn analyze(
         missing,
         repeat: prepared.manifest.matrix.repeat,
         oracle: prepared.oracle.as_ref(),
-        extras: Extras::default().with(scopes).with(repository.as_ref()).with(Some(&prepared.adjudications)).with(rqs).with(match_votes),
+        extras: Extras::default().with(scopes).with(repository.as_ref()).with(Some(&prepared.adjudications)).with(rqs).with(match_votes).with(cutoffs.as_ref()),
         by_cell: Default::default(),
     };
     if spec.kind == AnalysisKind::STUDY {
         return crate::study::report::compute(spec, &input);
     }
     analysis::compute(spec, &input)
+}
+
+/// Each cell's reviewer's declared training cut-off, by cell id; `None` when no reviewer
+/// declares one.
+fn training_cutoffs(prepared: &Prepared) -> Option<crate::analysis::corpus::contamination::TrainingCutoffs> {
+    let reviewers = &prepared.manifest.reviewers;
+    if reviewers.entries.iter().all(|e| e.spec.training_cutoff.is_none()) {
+        return None;
+    }
+    let by_cell = prepared
+        .plan
+        .cells
+        .iter()
+        .filter_map(|cell| {
+            let name = reviewers.name_for(cell.get(crate::manifest::REVIEWER_AXIS).map(|v| v.render()).as_deref())?.to_string();
+            let cutoff = reviewers.entries.iter().find(|e| e.name == name)?.spec.training_cutoff.clone()?;
+            Some((cell.id.clone(), cutoff))
+        })
+        .collect();
+    Some(crate::analysis::corpus::contamination::TrainingCutoffs(by_cell))
 }
 
 /// A history target's repository, the head its findings are followed up to by default (the

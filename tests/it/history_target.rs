@@ -442,3 +442,58 @@ fn the_commit_filter_plans_only_matching_commits_and_says_why_others_are_skipped
     let v = runner(dir.path()).args(["validate"]).arg(&bad).output().expect("runs");
     assert_eq!(v.status.code(), Some(1), "{}", stderr_of(&v));
 }
+
+#[test]
+fn recall_over_a_mined_oracle_is_split_at_the_reviewers_training_cutoff() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let repo = init(dir.path());
+    let at = |date: &str, message: &str| {
+        git(&repo, &["add", "--all"]);
+        crate::git_dated(&repo, Some(date), &["commit", "--quiet", "-m", message]);
+        git(&repo, &["rev-parse", "HEAD"])
+    };
+    std::fs::write(repo.join("README.md"), "# app\n").expect("write");
+    at("2023-01-01T00:00:00Z", "Start");
+    std::fs::write(repo.join("a.py"), "def f1(code):\n    return eval(code)  # TODO: sandbox 1\n").expect("write");
+    let first = at("2023-02-01T00:00:00Z", "Add f1");
+    std::fs::write(repo.join("b.py"), "def f2(code):\n    return eval(code)  # TODO: sandbox 2\n").expect("write");
+    let second = at("2023-03-01T00:00:00Z", "Add f2");
+    std::fs::write(repo.join("a.py"), "def f1(code):\n    return int(code)\n").expect("write");
+    at("2023-06-01T00:00:00Z", "Fix code injection in f1");
+    std::fs::write(repo.join("b.py"), "def f2(code):\n    return int(code)\n").expect("write");
+    at("2024-06-01T00:00:00Z", "Fix code injection in f2");
+
+    let mined = runner(dir.path()).args(["oracle", "mine", "--repo", "repo", "--out", "oracle.json"]).output().expect("runs");
+    assert!(mined.status.success(), "{}", stderr_of(&mined));
+    let oracle: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(dir.path().join("oracle.json")).expect("oracle")).expect("json");
+    let fixed: Vec<&str> = oracle["findings"].as_array().expect("findings").iter().filter_map(|f| f["fixed"].as_str()).collect();
+    assert_eq!(fixed, ["2023-06-01", "2024-06-01"], "each mined bug carries its fix date: {oracle}");
+
+    let manifest = |cutoff: &str| {
+        write_manifest(
+            dir.path(),
+            "shipped.toml",
+            &format!(
+                "version = 1\n[experiment]\nname = \"shipped\"\n[target]\nrepo = \"repo\"\ncommits = [\"{first}\", \"{second}\"]\noracle = \"oracle.json\"\n[matrix]\nbaseline = [\"dry-run\", \"heuristic\"]\n[reviewer]\nkind = \"builtin\"\nname = \"{{{{baseline}}}}\"\ntraining-cutoff = \"{cutoff}\"\n[[analysis]]\nkind = \"review-eval\"\nevidence = \"location\"\n[report]\noutput = \"out\"\n"
+            ),
+        )
+    };
+    let bad = runner(dir.path()).args(["validate"]).arg(manifest("June 2024")).output().expect("runs");
+    assert!(!bad.status.success());
+    assert!(stderr_of(&bad).contains("shipped.toml:13:19") && stderr_of(&bad).contains("`training-cutoff` must be a date such as `2024-06-30`"), "{}", stderr_of(&bad));
+
+    let exec = runner(dir.path()).args(["exec", "--quiet"]).arg(manifest("2024-01-01")).output().expect("runs");
+    assert!(exec.status.success(), "{}", stderr_of(&exec));
+    let md = std::fs::read_to_string(dir.path().join("out/RESULTS.md")).expect("RESULTS.md");
+    assert!(md.contains("Recall by fix date and training cut-off") && md.contains("a sign of contamination, not a proof"), "{md}");
+    let results = results_json(dir.path());
+    let eval = results["analyses"].as_array().expect("analyses").iter().find(|a| a["kind"] == "review-eval").expect("review-eval");
+    let rows = eval["data"]["recall_by_cutoff"].as_array().expect("split rows");
+    assert_eq!(rows.len(), 2, "{rows:?}");
+    for row in rows {
+        assert_eq!((row["cutoff"].as_str(), row["before"].as_u64(), row["after"].as_u64(), row["undated"].as_u64()), (Some("2024-01-01"), Some(1), Some(1), Some(0)), "{row}");
+    }
+    // The heuristic reviewer flags both `eval(` lines the fixes later changed.
+    let heuristic = rows.iter().find(|r| r["cell"] == "baseline=heuristic").expect("heuristic");
+    assert_eq!((heuristic["before_found"].as_u64(), heuristic["after_found"].as_u64()), (Some(1), Some(1)), "{heuristic}");
+}

@@ -69,7 +69,7 @@ analyses! {
     }
     /// The before/after corpus (seed 002's scorer) and the review-eval loop (seed 003):
     /// reviews scored against a private oracle.
-    corpus (score) {
+    corpus (score, contamination) {
         review_eval => AnalysisKind::REVIEW_EVAL,
         aacr => AnalysisKind::AACR,
     }

@@ -204,6 +204,7 @@ pub fn propose(record: &Adjudication, sheet: &BTreeMap<String, SheetRow>, oracle
                     severity_label: None,
                     resolved: None,
                     class: if kind == OracleKind::EvalSet { class } else { None },
+                    fixed: None,
                 },
                 case_md_line,
                 item: f.item.clone(),

@@ -18,6 +18,10 @@ pub struct ReviewerSpec {
     pub max_concurrency: Option<usize>,
     /// Kill a run that takes longer.
     pub timeout: Duration,
+    /// The day its model's training data ends (`training-cutoff`, `YYYY-MM-DD`): recall over a
+    /// mined oracle is split into bugs fixed before it, which the model may have seen fixed,
+    /// and bugs fixed on or after it. Not part of any cache key.
+    pub training_cutoff: Option<String>,
 }
 
 #[derive(Debug, Clone)]
@@ -70,6 +74,14 @@ pub fn read_reviewer(t: &TableReader<'_, '_>, axes: &BTreeSet<String>, base_dir:
         },
         None => Duration::from_secs(600),
     };
+    let training_cutoff = t.string("training-cutoff").and_then(|s| {
+        if is_iso_date(s.get_ref()) {
+            Some(s.get_ref().clone())
+        } else {
+            problems.push(s.span(), format!("`training-cutoff` must be a date such as `2024-06-30` (YYYY-MM-DD), found `{}`", s.get_ref()));
+            None
+        }
+    });
     // Without a kind the table's keys cannot be judged: one problem, not one per key.
     let allow_every_key = || t.keys().iter().for_each(|(key, _)| t.allow(key));
     let Some(kind) = t.required_string("kind") else {
@@ -93,7 +105,18 @@ pub fn read_reviewer(t: &TableReader<'_, '_>, axes: &BTreeSet<String>, base_dir:
             None
         }
     };
-    Some(ReviewerSpec { kind: spec?, max_concurrency, timeout })
+    Some(ReviewerSpec { kind: spec?, max_concurrency, timeout, training_cutoff })
+}
+
+/// Whether `text` is a calendar date written `YYYY-MM-DD`.
+fn is_iso_date(text: &str) -> bool {
+    let parts: Vec<&str> = text.split('-').collect();
+    let [y, m, d] = parts.as_slice() else { return false };
+    let number = |s: &str, len: usize| (s.len() == len && s.bytes().all(|b| b.is_ascii_digit())).then(|| s.parse::<u32>().ok()).flatten();
+    match (number(y, 4), number(m, 2), number(d, 2)) {
+        (Some(_), Some(m), Some(d)) => (1..=12).contains(&m) && (1..=31).contains(&d),
+        _ => false,
+    }
 }
 
 /// An axis no template of a command reviewer mentions only multiplies identical runs: almost

@@ -312,6 +312,7 @@ fn finding(instance: &Instance, n: usize, c: &Comment) -> OracleFinding {
         severity_label: None,
         resolved: None,
         class: (!c.context.is_empty()).then(|| context_class(&c.context)),
+        fixed: None,
     }
 }
 

@@ -256,6 +256,7 @@ pub fn to_oracle(cases: &[EvalCase]) -> Oracle {
                 severity_label: None,
                 resolved: None,
                 class: Some(f.class.clone()),
+                fixed: None,
             });
         }
         let mut rationale = format!("Source: {}", c.source);

@@ -446,6 +446,7 @@ pub fn import(pulls: &[Pull], comments: &[Comment], repo: &Path, include_bots: b
             severity_label: label,
             resolved: Some(was_resolved),
             class: None,
+            fixed: None,
         };
         findings.push((pull.number, first.created_at.clone(), finding));
     }

@@ -77,6 +77,10 @@ pub struct OracleFinding {
     /// A free-text class (seed 003's `state`, `validation`, …); recall is reported per class.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub class: Option<String>,
+    /// The day the bug was fixed (`YYYY-MM-DD`; a mined oracle's fix date): recall is split
+    /// at a reviewer's declared `training-cutoff` into bugs fixed before and after it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fixed: Option<String>,
 }
 
 /// Which half of a tuning/holdout split a case belongs to.

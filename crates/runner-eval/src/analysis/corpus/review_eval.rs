@@ -164,6 +164,10 @@ pub struct ReviewEvalData {
     /// over every repeat; absent when no oracle finding has a class.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub recall_by_class: Vec<ClassRecall>,
+    /// Recall per cell before and after its reviewer's declared training cut-off; absent when
+    /// no reviewer declares one.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub recall_by_cutoff: Vec<super::contamination::CutoffRecall>,
 }
 
 /// Recall over one class's oracle findings in one cell, every repeat counted.
@@ -397,6 +401,16 @@ pub fn compute(spec: &AnalysisSpec, input: &AnalysisInput<'_>) -> AnalysisResult
         let at = result.tables.len().saturating_sub(1);
         result.tables.insert(at, class_table(&by_class));
     }
+    let by_cutoff = super::contamination::recall_by_cutoff(oracle, &cells, input.training_cutoffs());
+    if !by_cutoff.is_empty() {
+        let (table, note) = super::contamination::cutoff_table(&by_cutoff);
+        let at = result.tables.len().saturating_sub(1);
+        result.tables.insert(at, table);
+        result.notes.push(note);
+        if by_cutoff.iter().all(|r| r.before + r.after == 0) {
+            result.notes.push("The oracle gives no fix dates (`fixed`), so recall cannot be split at the training cut-off: mine it with `runner oracle mine`.".into());
+        }
+    }
     if method_notes.is_empty() {
         result.notes.push("Method: automatic matching by the rule above (no adjudication); extras are `rejected` unless an adjudication says `real`.".into());
     } else {
@@ -412,7 +426,7 @@ pub fn compute(spec: &AnalysisSpec, input: &AnalysisInput<'_>) -> AnalysisResult
         result.notes.push("No run reported tokens, so tokens per case and recall per 100k tokens are `–`.".into());
     }
     let severities = cells.iter().flat_map(|c| c.findings.values()).filter_map(|f| Some((f.finding.clone(), oracle.finding(&f.finding)?.severity?))).collect();
-    result.data = serde_json::to_value(ReviewEvalData { method, cells, severities, recall_by_class: by_class }).unwrap_or(serde_json::Value::Null).into();
+    result.data = serde_json::to_value(ReviewEvalData { method, cells, severities, recall_by_class: by_class, recall_by_cutoff: by_cutoff }).unwrap_or(serde_json::Value::Null).into();
     result
 }
 

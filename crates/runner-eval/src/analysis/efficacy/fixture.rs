@@ -307,6 +307,7 @@ mod severity_tests {
             severity_label: Some(label.into()),
             resolved: None,
             class: None,
+            fixed: None,
         };
         ("pr-1", f)
     }

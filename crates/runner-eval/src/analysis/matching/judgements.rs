@@ -641,6 +641,7 @@ mod tests {
                 severity_label: g.severity.clone(),
                 resolved: None,
                 class: None,
+                fixed: None,
             })
             .collect();
         let expected: Vec<&OracleFinding> = oracle.iter().collect();

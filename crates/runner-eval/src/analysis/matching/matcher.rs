@@ -772,6 +772,7 @@ pub(crate) mod tests {
             severity_label: None,
             resolved: None,
             class: None,
+            fixed: None,
         }
     }
 

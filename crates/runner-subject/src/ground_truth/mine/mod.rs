@@ -659,6 +659,7 @@ fn to_oracle(fixes: &[FixResult], summary: &Summary) -> Oracle {
                 severity_label: None,
                 resolved: None,
                 class: Some(inducing.how.words().to_string()),
+                fixed: Some(date_only(&fix.date).to_string()),
             });
             if !cases.contains_key(&inducing.sha) {
                 order.push(inducing.sha.clone());

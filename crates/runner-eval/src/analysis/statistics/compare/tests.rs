@@ -25,6 +25,7 @@ fn oracle(subjects: &[&str]) -> Oracle {
                 severity_label: None,
                 resolved: None,
                 class: None,
+                fixed: None,
             })
             .collect(),
         cases: subjects
