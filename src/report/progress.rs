@@ -229,6 +229,12 @@ impl NdjsonReporter {
     }
 
     pub fn finish(&mut self) {
+        self.flush();
+    }
+
+    /// Writes out what is buffered (the sinks are buffered: a burst of events, such as a
+    /// warm execution's cache hits, is one write).
+    pub fn flush(&mut self) {
         if self.failed.is_none() {
             self.failed = self.out.flush().err();
         }
@@ -442,7 +448,8 @@ impl Reporters {
     /// The reporters of `mode` on the process's stdout and stderr, plus the execution log.
     pub fn standard(mode: Mode, progress: ProgressKind, log: Option<Sink>) -> Self {
         let terminal = std::io::IsTerminal::is_terminal(&std::io::stderr());
-        Self::new(mode, Box::new(std::io::stdout()), Box::new(std::io::stderr()), Display::of(progress, terminal), log)
+        let stdout = Box::new(std::io::BufWriter::new(std::io::stdout()));
+        Self::new(mode, stdout, Box::new(std::io::stderr()), Display::of(progress, terminal), log)
     }
 
     /// The reporters of `mode` on injected writers: NDJSON on `stdout` (`--json`), progress on
@@ -466,6 +473,14 @@ impl Reporters {
             p.event(event);
         }
         self.summary.event(event);
+    }
+
+    /// No event is waiting: what the NDJSON sinks buffered is written out, so the log and
+    /// `--json` stay current whenever the execution is not mid-burst.
+    pub fn idle(&mut self) {
+        for r in self.log.iter_mut().chain(self.stdout.as_mut()) {
+            r.flush();
+        }
     }
 
     /// A moment with no event: a progress line may be due.
@@ -505,7 +520,7 @@ pub async fn consume(
     log: Option<std::fs::File>,
     lost: impl FnOnce() + Send,
 ) -> ExecutionSummary {
-    consume_into(rx, Reporters::standard(mode, progress, log.map(|f| Box::new(f) as Sink)), lost).await
+    consume_into(rx, Reporters::standard(mode, progress, log.map(|f| Box::new(std::io::BufWriter::new(f)) as Sink)), lost).await
 }
 
 /// How often a quiet channel lets the reporters look at the clock.
@@ -524,6 +539,9 @@ pub async fn consume_into(mut rx: mpsc::UnboundedReceiver<Event>, mut reporters:
             }
         };
         reporters.event(&event);
+        if rx.is_empty() {
+            reporters.idle();
+        }
         if reporters.output_error().is_some() {
             if let Some(lost) = lost.take() {
                 lost();

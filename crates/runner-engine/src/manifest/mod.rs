@@ -150,9 +150,10 @@ fn read_manifest(root: &TableReader<'_, '_>, path: &Path, base_dir: &Path, check
     if let (Some(target), Some(matrix)) = (&target, &matrix) {
         check_target_axes(root, target, matrix);
     }
-    if let (Some(target), true) = (&target, check_paths) {
-        revisions::check(root, target, matrix.as_ref(), reviewers.as_ref());
-    }
+    let resolved_revisions = match (&target, check_paths) {
+        (Some(target), true) => revisions::check(root, target, matrix.as_ref(), reviewers.as_ref()),
+        _ => std::collections::BTreeMap::new(),
+    };
     if let Some(target) = &target {
         check_oracle_needs(root, target, &analyses, check_paths);
         check_history_needs(root, target, &analyses);
@@ -185,6 +186,7 @@ fn read_manifest(root: &TableReader<'_, '_>, path: &Path, base_dir: &Path, check
         report: report?,
         cache_dir,
         scoring: scoring?,
+        resolved_revisions,
     })
 }
 

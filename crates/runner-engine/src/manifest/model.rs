@@ -26,6 +26,10 @@ pub struct Manifest {
     pub cache_dir: PathBuf,
     /// RQS v2's scoring resources: the jury, the pseudo-references, the embedder.
     pub scoring: Scoring,
+    /// A git target's `head` and `ref` values as the manifest check resolved them (revision →
+    /// commit SHA, one git process), so planning does not ask git again; empty where they were
+    /// not checked or one did not resolve.
+    pub resolved_revisions: std::collections::BTreeMap<String, String>,
 }
 
 /// What scores reviews beyond the oracle (RQS v2): `[judges.NAME]`, `[pseudo-references]`

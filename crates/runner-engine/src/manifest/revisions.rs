@@ -14,6 +14,7 @@ use crate::reviewer::spec::ReviewerKindSpec;
 use crate::subject::git::{self, GitError};
 use crate::subject::history::{self, Commits, HistorySpec};
 use crate::subject::TargetSpec;
+use std::collections::BTreeMap;
 use std::ops::Range;
 use std::path::Path;
 use toml::de::DeValue;
@@ -50,20 +51,40 @@ fn item_spans(table: &TableReader<'_, '_>, key: &str) -> Vec<Range<usize>> {
 
 /// Every revision of a git or history target resolved in its repository; for a history, every
 /// command reviewer that would review the checked-out commit while others are selected.
-pub(super) fn check(root: &TableReader<'_, '_>, target: &TargetSpec, matrix: Option<&Matrix>, reviewers: Option<&Reviewers>) {
+/// Returns a git target's revisions resolved (revision → SHA) when every one resolved.
+pub(super) fn check(root: &TableReader<'_, '_>, target: &TargetSpec, matrix: Option<&Matrix>, reviewers: Option<&Reviewers>) -> BTreeMap<String, String> {
     let repo = match target {
         TargetSpec::Git { repo, .. } | TargetSpec::History { repo, .. } => repo,
-        _ => return,
+        _ => return BTreeMap::new(),
     };
-    let Some(t) = root.table("target") else { return };
+    let Some(t) = root.table("target") else { return BTreeMap::new() };
     // A directory that does not exist is reported where it is read.
     if !repo.is_dir() {
-        return;
+        return BTreeMap::new();
+    }
+    // The common case in one git process: every revision of a git target resolves. Only
+    // when one does not is each asked apart, for git's words at its key.
+    if let TargetSpec::Git { head, .. } = target {
+        let mut revs = vec![head.as_str()];
+        if let Some(axis) = matrix.and_then(|m| m.axis("ref")) {
+            revs.extend(axis.values.iter().filter_map(|v| match v {
+                AxisValue::Str(rev) => Some(rev.as_str()),
+                _ => None,
+            }));
+        }
+        if let Ok(shas) = git::resolve_commits(repo, &revs) {
+            let resolved: BTreeMap<String, String> = revs.iter().map(|r| r.to_string()).zip(shas).collect();
+            let head_sha = resolved.get(head.as_str()).cloned().unwrap_or_default();
+            check_checked_out(root, repo, reviewers, |checked_out| {
+                (head_sha != checked_out).then(|| format!("`head = \"{head}\"` is not the commit checked out in `{}`", repo.display()))
+            });
+            return resolved;
+        }
     }
     if let Err(e) = git::git(repo, &["rev-parse", "--git-dir"]) {
         let span = t.get("repo").map_or_else(|| t.span(), |v| v.span());
         root.problems().push(span, format!("`{}` is not a git repository: {}", repo.display(), git_words(e)));
-        return;
+        return BTreeMap::new();
     }
     let problems = root.problems();
     match target {
@@ -108,6 +129,7 @@ pub(super) fn check(root: &TableReader<'_, '_>, target: &TargetSpec, matrix: Opt
         }
         _ => {}
     }
+    BTreeMap::new()
 }
 
 /// `commits` or `pull-requests` resolved: a range as a whole, each listed commit at its item.

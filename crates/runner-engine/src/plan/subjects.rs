@@ -62,11 +62,16 @@ fn resolve_subjects(manifest: &Manifest) -> Result<BTreeMap<String, SubjectSpec>
             let refs: Vec<String> = manifest.matrix.axis("ref").map(|a| a.values.iter().map(|v| v.render()).collect()).unwrap_or_default();
             let mut revs: Vec<&str> = refs.iter().map(String::as_str).collect();
             revs.push(head);
-            let shas = git::resolve_commits(repo, &revs).map_err(|e| TargetError::Resolve {
-                repo: repo.display().to_string(),
-                rev: revs.join(", "),
-                message: e.to_string(),
-            })?;
+            // As the manifest check resolved them, else from git.
+            let known: Option<Vec<String>> = revs.iter().map(|r| manifest.resolved_revisions.get(*r).cloned()).collect();
+            let shas = match known {
+                Some(shas) => shas,
+                None => git::resolve_commits(repo, &revs).map_err(|e| TargetError::Resolve {
+                    repo: repo.display().to_string(),
+                    rev: revs.join(", "),
+                    message: e.to_string(),
+                })?,
+            };
             let head_sha = shas.last().cloned().unwrap_or_default();
             let mut out = BTreeMap::new();
             for (r, base_sha) in refs.iter().zip(&shas) {

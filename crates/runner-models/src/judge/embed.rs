@@ -305,7 +305,7 @@ impl Embedder {
             EmbedProtocol::Ollama => format!("{}/api/embed", self.base),
         };
         let body = json!({ "model": self.spec.model, "input": texts });
-        let mut req = self.transport.http.post(&url).json(&body);
+        let mut req = self.transport.http()?.post(&url).json(&body);
         if let Some(key) = api_key {
             req = req.bearer_auth(key);
         }

@@ -1,7 +1,7 @@
 //! A1, same-diff swap: how far the findings of two values of one axis (two models, two
 //! prompts, …) coincide on the same subject, exactly and fuzzily.
 
-use crate::analysis::matching::matcher::{describe_rule, exact_match, fuzzy_match, match_pairs};
+use crate::analysis::matching::matcher::{describe_rule, exact_match, fuzzy_match, fuzzy_match_count, match_count};
 use crate::analysis::{
     model::axis_values, model::missing_note, model::one_or_many, model::AnalysisInput, model::AnalysisResult, model::RunView, model::Table, model::TableCell,
 };
@@ -24,8 +24,8 @@ pub(crate) struct Counts {
 impl Counts {
     /// Counts for one pair of finding lists: one-to-one matches; unique = not fuzzily matched.
     pub(crate) fn of(a: &[Finding], b: &[Finding], rule: &MatchRule) -> Self {
-        let exact = match_pairs(a, b, exact_match).len();
-        let fuzzy = match_pairs(a, b, |x, y| fuzzy_match(x, y, rule)).len();
+        let exact = match_count(a.len(), b.len(), |i, j| exact_match(&a[i], &b[j]));
+        let fuzzy = fuzzy_match_count(a, b, rule);
         Self { count_a: a.len(), count_b: b.len(), overlap_exact: exact, overlap_fuzzy: fuzzy, unique_a: a.len() - fuzzy, unique_b: b.len() - fuzzy }
     }
 

@@ -16,7 +16,7 @@ pub(crate) fn jaccard(a: &[Finding], b: &[Finding], rule: &MatchRule) -> f64 {
     if a.is_empty() && b.is_empty() {
         return 1.0;
     }
-    let shared = match_pairs(a, b, |x, y| fuzzy_match(x, y, rule)).len();
+    let shared = crate::analysis::matching::matcher::fuzzy_match_count(a, b, rule);
     shared as f64 / (a.len() + b.len() - shared) as f64
 }
 

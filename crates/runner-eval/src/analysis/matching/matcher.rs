@@ -26,7 +26,7 @@
 //! needs an adjudication: [`Adjudicated`] is the hook through which a person's decisions
 //! replace the automatic ones, and [`Method`] records which produced each score.
 
-pub use crate::analysis::matching::rule::{content_words, message_similarity, normalize_message, token_similarity, Evidence, SimilarityMeasure, STEM_LETTERS};
+pub use crate::analysis::matching::rule::{content_words, message_similarity, normalize_message, normalized_similarity, token_similarity, Evidence, SimilarityMeasure, STEM_LETTERS};
 use crate::analysis::matching::rule::{MatchRule, OracleRule};
 use crate::analysis::model::RunView;
 use crate::finding::Finding;
@@ -103,6 +103,33 @@ fn augment(i: usize, edges: &[Vec<usize>], seen: &mut [bool], partner_of_a: &mut
         }
     }
     false
+}
+
+/// How many pairs a maximum one-to-one matching of `a_len` and `b_len` items has, where
+/// `matches(i, j)` says whether item `i` of one side may pair with item `j` of the other:
+/// `match_pairs(..).len()` without ordering the candidates by similarity (the greedy order
+/// changes which pairs are made, never how many).
+pub(crate) fn match_count(a_len: usize, b_len: usize, matches: impl Fn(usize, usize) -> bool) -> usize {
+    let edges: Vec<Vec<usize>> = (0..a_len).map(|i| (0..b_len).filter(|&j| matches(i, j)).collect()).collect();
+    let mut partner_of_a: Vec<Option<usize>> = vec![None; a_len];
+    let mut partner_of_b: Vec<Option<usize>> = vec![None; b_len];
+    for i in 0..a_len {
+        let mut seen = vec![false; b_len];
+        augment(i, &edges, &mut seen, &mut partner_of_a, &mut partner_of_b);
+    }
+    partner_of_a.iter().flatten().count()
+}
+
+/// [`match_count`] under the fuzzy rule, each message normalized once rather than once per
+/// pair.
+pub(crate) fn fuzzy_match_count(a: &[Finding], b: &[Finding], rule: &MatchRule) -> usize {
+    if rule.measure != SimilarityMeasure::Levenshtein {
+        return match_count(a.len(), b.len(), |i, j| fuzzy_match(&a[i], &b[j], rule));
+    }
+    let (na, nb): (Vec<String>, Vec<String>) = (a.iter().map(|f| normalize_message(&f.message)).collect(), b.iter().map(|f| normalize_message(&f.message)).collect());
+    match_count(a.len(), b.len(), |i, j| {
+        a[i].file == b[j].file && span_gap(a[i].span(), b[j].span()) <= rule.line_tolerance && normalized_similarity(&na[i], &nb[j]) >= rule.similarity
+    })
 }
 
 /// A short text stating the rule, printed beside results.
@@ -994,6 +1021,21 @@ mod pair_tests {
         let rule = MatchRule::default();
         assert_eq!(match_pairs(&a, &b, |x, y| fuzzy_match(x, y, &rule)), vec![(0, 1), (1, 0)]);
         assert_eq!(match_pairs(&b, &a, |x, y| fuzzy_match(x, y, &rule)).len(), 2);
+        // The counting forms give the same number without ordering candidates.
+        assert_eq!((fuzzy_match_count(&a, &b, &rule), fuzzy_match_count(&b, &a, &rule)), (2, 2));
+        assert_eq!(match_count(a.len(), b.len(), |i, j| exact_match(&a[i], &b[j])), match_pairs(&a, &b, exact_match).len());
+    }
+
+    #[test]
+    fn the_fuzzy_count_agrees_with_the_pairs_under_every_measure_and_threshold() {
+        let a = [finding("f", 5, "Null pointer dereference!"), finding("f", 9, "unused import"), finding("g", 1, "typo in name")];
+        let b = [finding("f", 6, "null pointer dereference"), finding("f", 9, "unused imports here"), finding("g", 2, "naming typo")];
+        for measure in [SimilarityMeasure::Levenshtein, SimilarityMeasure::Tokens] {
+            for similarity in [0.0, 0.4, 0.7, 1.0] {
+                let rule = MatchRule { measure, similarity, ..MatchRule::default() };
+                assert_eq!(fuzzy_match_count(&a, &b, &rule), match_pairs(&a, &b, |x, y| fuzzy_match(x, y, &rule)).len(), "{measure:?} {similarity}");
+            }
+        }
     }
 
     #[test]

@@ -13,7 +13,19 @@ pub fn normalize_message(message: &str) -> String {
 
 /// Similarity of two messages in 0..1 (normalized Levenshtein over normalized text).
 pub fn message_similarity(a: &str, b: &str) -> f64 {
-    strsim::normalized_levenshtein(&normalize_message(a), &normalize_message(b))
+    // Equal texts are equal after normalizing: 1 without the quadratic distance.
+    if a == b {
+        return 1.0;
+    }
+    normalized_similarity(&normalize_message(a), &normalize_message(b))
+}
+
+/// [`message_similarity`] of two texts already normalized ([`normalize_message`]).
+pub fn normalized_similarity(a: &str, b: &str) -> f64 {
+    if a == b {
+        return 1.0;
+    }
+    strsim::normalized_levenshtein(a, b)
 }
 
 /// How two texts are compared: findings between runs, or a finding with an oracle description.

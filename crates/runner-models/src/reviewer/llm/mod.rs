@@ -341,7 +341,7 @@ impl LlmReviewer {
             Protocol::Ollama => (format!("{base}/api/chat"), wire::ollama_body(model, ask.messages, ask.schema, ask.sampling)),
             Protocol::OpenAi => (format!("{base}/chat/completions"), wire::openai_body(model, ask.messages, ask.schema, ask.sampling)),
         };
-        let mut req = self.transport.http.post(&url).json(&body);
+        let mut req = self.transport.http()?.post(&url).json(&body);
         if let Some(key) = api_key {
             req = req.bearer_auth(key);
         }

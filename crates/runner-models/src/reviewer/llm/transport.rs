@@ -115,7 +115,10 @@ type EndpointId = (String, Option<String>);
 
 /// The HTTP client and every endpoint it has used.
 pub struct Transport {
-    pub http: reqwest::Client,
+    /// Built on first use: a TLS client parses its root certificates, which an execution
+    /// served entirely from the cache never needs.
+    http: std::sync::OnceLock<Result<reqwest::Client, String>>,
+    connect_timeout: Duration,
     pub policy: Policy,
     per_endpoint: usize,
     endpoints: StdMutex<BTreeMap<EndpointId, Arc<Endpoint>>>,
@@ -124,13 +127,29 @@ pub struct Transport {
 
 impl Transport {
     pub fn new(policy: Policy, connect_timeout: Duration, per_endpoint: usize) -> Result<Self, ReviewError> {
-        let http = reqwest::Client::builder()
-            .connect_timeout(connect_timeout)
-            .timeout(policy.request_timeout)
-            .user_agent(concat!("runner/", env!("CARGO_PKG_VERSION")))
-            .build()
-            .map_err(|e| ReviewError::failed(format!("failed to build the HTTP client: {e}")))?;
-        Ok(Self { http, policy, per_endpoint: per_endpoint.max(1), endpoints: StdMutex::new(BTreeMap::new()), rotate: AtomicUsize::new(0) })
+        Ok(Self {
+            http: std::sync::OnceLock::new(),
+            connect_timeout,
+            policy,
+            per_endpoint: per_endpoint.max(1),
+            endpoints: StdMutex::new(BTreeMap::new()),
+            rotate: AtomicUsize::new(0),
+        })
+    }
+
+    /// The HTTP client, built the first time a request needs it.
+    pub fn http(&self) -> Result<&reqwest::Client, AttemptError> {
+        self.http
+            .get_or_init(|| {
+                reqwest::Client::builder()
+                    .connect_timeout(self.connect_timeout)
+                    .timeout(self.policy.request_timeout)
+                    .user_agent(concat!("runner/", env!("CARGO_PKG_VERSION")))
+                    .build()
+                    .map_err(|e| format!("failed to build the HTTP client: {e}"))
+            })
+            .as_ref()
+            .map_err(|e| AttemptError::Protocol(e.clone()))
     }
 
     /// The endpoint for an (expanded) base URL used with `api_key`, shared by every model and
@@ -312,7 +331,7 @@ impl Transport {
     }
 
     async fn get_json(&self, url: &str, api_key: Option<&str>) -> Result<Value, AttemptError> {
-        let mut req = self.http.get(url);
+        let mut req = self.http()?.get(url);
         if let Some(key) = api_key {
             req = req.bearer_auth(key);
         }
@@ -592,7 +611,7 @@ mod tests {
         let target = format!("{url}/answer");
         t.with_retries(&e, None, "m", || {
             let (t, e, target, read) = (t, &e, &target, &read);
-            async move { read(t.send(e, t.http.post(target).json(&serde_json::json!({}))).await?).await }
+            async move { read(t.send(e, t.http()?.post(target).json(&serde_json::json!({}))).await?).await }
         })
         .await
     }

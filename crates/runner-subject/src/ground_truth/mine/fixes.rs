@@ -175,10 +175,7 @@ pub fn named_in(message: &str) -> Named {
             runs.push(std::mem::take(&mut run));
         }
         run.extend(
-            lower
-                .split(|c: char| c.is_whitespace() || matches!(c, ',' | ';' | '(' | ')' | '"' | '\'' | '`'))
-                .filter(|w| !w.is_empty())
-                .map(str::to_string),
+            lower.split(|c: char| c.is_whitespace() || matches!(c, ',' | ';' | '(' | ')' | '"' | '\'' | '`')).filter(|w| !w.is_empty()).map(str::to_string),
         );
     }
     runs.push(run);
@@ -195,7 +192,8 @@ pub fn named_in(message: &str) -> Named {
                 continue;
             }
             // The four words before it, within its sentence and after the reference before it.
-            let mut start = words[i.saturating_sub(4)..i].iter().rposition(|w| w.ends_with(['.', '!', '?'])).map_or(i.saturating_sub(4), |p| i.saturating_sub(4) + p + 1);
+            let mut start =
+                words[i.saturating_sub(4)..i].iter().rposition(|w| w.ends_with(['.', '!', '?'])).map_or(i.saturating_sub(4), |p| i.saturating_sub(4) + p + 1);
             // Joined: a reference of the same kind (a commit after a commit), with nothing or
             // only `and`/`or` between them (`introduced at 1a2b3c4, #378` names an issue).
             let joined = last.filter(|(p, _, was_commit)| {
