@@ -73,7 +73,28 @@ const WORK_TREE_COMMANDS: &[&str] = &["add", "checkout", "commit", "diff", "rese
 
 /// `-c` overrides that turn off every filter driver the repository's own config defines
 /// (`filter.<name>.clean`, `.smudge`, `.process`; `.required` off so git does not refuse).
+/// Asked of git once per state of the repository's config file (its path, size and
+/// modification time), not once per command: materializing 25 subjects of one repository
+/// is 25 git processes, not 50.
 fn filter_overrides(dir: &Path) -> Vec<String> {
+    type Stamp = (std::path::PathBuf, u64, Option<std::time::SystemTime>);
+    static KNOWN: std::sync::OnceLock<std::sync::Mutex<std::collections::HashMap<Stamp, Vec<String>>>> = std::sync::OnceLock::new();
+    let stamp: Option<Stamp> = [dir.join(".git").join("config"), dir.join("config")]
+        .into_iter()
+        .find_map(|path| std::fs::symlink_metadata(&path).ok().filter(|m| m.is_file()).map(|m| (path, m.len(), m.modified().ok())));
+    let known = KNOWN.get_or_init(Default::default);
+    if let Some(overrides) = stamp.as_ref().and_then(|s| known.lock().unwrap_or_else(|p| p.into_inner()).get(s).cloned()) {
+        return overrides;
+    }
+    let overrides = read_filter_overrides(dir);
+    if let Some(stamp) = stamp {
+        known.lock().unwrap_or_else(|p| p.into_inner()).insert(stamp, overrides.clone());
+    }
+    overrides
+}
+
+/// [`filter_overrides`], from git.
+fn read_filter_overrides(dir: &Path) -> Vec<String> {
     let Ok(out) = command(dir).args(["config", "--null", "--name-only", "--get-regexp", r"^filter\..*\.(clean|smudge|process|required)$"]).output() else {
         return Vec::new();
     };
@@ -170,6 +191,29 @@ mod tests {
         git(&repo, &["config", "filter.evil.required", "true"]).expect("config");
         std::fs::write(repo.join(".gitattributes"), "*.txt diff=evil filter=evil\n").expect("write");
         (repo, log)
+    }
+
+    #[test]
+    fn a_filter_configured_after_the_overrides_were_read_is_turned_off_too() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let repo = dir.path().join("r");
+        std::fs::create_dir_all(&repo).expect("mkdir");
+        git(&repo, &["init", "--quiet"]).expect("init");
+        git(&repo, &["config", "user.name", "t"]).expect("config");
+        git(&repo, &["config", "user.email", "t@e"]).expect("config");
+        std::fs::write(repo.join("a.txt"), "a\n").expect("write");
+        git(&repo, &["add", "--all"]).expect("add");
+        assert!(filter_overrides(&repo).is_empty(), "no filter yet (and the answer is kept)");
+        let log = dir.path().join("ran.log");
+        let script = dir.path().join("evil.sh");
+        std::fs::write(&script, format!("#!/bin/sh\necho ran >> '{}'\ncat\n", log.display())).expect("write");
+        std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+        git(&repo, &["config", "filter.late.clean", &script.display().to_string()]).expect("config");
+        std::fs::write(repo.join(".gitattributes"), "*.txt filter=late\n").expect("write");
+        std::fs::write(repo.join("a.txt"), "b\n").expect("write");
+        git(&repo, &["add", "--all"]).expect("add");
+        assert!(!filter_overrides(&repo).is_empty(), "the changed config is read again");
+        assert!(!log.exists(), "the filter ran");
     }
 
     #[test]

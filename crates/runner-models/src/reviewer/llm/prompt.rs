@@ -6,7 +6,6 @@ use crate::finding::{Category, Severity};
 use crate::rag::Definition;
 use crate::subject::diff::{FileDiff, Hunk};
 use crate::subject::Subject;
-use handlebars::Handlebars;
 use serde_json::{json, Value};
 
 /// Version of the schema builder; the schema itself is hashed into the fingerprint too.
@@ -210,10 +209,7 @@ pub fn render(spec: &LlmSpec, subject: &Subject, unit: &Unit<'_>, definitions: &
 /// Renders a prompt template strictly (an unknown variable is an error) and without HTML
 /// escaping, trimmed; `what` names it in the error.
 pub fn render_template(what: &str, text: &str, vars: &Value) -> Result<String, String> {
-    let mut hb = Handlebars::new();
-    hb.set_strict_mode(true);
-    hb.register_escape_fn(handlebars::no_escape);
-    let out = hb.render_template(text, vars).map_err(|e| format!("failed to render {what}: {e}"))?;
+    let out = crate::reviewer::template::render_strict(text, vars).map_err(|e| format!("failed to render {what}: {e}"))?;
     Ok(out.trim().to_string())
 }
 
