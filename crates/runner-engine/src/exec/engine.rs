@@ -29,6 +29,9 @@ pub struct Engine<'a, C: Conclusions> {
     nodes: Nodes,
 }
 
+/// A cache sync running beside the rest of the walk.
+type EarlySync = tokio::task::JoinHandle<Result<(), crate::cache::CacheError>>;
+
 impl<'a, C: Conclusions> Engine<'a, C> {
     pub fn new(parts: EngineParts<'a, C>) -> Self {
         let nodes = Nodes::of(parts.plan);
@@ -51,10 +54,17 @@ impl<'a, C: Conclusions> Engine<'a, C> {
         self.prune_materialization(&mut states);
         let meter = Arc::new(Meter::new(self.parts.options.max_cost));
         let mut walk = Walk::start(plan, states, deferred, self.parts.emitter);
-        let render_error = self.drive(&mut walk, &meter).await;
-        // Everything stored is made durable at once (entries are written without an fsync each).
+        let (render_error, early_sync) = self.drive(&mut walk, &meter).await;
+        // Everything stored is made durable at once (entries are written without an fsync each):
+        // started when the first analysis did, beside the analyses and the render, and again
+        // here for whatever was written since (a no-op when nothing was).
+        let early = match early_sync {
+            Some(handle) => handle.await.ok(),
+            None => None,
+        };
         let sync_store = self.parts.cache.clone();
-        if let Ok(Err(e)) = tokio::task::spawn_blocking(move || sync_store.sync()).await {
+        let last = tokio::task::spawn_blocking(move || sync_store.sync()).await.ok();
+        if let Some(Err(e)) = early.into_iter().chain(last).find(Result::is_err) {
             self.parts.emitter.emit(Event::Warning { message: format!("the cache could not be synced to disk: {e}") });
         }
         self.collect(walk.into_states(), render_error, &meter)
@@ -271,21 +281,29 @@ impl<'a, C: Conclusions> Engine<'a, C> {
             lease: options.steal,
             writers,
         };
-        Resources { global, per_reviewer, redactors, reviews, stages }
+        let materializing = Arc::new(Semaphore::new(super::walk::cores().min(options.jobs.max(1))));
+        Resources { global, materializing, per_reviewer, redactors, reviews, stages }
     }
 
     /// Walks the nodes the phases left pending: each ready node goes to its executor, and a
-    /// finished task releases its dependents. Returns the render node's error, if it failed.
-    async fn drive(&self, walk: &mut Walk<'a, C::Analysis, C::Report>, meter: &Arc<Meter>) -> Option<C::Error> {
+    /// finished task releases its dependents. Returns the render node's error, if it failed,
+    /// and the cache sync started when the first analysis became ready (the reviews it reads
+    /// are stored by then).
+    async fn drive(&self, walk: &mut Walk<'a, C::Analysis, C::Report>, meter: &Arc<Meter>) -> (Option<C::Error>, Option<EarlySync>) {
         let resources = self.resources(meter);
         let mut tasks = Tasks { set: tokio::task::JoinSet::new(), nodes: HashMap::new() };
         let mut render_error = None;
         let jobs = self.parts.options.jobs.max(1);
         let mut own_reviews_in_flight = 0usize;
+        let mut early_sync: Option<EarlySync> = None;
         loop {
             // Deferred reviews (`--steal`: other shards' runs) start only once every review of
             // this shard has a slot, so none of them waits behind one of another shard's.
             while let Some(node) = walk.ready.pop_front().or_else(|| if own_reviews_in_flight < jobs { walk.later.pop_front() } else { None }) {
+                if early_sync.is_none() && matches!(self.parts.plan.graph[node], Node::Analyze { .. }) {
+                    let store = self.parts.cache.clone();
+                    early_sync = Some(tokio::task::spawn_blocking(move || store.sync()));
+                }
                 let spawned_review = self.dispatch(node, walk, &resources, &mut tasks, &mut render_error);
                 if spawned_review && !walk.deferred[node.index()] {
                     own_reviews_in_flight += 1;
@@ -309,7 +327,7 @@ impl<'a, C: Conclusions> Engine<'a, C> {
                 }
             }
         }
-        render_error
+        (render_error, early_sync)
     }
 
     /// Hands one ready node to its executor; returns whether it spawned a review.

@@ -62,6 +62,9 @@ impl Nodes {
 /// reviews and the scoring calls.
 pub(super) struct Resources<'r> {
     pub global: Arc<Semaphore>,
+    /// Materializations at once: one per core. They are CPU-bound git processes; started all
+    /// together they finish all together, and the first review waits for the last of them.
+    pub materializing: Arc<Semaphore>,
     pub per_reviewer: HashMap<&'r str, Arc<Semaphore>>,
     pub redactors: HashMap<&'r str, Arc<Redactor>>,
     pub reviews: ReviewShared,

@@ -64,7 +64,11 @@ mod tests {
     fn a_compiled_template_renders_as_a_fresh_one_and_fails_with_the_same_words() {
         let vars: BTreeMap<String, serde_json::Value> = [("model".to_string(), serde_json::json!("<m>"))].into();
         for _ in 0..2 {
-            assert_eq!(render_strict("{{model}} & {{model}}", &vars).expect("renders"), "<m> & <m>", "no HTML escaping, the second time from the compiled form");
+            assert_eq!(
+                render_strict("{{model}} & {{model}}", &vars).expect("renders"),
+                "<m> & <m>",
+                "no HTML escaping, the second time from the compiled form"
+            );
         }
         let fresh = strict().render_template("{{nope}}", &vars).expect_err("strict").to_string();
         for _ in 0..2 {

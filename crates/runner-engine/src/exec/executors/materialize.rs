@@ -20,7 +20,10 @@ pub(in crate::exec) fn materialize<'a, C: Conclusions>(
         return;
     };
     let (materializer, work_dir, permit) = (parts.materializer.clone(), parts.options.work_dir.clone(), resources.global.clone());
+    let core = resources.materializing.clone();
     tasks.spawn(node, async move {
+        // A core first, then a place under `--jobs`: waiting for a core holds no job slot.
+        let _core = core.acquire_owned().await;
         let _permit = permit.acquire_owned().await;
         match tokio::task::spawn_blocking(move || materializer(&spec, &work_dir)).await {
             Ok(Ok(subject)) => State::Subject(Arc::new(subject)),
