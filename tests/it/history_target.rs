@@ -480,7 +480,11 @@ fn recall_over_a_mined_oracle_is_split_at_the_reviewers_training_cutoff() {
     };
     let bad = runner(dir.path()).args(["validate"]).arg(manifest("June 2024")).output().expect("runs");
     assert!(!bad.status.success());
-    assert!(stderr_of(&bad).contains("shipped.toml:13:19") && stderr_of(&bad).contains("`training-cutoff` must be a date such as `2024-06-30`"), "{}", stderr_of(&bad));
+    assert!(
+        stderr_of(&bad).contains("shipped.toml:13:19") && stderr_of(&bad).contains("`training-cutoff` must be a date such as `2024-06-30`"),
+        "{}",
+        stderr_of(&bad)
+    );
 
     let exec = runner(dir.path()).args(["exec", "--quiet"]).arg(manifest("2024-01-01")).output().expect("runs");
     assert!(exec.status.success(), "{}", stderr_of(&exec));
@@ -491,7 +495,11 @@ fn recall_over_a_mined_oracle_is_split_at_the_reviewers_training_cutoff() {
     let rows = eval["data"]["recall_by_cutoff"].as_array().expect("split rows");
     assert_eq!(rows.len(), 2, "{rows:?}");
     for row in rows {
-        assert_eq!((row["cutoff"].as_str(), row["before"].as_u64(), row["after"].as_u64(), row["undated"].as_u64()), (Some("2024-01-01"), Some(1), Some(1), Some(0)), "{row}");
+        assert_eq!(
+            (row["cutoff"].as_str(), row["before"].as_u64(), row["after"].as_u64(), row["undated"].as_u64()),
+            (Some("2024-01-01"), Some(1), Some(1), Some(0)),
+            "{row}"
+        );
     }
     // The heuristic reviewer flags both `eval(` lines the fixes later changed.
     let heuristic = rows.iter().find(|r| r["cell"] == "baseline=heuristic").expect("heuristic");

@@ -2,8 +2,7 @@
 //! oracle's bugs fixed before it (the model may have seen the fix) and those fixed on or
 //! after it (it cannot have), from the findings' fix dates (a mined oracle's `fixed`).
 
-use super::review_eval::CellEval;
-use crate::analysis::matching::matcher::MatchCounts;
+use crate::analysis::matching::matcher::{MatchCounts, Verdict};
 use crate::analysis::model::{fmt_ratio, AnalysisInput, Table};
 use crate::ground_truth::oracle::Oracle;
 use serde::{Deserialize, Serialize};
@@ -38,24 +37,30 @@ pub struct CutoffRecall {
     pub undated: usize,
 }
 
+/// One cell's verdicts on the oracle's findings (finding id, verdict), every repeat and case.
+pub struct CellVerdicts<'v> {
+    pub cell: &'v str,
+    pub verdicts: Vec<(&'v str, Verdict)>,
+}
+
 /// Recall before and after the cut-off of every cell whose reviewer declares one; empty when
 /// none does.
-pub fn recall_by_cutoff(oracle: &Oracle, cells: &[CellEval], cutoffs: Option<&TrainingCutoffs>) -> Vec<CutoffRecall> {
+pub fn recall_by_cutoff(oracle: &Oracle, cells: &[CellVerdicts<'_>], cutoffs: Option<&TrainingCutoffs>) -> Vec<CutoffRecall> {
     let Some(cutoffs) = cutoffs else { return Vec::new() };
     let mut out = Vec::new();
     for c in cells {
-        let Some(cutoff) = cutoffs.0.get(&c.cell) else { continue };
+        let Some(cutoff) = cutoffs.0.get(c.cell) else { continue };
         let (mut before, mut after, mut undated) = (MatchCounts::default(), MatchCounts::default(), 0);
-        for v in c.runs.iter().flat_map(|r| r.cases.iter()).flat_map(|case| case.verdicts.iter()) {
-            match oracle.finding(&v.finding).and_then(|f| f.fixed.as_deref()) {
+        for &(finding, verdict) in &c.verdicts {
+            match oracle.finding(finding).and_then(|f| f.fixed.as_deref()) {
                 // ISO dates compare as text.
-                Some(fixed) if fixed < cutoff.as_str() => before.add_verdict(v.verdict),
-                Some(_) => after.add_verdict(v.verdict),
+                Some(fixed) if fixed < cutoff.as_str() => before.add_verdict(verdict),
+                Some(_) => after.add_verdict(verdict),
                 None => undated += 1,
             }
         }
         out.push(CutoffRecall {
-            cell: c.cell.clone(),
+            cell: c.cell.to_string(),
             cutoff: cutoff.clone(),
             before: before.oracle,
             before_found: before.found,
@@ -103,8 +108,6 @@ pub fn cutoff_table(rows: &[CutoffRecall]) -> (Table, String) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::analysis::corpus::review_eval::{CaseEval, RunEval, Scores, VerdictRow};
-    use crate::analysis::matching::matcher::Verdict;
 
     #[test]
     fn recall_is_split_at_the_cutoff_by_fix_date_and_undated_bugs_are_counted_apart() {
@@ -115,19 +118,9 @@ mod tests {
             f.fixed = fixed.map(String::from);
             oracle.findings.push(f);
         }
-        let verdicts = [("old", Verdict::Found), ("edge", Verdict::Missed), ("new", Verdict::Found), ("nodate", Verdict::Found)];
-        let case = CaseEval {
-            case: "c".into(),
-            scores: Scores::default(),
-            verdicts: verdicts.iter().map(|(id, v)| VerdictRow { finding: id.to_string(), verdict: *v, reported: None, similarity: None }).collect(),
-            extras: Vec::new(),
-        };
-        let cell = CellEval {
-            cell: "reviewer=a".into(),
-            values: BTreeMap::new(),
-            scores: Scores::default(),
-            runs: vec![RunEval { repeat: 1, scores: Scores::default(), cases: vec![case] }],
-            findings: BTreeMap::new(),
+        let cell = CellVerdicts {
+            cell: "reviewer=a",
+            verdicts: vec![("old", Verdict::Found), ("edge", Verdict::Missed), ("new", Verdict::Found), ("nodate", Verdict::Found)],
         };
         let cutoffs = TrainingCutoffs([("reviewer=a".to_string(), "2024-06-30".to_string())].into());
         let rows = recall_by_cutoff(&oracle, std::slice::from_ref(&cell), Some(&cutoffs));
