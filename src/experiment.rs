@@ -22,6 +22,9 @@ use tokio::sync::watch;
 /// A manifest with its reviewers, subjects and plan, ready to execute or show.
 pub struct Prepared {
     pub manifest: Manifest,
+    /// Where the execution keeps its scratch state (`--work-dir`, else `.runner/` at the
+    /// project root).
+    pub work_dir: PathBuf,
     /// The reviewers by name (one, `reviewer`, for a manifest with a single `[reviewer]`).
     pub reviewers: ReviewerSet,
     pub plan: Plan,
@@ -93,7 +96,13 @@ fn prepare_manifest(manifest: Manifest, locations: &Locations, options: &Prepare
     let adjudications = load_adjudications(&manifest)?;
     let (scorers, rqs) = load_scoring(&manifest, &plan, &cache, options.frozen, oracle.as_ref())?;
     let remote = open_remote(locations)?;
-    Ok(Prepared { manifest, reviewers, plan, cache, remote, oracle, adjudications, scorers, rqs })
+    let work_dir = work_dir_of(&manifest, locations);
+    Ok(Prepared { manifest, work_dir, reviewers, plan, cache, remote, oracle, adjudications, scorers, rqs })
+}
+
+/// The work directory: `--work-dir`, else `.runner/` at the manifest's project root.
+pub fn work_dir_of(manifest: &Manifest, locations: &Locations) -> PathBuf {
+    locations.work_dir.clone().unwrap_or_else(|| crate::config::project_root(&manifest.base_dir).join(".runner"))
 }
 
 /// The remote cache `locations` names, opened (nothing is sent until it is used).
@@ -543,7 +552,9 @@ fn history_repository(prepared: &Prepared) -> Option<crate::analysis::rqs::resol
         .collect();
     let labels = prepared.plan.history.iter().flat_map(|h| &h.planned).map(|c| (c.sha.clone(), c.label())).collect();
     let options = prepared.manifest.analyses.iter().find_map(|a| a.resolution().cloned()).unwrap_or_default();
-    Some(crate::analysis::rqs::resolution::Repository { repo: repo.clone(), head: head.to_string(), commits, labels, options })
+    // Traced outcomes are kept in the work directory: a re-report traces only what is new.
+    let memo_dir = Some(prepared.work_dir.join("resolution"));
+    Some(crate::analysis::rqs::resolution::Repository { repo: repo.clone(), head: head.to_string(), commits, labels, options, memo_dir })
 }
 
 /// The results model of an execution.
@@ -607,7 +618,8 @@ pub fn prepare_to_read(manifest_path: &std::path::Path, locations: &Locations) -
     cache.check_layout()?;
     let oracle = load_oracle(&manifest)?;
     let remote = open_remote(locations)?;
-    Ok(Prepared { manifest, reviewers, plan, cache, remote, oracle, adjudications: BTreeMap::new(), scorers: None, rqs: BTreeMap::new() })
+    let work_dir = work_dir_of(&manifest, locations);
+    Ok(Prepared { manifest, work_dir, reviewers, plan, cache, remote, oracle, adjudications: BTreeMap::new(), scorers: None, rqs: BTreeMap::new() })
 }
 
 /// The matching rule `runner show` and the page give verdicts under: the manifest's first

@@ -33,7 +33,7 @@ pub(crate) fn run(args: ExecArgs) -> Result<Exit, Error> {
     } else {
         Mode::Human
     };
-    let work_dir = args.locations.work_dir.clone().unwrap_or_else(|| runner::config::project_root(&prepared.manifest.base_dir).join(".runner"));
+    let work_dir = prepared.work_dir.clone();
     let options = ExecOptions {
         jobs: args.jobs,
         frozen: args.frozen,

@@ -105,7 +105,8 @@ impl Rate {
 }
 
 /// One finding's outcome.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
 pub(crate) enum Outcome {
     /// `commit` changed or removed a flagged line (± the tolerance).
     Resolved { commit: String },
@@ -276,6 +277,8 @@ pub struct Repository {
     /// What a comparison's `resolution` metric follows: the first `resolution` analysis's
     /// window, tolerance and head, else the defaults.
     pub options: ResolutionOptions,
+    /// Where traced outcomes are kept between executions (`None`: nothing kept).
+    pub memo_dir: Option<PathBuf>,
 }
 
 /// One cell of the analysis's `data`, as a chart reads it back.
@@ -305,6 +308,25 @@ pub(crate) struct RunTracer<'a> {
     head_rev: String,
     walks: HashMap<String, Walk>,
     traced: HashMap<Place, Outcome>,
+    /// Outcomes kept from earlier executions, per subject, and whether new ones were added.
+    memo: HashMap<String, (Memo, bool)>,
+}
+
+/// One reviewed commit's traced places up to one head, under one window and tolerance, as
+/// kept between executions: the commits are fixed by their SHAs, so what was traced once is
+/// what would be traced again.
+#[derive(Debug, Default, Serialize, Deserialize)]
+struct Memo {
+    /// `file` and `start-end` (empty: no line) → the outcome and the walk's length.
+    places: BTreeMap<String, (Outcome, usize)>,
+}
+
+/// A place's key in its [`Memo`].
+fn memo_place(file: &str, span: Option<Span>) -> String {
+    match span {
+        Some(s) => format!("{file}\0{}-{}", s.start, s.end),
+        None => format!("{file}\0"),
+    }
 }
 
 impl<'a> RunTracer<'a> {
@@ -312,12 +334,67 @@ impl<'a> RunTracer<'a> {
         let head_rev = options.head.clone().unwrap_or_else(|| repository.head.clone());
         let traced = Options { window: options.window, tolerance: options.tolerance, pending: Pending::IncompleteWindow };
         let resolver = Resolver::new(&repository.repo, &head_rev, traced)?;
-        Ok(Self { repository, resolver, head_rev, walks: HashMap::new(), traced: HashMap::new() })
+        Ok(Self { repository, resolver, head_rev, walks: HashMap::new(), traced: HashMap::new(), memo: HashMap::new() })
+    }
+
+    /// Where `subject`'s memo lives: keyed by the head's and the reviewed commit's SHAs, the
+    /// window and the tolerance.
+    fn memo_path(&self, subject: &str) -> Option<PathBuf> {
+        let dir = self.repository.memo_dir.as_ref()?;
+        let reviewed = self.repository.commits.get(subject).map_or(subject, String::as_str);
+        let options = &self.resolver.options;
+        let key = format!("resolution v1\0{}\0{reviewed}\0{}\0{}\0{:?}", self.resolver.head(), options.window, options.tolerance, options.pending);
+        let hex = blake3::hash(key.as_bytes()).to_hex().to_string();
+        Some(dir.join(&hex[..2]).join(format!("{hex}.json")))
+    }
+
+    /// `subject`'s memo, read on first use (an unreadable one is an empty one).
+    fn memo_of(&mut self, subject: &str) -> &mut (Memo, bool) {
+        if !self.memo.contains_key(subject) {
+            let memo = self
+                .memo_path(subject)
+                .and_then(|p| crate::bounded::input(&p).ok())
+                .and_then(|bytes| serde_json::from_slice::<Memo>(&bytes).ok())
+                .unwrap_or_default();
+            self.memo.insert(subject.to_string(), (memo, false));
+        }
+        self.memo.entry(subject.to_string()).or_default()
+    }
+
+    /// Writes the memos that gained outcomes; a memo that cannot be written costs the next
+    /// execution the tracing, nothing more.
+    pub(crate) fn save(&self) {
+        for (subject, (memo, dirty)) in &self.memo {
+            let Some(path) = self.memo_path(subject).filter(|_| *dirty) else { continue };
+            let Ok(bytes) = serde_json::to_vec(memo) else { continue };
+            if path.parent().is_some_and(|dir| std::fs::create_dir_all(dir).is_ok()) {
+                let tmp = path.with_extension(format!("tmp{}", std::process::id()));
+                if std::fs::write(&tmp, bytes).is_ok() && std::fs::rename(&tmp, &path).is_err() {
+                    let _ = std::fs::remove_file(&tmp);
+                }
+            }
+        }
     }
 
     /// What became of `finding`, reported on `subject`, and how many later commits its commit
     /// has (up to the window). A git failure is the finding's reason not to be traced.
     pub(crate) fn outcome(&mut self, subject: &str, finding: &Finding) -> (Outcome, usize) {
+        let place = memo_place(finding.file.as_str(), span_of(finding));
+        if let Some(kept) = self.memo_of(subject).0.places.get(&place) {
+            return kept.clone();
+        }
+        let traced = self.trace_now(subject, finding);
+        // A git failure may not happen again: it is not kept.
+        if !matches!(&traced.0, Outcome::NotTraced(why) if why.starts_with("git failed")) {
+            let memo = self.memo_of(subject);
+            memo.0.places.insert(place, traced.clone());
+            memo.1 = true;
+        }
+        traced
+    }
+
+    /// [`RunTracer::outcome`], from git.
+    fn trace_now(&mut self, subject: &str, finding: &Finding) -> (Outcome, usize) {
         if !self.walks.contains_key(subject) {
             let reviewed = self.repository.commits.get(subject).map_or(subject, String::as_str);
             let walk = self.resolver.walk(reviewed).unwrap_or_else(|e| Walk { commit: None, steps: Vec::new(), problem: Some(format!("git failed: {e}")) });
@@ -356,6 +433,7 @@ pub(crate) fn run_counts(input: &AnalysisInput<'_>, repository: &Repository) -> 
         }
         out.insert((run.cell.id.clone(), run.repeat, run.subject.to_string()), (resolved, counted));
     }
+    tracer.save();
     Some(out)
 }
 
@@ -513,6 +591,7 @@ pub fn compute(spec: &AnalysisSpec, input: &AnalysisInput<'_>) -> AnalysisResult
         ));
     }
     result.notes.extend(missing_note(input));
+    tracer.save();
     result
 }
 
@@ -621,6 +700,7 @@ mod tests {
             commits: shas.iter().map(|s| (s.clone(), s.clone())).collect(),
             labels: BTreeMap::new(),
             options: ResolutionOptions::default(),
+            memo_dir: None,
         };
         let mut analysis = spec(AnalysisKind::RESOLUTION, None);
         analysis.options = crate::analysis::spec::AnalysisOptions::Resolution(ResolutionOptions { window: 2, tolerance: 1, head: None });
@@ -645,5 +725,41 @@ mod tests {
         analysis.options = crate::analysis::spec::AnalysisOptions::Resolution(ResolutionOptions { window: 2, tolerance: 1, head: Some(shas[4].clone()) });
         let out = compute(&analysis, &input);
         assert_eq!(out.tables[0].rows[0], vec!["`reviewer=a`", "4", "7", "1 / 3", "0.333", "[0.061, 0.792]", "2", "2"]);
+
+        // With a memo directory: the same figures, and a second execution reads the outcomes
+        // back instead of tracing them (an outcome edited in the memo shows through).
+        let memo = tempfile::tempdir().expect("memo");
+        let kept = Repository { memo_dir: Some(memo.path().to_path_buf()), ..repository.clone() };
+        analysis.options = crate::analysis::spec::AnalysisOptions::Resolution(ResolutionOptions { window: 2, tolerance: 1, head: None });
+        let mut input = fx.input();
+        input.extras = std::mem::take(&mut input.extras).with(Some(&kept));
+        assert_eq!(compute(&analysis, &input).tables[0].rows[0], vec!["`reviewer=a`", "4", "7", "2 / 4", "0.500", "[0.150, 0.850]", "1", "2"]);
+        let files: Vec<std::path::PathBuf> = walk_files(memo.path());
+        assert_eq!(files.len(), 4, "one memo per reviewed commit: {files:?}");
+        for file in &files {
+            let text = std::fs::read_to_string(file).expect("memo");
+            let mut memo: Memo = serde_json::from_str(&text).expect("a memo");
+            for (outcome, _) in memo.places.values_mut() {
+                if matches!(outcome, Outcome::Resolved { .. }) {
+                    *outcome = Outcome::Unresolved;
+                }
+            }
+            std::fs::write(file, serde_json::to_vec(&memo).expect("json")).expect("write");
+        }
+        assert_eq!(compute(&analysis, &input).tables[0].rows[0][3], "0 / 4", "read back from the memo, not traced again");
+    }
+
+    fn walk_files(dir: &Path) -> Vec<std::path::PathBuf> {
+        let mut out = Vec::new();
+        for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+            let path = entry.path();
+            if path.is_dir() {
+                out.extend(walk_files(&path));
+            } else {
+                out.push(path);
+            }
+        }
+        out.sort();
+        out
     }
 }
