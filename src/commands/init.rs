@@ -21,6 +21,7 @@ pub(crate) fn run(args: &InitArgs) -> Result<Exit, Error> {
         (Some(manifest), _) => {
             let manifest = display_path(manifest);
             outln!("next: `runner exec {manifest}` reviews the commits and writes RESULTS.md; then replace the example reviewer with yours");
+            outln!("commit experiments/ and the results directory; the cache stays in .runner/ (out of git) unless the manifest's [cache] dir says otherwise");
         }
         (None, Some(dir)) => outln!(
             "next: `runner corpus validate {}` runs both cases' ground-truth programs; add your cases, then point an experiment's `[target] corpus` at it",

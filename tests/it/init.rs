@@ -62,10 +62,12 @@ fn init_then_exec_in_a_fresh_repository_gives_verdict_lines_and_leaves_the_work_
     assert!(shown.iter().all(|l| l.starts_with("?? ")), "nothing tracked was edited: {shown:?}");
     assert!(repo.join(".runner/executions").is_dir(), "the execution log is there");
     assert!(!shown.iter().any(|l| l.starts_with("?? .runner/")), "{shown:?}");
-    for prefix in ["?? experiments/review.toml", "?? experiments/reviewers/example.py", "?? results/review/RESULTS.md", "?? cache/"] {
+    for prefix in ["?? experiments/review.toml", "?? experiments/reviewers/example.py", "?? results/review/RESULTS.md"] {
         assert!(shown.iter().any(|l| l.starts_with(prefix)), "{prefix}: {shown:?}");
     }
-    assert!(shown.iter().all(|l| ["?? experiments/", "?? results/review/", "?? cache/"].iter().any(|p| l.starts_with(p))), "{shown:?}");
+    // The cache is kept in the work directory, out of git, unless the manifest says otherwise.
+    assert!(repo.join(".runner/cache/runs").is_dir() && !repo.join("cache").exists(), "{shown:?}");
+    assert!(shown.iter().all(|l| ["?? experiments/", "?? results/review/"].iter().any(|p| l.starts_with(p))), "{shown:?}");
 
     // A second init never overwrites: it names what exists and exits 1.
     std::fs::write(repo.join("experiments/review.toml"), "# mine\n").expect("write");
