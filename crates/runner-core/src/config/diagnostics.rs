@@ -35,7 +35,12 @@ impl ManifestErrors {
     }
 
     fn more_line(&self, hidden: usize) -> String {
-        format!("… and {hidden} more problem{} in `{}` (fix the ones above first)\n", if hidden == 1 { "" } else { "s" }, self.path.display())
+        format!("… and {hidden} more problem{} in `{}` (fix the ones above first)\n", if hidden == 1 { "" } else { "s" }, self.shown_path())
+    }
+
+    /// The path as a terminal may show it.
+    fn shown_path(&self) -> String {
+        crate::terminal::sanitize(&self.path.display().to_string())
     }
 
     /// Plain one-line-per-problem text: `path:line:col: message`.
@@ -45,9 +50,9 @@ impl ManifestErrors {
         let mut out = String::new();
         for d in shown {
             let (line, col) = index.line_col(&self.source, d.span.start);
-            out.push_str(&format!("{}:{line}:{col}: {}", self.path.display(), d.message));
+            out.push_str(&format!("{}:{line}:{col}: {}", self.shown_path(), crate::terminal::sanitize(&d.message)));
             if let Some(help) = &d.help {
-                out.push_str(&format!(" ({help})"));
+                out.push_str(&format!(" ({})", crate::terminal::sanitize(help)));
             }
             out.push('\n');
         }
@@ -66,17 +71,20 @@ impl ManifestErrors {
         // One pass over the source for line starts (here and inside `SimpleFile`); each
         // problem is then located by binary search, so time stays linear in the input.
         let index = LineIndex::new(&self.source);
-        let file = SimpleFile::new(self.path.display().to_string(), &self.source);
+        // The snippets quote the manifest: shown with its control and bidi characters made
+        // inert, each replaced by as many bytes, so the spans still point where they did.
+        let shown_source = inert_same_length(&self.source);
+        let file = SimpleFile::new(self.shown_path(), &shown_source);
         let mut buffer = if color { Buffer::ansi() } else { Buffer::no_color() };
         let config = term::Config::default();
         let (shown, hidden) = self.shown();
         for d in shown {
             let (line, col) = index.line_col(&self.source, d.span.start);
             let mut diag = CsDiagnostic::error()
-                .with_message(format!("{} ({}:{line}:{col})", d.message, self.path.display()))
+                .with_message(format!("{} ({}:{line}:{col})", crate::terminal::sanitize(&d.message), self.shown_path()))
                 .with_labels(vec![Label::primary((), d.span.clone())]);
             if let Some(help) = &d.help {
-                diag = diag.with_notes(vec![help.clone()]);
+                diag = diag.with_notes(vec![crate::terminal::sanitize(help)]);
             }
             // Rendering into an in-memory buffer cannot fail for a span inside the source.
             let _ = term::emit(&mut buffer, &config, &file, &diag);
@@ -86,9 +94,25 @@ impl ManifestErrors {
         if hidden > 0 {
             text.push_str(&self.more_line(hidden));
         }
-        text.push_str(&format!("{n} problem{} in `{}`\n", if n == 1 { "" } else { "s" }, self.path.display()));
+        text.push_str(&format!("{n} problem{} in `{}`\n", if n == 1 { "" } else { "s" }, self.shown_path()));
         text
     }
+}
+
+/// `source` with each character a terminal must not receive (but its line breaks) replaced by
+/// as many bytes: `U+FFFD` for a three-byte one, `?` per byte otherwise.
+fn inert_same_length(source: &str) -> String {
+    let mut out = String::with_capacity(source.len());
+    for c in source.chars() {
+        if c == '\n' || !crate::terminal::is_unsafe(c) {
+            out.push(c);
+        } else if c.len_utf8() == 3 {
+            out.push('\u{fffd}');
+        } else {
+            out.extend(std::iter::repeat_n('?', c.len_utf8()));
+        }
+    }
+    out
 }
 
 /// Byte offsets of line starts, computed once per source.
@@ -157,6 +181,23 @@ mod tests {
             let expected = (before.matches('\n').count() + 1, before.rsplit('\n').next().map(|s| s.chars().count()).unwrap_or(0) + 1);
             assert_eq!(index.line_col(src, offset), expected, "offset {offset}");
         }
+    }
+
+    #[test]
+    fn a_manifest_quoting_escapes_and_bidi_controls_is_shown_inert_and_still_located() {
+        let source = "name = 1\nbad = \"\u{1b}]0;owned\u{7}\u{202e}x\"\n".to_string();
+        let at = source.find("bad").expect("bad");
+        let errors = ManifestErrors {
+            path: PathBuf::from("m\u{1b}[2J.toml"),
+            source,
+            diagnostics: vec![Diagnostic { span: at..at + 3, message: "unknown key `\u{1b}[31mbad`".into(), help: Some("\u{9b}1m".into()) }],
+        };
+        for text in [errors.render(false), errors.to_plain()] {
+            assert!(!text.chars().any(|c| c != '\n' && crate::terminal::is_unsafe(c)), "{text:?}");
+            assert!(text.contains(":2:1"), "still at line 2, column 1: {text}");
+        }
+        let rendered = errors.render(false);
+        assert!(rendered.contains("bad = \"?]0;owned?\u{fffd}x\""), "the line the span names, inert: {rendered}");
     }
 
     #[test]
