@@ -127,7 +127,8 @@ pub(crate) enum Command {
 #[derive(Debug, Args, Clone)]
 pub(crate) struct LocationArgs {
     /// Cache directory (default: the manifest's `[cache] dir`, else `cache/` at the manifest's
-    /// project root — the nearest directory above it with `.git`; `cache` commands: `./cache`).
+    /// project root — the nearest directory above it with `.git`; `cache` commands: `cache/` at
+    /// the current directory's project root, or its `.runner/cache/` when only that exists).
     #[arg(long, env = "RUNNER_CACHE_DIR", global = true)]
     pub cache_dir: Option<PathBuf>,
     /// Where corpus cases are materialized as repositories (default: `.runner/` at the

@@ -7,9 +7,22 @@ use runner::error::{Error, Exit};
 use runner::experiment::{self, Locations};
 use std::path::PathBuf;
 
+/// The cache a manifest here would use by default: `cache/` at the project root (the nearest
+/// directory above with `.git`), else the `.runner/cache/` that `runner init`'s manifests name
+/// when only that one exists, so `cache ls` finds the same runs from any directory.
+fn default_cache_dir() -> PathBuf {
+    let root = runner::config::project_root(std::path::Path::new("."));
+    let (shared, private) = (root.join("cache"), root.join(".runner").join("cache"));
+    if !shared.is_dir() && private.is_dir() {
+        private
+    } else {
+        shared
+    }
+}
+
 /// `runner cache`: ls, verify, gc, push and pull.
 pub(crate) fn run(command: CacheCommand, locations: &LocationArgs) -> Result<Exit, Error> {
-    let store = runner::cache::CacheStore::new(locations.cache_dir.clone().unwrap_or_else(|| PathBuf::from("cache")));
+    let store = runner::cache::CacheStore::new(locations.cache_dir.clone().unwrap_or_else(default_cache_dir));
     match command {
         CacheCommand::Push { manifests } => cache_transfer(&manifests, locations, true),
         CacheCommand::Pull { manifests } => cache_transfer(&manifests, locations, false),

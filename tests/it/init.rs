@@ -68,6 +68,20 @@ fn init_then_exec_in_a_fresh_repository_gives_verdict_lines_and_leaves_the_work_
     // The cache is kept in the work directory, out of git, unless the manifest says otherwise.
     assert!(repo.join(".runner/cache/runs").is_dir() && !repo.join("cache").exists(), "{shown:?}");
     assert!(shown.iter().all(|l| ["?? experiments/", "?? results/review/"].iter().any(|p| l.starts_with(p))), "{shown:?}");
+    // `cache ls` finds those runs from any directory of the repository.
+    for from in [repo.clone(), repo.join("experiments")] {
+        let ls = runner(&from).args(["cache", "ls"]).output().expect("runs");
+        assert!(stderr_of(&ls).contains("20 runs in `") && stderr_of(&ls).contains(".runner/cache`"), "{}", stderr_of(&ls));
+    }
+    // The scaffold's program is hashed once: an edit is one change, not two.
+    let example = repo.join("experiments/reviewers/example.py");
+    let script = std::fs::read_to_string(&example).expect("read");
+    std::fs::write(&example, format!("{script}# edited\n")).expect("write");
+    let plan = runner(&repo).args(["plan", "experiments/review.toml"]).output().expect("runs");
+    let planned = stdout_of(&plan);
+    let changed: Vec<&str> = planned.lines().filter(|l| l.contains("changed since last cached")).collect();
+    assert!(changed.len() == 1 && changed[0].matches("blake3:").count() == 2, "{changed:?}");
+    std::fs::write(&example, script).expect("restore");
 
     // A second init never overwrites: it names what exists and exits 1.
     std::fs::write(repo.join("experiments/review.toml"), "# mine\n").expect("write");

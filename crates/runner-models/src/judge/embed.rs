@@ -387,7 +387,15 @@ fn as_vector(v: &Value) -> Option<Vec<f32>> {
 /// OpenAI's `{"data":[{"index","embedding"}],"usage":{"prompt_tokens"}}`, placed by `index`
 /// when every item has one.
 fn read_openai(v: &Value, asked: usize) -> Result<Batch, AttemptError> {
-    let data = v.get("data").and_then(Value::as_array).ok_or_else(|| AttemptError::Protocol("the answer has no `data` array of embeddings".into()))?;
+    let data = v.get("data").and_then(Value::as_array).ok_or_else(|| {
+        // llama.cpp answers `/embeddings` (without `/v1`) in its own shape: a bare array.
+        let hint = if v.is_array() {
+            ": it is a bare array, as llama.cpp's own `/embeddings` answers; the OpenAI-compatible endpoint is under `/v1` (`base-url = \"http://host:port/v1\"`)"
+        } else {
+            " (is `base-url` the OpenAI-compatible root, ending in `/v1`?)"
+        };
+        AttemptError::Protocol(format!("the answer has no `data` array of embeddings{hint}"))
+    })?;
     let mut vectors: Vec<Option<Vec<f32>>> = vec![None; data.len()];
     let indexed = data.iter().all(|d| d.get("index").and_then(Value::as_u64).is_some());
     for (i, item) in data.iter().enumerate() {
@@ -870,6 +878,8 @@ mod tests {
     #[test]
     fn server_answers_are_read_strictly() {
         assert!(read_openai(&json!({ "data": [{ "index": 1, "embedding": [1.0] }, { "index": 1, "embedding": [2.0] }] }), 2).is_err(), "a repeated index");
+        let bare = read_openai(&json!([{ "index": 0, "embedding": [[1.0]] }]), 1).err().map(|e| format!("{e:?}")).unwrap_or_default();
+        assert!(bare.contains("under `/v1`"), "llama.cpp's own shape names the fix: {bare}");
         assert!(read_openai(&json!({ "data": [{ "index": 0, "embedding": [] }] }), 1).is_err(), "an empty vector");
         assert!(read_openai(&json!({ "data": [{ "index": 0, "embedding": ["x"] }] }), 1).is_err(), "not numbers");
         assert!(read_openai(&json!({ "object": "list" }), 1).is_err(), "no data");
