@@ -101,7 +101,7 @@ fn prepare_manifest(manifest: Manifest, locations: &Locations, options: &Prepare
 }
 
 /// The work directory: `--work-dir`, else `.runner/` at the manifest's project root.
-pub fn work_dir_of(manifest: &Manifest, locations: &Locations) -> PathBuf {
+fn work_dir_of(manifest: &Manifest, locations: &Locations) -> PathBuf {
     locations.work_dir.clone().unwrap_or_else(|| crate::config::project_root(&manifest.base_dir).join(".runner"))
 }
 
@@ -524,7 +524,8 @@ fn training_cutoffs(prepared: &Prepared) -> Option<crate::analysis::corpus::cont
         .cells
         .iter()
         .filter_map(|cell| {
-            let name = reviewers.name_for(cell.get(crate::manifest::REVIEWER_AXIS).map(|v| v.render()).as_deref())?.to_string();
+            let value = cell.get(crate::manifest::REVIEWER_AXIS).map(|v| v.render());
+            let name = reviewers.name_for(value.as_deref())?;
             let cutoff = reviewers.entries.iter().find(|e| e.name == name)?.spec.training_cutoff.clone()?;
             Some((cell.id.clone(), cutoff))
         })
@@ -682,9 +683,8 @@ pub fn report_side(
     let plots = html::read_plots(results_path);
     let (findings, diffs) = match prepared {
         Ok(prepared) => {
-            let work_dir = locations.work_dir.clone().unwrap_or_else(|| crate::config::project_root(&prepared.manifest.base_dir).join(".runner"));
             let findings = show_recorded(&prepared, &results, &report::show::Selection::default(), warn).map_err(|e| e.to_string());
-            let diffs = html::recorded_diffs(&results, findings.as_ref().ok(), &prepared.plan, &work_dir);
+            let diffs = html::recorded_diffs(&results, findings.as_ref().ok(), &prepared.plan, &prepared.work_dir);
             (findings, diffs)
         }
         Err(why) => (Err(why), BTreeMap::new()),

@@ -43,10 +43,8 @@ pub struct CellVerdicts<'v> {
     pub verdicts: Vec<(&'v str, Verdict)>,
 }
 
-/// Recall before and after the cut-off of every cell whose reviewer declares one; empty when
-/// none does.
-pub fn recall_by_cutoff(oracle: &Oracle, cells: &[CellVerdicts<'_>], cutoffs: Option<&TrainingCutoffs>) -> Vec<CutoffRecall> {
-    let Some(cutoffs) = cutoffs else { return Vec::new() };
+/// Recall before and after the cut-off of every cell whose reviewer declares one.
+pub fn recall_by_cutoff(oracle: &Oracle, cells: &[CellVerdicts<'_>], cutoffs: &TrainingCutoffs) -> Vec<CutoffRecall> {
     let mut out = Vec::new();
     for c in cells {
         let Some(cutoff) = cutoffs.0.get(c.cell) else { continue };
@@ -123,12 +121,13 @@ mod tests {
             verdicts: vec![("old", Verdict::Found), ("edge", Verdict::Missed), ("new", Verdict::Found), ("nodate", Verdict::Found)],
         };
         let cutoffs = TrainingCutoffs([("reviewer=a".to_string(), "2024-06-30".to_string())].into());
-        let rows = recall_by_cutoff(&oracle, std::slice::from_ref(&cell), Some(&cutoffs));
+        let rows = recall_by_cutoff(&oracle, std::slice::from_ref(&cell), &cutoffs);
         assert_eq!(rows.len(), 1);
         let r = &rows[0];
         // Fixed on the cut-off day counts as after it.
         assert_eq!((r.before, r.before_found, r.after, r.after_found, r.undated), (1, 1, 2, 1, 1), "{r:?}");
         assert_eq!((r.before_recall, r.after_recall), (Some(1.0), Some(0.5)));
-        assert!(recall_by_cutoff(&oracle, &[cell], None).is_empty(), "no reviewer declares a cut-off");
+        let elsewhere = TrainingCutoffs([("reviewer=b".to_string(), "2024-06-30".to_string())].into());
+        assert!(recall_by_cutoff(&oracle, &[cell], &elsewhere).is_empty(), "this cell's reviewer declares no cut-off");
     }
 }

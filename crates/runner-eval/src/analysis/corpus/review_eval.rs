@@ -401,14 +401,20 @@ pub fn compute(spec: &AnalysisSpec, input: &AnalysisInput<'_>) -> AnalysisResult
         let at = result.tables.len().saturating_sub(1);
         result.tables.insert(at, class_table(&by_class));
     }
-    let verdicts: Vec<super::contamination::CellVerdicts<'_>> = cells
-        .iter()
-        .map(|c| super::contamination::CellVerdicts {
-            cell: &c.cell,
-            verdicts: c.runs.iter().flat_map(|r| r.cases.iter()).flat_map(|case| case.verdicts.iter()).map(|v| (v.finding.as_str(), v.verdict)).collect(),
-        })
-        .collect();
-    let by_cutoff = super::contamination::recall_by_cutoff(oracle, &verdicts, input.training_cutoffs());
+    // Split at the training cut-offs only where a reviewer declares one.
+    let by_cutoff = match input.training_cutoffs() {
+        Some(cutoffs) => {
+            let verdicts: Vec<super::contamination::CellVerdicts<'_>> = cells
+                .iter()
+                .map(|c| super::contamination::CellVerdicts {
+                    cell: &c.cell,
+                    verdicts: c.runs.iter().flat_map(|r| r.cases.iter()).flat_map(|case| case.verdicts.iter()).map(|v| (v.finding.as_str(), v.verdict)).collect(),
+                })
+                .collect();
+            super::contamination::recall_by_cutoff(oracle, &verdicts, cutoffs)
+        }
+        None => Vec::new(),
+    };
     if !by_cutoff.is_empty() {
         let (table, note) = super::contamination::cutoff_table(&by_cutoff);
         let at = result.tables.len().saturating_sub(1);

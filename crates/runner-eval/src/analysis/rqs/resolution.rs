@@ -350,27 +350,26 @@ impl<'a> RunTracer<'a> {
 
     /// `subject`'s memo, read on first use (an unreadable one is an empty one).
     fn memo_of(&mut self, subject: &str) -> &mut (Memo, bool) {
-        if !self.memo.contains_key(subject) {
-            let memo = self
-                .memo_path(subject)
-                .and_then(|p| crate::bounded::input(&p).ok())
-                .and_then(|bytes| serde_json::from_slice::<Memo>(&bytes).ok())
-                .unwrap_or_default();
-            self.memo.insert(subject.to_string(), (memo, false));
-        }
-        self.memo.entry(subject.to_string()).or_default()
+        let path = if self.memo.contains_key(subject) { None } else { self.memo_path(subject) };
+        self.memo.entry(subject.to_string()).or_insert_with(|| {
+            let kept = path.and_then(|p| crate::bounded::input(&p).ok()).and_then(|bytes| serde_json::from_slice::<Memo>(&bytes).ok());
+            (kept.unwrap_or_default(), false)
+        })
     }
 
-    /// Writes the memos that gained outcomes; a memo that cannot be written costs the next
-    /// execution the tracing, nothing more.
+    /// Writes the memos that gained outcomes, each through a temporary file of its own (the
+    /// analysis and a comparison's `resolution` metric may write one memo side by side); a
+    /// memo that cannot be written costs the next execution the tracing, nothing more.
     pub(crate) fn save(&self) {
         for (subject, (memo, dirty)) in &self.memo {
             let Some(path) = self.memo_path(subject).filter(|_| *dirty) else { continue };
-            let Ok(bytes) = serde_json::to_vec(memo) else { continue };
-            if path.parent().is_some_and(|dir| std::fs::create_dir_all(dir).is_ok()) {
-                let tmp = path.with_extension(format!("tmp{}", std::process::id()));
-                if std::fs::write(&tmp, bytes).is_ok() && std::fs::rename(&tmp, &path).is_err() {
-                    let _ = std::fs::remove_file(&tmp);
+            let (Some(dir), Ok(bytes)) = (path.parent(), serde_json::to_vec(memo)) else { continue };
+            if std::fs::create_dir_all(dir).is_err() {
+                continue;
+            }
+            if let Ok(mut temp) = tempfile::Builder::new().prefix(".tmp").tempfile_in(dir) {
+                if std::io::Write::write_all(&mut temp, &bytes).is_ok() {
+                    let _ = temp.persist(&path);
                 }
             }
         }

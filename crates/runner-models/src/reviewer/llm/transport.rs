@@ -126,15 +126,16 @@ pub struct Transport {
 }
 
 impl Transport {
-    pub fn new(policy: Policy, connect_timeout: Duration, per_endpoint: usize) -> Result<Self, ReviewError> {
-        Ok(Self {
+    /// A transport with no client yet: [`Transport::http`] builds it on the first request.
+    pub fn new(policy: Policy, connect_timeout: Duration, per_endpoint: usize) -> Self {
+        Self {
             http: std::sync::OnceLock::new(),
             connect_timeout,
             policy,
             per_endpoint: per_endpoint.max(1),
             endpoints: StdMutex::new(BTreeMap::new()),
             rotate: AtomicUsize::new(0),
-        })
+        }
     }
 
     /// The HTTP client, built the first time a request needs it.
@@ -512,7 +513,7 @@ mod tests {
 
     #[tokio::test(start_paused = true)]
     async fn retries_stop_at_the_limit_and_on_fatal_errors() {
-        let t = Transport::new(policy(), Duration::from_secs(1), 1).expect("client");
+        let t = Transport::new(policy(), Duration::from_secs(1), 1);
         let e = t.endpoint("http://retry-limit.invalid", None);
         let (calls, r) = always(&t, &e, 503, "busy").await;
         assert_eq!(calls, 4, "1 try + 3 retries");
@@ -540,7 +541,7 @@ mod tests {
 
     #[tokio::test(start_paused = true)]
     async fn a_429_is_free_while_the_endpoint_serves_others_and_counts_when_it_serves_none() {
-        let t = Transport::new(Policy { retries: 1, ..policy() }, Duration::from_secs(1), 64).expect("client");
+        let t = Transport::new(Policy { retries: 1, ..policy() }, Duration::from_secs(1), 64);
         let e = t.endpoint("http://free-429.invalid", None);
         // Five 429s, each after another request to the endpoint succeeded: none counts, so
         // one retry allowed is enough.
@@ -573,7 +574,7 @@ mod tests {
 
     #[tokio::test(start_paused = true)]
     async fn retry_after_delays_the_retry_and_429s_cut_the_shared_limit() {
-        let t = Transport::new(Policy { max_delay: Duration::from_secs(10), ..policy() }, Duration::from_secs(1), 8).expect("client");
+        let t = Transport::new(Policy { max_delay: Duration::from_secs(10), ..policy() }, Duration::from_secs(1), 8);
         let e = t.endpoint("http://retry-after.invalid", Some("sk-a"));
         let started = tokio::time::Instant::now();
         let mut calls = 0;
@@ -595,7 +596,7 @@ mod tests {
         assert_eq!(started.elapsed(), Duration::from_secs(5), "Retry-After honoured, in virtual time");
         assert_eq!(e.controller.limit(), 4, "the 429 halved the endpoint's limit");
         // Another user of the same server and key shares the controller; another key does not.
-        let judge = Transport::new(policy(), Duration::from_secs(1), 2).expect("client");
+        let judge = Transport::new(policy(), Duration::from_secs(1), 2);
         assert!(Arc::ptr_eq(&judge.endpoint("http://retry-after.invalid/", Some("sk-a")).controller, &e.controller));
         assert!(!Arc::ptr_eq(&judge.endpoint("http://retry-after.invalid", Some("sk-b")).controller, &e.controller));
     }
@@ -623,8 +624,7 @@ mod tests {
         // A long timeout and backoff: only the limit may end these requests, and a retry
         // would show as a second request.
         let t =
-            Transport::new(Policy { request_timeout: Duration::from_secs(300), base_delay: Duration::from_millis(1), ..policy() }, Duration::from_secs(5), 1)
-                .expect("client");
+            Transport::new(Policy { request_timeout: Duration::from_secs(300), base_delay: Duration::from_millis(1), ..policy() }, Duration::from_secs(5), 1);
         let timeout = Duration::from_secs(300);
         let openai = |resp| async move { wire::openai_read(resp, timeout).await.map(|_| ()) };
         let ollama = |resp| async move { wire::ollama_read(resp, timeout).await.map(|_| ()) };
@@ -664,7 +664,7 @@ mod tests {
     async fn an_error_answer_is_read_only_for_its_message() {
         use super::super::fake_server::{FakeServer, Reply};
         use super::super::wire;
-        let t = Transport::new(Policy { retries: 0, request_timeout: Duration::from_secs(300), ..policy() }, Duration::from_secs(5), 1).expect("client");
+        let t = Transport::new(Policy { retries: 0, request_timeout: Duration::from_secs(300), ..policy() }, Duration::from_secs(5), 1);
         let server = FakeServer::start(|_, _| Reply::Endless { status: 500, announce: None });
         let r = ask(&t, &server.url, |resp| async move { wire::openai_read(resp, Duration::from_secs(300)).await.map(|_| ()) }).await;
         assert!(matches!(&r, Err(Failure::Fatal(ReviewError::Failed { message, .. })) if message.contains("answered 500")), "{:?}", r.err());
@@ -679,7 +679,7 @@ mod tests {
 
     #[tokio::test]
     async fn acquire_spreads_and_skips_down_endpoints() {
-        let t = Transport::new(policy(), Duration::from_secs(1), 1).expect("client");
+        let t = Transport::new(policy(), Duration::from_secs(1), 1);
         let a = t.endpoint("http://a/", None);
         let b = t.endpoint("http://b", None);
         assert_eq!(a.url, "http://a");
