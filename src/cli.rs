@@ -293,7 +293,7 @@ pub(crate) enum ProgressArg {
     None,
 }
 
-impl From<ProgressArg> for runner::report::progress::ProgressKind {
+impl From<ProgressArg> for crate::commands::exec::progress::ProgressKind {
     fn from(arg: ProgressArg) -> Self {
         match arg {
             ProgressArg::Auto => Self::Auto,

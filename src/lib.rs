@@ -15,10 +15,10 @@ pub use runner_core::{bounded, config, finding, matrix, output_file, scratch, st
 pub use runner_engine::{exec, manifest, plan};
 pub use runner_eval::{analysis, study};
 pub use runner_models::{judge, reviewer, smells};
+pub use runner_report as report;
 pub use runner_subject::{ground_truth, subject};
 
 pub mod error;
 pub mod experiment;
 pub mod init;
-pub mod report;
 pub mod scoring;

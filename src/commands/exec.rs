@@ -1,13 +1,15 @@
 //! `runner exec`: one experiment end to end, with the progress reporters, the interrupt
 //! handling (SIGINT, SIGTERM, SIGHUP) and the report files' stamps ("wrote" only for a file that changed).
 
+pub(crate) mod progress;
+
 use super::common::locations;
 use super::output::{write_to, Stream};
 use crate::cli::ExecArgs;
+use progress::Mode;
 use runner::error::{Ending, Error, Exit};
 use runner::exec::{Emitter, ExecOptions};
 use runner::experiment;
-use runner::report::progress::{self, Mode};
 use std::path::{Path, PathBuf};
 
 /// `runner exec`: one experiment end to end, its progress reported as it runs.

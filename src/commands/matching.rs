@@ -55,7 +55,7 @@ pub(crate) fn evaluate(args: &MatchingEvaluateArgs) -> Result<Exit, Error> {
         rule.embedding_similarity = Some(t);
         rule.calibrated = None;
     }
-    let report = runner::report::matching::evaluate(&files, &rule, vectors.as_ref());
+    let report = runner::analysis::matching::evaluate::evaluate(&files, &rule, vectors.as_ref());
     if args.json {
         outln!("{}", serde_json::to_string_pretty(&report).map_err(|e| Error::Scoring(e.to_string()))?);
     } else {

@@ -14,7 +14,7 @@ mod completions;
 mod corpus;
 mod crscore;
 mod diff;
-mod exec;
+pub(crate) mod exec;
 mod init;
 mod matching;
 mod merge;

@@ -81,7 +81,7 @@ analyses! {
     }
     /// Deciding "found": the matching rules, oracle matching, people's adjudications, and the
     /// judges' decisions that measure and calibrate the rule.
-    matching (rule, matcher, adjudication, calibration, judgements, probability) {
+    matching (rule, matcher, adjudication, calibration, judgements, probability, evaluate) {
         jury => AnalysisKind::JURY,
     }
 }

@@ -4,8 +4,8 @@
 //! (nothing is read back from the cache or materialized for the page).
 
 use super::{Asked, Format, FormatInput};
-use crate::report::html;
-use crate::report::render::RenderError;
+use crate::html;
+use crate::render::RenderError;
 use std::path::PathBuf;
 
 /// `report.html` beside the reports an execution wrote: its own side, named as the file

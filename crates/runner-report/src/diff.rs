@@ -358,7 +358,7 @@ mod tests {
 
     #[test]
     fn sides_are_read_through_the_typed_results_model() {
-        let scored = Path::new(env!("CARGO_MANIFEST_DIR")).join("results/scored/results.json");
+        let scored = Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../..")).join("results/scored/results.json");
         let side = load_side(&scored).expect("the committed scored results have a review-eval analysis");
         assert!(!side.data.cells.is_empty());
         let cell = side.data.cells[0].cell.clone();
@@ -369,7 +369,7 @@ mod tests {
         let old = dir.path().join("results.json");
         std::fs::write(&old, r#"{"schema_version": 1, "analyses": []}"#).expect("write");
         let err = load_side(&old).expect_err("schema 1 is refused");
-        assert!(matches!(err, DiffError::Results(crate::report::model::ResultsError::Schema { found: 1, .. })), "{err}");
+        assert!(matches!(err, DiffError::Results(crate::model::ResultsError::Schema { found: 1, .. })), "{err}");
         assert!(err.to_string().contains("older runner"), "{err}");
     }
 

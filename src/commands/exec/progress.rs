@@ -3,9 +3,9 @@
 //! failures with stderr tails). Each writes to an injected writer, and progress lines take
 //! their time from an injected clock, so each is tested against a buffer without waiting.
 
-use crate::exec::{CallsSpent, CostReport, Event, SkipReason, Spent};
-use crate::reviewer::llm::adaptive::EndpointReport;
 use indicatif::{ProgressBar, ProgressStyle};
+use runner::exec::{CallsSpent, CostReport, Event, SkipReason, Spent};
+use runner::reviewer::llm::adaptive::EndpointReport;
 use serde::Serialize;
 use std::io::Write;
 use std::sync::Arc;
@@ -14,7 +14,7 @@ use tokio::sync::mpsc;
 
 /// How events reach the person or program that started runner.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Mode {
+pub(crate) enum Mode {
     /// Progress bar on stderr (when it is a terminal), summary at the end.
     Human,
     /// One JSON object per event on stdout.
@@ -25,7 +25,7 @@ pub enum Mode {
 
 /// Which progress `--progress` asks for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum ProgressKind {
+pub(crate) enum ProgressKind {
     /// A bar when stderr is a terminal, lines otherwise.
     #[default]
     Auto,
@@ -36,20 +36,20 @@ pub enum ProgressKind {
 }
 
 /// Time since the execution started, as progress lines read it (a test injects its own).
-pub type Clock = Arc<dyn Fn() -> Duration + Send + Sync>;
+pub(crate) type Clock = Arc<dyn Fn() -> Duration + Send + Sync>;
 
 /// When progress lines are written: every `every_runs` finished runs (by default a tenth of
 /// the runs to run) or every `every` of time, whichever comes first, while runs remain.
 #[derive(Clone)]
-pub struct Pacing {
-    pub every_runs: Option<usize>,
-    pub every: Duration,
-    pub clock: Clock,
+pub(crate) struct Pacing {
+    pub(crate) every_runs: Option<usize>,
+    pub(crate) every: Duration,
+    pub(crate) clock: Clock,
 }
 
 impl Pacing {
     /// A tenth of the runs or 30 s, on the process's clock.
-    pub fn standard() -> Self {
+    pub(crate) fn standard() -> Self {
         let started = Instant::now();
         Self { every_runs: None, every: Duration::from_secs(30), clock: Arc::new(move || started.elapsed()) }
     }
@@ -57,7 +57,7 @@ impl Pacing {
 
 /// How progress is shown on stderr.
 #[derive(Clone)]
-pub enum Display {
+pub(crate) enum Display {
     Bar,
     Lines(Pacing),
     None,
@@ -65,7 +65,7 @@ pub enum Display {
 
 impl Display {
     /// What `kind` means on a stderr that is, or is not, a terminal.
-    pub fn of(kind: ProgressKind, terminal: bool) -> Self {
+    pub(crate) fn of(kind: ProgressKind, terminal: bool) -> Self {
         match kind {
             ProgressKind::Auto if terminal => Self::Bar,
             ProgressKind::Bar => Self::Bar,
@@ -139,7 +139,7 @@ impl Lines {
 }
 
 /// `1h02m`, `4m10s`, `35s`.
-pub fn clock_time(d: Duration) -> String {
+pub(crate) fn clock_time(d: Duration) -> String {
     let s = d.as_secs();
     match (s / 3600, s % 3600 / 60, s % 60) {
         (0, 0, s) => format!("{s}s"),
@@ -149,7 +149,7 @@ pub fn clock_time(d: Duration) -> String {
 }
 
 /// `singular` for one, `plural` otherwise.
-pub fn plural(n: usize, singular: &'static str, plural: &'static str) -> &'static str {
+pub(crate) fn plural(n: usize, singular: &'static str, plural: &'static str) -> &'static str {
     if n == 1 {
         singular
     } else {
@@ -159,67 +159,67 @@ pub fn plural(n: usize, singular: &'static str, plural: &'static str) -> &'stati
 
 /// What one execution did; printed at the end and written to the execution log.
 #[derive(Debug, Default, Clone, Serialize)]
-pub struct ExecutionSummary {
-    pub experiment: String,
-    pub planned: usize,
-    pub cached: usize,
-    pub ran: usize,
-    pub failed: usize,
-    pub skipped: usize,
+pub(crate) struct ExecutionSummary {
+    pub(crate) experiment: String,
+    pub(crate) planned: usize,
+    pub(crate) cached: usize,
+    pub(crate) ran: usize,
+    pub(crate) failed: usize,
+    pub(crate) skipped: usize,
     /// Warnings that changed no result (a remote cache that went away).
-    pub warnings: Vec<String>,
+    pub(crate) warnings: Vec<String>,
     /// `--shard`: runs left to the other shards.
-    pub other_shards: usize,
-    pub missing: Vec<String>,
-    pub corrupt: Vec<String>,
+    pub(crate) other_shards: usize,
+    pub(crate) missing: Vec<String>,
+    pub(crate) corrupt: Vec<String>,
     /// Cache entries that could not be read (not known to be corrupt), with why.
     #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub unreadable: Vec<String>,
-    pub failures: Vec<FailureLine>,
+    pub(crate) unreadable: Vec<String>,
+    pub(crate) failures: Vec<FailureLine>,
     /// Scoring nodes (claims, smells, judges, embeddings) that failed, with why.
     #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub scoring_failures: Vec<String>,
+    pub(crate) scoring_failures: Vec<String>,
     /// Runs not started because `--max-cost` was reached (not failures: running again with a
     /// larger budget does them).
-    pub unrun: usize,
+    pub(crate) unrun: usize,
     /// What the executed reviews and scoring calls cost and what the cache saved; set once the
     /// execution ends.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub cost: Option<CostReport>,
+    pub(crate) cost: Option<CostReport>,
     /// Why events could not be written to stdout or stderr, when they could not: the
     /// execution was ended.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub output_error: Option<String>,
+    pub(crate) output_error: Option<String>,
     /// Per model server: the concurrency its adaptive limit settled on and the 429s it met.
     #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub endpoints: Vec<EndpointReport>,
-    pub wall_seconds: f64,
+    pub(crate) endpoints: Vec<EndpointReport>,
+    pub(crate) wall_seconds: f64,
 }
 
 #[derive(Debug, Clone, Serialize)]
-pub struct FailureLine {
-    pub run: String,
-    pub error: String,
-    pub stderr_tail: String,
+pub(crate) struct FailureLine {
+    pub(crate) run: String,
+    pub(crate) error: String,
+    pub(crate) stderr_tail: String,
 }
 
 /// A writer the reporters own: stdout, stderr, a log file, or a test's buffer.
-pub type Sink = Box<dyn Write + Send>;
+pub(crate) type Sink = Box<dyn Write + Send>;
 
 /// NDJSON: one JSON object per event, one event per line (stdout with `--json`, and the
 /// execution log). After a write fails it writes nothing more and keeps the error
 /// ([`Self::error`]): lost events on stdout end the execution ([`consume`]), a lost log does not.
-pub struct NdjsonReporter {
+pub(crate) struct NdjsonReporter {
     out: Sink,
     failed: Option<std::io::Error>,
 }
 
 impl NdjsonReporter {
-    pub fn new(out: Sink) -> Self {
+    pub(crate) fn new(out: Sink) -> Self {
         Self { out, failed: None }
     }
 
-    pub fn event(&mut self, event: &Event) {
+    pub(crate) fn event(&mut self, event: &Event) {
         if self.failed.is_some() {
             return;
         }
@@ -228,20 +228,20 @@ impl NdjsonReporter {
         }
     }
 
-    pub fn finish(&mut self) {
+    pub(crate) fn finish(&mut self) {
         self.flush();
     }
 
     /// Writes out what is buffered (the sinks are buffered: a burst of events, such as a
     /// warm execution's cache hits, is one write).
-    pub fn flush(&mut self) {
+    pub(crate) fn flush(&mut self) {
         if self.failed.is_none() {
             self.failed = self.out.flush().err();
         }
     }
 
     /// The write that failed, if one did.
-    pub fn error(&self) -> Option<&std::io::Error> {
+    pub(crate) fn error(&self) -> Option<&std::io::Error> {
         self.failed.as_ref()
     }
 }
@@ -250,7 +250,7 @@ impl NdjsonReporter {
 /// printed above it), or progress lines (see [`Pacing`]), or none; and in every case the lines
 /// that need attention now — corrupt cache entries and subjects that could not be
 /// materialized — written plainly to the injected writer. Run failures wait for the summary.
-pub struct ProgressReporter {
+pub(crate) struct ProgressReporter {
     out: Sink,
     bar: Option<ProgressBar>,
     lines: Option<Lines>,
@@ -276,7 +276,7 @@ impl CachedRuns {
 }
 
 impl ProgressReporter {
-    pub fn new(out: Sink, display: Display) -> Self {
+    pub(crate) fn new(out: Sink, display: Display) -> Self {
         let (mut bar, mut lines) = (None, None);
         match display {
             Display::Bar => {
@@ -313,13 +313,13 @@ impl ProgressReporter {
     }
 
     /// Writes the progress line if the time for one has come, with no run ended since.
-    pub fn tick(&mut self) {
+    pub(crate) fn tick(&mut self) {
         if let Some(text) = self.lines.as_mut().and_then(|l| l.due(false)) {
             self.line(text);
         }
     }
 
-    pub fn event(&mut self, event: &Event) {
+    pub(crate) fn event(&mut self, event: &Event) {
         match event {
             Event::Planned { runs, cached, .. } => {
                 self.cached = CachedRuns { announced: *cached, seen: 0 };
@@ -372,7 +372,7 @@ impl ProgressReporter {
         }
     }
 
-    pub fn finish(&mut self) {
+    pub(crate) fn finish(&mut self) {
         if let Some(b) = self.bar.take() {
             b.finish_and_clear();
         }
@@ -383,7 +383,7 @@ impl ProgressReporter {
 }
 
 /// Collects the execution summary from events.
-pub struct SummaryReporter {
+pub(crate) struct SummaryReporter {
     started: Instant,
     summary: ExecutionSummary,
     cached: CachedRuns,
@@ -396,7 +396,7 @@ impl Default for SummaryReporter {
 }
 
 impl SummaryReporter {
-    pub fn event(&mut self, event: &Event) {
+    pub(crate) fn event(&mut self, event: &Event) {
         let summary = &mut self.summary;
         match event {
             Event::Planned { experiment, runs, cached, .. } => {
@@ -430,13 +430,13 @@ impl SummaryReporter {
     }
 
     /// The summary, with the wall time since the reporter was made.
-    pub fn finish(self) -> ExecutionSummary {
+    pub(crate) fn finish(self) -> ExecutionSummary {
         ExecutionSummary { wall_seconds: self.started.elapsed().as_secs_f64(), ..self.summary }
     }
 }
 
 /// Every reporter of one execution, fed the same events.
-pub struct Reporters {
+pub(crate) struct Reporters {
     log: Option<NdjsonReporter>,
     /// NDJSON on stdout (`--json`).
     stdout: Option<NdjsonReporter>,
@@ -446,7 +446,7 @@ pub struct Reporters {
 
 impl Reporters {
     /// The reporters of `mode` on the process's stdout and stderr, plus the execution log.
-    pub fn standard(mode: Mode, progress: ProgressKind, log: Option<Sink>) -> Self {
+    pub(crate) fn standard(mode: Mode, progress: ProgressKind, log: Option<Sink>) -> Self {
         let terminal = std::io::IsTerminal::is_terminal(&std::io::stderr());
         let stdout = Box::new(std::io::BufWriter::new(std::io::stdout()));
         Self::new(mode, stdout, Box::new(std::io::stderr()), Display::of(progress, terminal), log)
@@ -454,7 +454,7 @@ impl Reporters {
 
     /// The reporters of `mode` on injected writers: NDJSON on `stdout` (`--json`), progress on
     /// `stderr` (human mode, as `display` says), and NDJSON on `log`.
-    pub fn new(mode: Mode, stdout: Sink, stderr: Sink, display: Display, log: Option<Sink>) -> Self {
+    pub(crate) fn new(mode: Mode, stdout: Sink, stderr: Sink, display: Display, log: Option<Sink>) -> Self {
         let log = log.map(NdjsonReporter::new);
         let (mut out, mut progress) = (None, None);
         match mode {
@@ -465,7 +465,7 @@ impl Reporters {
         Self { log, stdout: out, progress, summary: SummaryReporter::default() }
     }
 
-    pub fn event(&mut self, event: &Event) {
+    pub(crate) fn event(&mut self, event: &Event) {
         for r in self.log.iter_mut().chain(self.stdout.as_mut()) {
             r.event(event);
         }
@@ -477,28 +477,28 @@ impl Reporters {
 
     /// No event is waiting: what the NDJSON sinks buffered is written out, so the log and
     /// `--json` stay current whenever the execution is not mid-burst.
-    pub fn idle(&mut self) {
+    pub(crate) fn idle(&mut self) {
         for r in self.log.iter_mut().chain(self.stdout.as_mut()) {
             r.flush();
         }
     }
 
     /// A moment with no event: a progress line may be due.
-    pub fn tick(&mut self) {
+    pub(crate) fn tick(&mut self) {
         if let Some(p) = &mut self.progress {
             p.tick();
         }
     }
 
     /// The failed write to stdout or stderr, if one failed: events are being lost.
-    pub fn output_error(&self) -> Option<String> {
+    pub(crate) fn output_error(&self) -> Option<String> {
         if let Some(e) = self.stdout.as_ref().and_then(NdjsonReporter::error) {
             return Some(format!("cannot write events to stdout: {e}"));
         }
         self.progress.as_ref().and_then(|p| p.failed.as_ref()).map(|e| format!("cannot write progress to stderr: {e}"))
     }
 
-    pub fn finish(mut self) -> ExecutionSummary {
+    pub(crate) fn finish(mut self) -> ExecutionSummary {
         for r in self.log.iter_mut().chain(self.stdout.as_mut()) {
             r.finish();
         }
@@ -513,7 +513,7 @@ impl Reporters {
 /// Consumes events until the channel closes; returns the summary. `lost` is called once,
 /// when a write to stdout or stderr first fails (a closed pipe, a full disk): the caller ends
 /// the execution as it would for Ctrl-C, and the summary's `output_error` says why.
-pub async fn consume(
+pub(crate) async fn consume(
     rx: mpsc::UnboundedReceiver<Event>,
     mode: Mode,
     progress: ProgressKind,
@@ -527,7 +527,7 @@ pub async fn consume(
 const TICK: Duration = Duration::from_secs(5);
 
 /// Feeds every event to `reporters` until the channel closes; returns the summary (see [`consume`]).
-pub async fn consume_into(mut rx: mpsc::UnboundedReceiver<Event>, mut reporters: Reporters, lost: impl FnOnce() + Send) -> ExecutionSummary {
+pub(crate) async fn consume_into(mut rx: mpsc::UnboundedReceiver<Event>, mut reporters: Reporters, lost: impl FnOnce() + Send) -> ExecutionSummary {
     let mut lost = Some(lost);
     loop {
         let event = match tokio::time::timeout(TICK, rx.recv()).await {
@@ -553,7 +553,7 @@ pub async fn consume_into(mut rx: mpsc::UnboundedReceiver<Event>, mut reporters:
 
 /// The NDJSON stream's last event, written once the exit code is known: the code, the runs'
 /// counts, the report files (`reports`) and those of them this execution changed (`changed`).
-pub fn finished_event(summary: &ExecutionSummary, exit_code: u8, reports: &[std::path::PathBuf], changed: &[std::path::PathBuf]) -> String {
+pub(crate) fn finished_event(summary: &ExecutionSummary, exit_code: u8, reports: &[std::path::PathBuf], changed: &[std::path::PathBuf]) -> String {
     let paths = |p: &[std::path::PathBuf]| p.iter().map(|p| p.display().to_string()).collect::<Vec<_>>();
     serde_json::json!({
         "event": "finished",
@@ -576,7 +576,7 @@ pub fn finished_event(summary: &ExecutionSummary, exit_code: u8, reports: &[std:
 
 impl ExecutionSummary {
     /// The human summary printed at the end of `runner exec`.
-    pub fn render(&self) -> String {
+    pub(crate) fn render(&self) -> String {
         let mut out = format!(
             "{}: {} {}: {} from cache, {} ran, {} failed, {} skipped in {:.2}s\n",
             self.experiment,
@@ -645,7 +645,7 @@ impl ExecutionSummary {
             // The reviewer's words made safe for a terminal; its stderr's last lines as
             // RESULTS.md's failure table holds them.
             out.push_str(&format!("  ✗ {}: {}\n", f.run, runner_core::terminal::sanitize(&f.error)));
-            for line in super::model::FailureRow::stderr_lines(&f.stderr_tail) {
+            for line in runner::report::model::FailureRow::stderr_lines(&f.stderr_tail) {
                 out.push_str(&format!("      | {}\n", runner_core::terminal::sanitize(&line)));
             }
         }
@@ -692,9 +692,9 @@ fn cost_line(cost: &CostReport) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::exec::SkipReason;
-    use crate::matrix::RunId;
-    use crate::reviewer::ReviewError;
+    use runner::exec::SkipReason;
+    use runner::matrix::RunId;
+    use runner::reviewer::ReviewError;
     use std::sync::{Arc, Mutex};
 
     /// A writer whose bytes the test can read afterwards.
@@ -842,7 +842,7 @@ mod tests {
         let mut summary = reporter.finish();
         assert_eq!((summary.ran, summary.skipped, summary.unrun, summary.failures.len()), (1, 0, 3, 0), "unrun runs are not failures");
         summary.cost = Some(CostReport {
-            budget: Some(crate::exec::Budget::Tokens(100)),
+            budget: Some(runner::exec::Budget::Tokens(100)),
             incurred: Spent { tokens: 150, review_ms: 1000, runs: 1 },
             saved: Spent { tokens: 120, review_ms: 800, runs: 1 },
             unrun: 3,
@@ -873,7 +873,7 @@ mod tests {
         scoring.insert("judge".to_string(), CallsSpent { tokens: 900, ms: 1500, calls: 6 });
         scoring.insert("embed".to_string(), CallsSpent { tokens: 0, ms: 200, calls: 1 });
         let cost = CostReport {
-            budget: Some(crate::exec::Budget::Tokens(1000)),
+            budget: Some(runner::exec::Budget::Tokens(1000)),
             incurred: Spent { tokens: 150, review_ms: 1000, runs: 1 },
             scoring,
             unrun_calls: 4,

@@ -14,7 +14,7 @@ use serde::{Deserialize, Serialize};
 use std::path::Path;
 
 /// The built-in RESULTS.md template (`templates/results.md.hbs`).
-pub(crate) const DEFAULT_TEMPLATE: &str = include_str!("../../templates/results.md.hbs");
+pub(crate) const DEFAULT_TEMPLATE: &str = include_str!("../../../templates/results.md.hbs");
 
 #[derive(Debug, thiserror::Error)]
 pub enum RenderError {
@@ -481,7 +481,7 @@ pub fn precompile(template_override: Option<&Path>) {
 /// Compiles the report template (the built-in one, or `template_override`) and renders it
 /// strictly against `results`, so that a syntax error or an unknown variable is reported
 /// with the template's file, line and column before anything runs.
-pub(crate) fn check_template(results: &Results, template_override: Option<&Path>) -> Result<(), RenderError> {
+pub fn check_template(results: &Results, template_override: Option<&Path>) -> Result<(), RenderError> {
     let (template, name) = match template_override {
         Some(path) => {
             (std::fs::read_to_string(path).map_err(|source| RenderError::Read { path: path.display().to_string(), source })?, path.display().to_string())
@@ -608,7 +608,7 @@ mod tests {
 
     #[test]
     fn long_tables_are_capped_in_results_md_and_huge_charts_not_drawn() {
-        let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("results/quickstart/results.json");
+        let path = Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../..")).join("results/quickstart/results.json");
         let mut results = Results::read(&path).unwrap_or_else(|e| panic!("{e}"));
         // More cells than a chart draws rows, and so more than RESULTS.md lists.
         let n = super::super::plots::MAX_CHART_MARKS + 7;
@@ -644,8 +644,8 @@ mod tests {
     #[test]
     fn runs_without_a_result_and_output_read_with_problems_are_reported() {
         use crate::analysis::statistics::compare::CompareData;
-        use crate::report::model::RunStatus;
-        let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("results/quickstart/results.json");
+        use crate::model::RunStatus;
+        let path = Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../..")).join("results/quickstart/results.json");
         let mut results = Results::read(&path).unwrap_or_else(|e| panic!("{e}"));
         let untouched = render_markdown(&results, DEFAULT_TEMPLATE, "default").expect("renders");
         assert!(!untouched.contains("have no result") && !untouched.contains("read with problems"), "{untouched}");
@@ -709,7 +709,7 @@ mod tests {
     #[test]
     fn an_unchanged_results_json_is_left_in_place_and_a_changed_one_replaced() {
         use std::os::unix::fs::MetadataExt;
-        let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("results/quickstart/results.json");
+        let path = Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../..")).join("results/quickstart/results.json");
         let mut results = Results::read(&path).unwrap_or_else(|e| panic!("{e}"));
         let dir = tempfile::tempdir().expect("tempdir");
         let json = dir.path().join("results.json");
@@ -727,7 +727,7 @@ mod tests {
 
     #[test]
     fn a_template_that_fails_to_render_leaves_both_reports_as_they_were() {
-        let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("results/quickstart/results.json");
+        let path = Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../..")).join("results/quickstart/results.json");
         let mut results = Results::read(&path).unwrap_or_else(|e| panic!("{e}"));
         let dir = tempfile::tempdir().expect("tempdir");
         write_reports(&results, dir.path(), None, WriteOptions::default()).expect("first reports");
@@ -776,7 +776,7 @@ mod tests {
 
     #[test]
     fn templates_see_each_analysis_with_its_charts() {
-        let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("results/quickstart/results.json");
+        let path = Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../..")).join("results/quickstart/results.json");
         let results = Results::read(&path).expect("committed results");
         let template = "{{#each analyses}}{{kind}}:{{#each plots}} {{path}} ({{title}}){{/each}};{{/each}}";
         let out = render_markdown(&results, template, "t").expect("renders");
@@ -799,7 +799,7 @@ mod stamp_tests {
 
     #[test]
     fn unchanged_reports_are_not_rendered_again_and_anything_changed_is() {
-        let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("results/quickstart/results.json");
+        let path = Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../..")).join("results/quickstart/results.json");
         let mut results = Results::read(&path).unwrap_or_else(|e| panic!("{e}"));
         let dir = tempfile::tempdir().expect("tempdir");
         let (out, stamps) = (dir.path().join("out"), dir.path().join("renders"));

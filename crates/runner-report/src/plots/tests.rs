@@ -174,7 +174,7 @@ fn wilson_intervals_match_hand_computed_values() {
 }
 
 fn committed(name: &str) -> Results {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("results").join(name).join("results.json");
+    let path = Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../..")).join("results").join(name).join("results.json");
     Results::read(&path).unwrap_or_else(|e| panic!("{e}"))
 }
 

@@ -351,11 +351,11 @@ pub enum RunStatus {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::report::render::{render_markdown, DEFAULT_TEMPLATE};
+    use crate::render::{render_markdown, DEFAULT_TEMPLATE};
 
     /// The committed results of the bundled experiments.
     fn committed() -> Vec<PathBuf> {
-        let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("results");
+        let root = Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../..")).join("results");
         let mut dirs: Vec<PathBuf> =
             std::fs::read_dir(&root).expect("results/").map(|e| e.expect("entry").path()).filter(|p| p.join("results.json").is_file()).collect();
         dirs.sort();
@@ -384,7 +384,7 @@ mod tests {
 
     #[test]
     fn the_first_screen_is_the_question_the_verdicts_and_each_cells_headline_metric() {
-        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("results/quickstart");
+        let dir = Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../..")).join("results/quickstart");
         let results = Results::read(&dir.join("results.json")).unwrap_or_else(|e| panic!("{e}"));
         let md = render_markdown(&results, DEFAULT_TEMPLATE, "default").expect("renders");
         let at = |needle: &str| md.find(needle).unwrap_or_else(|| panic!("{needle:?} not in RESULTS.md:\n{md}"));

@@ -17,7 +17,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 /// The page template (`templates/report.html.hbs`), with its CSS and script inline.
-pub const TEMPLATE: &str = include_str!("../../templates/report.html.hbs");
+pub const TEMPLATE: &str = include_str!("../../../templates/report.html.hbs");
 
 /// The table partial: every table of the page.
 const TABLE_PARTIAL: &str = concat!(

@@ -1,8 +1,8 @@
 //! The CI summary (`--summary FILE`): a job page's Markdown from the execution's results.
 
 use super::{Asked, Format, FormatInput};
-use crate::report::ci;
-use crate::report::render::RenderError;
+use crate::ci;
+use crate::render::RenderError;
 use std::path::PathBuf;
 
 /// `--summary FILE`: the Markdown summary of an execution's reports, for a CI job's page. It is

@@ -1,18 +1,25 @@
-//! Reports: the results model, template rendering, the SVG charts beside RESULTS.md, and the
-//! reporters that consume engine events (progress bars, NDJSON, the end-of-execution summary).
+//! `runner-report`: what an execution writes and what reads it back. The versioned results
+//! model (results.json), its build from the walk's outcomes, RESULTS.md through handlebars, the
+//! SVG charts, the list of outputs runner owns, the extra formats (the HTML page, the CI
+//! summary), and the tools over recorded results (`show`, `diff`, the statistical gate, the
+//! pilot's power). Above the engine; nothing here runs a reviewer or walks a plan.
+
+use runner_cache::cache;
+use runner_core::{bounded, config, finding, matrix, output_file, stats};
+use runner_engine::{exec, manifest, plan};
+use runner_eval::analysis;
+use runner_subject::{ground_truth, subject};
 
 pub mod ci;
 pub mod diff;
 pub mod formats;
 pub mod gate;
 pub mod html;
-pub mod matching;
 pub mod model;
 pub mod outputs;
 pub mod pilot;
 pub mod plots;
 pub mod pretty;
-pub mod progress;
 pub mod render;
 pub mod show;
 
@@ -50,7 +57,7 @@ fn glance(analyses: &[std::sync::Arc<AnalysisResult>]) -> Option<Glance> {
 }
 
 /// Builds the results model from the plan and its outcomes (cached and fresh alike).
-pub(crate) fn build_results(
+pub fn build_results(
     manifest: &Manifest,
     manifest_label: &str,
     plan: &Plan,
