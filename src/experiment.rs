@@ -143,7 +143,7 @@ fn load_scoring(manifest: &Manifest, plan: &Plan, cache: &CacheStore, frozen: bo
     // first oracle-matching analysis's rule).
     // A `jury` analysis measures the judges themselves, so they are asked every pair.
     if let (Some(spec), Some(oracle)) = (manifest.analyses.iter().find(|a| a.asks_judges_to_match()), oracle) {
-        let every_pair = manifest.analyses.iter().any(|a| a.kind == crate::analysis::spec::AnalysisKind::JURY);
+        let every_pair = manifest.analyses.iter().any(|a| a.needs().judges);
         scorers = scorers.with_matching(Arc::new(oracle.clone()), spec.oracle_rule, every_pair);
     }
     let mut rqs = BTreeMap::new();
@@ -417,8 +417,8 @@ impl exec::Conclusions for ExperimentConclusions<'_> {
     fn analyze(&self, index: usize, view: &WalkView<'_, Arc<AnalysisResult>, Rendered>) -> Arc<AnalysisResult> {
         let prepared = self.prepared;
         let spec = &prepared.manifest.analyses[index];
-        let scopes: Option<BTreeMap<String, DiffScope>> = (spec.kind == AnalysisKind::CONTEXT_LEVEL)
-            .then(|| view.subjects().into_iter().map(|(id, s)| (id.to_string(), DiffScope::from_files(&s.files))).collect());
+        let scopes: Option<BTreeMap<String, DiffScope>> =
+            spec.reads_subjects().then(|| view.subjects().into_iter().map(|(id, s)| (id.to_string(), DiffScope::from_files(&s.files))).collect());
         let outcomes = view.runs();
         // A comparison of RQS v2 metrics reads the scoring stages as the (first) rqs analysis does.
         let resources = prepared.rqs.get(&index).or_else(|| spec.reads_scoring().then(|| prepared.rqs.values().next()).flatten());

@@ -218,7 +218,7 @@ fn oracle_matching_keys_are_checked() {
         .code(1)
         .stderr(contains("unknown evidence `vibes`"))
         .stderr(contains("`partial-similarity` (0.5) must not exceed `similarity` (0.2)"))
-        .stderr(contains("unknown key `evidence` in [[analysis]] #2"));
+        .stderr(contains("`evidence` does not apply to this [[analysis]] #2"));
 }
 
 #[test]

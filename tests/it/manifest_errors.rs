@@ -634,3 +634,57 @@ fn mistakes_the_repository_or_path_reveal_are_located() {
     }
     assert!(wrong.is_empty(), "{} of {} mistakes:\n\n{}", wrong.len(), cases.len(), wrong.join("\n\n"));
 }
+
+#[test]
+fn a_key_another_analysis_kind_reads_is_said_not_to_apply_with_the_keys_that_do() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    std::fs::create_dir_all(dir.path().join("corpus")).expect("mkdir");
+    let manifest = write_manifest(
+        dir.path(),
+        "bad.toml",
+        r#"version = 1
+
+[experiment]
+name = "kinds"
+
+[target]
+corpus = "corpus"
+
+[matrix]
+model = ["a", "b"]
+
+[reviewer]
+kind = "builtin"
+name = "heuristic"
+
+[report]
+output = "out"
+
+[[analysis]]
+kind = "compare"
+axis = "model"
+rank-by = "f1"
+metrics = ["findings"]
+
+[[analysis]]
+kind = "latency"
+window = 3
+
+[[analysis]]
+kind = "fixture"
+rank-by = "f2"
+"#,
+    );
+    let out = runner(dir.path()).arg("validate").arg(&manifest).output().expect("runs");
+    assert_eq!(out.status.code(), Some(1));
+    let err = stderr_of(&out);
+    // `rank-by` is fixture's and `window` resolution's: each is located where it stands.
+    assert!(err.contains("`rank-by` does not apply to this [[analysis]]"), "{err}");
+    assert!(err.contains("bad.toml:22:1"), "{err}");
+    assert!(err.contains("`window` does not apply to this [[analysis]]"), "{err}");
+    assert!(err.contains("bad.toml:27:1"), "{err}");
+    // The keys that do apply are the compare analysis's own and the shared ones.
+    assert!(err.contains("metrics") && err.contains("baseline"), "{err}");
+    // Fixture reads its own `rank-by` and names the rates.
+    assert!(err.contains("unknown `rank-by` rate `f2`"), "{err}");
+}

@@ -453,8 +453,8 @@ pub fn build_limited(
                 graph.add_edge(n, node, Dependency::Observes);
             }
         }
-        // The context-level analysis reads each subject's diff.
-        if spec.kind == AnalysisKind::CONTEXT_LEVEL {
+        // An analysis that reads the subjects' diffs (context-level) waits for each.
+        if spec.reads_subjects() {
             for &m in materialize.values() {
                 graph.add_edge(m, node, Dependency::Observes);
             }

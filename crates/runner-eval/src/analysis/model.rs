@@ -614,16 +614,6 @@ pub(crate) fn truncate(text: &str, max: usize) -> String {
     }
 }
 
-/// One kind of analysis: its identity and how it computes a result from the runs.
-/// `analysis::ANALYSES` lists every kind; an analysis with no options of its own needs only
-/// its file and its line there.
-pub trait Analysis: Sync {
-    /// The kind a manifest names in `[[analysis]] kind = "…"`.
-    fn kind(&self) -> AnalysisKind;
-    /// The result over the runs (the tables are folded by `analysis::compute`).
-    fn compute(&self, spec: &AnalysisSpec, input: &AnalysisInput<'_>) -> AnalysisResult;
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -47,6 +47,42 @@ pub enum AnalysisOptions {
     Resolution(ResolutionOptions),
     /// AACR-Bench's gold (`kind = "aacr"`).
     Aacr(AacrOptions),
+    /// The options of a kind that no other code reads: kept as its own reader made them, read
+    /// back by its own `compute` ([`AnalysisSpec::own_options`]).
+    Own(OwnOptions),
+}
+
+/// A kind's options of a type only its own module knows: the value, and the JSON it serializes
+/// as (so a spec still serializes whole).
+#[derive(Clone)]
+pub struct OwnOptions {
+    value: std::sync::Arc<dyn std::any::Any + Send + Sync>,
+    json: serde_json::Value,
+}
+
+impl OwnOptions {
+    /// Options of type `T`; `T`'s serialization is what the spec shows of them.
+    pub fn new<T: Serialize + Send + Sync + 'static>(options: T) -> Self {
+        let json = serde_json::to_value(&options).unwrap_or(serde_json::Value::Null);
+        Self { value: std::sync::Arc::new(options), json }
+    }
+
+    /// The options, when they are of type `T`.
+    pub fn get<T: 'static>(&self) -> Option<&T> {
+        self.value.downcast_ref()
+    }
+}
+
+impl std::fmt::Debug for OwnOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "OwnOptions({})", self.json)
+    }
+}
+
+impl Serialize for OwnOptions {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        self.json.serialize(serializer)
+    }
 }
 
 impl AnalysisSpec {
@@ -94,6 +130,14 @@ impl AnalysisSpec {
     pub fn resolution(&self) -> Option<&ResolutionOptions> {
         match &self.options {
             AnalysisOptions::Resolution(o) => Some(o),
+            _ => None,
+        }
+    }
+
+    /// The options of type `T` a kind's own reader made (`AnalysisOptions::Own`).
+    pub fn own_options<T: 'static>(&self) -> Option<&T> {
+        match &self.options {
+            AnalysisOptions::Own(o) => o.get(),
             _ => None,
         }
     }
@@ -309,17 +353,27 @@ impl Default for CompareOptions {
 }
 
 impl AnalysisSpec {
+    /// What its kind reads beyond the runs' outcomes.
+    pub fn needs(&self) -> super::definition::Needs {
+        super::definition_of(self.kind).map_or_else(Default::default, |d| d.needs())
+    }
+
+    /// Whether the analysis reads the subjects' diffs.
+    pub fn reads_subjects(&self) -> bool {
+        self.needs().subjects
+    }
+
     /// Whether the analysis follows findings through a history target's later commits: the
     /// resolution rate, and a comparison of it.
     pub fn reads_history(&self) -> bool {
-        self.kind == AnalysisKind::RESOLUTION || self.compare().is_some_and(|c| c.metrics.iter().any(|m| m.needs_history()))
+        self.needs().history || self.compare().is_some_and(|c| c.metrics.iter().any(|m| m.needs_history()))
     }
 
     /// Whether the analysis reads the scoring stages' values: RQS v2 itself, and a comparison
     /// of RQS v2 metrics.
     pub fn reads_scoring(&self) -> bool {
         self.asks_judges_to_match()
-            || self.kind == AnalysisKind::RQS
+            || self.needs().scoring
             || self.study().is_some_and(|s| s.study == "h5")
             || self.compare().is_some_and(|c| c.metrics.iter().any(|m| m.needs_scoring()))
     }
@@ -328,7 +382,7 @@ impl AnalysisSpec {
 impl AnalysisSpec {
     /// Whether the analysis matches against the oracle with the judges' word as evidence.
     pub fn asks_judges_to_match(&self) -> bool {
-        self.kind == AnalysisKind::JURY || (self.kind.uses_oracle() && self.oracle_rule.evidence == Evidence::Judge)
+        self.needs().judges || (self.kind.uses_oracle() && self.oracle_rule.evidence == Evidence::Judge)
     }
 }
 
@@ -368,7 +422,8 @@ pub struct RqsOptions {
 
 /// An analysis kind: the name a manifest gives it and whether it matches findings to an
 /// oracle (and so reads the oracle-matching keys). The registry (`analysis::ANALYSES`) lists
-/// every kind; the ones below are the kinds other code refers to by name.
+/// every kind; the ones below are the kinds other code refers to by name (a kind no other code
+/// names is made where its module declares its definition).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct AnalysisKind {
     name: &'static str,
@@ -422,12 +477,12 @@ impl AnalysisKind {
     pub const AACR: Self = Self::new("aacr").matching_an_oracle();
 
     /// A kind named `name` that reads no oracle.
-    pub(crate) const fn new(name: &'static str) -> Self {
+    pub const fn new(name: &'static str) -> Self {
         Self { name, oracle: false }
     }
 
     /// The same kind, matching findings to an oracle.
-    pub(crate) const fn matching_an_oracle(self) -> Self {
+    pub const fn matching_an_oracle(self) -> Self {
         Self { oracle: true, ..self }
     }
 

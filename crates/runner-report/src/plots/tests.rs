@@ -2,6 +2,7 @@
 //! well-formed XML); which analyses get which charts, from committed results.
 
 use super::*;
+use crate::analysis::spec::AnalysisKind;
 
 /// Checks that `svg` is well-formed XML: every tag closed in order, attributes quoted, text
 /// escaped. Returns the element names in document order.

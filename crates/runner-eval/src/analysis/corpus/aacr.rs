@@ -39,6 +39,10 @@
 //! is credited / (credited + known false). With runner's matcher, a comment that matches no
 //! reference but says what a rejected comment said (at its place) is counted apart.
 
+use crate::analysis::definition::{Definition, OptionsContext};
+use crate::analysis::spec::{AacrOptions, AnalysisKind, AnalysisOptions};
+use crate::config::{resolve_path, TableReader};
+use std::path::Path;
 use crate::analysis::matching::matcher::text_evidence;
 use crate::analysis::model::{fmt_num, fmt_ratio, json_num, ratio, runs_of, AnalysisInput, AnalysisResult, Table, TableCell};
 use crate::analysis::spec::{AnalysisSpec, OracleRule};
@@ -569,6 +573,10 @@ fn thousands(n: usize) -> String {
     crate::analysis::spec::group_thousands(n as u64)
 }
 
+/// `aacr`: AACR-Bench's own location rule and order against its gold (`gold`).
+pub(crate) const ANALYSIS: Definition = Definition::new(AnalysisKind::AACR, compute).with_options(&["gold"], read_options);
+
+
 pub fn compute(spec: &AnalysisSpec, input: &AnalysisInput<'_>) -> AnalysisResult {
     let mut result = AnalysisResult::new(
         spec,
@@ -829,6 +837,28 @@ pub fn compute(spec: &AnalysisSpec, input: &AnalysisInput<'_>) -> AnalysisResult
     })
     .into();
     result
+}
+
+/// An `aacr` analysis's `gold`, loaded (a located problem when it cannot be read).
+fn read_options(t: &TableReader<'_, '_>, context: &OptionsContext<'_>) -> AnalysisOptions {
+    read_gold(t, context.base_dir).map_or(AnalysisOptions::None, AnalysisOptions::Aacr)
+}
+
+fn read_gold(t: &TableReader<'_, '_>, base_dir: &Path) -> Option<AacrOptions> {
+    use crate::ground_truth::aacr;
+    let written = t.required_string("gold")?;
+    let gold = resolve_path(base_dir, written.get_ref());
+    match aacr::load(&gold) {
+        Ok(loaded) => Some(AacrOptions { gold, loaded: std::sync::Arc::new(loaded) }),
+        Err(e) => {
+            t.problems().push_with_help(
+                written.span(),
+                format!("`gold`: {e}"),
+                format!("`gold` names the directory holding AACR-Bench's {} (and {})", aacr::POSITIVE_FILE, aacr::NEGATIVE_FILE),
+            );
+            None
+        }
+    }
 }
 
 #[cfg(test)]

@@ -13,6 +13,10 @@
 //! A cell's verdict on an oracle finding over its repeats is the most frequent one, a tie going
 //! to the worse verdict.
 
+use crate::analysis::definition::Definition;
+use crate::analysis::spec::AnalysisKind;
+use crate::finding::Severity;
+use crate::analysis::chart::{wilson, BarChart, Chart, ChartCells, IntervalChart, IntervalPoint, Named, Series};
 use crate::analysis::matching::adjudication::adjudicate_described;
 use crate::analysis::matching::matcher::{describe_rule_for, score_runs_judged, with_jury, ExtraVerdict, MatchCounts, Method, ScoredRun, Verdict};
 use crate::analysis::spec::AnalysisSpec;
@@ -376,6 +380,11 @@ const SCORE_COLUMNS: [&str; 11] = [
     "Recall / 100k tokens",
 ];
 
+/// `review-eval` (seed 003): recall and noise against the oracle, charted per cell; people's
+/// adjudications may decide its runs.
+pub(crate) const ANALYSIS: Definition = Definition::new(AnalysisKind::REVIEW_EVAL, compute).with_charts(charts).taking_adjudication();
+
+
 pub fn compute(spec: &AnalysisSpec, input: &AnalysisInput<'_>) -> AnalysisResult {
     let mut result = base_result(spec);
     let Some(oracle) = input.oracle else {
@@ -503,6 +512,65 @@ fn tables(oracle: &Oracle, cells: &[CellEval]) -> Vec<Table> {
         grid.push(row);
     }
     vec![per_cell, per_run, per_case, per_class, grid]
+}
+
+/// Seed 003: recall per cell with its Wilson interval, and recall by the oracle's severity.
+pub(crate) fn charts(analysis: &AnalysisResult, labels: &dyn ChartCells) -> Vec<Named> {
+    let Ok(data) = analysis.data_as::<ReviewEvalData>() else { return Vec::new() };
+    if data.cells.is_empty() {
+        return Vec::new();
+    }
+    let mut out = vec![Named {
+        name: "recall",
+        chart: Chart::Interval(IntervalChart {
+            title: "Recall (strict) per cell".into(),
+            interval:
+                "Whiskers: Wilson 95 % interval of found / oracle findings, every repeat's verdict counted (repeats are not independent, so it is optimistic)."
+                    .into(),
+            x_label: "recall (strict)".into(),
+            points: data
+                .cells
+                .iter()
+                .map(|c| {
+                    let interval = wilson(c.scores.counts.found, c.scores.counts.oracle);
+                    IntervalPoint { label: labels.label(&c.cell), value: c.scores.recall_strict, low: interval.map(|i| i.0), high: interval.map(|i| i.1) }
+                })
+                .collect(),
+            range: Some((0.0, 1.0)),
+            digits: 3,
+        }),
+    }];
+    if !data.severities.is_empty() {
+        let oracle_count = |s: Severity| data.severities.values().filter(|v| **v == s).count();
+        let severities: Vec<Severity> = Severity::ALL.into_iter().filter(|s| oracle_count(*s) > 0).collect();
+        let recall = |cell: &CellEval, s: Severity| {
+            let (mut found, mut all) = (0usize, 0usize);
+            for f in cell.findings.values().filter(|f| data.severities.get(&f.finding) == Some(&s)) {
+                found += f.found;
+                all += f.found + f.partial + f.missed;
+            }
+            crate::analysis::ratio(found as f64, all as f64)
+        };
+        out.push(Named {
+            name: "severity",
+            chart: Chart::Bars(BarChart {
+                title: "Recall (strict) by the oracle's severity".into(),
+                note: "Found / verdicts on the oracle findings of each severity, over every repeat; the count is the oracle findings of that severity.".into(),
+                x_label: "recall (strict)".into(),
+                groups: severities
+                    .iter()
+                    .map(|s| {
+                        let n = oracle_count(*s);
+                        format!("{} ({n} oracle finding{})", s.as_str(), if n == 1 { "" } else { "s" })
+                    })
+                    .collect(),
+                series: data.cells.iter().map(|c| Series { name: labels.label(&c.cell), values: severities.iter().map(|s| recall(c, *s)).collect() }).collect(),
+                range: Some((0.0, 1.0)),
+                digits: 3,
+            }),
+        });
+    }
+    out
 }
 
 #[cfg(test)]

@@ -8,6 +8,8 @@
 //! figures are the mean over repeats of each repeat's precision, recall and F1 (each repeat's
 //! counts summed over the subjects).
 
+use crate::analysis::definition::Definition;
+use crate::analysis::spec::AnalysisKind;
 use crate::analysis::matching::matcher::fuzzy_match;
 use crate::analysis::{model::fmt_num, model::fmt_ratio, model::AnalysisInput, model::AnalysisResult, model::RunView, model::Table};
 use crate::analysis::matching::matcher::{match_case_judged, with_jury, Prf};
@@ -102,6 +104,10 @@ pub(crate) fn aggregate(
     let single_run_avg_count = if counts.is_empty() { 0.0 } else { counts.iter().sum::<usize>() as f64 / counts.len() as f64 };
     CellAggregation { runs: by_repeat.len(), merged_count, single_run_avg_count, union: union_prf, single }
 }
+
+/// `aggregation` (A8): the union of a cell's repeats against the average single run.
+pub(crate) const ANALYSIS: Definition = Definition::new(AnalysisKind::AGGREGATION, compute);
+
 
 pub fn compute(spec: &AnalysisSpec, input: &AnalysisInput<'_>) -> AnalysisResult {
     let oracle = input.oracle;

@@ -3,6 +3,8 @@
 //! but outside every hunk the reviewer was shown, `diff` when it falls inside a hunk. A finding
 //! without a usable line in a changed file is `file` (the seed's default when unclear).
 
+use crate::analysis::definition::{Definition, Needs};
+use crate::analysis::spec::AnalysisKind;
 use crate::analysis::{model::AnalysisInput, model::AnalysisResult, model::Table};
 use crate::analysis::spec::AnalysisSpec;
 use crate::finding::Finding;
@@ -63,6 +65,10 @@ pub(crate) fn level(finding: &Finding, scope: &DiffScope) -> Level {
         Level::File
     }
 }
+
+/// `context-level` (A9): the diff, file or repository context of each finding.
+pub(crate) const ANALYSIS: Definition = Definition::new(AnalysisKind::CONTEXT_LEVEL, compute).needing(Needs::SUBJECTS);
+
 
 pub fn compute(spec: &AnalysisSpec, input: &AnalysisInput<'_>) -> AnalysisResult {
     let mut table = Table::with_columns("", ["Cell", "Findings", "diff", "file", "repo", "diff share", "file share", "repo share"].map(String::from).to_vec());

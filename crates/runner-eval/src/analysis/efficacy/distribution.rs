@@ -1,6 +1,10 @@
 //! A5, category and severity distribution: how each value of an axis (or each cell) spreads
 //! its findings over stet's categories and severities.
 
+use crate::analysis::definition::Definition;
+use crate::analysis::spec::AnalysisKind;
+use crate::analysis::chart::{BarChart, Chart, ChartCells, Named, Series, MAX_CHART_MARKS};
+use serde::Deserialize;
 use crate::analysis::{
     data::DataList, model::axis_values, model::fmt_num, model::fmt_share, model::missing_note, model::ratio, model::AnalysisInput, model::AnalysisResult,
     model::Table, model::TableCell,
@@ -38,6 +42,10 @@ impl Group {
         Severity::ALL.into_iter().zip(self.by_severity).filter(|(_, n)| *n > 0)
     }
 }
+
+/// `distribution` (A5): findings by category and severity, charted per cell.
+pub(crate) const ANALYSIS: Definition = Definition::new(AnalysisKind::DISTRIBUTION, compute).with_charts(charts);
+
 
 pub fn compute(spec: &AnalysisSpec, input: &AnalysisInput<'_>) -> AnalysisResult {
     let grouping = match spec.axis.as_deref() {
@@ -117,6 +125,141 @@ pub fn compute(spec: &AnalysisSpec, input: &AnalysisInput<'_>) -> AnalysisResult
     result.notes.push("Only categories and severities that occur are shown.".into());
     result.notes.extend(missing_note(input));
     result
+}
+
+/// One row of A5's data: a cell's or axis value's findings by category and by severity.
+#[derive(Deserialize)]
+struct SpreadRow {
+    source: Option<String>,
+    #[serde(default)]
+    by_category: Counts,
+    #[serde(default)]
+    by_severity: Counts,
+}
+
+/// A5's data read in one pass: how many rows it has, the rows themselves while there are no
+/// more than a chart draws (a 100k-cell grid's are counted, not held), and the (table, key)
+/// pairs with a non-zero count in any row. The data is one row object, or an array of them.
+#[derive(Default)]
+struct Spread {
+    count: usize,
+    rows: Vec<SpreadRow>,
+    occurring: std::collections::HashSet<(&'static str, String)>,
+}
+
+impl Spread {
+    fn add(&mut self, row: SpreadRow) {
+        for (table, counts) in [("by_category", &row.by_category), ("by_severity", &row.by_severity)] {
+            for (key, n) in &counts.0 {
+                if *n > 0.0 {
+                    self.occurring.insert((table, key.clone()));
+                }
+            }
+        }
+        self.count += 1;
+        if self.count <= MAX_CHART_MARKS {
+            self.rows.push(row);
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for Spread {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = Spread;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("an A5 row or an array of them")
+            }
+            fn visit_seq<S: serde::de::SeqAccess<'de>>(self, mut seq: S) -> Result<Spread, S::Error> {
+                let mut spread = Spread::default();
+                while let Some(row) = seq.next_element::<SpreadRow>()? {
+                    spread.add(row);
+                }
+                Ok(spread)
+            }
+            fn visit_map<M: serde::de::MapAccess<'de>>(self, map: M) -> Result<Spread, M::Error> {
+                let mut spread = Spread::default();
+                spread.add(SpreadRow::deserialize(serde::de::value::MapAccessDeserializer::new(map))?);
+                Ok(spread)
+            }
+        }
+        deserializer.deserialize_any(Visitor)
+    }
+}
+
+/// A JSON object of counts as a list: a few bytes per key, where a map would hold a node.
+#[derive(Default)]
+struct Counts(Vec<(String, f64)>);
+
+impl Counts {
+    fn get(&self, key: &str) -> Option<f64> {
+        self.0.iter().find(|(k, _)| k == key).map(|(_, n)| *n)
+    }
+}
+
+impl<'de> Deserialize<'de> for Counts {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = Counts;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("an object of counts")
+            }
+            fn visit_map<M: serde::de::MapAccess<'de>>(self, mut map: M) -> Result<Counts, M::Error> {
+                let mut counts = Vec::new();
+                while let Some(entry) = map.next_entry::<String, f64>()? {
+                    counts.push(entry);
+                }
+                Ok(Counts(counts))
+            }
+        }
+        deserializer.deserialize_map(Visitor)
+    }
+}
+
+/// A5's charts: findings per category and per severity, one bar per cell or axis value.
+pub(crate) fn charts(analysis: &AnalysisResult, cells: &dyn ChartCells) -> Vec<Named> {
+    let Spread { count: row_count, rows, occurring } = analysis.data_as().unwrap_or_default();
+    let count = |row: &SpreadRow, table: &str, key: &str| if table == "by_category" { &row.by_category } else { &row.by_severity }.get(key);
+    let mut labelled = false;
+    let mut names: Vec<String> = Vec::new();
+    let mut out = Vec::new();
+    let categories: Vec<&str> = Category::ALL.iter().map(|c| c.as_str()).collect();
+    let severities: Vec<&str> = Severity::ALL.iter().map(|s| s.as_str()).collect();
+    for (name, table, order, what) in [("category", "by_category", &categories, "stet category"), ("severity", "by_severity", &severities, "severity")] {
+        let groups: Vec<&str> = order.iter().copied().filter(|k| occurring.contains(&(table, k.to_string()))).collect();
+        if groups.is_empty() {
+            continue;
+        }
+        let title = format!("Findings by {what}");
+        // Past this, `rows` holds only the first rows: the chart is not drawn.
+        if groups.len() * row_count > MAX_CHART_MARKS {
+            out.push(Named { name, chart: Chart::TooLarge { title, marks: groups.len() * row_count } });
+            continue;
+        }
+        if !labelled {
+            names = rows.iter().map(|r| cells.label(r.source.as_deref().unwrap_or("?"))).collect();
+            labelled = true;
+        }
+        out.push(Named {
+            name,
+            chart: Chart::Bars(BarChart {
+                title,
+                note: "Findings over every successful run and subject; only the values that occur are shown.".into(),
+                x_label: "findings".into(),
+                groups: groups.iter().map(|g| g.to_string()).collect(),
+                series: rows
+                    .iter()
+                    .zip(&names)
+                    .map(|(row, name)| Series { name: name.clone(), values: groups.iter().map(|g| Some(count(row, table, g).unwrap_or(0.0))).collect() })
+                    .collect(),
+                range: None,
+                digits: 0,
+            }),
+        });
+    }
+    out
 }
 
 #[cfg(test)]

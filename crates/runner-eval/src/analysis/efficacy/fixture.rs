@@ -9,6 +9,9 @@
 //! benchmark's Critical / High / Medium / Low) also gets recall per level, most severe first
 //! (by runner's `severity` and `blocking`); `rank-by` adds a ranking of the cells.
 
+use crate::analysis::definition::{Definition, OptionsContext};
+use crate::analysis::spec::{AnalysisKind, AnalysisOptions};
+use crate::config::TableReader;
 use crate::analysis::matching::adjudication::adjudicate_described;
 use crate::analysis::matching::matcher::{describe_rule_for, score_runs_judged, with_jury, ExtraVerdict, Prf, ScoredRun, Verdict};
 use crate::analysis::spec::{AnalysisSpec, RankBy};
@@ -106,6 +109,11 @@ fn base_result(spec: &AnalysisSpec) -> AnalysisResult {
         headline: Vec::new(),
     }
 }
+
+/// `fixture` (H2): precision, recall and F1 against the oracle, ranked by `rank-by`; people's
+/// adjudications may decide its runs.
+pub(crate) const ANALYSIS: Definition = Definition::new(AnalysisKind::FIXTURE, compute).with_options(&["rank-by"], read_options).taking_adjudication();
+
 
 pub fn compute(spec: &AnalysisSpec, input: &AnalysisInput<'_>) -> AnalysisResult {
     let mut result = base_result(spec);
@@ -223,6 +231,18 @@ fn ranking(rate: RankBy, mut cells: Vec<(String, Prf)>) -> Table {
         ]);
     }
     table
+}
+
+/// A `fixture` analysis's `rank-by`: the rate it ranks its cells by.
+fn read_options(t: &TableReader<'_, '_>, _context: &OptionsContext<'_>) -> AnalysisOptions {
+    let Some(r) = t.string("rank-by") else { return AnalysisOptions::None };
+    match RankBy::ALL.into_iter().find(|k| k.as_str() == r.get_ref()) {
+        Some(rank_by) => AnalysisOptions::RankBy(rank_by),
+        None => {
+            t.problems().push_with_help(r.span(), format!("unknown `rank-by` rate `{}`", r.get_ref()), "rates: f1, precision, recall");
+            AnalysisOptions::None
+        }
+    }
 }
 
 #[cfg(test)]

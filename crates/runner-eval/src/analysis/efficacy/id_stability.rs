@@ -1,6 +1,8 @@
 //! A6, finding-ID stability: the same finding (same file, line and normalized message) must
 //! carry the same id in every repeat, or dismissals and history stop matching it.
 
+use crate::analysis::definition::Definition;
+use crate::analysis::spec::AnalysisKind;
 use crate::analysis::matching::matcher::normalize_message;
 use crate::analysis::{data::DataList, model::missing_note, model::runs_of, model::truncate, model::AnalysisInput, model::AnalysisResult, model::Table};
 use crate::analysis::spec::AnalysisSpec;
@@ -24,6 +26,10 @@ pub(crate) struct Mismatch {
 
 /// Per subject: (file, line, normalized message) → (repeat → ids, the first message seen).
 type Locations<'a> = BTreeMap<(&'a str, u32, String), (BTreeMap<u32, BTreeSet<String>>, &'a str)>;
+
+/// `id-stability` (A6): finding IDs across repeats.
+pub(crate) const ANALYSIS: Definition = Definition::new(AnalysisKind::ID_STABILITY, compute);
+
 
 pub fn compute(spec: &AnalysisSpec, input: &AnalysisInput<'_>) -> AnalysisResult {
     let mut result = AnalysisResult::new(

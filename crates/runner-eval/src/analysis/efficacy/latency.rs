@@ -1,6 +1,9 @@
 //! A3, latency and throughput: wall-clock seconds per run and per hunk reviewed, from the
 //! times runner measured (and the model server's own timings where it reports them).
 
+use crate::analysis::definition::Definition;
+use crate::analysis::spec::AnalysisKind;
+use crate::analysis::chart::{Chart, ChartCells, Distribution, DistributionChart, Named, MAX_CHART_MARKS};
 use crate::analysis::{
     data::DataList, model::fmt_num, model::json_num, model::missing_in, model::missing_note, model::ratio, model::runs_of, model::AnalysisInput,
     model::AnalysisResult, model::Table,
@@ -16,6 +19,10 @@ struct Row {
     eval_ms: (f64, usize),
     prompt_eval_ms: (f64, usize),
 }
+
+/// `latency` (A3): seconds per run and per hunk, charted per cell.
+pub(crate) const ANALYSIS: Definition = Definition::new(AnalysisKind::LATENCY, compute).with_charts(charts);
+
 
 pub fn compute(spec: &AnalysisSpec, input: &AnalysisInput<'_>) -> AnalysisResult {
     let mut result = AnalysisResult::new(
@@ -106,6 +113,35 @@ pub fn compute(spec: &AnalysisSpec, input: &AnalysisInput<'_>) -> AnalysisResult
     }
     result.notes.extend(missing_note(input));
     result
+}
+
+/// A3's chart: the seconds of every run with a result, per cell (results.json `runs`).
+pub(crate) fn charts(_analysis: &AnalysisResult, cells: &dyn ChartCells) -> Vec<Named> {
+    const TITLE: &str = "Seconds per run, by cell";
+    if cells.count() > MAX_CHART_MARKS {
+        // One box per cell: too many to draw.
+        return cells
+            .any_run_seconds()
+            .then(|| Named { name: "seconds", chart: Chart::TooLarge { title: TITLE.into(), marks: cells.count() } })
+            .into_iter()
+            .collect();
+    }
+    let per_cell = cells.run_seconds();
+    if per_cell.is_empty() {
+        return Vec::new();
+    }
+    let distributions = per_cell.into_iter().map(|(label, values)| Distribution { label, values }).collect();
+    vec![Named {
+        name: "seconds",
+        chart: Chart::Distribution(DistributionChart {
+            title: TITLE.into(),
+            note: "Wall-clock time of each run with a result, as recorded when it ran. Box: quartiles; line: median; whiskers: fastest and slowest run.".into(),
+            x_label: "seconds per run".into(),
+            distributions,
+            range: None,
+            digits: 3,
+        }),
+    }]
 }
 
 #[cfg(test)]

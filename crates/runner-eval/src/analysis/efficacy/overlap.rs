@@ -1,6 +1,8 @@
 //! A1, same-diff swap: how far the findings of two values of one axis (two models, two
 //! prompts, …) coincide on the same subject, exactly and fuzzily.
 
+use crate::analysis::definition::{AxisUse, Definition};
+use crate::analysis::spec::AnalysisKind;
 use crate::analysis::matching::matcher::{describe_rule, exact_match, fuzzy_match, fuzzy_match_count, match_count};
 use crate::analysis::{
     model::axis_values, model::missing_note, model::one_or_many, model::AnalysisInput, model::AnalysisResult, model::RunView, model::Table, model::TableCell,
@@ -63,6 +65,10 @@ struct Comparison {
     runs_compared: usize,
     per_subject: BTreeMap<String, Counts>,
 }
+
+/// `overlap` (A1): findings shared between the values of one axis, which it must name.
+pub(crate) const ANALYSIS: Definition = Definition::new(AnalysisKind::OVERLAP, compute).with_axis(AxisUse::Required);
+
 
 pub fn compute(spec: &AnalysisSpec, input: &AnalysisInput<'_>) -> AnalysisResult {
     let mut result = AnalysisResult::new(

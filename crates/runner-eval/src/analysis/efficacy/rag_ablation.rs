@@ -1,6 +1,9 @@
 //! A10, RAG ablation: findings with symbol-definition retrieval off (axis value 0) against
 //! each setting with it on, for otherwise equal cells: counts, categories and overlap.
 
+use crate::analysis::definition::{AxisUse, Definition, OptionsContext};
+use crate::analysis::spec::{AnalysisKind, AnalysisOptions};
+use crate::config::TableReader;
 use crate::analysis::matching::matcher::describe_fuzzy_rule;
 use crate::analysis::efficacy::overlap::Counts;
 use crate::analysis::{
@@ -31,6 +34,12 @@ impl<'r, 'a> Side<'r, 'a> {
         }
     }
 }
+
+/// `rag-ablation` (A10): RAG on against off, along `rag_symbol_max_definitions` unless `axis`
+/// names another.
+pub(crate) const ANALYSIS: Definition =
+    Definition::new(AnalysisKind::RAG_ABLATION, compute).with_axis(AxisUse::DefaultsTo("rag_symbol_max_definitions")).with_options(&[], read_options);
+
 
 pub fn compute(spec: &AnalysisSpec, input: &AnalysisInput<'_>) -> AnalysisResult {
     let axis = spec.axis.as_deref().unwrap_or(DEFAULT_AXIS);
@@ -181,6 +190,14 @@ pub fn compute(spec: &AnalysisSpec, input: &AnalysisInput<'_>) -> AnalysisResult
     result.notes.push("Shared / only counts cover runs present on both sides for the same subject and repeat.".into());
     result.notes.extend(missing_note(input));
     result
+}
+
+/// A `rag-ablation` analysis reads no options, but its axis must be one with 0 among its values.
+fn read_options(t: &TableReader<'_, '_>, context: &OptionsContext<'_>) -> AnalysisOptions {
+    if !context.axes.contains(context.axis.unwrap_or_default()) {
+        t.problems().push(t.span(), "analysis `rag-ablation` needs a `rag_symbol_max_definitions` axis (or `axis = \"...\"`) with 0 among its values");
+    }
+    AnalysisOptions::None
 }
 
 #[cfg(test)]

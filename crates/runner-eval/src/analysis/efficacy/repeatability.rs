@@ -1,6 +1,8 @@
 //! A4, repeatability: how alike the findings of repeated runs of the same cell on the same
 //! subject are (pairwise Jaccard over fuzzy one-to-one matches).
 
+use crate::analysis::definition::Definition;
+use crate::analysis::spec::AnalysisKind;
 use crate::analysis::matching::matcher::{describe_fuzzy_rule, fuzzy_match, match_pairs};
 use crate::analysis::{
     data::DataList, model::fmt_ratio, model::json_num, model::missing_note, model::runs_of, model::AnalysisInput, model::AnalysisResult, model::Table,
@@ -166,6 +168,10 @@ fn pairwise(sets: &[&[Finding]], rule: &MatchRule, cell: &mut CellStats) -> Pair
     }
     local
 }
+
+/// `repeatability` (A4): Jaccard across repeats.
+pub(crate) const ANALYSIS: Definition = Definition::new(AnalysisKind::REPEATABILITY, compute);
+
 
 pub fn compute(spec: &AnalysisSpec, input: &AnalysisInput<'_>) -> AnalysisResult {
     let mut result = AnalysisResult::new(

@@ -3,6 +3,8 @@
 //! the problems the parser recorded in the raw output, plus the dry-run rule (findings must
 //! not be empty when the diff has hunks).
 
+use crate::analysis::definition::Definition;
+use crate::analysis::spec::AnalysisKind;
 use crate::analysis::{
     data::DataList, model::missing_in, model::missing_note, model::runs_of, model::truncate, model::AnalysisInput, model::AnalysisResult, model::RunView,
     model::Table,
@@ -53,6 +55,10 @@ pub(crate) fn run_problems(run: &RunView<'_>) -> Vec<String> {
     }
     out
 }
+
+/// `schema` (A7): every reviewer's output against stet's schema.
+pub(crate) const ANALYSIS: Definition = Definition::new(AnalysisKind::SCHEMA, compute);
+
 
 pub fn compute(spec: &AnalysisSpec, input: &AnalysisInput<'_>) -> AnalysisResult {
     let mut result = AnalysisResult::new(

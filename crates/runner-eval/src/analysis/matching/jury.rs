@@ -12,6 +12,8 @@
 //! its own reading of each review (its own candidate list), so its precision counts its own
 //! candidates; the matcher's counts the run's findings.
 
+use crate::analysis::definition::{Definition, Needs};
+use crate::analysis::spec::AnalysisKind;
 use crate::analysis::matching::judgements::{agreement, jury, Agreement, Decision, Golden, JudgementFile, Record};
 use crate::analysis::matching::matcher::{describe_rule_for, match_case_judged, report_text, Prf, Verdict};
 use crate::analysis::spec::AnalysisSpec;
@@ -27,6 +29,10 @@ struct Rater {
     file: JudgementFile,
     decisions: Vec<Decision>,
 }
+
+/// `jury`: the judges measured on every oracle finding of every run.
+pub(crate) const ANALYSIS: Definition = Definition::new(AnalysisKind::JURY, compute).needing(Needs::JUDGES);
+
 
 pub fn compute(spec: &AnalysisSpec, input: &AnalysisInput<'_>) -> AnalysisResult {
     let mut result = AnalysisResult::new(

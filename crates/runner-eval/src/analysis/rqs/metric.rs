@@ -4,6 +4,11 @@
 //! headline — the harmonic mean of severity-weighted recall, jury precision and actionability.
 //! Every number says which method produced it.
 
+use crate::analysis::definition::{Definition, Needs, OptionsContext};
+use crate::analysis::spec::{AnalysisKind, AnalysisOptions, RqsOptions};
+use crate::config::{resolve_path, TableReader};
+use toml::Spanned;
+use crate::analysis::chart::{BarChart, Chart, ChartCells, Named, Series};
 use crate::analysis::matching::matcher::{score_runs_judged, with_jury, Verdict};
 use crate::analysis::spec::AnalysisSpec;
 use crate::analysis::{
@@ -374,6 +379,12 @@ impl RqsScores {
     }
 }
 
+/// `rqs`: RQS v2 from the jury's verdicts and the alignment (`tau` or `calibration`, `anchor`,
+/// `shuffle-seed`), charted per cell.
+pub(crate) const ANALYSIS: Definition =
+    Definition::new(AnalysisKind::RQS, compute).needing(Needs::SCORING).with_options(&["tau", "calibration", "anchor", "shuffle-seed"], read_options).with_charts(charts);
+
+
 pub fn compute(spec: &AnalysisSpec, input: &AnalysisInput<'_>) -> AnalysisResult {
     let mut result = AnalysisResult::new(
         spec,
@@ -738,6 +749,57 @@ impl<'a> crate::analysis::model::AnalysisInput<'a> {
     pub fn rqs(&self) -> Option<&'a RqsInput> {
         self.extras.get()
     }
+}
+
+/// RQS v2: the headline and the three measures it is the harmonic mean of, per cell.
+pub(crate) fn charts(analysis: &AnalysisResult, labels: &dyn ChartCells) -> Vec<Named> {
+    chart(analysis, labels).into_iter().collect()
+}
+
+fn chart(analysis: &AnalysisResult, labels: &dyn ChartCells) -> Option<Named> {
+    let cells = analysis.data.get("cells")?.as_array()?;
+    if cells.is_empty() {
+        return None;
+    }
+    let measures = [
+        ("weighted_recall", "severity-weighted recall"),
+        ("precision_jury", "jury precision"),
+        ("actionability", "actionability"),
+        ("headline", "headline (harmonic mean)"),
+    ];
+    Some(Named {
+        name: "scores",
+        chart: Chart::Bars(BarChart {
+            title: "RQS v2 per cell".into(),
+            note: "The headline is the harmonic mean of the three measures above it; a value shown as – is undefined.".into(),
+            x_label: "score".into(),
+            groups: measures.iter().map(|(_, label)| label.to_string()).collect(),
+            series: cells
+                .iter()
+                .map(|c| Series {
+                    name: labels.label(c.get("cell").and_then(serde_json::Value::as_str).unwrap_or("?")),
+                    values: measures.iter().map(|(key, _)| c.get(*key).and_then(serde_json::Value::as_f64)).collect(),
+                })
+                .collect(),
+            range: Some((0.0, 1.0)),
+            digits: 3,
+        }),
+    })
+}
+
+/// An `rqs` analysis's `tau` or `calibration`, `anchor` and `shuffle-seed`.
+fn read_options(t: &TableReader<'_, '_>, context: &OptionsContext<'_>) -> AnalysisOptions {
+    let tau = t.float("tau", -1.0, 1.0).map(Spanned::into_inner);
+    let calibration = t.string("calibration").map(|c| resolve_path(context.base_dir, c.get_ref()));
+    if tau.is_some() && calibration.is_some() {
+        t.problems().push(t.span(), "analysis `rqs` takes `tau` or `calibration`, not both");
+    }
+    AnalysisOptions::Rqs(RqsOptions {
+        tau,
+        calibration,
+        anchor: t.string("anchor").map(|a| resolve_path(context.base_dir, a.get_ref())),
+        shuffle_seed: t.integer("shuffle-seed", 0, i64::MAX).map_or(0, |n| *n.get_ref() as u64),
+    })
 }
 
 #[cfg(test)]

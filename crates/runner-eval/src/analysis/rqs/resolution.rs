@@ -24,6 +24,10 @@
 //! `cat-file` process, each walk and each step's diff once, and each (commit, path) traced
 //! once ([`PathTrace`]), which then answers every finding at that path.
 
+use crate::analysis::definition::{Definition, Needs, OptionsContext};
+use crate::analysis::spec::{AnalysisKind, AnalysisOptions};
+use crate::config::TableReader;
+use crate::analysis::chart::{Chart, ChartCells, IntervalChart, IntervalPoint, Named};
 use crate::analysis::spec::{AnalysisSpec, ResolutionOptions};
 pub use crate::analysis::spec::{DEFAULT_TOLERANCE, DEFAULT_WINDOW};
 use crate::analysis::{
@@ -457,6 +461,11 @@ struct Listed {
     why: String,
 }
 
+/// `resolution`: seed 001's resolution rate from git (`window`, `tolerance`, `head`), charted per cell.
+pub(crate) const ANALYSIS: Definition =
+    Definition::new(AnalysisKind::RESOLUTION, compute).needing(Needs::HISTORY).with_options(&["window", "tolerance", "head"], read_options).with_charts(charts);
+
+
 pub fn compute(spec: &AnalysisSpec, input: &AnalysisInput<'_>) -> AnalysisResult {
     let options = spec.resolution().cloned().unwrap_or_default();
     let mut result = AnalysisResult::new(
@@ -599,6 +608,56 @@ impl<'a> crate::analysis::model::AnalysisInput<'a> {
     pub(crate) fn repository(&self) -> Option<&'a Repository> {
         self.extras.get()
     }
+}
+
+/// Seed 001's resolution rate from git: resolved / counted findings per cell, with the
+/// Wilson interval the analysis computed.
+pub(crate) fn charts(analysis: &AnalysisResult, labels: &dyn ChartCells) -> Vec<Named> {
+    chart(analysis, labels).into_iter().collect()
+}
+
+fn chart(analysis: &AnalysisResult, labels: &dyn ChartCells) -> Option<Named> {
+    let cells: Vec<CellData> = analysis.data_as().ok()?;
+    if cells.iter().all(|c| c.resolution.posted == 0) {
+        return None;
+    }
+    Some(Named {
+        name: "rate",
+        chart: Chart::Interval(IntervalChart {
+            title: "Resolution rate per cell (a proxy)".into(),
+            interval: "Whiskers: Wilson 95 % interval of resolved / counted findings (a later commit changed the flagged lines).".into(),
+            x_label: "resolved / counted".into(),
+            points: cells
+                .iter()
+                .map(|c| IntervalPoint { label: labels.label(&c.cell), value: c.resolution.rate, low: c.resolution.wilson_low, high: c.resolution.wilson_high })
+                .collect(),
+            range: Some((0.0, 1.0)),
+            digits: 3,
+        }),
+    })
+}
+
+/// A `resolution` analysis's `window`, `tolerance` and `head`.
+fn read_options(t: &TableReader<'_, '_>, _context: &OptionsContext<'_>) -> AnalysisOptions {
+    AnalysisOptions::Resolution(read_resolution(t))
+}
+
+fn read_resolution(t: &TableReader<'_, '_>) -> ResolutionOptions {
+    let mut options = ResolutionOptions::default();
+    if let Some(n) = t.integer("window", 1, 100_000) {
+        options.window = *n.get_ref() as usize;
+    }
+    if let Some(n) = t.integer("tolerance", 0, 1000) {
+        options.tolerance = *n.get_ref() as u32;
+    }
+    if let Some(h) = t.string("head") {
+        if h.get_ref().trim().is_empty() || h.get_ref().starts_with('-') {
+            t.problems().push(h.span(), format!("`head` must name a commit (a SHA or a ref), found `{}`", h.get_ref()));
+        } else {
+            options.head = Some(h.into_inner());
+        }
+    }
+    options
 }
 
 #[cfg(test)]

@@ -3,6 +3,8 @@
 //! only, per stage —, with the calls made, stopped and failed, beside runner's own wall time
 //! (named as runner's, never as the provider's latency).
 
+use crate::analysis::definition::Definition;
+use crate::analysis::spec::AnalysisKind;
 use crate::analysis::{
     data::DataList, model::fmt_num, model::json_num, model::missing_note, model::runs_of, model::AnalysisInput, model::AnalysisResult, model::Table,
     model::TableCell,
@@ -37,6 +39,10 @@ struct Cell {
     tokens: u64,
     runner_ms: u64,
 }
+
+/// `budget`: each review strategy's total budget, allocation and spend.
+pub(crate) const ANALYSIS: Definition = Definition::new(AnalysisKind::BUDGET, compute);
+
 
 pub fn compute(spec: &AnalysisSpec, input: &AnalysisInput<'_>) -> AnalysisResult {
     let mut result = AnalysisResult::new(

@@ -8,6 +8,10 @@
 //! of the cell metric across repeats is shown beside the interval, so run-to-run variance is
 //! visible. The p-values of one table are corrected together (Holm). Same seed, same bytes.
 
+use crate::analysis::definition::{Definition, OptionsContext};
+use crate::analysis::spec::{AnalysisKind, AnalysisOptions, MatchRule};
+use crate::config::{did_you_mean, TableReader};
+use crate::analysis::chart::{Chart, ChartCells, IntervalChart, IntervalPoint, Named};
 use crate::analysis::efficacy::repeatability::jaccard;
 use crate::analysis::matching::adjudication::adjudicate_described;
 use crate::analysis::matching::matcher::{describe_rule_for, score_runs_judged, with_jury, MatchCounts, ScoredRun, Verdict};
@@ -605,6 +609,12 @@ fn p_cell(p: Option<f64>) -> TableCell {
     p.map(format_p).unwrap_or_else(|| "–".to_string()).into()
 }
 
+/// `compare`: paired comparisons between the values of an axis, charted as their differences.
+pub(crate) const ANALYSIS: Definition = Definition::new(AnalysisKind::COMPARE, compute)
+    .with_options(&["metrics", "headline", "baseline", "resamples", "seed", "alpha", "min-effect", "interval"], read_options)
+    .with_charts(charts);
+
+
 pub fn compute(spec: &AnalysisSpec, input: &AnalysisInput<'_>) -> AnalysisResult {
     let options = spec.compare().cloned().unwrap_or_default();
     let axis = spec.axis.as_deref();
@@ -1075,6 +1085,129 @@ fn tables(comparisons: &[Comparison], finding_pairs: &[FindingPairs], options: &
 
 mod uncertain;
 pub use uncertain::UnderMatching;
+
+/// A comparison's differences B − A with their bootstrap intervals, one row per compared pair
+/// of the headline metrics (all metrics when none is a headline).
+pub(crate) fn charts(analysis: &AnalysisResult, _cells: &dyn ChartCells) -> Vec<Named> {
+    chart(analysis).into_iter().collect()
+}
+
+fn chart(analysis: &AnalysisResult) -> Option<Named> {
+    let data: CompareData = analysis.data_as().ok()?;
+    // The title names B and A when every row compares the same two values.
+    let first = data.comparisons.first()?;
+    let one_pair = data.comparisons.iter().all(|c| c.a_label == first.a_label && c.b_label == first.b_label);
+    let sides = if one_pair { format!("{} − {}", first.b_label, first.a_label) } else { format!("B − {}", first.a_label) };
+    let points: Vec<IntervalPoint> = data
+        .comparisons
+        .iter()
+        .filter(|c| data.headline.is_empty() || data.headline.contains(&c.metric))
+        .filter_map(|c| {
+            let value = c.difference?;
+            let (low, high) = c.interval.map_or((value, value), |i| (i.low, i.high));
+            let group = if c.group.is_empty() { String::new() } else { format!(" ({})", c.group) };
+            let side = if one_pair { String::new() } else { format!("{}: ", c.b_label) };
+            Some(IntervalPoint { label: format!("{side}{}{group}", c.metric.as_str()), value: Some(value), low: Some(low), high: Some(high) })
+        })
+        .collect();
+    if points.is_empty() {
+        return None;
+    }
+    let method = match data.interval {
+        crate::stats::IntervalMethod::Bca => "BCa",
+        crate::stats::IntervalMethod::Percentile => "percentile",
+    };
+    Some(Named {
+        name: "differences",
+        chart: Chart::Interval(IntervalChart {
+            title: format!("{}: {sides}", analysis.title),
+            interval: format!(
+                "paired {method} bootstrap {:.0} % interval over subjects ({} resamples, seed {})",
+                data.level * 100.0,
+                data.resamples,
+                data.seed
+            ),
+            x_label: "difference B − A".into(),
+            points,
+            range: None,
+            digits: 3,
+        }),
+    })
+}
+
+/// The options of a `compare` analysis; a `baseline` must be a value of its axis.
+fn read_options(t: &TableReader<'_, '_>, context: &OptionsContext<'_>) -> AnalysisOptions {
+    AnalysisOptions::Compare(read_compare(t, context.axis, context.matching))
+}
+
+fn read_compare(t: &TableReader<'_, '_>, axis: Option<&str>, matching: &MatchRule) -> CompareOptions {
+    let problems = t.problems();
+    let mut options = CompareOptions { matching: *matching, ..CompareOptions::default() };
+    // A list of unknown metrics is that mistake, not also an empty list.
+    let unknown = std::cell::Cell::new(false);
+    let read_metrics = |key: &str| -> Option<Vec<CompareMetric>> {
+        let list = t.strings(key)?;
+        let mut out = Vec::new();
+        for m in list {
+            match CompareMetric::parse(m.get_ref()) {
+                Some(metric) if !out.contains(&metric) => out.push(metric),
+                Some(_) => problems.push(m.span(), format!("metric `{}` is listed twice", m.get_ref())),
+                None => {
+                    let all: Vec<&str> = CompareMetric::ALL.iter().map(|m| m.as_str()).collect();
+                    let help = match did_you_mean(m.get_ref(), all.iter().copied()) {
+                        Some(best) => format!("did you mean `{best}`? (metrics: {})", all.join(", ")),
+                        None => format!("metrics: {}", all.join(", ")),
+                    };
+                    problems.push_with_help(m.span(), format!("unknown metric `{}`", m.get_ref()), help);
+                    unknown.set(true);
+                }
+            }
+        }
+        Some(out)
+    };
+    if let Some(metrics) = read_metrics("metrics") {
+        if metrics.is_empty() && !unknown.get() {
+            problems.push(t.span(), "analysis `compare` lists no `metrics`");
+        }
+        options.metrics = metrics;
+    }
+    options.headline = match read_metrics("headline") {
+        Some(h) => {
+            if let Some(stray) = h.iter().find(|m| !options.metrics.contains(m)) {
+                problems.push(t.key_span("headline").unwrap_or_else(|| t.span()), format!("headline metric `{}` is not among `metrics`", stray.as_str()));
+            }
+            h
+        }
+        None if options.metrics.contains(&CompareMetric::Recall) => vec![CompareMetric::Recall],
+        None => options.metrics.first().copied().into_iter().collect(),
+    };
+    if let Some(b) = t.string("baseline") {
+        if axis.is_none() {
+            problems.push(b.span(), "`baseline` names a value of `axis`; add the `axis` compared");
+        }
+        options.baseline = Some(b.into_inner());
+    }
+    if let Some(n) = t.integer("resamples", 100, 10_000_000) {
+        options.resamples = *n.get_ref() as usize;
+    }
+    if let Some(n) = t.integer("seed", 0, i64::MAX) {
+        options.seed = *n.get_ref() as u64;
+    }
+    if let Some(a) = t.float("alpha", 0.0001, 0.5) {
+        options.alpha = *a.get_ref();
+    }
+    if let Some(m) = t.float("min-effect", 0.0, 1e9) {
+        options.min_effect = *m.get_ref();
+    }
+    if let Some(i) = t.string("interval") {
+        match i.get_ref().as_str() {
+            "percentile" => options.interval = crate::stats::IntervalMethod::Percentile,
+            "bca" => options.interval = crate::stats::IntervalMethod::Bca,
+            other => problems.push_with_help(i.span(), format!("unknown interval method `{other}`"), "methods: bca (default), percentile"),
+        }
+    }
+    options
+}
 
 #[cfg(test)]
 mod tests;

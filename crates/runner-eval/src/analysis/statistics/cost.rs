@@ -1,6 +1,8 @@
 //! Cost: tokens, model time and requests per cell, from what each reviewer reported, set
 //! against the findings and hunks they bought.
 
+use crate::analysis::definition::Definition;
+use crate::analysis::spec::AnalysisKind;
 use crate::analysis::{
     data::DataList, model::fmt_num, model::json_num, model::missing_note, model::ratio, model::runs_of, model::AnalysisInput, model::AnalysisResult,
     model::Table, model::TableCell,
@@ -28,6 +30,10 @@ fn add<T: std::ops::Add<Output = T> + Copy>(sum: Option<T>, value: Option<T>) ->
         (s, None) => s,
     }
 }
+
+/// `cost`: tokens and durations per cell.
+pub(crate) const ANALYSIS: Definition = Definition::new(AnalysisKind::COST, compute);
+
 
 pub fn compute(spec: &AnalysisSpec, input: &AnalysisInput<'_>) -> AnalysisResult {
     let mut result = AnalysisResult::new(

@@ -1,0 +1,151 @@
+//! What a kind of analysis is and knows, in one value its module declares: its kind, how it
+//! computes, the options it reads from its `[[analysis]]` table, the charts it draws, what it
+//! reads beyond the runs, and how it uses the table's `axis` and `adjudication`. The registry (`analysis::ANALYSES`) lists one per
+//! kind; nothing else switches on a kind to read, chart or check it.
+
+use super::chart::{ChartCells, Named};
+use super::spec::{AnalysisKind, AnalysisOptions, AnalysisSpec, MatchRule};
+use super::{AnalysisInput, AnalysisResult};
+use crate::config::TableReader;
+use std::collections::BTreeSet;
+use std::path::Path;
+
+/// How an analysis computes its result over the runs.
+pub type Compute = fn(&AnalysisSpec, &AnalysisInput<'_>) -> AnalysisResult;
+
+/// How an analysis reads the options of its own from its table, every problem located.
+pub type ReadOptions = fn(&TableReader<'_, '_>, &OptionsContext<'_>) -> AnalysisOptions;
+
+/// The charts an analysis draws from its result and the cells around it.
+pub type Charts = fn(&AnalysisResult, &dyn ChartCells) -> Vec<Named>;
+
+/// What an options reader may need beyond its table: what the table's shared keys said.
+pub struct OptionsContext<'a> {
+    /// The table's `axis` (or the kind's default axis).
+    pub axis: Option<&'a str>,
+    /// Every axis of the manifest's matrix.
+    pub axes: &'a BTreeSet<String>,
+    /// The table's rule for matching findings between runs.
+    pub matching: &'a MatchRule,
+    /// The directory the manifest's relative paths start from.
+    pub base_dir: &'a Path,
+}
+
+/// How an analysis uses the table's `axis`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AxisUse {
+    /// It may name one (a comparison between its values), or not.
+    Optional,
+    /// It compares the values of one axis and must name it.
+    Required,
+    /// This axis, unless the table names another.
+    DefaultsTo(&'static str),
+}
+
+/// What an analysis reads beyond the runs' outcomes; the plan makes it wait for each, and the
+/// manifest check asks a target and judges that provide them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Needs {
+    /// The subjects' diffs (their files and scopes).
+    pub subjects: bool,
+    /// The later commits of a history target's repository.
+    pub history: bool,
+    /// The scoring stages' values (RQS v2's jury, claims and embeddings).
+    pub scoring: bool,
+    /// The judges, each asked about every pair at the place.
+    pub judges: bool,
+}
+
+impl Needs {
+    pub const SUBJECTS: Self = Self { subjects: true, history: false, scoring: false, judges: false };
+    pub const HISTORY: Self = Self { subjects: false, history: true, scoring: false, judges: false };
+    pub const SCORING: Self = Self { subjects: false, history: false, scoring: true, judges: false };
+    pub const JUDGES: Self = Self { subjects: false, history: false, scoring: false, judges: true };
+}
+
+/// One analysis kind, as its module declares it.
+pub struct Definition {
+    kind: AnalysisKind,
+    compute: Compute,
+    options: Option<(&'static [&'static str], ReadOptions)>,
+    charts: Option<Charts>,
+    axis: AxisUse,
+    adjudication: bool,
+    needs: Needs,
+}
+
+impl Definition {
+    /// A kind that computes its result and takes only the shared keys.
+    pub const fn new(kind: AnalysisKind, compute: Compute) -> Self {
+        Self {
+            kind,
+            compute,
+            options: None,
+            charts: None,
+            axis: AxisUse::Optional,
+            adjudication: false,
+            needs: Needs { subjects: false, history: false, scoring: false, judges: false },
+        }
+    }
+
+    /// The keys of its own it reads (`keys`, for messages about the keys of other kinds) and how.
+    pub const fn with_options(self, keys: &'static [&'static str], read: ReadOptions) -> Self {
+        Self { options: Some((keys, read)), ..self }
+    }
+
+    /// The charts it draws beside its tables.
+    pub const fn with_charts(self, charts: Charts) -> Self {
+        Self { charts: Some(charts), ..self }
+    }
+
+    /// How it uses `axis`.
+    pub const fn with_axis(self, axis: AxisUse) -> Self {
+        Self { axis, ..self }
+    }
+
+    /// It scores runs one by one, so people's adjudications can decide them (`adjudication`).
+    pub const fn taking_adjudication(self) -> Self {
+        Self { adjudication: true, ..self }
+    }
+
+    /// What it reads beyond the runs' outcomes.
+    pub const fn needing(self, needs: Needs) -> Self {
+        Self { needs, ..self }
+    }
+
+    pub fn kind(&self) -> AnalysisKind {
+        self.kind
+    }
+
+    /// Its result over the runs (the tables are folded by `analysis::compute`).
+    pub fn compute(&self, spec: &AnalysisSpec, input: &AnalysisInput<'_>) -> AnalysisResult {
+        (self.compute)(spec, input)
+    }
+
+    /// The charts it draws of `result` (none for a kind without charts).
+    pub fn charts(&self, result: &AnalysisResult, cells: &dyn ChartCells) -> Vec<Named> {
+        self.charts.map_or_else(Vec::new, |charts| charts(result, cells))
+    }
+
+    /// The keys of its own its table may hold.
+    pub(crate) fn option_keys(&self) -> &'static [&'static str] {
+        self.options.map_or(&[], |(keys, _)| keys)
+    }
+
+    /// Its options, read from its table (`AnalysisOptions::None` for a kind without any).
+    pub(crate) fn read_options(&self, t: &TableReader<'_, '_>, context: &OptionsContext<'_>) -> AnalysisOptions {
+        self.options.map_or(AnalysisOptions::None, |(_, read)| read(t, context))
+    }
+
+    pub(crate) fn axis(&self) -> AxisUse {
+        self.axis
+    }
+
+    pub(crate) fn takes_adjudication(&self) -> bool {
+        self.adjudication
+    }
+
+    pub fn needs(&self) -> Needs {
+        self.needs
+    }
+}
