@@ -4,6 +4,7 @@
 //! kind; nothing else switches on a kind to read, chart or check it.
 
 use super::chart::{ChartCells, Named};
+pub use super::spec::Needs;
 use super::spec::{AnalysisKind, AnalysisOptions, AnalysisSpec, MatchRule};
 use super::{AnalysisInput, AnalysisResult};
 use crate::config::TableReader;
@@ -40,27 +41,6 @@ pub enum AxisUse {
     Required,
     /// This axis, unless the table names another.
     DefaultsTo(&'static str),
-}
-
-/// What an analysis reads beyond the runs' outcomes; the plan makes it wait for each, and the
-/// manifest check asks a target and judges that provide them.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub struct Needs {
-    /// The subjects' diffs (their files and scopes).
-    pub subjects: bool,
-    /// The later commits of a history target's repository.
-    pub history: bool,
-    /// The scoring stages' values (RQS v2's jury, claims and embeddings).
-    pub scoring: bool,
-    /// The judges, each asked about every pair at the place.
-    pub judges: bool,
-}
-
-impl Needs {
-    pub const SUBJECTS: Self = Self { subjects: true, history: false, scoring: false, judges: false };
-    pub const HISTORY: Self = Self { subjects: false, history: true, scoring: false, judges: false };
-    pub const SCORING: Self = Self { subjects: false, history: false, scoring: true, judges: false };
-    pub const JUDGES: Self = Self { subjects: false, history: false, scoring: false, judges: true };
 }
 
 /// One analysis kind, as its module declares it.

@@ -29,6 +29,27 @@ pub struct AnalysisSpec {
     pub options: AnalysisOptions,
 }
 
+/// What an analysis reads beyond the runs' outcomes; the plan makes it wait for each, and the
+/// manifest check asks a target and judges that provide them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Needs {
+    /// The subjects' diffs (their files and scopes).
+    pub subjects: bool,
+    /// The later commits of a history target's repository.
+    pub history: bool,
+    /// The scoring stages' values (RQS v2's jury, claims and embeddings).
+    pub scoring: bool,
+    /// The judges, each asked about every pair at the place.
+    pub judges: bool,
+}
+
+impl Needs {
+    pub const SUBJECTS: Self = Self { subjects: true, history: false, scoring: false, judges: false };
+    pub const HISTORY: Self = Self { subjects: false, history: true, scoring: false, judges: false };
+    pub const SCORING: Self = Self { subjects: false, history: false, scoring: true, judges: false };
+    pub const JUDGES: Self = Self { subjects: false, history: false, scoring: false, judges: true };
+}
+
 /// The options an analysis kind takes of its own: one kind's, or none.
 #[derive(Debug, Clone, Default, Serialize)]
 #[serde(rename_all = "kebab-case")]
@@ -354,7 +375,7 @@ impl Default for CompareOptions {
 
 impl AnalysisSpec {
     /// What its kind reads beyond the runs' outcomes.
-    pub fn needs(&self) -> super::definition::Needs {
+    pub fn needs(&self) -> Needs {
         super::definition_of(self.kind).map_or_else(Default::default, |d| d.needs())
     }
 
