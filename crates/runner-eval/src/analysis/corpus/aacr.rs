@@ -576,7 +576,6 @@ fn thousands(n: usize) -> String {
 /// `aacr`: AACR-Bench's own location rule and order against its gold (`gold`).
 pub(crate) const ANALYSIS: Definition = Definition::new(AnalysisKind::AACR, compute).with_options(&["gold"], read_options);
 
-
 pub fn compute(spec: &AnalysisSpec, input: &AnalysisInput<'_>) -> AnalysisResult {
     let mut result = AnalysisResult::new(
         spec,

@@ -384,7 +384,6 @@ const SCORE_COLUMNS: [&str; 11] = [
 /// adjudications may decide its runs.
 pub(crate) const ANALYSIS: Definition = Definition::new(AnalysisKind::REVIEW_EVAL, compute).with_charts(charts).taking_adjudication();
 
-
 pub fn compute(spec: &AnalysisSpec, input: &AnalysisInput<'_>) -> AnalysisResult {
     let mut result = base_result(spec);
     let Some(oracle) = input.oracle else {

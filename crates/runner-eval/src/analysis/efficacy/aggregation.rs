@@ -108,7 +108,6 @@ pub(crate) fn aggregate(
 /// `aggregation` (A8): the union of a cell's repeats against the average single run.
 pub(crate) const ANALYSIS: Definition = Definition::new(AnalysisKind::AGGREGATION, compute);
 
-
 pub fn compute(spec: &AnalysisSpec, input: &AnalysisInput<'_>) -> AnalysisResult {
     let oracle = input.oracle;
     let mut table = Table::with_columns(

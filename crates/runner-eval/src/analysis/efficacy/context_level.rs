@@ -69,7 +69,6 @@ pub(crate) fn level(finding: &Finding, scope: &DiffScope) -> Level {
 /// `context-level` (A9): the diff, file or repository context of each finding.
 pub(crate) const ANALYSIS: Definition = Definition::new(AnalysisKind::CONTEXT_LEVEL, compute).needing(Needs::SUBJECTS);
 
-
 pub fn compute(spec: &AnalysisSpec, input: &AnalysisInput<'_>) -> AnalysisResult {
     let mut table = Table::with_columns("", ["Cell", "Findings", "diff", "file", "repo", "diff share", "file share", "repo share"].map(String::from).to_vec());
     let mut cells_json = Vec::new();

@@ -46,7 +46,6 @@ impl Group {
 /// `distribution` (A5): findings by category and severity, charted per cell.
 pub(crate) const ANALYSIS: Definition = Definition::new(AnalysisKind::DISTRIBUTION, compute).with_charts(charts);
 
-
 pub fn compute(spec: &AnalysisSpec, input: &AnalysisInput<'_>) -> AnalysisResult {
     let grouping = match spec.axis.as_deref() {
         Some(axis) => format!("value of `{axis}`"),

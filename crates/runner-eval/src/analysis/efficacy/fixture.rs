@@ -114,7 +114,6 @@ fn base_result(spec: &AnalysisSpec) -> AnalysisResult {
 /// adjudications may decide its runs.
 pub(crate) const ANALYSIS: Definition = Definition::new(AnalysisKind::FIXTURE, compute).with_options(&["rank-by"], read_options).taking_adjudication();
 
-
 pub fn compute(spec: &AnalysisSpec, input: &AnalysisInput<'_>) -> AnalysisResult {
     let mut result = base_result(spec);
     let Some(oracle) = input.oracle else {

@@ -30,7 +30,6 @@ type Locations<'a> = BTreeMap<(&'a str, u32, String), (BTreeMap<u32, BTreeSet<St
 /// `id-stability` (A6): finding IDs across repeats.
 pub(crate) const ANALYSIS: Definition = Definition::new(AnalysisKind::ID_STABILITY, compute);
 
-
 pub fn compute(spec: &AnalysisSpec, input: &AnalysisInput<'_>) -> AnalysisResult {
     let mut result = AnalysisResult::new(
         spec,

@@ -23,7 +23,6 @@ struct Row {
 /// `latency` (A3): seconds per run and per hunk, charted per cell.
 pub(crate) const ANALYSIS: Definition = Definition::new(AnalysisKind::LATENCY, compute).with_charts(charts);
 
-
 pub fn compute(spec: &AnalysisSpec, input: &AnalysisInput<'_>) -> AnalysisResult {
     let mut result = AnalysisResult::new(
         spec,

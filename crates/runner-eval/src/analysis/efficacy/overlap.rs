@@ -69,7 +69,6 @@ struct Comparison {
 /// `overlap` (A1): findings shared between the values of one axis, which it must name.
 pub(crate) const ANALYSIS: Definition = Definition::new(AnalysisKind::OVERLAP, compute).with_axis(AxisUse::Required);
 
-
 pub fn compute(spec: &AnalysisSpec, input: &AnalysisInput<'_>) -> AnalysisResult {
     let mut result = AnalysisResult::new(
         spec,

@@ -40,7 +40,6 @@ impl<'r, 'a> Side<'r, 'a> {
 pub(crate) const ANALYSIS: Definition =
     Definition::new(AnalysisKind::RAG_ABLATION, compute).with_axis(AxisUse::DefaultsTo("rag_symbol_max_definitions")).with_options(&[], read_options);
 
-
 pub fn compute(spec: &AnalysisSpec, input: &AnalysisInput<'_>) -> AnalysisResult {
     let axis = spec.axis.as_deref().unwrap_or(DEFAULT_AXIS);
     let mut result = AnalysisResult::new(

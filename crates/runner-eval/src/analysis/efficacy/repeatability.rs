@@ -172,7 +172,6 @@ fn pairwise(sets: &[&[Finding]], rule: &MatchRule, cell: &mut CellStats) -> Pair
 /// `repeatability` (A4): Jaccard across repeats.
 pub(crate) const ANALYSIS: Definition = Definition::new(AnalysisKind::REPEATABILITY, compute);
 
-
 pub fn compute(spec: &AnalysisSpec, input: &AnalysisInput<'_>) -> AnalysisResult {
     let mut result = AnalysisResult::new(
         spec,

@@ -59,7 +59,6 @@ pub(crate) fn run_problems(run: &RunView<'_>) -> Vec<String> {
 /// `schema` (A7): every reviewer's output against stet's schema.
 pub(crate) const ANALYSIS: Definition = Definition::new(AnalysisKind::SCHEMA, compute);
 
-
 pub fn compute(spec: &AnalysisSpec, input: &AnalysisInput<'_>) -> AnalysisResult {
     let mut result = AnalysisResult::new(
         spec,

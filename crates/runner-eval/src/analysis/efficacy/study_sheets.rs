@@ -12,7 +12,6 @@ use crate::analysis::spec::AnalysisSpec;
 /// `study`: seed 000's human studies from filled sheets (`study`, `sheets`, `key`).
 pub(crate) const ANALYSIS: Definition = Definition::new(AnalysisKind::STUDY, compute).with_options(&["study", "sheets", "key"], read_options);
 
-
 pub fn compute(spec: &AnalysisSpec, _input: &AnalysisInput<'_>) -> AnalysisResult {
     let mut r = AnalysisResult::new(spec, "H", "Human study", "A human study read from its filled sheets.");
     r.notes.push("The study's sheets are read by the experiment, not by this function.".into());

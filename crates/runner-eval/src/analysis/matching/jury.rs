@@ -33,7 +33,6 @@ struct Rater {
 /// `jury`: the judges measured on every oracle finding of every run.
 pub(crate) const ANALYSIS: Definition = Definition::new(AnalysisKind::JURY, compute).needing(Needs::JUDGES);
 
-
 pub fn compute(spec: &AnalysisSpec, input: &AnalysisInput<'_>) -> AnalysisResult {
     let mut result = AnalysisResult::new(
         spec,

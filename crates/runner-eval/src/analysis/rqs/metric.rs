@@ -384,7 +384,6 @@ impl RqsScores {
 pub(crate) const ANALYSIS: Definition =
     Definition::new(AnalysisKind::RQS, compute).needing(Needs::SCORING).with_options(&["tau", "calibration", "anchor", "shuffle-seed"], read_options).with_charts(charts);
 
-
 pub fn compute(spec: &AnalysisSpec, input: &AnalysisInput<'_>) -> AnalysisResult {
     let mut result = AnalysisResult::new(
         spec,

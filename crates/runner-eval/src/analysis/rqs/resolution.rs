@@ -465,7 +465,6 @@ struct Listed {
 pub(crate) const ANALYSIS: Definition =
     Definition::new(AnalysisKind::RESOLUTION, compute).needing(Needs::HISTORY).with_options(&["window", "tolerance", "head"], read_options).with_charts(charts);
 
-
 pub fn compute(spec: &AnalysisSpec, input: &AnalysisInput<'_>) -> AnalysisResult {
     let options = spec.resolution().cloned().unwrap_or_default();
     let mut result = AnalysisResult::new(

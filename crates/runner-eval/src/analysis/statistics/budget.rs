@@ -43,7 +43,6 @@ struct Cell {
 /// `budget`: each review strategy's total budget, allocation and spend.
 pub(crate) const ANALYSIS: Definition = Definition::new(AnalysisKind::BUDGET, compute);
 
-
 pub fn compute(spec: &AnalysisSpec, input: &AnalysisInput<'_>) -> AnalysisResult {
     let mut result = AnalysisResult::new(
         spec,

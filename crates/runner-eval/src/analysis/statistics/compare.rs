@@ -614,7 +614,6 @@ pub(crate) const ANALYSIS: Definition = Definition::new(AnalysisKind::COMPARE, c
     .with_options(&["metrics", "headline", "baseline", "resamples", "seed", "alpha", "min-effect", "interval"], read_options)
     .with_charts(charts);
 
-
 pub fn compute(spec: &AnalysisSpec, input: &AnalysisInput<'_>) -> AnalysisResult {
     let options = spec.compare().cloned().unwrap_or_default();
     let axis = spec.axis.as_deref();

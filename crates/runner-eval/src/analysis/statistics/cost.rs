@@ -34,7 +34,6 @@ fn add<T: std::ops::Add<Output = T> + Copy>(sum: Option<T>, value: Option<T>) ->
 /// `cost`: tokens and durations per cell.
 pub(crate) const ANALYSIS: Definition = Definition::new(AnalysisKind::COST, compute);
 
-
 pub fn compute(spec: &AnalysisSpec, input: &AnalysisInput<'_>) -> AnalysisResult {
     let mut result = AnalysisResult::new(
         spec,
