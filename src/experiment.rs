@@ -116,7 +116,7 @@ type Scoring = (Option<Arc<ExperimentScorers>>, BTreeMap<usize, RqsResources>);
 /// The scoring clients, when the plan has scoring nodes, and each `rqs` analysis's τ and
 /// anchor set. Analyzers are looked up only when the plan has smells, and never by a frozen
 /// execution (`scoring::analyzers_for`).
-fn load_scoring(manifest: &Manifest, plan: &Plan, cache: &CacheStore, frozen: bool, oracle: Option<&Oracle>) -> Result<Scoring, Error> {
+fn load_scoring(manifest: &Manifest, plan: &Plan, cache: &dyn Store, frozen: bool, oracle: Option<&Oracle>) -> Result<Scoring, Error> {
     let counts = plan.node_counts();
     if !counts.keys().any(|k| matches!(k, plan::NodeKind::Score(_))) {
         return Ok((None, BTreeMap::new()));
@@ -636,8 +636,7 @@ pub fn show(prepared: &Prepared, selection: &report::show::Selection, warn: crat
     let rule = show_rule(prepared);
     let oracle = prepared.oracle.as_ref().map(|o| (o, &rule));
     let store = prepared.store(warn);
-    let source = report::show::Source { store: store.as_ref(), local: &prepared.cache };
-    Ok(report::show::collect(&prepared.manifest.experiment.name, &prepared.plan, source, oracle, selection)?)
+    Ok(report::show::collect(&prepared.manifest.experiment.name, &prepared.plan, store.as_ref(), oracle, selection)?)
 }
 
 /// `runner show` on a results.json: the findings of the runs it recorded that `selection`
@@ -652,13 +651,12 @@ pub fn show_recorded(
     let rule = show_rule(prepared);
     let oracle = prepared.oracle.as_ref().map(|o| (o, &rule));
     let store = prepared.store(warn);
-    let source = report::show::Source { store: store.as_ref(), local: &prepared.cache };
     let sole_reviewer = match prepared.manifest.reviewers.entries.as_slice() {
         [one] => Some(one.name.as_str()),
         _ => None,
     };
     let recorded = report::show::Recorded { results, plan: &prepared.plan, sole_reviewer };
-    Ok(report::show::collect_recorded(&recorded, source, oracle, selection)?)
+    Ok(report::show::collect_recorded(&recorded, store.as_ref(), oracle, selection)?)
 }
 
 /// One execution for `runner report`: its results.json, the plots beside it and, through the

@@ -11,7 +11,7 @@ use crate::analysis::matching::judgements::{recorded_decisions, JudgementFile, R
 use crate::analysis::matching::matcher::{judge_pairs, MatchVotes};
 use crate::analysis::rqs::metric::{EmbedderInfo, FindingVotes, JudgeInfo, RqsInput, RunScoring, StageCost, SubjectReferences, Vote};
 use crate::analysis::spec::OracleRule;
-use crate::cache::CacheStore;
+use crate::cache::Store;
 use crate::exec::{Call, CallCost, CallFuture, NodeInputs, ScoredView, Scorers, WalkView};
 use crate::finding::Finding;
 use crate::ground_truth::oracle::Oracle;
@@ -131,7 +131,7 @@ pub(crate) fn analyzers_for(
     smells_of: &BTreeSet<&str>,
     tools_dir: &std::path::Path,
     frozen: bool,
-    cache: &CacheStore,
+    cache: &dyn Store,
 ) -> Result<Option<AnalyzerSet>, String> {
     let kinds = &scoring.analyzers;
     if smells_of.is_empty() || kinds.is_empty() {
@@ -163,11 +163,11 @@ pub(crate) fn analyzers_for(
         (Some(set), None) => Ok(Some(set)),
         (None, _) => Err(format!(
             "--frozen reads the analyzers' versions ({names}) from the manifest or the cache, never from the installed tools, and the cache `{}` holds no smells of these subjects under runner's settings for them: pin them in [pseudo-references] `analyzer-versions`, or run without --frozen",
-            cache.root().display()
+            cache.location()
         )),
         (Some(a), Some(b)) => Err(format!(
             "--frozen: the cache `{}` holds smells of these subjects from more than one analyzer version ({}; {}…): pin the ones to reproduce in [pseudo-references] `analyzer-versions`",
-            cache.root().display(),
+            cache.location(),
             versions_of(&a),
             versions_of(&b)
         )),
@@ -740,13 +740,7 @@ pub const EMBED_BATCH: usize = 256;
 /// Embeds `texts` in batches of [`EMBED_BATCH`], each batch a cached `embed` value keyed like
 /// a scoring call's (the embedder's fingerprint and the texts), so a second run embeds
 /// nothing and `frozen` embeds nothing at all (failing when a batch is missing).
-pub async fn embed_cached(
-    embedder: &Embedder,
-    cache: &crate::cache::CacheStore,
-    experiment: &str,
-    texts: &[String],
-    frozen: bool,
-) -> Result<EmbeddedTexts, String> {
+pub async fn embed_cached(embedder: &Embedder, cache: &dyn Store, experiment: &str, texts: &[String], frozen: bool) -> Result<EmbeddedTexts, String> {
     let mut out = EmbeddedTexts { vectors: std::collections::HashMap::new(), cached: 0, fresh: 0 };
     let fingerprint = embedder.fingerprint();
     for batch in texts.chunks(EMBED_BATCH) {
@@ -757,7 +751,7 @@ pub async fn embed_cached(
                 out.cached += 1;
                 value
             }
-            _ if frozen => return Err(format!("an embedding batch of {} texts is not in the cache `{}` (frozen)", batch.len(), cache.root().display())),
+            _ if frozen => return Err(format!("an embedding batch of {} texts is not in the cache `{}` (frozen)", batch.len(), cache.location())),
             _ => {
                 let embedded = embedder.embed(batch).await.map_err(|e| e.to_string())?;
                 let value = json!({"vectors": encode_vectors(&embedded.vectors), "tokens": embedded.tokens, "seconds": embedded.seconds});
@@ -816,7 +810,7 @@ mod tests {
     fn a_frozen_execution_keys_smells_with_pinned_or_cached_versions_never_the_tools() {
         use crate::smells::AnalyzerKind;
         let dir = tempfile::tempdir().expect("tempdir");
-        let cache = CacheStore::new(dir.path().join("cache"));
+        let cache = crate::cache::CacheStore::new(dir.path().join("cache"));
         let kinds = vec![AnalyzerKind::Ruff];
         let versions = |ruff: &str| -> BTreeMap<String, String> { [("ruff".to_string(), ruff.to_string())].into_iter().collect() };
         let mut scoring = Scoring { analyzers: kinds.clone(), ..Scoring::default() };

@@ -11,7 +11,7 @@ use std::sync::Arc;
 /// `runner show`: what the selected runs' reviewers said, from the cache. A manifest shows
 /// the runs it plans now; a results.json (or its directory) the runs it recorded.
 pub(crate) fn run(args: &ShowArgs) -> Result<Exit, Error> {
-    use runner::report::show::{self, Selection, ShowError, Source};
+    use runner::report::show::{self, Selection, ShowError};
     let target = &args.target;
     let is_manifest = target.extension().is_some_and(|e| e == "toml");
     let is_results = !is_manifest && (target.is_dir() || target.extension().is_some_and(|e| e == "json"));
@@ -27,7 +27,7 @@ pub(crate) fn run(args: &ShowArgs) -> Result<Exit, Error> {
         experiment::show_recorded(&prepared, &results, &selection, Arc::new(|message| warn(&message)))?
     } else {
         let store = runner::cache::CacheStore::new(args.locations.cache_dir.clone().unwrap_or_else(|| PathBuf::from("cache")));
-        show::collect_run(Source::local(&store), &target.display().to_string())?
+        show::collect_run(&store, &target.display().to_string())?
     };
     if args.json {
         outln!("{}", serde_json::to_string_pretty(&shown).unwrap_or_default());

@@ -443,6 +443,15 @@ impl runner::cache::Store for CountingStore {
         self.inner.lookup(key)
     }
 
+    fn location(&self) -> String {
+        runner::cache::Store::location(&self.inner)
+    }
+
+    fn raw_output(&self, record: &runner::cache::RunRecord) -> Result<String, runner::cache::EntryError> {
+        self.count(1);
+        self.inner.raw_output(record)
+    }
+
     fn lookup_batch(&self, keys: &[&runner::cache::CacheKey]) -> Vec<runner::cache::Lookup> {
         self.count(keys.len());
         runner::cache::Store::lookup_batch(&self.inner, keys)

@@ -8,7 +8,7 @@
 use super::model::{Results, RunRow};
 use crate::analysis::matching::matcher::{match_case, Verdict};
 use crate::analysis::spec::OracleRule;
-use crate::cache::{CacheKey, CacheStore, Findings, Lookup, RunRecord, Store};
+use crate::cache::{CacheKey, Findings, Lookup, RunRecord, Store};
 use crate::exec::RunOutcome;
 use crate::finding::Finding;
 use crate::ground_truth::oracle::Oracle;
@@ -26,22 +26,6 @@ pub struct Selection {
     pub repeat: Option<u32>,
     /// A cache key or a prefix of one (results.json's and RESULTS.md's `key` column).
     pub key: Option<String>,
-}
-
-/// Where shown runs are read from: the store executions read through (lookups and recorded
-/// failures, the remote behind the local cache when one is configured), and that local cache,
-/// which alone lists run keys by prefix and holds a pipeline run's raw output once looked up.
-#[derive(Clone, Copy)]
-pub struct Source<'a> {
-    pub store: &'a dyn Store,
-    pub local: &'a CacheStore,
-}
-
-impl<'a> Source<'a> {
-    /// A local cache alone.
-    pub fn local(cache: &'a CacheStore) -> Self {
-        Source { store: cache, local: cache }
-    }
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -280,11 +264,11 @@ pub struct ShownCall {
 }
 
 /// A pipeline run's stages from its raw output (nothing for other reviewers).
-fn stages_of(cache: &CacheStore, record: &RunRecord) -> Vec<ShownStage> {
+fn stages_of(store: &dyn Store, record: &RunRecord) -> Vec<ShownStage> {
     if record.inputs.reviewer_kind != "pipeline" {
         return Vec::new();
     }
-    let Ok(raw) = cache.raw_output(record) else { return Vec::new() };
+    let Ok(raw) = store.raw_output(record) else { return Vec::new() };
     serde_json::from_str::<serde_json::Value>(&raw).ok().and_then(|v| serde_json::from_value(v["stages"].clone()).ok()).unwrap_or_default()
 }
 
@@ -314,10 +298,10 @@ pub struct Shown {
     pub runs: Vec<ShownRun>,
 }
 
-/// The findings of the planned runs `selection` picks, read through `source` (a read-only
+/// The findings of the planned runs `selection` picks, read through `store` (a read-only
 /// lookup: nothing is run or locked). With an oracle, each finding of a subject it knows
 /// carries its verdict under `rule`.
-pub fn collect(experiment: &str, plan: &Plan, source: Source<'_>, oracle: Option<(&Oracle, &OracleRule)>, selection: &Selection) -> Result<Shown, ShowError> {
+pub fn collect(experiment: &str, plan: &Plan, store: &dyn Store, oracle: Option<(&Oracle, &OracleRule)>, selection: &Selection) -> Result<Shown, ShowError> {
     let selection = selection.resolved(plan.subjects.keys().map(String::as_str))?;
     let selected: Vec<&PlannedRun> = plan.runs.iter().filter(|r| selection.matches(r)).collect();
     if selected.is_empty() && selection.narrows() {
@@ -330,12 +314,12 @@ pub fn collect(experiment: &str, plan: &Plan, source: Source<'_>, oracle: Option
         });
     }
     let keys: Vec<&CacheKey> = selected.iter().map(|r| &r.key).collect();
-    let lookups = source.store.lookup_batch(&keys);
+    let lookups = store.lookup_batch(&keys);
     let runs = selected
         .into_iter()
         .zip(lookups)
         .map(|(run, lookup)| {
-            let read = read_run(source, &run.key, lookup);
+            let read = read_run(store, &run.key, lookup);
             let verdicts = oracle.and_then(|(o, rule)| verdicts(&read.findings, &run.subject_id, o, rule));
             ShownRun {
                 run: run.label(),
@@ -369,14 +353,9 @@ pub struct Recorded<'a> {
 /// The findings of the runs results.json recorded that `selection` picks, whatever its
 /// manifest plans now: each run is read under the key results.json recorded for it (its
 /// first digits, completed from the plan when the plan still has that run, else from the
-/// cache's keys), through `source`. With an oracle, each finding of a subject it knows
+/// cache's keys), through `store`. With an oracle, each finding of a subject it knows
 /// carries its verdict under `rule`; a recorded failure is shown as recorded.
-pub fn collect_recorded(
-    recorded: &Recorded<'_>,
-    source: Source<'_>,
-    oracle: Option<(&Oracle, &OracleRule)>,
-    selection: &Selection,
-) -> Result<Shown, ShowError> {
+pub fn collect_recorded(recorded: &Recorded<'_>, store: &dyn Store, oracle: Option<(&Oracle, &OracleRule)>, selection: &Selection) -> Result<Shown, ShowError> {
     let results = recorded.results;
     let experiment = results.experiment.name.as_str();
     let selection = selection.resolved(results.target.subjects.iter().chain(results.runs.iter().map(|r| &r.subject)).map(String::as_str))?;
@@ -396,7 +375,7 @@ pub fn collect_recorded(
             Some(k) if k.len() > recorded_key.len() && !k.starts_with(recorded_key.as_str()) => continue,
             _ => {}
         }
-        let full = full_key(&recorded_key, plan_run.map(|r| &r.key), source.local);
+        let full = full_key(&recorded_key, plan_run.map(|r| &r.key), store);
         if let Some(k) = wanted_key.as_ref().filter(|k| k.len() > recorded_key.len()) {
             if !full.as_ref().is_some_and(|f| f.0.starts_with(k.as_str())) {
                 continue;
@@ -415,13 +394,13 @@ pub fn collect_recorded(
     }
     let failures: HashMap<&str, &str> = results.failures.iter().map(|f| (f.run.as_str(), f.error.as_str())).collect();
     let keys: Vec<&CacheKey> = selected.iter().filter_map(|(_, k)| k.as_ref()).collect();
-    let mut lookups = source.store.lookup_batch(&keys).into_iter();
+    let mut lookups = store.lookup_batch(&keys).into_iter();
     let runs = selected
         .into_iter()
         .map(|(row, full)| {
             let label = crate::matrix::RunId::new(row.cell.clone(), row.repeat, row.subject.clone()).to_string();
             let read = match &full {
-                Some(key) => read_run(source, key, lookups.next().unwrap_or(Lookup::Miss)),
+                Some(key) => read_run(store, key, lookups.next().unwrap_or(Lookup::Miss)),
                 None => Read::missing(None),
             };
             let read = match read.status {
@@ -457,7 +436,7 @@ pub fn collect_recorded(
 /// The full key of a run results.json recorded by its first digits: the planned run's when
 /// it starts with them, else the one key of the local cache that does (`None`: none, or more
 /// than one).
-fn full_key(recorded: &str, planned: Option<&CacheKey>, local: &CacheStore) -> Option<CacheKey> {
+fn full_key(recorded: &str, planned: Option<&CacheKey>, store: &dyn Store) -> Option<CacheKey> {
     if recorded.len() < 6 || recorded.len() > 64 || !recorded.bytes().all(|b| b.is_ascii_hexdigit()) {
         return None;
     }
@@ -467,7 +446,7 @@ fn full_key(recorded: &str, planned: Option<&CacheKey>, local: &CacheStore) -> O
     if recorded.len() == 64 {
         return Some(CacheKey(recorded.to_string()));
     }
-    let mut keys = local.run_keys_with_prefix(recorded);
+    let mut keys = store.run_keys_with_prefix(recorded);
     (keys.len() == 1).then(|| keys.remove(0))
 }
 
@@ -506,17 +485,16 @@ pub fn from_outcomes<'r>(experiment: &str, runs: impl Iterator<Item = (&'r Plann
 /// verdicts): by its cache key or a prefix of one (results.json's `key` column), or by its
 /// label `cell #repeat @subject` (RESULTS.md's run column), which can name the same run of
 /// several experiments: each is shown.
-pub fn collect_run(source: Source<'_>, id: &str) -> Result<Shown, ShowError> {
+pub fn collect_run(store: &dyn Store, id: &str) -> Result<Shown, ShowError> {
     let id = id.trim();
-    let cache = source.local;
-    let cache_name = cache.root().display().to_string();
+    let cache_name = store.location();
     if parse_label(id).is_some() {
-        let mut records: Vec<RunRecord> = cache.list().into_iter().filter_map(Result::ok).filter(|r| r.label == id).collect();
+        let mut records: Vec<RunRecord> = store.list_runs().into_iter().filter_map(Result::ok).filter(|r| r.label == id).collect();
         if records.is_empty() {
             return Err(ShowError::UnknownLabel { label: id.to_string(), cache: cache_name });
         }
         records.sort_by(|a, b| (&a.experiment, &a.key.0).cmp(&(&b.experiment, &b.key.0)));
-        let runs: Vec<ShownRun> = records.iter().map(|r| record_run(source, &r.key)).collect();
+        let runs: Vec<ShownRun> = records.iter().map(|r| record_run(store, &r.key)).collect();
         let experiment = if runs.iter().all(|r| r.experiment == runs[0].experiment) { runs[0].experiment.clone() } else { String::new() };
         return Ok(Shown { experiment, rule: None, runs });
     }
@@ -524,25 +502,25 @@ pub fn collect_run(source: Source<'_>, id: &str) -> Result<Shown, ShowError> {
     if prefix.len() < 6 || prefix.len() > 64 || !prefix.bytes().all(|b| b.is_ascii_hexdigit()) {
         return Err(ShowError::BadKey(prefix));
     }
-    let keys = cache.run_keys_with_prefix(&prefix);
+    let keys = store.run_keys_with_prefix(&prefix);
     let key = match keys.as_slice() {
         [] => return Err(ShowError::UnknownKey { prefix, cache: cache_name }),
         [key] => key.clone(),
         many => return Err(ShowError::Ambiguous { prefix, cache: cache_name, count: many.len() }),
     };
-    let run = record_run(source, &key);
+    let run = record_run(store, &key);
     Ok(Shown { experiment: run.experiment.clone(), rule: None, runs: vec![run] })
 }
 
 /// One run from its cache record.
-fn record_run(source: Source<'_>, key: &CacheKey) -> ShownRun {
-    let (status, findings, record) = match source.store.lookup(key) {
+fn record_run(store: &dyn Store, key: &CacheKey) -> ShownRun {
+    let (status, findings, record) = match store.lookup(key) {
         Lookup::Hit { record, findings } => (ShownStatus::Cached, findings, Some(record)),
         Lookup::Miss => (ShownStatus::NotCached(None), Findings::default(), None),
         Lookup::Corrupt(detail) => (ShownStatus::Corrupt(detail), Findings::default(), None),
         Lookup::Unreadable(detail) => (ShownStatus::Unreadable(detail), Findings::default(), None),
     };
-    let stages = record.as_ref().map(|r| stages_of(source.local, r)).unwrap_or_default();
+    let stages = record.as_ref().map(|r| stages_of(store, r)).unwrap_or_default();
     let label = record.as_ref().map(|r| r.label.clone()).unwrap_or_default();
     let (cell, repeat, subject) = parse_label(&label).unwrap_or_default();
     ShownRun {
@@ -592,13 +570,13 @@ impl Read {
 }
 
 /// A run's cached findings from its lookup, or why there are none (its recorded failure).
-fn read_run(source: Source<'_>, key: &CacheKey, lookup: Lookup) -> Read {
+fn read_run(store: &dyn Store, key: &CacheKey, lookup: Lookup) -> Read {
     let failed = |status| Read { status, ..Read::missing(None) };
     match lookup {
         Lookup::Hit { findings, record } => {
-            Read { status: ShownStatus::Cached, findings, stages: stages_of(source.local, &record), subject_identity: Some(record.inputs.subject.clone()) }
+            Read { status: ShownStatus::Cached, findings, stages: stages_of(store, &record), subject_identity: Some(record.inputs.subject.clone()) }
         }
-        Lookup::Miss => Read::missing(source.store.failure(key).map(|f| f.error.to_string())),
+        Lookup::Miss => Read::missing(store.failure(key).map(|f| f.error.to_string())),
         Lookup::Corrupt(detail) => failed(ShownStatus::Corrupt(detail)),
         Lookup::Unreadable(detail) => failed(ShownStatus::Unreadable(detail)),
     }

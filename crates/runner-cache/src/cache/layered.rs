@@ -9,7 +9,7 @@
 
 use super::key::{CacheKey, KeyInputs};
 use super::remote::{RemoteError, RemoteStore};
-use super::store::{is_hex64, CacheError, CacheStore, FindingsMemo, Lookup, RunRecord, ValueLookup, ValueRecord};
+use super::store::{is_hex64, CacheError, CacheStore, EntryError, FindingsMemo, Lookup, RunRecord, ValueLookup, ValueRecord};
 use super::{Guard, Lease, Store};
 use crate::reviewer::{ReviewError, ReviewOutput};
 use std::collections::{HashMap, HashSet};
@@ -478,6 +478,27 @@ impl Store for LayeredStore {
     /// The local directory's entries; the bucket's writes were acknowledged as stored.
     fn sync(&self) -> Result<(), CacheError> {
         self.local.sync()
+    }
+
+    fn location(&self) -> String {
+        self.local.root().display().to_string()
+    }
+
+    /// The local layer's: a run looked up through this store is copied there first.
+    fn run_keys_with_prefix(&self, prefix: &str) -> Vec<CacheKey> {
+        self.local.run_keys_with_prefix(prefix)
+    }
+
+    fn raw_output(&self, record: &RunRecord) -> Result<String, EntryError> {
+        self.local.raw_output(record)
+    }
+
+    fn list_runs(&self) -> Vec<Result<RunRecord, (std::path::PathBuf, String)>> {
+        self.local.list()
+    }
+
+    fn list_values(&self) -> Vec<Result<ValueRecord, (std::path::PathBuf, String)>> {
+        self.local.list_values()
     }
 
     fn lookup_value(&self, key: &CacheKey) -> ValueLookup {

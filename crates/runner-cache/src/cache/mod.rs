@@ -111,11 +111,54 @@ pub trait Store: Send + Sync {
     fn sync(&self) -> Result<(), CacheError> {
         Ok(())
     }
+
+    /// Where it keeps what it stores, as messages name it: the local directory (the one a
+    /// layered store reads through).
+    fn location(&self) -> String;
+
+    /// The keys of the runs it can list whose key starts with `prefix` (at least two hex
+    /// digits), sorted: what a short key as RESULTS.md prints it may name.
+    fn run_keys_with_prefix(&self, _prefix: &str) -> Vec<CacheKey> {
+        Vec::new()
+    }
+
+    /// A run's raw output (the reviewer's own answer), as stored beside its record.
+    fn raw_output(&self, record: &RunRecord) -> Result<String, EntryError>;
+
+    /// Every run record it can list, verified.
+    fn list_runs(&self) -> Vec<Result<RunRecord, (std::path::PathBuf, String)>> {
+        Vec::new()
+    }
+
+    /// Every stage value record it can list, verified.
+    fn list_values(&self) -> Vec<Result<ValueRecord, (std::path::PathBuf, String)>> {
+        Vec::new()
+    }
 }
 
 impl Store for CacheStore {
     fn lookup(&self, key: &CacheKey) -> Lookup {
         CacheStore::lookup(self, key)
+    }
+
+    fn location(&self) -> String {
+        self.root().display().to_string()
+    }
+
+    fn run_keys_with_prefix(&self, prefix: &str) -> Vec<CacheKey> {
+        CacheStore::run_keys_with_prefix(self, prefix)
+    }
+
+    fn raw_output(&self, record: &RunRecord) -> Result<String, EntryError> {
+        CacheStore::raw_output(self, record)
+    }
+
+    fn list_runs(&self) -> Vec<Result<RunRecord, (std::path::PathBuf, String)>> {
+        CacheStore::list(self)
+    }
+
+    fn list_values(&self) -> Vec<Result<ValueRecord, (std::path::PathBuf, String)>> {
+        CacheStore::list_values(self)
     }
 
     fn lookup_batch(&self, keys: &[&CacheKey]) -> Vec<Lookup> {

@@ -460,6 +460,14 @@ impl Store for BusyElsewhere {
         self.inner.lookup(key)
     }
 
+    fn location(&self) -> String {
+        Store::location(&self.inner)
+    }
+
+    fn raw_output(&self, record: &crate::cache::RunRecord) -> Result<String, crate::cache::EntryError> {
+        self.inner.raw_output(record)
+    }
+
     fn store_success(
         &self,
         experiment: &str,
@@ -563,6 +571,14 @@ impl SlowWrites {
 impl Store for SlowWrites {
     fn lookup(&self, key: &CacheKey) -> Lookup {
         self.inner.lookup(key)
+    }
+
+    fn location(&self) -> String {
+        Store::location(&self.inner)
+    }
+
+    fn raw_output(&self, record: &crate::cache::RunRecord) -> Result<String, crate::cache::EntryError> {
+        self.inner.raw_output(record)
     }
 
     fn store_success(

@@ -20,8 +20,8 @@ use crate::analysis::matching::adjudication::{AdjudicatedFinding, AdjudicatedRun
 use crate::analysis::matching::matcher::{describe_rule_for, match_case, Verdict};
 use crate::analysis::spec::OracleRule;
 use crate::cache::key::CacheKey;
-use crate::cache::store::CacheStore;
 use crate::cache::Lookup;
+use crate::cache::Store;
 use crate::finding::Finding;
 use crate::ground_truth::oracle::{self, Oracle, OracleError};
 use crate::subject::corpus::{self, CorpusError, PublicCase};
@@ -168,7 +168,7 @@ pub struct SheetSource<'a> {
     /// The cell ids, in matrix order.
     pub cells: Vec<String>,
     pub repeats: u32,
-    pub cache: &'a CacheStore,
+    pub cache: &'a dyn Store,
 }
 
 /// One planned run of a [`SheetSource`].
