@@ -29,8 +29,13 @@ use serde_json::{json, Value};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::Arc;
 
+mod payloads;
 pub mod stages;
 
+use payloads::{
+    ClaimsAnswer, EmbedAnswer, EmbedCall, JudgeCall, MatchCall, Metered, NotReplayed, ReplayKey, ReplayedAnswer, SmellsAnswer, SmellsKey, TauCalibration,
+    TextsKey, VerdictAnswer,
+};
 use stages::RqsStage;
 
 /// The rubrics every judge applies to every finding, in call order.
@@ -71,15 +76,16 @@ impl ReplayedJudge {
 
     /// The recorded decision on `golden` in a review by `tool`: `verdict` yes or no, or null
     /// where the file has none.
-    fn answer(&self, tool: &str, golden: &str) -> Value {
+    fn answer(&self, tool: &str, golden: &str) -> Result<Value, String> {
+        let replayed = self.spec.settings.model.as_str();
         match self.decisions.get(&(tool.to_string(), golden.to_string())) {
-            Some(d) => json!({
-                "verdict": d.found.map(|f| if f { Verdict::Yes.as_str() } else { Verdict::No.as_str() }),
-                "candidate": d.candidate,
-                "false_positives": d.false_positives,
-                "replayed": self.spec.settings.model,
+            Some(d) => payloads::write(&ReplayedAnswer {
+                verdict: d.found.map(|f| if f { Verdict::Yes.as_str() } else { Verdict::No.as_str() }),
+                candidate: d.candidate.as_deref(),
+                false_positives: d.false_positives,
+                replayed,
             }),
-            None => json!({"verdict": null, "replayed": self.spec.settings.model}),
+            None => payloads::write(&NotReplayed { verdict: None, replayed }),
         }
     }
 }
@@ -150,9 +156,9 @@ pub(crate) fn analyzers_for(
     }
     let mut found: BTreeMap<String, AnalyzerSet> = BTreeMap::new();
     for record in cache.list_values().into_iter().flatten().filter(|r| r.stage == "smells") {
-        let of_plan = record.inputs.get("subject").and_then(Value::as_str).is_some_and(|s| smells_of.contains(s));
-        if let (true, Some(identity)) = (of_plan, record.inputs.get("analyzers")) {
-            if let Some(set) = AnalyzerSet::from_identity(kinds, identity) {
+        let Some(SmellsKey { subject, analyzers: identity }) = payloads::read(&record.inputs) else { continue };
+        if smells_of.contains(subject.as_str()) {
+            if let Some(set) = AnalyzerSet::from_identity(kinds, &identity) {
                 found.entry(identity.to_string()).or_insert(set);
             }
         }
@@ -294,7 +300,7 @@ impl Scorers for ExperimentScorers {
                             stage: "judge",
                             inputs: json!({"judge": j.fingerprint(rubric), "subject": subject, "finding": shown(&findings[index])}),
                             endpoint: format!("judge:{}", j.spec().name),
-                            payload: json!({"finding": index, "rubric": rubric.as_str(), "shown": findings[index]}),
+                            payload: payloads::write(&JudgeCall { finding: index, rubric: rubric.as_str().to_string(), shown: findings[index].clone() })?,
                         });
                     }
                 }
@@ -314,41 +320,44 @@ impl Scorers for ExperimentScorers {
                     // review: one call per oracle finding, for the run's reviewer.
                     Juror::Replay(r) => {
                         let fingerprint = r.fingerprint();
-                        return Ok(expected
+                        return expected
                             .iter()
-                            .map(|o| Call {
-                                stage: "match",
-                                inputs: json!({"judge": fingerprint, "tool": inputs.reviewer, "golden": o.description}),
-                                endpoint: format!("judge:{}", r.spec.name),
-                                payload: json!({"oracle": o.description, "golden": true}),
+                            .map(|o| {
+                                Ok(Call {
+                                    stage: "match",
+                                    inputs: json!({"judge": fingerprint, "tool": inputs.reviewer, "golden": o.description}),
+                                    endpoint: format!("judge:{}", r.spec.name),
+                                    payload: payloads::write(&MatchCall { oracle: o.description.clone(), report: None, golden: true })?,
+                                })
                             })
-                            .collect());
+                            .collect();
                     }
                 };
                 let fingerprint = j.same_issue_fingerprint();
-                Ok(judge_pairs(findings, &expected, &ask.rule, ask.every_pair)
+                judge_pairs(findings, &expected, &ask.rule, ask.every_pair)
                     .into_iter()
                     .map(|(description, report)| {
                         // Blind: the two texts in an order that does not say which is which.
                         let (first, second) = same_issue_order(&description, &report);
-                        Call {
+                        let inputs = json!({"judge": fingerprint, "texts": [first, second]});
+                        Ok(Call {
                             stage: "match",
-                            inputs: json!({"judge": fingerprint, "texts": [first, second]}),
+                            inputs,
                             endpoint: format!("judge:{}", j.spec().name),
-                            payload: json!({"oracle": description, "report": report}),
-                        }
+                            payload: payloads::write(&MatchCall { oracle: description, report: Some(report), golden: false })?,
+                        })
                     })
-                    .collect())
+                    .collect()
             }
             RqsStage::Embed => {
                 let embedder = self.embedder.as_ref().ok_or("no embedder is declared")?;
                 let (texts, payload) = match target {
-                    ScoreTarget::Run(_) => (review_sentences(inputs.findings.ok_or("the run has no findings")?), json!({"of": "review"})),
+                    ScoreTarget::Run(_) => (review_sentences(inputs.findings.ok_or("the run has no findings")?), payloads::write(&EmbedCall::Review)?),
                     ScoreTarget::Subject(_) => {
                         let first = |stage: RqsStage| inputs.scored_by(stage.stage()).and_then(|v| v.first());
-                        let claims: Vec<String> = first(RqsStage::Claims).map(|v| strings(&v["claims"])).unwrap_or_default();
-                        let smells: Vec<String> = first(RqsStage::Smells).map(|v| strings(&v["texts"])).unwrap_or_default();
-                        let payload = json!({"of": "references", "claims": claims.len(), "smells": smells.len()});
+                        let claims: Vec<String> = first(RqsStage::Claims).and_then(payloads::read::<ClaimsAnswer>).map(|a| a.claims).unwrap_or_default();
+                        let smells: Vec<String> = first(RqsStage::Smells).and_then(payloads::read::<SmellsAnswer<Value>>).map(|a| a.texts).unwrap_or_default();
+                        let payload = payloads::write(&EmbedCall::References { claims: claims.len(), smells: smells.len() })?;
                         (claims.into_iter().chain(smells).collect(), payload)
                     }
                 };
@@ -368,9 +377,13 @@ impl Scorers for ExperimentScorers {
                     let generator = self.claims.as_ref().ok_or("no claims model is declared")?;
                     let answer = generator.generate(&subject.diff).await.map_err(|e| e.to_string())?;
                     let claims = crate::text::parse_claims(&answer.raw);
-                    Ok(
-                        json!({"claims": claims, "raw": answer.raw, "truncated": answer.truncated, "tokens": answer.tokens.prompt + answer.tokens.completion, "seconds": answer.seconds}),
-                    )
+                    payloads::write(&ClaimsAnswer {
+                        claims,
+                        raw: answer.raw,
+                        truncated: answer.truncated,
+                        tokens: answer.tokens.prompt + answer.tokens.completion,
+                        seconds: answer.seconds,
+                    })
                 }
                 "smells" => {
                     let subject = subject.ok_or("smells need the subject's repository")?;
@@ -380,15 +393,15 @@ impl Scorers for ExperimentScorers {
                         let scratch = crate::scratch::tempdir("runner-smells-").map_err(|e| format!("no scratch directory for the analyzers: {e}"))?;
                         let smells = crate::smells::analyze(analyzers, &subject, scratch.path()).map_err(|e| e.to_string())?;
                         let texts: Vec<String> = smells.iter().map(|s| s.text()).collect();
-                        Ok::<Value, String>(json!({"smells": smells, "texts": texts, "analyzers": analyzers.identity()}))
+                        payloads::write(&SmellsAnswer { smells, texts, analyzers: analyzers.identity() })
                     })
                     .await
                     .map_err(|e| format!("the analyzers' task failed: {e}"))?
                 }
                 "judge" => {
                     let subject = subject.ok_or("a judge needs the subject's diff")?;
-                    let finding: Finding = serde_json::from_value(call.payload["shown"].clone()).map_err(|e| format!("bad judge payload: {e}"))?;
-                    let rubric = RUBRICS.into_iter().find(|r| call.payload["rubric"] == r.as_str()).ok_or("bad judge payload: rubric")?;
+                    let JudgeCall { shown: finding, rubric, .. } = payloads::read(&call.payload).ok_or("bad judge payload")?;
+                    let rubric = RUBRICS.into_iter().find(|r| rubric == r.as_str()).ok_or("bad judge payload: rubric")?;
                     let name = call.endpoint.trim_start_matches("judge:");
                     let judge = self.judges.iter().find(|j| j.spec().name == name).ok_or_else(|| format!("no judge `{name}`"))?.model()?;
                     // One finding per call, always shown as `item-1`: the prompt depends on the
@@ -400,16 +413,16 @@ impl Scorers for ExperimentScorers {
                 "match" => {
                     let name = call.endpoint.trim_start_matches("judge:");
                     let judge = self.judges.iter().find(|j| j.spec().name == name).ok_or_else(|| format!("no judge `{name}`"))?.model()?;
-                    let texts = strings(&call.inputs["texts"]);
+                    let TextsKey { texts } = payloads::read(&call.inputs).ok_or("bad match call: texts expected")?;
                     let [first, second] = texts.as_slice() else { return Err("bad match call: two texts expected".to_string()) };
                     let judgement = judge.same_issue(first, second).await.map_err(|e| e.to_string())?;
                     serde_json::to_value(&judgement).map_err(|e| e.to_string())
                 }
                 "embed" => {
                     let embedder = self.embedder.as_ref().ok_or("no embedder is declared")?;
-                    let texts = strings(&call.inputs["texts"]);
+                    let TextsKey { texts } = payloads::read(&call.inputs).ok_or("bad embed call: texts expected")?;
                     let embedded = embedder.embed(&texts).await.map_err(|e| e.to_string())?;
-                    Ok(json!({"vectors": encode_vectors(&embedded.vectors), "tokens": embedded.tokens, "seconds": embedded.seconds}))
+                    payloads::write(&EmbedAnswer { vectors: encode_vectors(&embedded.vectors), tokens: embedded.tokens, seconds: embedded.seconds })
                 }
                 other => Err(format!("unknown scoring stage `{other}`")),
             }
@@ -418,17 +431,13 @@ impl Scorers for ExperimentScorers {
 
     /// A replayed judge's match calls: its recorded decision.
     fn answer_now(&self, call: &Call) -> Option<Result<Value, String>> {
-        if call.stage != "match" || call.inputs.get("golden").is_none() {
-            return None;
-        }
+        // A model judge's match call has two texts, not a golden comment: it is run.
+        let ReplayKey { tool, golden } = payloads::read(&call.inputs).filter(|_| call.stage == "match")?;
         let name = call.endpoint.trim_start_matches("judge:");
         let Some(Juror::Replay(r)) = self.judges.iter().find(|j| j.spec().name == name) else {
             return Some(Err(format!("no replayed judge `{name}`")));
         };
-        let (Some(tool), Some(golden)) = (call.inputs["tool"].as_str(), call.inputs["golden"].as_str()) else {
-            return Some(Err("bad match call: a tool and an oracle finding expected".to_string()));
-        };
-        Some(Ok(r.answer(tool, golden)))
+        Some(r.answer(&tool, &golden))
     }
 
     /// Judge, claims and embedding calls are model calls; the analyzers are local work.
@@ -460,8 +469,9 @@ impl Scorers for ExperimentScorers {
     }
 }
 
-fn strings(value: &Value) -> Vec<String> {
-    value.as_array().map(|a| a.iter().filter_map(|v| v.as_str().map(str::to_string)).collect()).unwrap_or_default()
+/// The vectors an `embed` answer holds.
+fn embedded_vectors(value: &Value) -> Option<Vec<Vec<f32>>> {
+    vectors(&payloads::read::<EmbedAnswer>(value)?.vectors)
 }
 
 /// Embedding vectors as stored: each one the base64 of its f32s, little-endian — exact, and a
@@ -492,20 +502,11 @@ fn vectors(value: &Value) -> Option<Vec<Vec<f32>>> {
 }
 
 fn cost(value: &Value) -> StageCost {
-    let tokens = match &value["tokens"] {
-        Value::Object(t) => t.values().filter_map(Value::as_u64).sum(),
-        other => other.as_u64().unwrap_or(0),
-    };
-    StageCost { tokens, seconds: value["seconds"].as_f64().unwrap_or(0.0) }
+    Metered::of(value).cost()
 }
 
 fn vote(value: &Value) -> Vote {
-    match value["verdict"].as_str() {
-        Some(v) if v == Verdict::Yes.as_str() => Vote::Yes,
-        Some(v) if v == Verdict::No.as_str() => Vote::No,
-        Some(_) => Vote::Unparseable,
-        None => Vote::Absent,
-    }
+    VerdictAnswer::of(value).vote()
 }
 
 /// The judges' same-issue votes from the match nodes, as oracle matching reads them; `None`
@@ -520,18 +521,19 @@ pub fn match_votes<A, R>(plan: &Plan, view: &WalkView<'_, A, R>, scorers: &Exper
             match view.scored(&stages::matching(i, j)) {
                 ScoredView::Done(s) => {
                     for (value, payload) in s.values.iter().zip(&s.payloads) {
-                        if payload["golden"] == true {
-                            let Some(oracle) = payload["oracle"].as_str() else { continue };
+                        let Some(MatchCall { oracle, report, golden }) = payloads::read(payload) else { continue };
+                        let answer = VerdictAnswer::of(value);
+                        if golden {
                             let label = plan.runs[i].label();
-                            let slot = votes.findings.entry((label.clone(), oracle.to_string())).or_insert_with(|| vec![None; names.len()]);
-                            slot[j] = vote(value).as_bool();
+                            let slot = votes.findings.entry((label.clone(), oracle)).or_insert_with(|| vec![None; names.len()]);
+                            slot[j] = answer.vote().as_bool();
                             let fp = votes.false_positives.entry(label).or_insert_with(|| vec![None; names.len()]);
-                            fp[j] = value["false_positives"].as_u64().map(|n| n as usize).or(fp[j]);
+                            fp[j] = answer.false_positives.map(|n| n as usize).or(fp[j]);
                             continue;
                         }
-                        let (Some(oracle), Some(report)) = (payload["oracle"].as_str(), payload["report"].as_str()) else { continue };
-                        let slot = votes.pairs.entry((oracle.to_string(), report.to_string())).or_insert_with(|| vec![None; names.len()]);
-                        slot[j] = vote(value).as_bool();
+                        let Some(report) = report else { continue };
+                        let slot = votes.pairs.entry((oracle, report)).or_insert_with(|| vec![None; names.len()]);
+                        slot[j] = answer.vote().as_bool();
                     }
                 }
                 // A run that failed is reported as such; its match nodes were skipped with it.
@@ -597,7 +599,7 @@ pub fn rqs_input<A, R>(plan: &Plan, view: &WalkView<'_, A, R>, scorers: &Experim
         match view.scored(&stages::claims(subject)) {
             ScoredView::Done(s) => {
                 if let Some(v) = s.values.first() {
-                    refs.claims = v["claims"].as_array().map_or(0, Vec::len);
+                    refs.claims = payloads::read::<ClaimsAnswer>(v).map_or(0, |a| a.claims.len());
                     refs.claims_cost = cost(v);
                 }
             }
@@ -605,12 +607,12 @@ pub fn rqs_input<A, R>(plan: &Plan, view: &WalkView<'_, A, R>, scorers: &Experim
             ScoredView::Absent => {}
         }
         match view.scored(&stages::smells(subject)) {
-            ScoredView::Done(s) => refs.smells = s.values.first().and_then(|v| v["texts"].as_array()).map_or(0, Vec::len),
+            ScoredView::Done(s) => refs.smells = s.values.first().and_then(payloads::read::<SmellsAnswer<Value>>).map_or(0, |a| a.texts.len()),
             ScoredView::Failed(e) => refs.problems.push(format!("smells: {e}")),
             ScoredView::Absent => {}
         }
         match view.scored(&stages::reference_embeddings(subject)) {
-            ScoredView::Done(s) => refs.vectors = Some(s.values.first().and_then(|v| vectors(&v["vectors"])).unwrap_or_default()),
+            ScoredView::Done(s) => refs.vectors = Some(s.values.first().and_then(embedded_vectors).unwrap_or_default()),
             ScoredView::Failed(e) => refs.problems.push(format!("pseudo-reference embeddings: {e}")),
             ScoredView::Absent => {}
         }
@@ -627,8 +629,9 @@ pub fn rqs_input<A, R>(plan: &Plan, view: &WalkView<'_, A, R>, scorers: &Experim
             match view.scored(&stages::judge(i, j)) {
                 ScoredView::Done(s) => {
                     for (value, payload) in s.values.iter().zip(&s.payloads) {
-                        let Some(votes) = payload["finding"].as_u64().and_then(|f| scoring.votes.get_mut(f as usize)) else { continue };
-                        let slot = if payload["rubric"] == Rubric::Validity.as_str() { &mut votes.validity } else { &mut votes.actionability };
+                        let Some(call) = payloads::read::<JudgeCall>(payload) else { continue };
+                        let Some(votes) = scoring.votes.get_mut(call.finding) else { continue };
+                        let slot = if call.rubric == Rubric::Validity.as_str() { &mut votes.validity } else { &mut votes.actionability };
                         slot[j] = vote(value);
                         scoring.judge_cost[j].add(cost(value));
                     }
@@ -639,7 +642,7 @@ pub fn rqs_input<A, R>(plan: &Plan, view: &WalkView<'_, A, R>, scorers: &Experim
         }
         match view.scored(&stages::review_embeddings(i)) {
             ScoredView::Done(s) => {
-                scoring.sentences = Some(s.values.first().and_then(|v| vectors(&v["vectors"])).unwrap_or_default());
+                scoring.sentences = Some(s.values.first().and_then(embedded_vectors).unwrap_or_default());
                 if let Some(v) = s.values.first() {
                     scoring.embed_cost = cost(v);
                 }
@@ -718,11 +721,12 @@ pub(crate) fn read_anchor(path: &std::path::Path) -> Result<crate::analysis::rqs
 pub(crate) fn read_calibration(path: &std::path::Path, embedder: &Value) -> Result<(f64, String), String> {
     let text = std::fs::read_to_string(path).map_err(|e| format!("cannot read the calibration `{}`: {e}", path.display()))?;
     let doc: Value = serde_json::from_str(&text).map_err(|e| format!("`{}` is not JSON: {e}", path.display()))?;
-    let tau = doc["tau"].as_f64().ok_or_else(|| format!("`{}` has no numeric `tau`", path.display()))?;
-    if doc["embedder"] != *embedder {
-        return Err(format!("`{}` calibrates τ for the embedder {}, not for this experiment's {}", path.display(), doc["embedder"], embedder));
+    let doc: TauCalibration = payloads::read(&doc).unwrap_or_default();
+    let tau = doc.tau.ok_or_else(|| format!("`{}` has no numeric `tau`", path.display()))?;
+    if doc.embedder != *embedder {
+        return Err(format!("`{}` calibrates τ for the embedder {}, not for this experiment's {}", path.display(), doc.embedder, embedder));
     }
-    let source = doc["source"].as_str().unwrap_or("calibration file");
+    let source = doc.source.as_deref().unwrap_or("calibration file");
     Ok((tau, format!("calibrated: {source}, `{}`", path.display())))
 }
 
@@ -754,13 +758,13 @@ pub async fn embed_cached(embedder: &Embedder, cache: &dyn Store, experiment: &s
             _ if frozen => return Err(format!("an embedding batch of {} texts is not in the cache `{}` (frozen)", batch.len(), cache.location())),
             _ => {
                 let embedded = embedder.embed(batch).await.map_err(|e| e.to_string())?;
-                let value = json!({"vectors": encode_vectors(&embedded.vectors), "tokens": embedded.tokens, "seconds": embedded.seconds});
+                let value = payloads::write(&EmbedAnswer { vectors: encode_vectors(&embedded.vectors), tokens: embedded.tokens, seconds: embedded.seconds })?;
                 cache.store_value(experiment, "embed", &key, &inputs, &value).map_err(|e| e.to_string())?;
                 out.fresh += 1;
                 value
             }
         };
-        let rows = vectors(&value["vectors"]).filter(|v| v.len() == batch.len()).ok_or("a cached embedding batch does not match its texts")?;
+        let rows = embedded_vectors(&value).filter(|v| v.len() == batch.len()).ok_or("a cached embedding batch does not match its texts")?;
         out.vectors.extend(batch.iter().cloned().zip(rows));
     }
     Ok(out)
@@ -788,7 +792,12 @@ pub fn write_crscore(
         Some(c) => format!("CRScore human study, reference reviews (system `msg`): {} reviews, {} sentences", c.items, c.sentences),
         None => "given on the command line".to_string(),
     };
-    let calibration = json!({"tau": report.tau, "embedder": embedder, "source": source, "calibration": report.calibration});
+    let calibration = payloads::write(&TauCalibration {
+        tau: Some(report.tau),
+        embedder: embedder.clone(),
+        source: Some(source),
+        calibration: payloads::write(&report.calibration)?,
+    })?;
     write("calibration.json", serde_json::to_string_pretty(&calibration).map_err(|e| e.to_string())? + "\n")?;
     Ok(written)
 }
