@@ -284,6 +284,30 @@ impl ColorArg {
     }
 }
 
+/// `study export --study`: which study's sheet.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub(crate) enum StudyArg {
+    /// Blind triage.
+    H1,
+    /// Suggestion quality.
+    H7,
+    /// Severity calibration.
+    H8,
+    /// Human validity of the findings only one tool reported.
+    H4,
+}
+
+impl From<StudyArg> for runner::study::findings::Study {
+    fn from(arg: StudyArg) -> Self {
+        match arg {
+            StudyArg::H1 => Self::H1,
+            StudyArg::H7 => Self::H7,
+            StudyArg::H8 => Self::H8,
+            StudyArg::H4 => Self::H4,
+        }
+    }
+}
+
 /// `--progress`.
 #[derive(Debug, Clone, Copy, ValueEnum)]
 pub(crate) enum ProgressArg {
@@ -864,7 +888,7 @@ pub(crate) struct StudyExportArgs {
     /// with a suggestion; labels correct_safe | partial | wrong | harmful) or h8 (labels
     /// correct | too_high | too_low, with a suggested severity).
     #[arg(long, value_enum)]
-    pub study: runner::study::findings::Study,
+    pub study: StudyArg,
     /// The directory to write the sheet, key and instructions into.
     #[arg(long)]
     pub out: PathBuf,

@@ -11,7 +11,7 @@
 //! `crate::finding` name the same module, and the compiler holds every import to its layer.
 
 pub use runner_cache::cache;
-pub use runner_core::{bounded, config, finding, matrix, output_file, scratch, stats, text};
+pub use runner_core::{agreement, bounded, config, finding, matrix, output_file, scratch, stats, text};
 pub use runner_engine::{exec, manifest, plan};
 pub use runner_eval::{analysis, study};
 pub use runner_models::{judge, reviewer, smells};

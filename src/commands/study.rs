@@ -12,11 +12,11 @@ pub(crate) fn export(args: &StudyExportArgs) -> Result<Exit, Error> {
     let prepared = experiment::prepare_to_read(&args.manifest, &locations(&args.locations))?;
     let source = runner::experiment::sheet_source(&prepared);
     let label = args.manifest.display().to_string();
-    if args.axis.is_some() && args.study != runner::study::findings::Study::H4 {
+    if args.axis.is_some() && args.study != crate::cli::StudyArg::H4 {
         let problems = vec!["`--axis` is for `--study h4` only (the tools it compares)".to_string()];
         return Err(runner::study::adjudication::AdjudicationError::Invalid { path: args.manifest.clone(), problems }.into());
     }
-    let exported = if args.study == runner::study::findings::Study::H4 {
+    let exported = if args.study == crate::cli::StudyArg::H4 {
         let overlap = prepared.manifest.analyses.iter().find(|a| a.kind == runner::analysis::spec::AnalysisKind::OVERLAP);
         let Some(axis) = args.axis.clone().or_else(|| overlap.and_then(|a| a.axis.clone())) else {
             let problems = vec!["h4 compares the values of one axis: give `--axis NAME`, or declare an `overlap` analysis with `axis`".to_string()];
@@ -29,7 +29,7 @@ pub(crate) fn export(args: &StudyExportArgs) -> Result<Exit, Error> {
         let rule = overlap.map(|a| a.matching).unwrap_or_default();
         runner::study::findings::export_unique(&source, &axis, &prepared.plan.axis_order, &rule, &label, &args.out, args.seed, args.sample)?
     } else {
-        runner::study::findings::export(&source, args.study, &label, &args.out, args.seed, args.sample)?
+        runner::study::findings::export(&source, args.study.into(), &label, &args.out, args.seed, args.sample)?
     };
     outln!("{} rows sampled from {} eligible findings", exported.rows, exported.eligible);
     for file in &exported.files {

@@ -1,8 +1,10 @@
 //! `runner-core`, the bottom layer: findings in stet's schema, the experiment matrix,
 //! configuration reading and diagnostics, text rules, terminal-safe text, paired statistics,
+//! agreement between raters (Cohen's and Fleiss' κ, majority, Spearman),
 //! bounded reads, guarded writes of user-named output files, the per-process scratch
 //! directory, and the child-process sandbox. It depends on no other runner crate.
 
+pub mod agreement;
 pub mod bounded;
 pub mod config;
 pub mod finding;

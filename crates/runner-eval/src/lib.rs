@@ -3,7 +3,7 @@
 //! below it, up to `runner-cache`.
 
 use runner_cache::cache;
-use runner_core::{bounded, config, finding, matrix, stats, text};
+use runner_core::{agreement, bounded, config, finding, matrix, stats, text};
 use runner_models::{judge, reviewer};
 use runner_subject::{ground_truth, subject};
 

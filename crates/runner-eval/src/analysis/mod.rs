@@ -64,9 +64,9 @@ analyses! {
         context_level,
         study_sheets,
     }
-    /// Statistics across cells: paired comparisons, agreement between raters, and what the
-    /// reviews cost.
-    statistics (agreement) {
+    /// Statistics across cells: paired comparisons and what the reviews cost (agreement
+    /// between raters is `runner-core`'s `agreement`).
+    statistics () {
         cost,
         budget,
         compare,

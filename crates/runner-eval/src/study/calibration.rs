@@ -15,7 +15,7 @@
 //! A finding whose raters tie gives no judgement; a judge's unparseable or absent answer is
 //! counted apart, never as agreement or disagreement.
 
-use crate::analysis::statistics::agreement::cohen_kappa;
+use crate::agreement::cohen_kappa;
 use crate::judge::client::Tokens;
 use crate::judge::rubric::{Judgement, Rubric, Verdict};
 use serde::Serialize;

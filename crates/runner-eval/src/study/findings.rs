@@ -17,7 +17,7 @@
 
 use super::adjudication::{write_file, AdjudicationError, RowContent, SheetSource};
 use super::sheet::{self, Column, Rule, Spec};
-use crate::analysis::statistics::agreement::{cohen_kappa, fleiss_kappa, majority_vote, percent_agreement, Vote as AgreementVote};
+use crate::agreement::{cohen_kappa, fleiss_kappa, majority_vote, percent_agreement, Vote as AgreementVote};
 use crate::cache::Lookup;
 use crate::finding::Severity;
 use crate::stats::wilson_interval;
@@ -52,7 +52,7 @@ pub const H8_LABELS: [&str; 3] = ["correct", "too_high", "too_low"];
 pub const H4_LABELS: [&str; 2] = ["valid", "invalid"];
 
 /// Which study a sheet belongs to.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Study {
     /// Blind triage.

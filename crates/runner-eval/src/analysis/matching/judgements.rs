@@ -26,7 +26,7 @@
 
 use crate::analysis::matching::matcher::{report_text, text_evidence, Prf, Verdict};
 use crate::analysis::matching::rule::{content_words, normalize_message, OracleRule, SimilarityMeasure};
-use crate::analysis::statistics::agreement::{cohen_kappa, spearman};
+use crate::agreement::{cohen_kappa, spearman};
 use crate::finding::{Category, Finding, Severity};
 use runner_core::terminal::sanitize;
 use serde::Serialize;

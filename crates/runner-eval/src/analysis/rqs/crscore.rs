@@ -31,7 +31,7 @@
 //! smells of CodeReviewer test items `test0`…`test290` by the claims file's row number, which
 //! is not the diff's `index`; the released data holds no smells for these diffs).
 
-use crate::analysis::statistics::agreement::spearman;
+use crate::agreement::spearman;
 use crate::analysis::rqs::alignment::{align, calibrate_tau, means, Alignment, AlignmentMeans, Calibration};
 use crate::text::{parse_claims, review_sentences};
 use serde::{Deserialize, Serialize};

@@ -219,9 +219,9 @@ fn binary_kappa(rows: &[Vec<bool>]) -> Option<f64> {
     match rows.first().map(Vec::len) {
         Some(2) => {
             let (a, b): (Vec<bool>, Vec<bool>) = rows.iter().map(|r| (r[0], r[1])).unzip();
-            crate::analysis::statistics::agreement::cohen_kappa(&a, &b).map(|k| k.kappa)
+            crate::agreement::cohen_kappa(&a, &b).map(|k| k.kappa)
         }
-        Some(n) if n > 2 => crate::analysis::statistics::agreement::fleiss_kappa(rows).map(|k| k.kappa),
+        Some(n) if n > 2 => crate::agreement::fleiss_kappa(rows).map(|k| k.kappa),
         _ => None,
     }
 }

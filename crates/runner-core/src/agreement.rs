@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 
 /// Cohen's κ between two raters, with its parts.
 #[derive(Debug, Clone, PartialEq, Serialize)]
-pub(crate) struct CohenKappa {
+pub struct CohenKappa {
     pub kappa: f64,
     /// Observed agreement: the share of items both raters labelled the same.
     pub p_o: f64,
@@ -20,7 +20,7 @@ pub(crate) struct CohenKappa {
 /// `b[i]` are the two labels of item `i`), any label type. `None` when the two slices differ
 /// in length, when there are no items, or when p_e = 1 (both raters gave every item one and
 /// the same label: agreement beyond chance is undefined).
-pub(crate) fn cohen_kappa<L: Ord>(a: &[L], b: &[L]) -> Option<CohenKappa> {
+pub fn cohen_kappa<L: Ord>(a: &[L], b: &[L]) -> Option<CohenKappa> {
     if a.len() != b.len() || a.is_empty() {
         return None;
     }
@@ -44,7 +44,7 @@ pub(crate) fn cohen_kappa<L: Ord>(a: &[L], b: &[L]) -> Option<CohenKappa> {
 
 /// Fleiss' κ over items that each received the same number of ratings.
 #[derive(Debug, Clone, PartialEq, Serialize)]
-pub(crate) struct FleissKappa {
+pub struct FleissKappa {
     pub kappa: f64,
     /// Mean per-item agreement P̄.
     pub p_bar: f64,
@@ -60,7 +60,7 @@ pub(crate) struct FleissKappa {
 /// P_i = (Σ_j n_ij² − n) / (n(n − 1)); κ = (P̄ − P̄_e) / (1 − P̄_e). `None` when there are no
 /// items, when n < 2, when items have different numbers of ratings, or when P̄_e = 1 (every
 /// rating is the same label).
-pub(crate) fn fleiss_kappa<L: Ord>(items: &[Vec<L>]) -> Option<FleissKappa> {
+pub fn fleiss_kappa<L: Ord>(items: &[Vec<L>]) -> Option<FleissKappa> {
     let raters = items.first()?.len();
     if raters < 2 || items.iter().any(|i| i.len() != raters) {
         return None;
@@ -127,7 +127,7 @@ pub fn majority_vote<L: Ord + Clone>(votes: &[L]) -> Vote<L> {
 
 /// Ranks 1..=n of `values`, ties given the average of the ranks they span (`[10, 20, 20, 30]`
 /// → `[1, 2.5, 2.5, 4]`). NaN values sort last (callers reject them first).
-pub(crate) fn average_ranks(values: &[f64]) -> Vec<f64> {
+pub fn average_ranks(values: &[f64]) -> Vec<f64> {
     let mut order: Vec<usize> = (0..values.len()).collect();
     order.sort_by(|&i, &j| values[i].total_cmp(&values[j]));
     let mut ranks = vec![0.0; values.len()];
@@ -149,7 +149,7 @@ pub(crate) fn average_ranks(values: &[f64]) -> Vec<f64> {
 
 /// Pearson's r. `None` when the slices differ in length, n < 2, a value is not finite, or a
 /// side has zero variance.
-pub(crate) fn pearson(x: &[f64], y: &[f64]) -> Option<f64> {
+pub fn pearson(x: &[f64], y: &[f64]) -> Option<f64> {
     if x.len() != y.len() || x.len() < 2 || x.iter().chain(y).any(|v| !v.is_finite()) {
         return None;
     }
@@ -170,7 +170,7 @@ pub(crate) fn pearson(x: &[f64], y: &[f64]) -> Option<f64> {
 /// Spearman's ρ: Pearson's r of the average ranks (so ties are handled exactly as
 /// `scipy.stats.spearmanr` does). `None` when the slices differ in length, n < 2, a value is
 /// not finite, or a side is constant.
-pub(crate) fn spearman(x: &[f64], y: &[f64]) -> Option<f64> {
+pub fn spearman(x: &[f64], y: &[f64]) -> Option<f64> {
     if x.len() != y.len() || x.len() < 2 || x.iter().chain(y).any(|v| !v.is_finite()) {
         return None;
     }
