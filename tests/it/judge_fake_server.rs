@@ -5,6 +5,7 @@
 //! bytes received, so the tests can read what a judge sent: the schema constraint in each
 //! protocol's field, the seed of each attempt, and that no reviewer identity is in it.
 
+use crate::fake_http::{read_request, write, Request};
 use runner::judge::rubric::verdict_schema;
 use runner::judge::spec::ModelSettings;
 use runner::judge::{blind_items, BlindItem, ClaimsGenerator, ClaimsSpec, Judge, JudgeError, JudgeSpec, Rubric, Verdict};
@@ -18,7 +19,6 @@ use std::path::PathBuf;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 
 // ---------------------------------------------------------------- the fake servers
@@ -91,53 +91,6 @@ pub(crate) async fn fake(protocol: Protocol, models: &[&str], handler: Handler) 
     Fake { url, seen, task }
 }
 
-async fn read_request(stream: &mut TcpStream) -> std::io::Result<Option<(String, String, Vec<u8>)>> {
-    let mut buf = Vec::new();
-    let mut tmp = [0u8; 4096];
-    let header_end = loop {
-        if let Some(pos) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
-            break pos + 4;
-        }
-        let n = stream.read(&mut tmp).await?;
-        if n == 0 {
-            return Ok(None);
-        }
-        buf.extend_from_slice(&tmp[..n]);
-    };
-    let head = String::from_utf8_lossy(&buf[..header_end]).to_string();
-    let mut lines = head.lines();
-    let mut parts = lines.next().unwrap_or_default().split_whitespace();
-    let method = parts.next().unwrap_or_default().to_string();
-    let path = parts.next().unwrap_or_default().to_string();
-    let length: usize = lines
-        .filter_map(|l| l.split_once(':'))
-        .find(|(k, _)| k.trim().eq_ignore_ascii_case("content-length"))
-        .and_then(|(_, v)| v.trim().parse().ok())
-        .unwrap_or(0);
-    let mut body = buf[header_end..].to_vec();
-    while body.len() < length {
-        let n = stream.read(&mut tmp).await?;
-        if n == 0 {
-            break;
-        }
-        body.extend_from_slice(&tmp[..n]);
-    }
-    Ok(Some((method, path, body)))
-}
-
-async fn write(stream: &mut TcpStream, status: u16, content_type: &str, body: &str) -> std::io::Result<()> {
-    let reason = match status {
-        200 => "OK",
-        404 => "Not Found",
-        503 => "Service Unavailable",
-        _ => "Status",
-    };
-    let head = format!("HTTP/1.1 {status} {reason}\r\nContent-Type: {content_type}\r\nContent-Length: {}\r\n\r\n", body.len());
-    stream.write_all(head.as_bytes()).await?;
-    stream.write_all(body.as_bytes()).await?;
-    stream.flush().await
-}
-
 async fn serve(
     mut stream: TcpStream,
     protocol: Protocol,
@@ -146,7 +99,7 @@ async fn serve(
     models: Vec<String>,
     handler: Handler,
 ) -> std::io::Result<()> {
-    while let Some((method, path, body)) = read_request(&mut stream).await? {
+    while let Some(Request { method, path, body, .. }) = read_request(&mut stream).await? {
         let raw = String::from_utf8_lossy(&body).to_string();
         let body: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
         seen.lock().expect("lock").push(Seen { path: path.clone(), raw, body: body.clone() });
@@ -154,18 +107,18 @@ async fn serve(
         match (protocol, method.as_str(), path.as_str()) {
             (Protocol::OpenAi, "GET", "/v1/models") => {
                 let data: Vec<Value> = models.iter().map(|m| json!({"id": m, "object": "model", "owned_by": "llamacpp"})).collect();
-                write(&mut stream, 200, json, &json!({"object": "list", "data": data}).to_string()).await?;
+                write(&mut stream, 200, json, &json!({"object": "list", "data": data}).to_string(), &[]).await?;
             }
             (Protocol::Ollama, "GET", "/api/tags") => {
                 let list: Vec<Value> =
                     models.iter().map(|m| json!({"name": m, "model": m, "digest": "d1", "details": {"quantization_level": "Q4_K_M"}})).collect();
-                write(&mut stream, 200, json, &json!({"models": list}).to_string()).await?;
+                write(&mut stream, 200, json, &json!({"models": list}).to_string(), &[]).await?;
             }
-            (Protocol::Ollama, "GET", "/api/version") => write(&mut stream, 200, json, r#"{"version":"0.6.2"}"#).await?,
+            (Protocol::Ollama, "GET", "/api/version") => write(&mut stream, 200, json, r#"{"version":"0.6.2"}"#, &[]).await?,
             (Protocol::OpenAi, "POST", "/v1/chat/completions") | (Protocol::Ollama, "POST", "/api/chat") => {
                 let n = chats.fetch_add(1, Ordering::SeqCst);
                 match handler(n, &body) {
-                    Reply::Status(status) => write(&mut stream, status, json, &json!({"error": {"code": status, "message": "busy"}}).to_string()).await?,
+                    Reply::Status(status) => write(&mut stream, status, json, &json!({"error": {"code": status, "message": "busy"}}).to_string(), &[]).await?,
                     reply @ (Reply::Answer(..) | Reply::Counted(..)) => {
                         // Ollama's fixed counts differ from the OpenAI-compatible ones.
                         let (text, finish, (prompt, completion), ollama) = match reply {
@@ -181,19 +134,19 @@ async fn serve(
                                 "usage": {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion},
                                 "timings": {"prompt_ms": 500.0, "predicted_ms": 200.0}
                             });
-                            write(&mut stream, 200, json, &answer.to_string()).await?;
+                            write(&mut stream, 200, json, &answer.to_string(), &[]).await?;
                         } else {
                             let line = json!({
                                 "model": model, "message": {"role": "assistant", "content": text}, "done": true, "done_reason": finish,
                                 "total_duration": 900_000_000u64, "prompt_eval_count": ollama.0, "prompt_eval_duration": 500_000_000u64,
                                 "eval_count": ollama.1, "eval_duration": 300_000_000u64
                             });
-                            write(&mut stream, 200, "application/x-ndjson", &format!("{line}\n")).await?;
+                            write(&mut stream, 200, "application/x-ndjson", &format!("{line}\n"), &[]).await?;
                         }
                     }
                 }
             }
-            _ => write(&mut stream, 404, json, r#"{"error":"404 page not found"}"#).await?,
+            _ => write(&mut stream, 404, json, r#"{"error":"404 page not found"}"#, &[]).await?,
         }
     }
     Ok(())

@@ -5,6 +5,7 @@
 //! speaks Ollama's native protocol, so this fake is its test double; the OpenAI-compatible
 //! protocol is tested against a real llama.cpp server in `llm_real_server.rs`.
 
+use crate::fake_http::{read_request, write_json, Request};
 use runner::finding::Severity;
 use runner::matrix::AxisValue;
 use runner::matrix::Cell;
@@ -87,66 +88,6 @@ async fn fake(models: &[&str], chat: ChatHandler) -> Fake {
     Fake { url, seen, in_flight, max_in_flight, task }
 }
 
-/// (method, path, authorization header, body)
-pub(super) type Request = (String, String, Option<String>, Vec<u8>);
-
-pub(super) async fn read_request(stream: &mut TcpStream) -> std::io::Result<Option<Request>> {
-    let mut buf = Vec::new();
-    let mut tmp = [0u8; 4096];
-    let header_end = loop {
-        if let Some(pos) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
-            break pos + 4;
-        }
-        let n = stream.read(&mut tmp).await?;
-        if n == 0 {
-            return Ok(None);
-        }
-        buf.extend_from_slice(&tmp[..n]);
-    };
-    let head = String::from_utf8_lossy(&buf[..header_end]).to_string();
-    let mut lines = head.lines();
-    let request_line = lines.next().unwrap_or_default().to_string();
-    let mut parts = request_line.split_whitespace();
-    let method = parts.next().unwrap_or_default().to_string();
-    let path = parts.next().unwrap_or_default().to_string();
-    let headers: Vec<(String, String)> = lines.filter_map(|l| l.split_once(':')).map(|(k, v)| (k.trim().to_ascii_lowercase(), v.trim().to_string())).collect();
-    let header = |name: &str| headers.iter().find(|(k, _)| k == name).map(|(_, v)| v.clone());
-    let length: usize = header("content-length").and_then(|v| v.parse().ok()).unwrap_or(0);
-    let mut body = buf[header_end..].to_vec();
-    while body.len() < length {
-        let n = stream.read(&mut tmp).await?;
-        if n == 0 {
-            break;
-        }
-        body.extend_from_slice(&tmp[..n]);
-    }
-    Ok(Some((method, path, header("authorization"), body)))
-}
-
-fn reason(status: u16) -> &'static str {
-    match status {
-        200 => "OK",
-        400 => "Bad Request",
-        404 => "Not Found",
-        429 => "Too Many Requests",
-        500 => "Internal Server Error",
-        503 => "Service Unavailable",
-        _ => "Status",
-    }
-}
-
-pub(super) async fn write_json(stream: &mut TcpStream, status: u16, body: &Value, headers: &[(String, String)]) -> std::io::Result<()> {
-    let text = body.to_string();
-    let mut head = format!("HTTP/1.1 {status} {}\r\nContent-Type: application/json; charset=utf-8\r\nContent-Length: {}\r\n", reason(status), text.len());
-    for (k, v) in headers {
-        head.push_str(&format!("{k}: {v}\r\n"));
-    }
-    head.push_str("\r\n");
-    stream.write_all(head.as_bytes()).await?;
-    stream.write_all(text.as_bytes()).await?;
-    stream.flush().await
-}
-
 #[allow(clippy::too_many_arguments)]
 async fn serve(
     mut stream: TcpStream,
@@ -158,7 +99,7 @@ async fn serve(
     chat: ChatHandler,
 ) -> std::io::Result<()> {
     let speaks_ollama = models.first().map(String::as_str) != Some(NOT_OLLAMA);
-    while let Some((method, path, authorization, body)) = read_request(&mut stream).await? {
+    while let Some(Request { method, path, authorization, body }) = read_request(&mut stream).await? {
         let body: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
         seen.lock().expect("lock").push(Seen { path: path.clone(), authorization, body: body.clone() });
         match (method.as_str(), path.as_str()) {

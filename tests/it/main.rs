@@ -12,6 +12,7 @@ mod docs;
 mod embed_real_server;
 mod exec_corpus;
 mod external_target;
+mod fake_http;
 mod foreign_files;
 mod git_target;
 mod github_oracle;

@@ -5,7 +5,7 @@
 //! the counts below are exact. `retries = 0`: a run succeeds only if 429s do not use up the
 //! retry budget while the server serves other requests.
 
-use super::llm_fake_ollama::{read_request, write_json};
+use super::fake_http::{read_request, write_json, Request};
 use super::*;
 use serde_json::{json, Value};
 use std::collections::HashSet;
@@ -22,7 +22,7 @@ struct Counts {
 }
 
 async fn serve(mut stream: TcpStream, counts: Arc<Counts>) -> std::io::Result<()> {
-    while let Some((method, path, _, body)) = read_request(&mut stream).await? {
+    while let Some(Request { method, path, body, .. }) = read_request(&mut stream).await? {
         match (method.as_str(), path.as_str()) {
             ("GET", "/v1/models") => write_json(&mut stream, 200, &json!({"object": "list", "data": [{"id": "mock", "object": "model"}]}), &[]).await?,
             ("POST", "/v1/chat/completions") => {
