@@ -4,13 +4,13 @@
 //! results from the cache where it can and storing new ones as they finish, so an
 //! interrupted execution resumes where it stopped.
 
-pub mod budget;
+pub(crate) mod budget;
 mod engine;
-pub mod events;
+pub(crate) mod events;
 mod executors;
 mod parts;
 mod review;
-pub mod stages;
+pub(crate) mod stages;
 mod walk;
 mod writes;
 

@@ -104,7 +104,7 @@ pub struct Scored {
 }
 
 /// Looks every call up (answered at once, or in the cache): all of them known, or `None`.
-pub fn all_cached(cache: &dyn Store, scorers: &dyn Scorers, calls: &[Call]) -> Option<Scored> {
+pub(crate) fn all_cached(cache: &dyn Store, scorers: &dyn Scorers, calls: &[Call]) -> Option<Scored> {
     let mut values = Vec::with_capacity(calls.len());
     for call in calls {
         if let Some(answer) = scorers.answer_now(call) {
@@ -121,7 +121,7 @@ pub fn all_cached(cache: &dyn Store, scorers: &dyn Scorers, calls: &[Call]) -> O
 
 /// The limits scoring calls share.
 #[derive(Clone)]
-pub struct StageShared {
+pub(crate) struct StageShared {
     pub cache: Arc<dyn Store>,
     pub scorers: Arc<dyn Scorers>,
     pub experiment: String,
@@ -144,7 +144,7 @@ impl StageShared {
 
 /// Why a scoring node has no result.
 #[derive(Debug, Clone, PartialEq)]
-pub enum NodeError {
+pub(crate) enum NodeError {
     /// The execution was interrupted; finished calls are cached.
     Interrupted,
     /// Frozen mode and a call is not in the cache.
@@ -158,7 +158,7 @@ pub enum NodeError {
 /// else run under the limits and stored. The first failure fails the node; what finished is
 /// stored already, so running again repeats none of it. Calls the budget keeps from starting
 /// leave the node unrun once the calls in flight have finished (and been stored).
-pub async fn run_node(shared: StageShared, calls: Vec<Call>, subject: Option<Arc<Subject>>) -> Result<Scored, NodeError> {
+pub(crate) async fn run_node(shared: StageShared, calls: Vec<Call>, subject: Option<Arc<Subject>>) -> Result<Scored, NodeError> {
     let total = calls.len();
     let payloads = calls.iter().map(|c| c.payload.clone()).collect();
     let mut pending = futures::stream::FuturesOrdered::new();

@@ -6,7 +6,7 @@
 
 mod checks;
 mod matrix;
-pub mod model;
+pub(crate) mod model;
 mod reviewers;
 mod revisions;
 mod scoring;

@@ -5,8 +5,8 @@
 //! (materialize → review → the scoring stages, in their rank → analyze → render). The
 //! scoring stages are declared above the engine and planned through a [`ScoringPlanner`].
 
-pub mod score;
-pub mod shard;
+pub(crate) mod score;
+pub(crate) mod shard;
 pub mod subjects;
 
 pub use score::{NoScoring, PlanUnderway, ScoreTarget, ScoringPlanner, Stage};

@@ -12,9 +12,9 @@
 //! (`model`, `data`), and what a manifest asks of them (`spec`, `read`).
 
 pub mod chart;
-pub mod data;
+pub(crate) mod data;
 pub mod definition;
-pub mod model;
+pub(crate) mod model;
 pub mod read;
 pub mod spec;
 #[cfg(test)]

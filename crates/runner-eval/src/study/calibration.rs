@@ -22,10 +22,10 @@ use serde::Serialize;
 use std::collections::BTreeMap;
 
 /// Agreement below this share means a judge may not be used alone (seed 000 H5).
-pub const STANDS_ALONE: f64 = 0.85;
+pub(crate) const STANDS_ALONE: f64 = 0.85;
 
 /// The verdict an H1 label gives on `rubric`; `None` for a tie or an unknown label.
-pub fn h1_verdict(label: &str, rubric: Rubric) -> Option<Verdict> {
+pub(crate) fn h1_verdict(label: &str, rubric: Rubric) -> Option<Verdict> {
     let yes = match (label, rubric) {
         ("actionable", _) => true,
         ("wrong_suggestion", Rubric::Validity) => true,
@@ -38,7 +38,7 @@ pub fn h1_verdict(label: &str, rubric: Rubric) -> Option<Verdict> {
 /// A person's H1 label as a judgement of the judges' type: the verdict the label gives on
 /// `rubric`, the label as the raw answer, the note (or the label) as the reason; no model
 /// call, so no attempts, tokens or seconds.
-pub fn human_judgement(label: &str, note: &str, rubric: Rubric) -> Option<Judgement> {
+pub(crate) fn human_judgement(label: &str, note: &str, rubric: Rubric) -> Option<Judgement> {
     let verdict = h1_verdict(label, rubric)?;
     let reason = if note.trim().is_empty() { format!("H1 label `{label}`") } else { note.trim().to_string() };
     Some(Judgement { verdict, reason, attempts: 0, seed: 0, requests: 0, tokens: Tokens::default(), seconds: 0.0, raw: label.to_string() })
@@ -56,7 +56,7 @@ pub struct Compared {
 
 /// A judge's calibration on one rubric.
 #[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct RubricCalibration {
+pub(crate) struct RubricCalibration {
     pub rubric: Rubric,
     /// Findings with a human verdict and a judge's yes or no.
     pub items: usize,
@@ -74,13 +74,13 @@ pub struct RubricCalibration {
 
 /// One judge's calibration.
 #[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct JudgeCalibration {
+pub(crate) struct JudgeCalibration {
     pub judge: String,
     pub rubrics: Vec<RubricCalibration>,
 }
 
 /// Calibrates each judge (`names`, jury order) over `compared`.
-pub fn calibrate(names: &[String], compared: &[Compared]) -> Vec<JudgeCalibration> {
+pub(crate) fn calibrate(names: &[String], compared: &[Compared]) -> Vec<JudgeCalibration> {
     names
         .iter()
         .enumerate()

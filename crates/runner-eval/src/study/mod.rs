@@ -5,11 +5,11 @@
 
 pub mod adjudication;
 pub mod audit;
-pub mod calibration;
+pub(crate) mod calibration;
 pub mod findings;
 pub mod history;
 pub mod preference;
 pub mod propose;
 pub mod report;
 pub mod resolution;
-pub mod sheet;
+pub(crate) mod sheet;

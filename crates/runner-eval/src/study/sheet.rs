@@ -15,7 +15,7 @@ use std::fmt;
 
 /// What a column holds and how it is checked.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Rule {
+pub(crate) enum Rule {
     /// The anonymous row id; must be one of the key's ids, once.
     Id,
     /// Text the export wrote (or a free note); not checked.
@@ -31,7 +31,7 @@ pub enum Rule {
 
 /// One column of a sheet.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Column {
+pub(crate) struct Column {
     pub name: String,
     pub rule: Rule,
     /// The header must have it (the id, label and rater columns always must).
@@ -39,14 +39,14 @@ pub struct Column {
 }
 
 impl Column {
-    pub fn new(name: &str, rule: Rule, required: bool) -> Self {
+    pub(crate) fn new(name: &str, rule: Rule, required: bool) -> Self {
         Self { name: name.to_string(), rule, required }
     }
 }
 
 /// A sheet's columns and the ids its export wrote.
 #[derive(Debug, Clone)]
-pub struct Spec {
+pub(crate) struct Spec {
     pub columns: Vec<Column>,
     pub ids: BTreeSet<String>,
 }
@@ -54,7 +54,7 @@ pub struct Spec {
 /// One located problem: the 1-based line (none for a row absent from the sheet), the row's id
 /// when known, the column when one is at fault.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Problem {
+pub(crate) struct Problem {
     pub line: Option<u64>,
     pub id: Option<String>,
     pub column: Option<String>,
@@ -78,7 +78,7 @@ impl fmt::Display for Problem {
 
 /// A row that passed the structural checks (its label problems, if any, are in the problems).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Row {
+pub(crate) struct Row {
     pub line: u64,
     pub id: String,
     /// Column name → trimmed value, for every header column.
@@ -94,7 +94,7 @@ impl Row {
 
 /// What [`check`] found.
 #[derive(Debug, Clone, Default)]
-pub struct Checked {
+pub(crate) struct Checked {
     pub rows: Vec<Row>,
     pub problems: Vec<Problem>,
 }
@@ -108,7 +108,7 @@ fn one_of(allowed: &[String]) -> String {
 }
 
 /// Reads a filled sheet and checks every row against `spec`.
-pub fn check(spec: &Spec, bytes: &[u8]) -> Checked {
+pub(crate) fn check(spec: &Spec, bytes: &[u8]) -> Checked {
     let bytes = bytes.strip_prefix(b"\xef\xbb\xbf".as_slice()).unwrap_or(bytes);
     let mut reader = csv::ReaderBuilder::new().has_headers(false).flexible(true).from_reader(bytes);
     let mut out = Checked::default();
@@ -259,7 +259,7 @@ fn check_labels(spec: &Spec, row: &Row, problems: &mut Vec<Problem>) {
 }
 
 /// Writes a sheet: the header and the rows, quoted only where needed, `\n` line ends.
-pub fn write(header: &[&str], rows: &[Vec<String>]) -> Result<String, csv::Error> {
+pub(crate) fn write(header: &[&str], rows: &[Vec<String>]) -> Result<String, csv::Error> {
     let mut writer = csv::WriterBuilder::new().from_writer(Vec::new());
     writer.write_record(header)?;
     for row in rows {

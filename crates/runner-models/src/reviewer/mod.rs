@@ -8,13 +8,13 @@ pub mod build;
 pub mod builtin;
 pub mod command;
 pub mod llm;
-pub mod output_schema;
+pub(crate) mod output_schema;
 pub mod parse;
 pub mod pipeline;
 pub mod redact;
 pub mod replay;
 pub mod spec;
-pub mod template;
+pub(crate) mod template;
 
 #[cfg(test)]
 mod no_leak;

@@ -12,20 +12,22 @@ use serde_json::Value;
 use std::sync::LazyLock;
 
 /// The schema file's text, as shipped.
-pub const SCHEMA_TEXT: &str = include_str!("../../../../schemas/reviewer-output.schema.json");
+pub(crate) const SCHEMA_TEXT: &str = include_str!("../../../../schemas/reviewer-output.schema.json");
 
 /// The schema, parsed once.
 static SCHEMA: LazyLock<Result<Value, String>> =
     LazyLock::new(|| serde_json::from_str(SCHEMA_TEXT).map_err(|e| format!("schemas/reviewer-output.schema.json is not JSON: {e}")));
 
 /// Keywords the validator applies.
+#[cfg(test)]
 const APPLIED: [&str; 13] = ["type", "enum", "const", "minimum", "maximum", "pattern", "required", "properties", "items", "$ref", "allOf", "if", "then"];
 /// Keywords that only annotate.
+#[cfg(test)]
 const ANNOTATIONS: [&str; 6] = ["$schema", "$id", "$defs", "title", "description", "$comment"];
 
 /// One broken rule: where in the value (`[]` for the value itself), and what.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Violation {
+pub(crate) struct Violation {
     /// The instance path, one key or index per step.
     pub path: Vec<String>,
     pub rule: Rule,
@@ -33,7 +35,7 @@ pub struct Violation {
 
 /// The kind of rule broken.
 #[derive(Debug, Clone, PartialEq)]
-pub enum Rule {
+pub(crate) enum Rule {
     /// A `required` key is absent.
     Missing(String),
     /// `type`: the types allowed.
@@ -49,7 +51,7 @@ pub enum Rule {
 
 impl Violation {
     /// `line`, `range.start`, `evidence_lines[0]`; `value` for the value itself.
-    pub fn at(&self) -> String {
+    pub(crate) fn at(&self) -> String {
         if self.path.is_empty() {
             return "value".into();
         }
@@ -68,7 +70,7 @@ impl Violation {
     }
 
     /// The rule in words, about `value` (the part of the instance at [`Self::path`]).
-    pub fn describe(&self, value: Option<&Value>) -> String {
+    pub(crate) fn describe(&self, value: Option<&Value>) -> String {
         let at = self.at();
         let shown = value.map(Value::to_string).unwrap_or_default();
         match &self.rule {
@@ -98,7 +100,7 @@ fn article(json_type: &str) -> String {
 }
 
 /// `1` for 1.0, `0.5` for 0.5.
-pub fn number(n: f64) -> String {
+pub(crate) fn number(n: f64) -> String {
     if n.fract() == 0.0 && n.abs() < 1e15 {
         format!("{}", n as i64)
     } else {
@@ -107,12 +109,12 @@ pub fn number(n: f64) -> String {
 }
 
 /// The schema, or why it cannot be read.
-pub fn schema() -> Result<&'static Value, String> {
+pub(crate) fn schema() -> Result<&'static Value, String> {
     SCHEMA.as_ref().map_err(Clone::clone)
 }
 
 /// The definition `name` under `$defs` (`finding`, `usage`, `event`), or `""` for the document.
-pub fn definition(name: &str) -> Result<&'static Value, String> {
+pub(crate) fn definition(name: &str) -> Result<&'static Value, String> {
     let root = schema()?;
     if name.is_empty() {
         return Ok(root);
@@ -122,7 +124,7 @@ pub fn definition(name: &str) -> Result<&'static Value, String> {
 
 /// Every rule of definition `name` that `value` breaks, in the order the schema states them
 /// (`required` before `properties`).
-pub fn validate(name: &str, value: &Value) -> Vec<Violation> {
+pub(crate) fn validate(name: &str, value: &Value) -> Vec<Violation> {
     let mut out = Vec::new();
     match (schema(), definition(name)) {
         (Ok(root), Ok(def)) => check(root, def, value, &mut Vec::new(), &mut out),
@@ -132,7 +134,7 @@ pub fn validate(name: &str, value: &Value) -> Vec<Violation> {
 }
 
 /// The value at `path` inside `value`.
-pub fn pointer<'v>(value: &'v Value, path: &[String]) -> Option<&'v Value> {
+pub(crate) fn pointer<'v>(value: &'v Value, path: &[String]) -> Option<&'v Value> {
     path.iter().try_fold(value, |v, step| match v {
         Value::Array(items) => step.parse::<usize>().ok().and_then(|i| items.get(i)),
         Value::Object(map) => map.get(step),
@@ -249,8 +251,10 @@ fn check(root: &Value, schema: &Value, value: &Value, path: &mut Vec<String>, ou
 }
 
 /// Keywords the schema file uses that the validator neither applies nor treats as an
-/// annotation, each with where it is (`$defs/finding/properties/x/format`).
-pub fn unsupported_keywords(schema: &Value) -> Vec<String> {
+/// annotation, each with where it is (`$defs/finding/properties/x/format`): a test holds the
+/// schema file to what the validator applies.
+#[cfg(test)]
+pub(crate) fn unsupported_keywords(schema: &Value) -> Vec<String> {
     fn walk(schema: &Value, at: &str, out: &mut Vec<String>) {
         let Some(rules) = schema.as_object() else { return };
         for (key, sub) in rules {

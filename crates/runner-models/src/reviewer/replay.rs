@@ -13,10 +13,10 @@
 //! and the resolved file (symbolic links followed) must lie inside the project root.
 
 pub mod ocr;
-pub mod sarif;
-pub mod seed002;
-pub mod stet;
-pub mod table;
+pub(crate) mod sarif;
+pub(crate) mod seed002;
+pub(crate) mod stet;
+pub(crate) mod table;
 
 use super::{Cost, ReviewError, ReviewJob, ReviewOutput, Reviewer};
 use crate::config::{project_root, resolve_path, TableReader};

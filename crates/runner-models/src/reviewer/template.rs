@@ -8,7 +8,7 @@ use std::sync::{OnceLock, RwLock};
 
 /// Variables a reviewer template sees: the cell's axes, `repeat`, and where applicable
 /// `repo`, `base` and `head`.
-pub fn variables(cell: &Cell, repeat: u32, subject: Option<(&Subject, &str)>) -> BTreeMap<String, serde_json::Value> {
+pub(crate) fn variables(cell: &Cell, repeat: u32, subject: Option<(&Subject, &str)>) -> BTreeMap<String, serde_json::Value> {
     let mut vars: BTreeMap<String, serde_json::Value> = cell.values.iter().map(|(k, v)| (k.clone(), serde_json::Value::String(v.render()))).collect();
     vars.insert("repeat".into(), serde_json::Value::from(repeat));
     if let Some((subject, repo)) = subject {
@@ -20,7 +20,7 @@ pub fn variables(cell: &Cell, repeat: u32, subject: Option<(&Subject, &str)>) ->
 }
 
 /// Renders a template strictly (an unknown variable is an error) and without HTML escaping.
-pub fn render(template: &str, vars: &BTreeMap<String, serde_json::Value>) -> Result<String, String> {
+pub(crate) fn render(template: &str, vars: &BTreeMap<String, serde_json::Value>) -> Result<String, String> {
     if !template.contains("{{") {
         return Ok(template.to_string());
     }
@@ -43,7 +43,7 @@ static COMPILED: OnceLock<RwLock<Handlebars<'static>>> = OnceLock::new();
 /// Renders `text` strictly and without HTML escaping, from its compiled form when it was
 /// rendered before. A template that fails (to parse or to render) is rendered afresh, so the
 /// error reads exactly as an uncompiled template's.
-pub fn render_strict<T: serde::Serialize>(text: &str, vars: &T) -> Result<String, handlebars::RenderError> {
+pub(crate) fn render_strict<T: serde::Serialize>(text: &str, vars: &T) -> Result<String, handlebars::RenderError> {
     let registry = COMPILED.get_or_init(|| RwLock::new(strict()));
     let compiled = registry.read().unwrap_or_else(|p| p.into_inner()).has_template(text);
     if !compiled {

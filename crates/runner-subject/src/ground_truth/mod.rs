@@ -9,5 +9,5 @@ pub mod holdout;
 pub mod mine;
 pub mod oracle;
 pub mod program;
-pub mod spanned;
+pub(crate) mod spanned;
 pub mod validate;

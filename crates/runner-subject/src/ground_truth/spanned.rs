@@ -9,11 +9,11 @@ use std::fmt;
 
 /// The deepest nesting of arrays and objects read, as `serde_json`'s own limit: the reader
 /// is recursive, and a deeper file (50,000 `[`) would overflow the stack.
-pub const MAX_DEPTH: usize = 128;
+pub(crate) const MAX_DEPTH: usize = 128;
 
 /// A 1-based line and column (in characters).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
-pub struct Pos {
+pub(crate) struct Pos {
     pub line: usize,
     pub column: usize,
 }
@@ -25,7 +25,7 @@ impl fmt::Display for Pos {
 }
 
 #[derive(Debug, Clone, PartialEq)]
-pub enum Node {
+pub(crate) enum Node {
     Null,
     Bool(bool),
     Number(serde_json::Number),
@@ -36,7 +36,7 @@ pub enum Node {
 
 /// A value, where it starts, and its byte span in the text.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Spanned {
+pub(crate) struct Spanned {
     pub pos: Pos,
     pub start: usize,
     pub end: usize,
@@ -45,7 +45,7 @@ pub struct Spanned {
 
 /// One `"key": value` pair of an object, in file order (duplicates kept).
 #[derive(Debug, Clone, PartialEq)]
-pub struct Member {
+pub(crate) struct Member {
     pub key: String,
     pub key_pos: Pos,
     pub value: Spanned,
@@ -53,27 +53,27 @@ pub struct Member {
 
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 #[error("{message} at {pos}")]
-pub struct SyntaxError {
+pub(crate) struct SyntaxError {
     pub pos: Pos,
     pub message: String,
 }
 
 impl Spanned {
-    pub fn as_object(&self) -> Option<&[Member]> {
+    pub(crate) fn as_object(&self) -> Option<&[Member]> {
         match &self.node {
             Node::Object(m) => Some(m),
             _ => None,
         }
     }
 
-    pub fn as_array(&self) -> Option<&[Spanned]> {
+    pub(crate) fn as_array(&self) -> Option<&[Spanned]> {
         match &self.node {
             Node::Array(a) => Some(a),
             _ => None,
         }
     }
 
-    pub fn as_str(&self) -> Option<&str> {
+    pub(crate) fn as_str(&self) -> Option<&str> {
         match &self.node {
             Node::String(s) => Some(s),
             _ => None,
@@ -81,17 +81,17 @@ impl Spanned {
     }
 
     /// The first member named `key`, when this is an object.
-    pub fn get(&self, key: &str) -> Option<&Member> {
+    pub(crate) fn get(&self, key: &str) -> Option<&Member> {
         self.as_object()?.iter().find(|m| m.key == key)
     }
 
     /// The position of `key`'s value, else of this value.
-    pub fn pos_of(&self, key: &str) -> Pos {
+    pub(crate) fn pos_of(&self, key: &str) -> Pos {
         self.get(key).map(|m| m.value.pos).unwrap_or(self.pos)
     }
 
     /// What kind of JSON value this is, for messages.
-    pub fn kind(&self) -> &'static str {
+    pub(crate) fn kind(&self) -> &'static str {
         match self.node {
             Node::Null => "null",
             Node::Bool(_) => "a boolean",
@@ -104,7 +104,7 @@ impl Spanned {
 
     /// The plain value (for typed decoding with serde). With duplicate keys the last wins,
     /// as in `serde_json`; validation reports duplicates separately.
-    pub fn to_value(&self) -> serde_json::Value {
+    pub(crate) fn to_value(&self) -> serde_json::Value {
         match &self.node {
             Node::Null => serde_json::Value::Null,
             Node::Bool(b) => serde_json::Value::Bool(*b),
@@ -117,7 +117,7 @@ impl Spanned {
 }
 
 /// Decodes `node` (a part of `text`) into `T`, locating a type error in the whole text.
-pub fn decode<T: serde::de::DeserializeOwned>(text: &str, node: &Spanned) -> Result<T, SyntaxError> {
+pub(crate) fn decode<T: serde::de::DeserializeOwned>(text: &str, node: &Spanned) -> Result<T, SyntaxError> {
     let slice = text.get(node.start..node.end).unwrap_or_default();
     serde_json::from_str(slice).map_err(|e| {
         let message = e.to_string();
@@ -132,7 +132,7 @@ pub fn decode<T: serde::de::DeserializeOwned>(text: &str, node: &Spanned) -> Res
 }
 
 /// Parses `text`, reporting a syntax error with its line and column.
-pub fn parse(text: &str) -> Result<Spanned, SyntaxError> {
+pub(crate) fn parse(text: &str) -> Result<Spanned, SyntaxError> {
     if let Err(e) = serde_json::from_str::<serde::de::IgnoredAny>(text) {
         let message = e.to_string();
         let message = message.rsplit_once(" at line ").map(|(m, _)| m.to_string()).unwrap_or(message);

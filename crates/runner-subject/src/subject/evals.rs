@@ -16,7 +16,7 @@ fn sanitize(id: &str) -> String {
 }
 
 /// Clones `base..tip` blind under `work_dir/evals/`, reusing a finished clone.
-pub fn materialize(
+pub(crate) fn materialize(
     id: &str,
     identity: &str,
     repo: &Path,

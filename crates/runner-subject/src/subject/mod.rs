@@ -3,7 +3,7 @@
 
 pub mod corpus;
 pub mod diff;
-pub mod evals;
+pub(crate) mod evals;
 pub mod external;
 pub mod files;
 pub mod git;

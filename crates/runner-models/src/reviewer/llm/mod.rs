@@ -21,11 +21,11 @@
 pub mod adaptive;
 #[cfg(test)]
 pub(crate) mod fake_server;
-pub mod normalize;
-pub mod prompt;
+pub(crate) mod normalize;
+pub(crate) mod prompt;
 pub mod spec;
-pub mod transport;
-pub mod wire;
+pub(crate) mod transport;
+pub(crate) mod wire;
 
 pub use spec::{read_spec, LlmSpec, OnTruncation, PromptTemplate, Protocol, UnitKind};
 

@@ -20,19 +20,19 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
 /// Counter names, as they appear in run records.
-pub mod counters {
-    pub const RAW: &str = "findings_raw";
-    pub const KEPT: &str = "findings_kept";
-    pub const OUTSIDE: &str = "findings_dropped_outside_hunk";
-    pub const UNUSABLE: &str = "findings_dropped_unusable";
-    pub const DUPLICATE: &str = "findings_dropped_duplicate";
-    pub const OTHER_FILE: &str = "findings_other_file";
-    pub const FILE_LEVEL: &str = "findings_file_level";
+pub(crate) mod counters {
+    pub(crate) const RAW: &str = "findings_raw";
+    pub(crate) const KEPT: &str = "findings_kept";
+    pub(crate) const OUTSIDE: &str = "findings_dropped_outside_hunk";
+    pub(crate) const UNUSABLE: &str = "findings_dropped_unusable";
+    pub(crate) const DUPLICATE: &str = "findings_dropped_duplicate";
+    pub(crate) const OTHER_FILE: &str = "findings_other_file";
+    pub(crate) const FILE_LEVEL: &str = "findings_file_level";
 }
 
 /// What normalizing one unit's answer produced.
 #[derive(Debug, Default)]
-pub struct Normalized {
+pub(crate) struct Normalized {
     pub findings: Vec<Finding>,
     pub counters: BTreeMap<String, u64>,
     pub schema_problems: Vec<String>,
@@ -47,7 +47,7 @@ fn clean_path(path: &str) -> String {
 
 /// Normalizes the finding objects of one unit's answer. `seen` holds the IDs already kept
 /// in the run, for de-duplication across units.
-pub fn normalize(items: Vec<Value>, unit: &Unit<'_>, repo_dir: &Path, seen: &mut BTreeSet<String>) -> Normalized {
+pub(crate) fn normalize(items: Vec<Value>, unit: &Unit<'_>, repo_dir: &Path, seen: &mut BTreeSet<String>) -> Normalized {
     let mut out = Normalized::default();
     let spans = unit.spans();
     let reviewed: BTreeSet<&str> = unit.files.iter().map(|(f, _)| *f).collect();

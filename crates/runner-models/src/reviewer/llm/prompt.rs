@@ -9,11 +9,11 @@ use crate::subject::Subject;
 use serde_json::{json, Value};
 
 /// Version of the schema builder; the schema itself is hashed into the fingerprint too.
-pub const SCHEMA_VERSION: &str = "findings-schema-2";
+pub(crate) const SCHEMA_VERSION: &str = "findings-schema-2";
 
 /// What one request reviews: some hunks of one or more files.
 #[derive(Debug, Clone)]
-pub struct Unit<'a> {
+pub(crate) struct Unit<'a> {
     pub kind: UnitKind,
     /// `file`, `file:start-end` or `*`.
     pub label: String,
@@ -21,12 +21,12 @@ pub struct Unit<'a> {
 }
 
 impl Unit<'_> {
-    pub fn hunk_count(&self) -> u32 {
+    pub(crate) fn hunk_count(&self) -> u32 {
         self.files.iter().map(|(_, h)| h.len() as u32).sum()
     }
 
     /// New-side spans of the reviewed hunks: (file, first, last).
-    pub fn spans(&self) -> Vec<(String, u32, u32)> {
+    pub(crate) fn spans(&self) -> Vec<(String, u32, u32)> {
         self.files
             .iter()
             .flat_map(|(f, hunks)| {
@@ -38,13 +38,13 @@ impl Unit<'_> {
             .collect()
     }
 
-    pub fn first_file(&self) -> &str {
+    pub(crate) fn first_file(&self) -> &str {
         self.files.first().map(|(f, _)| *f).unwrap_or_default()
     }
 }
 
 /// Splits a subject's diff into units.
-pub fn units(files: &[FileDiff], kind: UnitKind) -> Vec<Unit<'_>> {
+pub(crate) fn units(files: &[FileDiff], kind: UnitKind) -> Vec<Unit<'_>> {
     let with_hunks = files.iter().filter(|f| !f.hunks.is_empty());
     match kind {
         UnitKind::Hunk => with_hunks
@@ -89,7 +89,7 @@ pub(crate) fn numbered(hunk: &Hunk) -> String {
 }
 
 /// The new-side code of a unit's hunks per file (added and context lines), for RAG.
-pub fn new_side_code(unit: &Unit<'_>) -> Vec<(String, String)> {
+pub(crate) fn new_side_code(unit: &Unit<'_>) -> Vec<(String, String)> {
     unit.files
         .iter()
         .map(|(f, hunks)| {
@@ -112,7 +112,7 @@ pub fn new_side_code(unit: &Unit<'_>) -> Vec<(String, String)> {
 }
 
 /// New-side line numbers of a unit's hunks (context and added lines), sorted.
-pub fn reviewed_lines(unit: &Unit<'_>) -> Vec<u32> {
+pub(crate) fn reviewed_lines(unit: &Unit<'_>) -> Vec<u32> {
     let mut lines: Vec<u32> = unit.spans().into_iter().flat_map(|(_, a, b)| a..=b).collect();
     lines.sort_unstable();
     lines.dedup();
@@ -122,7 +122,7 @@ pub fn reviewed_lines(unit: &Unit<'_>) -> Vec<u32> {
 /// The JSON schema the answer must follow (Ollama `format`, OpenAI `response_format`).
 /// With `lines`, `line` must be one of them (the reviewed lines), so a constrained decoder
 /// cannot point outside the change.
-pub fn response_schema(spec: &LlmSpec, multi_file: bool, lines: Option<&[u32]>) -> Value {
+pub(crate) fn response_schema(spec: &LlmSpec, multi_file: bool, lines: Option<&[u32]>) -> Value {
     let severities: Vec<&str> = Severity::ALL.iter().map(|s| s.as_str()).collect();
     let categories: Vec<&str> = Category::ALL.iter().map(|c| c.as_str()).collect();
     let mut properties = serde_json::Map::new();
@@ -162,14 +162,14 @@ pub fn response_schema(spec: &LlmSpec, multi_file: bool, lines: Option<&[u32]>) 
 
 /// The two prompts of one request.
 #[derive(Debug, Clone)]
-pub struct Prompts {
+pub(crate) struct Prompts {
     pub system: String,
     pub user: String,
 }
 
 /// Renders the system and user prompts for a unit; `extra` (an object: a pipeline stage's
 /// earlier findings) adds variables beside the unit's.
-pub fn render(spec: &LlmSpec, subject: &Subject, unit: &Unit<'_>, definitions: &[Definition], extra: Option<&Value>) -> Result<Prompts, String> {
+pub(crate) fn render(spec: &LlmSpec, subject: &Subject, unit: &Unit<'_>, definitions: &[Definition], extra: Option<&Value>) -> Result<Prompts, String> {
     let multi_file = unit.files.len() > 1;
     let files: Vec<Value> = unit
         .files
@@ -208,7 +208,7 @@ pub fn render(spec: &LlmSpec, subject: &Subject, unit: &Unit<'_>, definitions: &
 
 /// Renders a prompt template strictly (an unknown variable is an error) and without HTML
 /// escaping, trimmed; `what` names it in the error.
-pub fn render_template(what: &str, text: &str, vars: &Value) -> Result<String, String> {
+pub(crate) fn render_template(what: &str, text: &str, vars: &Value) -> Result<String, String> {
     let out = crate::reviewer::template::render_strict(text, vars).map_err(|e| format!("failed to render {what}: {e}"))?;
     Ok(out.trim().to_string())
 }

@@ -27,11 +27,11 @@ use std::time::Duration;
 use tokio::sync::{Mutex, OwnedSemaphorePermit, Semaphore};
 
 /// The most 429s one request takes without counting them against `retries`.
-pub const RATE_LIMIT_RETRIES: u32 = 32;
+pub(crate) const RATE_LIMIT_RETRIES: u32 = 32;
 
 /// Retry and timeout settings.
 #[derive(Debug, Clone, Copy)]
-pub struct Policy {
+pub(crate) struct Policy {
     pub retries: u32,
     pub base_delay: Duration,
     pub max_delay: Duration,
@@ -42,7 +42,7 @@ impl Policy {
     /// Delay before retry number `attempt` (0-based): `base × 2^attempt`, capped, with
     /// "equal jitter" (a uniform draw from half to all of it); a server's `Retry-After` wins,
     /// capped at `max_delay`.
-    pub fn delay(&self, attempt: u32, retry_after: Option<Duration>) -> Duration {
+    pub(crate) fn delay(&self, attempt: u32, retry_after: Option<Duration>) -> Duration {
         if let Some(d) = retry_after {
             return d.min(self.max_delay);
         }
@@ -54,7 +54,7 @@ impl Policy {
 
 /// What a server says about itself and a model, for provenance.
 #[derive(Debug, Clone, Default, PartialEq)]
-pub struct ServerInfo {
+pub(crate) struct ServerInfo {
     /// e.g. `ollama 0.5.7`, `llama.cpp (build_info b0-unknown)`.
     pub server: Option<String>,
     /// File name of the model the server loaded (llama.cpp `/props`).
@@ -65,7 +65,7 @@ pub struct ServerInfo {
 }
 
 /// One base URL, as one user (a reviewer, a judge, an embedder) sees it.
-pub struct Endpoint {
+pub(crate) struct Endpoint {
     /// Expanded, without a trailing `/`.
     pub url: String,
     /// This user's own limit (`max-concurrency-per-endpoint`, a judge's `max-concurrency`).
@@ -88,7 +88,7 @@ impl Endpoint {
 
 /// A free place on an endpoint: this user's permit, held while the request (retries
 /// included) runs, and a place under the server's adaptive limit for its first attempt.
-pub struct Slot {
+pub(crate) struct Slot {
     pub endpoint: Arc<Endpoint>,
     _own: OwnedSemaphorePermit,
     shared: Option<Permit>,
@@ -96,14 +96,14 @@ pub struct Slot {
 
 impl Slot {
     /// The place under the adaptive limit, for [`Transport::with_retries`].
-    pub fn take_permit(&mut self) -> Option<Permit> {
+    pub(crate) fn take_permit(&mut self) -> Option<Permit> {
         self.shared.take()
     }
 }
 
 /// How a request sequence ended badly.
 #[derive(Debug)]
-pub enum Failure {
+pub(crate) enum Failure {
     /// The endpoint could not be reached after every retry: try another one.
     Down(String),
     /// Nothing to gain from another endpoint.
@@ -114,7 +114,7 @@ pub enum Failure {
 type EndpointId = (String, Option<String>);
 
 /// The HTTP client and every endpoint it has used.
-pub struct Transport {
+pub(crate) struct Transport {
     /// Built on first use: a TLS client parses its root certificates, which an execution
     /// served entirely from the cache never needs.
     http: std::sync::OnceLock<Result<reqwest::Client, String>>,
@@ -127,7 +127,7 @@ pub struct Transport {
 
 impl Transport {
     /// A transport with no client yet: [`Transport::http`] builds it on the first request.
-    pub fn new(policy: Policy, connect_timeout: Duration, per_endpoint: usize) -> Self {
+    pub(crate) fn new(policy: Policy, connect_timeout: Duration, per_endpoint: usize) -> Self {
         Self {
             http: std::sync::OnceLock::new(),
             connect_timeout,
@@ -139,7 +139,7 @@ impl Transport {
     }
 
     /// The HTTP client, built the first time a request needs it.
-    pub fn http(&self) -> Result<&reqwest::Client, AttemptError> {
+    pub(crate) fn http(&self) -> Result<&reqwest::Client, AttemptError> {
         self.http
             .get_or_init(|| {
                 reqwest::Client::builder()
@@ -155,7 +155,7 @@ impl Transport {
 
     /// The endpoint for an (expanded) base URL used with `api_key`, shared by every model and
     /// run of this user that uses it; its controller is shared process-wide.
-    pub fn endpoint(&self, url: &str, api_key: Option<&str>) -> Arc<Endpoint> {
+    pub(crate) fn endpoint(&self, url: &str, api_key: Option<&str>) -> Arc<Endpoint> {
         let url = url.trim_end_matches('/').to_string();
         let mut map = self.endpoints.lock().unwrap_or_else(|p| p.into_inner());
         map.entry((url.clone(), api_key.map(key_identity)))
@@ -174,7 +174,7 @@ impl Transport {
     /// Waits for a free slot on any endpoint of the pool that is not down (this user's limit,
     /// then the server's adaptive one), starting the search at a rotating position so load
     /// spreads. `Err` lists why each one is down.
-    pub async fn acquire(&self, pool: &[Arc<Endpoint>]) -> Result<Slot, String> {
+    pub(crate) async fn acquire(&self, pool: &[Arc<Endpoint>]) -> Result<Slot, String> {
         let live: Vec<Arc<Endpoint>> = pool.iter().filter(|e| e.down_reason().is_none()).cloned().collect();
         if live.is_empty() {
             let reasons: Vec<String> = pool.iter().map(|e| format!("`{}`: {}", e.url, e.down_reason().unwrap_or_default())).collect();
@@ -198,7 +198,7 @@ impl Transport {
         first.ok_or_else(|| "the endpoint's limiter was closed".to_string())
     }
 
-    pub fn mark_down(&self, endpoint: &Endpoint, reason: String) {
+    pub(crate) fn mark_down(&self, endpoint: &Endpoint, reason: String) {
         endpoint.mark_down(reason);
     }
 
@@ -206,7 +206,7 @@ impl Transport {
     /// and 5xx with backoff (the module's retry rule), each attempt under the endpoint's
     /// adaptive limit (`permit` for the first, when the caller holds one) and reported to it.
     /// Returns the value and the number of attempts made.
-    pub async fn with_retries<T, F, Fut>(&self, endpoint: &Endpoint, permit: Option<Permit>, model: &str, attempt: F) -> Result<(T, u32), Failure>
+    pub(crate) async fn with_retries<T, F, Fut>(&self, endpoint: &Endpoint, permit: Option<Permit>, model: &str, attempt: F) -> Result<(T, u32), Failure>
     where
         F: FnMut() -> Fut,
         Fut: Future<Output = Result<T, AttemptError>>,
@@ -216,7 +216,7 @@ impl Transport {
 
     /// Sends one request to `endpoint`: its `x-ratelimit-*` headers pace the endpoint, and an
     /// error status becomes the attempt's error.
-    pub async fn send(&self, endpoint: &Endpoint, request: reqwest::RequestBuilder) -> Result<reqwest::Response, AttemptError> {
+    pub(crate) async fn send(&self, endpoint: &Endpoint, request: reqwest::RequestBuilder) -> Result<reqwest::Response, AttemptError> {
         let sent = tokio::time::Instant::now();
         let resp = request.send().await.map_err(|e| AttemptError::from_reqwest(&e, self.policy.request_timeout))?;
         endpoint.controller.observe(&RateHeaders::from_headers(resp.headers()), self.policy.max_delay, sent);
@@ -304,7 +304,7 @@ impl Transport {
 
     /// Checks once per endpoint and model that the server answers and serves the model, and
     /// learns what it can about the server. Unknown models fail fast.
-    pub async fn check(&self, protocol: Protocol, endpoint: &Endpoint, model: &str, api_key: Option<&str>) -> Result<ServerInfo, Failure> {
+    pub(crate) async fn check(&self, protocol: Protocol, endpoint: &Endpoint, model: &str, api_key: Option<&str>) -> Result<ServerInfo, Failure> {
         let mut checked = endpoint.checked.lock().await;
         if let Some(done) = checked.get(model) {
             return done.clone().map_err(Failure::Fatal);
@@ -432,7 +432,7 @@ fn is_rate_limit(e: &AttemptError) -> bool {
     matches!(e, AttemptError::Status { status: 429, message, .. } if !message.contains("exceeded your current quota"))
 }
 
-pub fn unreachable(message: String) -> ReviewError {
+pub(crate) fn unreachable(message: String) -> ReviewError {
     ReviewError::Unreachable { message, stderr_tail: String::new() }
 }
 

@@ -45,7 +45,7 @@ impl Completion {
 
 /// Why one attempt at a request failed.
 #[derive(Debug, Clone, PartialEq)]
-pub enum AttemptError {
+pub(crate) enum AttemptError {
     /// No connection, or it broke before the answer was complete: retried.
     Connect(String),
     /// The connection broke while the answer's body was being read (a transport error,
@@ -65,10 +65,10 @@ pub enum AttemptError {
 }
 
 /// The most bytes of a model server's answer runner reads; a longer one fails the attempt.
-pub const MAX_ANSWER_BYTES: usize = 32 * 1024 * 1024;
+pub(crate) const MAX_ANSWER_BYTES: usize = 32 * 1024 * 1024;
 
 /// The most bytes of an error answer runner reads for its message; the rest is not read.
-pub const MAX_ERROR_BODY_BYTES: usize = 64 * 1024;
+pub(crate) const MAX_ERROR_BODY_BYTES: usize = 64 * 1024;
 
 /// `n` bytes as whole MiB when they are, else as bytes.
 fn size_text(n: usize) -> String {
@@ -95,7 +95,7 @@ fn check_length(resp: &reqwest::Response, limit: usize) -> Result<(), AttemptErr
 /// Reads an answer's body as it arrives, at most `limit` bytes: an answer whose
 /// `Content-Length` says it is longer fails before any of it is read, and one whose bytes go
 /// past `limit` fails as they do (what was read is dropped, the connection closed).
-pub async fn read_body(resp: &mut reqwest::Response, limit: usize, timeout: Duration) -> Result<Vec<u8>, AttemptError> {
+pub(crate) async fn read_body(resp: &mut reqwest::Response, limit: usize, timeout: Duration) -> Result<Vec<u8>, AttemptError> {
     check_length(resp, limit)?;
     let mut body = Vec::with_capacity(resp.content_length().map_or(0, |n| n as usize));
     while let Some(chunk) = resp.chunk().await.map_err(|e| AttemptError::from_reqwest(&e, timeout))? {
@@ -121,7 +121,7 @@ async fn read_error_body(resp: &mut reqwest::Response, limit: usize) -> String {
 }
 
 impl AttemptError {
-    pub fn retryable(&self) -> bool {
+    pub(crate) fn retryable(&self) -> bool {
         match self {
             Self::Connect(_) | Self::Dropped(_) => true,
             Self::Status { status, .. } => *status == 429 || *status >= 500,
@@ -130,7 +130,7 @@ impl AttemptError {
     }
 
     /// Classifies a reqwest error.
-    pub fn from_reqwest(e: &reqwest::Error, timeout: Duration) -> Self {
+    pub(crate) fn from_reqwest(e: &reqwest::Error, timeout: Duration) -> Self {
         if e.is_connect() {
             Self::Connect(describe(e))
         } else if e.is_timeout() {
@@ -163,7 +163,7 @@ fn describe(e: &reqwest::Error) -> String {
 }
 
 /// The message of an error body: `{"error":"…"}`, `{"error":{"message":"…"}}`, or the text.
-pub fn error_message(body: &str) -> String {
+pub(crate) fn error_message(body: &str) -> String {
     if let Ok(v) = serde_json::from_str::<Value>(body) {
         match v.get("error") {
             Some(Value::String(s)) => return s.clone(),
@@ -188,7 +188,7 @@ pub fn error_message(body: &str) -> String {
 
 /// How long the server asks to wait: `retry-after-ms` (milliseconds, as OpenAI sends beside
 /// `Retry-After`) when present, else `Retry-After` as seconds or an HTTP date.
-pub fn retry_after(headers: &reqwest::header::HeaderMap) -> Option<Duration> {
+pub(crate) fn retry_after(headers: &reqwest::header::HeaderMap) -> Option<Duration> {
     let text = |name| headers.get(name).and_then(|v: &reqwest::header::HeaderValue| v.to_str().ok()).map(str::trim);
     if let Some(ms) = text("retry-after-ms").and_then(|t| t.parse::<f64>().ok()).filter(|ms| ms.is_finite() && *ms >= 0.0) {
         return Some(Duration::from_secs_f64(ms / 1000.0));
@@ -196,7 +196,7 @@ pub fn retry_after(headers: &reqwest::header::HeaderMap) -> Option<Duration> {
     parse_retry_after(text(reqwest::header::RETRY_AFTER.as_str())?, std::time::SystemTime::now())
 }
 
-pub fn parse_retry_after(value: &str, now: std::time::SystemTime) -> Option<Duration> {
+pub(crate) fn parse_retry_after(value: &str, now: std::time::SystemTime) -> Option<Duration> {
     if let Ok(secs) = value.parse::<f64>() {
         return (secs.is_finite() && secs >= 0.0).then(|| Duration::from_secs_f64(secs));
     }
@@ -206,7 +206,7 @@ pub fn parse_retry_after(value: &str, now: std::time::SystemTime) -> Option<Dura
 
 /// Fails an attempt on a non-success status, reading the error body.
 /// The body is read only up to [`MAX_ERROR_BODY_BYTES`].
-pub async fn check_status(mut resp: reqwest::Response) -> Result<reqwest::Response, AttemptError> {
+pub(crate) async fn check_status(mut resp: reqwest::Response) -> Result<reqwest::Response, AttemptError> {
     let status = resp.status();
     if status.is_success() {
         return Ok(resp);
@@ -222,7 +222,7 @@ fn ns_to_ms(v: Option<&Value>) -> Option<f64> {
 
 /// Ollama `/api/chat` request body. `format` is the JSON schema (absent on continuations,
 /// where the model must go on from a partial answer).
-pub fn ollama_body(model: &str, messages: &[Message], format: Option<&Value>, s: &Sampling) -> Value {
+pub(crate) fn ollama_body(model: &str, messages: &[Message], format: Option<&Value>, s: &Sampling) -> Value {
     let mut options = json!({ "temperature": s.temperature, "num_predict": s.max_tokens });
     if let Some(seed) = s.seed {
         options["seed"] = json!(seed);
@@ -240,7 +240,7 @@ pub fn ollama_body(model: &str, messages: &[Message], format: Option<&Value>, s:
 /// Reads Ollama's streamed answer: one JSON object per line with `message.content` pieces,
 /// the last with `done: true`, `done_reason` and the counts and durations (nanoseconds).
 /// At most [`MAX_ANSWER_BYTES`] of the stream are read.
-pub async fn ollama_read(mut resp: reqwest::Response, timeout: Duration) -> Result<Completion, AttemptError> {
+pub(crate) async fn ollama_read(mut resp: reqwest::Response, timeout: Duration) -> Result<Completion, AttemptError> {
     let limit = MAX_ANSWER_BYTES;
     check_length(&resp, limit)?;
     let mut buf: Vec<u8> = Vec::new();
@@ -271,7 +271,7 @@ pub async fn ollama_read(mut resp: reqwest::Response, timeout: Duration) -> Resu
 }
 
 /// Applies one NDJSON line; true when it was the final one.
-pub fn ollama_line(line: &[u8], out: &mut Completion) -> Result<bool, AttemptError> {
+pub(crate) fn ollama_line(line: &[u8], out: &mut Completion) -> Result<bool, AttemptError> {
     let text = String::from_utf8_lossy(line);
     let text = text.trim();
     if text.is_empty() {
@@ -303,7 +303,7 @@ pub fn ollama_line(line: &[u8], out: &mut Completion) -> Result<bool, AttemptErr
 }
 
 /// OpenAI-compatible `chat/completions` request body, not streamed.
-pub fn openai_body(model: &str, messages: &[Message], schema: Option<&Value>, s: &Sampling) -> Value {
+pub(crate) fn openai_body(model: &str, messages: &[Message], schema: Option<&Value>, s: &Sampling) -> Value {
     let mut body = json!({
         "model": model,
         "messages": messages,
@@ -324,7 +324,7 @@ pub fn openai_body(model: &str, messages: &[Message], schema: Option<&Value>, s:
 
 /// Reads an OpenAI-compatible answer: `choices[0].message.content`, `finish_reason`, `usage`,
 /// and llama.cpp's `timings` where present.
-pub fn openai_parse(v: &Value) -> Result<Completion, AttemptError> {
+pub(crate) fn openai_parse(v: &Value) -> Result<Completion, AttemptError> {
     if let Some(err) = v.get("error") {
         return Err(AttemptError::Model(err.get("message").and_then(Value::as_str).map(str::to_string).unwrap_or_else(|| err.to_string())));
     }
@@ -344,7 +344,7 @@ pub fn openai_parse(v: &Value) -> Result<Completion, AttemptError> {
 }
 
 /// Reads an OpenAI-compatible answer of at most [`MAX_ANSWER_BYTES`].
-pub async fn openai_read(mut resp: reqwest::Response, timeout: Duration) -> Result<Completion, AttemptError> {
+pub(crate) async fn openai_read(mut resp: reqwest::Response, timeout: Duration) -> Result<Completion, AttemptError> {
     let bytes = read_body(&mut resp, MAX_ANSWER_BYTES, timeout).await?;
     let v: Value = serde_json::from_slice(&bytes)
         .map_err(|e| AttemptError::Protocol(format!("the answer is not JSON ({e}): {}", crate::reviewer::tail(&String::from_utf8_lossy(&bytes), 200))))?;

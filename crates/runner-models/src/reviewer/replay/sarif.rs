@@ -130,7 +130,7 @@ struct Fix {
 }
 
 /// Reads a SARIF 2.1.0 log into findings.
-pub fn parse(text: &str, mapping: &Mapping) -> Result<Replayed, String> {
+pub(crate) fn parse(text: &str, mapping: &Mapping) -> Result<Replayed, String> {
     let log: Log = serde_json::from_str(text).map_err(|e| format!("not a SARIF log: {e}"))?;
     match log.version.as_deref() {
         Some("2.1.0") => {}

@@ -74,7 +74,7 @@ struct Metrics {
 
 /// One strategy's runs, by (case, repeat).
 #[derive(Debug)]
-pub struct Seed002File {
+pub(crate) struct Seed002File {
     pub parts: BTreeMap<(String, u32), Part>,
     /// How many trials the plan declares.
     pub trials: usize,
@@ -84,7 +84,7 @@ pub struct Seed002File {
 const DISPOSITIONS: [&str; 3] = ["verified", "false_positive", "unresolved"];
 
 /// Reads the runs of one strategy of a captured-results file.
-pub fn parse(text: &str, strategy: Option<&str>) -> Result<Seed002File, String> {
+pub(crate) fn parse(text: &str, strategy: Option<&str>) -> Result<Seed002File, String> {
     // As seed 002's scorer reads it (`JSON.parse`): a repeated key takes its last value.
     let captured: Captured = crate::subject::files::parse_json_last_wins(text).map_err(|e| format!("not seed 002's captured results: {e}"))?;
     if captured.version.as_f64() != Some(1.0) {

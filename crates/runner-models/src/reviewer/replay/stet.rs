@@ -10,7 +10,7 @@ use crate::reviewer::parse;
 use serde_json::Value;
 
 /// A `{"findings":[…]}` document; an empty file is no findings.
-pub fn parse_document(text: &str) -> Result<Replayed, String> {
+pub(crate) fn parse_document(text: &str) -> Result<Replayed, String> {
     if text.trim().is_empty() {
         return Ok(Replayed::default());
     }
@@ -27,7 +27,7 @@ pub fn parse_document(text: &str) -> Result<Replayed, String> {
 }
 
 /// An NDJSON stream of `progress`, `finding` and `done` events.
-pub fn parse_stream(text: &str) -> Result<Replayed, String> {
+pub(crate) fn parse_stream(text: &str) -> Result<Replayed, String> {
     for (n, line) in text.lines().enumerate() {
         if let Ok(event) = serde_json::from_str::<Value>(line.trim()) {
             if event.get("type").and_then(Value::as_str) == Some("finding") {

@@ -14,12 +14,12 @@ use serde_json::Value;
 use std::collections::BTreeMap;
 
 /// The columns a table may have.
-pub const COLUMNS: [&str; 8] = ["file", "line", "end_line", "message", "severity", "category", "suggestion", "subject"];
+pub(crate) const COLUMNS: [&str; 8] = ["file", "line", "end_line", "message", "severity", "category", "suggestion", "subject"];
 /// The columns a CSV header must have.
 const REQUIRED: [&str; 3] = ["file", "line", "message"];
 
 /// The parts of a table, by subject (`""` for rows of a table without a `subject` column).
-pub type Parts = BTreeMap<(String, Option<u32>), Part>;
+pub(crate) type Parts = BTreeMap<(String, Option<u32>), Part>;
 
 /// One row's values, as text (empty for absent).
 #[derive(Default)]
@@ -36,7 +36,7 @@ struct Row<'a> {
 
 /// Reads a CSV table. The bytes of each subject's part are the header line and that
 /// subject's records, exactly as the file holds them.
-pub fn parse_csv(text: &str, mapping: &Mapping) -> Result<Parts, String> {
+pub(crate) fn parse_csv(text: &str, mapping: &Mapping) -> Result<Parts, String> {
     let mut reader = csv::ReaderBuilder::new().has_headers(true).flexible(false).from_reader(text.as_bytes());
     let headers = reader.headers().map_err(|e| csv_error(&e))?.clone();
     let mut index: BTreeMap<&str, usize> = BTreeMap::new();
@@ -87,7 +87,7 @@ fn csv_error(e: &csv::Error) -> String {
 }
 
 /// Reads a JSONL table: one object a line, blank lines skipped.
-pub fn parse_jsonl(text: &str, mapping: &Mapping) -> Result<Parts, String> {
+pub(crate) fn parse_jsonl(text: &str, mapping: &Mapping) -> Result<Parts, String> {
     let mut parts: Parts = BTreeMap::new();
     for (n, line) in text.split_inclusive('\n').enumerate() {
         if line.trim().is_empty() {

@@ -10,7 +10,7 @@ use std::path::Path;
 
 /// The lines a fix removed or rewrote in one file, as numbered in the fix's parent.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Touched {
+pub(crate) struct Touched {
     /// The file's path in the parent.
     pub path: String,
     pub lines: Vec<u32>,
@@ -18,7 +18,7 @@ pub struct Touched {
 
 /// What a fix's diff holds, over the files it is read for.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct FixDiff {
+pub(crate) struct FixDiff {
     /// Removed or rewritten lines per file (blank and comment-only lines left out).
     pub touched: Vec<Touched>,
     /// Lines it added (any file read).
@@ -33,7 +33,7 @@ pub struct FixDiff {
 const MAX_HUNK_BYTES: usize = 4_000;
 
 /// Reads the unified diff (`-U0`) of a fix against its parent over `paths`.
-pub fn fix_diff(repo: &Path, parent: &str, fix: &str, paths: &[String]) -> Result<FixDiff, GitError> {
+pub(crate) fn fix_diff(repo: &Path, parent: &str, fix: &str, paths: &[String]) -> Result<FixDiff, GitError> {
     let mut args = vec!["diff", "-U0", "-w", "--ignore-blank-lines", "--no-color", "--no-ext-diff", "--no-textconv", "-M", parent, fix, "--"];
     args.extend(paths.iter().map(String::as_str));
     let bytes = git::git_bytes(repo, &args, &[])?;
@@ -41,7 +41,7 @@ pub fn fix_diff(repo: &Path, parent: &str, fix: &str, paths: &[String]) -> Resul
 }
 
 /// Reads a `-U0` diff: each `-` line's number in the old file, with what it held.
-pub fn parse_diff(text: &str) -> FixDiff {
+pub(crate) fn parse_diff(text: &str) -> FixDiff {
     let mut out = FixDiff::default();
     let mut old_path: Option<String> = None;
     let mut old_line = 0u32;
@@ -89,7 +89,7 @@ fn floor_char_boundary(s: &str, at: usize) -> usize {
 
 /// One blamed line: the commit that last wrote it, and where it was in that commit.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Blamed {
+pub(crate) struct Blamed {
     pub commit: String,
     pub path: String,
     pub line: u32,
@@ -100,7 +100,7 @@ pub struct Blamed {
 /// Blames `lines` of `path` at `parent`: whitespace ignored (`-w`), lines moved or copied
 /// within and across files followed (`-M -C`), the revisions of `.git-blame-ignore-revs`
 /// skipped when the file is given.
-pub fn blame(repo: &Path, parent: &str, path: &str, lines: &[u32], ignore_revs: Option<&Path>) -> Result<Vec<Blamed>, GitError> {
+pub(crate) fn blame(repo: &Path, parent: &str, path: &str, lines: &[u32], ignore_revs: Option<&Path>) -> Result<Vec<Blamed>, GitError> {
     let ranges = ranges(lines);
     let specs: Vec<String> = ranges.iter().map(|(a, b)| format!("{a},{b}")).collect();
     let mut args: Vec<String> = ["blame", "--porcelain", "-w", "-M", "-C"].map(String::from).to_vec();
@@ -118,7 +118,7 @@ pub fn blame(repo: &Path, parent: &str, path: &str, lines: &[u32], ignore_revs: 
 }
 
 /// Consecutive lines as ranges, sorted.
-pub fn ranges(lines: &[u32]) -> Vec<(u32, u32)> {
+pub(crate) fn ranges(lines: &[u32]) -> Vec<(u32, u32)> {
     let mut sorted: Vec<u32> = lines.iter().copied().filter(|l| *l > 0).collect();
     sorted.sort_unstable();
     sorted.dedup();
@@ -135,7 +135,7 @@ pub fn ranges(lines: &[u32]) -> Vec<(u32, u32)> {
 /// Reads `git blame --porcelain`: a header per line group (`sha orig final [count]`), the
 /// commit's details the first time it appears (`filename` and `boundary` among them), then
 /// the line itself after a tab.
-pub fn parse_porcelain(text: &str) -> Vec<Blamed> {
+pub(crate) fn parse_porcelain(text: &str) -> Vec<Blamed> {
     let mut out = Vec::new();
     let mut filenames: BTreeMap<String, String> = BTreeMap::new();
     let mut boundaries: BTreeMap<String, bool> = BTreeMap::new();

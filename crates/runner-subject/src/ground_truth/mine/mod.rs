@@ -16,7 +16,7 @@
 //! date. Each fix's result is kept under the work directory by its SHA and the options, so
 //! mining again after new commits examines only the new fixes.
 
-pub mod blame;
+pub(crate) mod blame;
 pub mod fixes;
 
 use crate::ground_truth::oracle::{Oracle, OracleCase, OracleFinding, Skipped};
