@@ -294,7 +294,8 @@ pub struct Executed {
     /// How the scoring nodes (RQS v2) ended.
     pub scoring: exec::ScoringTally,
     pub results: Results,
-    pub written: Vec<PathBuf>,
+    /// The report files, and those whose bytes this execution changed.
+    pub written: report::render::Written,
 }
 
 /// What an execution builds subjects and reads and writes the cache through, when not the
@@ -405,8 +406,8 @@ struct ExperimentConclusions<'a> {
 struct Rendered {
     results: Results,
     scoring: exec::ScoringTally,
-    /// The files written; empty when the reports were left as they were.
-    written: Vec<PathBuf>,
+    /// The report files and those it changed; none when the reports were left as they were.
+    written: report::render::Written,
 }
 
 impl exec::Conclusions for ExperimentConclusions<'_> {
@@ -449,7 +450,7 @@ impl exec::Conclusions for ExperimentConclusions<'_> {
         let gaps = self.frozen && (outcomes.iter().any(|o| matches!(o, RunOutcome::Missing)) || scoring.not_cached > 0);
         let interrupted = outcomes.iter().any(|o| o.is_interrupted()) || scoring.interrupted > 0;
         let written = if nothing_succeeded || gaps || interrupted || self.sharded {
-            Vec::new()
+            report::render::Written::default()
         } else {
             let report = &prepared.manifest.report;
             let options = report::render::WriteOptions {
@@ -462,7 +463,7 @@ impl exec::Conclusions for ExperimentConclusions<'_> {
             let mut written = report::render::write_reports(&results, &report.output, report.template.as_deref(), options)?;
             // The other formats, from the same results and what the walk holds (its outcomes,
             // the subjects it built), only beside core reports just written.
-            if let Some(results_path) = written.iter().find(|p| p.ends_with("results.json")).cloned() {
+            if let Some(results_path) = written.files.iter().find(|p| p.ends_with("results.json")).cloned() {
                 let side = || walk_side(prepared, results.clone(), &results_path, &outcomes, view);
                 let input = report::formats::FormatInput { results: &results, results_path: &results_path, asked: &self.asked, side: &side };
                 written.extend(report::formats::write_formats(&input)?);

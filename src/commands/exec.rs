@@ -1,5 +1,6 @@
 //! `runner exec`: one experiment end to end, with the progress reporters, the interrupt
-//! handling (SIGINT, SIGTERM, SIGHUP) and the report files' stamps ("wrote" only for a file that changed).
+//! handling (SIGINT, SIGTERM, SIGHUP), and "wrote" said only of the report files the render
+//! node changed.
 
 pub(crate) mod progress;
 
@@ -10,7 +11,7 @@ use progress::Mode;
 use runner::error::{Ending, Error, Exit};
 use runner::exec::{Emitter, ExecOptions};
 use runner::experiment;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 /// `runner exec`: one experiment end to end, its progress reported as it runs.
 pub(crate) fn run(args: ExecArgs) -> Result<Exit, Error> {
@@ -53,8 +54,6 @@ pub(crate) fn run(args: ExecArgs) -> Result<Exit, Error> {
     let log_path = work_dir.join("executions").join(format!("{}-{}.ndjson", prepared.manifest.experiment.name, unix_millis()));
     let log = std::fs::create_dir_all(log_path.parent().unwrap_or(Path::new("."))).ok().and_then(|_| std::fs::File::create(&log_path).ok());
     let label = manifest_label(&args.manifest, &prepared.manifest.base_dir);
-    // What the report directory holds now: "wrote" is said only of a file that changed.
-    let before = report_files(&prepared.manifest.report.output);
 
     let rt = runtime()?;
     let (executed, summary) = rt.block_on(async {
@@ -90,11 +89,12 @@ pub(crate) fn run(args: ExecArgs) -> Result<Exit, Error> {
     }
     let ending = Ending::of(&executed.outcomes).with_scoring(&executed.scoring);
     let interrupted = ending == Ending::Interrupted;
-    let changed: Vec<PathBuf> = executed.written.iter().filter(|p| before.get(*p) != file_stamp(p).as_ref()).cloned().collect();
+    // "wrote" is said only of a file whose bytes changed, as the render node wrote it.
+    let changed = &executed.written.changed;
     match mode {
         Mode::Human => {
             err!("{}", summary.render());
-            for path in &changed {
+            for path in changed {
                 errln!("wrote {}", path.display());
             }
             if changed.is_empty() && !executed.written.is_empty() {
@@ -139,7 +139,7 @@ pub(crate) fn run(args: ExecArgs) -> Result<Exit, Error> {
         }
     }
     // The stream's last event, on stdout and in the execution log alike.
-    let finished = progress::finished_event(&summary, ending.exit() as u8, &executed.written, &changed);
+    let finished = progress::finished_event(&summary, ending.exit() as u8, &executed.written.files, changed);
     if mode == Mode::Json {
         outln!("{finished}");
     }
@@ -158,35 +158,6 @@ pub(crate) fn run(args: ExecArgs) -> Result<Exit, Error> {
 
 fn runtime() -> Result<tokio::runtime::Runtime, Error> {
     tokio::runtime::Builder::new_multi_thread().enable_all().build().map_err(Error::Runtime)
-}
-
-/// A file's identity and last change: a file replaced (runner writes by renaming) or
-/// rewritten has another.
-#[derive(PartialEq, Eq)]
-struct FileStamp {
-    len: u64,
-    modified: Option<std::time::SystemTime>,
-    inode: u64,
-}
-
-fn file_stamp(path: &Path) -> Option<FileStamp> {
-    let meta = std::fs::symlink_metadata(path).ok()?;
-    #[cfg(unix)]
-    let inode = std::os::unix::fs::MetadataExt::ino(&meta);
-    #[cfg(not(unix))]
-    let inode = 0;
-    Some(FileStamp { len: meta.len(), modified: meta.modified().ok(), inode })
-}
-
-/// The files of a report directory and of its `plots/`, with their stamps.
-fn report_files(dir: &Path) -> std::collections::HashMap<PathBuf, FileStamp> {
-    [dir.to_path_buf(), dir.join("plots")]
-        .iter()
-        .filter_map(|d| std::fs::read_dir(d).ok())
-        .flatten()
-        .flatten()
-        .filter_map(|entry| file_stamp(&entry.path()).map(|stamp| (entry.path(), stamp)))
-        .collect()
 }
 
 /// The manifest's path as reports show it: relative to the project root, so a report does

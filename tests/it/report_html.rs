@@ -576,7 +576,7 @@ fn a_fully_cached_exec_html_builds_its_page_from_the_walk_materializing_nothing_
     assert!(!work.join("cases").exists(), "no corpus case was built, not even around the materializer");
     assert!(dir.path().join("work/cases").is_dir(), "where the first execution built them");
     assert_eq!(store.reads.load(Ordering::SeqCst), runs, "each run was read once, by the walk's own lookups, and never again for the page");
-    assert!(executed.written.iter().any(|p| p.ends_with("report.html")));
+    assert!(executed.written.files.iter().any(|p| p.ends_with("report.html")));
 
     // The page has every finding (from the walk's outcomes: the empty cache handle was not
     // read) and says, per subject, that its diff was not built.

@@ -494,10 +494,39 @@ pub fn check_template(results: &Results, template_override: Option<&Path>) -> Re
     hb.render_with_context(&name, &context(results, &super::plots::charts(results))?).map(|_| ()).map_err(|e| fail(e.to_string()))
 }
 
-/// Writes RESULTS.md, results.json and the charts (`plots/*.svg`) into `dir`; returns their paths.
-/// Nothing is written over a file runner did not write there (see [`super::outputs`]) unless
-/// `options.force`; charts runner wrote there before and no longer draws are removed.
-pub fn write_reports(results: &Results, dir: &Path, template_override: Option<&Path>, options: WriteOptions) -> Result<Vec<std::path::PathBuf>, RenderError> {
+/// The report files a render wrote: every file of the report (`files`), and those whose bytes
+/// it changed (`changed`) — the one record of what an execution changed, as it wrote it.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Written {
+    pub files: Vec<std::path::PathBuf>,
+    pub changed: Vec<std::path::PathBuf>,
+}
+
+impl Written {
+    /// Adds a file, changed or left as it was.
+    pub fn add(&mut self, path: std::path::PathBuf, changed: bool) {
+        if changed {
+            self.changed.push(path.clone());
+        }
+        self.files.push(path);
+    }
+
+    /// Adds another render's files.
+    pub fn extend(&mut self, other: Written) {
+        self.files.extend(other.files);
+        self.changed.extend(other.changed);
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.files.is_empty()
+    }
+}
+
+/// Writes RESULTS.md, results.json and the charts (`plots/*.svg`) into `dir`; returns their
+/// paths, and which of them changed. Nothing is written over a file runner did not write there
+/// (see [`super::outputs`]) unless `options.force`; charts runner wrote there before and no
+/// longer draws are removed.
+pub fn write_reports(results: &Results, dir: &Path, template_override: Option<&Path>, options: WriteOptions) -> Result<Written, RenderError> {
     let (template, name) = match template_override {
         Some(path) => {
             (std::fs::read_to_string(path).map_err(|source| RenderError::Read { path: path.display().to_string(), source })?, path.display().to_string())
@@ -509,10 +538,10 @@ pub fn write_reports(results: &Results, dir: &Path, template_override: Option<&P
     let outputs = super::outputs::Outputs::open(dir, options.force)?;
     let stamp_path = options.stamps.as_deref().map(|stamps| RenderStamp::path(stamps, dir));
     let template_hash = blake3::hash(template.as_bytes()).to_hex().to_string();
-    if let Some(written) =
+    if let Some(files) =
         stamp_path.as_deref().filter(|_| options.maybe_unchanged).and_then(|p| unchanged_reports(p, dir, results, &template_hash, options.html))
     {
-        return Ok(written);
+        return Ok(Written { files, changed: Vec::new() });
     }
     // results.json is written while RESULTS.md renders beside it, and replaces the one there
     // only once RESULTS.md has rendered and nothing that is not runner's is in the way: a
@@ -535,14 +564,18 @@ pub fn write_reports(results: &Results, dir: &Path, template_override: Option<&P
             .join()
             .unwrap_or_else(|_| Err(RenderError::Write { path: json_path.display().to_string(), source: std::io::Error::other("the writer panicked") }));
         let svgs = svgs.join().unwrap_or_default();
-        (markdown.and_then(|m| json.map(|()| m)), svgs)
+        (markdown.and_then(|m| json.map(|json_changed| (m, json_changed))), svgs)
     });
-    let markdown = rendered?;
-    crate::cache::store::atomic_write(&md_path, markdown.as_bytes())
+    let (markdown, json_changed) = rendered?;
+    let md_changed = crate::cache::store::atomic_replace(&md_path, markdown.as_bytes())
         .map_err(|e| RenderError::Write { path: md_path.display().to_string(), source: std::io::Error::other(e.to_string()) })?;
     drop(markdown);
-    let mut written = vec![md_path, json_path];
-    written.extend(super::plots::write_rendered(svgs, dir)?);
+    let mut written = Written::default();
+    written.add(md_path, md_changed);
+    written.add(json_path, json_changed);
+    for (path, changed) in super::plots::write_rendered(svgs, dir)? {
+        written.add(path, changed);
+    }
     outputs.commit(&names)?;
     if let Some(path) = stamp_path {
         // A stamp that cannot be written costs the next execution a render, nothing more.
@@ -586,8 +619,8 @@ fn unchanged_reports(stamp_path: &Path, dir: &Path, results: &Results, template_
 /// results.json, pretty-printed with a final newline, streamed to its file (see
 /// [`crate::cache::store::atomic_write_streamed`]: never held whole in memory, left as it is
 /// when its bytes are unchanged, and replacing a changed file only if `proceed` says so once
-/// it is written).
-fn write_json(path: &Path, results: &Results, proceed: impl FnOnce() -> bool) -> Result<(), RenderError> {
+/// it is written). Returns whether it replaced the file.
+fn write_json(path: &Path, results: &Results, proceed: impl FnOnce() -> bool) -> Result<bool, RenderError> {
     crate::cache::store::atomic_write_streamed(
         path,
         |out| {
@@ -632,7 +665,7 @@ mod tests {
         assert!(md.contains("*Seconds per run, by cell: not drawn: "), "not-drawn note");
         let dir = tempfile::tempdir().expect("tempdir");
         let written = write_reports(&results, dir.path(), None, WriteOptions::default()).expect("writes");
-        assert!(!written.iter().any(|p| p.ends_with("plots/latency-seconds.svg")), "{written:?}");
+        assert!(!written.files.iter().any(|p| p.ends_with("plots/latency-seconds.svg")), "{written:?}");
         // results.json keeps every row.
         let back = Results::read(&dir.path().join("results.json")).expect("reads back");
         assert_eq!((back.cells.len(), back.runs.len(), back.analyses[latency].tables[0].rows.len()), (n, n, n));
@@ -811,10 +844,11 @@ mod stamp_tests {
         let stamp: RenderStamp = serde_json::from_slice(&std::fs::read(&stamp_file).expect("a stamp is kept")).expect("stamp");
         assert!(stamp.files.iter().any(|(n, _)| n == "RESULTS.md") && !stamp.files.iter().any(|(n, _)| n == "results.json"), "{stamp:?}");
 
-        // A RESULTS.md edited by hand is rendered again.
+        // A RESULTS.md edited by hand is rendered again, and it alone is said to have changed.
         std::fs::write(&md, "edited").expect("edit");
-        write_reports(&results, &out, None, options()).expect("again");
+        let again = write_reports(&results, &out, None, options()).expect("again");
         assert_eq!(std::fs::read_to_string(&md).expect("RESULTS.md"), rendered, "restored");
+        assert_eq!(again.changed, vec![md.clone()], "{again:?}");
 
         // With the stamp saying the edited file is what was rendered, nothing is rendered:
         // the skip is real (the file stays as the stamp knows it).
@@ -829,10 +863,12 @@ mod stamp_tests {
         std::fs::write(&stamp_file, serde_json::to_vec(&forged).expect("json")).expect("forge");
         let written = write_reports(&results, &out, None, options()).expect("skipped");
         assert_eq!(std::fs::read_to_string(&md).expect("RESULTS.md"), "as stamped", "not rendered again");
-        assert!(written.iter().any(|p| p.ends_with("RESULTS.md")) && written.iter().any(|p| p.ends_with("results.json")), "{written:?}");
-        // An execution that ran reviews does not look: it renders.
-        write_reports(&results, &out, None, WriteOptions { maybe_unchanged: false, ..options() }).expect("fresh runs");
+        assert!(written.files.iter().any(|p| p.ends_with("RESULTS.md")) && written.files.iter().any(|p| p.ends_with("results.json")), "{written:?}");
+        assert!(written.changed.is_empty(), "a skipped render changed nothing: {written:?}");
+        // An execution that ran reviews does not look: it renders, and says what it changed.
+        let fresh = write_reports(&results, &out, None, WriteOptions { maybe_unchanged: false, ..options() }).expect("fresh runs");
         assert_eq!(std::fs::read_to_string(&md).expect("RESULTS.md"), rendered, "rendered again");
+        assert_eq!(fresh.changed, vec![md.clone()], "only RESULTS.md differed from what it wrote: {fresh:?}");
 
         // A changed results.json is rendered, and a changed template too.
         results.experiment.name.push_str(" (changed)");

@@ -1040,13 +1040,19 @@ fn read_existing(path: &Path, limit: u64) -> std::io::Result<Vec<u8>> {
 /// already holds exactly these bytes is left as it is (no rename, no fsync), so a re-report
 /// that changes nothing writes nothing.
 pub fn atomic_write(path: &Path, bytes: &[u8]) -> Result<(), CacheError> {
+    atomic_replace(path, bytes).map(|_| ())
+}
+
+/// [`atomic_write`], saying whether it replaced the file (`false`: its bytes were already
+/// these, and it was left as it is).
+pub fn atomic_replace(path: &Path, bytes: &[u8]) -> Result<bool, CacheError> {
     // Read only when it is a regular file of exactly this size (a FIFO there is replaced, not waited on).
     let unchanged =
         std::fs::metadata(path).is_ok_and(|m| m.len() == bytes.len() as u64) && read_existing(path, bytes.len() as u64).is_ok_and(|old| old == bytes);
     if unchanged {
-        return Ok(());
+        return Ok(false);
     }
-    write_via_temp(path, bytes, true)
+    write_via_temp(path, bytes, true).map(|()| true)
 }
 
 /// [`atomic_write`] of bytes `write` streams out, never held whole in memory. While they equal
@@ -1054,8 +1060,8 @@ pub fn atomic_write(path: &Path, bytes: &[u8]) -> Result<(), CacheError> {
 /// differs (or a longer or shorter file) they go to a temporary file beside it, which is
 /// fsynced and renamed over it once `proceed` agrees (a report written beside another waits
 /// for that one to render; `false` drops the new bytes). An unchanged file is left as it is,
-/// unwritten.
-pub fn atomic_write_streamed(path: &Path, write: impl FnOnce(&mut dyn Write) -> std::io::Result<()>, proceed: impl FnOnce() -> bool) -> std::io::Result<()> {
+/// unwritten. Returns whether the file was replaced.
+pub fn atomic_write_streamed(path: &Path, write: impl FnOnce(&mut dyn Write) -> std::io::Result<()>, proceed: impl FnOnce() -> bool) -> std::io::Result<bool> {
     let dir = path.parent().unwrap_or(Path::new("."));
     std::fs::create_dir_all(dir)?;
     let old = open_existing(path).ok().map(|file| std::io::BufReader::with_capacity(STREAM_BUFFER, file));
@@ -1072,16 +1078,17 @@ pub fn atomic_write_streamed(path: &Path, write: impl FnOnce(&mut dyn Write) -> 
             None => true,
         };
         if !longer {
-            return Ok(());
+            return Ok(false);
         }
         compared.diverge()?;
     }
     let temp = compared.temp.take().ok_or_else(|| std::io::Error::other("no temporary file"))?;
-    if proceed() {
-        temp.as_file().sync_all()?;
-        temp.persist(path).map_err(|e| e.error)?;
+    if !proceed() {
+        return Ok(false);
     }
-    Ok(())
+    temp.as_file().sync_all()?;
+    temp.persist(path).map_err(|e| e.error)?;
+    Ok(true)
 }
 
 /// The buffer size of [`atomic_write_streamed`]'s reads and writes.

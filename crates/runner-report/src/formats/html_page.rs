@@ -5,8 +5,7 @@
 
 use super::{Asked, Format, FormatInput};
 use crate::html;
-use crate::render::RenderError;
-use std::path::PathBuf;
+use crate::render::{RenderError, Written};
 
 /// `report.html` beside the reports an execution wrote: its own side, named as the file
 /// beside the page, so the page does not depend on where it was written.
@@ -17,13 +16,15 @@ impl Format for HtmlReport {
         asked.html
     }
 
-    fn write(&self, input: &FormatInput<'_>) -> Result<Vec<PathBuf>, RenderError> {
+    fn write(&self, input: &FormatInput<'_>) -> Result<Written, RenderError> {
         let mut side = (input.side)();
         side.results_path = "results.json".to_string();
         let page = html::render(&[side])?;
         let path = input.results_path.with_file_name("report.html");
-        crate::cache::store::atomic_write(&path, page.as_bytes())
+        let changed = crate::cache::store::atomic_replace(&path, page.as_bytes())
             .map_err(|e| RenderError::Write { path: path.display().to_string(), source: std::io::Error::other(e.to_string()) })?;
-        Ok(vec![path])
+        let mut written = Written::default();
+        written.add(path, changed);
+        Ok(written)
     }
 }

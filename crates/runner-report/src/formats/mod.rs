@@ -5,7 +5,7 @@
 //! is its file in `report/formats/` and one line in `formats!`.
 
 use super::model::Results;
-use super::render::RenderError;
+use super::render::{RenderError, Written};
 use std::path::{Path, PathBuf};
 
 /// What the command line and the manifest asked for beyond the core reports.
@@ -32,9 +32,9 @@ pub struct FormatInput<'a> {
 pub trait Format: Sync {
     /// Whether this execution asked for it.
     fn wanted(&self, asked: &Asked) -> bool;
-    /// Writes it; returns the files it wrote into the report directory (those runner lists
-    /// and says it wrote).
-    fn write(&self, input: &FormatInput<'_>) -> Result<Vec<PathBuf>, RenderError>;
+    /// Writes it; returns the files it wrote into the report directory (those runner lists),
+    /// and which of them changed.
+    fn write(&self, input: &FormatInput<'_>) -> Result<Written, RenderError>;
 }
 
 /// Declares each format's module (a file in `report/formats/`) and lists it in `FORMATS`, one
@@ -54,8 +54,8 @@ formats! {
 }
 
 /// Writes every format the execution asked for; returns the report-directory files written.
-pub fn write_formats(input: &FormatInput<'_>) -> Result<Vec<PathBuf>, RenderError> {
-    let mut written = Vec::new();
+pub fn write_formats(input: &FormatInput<'_>) -> Result<Written, RenderError> {
+    let mut written = Written::default();
     for format in FORMATS.iter().filter(|f| f.wanted(input.asked)) {
         written.extend(format.write(input)?);
     }

@@ -123,7 +123,7 @@ pub fn write(results: &Results, dir: &Path) -> Result<Vec<PathBuf>, PlotError> {
 
 /// [`write`] of charts already computed.
 pub fn write_charts(charts: Vec<ChartFile>, dir: &Path) -> Result<Vec<PathBuf>, PlotError> {
-    write_rendered(render_charts(&charts), dir)
+    Ok(write_rendered(render_charts(&charts), dir)?.into_iter().map(|(path, _)| path).collect())
 }
 
 /// The drawn charts' SVG text, by relative path: the work of [`write_charts`] that needs no
@@ -133,7 +133,8 @@ pub fn render_charts(charts: &[ChartFile]) -> Vec<(String, Result<String, PlotEr
 }
 
 /// Writes charts [`render_charts`] drew into `dir`; the first that failed to draw is the error.
-pub fn write_rendered(rendered: Vec<(String, Result<String, PlotError>)>, dir: &Path) -> Result<Vec<PathBuf>, PlotError> {
+/// Returns each chart's path with whether its file changed.
+pub fn write_rendered(rendered: Vec<(String, Result<String, PlotError>)>, dir: &Path) -> Result<Vec<(PathBuf, bool)>, PlotError> {
     let plots = dir.join(PLOTS_DIR);
     let fail = |path: &Path, message: String| PlotError::Write { path: path.display().to_string(), message };
     let mut written = Vec::new();
@@ -146,8 +147,8 @@ pub fn write_rendered(rendered: Vec<(String, Result<String, PlotError>)>, dir: &
     for (name, svg) in rendered {
         let svg = svg?;
         let path = dir.join(&name);
-        crate::cache::store::atomic_write(&path, svg.as_bytes()).map_err(|e| fail(&path, e.to_string()))?;
-        written.push(path);
+        let changed = crate::cache::store::atomic_replace(&path, svg.as_bytes()).map_err(|e| fail(&path, e.to_string()))?;
+        written.push((path, changed));
     }
     Ok(written)
 }
