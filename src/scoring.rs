@@ -9,7 +9,7 @@
 
 use crate::analysis::matching::judgements::{recorded_decisions, JudgementFile, RecordedDecision};
 use crate::analysis::matching::matcher::{judge_pairs, MatchVotes};
-use crate::analysis::rqs::metric::{EmbedderInfo, FindingVotes, JudgeInfo, RqsInput, RunScoring, StageCost, SubjectReferences, Vote};
+use crate::analysis::rqs::metric::{EmbedderInfo, FindingVotes, JudgeInfo, RqsInput, RunScoring, SampledVotes, StageCost, SubjectReferences, Vote};
 use crate::analysis::spec::OracleRule;
 use crate::cache::Store;
 use crate::exec::{Call, CallCost, CallFuture, NodeInputs, ScoredView, Scorers, WalkView};
@@ -216,7 +216,12 @@ impl ExperimentScorers {
     pub fn jury(&self) -> Vec<JudgeInfo> {
         self.judges
             .iter()
-            .map(|j| JudgeInfo { name: j.spec().name.clone(), model: j.spec().settings.model.clone(), family: j.spec().settings.family.clone() })
+            .map(|j| JudgeInfo {
+                name: j.spec().name.clone(),
+                model: j.spec().settings.model.clone(),
+                family: j.spec().settings.family.clone(),
+                samples: j.spec().samples,
+            })
             .collect()
     }
 
@@ -296,12 +301,20 @@ impl Scorers for ExperimentScorers {
                 let mut calls = Vec::new();
                 for index in shuffled(findings.len(), self.shuffle_seed) {
                     for rubric in RUBRICS {
-                        calls.push(Call {
-                            stage: "judge",
-                            inputs: json!({"judge": j.fingerprint(rubric), "subject": subject, "finding": shown(&findings[index])}),
-                            endpoint: format!("judge:{}", j.spec().name),
-                            payload: payloads::write(&JudgeCall { finding: index, rubric: rubric.as_str().to_string(), shown: findings[index].clone() })?,
-                        });
+                        // Each sample is a call of its own, keyed by its own seeds.
+                        for sample in 0..j.spec().samples {
+                            calls.push(Call {
+                                stage: "judge",
+                                inputs: json!({"judge": j.fingerprint_sample(rubric, sample), "subject": subject, "finding": shown(&findings[index])}),
+                                endpoint: format!("judge:{}", j.spec().name),
+                                payload: payloads::write(&JudgeCall {
+                                    finding: index,
+                                    rubric: rubric.as_str().to_string(),
+                                    shown: findings[index].clone(),
+                                    sample,
+                                })?,
+                            });
+                        }
                     }
                 }
                 Ok(calls)
@@ -327,27 +340,27 @@ impl Scorers for ExperimentScorers {
                                     stage: "match",
                                     inputs: json!({"judge": fingerprint, "tool": inputs.reviewer, "golden": o.description}),
                                     endpoint: format!("judge:{}", r.spec.name),
-                                    payload: payloads::write(&MatchCall { oracle: o.description.clone(), report: None, golden: true })?,
+                                    payload: payloads::write(&MatchCall { oracle: o.description.clone(), report: None, golden: true, sample: 0 })?,
                                 })
                             })
                             .collect();
                     }
                 };
-                let fingerprint = j.same_issue_fingerprint();
-                judge_pairs(findings, &expected, &ask.rule, ask.every_pair)
-                    .into_iter()
-                    .map(|(description, report)| {
-                        // Blind: the two texts in an order that does not say which is which.
-                        let (first, second) = same_issue_order(&description, &report);
-                        let inputs = json!({"judge": fingerprint, "texts": [first, second]});
-                        Ok(Call {
+                let fingerprints: Vec<Value> = (0..j.spec().samples).map(|sample| j.same_issue_fingerprint_sample(sample)).collect();
+                let mut calls = Vec::new();
+                for (description, report) in judge_pairs(findings, &expected, &ask.rule, ask.every_pair) {
+                    // Blind: the two texts in an order that does not say which is which.
+                    let (first, second) = same_issue_order(&description, &report);
+                    for (sample, fingerprint) in (0..).zip(&fingerprints) {
+                        calls.push(Call {
                             stage: "match",
-                            inputs,
+                            inputs: json!({"judge": fingerprint, "texts": [first, second]}),
                             endpoint: format!("judge:{}", j.spec().name),
-                            payload: payloads::write(&MatchCall { oracle: description, report: Some(report), golden: false })?,
-                        })
-                    })
-                    .collect()
+                            payload: payloads::write(&MatchCall { oracle: description.clone(), report: Some(report.clone()), golden: false, sample })?,
+                        });
+                    }
+                }
+                Ok(calls)
             }
             RqsStage::Embed => {
                 let embedder = self.embedder.as_ref().ok_or("no embedder is declared")?;
@@ -400,14 +413,14 @@ impl Scorers for ExperimentScorers {
                 }
                 "judge" => {
                     let subject = subject.ok_or("a judge needs the subject's diff")?;
-                    let JudgeCall { shown: finding, rubric, .. } = payloads::read(&call.payload).ok_or("bad judge payload")?;
+                    let JudgeCall { shown: finding, rubric, sample, .. } = payloads::read(&call.payload).ok_or("bad judge payload")?;
                     let rubric = RUBRICS.into_iter().find(|r| rubric == r.as_str()).ok_or("bad judge payload: rubric")?;
                     let name = call.endpoint.trim_start_matches("judge:");
                     let judge = self.judges.iter().find(|j| j.spec().name == name).ok_or_else(|| format!("no judge `{name}`"))?.model()?;
                     // One finding per call, always shown as `item-1`: the prompt depends on the
                     // finding and the subject only, as the key does.
                     let (_, item) = blind_items(std::slice::from_ref(&finding), &subject, 0).into_iter().next().ok_or("no blind item")?;
-                    let judgement = judge.judge(rubric, &item).await.map_err(|e| e.to_string())?;
+                    let judgement = judge.judge_sample(rubric, &item, sample).await.map_err(|e| e.to_string())?;
                     serde_json::to_value(&judgement).map_err(|e| e.to_string())
                 }
                 "match" => {
@@ -415,7 +428,8 @@ impl Scorers for ExperimentScorers {
                     let judge = self.judges.iter().find(|j| j.spec().name == name).ok_or_else(|| format!("no judge `{name}`"))?.model()?;
                     let TextsKey { texts } = payloads::read(&call.inputs).ok_or("bad match call: texts expected")?;
                     let [first, second] = texts.as_slice() else { return Err("bad match call: two texts expected".to_string()) };
-                    let judgement = judge.same_issue(first, second).await.map_err(|e| e.to_string())?;
+                    let sample = payloads::read::<MatchCall>(&call.payload).map_or(0, |m| m.sample);
+                    let judgement = judge.same_issue_sample(first, second, sample).await.map_err(|e| e.to_string())?;
                     serde_json::to_value(&judgement).map_err(|e| e.to_string())
                 }
                 "embed" => {
@@ -520,8 +534,10 @@ pub fn match_votes<A, R>(plan: &Plan, view: &WalkView<'_, A, R>, scorers: &Exper
         for (j, name) in names.iter().enumerate() {
             match view.scored(&stages::matching(i, j)) {
                 ScoredView::Done(s) => {
+                    // A judge asked several times votes its samples' majority on each pair.
+                    let mut sampled: BTreeMap<(String, String), Vec<Vote>> = BTreeMap::new();
                     for (value, payload) in s.values.iter().zip(&s.payloads) {
-                        let Some(MatchCall { oracle, report, golden }) = payloads::read(payload) else { continue };
+                        let Some(MatchCall { oracle, report, golden, .. }) = payloads::read(payload) else { continue };
                         let answer = VerdictAnswer::of(value);
                         if golden {
                             let label = plan.runs[i].label();
@@ -532,8 +548,11 @@ pub fn match_votes<A, R>(plan: &Plan, view: &WalkView<'_, A, R>, scorers: &Exper
                             continue;
                         }
                         let Some(report) = report else { continue };
-                        let slot = votes.pairs.entry((oracle, report)).or_insert_with(|| vec![None; names.len()]);
-                        slot[j] = answer.vote().as_bool();
+                        sampled.entry((oracle, report)).or_default().push(answer.vote());
+                    }
+                    for (pair, samples) in sampled {
+                        let slot = votes.pairs.entry(pair).or_insert_with(|| vec![None; names.len()]);
+                        slot[j] = Vote::of_samples(&samples).as_bool();
                     }
                 }
                 // A run that failed is reported as such; its match nodes were skipped with it.
@@ -628,12 +647,23 @@ pub fn rqs_input<A, R>(plan: &Plan, view: &WalkView<'_, A, R>, scorers: &Experim
         for (j, judge) in jury.iter().enumerate() {
             match view.scored(&stages::judge(i, j)) {
                 ScoredView::Done(s) => {
+                    // Each question's samples in sample order; the judge votes their majority.
+                    let mut sampled: BTreeMap<(usize, bool), Vec<(u32, Vote)>> = BTreeMap::new();
                     for (value, payload) in s.values.iter().zip(&s.payloads) {
                         let Some(call) = payloads::read::<JudgeCall>(payload) else { continue };
-                        let Some(votes) = scoring.votes.get_mut(call.finding) else { continue };
-                        let slot = if call.rubric == Rubric::Validity.as_str() { &mut votes.validity } else { &mut votes.actionability };
-                        slot[j] = vote(value);
+                        let validity = call.rubric == Rubric::Validity.as_str();
+                        sampled.entry((call.finding, validity)).or_default().push((call.sample, vote(value)));
                         scoring.judge_cost[j].add(cost(value));
+                    }
+                    for ((finding, validity), mut samples) in sampled {
+                        let Some(votes) = scoring.votes.get_mut(finding) else { continue };
+                        samples.sort_by_key(|(sample, _)| *sample);
+                        let samples: Vec<Vote> = samples.into_iter().map(|(_, v)| v).collect();
+                        let slot = if validity { &mut votes.validity } else { &mut votes.actionability };
+                        slot[j] = Vote::of_samples(&samples);
+                        if samples.len() > 1 {
+                            scoring.sampled.push(SampledVotes { judge: j, votes: samples });
+                        }
                     }
                 }
                 ScoredView::Failed(e) => scoring.problems.push(format!("judge `{}`: {e}", judge.name)),

@@ -30,6 +30,13 @@ pub(crate) struct JudgeCall {
     pub finding: usize,
     pub rubric: String,
     pub shown: Finding,
+    /// Which of the judge's samples asks (from 0; not written for the first).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub sample: u32,
+}
+
+fn is_zero(n: &u32) -> bool {
+    *n == 0
 }
 
 /// A `match` call's payload: an oracle finding and the report it is paired with, or (`golden`)
@@ -41,6 +48,9 @@ pub(crate) struct MatchCall {
     pub report: Option<String>,
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub golden: bool,
+    /// Which of the judge's samples asks (from 0; not written for the first).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub sample: u32,
 }
 
 /// An `embed` call's payload: a review's sentences, or a subject's pseudo-references (its
@@ -227,11 +237,14 @@ mod tests {
         .expect("a finding");
         let shown = serde_json::to_value(&finding).expect("json");
         assert_eq!(
-            write(&JudgeCall { finding: 2, rubric: "validity".into(), shown: finding }).ok(),
+            write(&JudgeCall { finding: 2, rubric: "validity".into(), shown: finding, sample: 0 }).ok(),
             Some(json!({"finding": 2, "rubric": "validity", "shown": shown}))
         );
-        assert_eq!(write(&MatchCall { oracle: "o".into(), report: None, golden: true }).ok(), Some(json!({"oracle": "o", "golden": true})));
-        assert_eq!(write(&MatchCall { oracle: "o".into(), report: Some("r".into()), golden: false }).ok(), Some(json!({"oracle": "o", "report": "r"})));
+        assert_eq!(write(&MatchCall { oracle: "o".into(), report: None, golden: true, sample: 0 }).ok(), Some(json!({"oracle": "o", "golden": true})));
+        assert_eq!(
+            write(&MatchCall { oracle: "o".into(), report: Some("r".into()), golden: false, sample: 0 }).ok(),
+            Some(json!({"oracle": "o", "report": "r"}))
+        );
         assert_eq!(write(&EmbedCall::Review).ok(), Some(json!({"of": "review"})));
         assert_eq!(write(&EmbedCall::References { claims: 1, smells: 2 }).ok(), Some(json!({"of": "references", "claims": 1, "smells": 2})));
         let back: Option<MatchCall> = read(&json!({"oracle": "o", "golden": true}));

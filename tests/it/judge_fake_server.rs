@@ -563,3 +563,82 @@ async fn a_jury_analysis_asks_model_judges_about_every_pair_and_measures_them_ag
     assert_eq!(agreement[0]["matcher"]["both"], 1, "{agreement}");
     assert_eq!(jury["data"]["jury"]["ties"], 1, "{}", jury["data"]["jury"]);
 }
+
+// ---------------------------------------------------------------- a judge asked several times
+
+/// RQS v2 over the built-in heuristic on three bundled cases, with one judge asked `samples`
+/// times: its sample k answers with seed 3k (the default two malformed retries leave seeds
+/// 3k+1 and 3k+2 to it), and the fake judge says yes on seeds 0 and 6, no on seed 3.
+fn sampled_rqs_experiment(dir: &std::path::Path, url: &str, samples: u32) -> PathBuf {
+    let corpus = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("corpus/quickstart");
+    crate::write_manifest(
+        dir,
+        "sampled.toml",
+        &format!(
+            "version = 1\n[experiment]\nname = \"sampled\"\n[target]\ncorpus = \"{}\"\ncases = [\"case-01\", \"case-02\", \"case-03\"]\nunseal-holdout = true\n\
+             [matrix]\nrepeat = 1\n[reviewer]\nkind = \"builtin\"\nname = \"heuristic\"\n\
+             [judges.alpha]\nprovider = \"openai\"\nbase-url = \"{url}\"\nmodel = \"{JUDGE_MODEL}\"\nfamily = \"smollm2\"\nsamples = {samples}\n\
+             [[analysis]]\nkind = \"rqs\"\n[report]\noutput = \"out\"\n",
+            corpus.display()
+        ),
+    )
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_judge_asked_three_times_is_cached_per_sample_and_its_consistency_reported() {
+    let handler: Handler = Arc::new(|_, body| if body["seed"] == 3 { good("no") } else { good("yes") });
+    let server = fake(Protocol::OpenAi, &[JUDGE_MODEL], handler).await;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let root = dir.path().to_path_buf();
+    let exec = |manifest: PathBuf| {
+        let root = root.clone();
+        async move {
+            tokio::task::spawn_blocking(move || {
+                crate::runner(&root).args(["exec", "--cache-dir", "cache", "--work-dir", "work"]).arg(&manifest).output().expect("runs")
+            })
+            .await
+            .expect("joined")
+        }
+    };
+    let out = exec(sampled_rqs_experiment(dir.path(), &server.url, 3)).await;
+    assert!(out.status.success(), "{}", crate::stderr_of(&out));
+    let chats = server.chats();
+    let mut seeds: Vec<u64> = chats.iter().filter_map(|c| c.body["seed"].as_u64()).collect();
+    seeds.sort_unstable();
+    seeds.dedup();
+    assert_eq!(seeds, [0, 3, 6], "each sample asks with its own seed");
+    let per_seed = |seed: u64| chats.iter().filter(|c| c.body["seed"] == seed).count();
+    assert!(per_seed(0) > 0 && per_seed(0) == per_seed(3) && per_seed(3) == per_seed(6), "every question asked once per sample");
+    let questions = per_seed(0);
+
+    let results: Value = serde_json::from_str(&std::fs::read_to_string(dir.path().join("out/results.json")).expect("results")).expect("json");
+    let rqs = &results["analyses"][0]["data"];
+    let consistency = &rqs["judge_consistency"][0];
+    assert_eq!(consistency["name"], "alpha");
+    assert_eq!((consistency["samples"].as_u64(), consistency["questions"].as_u64()), (Some(3), Some(questions as u64)));
+    // Two samples say yes and one no on every question: no question is unanimous, none splits.
+    assert_eq!((consistency["unanimous"].as_u64(), consistency["split"].as_u64()), (Some(0), Some(0)), "{consistency}");
+    let md = std::fs::read_to_string(dir.path().join("out/RESULTS.md")).expect("RESULTS.md");
+    assert!(md.contains("Judge consistency across samples"), "{md}");
+    assert!(rqs["judges"][0]["unparseable"] == 0, "{}", rqs["judges"]);
+
+    // Again: every sample's answer is cached.
+    let again = exec(sampled_rqs_experiment(dir.path(), &server.url, 3)).await;
+    assert!(again.status.success(), "{}", crate::stderr_of(&again));
+    assert_eq!(server.chats().len(), chats.len(), "nothing asked again");
+
+    // Two samples: both cached (samples 0 and 1 keep their seeds), and every vote splits.
+    let two = exec(sampled_rqs_experiment(dir.path(), &server.url, 2)).await;
+    assert!(two.status.success(), "{}", crate::stderr_of(&two));
+    assert_eq!(server.chats().len(), chats.len(), "a smaller sample reuses the cached answers");
+    let results: Value = serde_json::from_str(&std::fs::read_to_string(dir.path().join("out/results.json")).expect("results")).expect("json");
+    let consistency = &results["analyses"][0]["data"]["judge_consistency"][0];
+    assert_eq!((consistency["unanimous"].as_u64(), consistency["split"].as_u64()), (Some(0), Some(questions as u64)), "{consistency}");
+
+    // One sample: the judge asks as it always did, and no consistency is reported.
+    let one = exec(sampled_rqs_experiment(dir.path(), &server.url, 1)).await;
+    assert!(one.status.success(), "{}", crate::stderr_of(&one));
+    assert_eq!(server.chats().len(), chats.len(), "sample 0 is the key a judge without samples has");
+    let results: Value = serde_json::from_str(&std::fs::read_to_string(dir.path().join("out/results.json")).expect("results")).expect("json");
+    assert!(results["analyses"][0]["data"].get("judge_consistency").is_none());
+}

@@ -214,7 +214,7 @@ fn verdict(v: Vote) -> Option<Verdict> {
         Vote::Yes => Some(Verdict::Yes),
         Vote::No => Some(Verdict::No),
         Vote::Unparseable => Some(Verdict::Unparseable),
-        Vote::Absent => None,
+        Vote::Absent | Vote::Split => None,
     }
 }
 

@@ -187,7 +187,12 @@ impl Judge {
 
     /// Judges one item.
     pub async fn judge(&self, rubric: Rubric, item: &BlindItem) -> Result<Judgement, JudgeError> {
-        self.ask_verdict(self.prompt(rubric, item)?).await
+        self.judge_sample(rubric, item, 0).await
+    }
+
+    /// [`Self::judge`] as sample `sample` asks it (its seeds: `JudgeSpec::sample_seed`).
+    pub async fn judge_sample(&self, rubric: Rubric, item: &BlindItem, sample: u32) -> Result<Judgement, JudgeError> {
+        self.ask_verdict(self.prompt(rubric, item)?, self.spec.sample_seed(sample)).await
     }
 
     /// The prompt asking whether two texts describe the same issue: [`SAME_ISSUE_TEMPLATE`]
@@ -201,13 +206,24 @@ impl Judge {
 
     /// Asks whether two texts describe the same issue: `yes`, `no`, or unparseable.
     pub async fn same_issue(&self, a: &str, b: &str) -> Result<Judgement, JudgeError> {
-        self.ask_verdict(self.same_issue_prompt(a, b)?).await
+        self.same_issue_sample(a, b, 0).await
+    }
+
+    /// [`Self::same_issue`] as sample `sample` asks it.
+    pub async fn same_issue_sample(&self, a: &str, b: &str, sample: u32) -> Result<Judgement, JudgeError> {
+        self.ask_verdict(self.same_issue_prompt(a, b)?, self.spec.sample_seed(sample)).await
     }
 
     /// Everything that changes this judge's same-issue answer: [`Self::fingerprint`]'s
     /// settings with the same-issue template's hash.
     pub fn same_issue_fingerprint(&self) -> Value {
-        let mut value = self.fingerprint(Rubric::Validity);
+        self.same_issue_fingerprint_sample(0)
+    }
+
+    /// [`Self::same_issue_fingerprint`] of sample `sample`: its first seed in place of the
+    /// judge's (the same value for sample 0).
+    pub fn same_issue_fingerprint_sample(&self, sample: u32) -> Value {
+        let mut value = self.fingerprint_sample(Rubric::Validity, sample);
         if let Some(object) = value.as_object_mut() {
             object.insert("rubric".into(), json!("same-issue"));
             object.insert("rubric_text".into(), json!(short_hash(SAME_ISSUE_TEMPLATE)));
@@ -217,13 +233,13 @@ impl Judge {
     }
 
     /// One prompt, asked until a well-formed verdict comes back or the retries are spent.
-    async fn ask_verdict(&self, prompt: String) -> Result<Judgement, JudgeError> {
+    async fn ask_verdict(&self, prompt: String, first_seed: u64) -> Result<Judgement, JudgeError> {
         let messages = [Message { role: "user", content: prompt }];
         let mut tokens = Tokens::default();
         let (mut seconds, mut requests) = (0.0, 0);
-        let (mut raw, mut problem, mut seed) = (String::new(), String::new(), self.spec.settings.seed);
+        let (mut raw, mut problem, mut seed) = (String::new(), String::new(), first_seed);
         for attempt in 0..=self.spec.malformed_retries {
-            seed = self.spec.settings.seed.saturating_add(u64::from(attempt));
+            seed = first_seed.saturating_add(u64::from(attempt));
             let answer = self.client.ask(&messages, Some(&self.schema), seed).await?;
             tokens.prompt += answer.tokens.prompt;
             tokens.completion += answer.tokens.completion;
@@ -255,6 +271,12 @@ impl Judge {
 
     /// Everything that changes this judge's answer to `rubric` (see the module doc).
     pub fn fingerprint(&self, rubric: Rubric) -> Value {
+        self.fingerprint_sample(rubric, 0)
+    }
+
+    /// [`Self::fingerprint`] of sample `sample`: its first seed in place of the judge's, so
+    /// each sample is cached on its own and sample 0 under the key a judge without samples has.
+    pub fn fingerprint_sample(&self, rubric: Rubric, sample: u32) -> Value {
         let s = &self.spec.settings;
         json!({
             "stage": "judge",
@@ -263,7 +285,7 @@ impl Judge {
             "model": s.model,
             "family": s.family,
             "temperature": s.temperature,
-            "seed": s.seed,
+            "seed": self.spec.sample_seed(sample),
             "max_tokens": s.max_tokens,
             "malformed_retries": self.spec.malformed_retries,
             "rubric_text": short_hash(&self.rubric_text(rubric).text),
@@ -334,6 +356,26 @@ mod tests {
         let a = j.prompt(Rubric::Actionability, &BlindItem { suggestion: None, ..item() }).expect("renders");
         assert!(a.contains("ACTIONABLE") && !a.contains("Suggested change"), "{a}");
         assert!(!a.contains("&#x60;") && a.contains("`calc.py`"), "no HTML escaping: {a}");
+    }
+
+    #[test]
+    fn each_sample_has_seeds_of_its_own_and_sample_0_is_the_judge_itself() {
+        let j = judge(|s| {
+            s.settings.seed = 5;
+            s.malformed_retries = 2;
+            s.samples = 3;
+        });
+        assert_eq!((0..3).map(|k| j.spec.sample_seed(k)).collect::<Vec<_>>(), [5, 8, 11], "room for each sample's two retries");
+        assert_eq!(j.fingerprint_sample(Rubric::Validity, 0), j.fingerprint(Rubric::Validity));
+        assert_eq!(j.same_issue_fingerprint_sample(0), j.same_issue_fingerprint());
+        assert_ne!(j.fingerprint_sample(Rubric::Validity, 1), j.fingerprint(Rubric::Validity));
+        assert_eq!(j.fingerprint_sample(Rubric::Validity, 2)["seed"], 11);
+        // How many samples are asked changes no answer: it is in no key.
+        let fewer = judge(|s| {
+            s.settings.seed = 5;
+            s.samples = 1;
+        });
+        assert_eq!(fewer.fingerprint_sample(Rubric::Actionability, 1), j.fingerprint_sample(Rubric::Actionability, 1));
     }
 
     #[test]

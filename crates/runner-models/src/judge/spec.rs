@@ -12,6 +12,7 @@
 //! seed = 0                             # default 0; a malformed answer's retry uses seed + 1, + 2, …
 //! max-tokens = 256
 //! malformed-retries = 2                # default 2
+//! samples = 1                          # default 1; sample k asks with seed + k × (malformed-retries + 1)
 //! # api-key-env, models-json, retries, request-timeout, max-concurrency, rubric-dir
 //! ```
 //!
@@ -109,6 +110,9 @@ pub struct JudgeSpec {
     /// How many more times a malformed answer (not JSON, wrong shape, cut at `max-tokens`) is
     /// asked again, each time with the seed advanced by one.
     pub malformed_retries: u32,
+    /// How many times each question is asked (`samples`), each sample with seeds of its own
+    /// ([`Self::sample_seed`]) and cached on its own; the judge's vote is its samples' majority.
+    pub samples: u32,
     /// `rubric-dir` as resolved, when set.
     pub rubric_dir: Option<PathBuf>,
     pub validity: PromptTemplate,
@@ -127,11 +131,19 @@ impl JudgeSpec {
             name: name.to_string(),
             settings,
             malformed_retries: 2,
+            samples: 1,
             rubric_dir: None,
             validity: PromptTemplate { name: "default".into(), text: DEFAULT_VALIDITY_RUBRIC.into() },
             actionability: PromptTemplate { name: "default".into(), text: DEFAULT_ACTIONABILITY_RUBRIC.into() },
             replay: None,
         }
+    }
+
+    /// The first seed of sample `sample` (from 0): the judge's seed for the first, then each
+    /// sample after the seeds the one before may use for its malformed retries, so no two
+    /// samples share a seed. Sample 0 asks exactly as a judge without samples does.
+    pub fn sample_seed(&self, sample: u32) -> u64 {
+        self.settings.seed.saturating_add(u64::from(sample).saturating_mul(u64::from(self.malformed_retries) + 1))
     }
 }
 
@@ -216,6 +228,9 @@ fn read_judge(t: &TableReader<'_, '_>, name: &str, base_dir: &Path) -> Option<Ju
     let mut spec = JudgeSpec::new(name, settings.clone().unwrap_or_else(|| ModelSettings::new(Protocol::OpenAi, "http://x", "", "")));
     if let Some(v) = t.integer("malformed-retries", 0, 20) {
         spec.malformed_retries = *v.get_ref() as u32;
+    }
+    if let Some(v) = t.integer("samples", 1, 100) {
+        spec.samples = *v.get_ref() as u32;
     }
     if let Some(dir) = t.string("rubric-dir") {
         let resolved = crate::config::resolve_path(base_dir, dir.get_ref());

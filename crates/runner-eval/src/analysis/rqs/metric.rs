@@ -29,6 +29,8 @@ pub enum Vote {
     Unparseable,
     /// No answer: the judge's node failed or was not run.
     Absent,
+    /// A judge asked several times (`samples`) whose samples split evenly between yes and no.
+    Split,
 }
 
 impl Vote {
@@ -37,9 +39,34 @@ impl Vote {
         match self {
             Self::Yes => Some(true),
             Self::No => Some(false),
-            Self::Unparseable | Self::Absent => None,
+            Self::Unparseable | Self::Absent | Self::Split => None,
         }
     }
+
+    /// A judge's vote from its samples, in sample order: the one sample's vote, or their
+    /// majority — `Split` on a tie, `Unparseable` when none answered in the schema but one
+    /// answered, `Absent` when none answered.
+    pub fn of_samples(samples: &[Vote]) -> Vote {
+        if let [one] = samples {
+            return *one;
+        }
+        match majority(samples) {
+            Majority::Verdict(true) => Self::Yes,
+            Majority::Verdict(false) => Self::No,
+            Majority::Tie => Self::Split,
+            Majority::Undecided if samples.contains(&Self::Unparseable) => Self::Unparseable,
+            Majority::Undecided => Self::Absent,
+        }
+    }
+}
+
+/// One judge's samples on one question (a finding under one rubric), in sample order: what
+/// its consistency is measured on.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SampledVotes {
+    /// The judge's place in the jury.
+    pub judge: usize,
+    pub votes: Vec<Vote>,
 }
 
 /// A judge of the jury as the report names it.
@@ -48,6 +75,17 @@ pub struct JudgeInfo {
     pub name: String,
     pub model: String,
     pub family: String,
+    /// How many times it was asked each question (`samples`; 1 is not written).
+    #[serde(default = "one", skip_serializing_if = "is_one")]
+    pub samples: u32,
+}
+
+fn one() -> u32 {
+    1
+}
+
+fn is_one(n: &u32) -> bool {
+    *n == 1
 }
 
 /// The embedder and the threshold its alignments used.
@@ -93,6 +131,8 @@ pub struct RunScoring {
     pub embed_cost: StageCost,
     /// Stages that failed for this run.
     pub problems: Vec<String>,
+    /// Each judge's samples on each question, for the judges asked more than once.
+    pub sampled: Vec<SampledVotes>,
 }
 
 /// A subject's pseudo-references and their embeddings.
@@ -530,7 +570,7 @@ pub fn compute(spec: &AnalysisSpec, input: &AnalysisInput<'_>) -> AnalysisResult
         votes.fold((0, 0), |(bad, all), v| match v {
             Vote::Unparseable => (bad + 1, all + 1),
             Vote::Absent => (bad, all),
-            Vote::Yes | Vote::No => (bad, all + 1),
+            Vote::Yes | Vote::No | Vote::Split => (bad, all + 1),
         })
     };
     for (j, judge) in rqs.judges.iter().enumerate() {
@@ -588,7 +628,12 @@ pub fn compute(spec: &AnalysisSpec, input: &AnalysisInput<'_>) -> AnalysisResult
             None => "none (no embedder declared)".to_string(),
         }
     ));
-    result.tables = vec![jury, table, detail];
+    let consistency = judge_consistency(rqs);
+    result.tables = vec![jury];
+    if let Some((table, _)) = &consistency {
+        result.tables.push(table.clone());
+    }
+    result.tables.extend([table, detail]);
     result.notes.push(format!(
         "Inter-judge agreement over the whole experiment: validity κ = {} over {items_v} findings, actionability κ = {} over {items_a} findings ({}).",
         show(kappa_v),
@@ -634,7 +679,7 @@ pub fn compute(spec: &AnalysisSpec, input: &AnalysisInput<'_>) -> AnalysisResult
     if let Some(note) = missing_note(input) {
         result.notes.push(note);
     }
-    result.data = serde_json::json!({
+    let mut data = serde_json::json!({
         "judges": judges_json,
         "embedder": rqs.embedder,
         "shuffle_seed": rqs.shuffle_seed,
@@ -642,9 +687,48 @@ pub fn compute(spec: &AnalysisSpec, input: &AnalysisInput<'_>) -> AnalysisResult
         "analyzers": rqs.analyzers,
         "kappa": {"validity": json_num(kappa_v), "validity_items": items_v, "actionability": json_num(kappa_a), "actionability_items": items_a},
         "cells": cells_out,
-    })
-    .into();
+    });
+    if let (Some((_, json)), Some(data)) = (consistency, data.as_object_mut()) {
+        data.insert("judge_consistency".into(), json);
+    }
+    result.data = data.into();
     result
+}
+
+/// Each judge asked several times (`samples`): on how many questions (a finding under a
+/// rubric) its samples all gave a verdict, how often they agreed, Fleiss' κ between its
+/// samples, and how many of its votes split evenly. `None` when every judge was asked once.
+fn judge_consistency(rqs: &RqsInput) -> Option<(Table, serde_json::Value)> {
+    if rqs.judges.iter().all(|j| j.samples <= 1) {
+        return None;
+    }
+    let mut table = Table::new(
+        "Judge consistency across samples",
+        &["Judge", "Samples", "Questions", "All samples answered", "Unanimous", "Fleiss' κ between samples", "Split votes"],
+    );
+    let mut json = Vec::new();
+    for (j, judge) in rqs.judges.iter().enumerate().filter(|(_, j)| j.samples > 1) {
+        let sampled: Vec<&SampledVotes> = rqs.runs.values().flat_map(|r| r.sampled.iter()).filter(|s| s.judge == j).collect();
+        let answered: Vec<Vec<bool>> =
+            sampled.iter().filter_map(|s| s.votes.iter().map(|v| v.as_bool()).collect::<Option<Vec<bool>>>()).filter(|v| v.len() > 1).collect();
+        let unanimous = answered.iter().filter(|v| v.iter().all(|x| *x == v[0])).count();
+        let kappa = crate::agreement::fleiss_kappa(&answered).map(|k| k.kappa);
+        let split = sampled.iter().filter(|s| Vote::of_samples(&s.votes) == Vote::Split).count();
+        table.push(vec![
+            format!("`{}`", judge.name).into(),
+            judge.samples.into(),
+            sampled.len().into(),
+            answered.len().into(),
+            crate::analysis::model::fmt_share(unanimous, answered.len()),
+            fmt_ratio(kappa),
+            split.into(),
+        ]);
+        json.push(serde_json::json!({
+            "name": judge.name, "samples": judge.samples, "questions": sampled.len(), "answered": answered.len(),
+            "unanimous": unanimous, "fleiss_kappa": json_num(kappa), "split": split,
+        }));
+    }
+    Some((table, serde_json::Value::Array(json)))
 }
 
 fn merge(into: &mut Tally, add: Tally) {
@@ -806,6 +890,17 @@ mod tests {
     use super::*;
 
     #[test]
+    fn a_judges_samples_vote_their_majority_and_an_even_split_is_said() {
+        assert_eq!(Vote::of_samples(&[Vote::No]), Vote::No);
+        assert_eq!(Vote::of_samples(&[Vote::Yes, Vote::No, Vote::Yes]), Vote::Yes);
+        assert_eq!(Vote::of_samples(&[Vote::Yes, Vote::No]), Vote::Split);
+        assert_eq!(Vote::of_samples(&[Vote::Unparseable, Vote::No, Vote::Unparseable]), Vote::No);
+        assert_eq!(Vote::of_samples(&[Vote::Unparseable, Vote::Absent]), Vote::Unparseable);
+        assert_eq!(Vote::of_samples(&[Vote::Absent, Vote::Absent]), Vote::Absent);
+        assert_eq!(Vote::Split.as_bool(), None);
+    }
+
+    #[test]
     fn majority_reports_ties_and_ignores_unusable_answers() {
         assert_eq!(majority(&[Vote::Yes, Vote::No, Vote::Yes]), Majority::Verdict(true));
         assert_eq!(majority(&[Vote::Yes, Vote::No]), Majority::Tie);
@@ -841,8 +936,8 @@ mod tests {
         let votes = |v: [Vote; 2], a: [Vote; 2]| FindingVotes { validity: v.to_vec(), actionability: a.to_vec() };
         let mut rqs = RqsInput {
             judges: vec![
-                JudgeInfo { name: "j1".into(), model: "m1".into(), family: "gemma".into() },
-                JudgeInfo { name: "j2".into(), model: "m2".into(), family: "smol".into() },
+                JudgeInfo { name: "j1".into(), model: "m1".into(), family: "gemma".into(), samples: 1 },
+                JudgeInfo { name: "j2".into(), model: "m2".into(), family: "smol".into(), samples: 1 },
             ],
             embedder: Some(EmbedderInfo { identity: "e".into(), tau: 0.5, tau_source: "given".into() }),
             shuffle_seed: 7,
@@ -933,7 +1028,7 @@ mod tests {
         let findings = vec![reported("a", "a.py", 10, Category::Bug, "page count is off by one"), reported("n", "a.py", 50, Category::Style, "rename this")];
         let view = RunView { cell: &cell, repeat: 1, subject: "c1", record: &rec, findings: &findings, order: 0 };
         let cells = [std::sync::Arc::new(cell.clone())];
-        let rqs = RqsInput { judges: vec![JudgeInfo { name: "j".into(), model: "m".into(), family: "f".into() }], ..Default::default() };
+        let rqs = RqsInput { judges: vec![JudgeInfo { name: "j".into(), model: "m".into(), family: "f".into(), samples: 1 }], ..Default::default() };
         let input = AnalysisInput {
             runs: vec![view],
             cells: &cells,
