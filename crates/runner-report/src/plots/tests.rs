@@ -190,7 +190,9 @@ fn the_model_swap_gets_latency_and_distribution_charts() {
         paths(&results),
         [
             "plots/compare-differences.svg",
+            "plots/compare-calibration.svg",
             "plots/compare-2-differences.svg",
+            "plots/compare-2-calibration.svg",
             "plots/review-eval-recall.svg",
             "plots/review-eval-severity.svg",
             "plots/latency-seconds.svg",
@@ -198,7 +200,11 @@ fn the_model_swap_gets_latency_and_distribution_charts() {
             "plots/distribution-severity.svg"
         ]
     );
-    let files: Vec<_> = charts(&results).into_iter().skip(4).collect();
+    let files: Vec<_> = charts(&results).into_iter().skip(6).collect();
+    // The decision model's calibration beside each comparison: predicted and observed per tenth.
+    let Chart::Bars(calibration) = &charts(&results)[1].chart else { panic!("a bar chart") };
+    assert_eq!((calibration.groups.len(), calibration.series.len()), (10, 2), "{calibration:?}");
+    assert!(calibration.series.iter().flat_map(|s| s.values.iter().flatten()).all(|p| (0.0..=1.0).contains(p)));
     // The comparisons' headline metrics (recall and F1) per group of the other axis, with their intervals.
     let Chart::Interval(differences) = &charts(&results)[0].chart else { panic!("an interval chart") };
     assert_eq!(differences.points.len(), 4);
@@ -238,7 +244,13 @@ fn charts_are_named_by_analysis_kind_and_ordinal_and_linked_under_their_analysis
     let mut results = committed("quickstart");
     assert_eq!(
         paths(&results),
-        ["plots/compare-differences.svg", "plots/latency-seconds.svg", "plots/distribution-category.svg", "plots/distribution-severity.svg"]
+        [
+            "plots/compare-differences.svg",
+            "plots/compare-calibration.svg",
+            "plots/latency-seconds.svg",
+            "plots/distribution-category.svg",
+            "plots/distribution-severity.svg"
+        ]
     );
     let latency = results.analyses.iter().position(|a| a.kind == AnalysisKind::LATENCY).expect("a latency analysis");
     results.analyses.push(results.analyses[latency].clone());
@@ -261,7 +273,7 @@ fn writing_leaves_other_files_and_makes_no_folder_without_charts() {
     std::fs::write(dir.path().join("plots/old-chart.svg"), "<svg/>").expect("write");
     std::fs::write(dir.path().join("plots/notes.txt"), "mine").expect("write");
     let written = write(&results, dir.path()).expect("writes");
-    assert_eq!(written.len(), 4);
+    assert_eq!(written.len(), 5);
     for path in &written {
         well_formed(&std::fs::read_to_string(path).expect("read"));
     }

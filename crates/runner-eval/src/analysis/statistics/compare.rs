@@ -11,7 +11,7 @@
 use crate::analysis::definition::{Definition, OptionsContext};
 use crate::analysis::spec::{AnalysisKind, AnalysisOptions, MatchRule};
 use crate::config::{did_you_mean, TableReader};
-use crate::analysis::chart::{Chart, ChartCells, IntervalChart, IntervalPoint, Named};
+use crate::analysis::chart::{BarChart, Chart, ChartCells, IntervalChart, IntervalPoint, Named, Series};
 use crate::analysis::efficacy::repeatability::jaccard;
 use crate::analysis::matching::adjudication::adjudicate_described;
 use crate::analysis::matching::matcher::{describe_rule_for, score_runs_judged, with_jury, MatchCounts, ScoredRun, Verdict};
@@ -1088,7 +1088,38 @@ pub use uncertain::UnderMatching;
 /// A comparison's differences B − A with their bootstrap intervals, one row per compared pair
 /// of the headline metrics (all metrics when none is a headline).
 pub(crate) fn charts(analysis: &AnalysisResult, _cells: &dyn ChartCells) -> Vec<Named> {
-    chart(analysis).into_iter().collect()
+    let mut out: Vec<Named> = chart(analysis).into_iter().collect();
+    out.extend(analysis.data_as::<CompareData>().ok().and_then(|data| data.matching.as_ref().and_then(calibration_chart)));
+    out
+}
+
+/// With matching uncertainty: the decision model's calibration curve beside this execution's
+/// decisions — per tenth of probability, the mean predicted probability and the share the
+/// judges' majority found, out of fold on the calibration's cells. A calibrated model's two bars
+/// are equal; the count in each label is this execution's decisions there.
+fn calibration_chart(summary: &MatchingSummary) -> Option<Named> {
+    if summary.bins.iter().all(|b| b.calibration_cells == 0) {
+        return None;
+    }
+    let groups = summary.bins.iter().map(|b| format!("{:.1}–{:.1} ({} here)", b.from, b.to, b.decisions)).collect();
+    Some(Named {
+        name: "calibration",
+        chart: Chart::Bars(BarChart {
+            title: "Matching decisions: the decision model's calibration".into(),
+            note: format!(
+                "Predicted vs. found by the judges' majority, out of fold (Brier {:.3}); (n here): this execution's decisions.",
+                summary.brier
+            ),
+            x_label: "probability found".into(),
+            groups,
+            series: vec![
+                Series { name: "predicted".into(), values: summary.bins.iter().map(|b| b.predicted).collect() },
+                Series { name: "observed (judges' majority)".into(), values: summary.bins.iter().map(|b| b.observed).collect() },
+            ],
+            range: Some((0.0, 1.0)),
+            digits: 2,
+        }),
+    })
 }
 
 fn chart(analysis: &AnalysisResult) -> Option<Named> {
