@@ -153,10 +153,10 @@ fn load_scoring(manifest: &Manifest, plan: &Plan, cache: &dyn Store, frozen: boo
             resources.tau = Some((tau, "given in the manifest (`tau`)".to_string()));
         }
         if let (Some(path), Some(fingerprint)) = (&o.calibration, scorers.embedder_fingerprint()) {
-            resources.tau = Some(crate::scoring::read_calibration(path, &fingerprint).map_err(Error::Scoring)?);
+            resources.tau = Some(crate::scoring::read_calibration(path, &manifest.base_dir, &fingerprint).map_err(Error::Scoring)?);
         }
         if let Some(path) = &o.anchor {
-            resources.anchor = Some(crate::scoring::read_anchor(path).map_err(Error::Scoring)?);
+            resources.anchor = Some(crate::scoring::read_anchor(path, &manifest.base_dir).map_err(Error::Scoring)?);
         }
         rqs.insert(index, resources);
     }

@@ -687,8 +687,9 @@ pub fn rqs_input<A, R>(plan: &Plan, view: &WalkView<'_, A, R>, scorers: &Experim
 
 /// Reads a human anchor set: a CSV with a header naming `subject`, `file`, `line`,
 /// `message`, and `valid` and/or `actionable` (`yes`/`no`, empty when not labelled). Every
-/// problem is reported, with its row.
-pub(crate) fn read_anchor(path: &std::path::Path) -> Result<crate::analysis::rqs::metric::Anchor, String> {
+/// problem is reported, with its row. The set's source is named relative to the project root
+/// of the manifest in `manifest_dir`, so the report does not depend on where runner started.
+pub(crate) fn read_anchor(path: &std::path::Path, manifest_dir: &std::path::Path) -> Result<crate::analysis::rqs::metric::Anchor, String> {
     let mut reader =
         csv::ReaderBuilder::new().comment(Some(b'#')).from_path(path).map_err(|e| format!("cannot read the anchor set `{}`: {e}", path.display()))?;
     let headers = reader.headers().map_err(|e| format!("`{}`: {e}", path.display()))?.clone();
@@ -743,12 +744,13 @@ pub(crate) fn read_anchor(path: &std::path::Path) -> Result<crate::analysis::rqs
     if !problems.is_empty() {
         return Err(format!("`{}`: {}", path.display(), problems.join("; ")));
     }
-    Ok(crate::analysis::rqs::metric::Anchor { source: path.display().to_string(), items })
+    Ok(crate::analysis::rqs::metric::Anchor { source: crate::config::project_relative(manifest_dir, path), items })
 }
 
 /// A calibration file (`runner crscore --calibrate` writes one): τ and what it was calibrated
-/// with. Refused when it was calibrated for another embedder.
-pub(crate) fn read_calibration(path: &std::path::Path, embedder: &Value) -> Result<(f64, String), String> {
+/// with, the file named relative to the project root of the manifest in `manifest_dir`.
+/// Refused when it was calibrated for another embedder.
+pub(crate) fn read_calibration(path: &std::path::Path, manifest_dir: &std::path::Path, embedder: &Value) -> Result<(f64, String), String> {
     let text = std::fs::read_to_string(path).map_err(|e| format!("cannot read the calibration `{}`: {e}", path.display()))?;
     let doc: Value = serde_json::from_str(&text).map_err(|e| format!("`{}` is not JSON: {e}", path.display()))?;
     let doc: TauCalibration = payloads::read(&doc).unwrap_or_default();
@@ -757,7 +759,7 @@ pub(crate) fn read_calibration(path: &std::path::Path, embedder: &Value) -> Resu
         return Err(format!("`{}` calibrates τ for the embedder {}, not for this experiment's {}", path.display(), doc.embedder, embedder));
     }
     let source = doc.source.as_deref().unwrap_or("calibration file");
-    Ok((tau, format!("calibrated: {source}, `{}`", path.display())))
+    Ok((tau, format!("calibrated: {source}, `{}`", crate::config::project_relative(manifest_dir, path))))
 }
 
 /// Texts embedded through the cache ([`embed_cached`]).

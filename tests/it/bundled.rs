@@ -58,6 +58,32 @@ fn every_bundled_experiment_reproduces_its_committed_results_byte_for_byte() {
     assert!(tmp.path().join("work/executions").is_dir(), "the execution logs went to --work-dir");
 }
 
+/// The paths a report names (study sheets, τ calibration, anchor set, matching calibration,
+/// the target) are relative to the project root, so the same manifest run from the manifest's
+/// own directory writes the committed bytes; the default cache is the project root's too.
+#[test]
+fn a_manifest_run_from_its_own_directory_writes_the_committed_reports() {
+    let root = project_root();
+    let tmp = tempfile::tempdir().expect("tempdir");
+    for name in ["studies", "studies-rqs", "rqs", "code-review-benchmark", "scored"] {
+        let out = tmp.path().join(name);
+        let run = runner(&root.join("experiments"))
+            .args(["exec", "--frozen", "--quiet", "--work-dir"])
+            .arg(tmp.path().join("work"))
+            .arg("--output")
+            .arg(&out)
+            .arg(format!("{name}.toml"))
+            .output()
+            .expect("runs");
+        assert!(run.status.success(), "{name}: {}", String::from_utf8_lossy(&run.stderr));
+        for file in ["RESULTS.md", "results.json"] {
+            let committed = std::fs::read_to_string(root.join("results").join(name).join(file)).expect("committed");
+            let written = std::fs::read_to_string(out.join(file)).unwrap_or_else(|e| panic!("{name}/{file}: {e}"));
+            assert!(written == committed, "{name}/{file} from experiments/ differs; first differing line: {:?}", first_difference(&committed, &written));
+        }
+    }
+}
+
 /// Why the pinned commits a manifest names (every 40-hex-digit word) cannot all be read in
 /// the repository at `root`, or `None` when they can.
 fn pinned_commits_missing(root: &std::path::Path, manifest: &std::path::Path) -> Option<String> {

@@ -210,6 +210,10 @@ pub struct StudyOptions {
     pub study: String,
     pub sheets: Vec<std::path::PathBuf>,
     pub key: std::path::PathBuf,
+    /// The manifest's directory, so the report names the files relative to the project root
+    /// whatever directory runner was started from; not part of what the analysis computes.
+    #[serde(skip)]
+    pub base_dir: std::path::PathBuf,
 }
 
 /// A metric with a value per subject that a paired comparison can test.

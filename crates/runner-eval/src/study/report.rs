@@ -32,10 +32,11 @@ pub fn compute(spec: &AnalysisSpec, input: &AnalysisInput<'_>) -> AnalysisResult
     };
     let mut r = AnalysisResult::new(spec, id, title, description);
     if options.study == "h9" {
-        h9(&mut r, &options.sheets);
+        h9(&mut r, &options.sheets, &options.base_dir);
         return r;
     }
-    let sheets = shown(&options.sheets);
+    let base = options.base_dir.as_path();
+    let sheets = shown(base, &options.sheets);
     let imported = findings::import_sheets(&options.sheets, &options.key).and_then(|result| Ok((findings::read_key(&options.key)?, result)));
     let (key, result) = match imported {
         Ok(x) => x,
@@ -49,7 +50,7 @@ pub fn compute(spec: &AnalysisSpec, input: &AnalysisInput<'_>) -> AnalysisResult
         let name = |s: Study| serde_json::to_value(s).ok().and_then(|v| v.as_str().map(str::to_string)).unwrap_or_default();
         r.notes.push(format!(
             "`{}` is the key of an {} sheet; study `{}` reads {} sheets.",
-            shown_one(&options.key),
+            shown_one(base, &options.key),
             name(key.study),
             options.study,
             name(wanted)
@@ -57,8 +58,8 @@ pub fn compute(spec: &AnalysisSpec, input: &AnalysisInput<'_>) -> AnalysisResult
         return r;
     }
     let mut result = result;
-    result.sheet = options.sheets.iter().map(|p| shown_one(p)).collect::<Vec<_>>().join(", ");
-    r.notes.push(format!("Sheets {sheets} (key `{}`), labelled by {}.", shown_one(&options.key), result.raters.join(", ")));
+    result.sheet = options.sheets.iter().map(|p| shown_one(base, p)).collect::<Vec<_>>().join(", ");
+    r.notes.push(format!("Sheets {sheets} (key `{}`), labelled by {}.", shown_one(base, &options.key), result.raters.join(", ")));
     match options.study.as_str() {
         "h5" => h5(&mut r, &key, &result, input),
         "h6" => h6(&mut r, &options.sheets, &options.key),
@@ -76,10 +77,22 @@ fn parse(study: &str) -> Study {
     }
 }
 
-/// A path as the report shows it: `..` taken out lexically (`experiments/../results/x` →
-/// `results/x`); an absolute one by its last four components, so the page does not depend on
-/// where the project lies.
-fn shown_one(path: &Path) -> String {
+/// A path as the report shows it: relative to the root of the project the manifest in `base`
+/// belongs to, so the page is the same bytes whatever directory runner was started from; a
+/// file outside the project as [`lexical`] shows it.
+fn shown_one(base: &Path, path: &Path) -> String {
+    let relative = runner_core::config::project_relative(base, path);
+    if Path::new(&relative).is_absolute() {
+        lexical(path)
+    } else {
+        relative
+    }
+}
+
+/// A path with `..` taken out lexically (`experiments/../results/x` → `results/x`); an
+/// absolute one by its last four components, so the page does not depend on where the
+/// project lies.
+fn lexical(path: &Path) -> String {
     use std::path::Component;
     let mut parts: Vec<String> = Vec::new();
     let mut absolute = false;
@@ -97,8 +110,8 @@ fn shown_one(path: &Path) -> String {
     parts[from..].join("/")
 }
 
-fn shown(paths: &[std::path::PathBuf]) -> String {
-    paths.iter().map(|p| format!("`{}`", shown_one(p))).collect::<Vec<_>>().join(", ")
+fn shown(base: &Path, paths: &[std::path::PathBuf]) -> String {
+    paths.iter().map(|p| format!("`{}`", shown_one(base, p))).collect::<Vec<_>>().join(", ")
 }
 
 fn share_cells(s: &Share) -> [TableCell; 2] {
@@ -365,15 +378,15 @@ fn agreeing(rc: &calibration::RubricCalibration) -> usize {
 mod tests;
 
 /// H9 from its session log and survey (`sheets = [sessions, survey]`).
-fn h9(r: &mut AnalysisResult, files: &[std::path::PathBuf]) {
+fn h9(r: &mut AnalysisResult, files: &[std::path::PathBuf], base: &Path) {
     use super::preference;
     let [log, survey] = files else {
         r.notes.push("Study `h9` reads two files: the session log, then the preference survey.".into());
         return;
     };
-    let read = |p: &Path| crate::bounded::input(p).map_err(|e| format!("`{}`: {e}", shown_one(p)));
+    let read = |p: &Path| crate::bounded::input(p).map_err(|e| format!("`{}`: {e}", shown_one(base, p)));
     let result = read(log).and_then(|l| read(survey).map(|s| (l, s))).and_then(|(l, s)| {
-        preference::study(&shown_one(log), &l, &shown_one(survey), &s, preference::DEFAULT_RESAMPLES, 1).map_err(|problems| problems.join("; "))
+        preference::study(&shown_one(base, log), &l, &shown_one(base, survey), &s, preference::DEFAULT_RESAMPLES, 1).map_err(|problems| problems.join("; "))
     });
     let result = match result {
         Ok(result) => result,
@@ -409,7 +422,7 @@ fn h9(r: &mut AnalysisResult, files: &[std::path::PathBuf]) {
     r.tables.push(prefs);
     let c = &result.counterbalance;
     let first: Vec<String> = c.first.iter().map(|(m, users)| format!("`{m}` first for {}", users.len())).collect();
-    r.notes.push(format!("Files {} and {}: {} sessions of {} users.", shown_one(log), shown_one(survey), result.sessions, result.users));
+    r.notes.push(format!("Files {} and {}: {} sessions of {} users.", shown_one(base, log), shown_one(base, survey), result.sessions, result.users));
     r.notes.push(format!(
         "Counterbalancing: {}{}{}; {}.",
         first.join(", "),

@@ -596,7 +596,7 @@ fn check_head(repo: &Path, head_sha: &str) -> Result<(), ReviewError> {
 
 /// A directory runner built itself (a corpus case, an eval clone): it carries a marker.
 fn is_materialized(repo: &Path) -> bool {
-    repo.join(".git").join("runner-ready").is_file()
+    runner_subject::subject::staging::is_ready(repo)
 }
 
 /// The environment a child starts from: `PATH`, the locale and `HOME`.

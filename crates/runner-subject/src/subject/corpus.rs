@@ -176,7 +176,7 @@ pub fn materialize(case: &PublicCase, root: &Path) -> Result<PathBuf, CorpusErro
     check_source_path(case)?;
     let hash = case_content_hash(case);
     let dir = root.join(format!("{}-{}", sanitize(&case.id), &hash[..16]));
-    if dir.join(".git").join("runner-ready").is_file() {
+    if super::staging::is_ready(&dir) {
         return Ok(dir);
     }
     let fail = |message: String| CorpusError::Materialize { id: case.id.clone(), message };
@@ -212,17 +212,10 @@ pub fn materialize(case: &PublicCase, root: &Path) -> Result<PathBuf, CorpusErro
         git(work, &["add", "--all"])?;
         git_with_env(work, &["commit", "--quiet", "--allow-empty", "--no-verify", "-m", message], &COMMIT_ENV)?;
     }
-    std::fs::write(work.join(".git").join("runner-ready"), b"").map_err(|e| fail(e.to_string()))?;
-    let staged = staging.keep();
-    match std::fs::rename(&staged, &dir) {
-        Ok(()) => Ok(dir),
-        // Another process finished the same case first: theirs is identical.
-        Err(_) if dir.join(".git").join("runner-ready").is_file() => {
-            let _ = std::fs::remove_dir_all(&staged);
-            Ok(dir)
-        }
-        Err(e) => Err(fail(format!("cannot move the repository into place: {e}"))),
-    }
+    super::staging::mark_ready(work).map_err(|e| fail(e.to_string()))?;
+    // Another process that finished the same case first made an identical one: theirs stays.
+    super::staging::put_in_place(&staging.keep(), &dir).map_err(fail)?;
+    Ok(dir)
 }
 
 fn sanitize(id: &str) -> String {

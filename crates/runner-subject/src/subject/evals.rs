@@ -28,7 +28,7 @@ pub(crate) fn materialize(
     let root = work_dir.join("evals");
     let dir = root.join(format!("{}-{}", sanitize(id), &identity[..16.min(identity.len())]));
     let fail = |message: String| TargetError::Resolve { repo: repo.display().to_string(), rev: format!("{base}..{tip}"), message };
-    if !dir.join(".git").join("runner-ready").is_file() {
+    if !super::staging::is_ready(&dir) {
         std::fs::create_dir_all(&root).map_err(|e| fail(format!("cannot create `{}`: {e}", root.display())))?;
         let staging = tempfile::Builder::new().prefix(".staging-").tempdir_in(&root).map_err(|e| fail(format!("cannot create a staging directory: {e}")))?;
         let work = staging.path();
@@ -58,14 +58,8 @@ pub(crate) fn materialize(
             let guide = work.join(REVIEW_FILE);
             std::fs::write(&guide, text).map_err(|e| fail(format!("cannot write `{}`: {e}", guide.display())))?;
         }
-        std::fs::write(work.join(".git").join("runner-ready"), b"").map_err(|e| fail(e.to_string()))?;
-        let staged = staging.keep();
-        if std::fs::rename(&staged, &dir).is_err() {
-            let _ = std::fs::remove_dir_all(&staged);
-            if !dir.join(".git").join("runner-ready").is_file() {
-                return Err(fail(format!("cannot move the clone to `{}`", dir.display())));
-            }
-        }
+        super::staging::mark_ready(work).map_err(|e| fail(e.to_string()))?;
+        super::staging::put_in_place(&staging.keep(), &dir).map_err(fail)?;
     }
     let raw = super::git::diff_bytes(&dir, base, tip)?;
     let parsed = diff::parse(&raw);

@@ -9,6 +9,7 @@ pub mod files;
 pub mod git;
 pub mod glob;
 pub mod history;
+pub mod staging;
 pub mod trace;
 
 use corpus::{CorpusError, PublicCase};

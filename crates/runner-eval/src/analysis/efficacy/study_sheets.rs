@@ -72,5 +72,6 @@ fn read_study(t: &TableReader<'_, '_>, base_dir: &Path) -> Option<StudyOptions> 
             None if preference => std::path::PathBuf::new(),
             None => return None,
         },
+        base_dir: base_dir.to_path_buf(),
     })
 }

@@ -32,15 +32,15 @@ fn write_study(dir: &Path, key: &StudyKey, labels: &[(&str, &str)]) -> StudyOpti
     let rows: String = labels.iter().map(|(id, l)| format!("{id},c1,a.py,3,warning,correctness,m,,{l},,ann\n")).collect();
     let sheet = dir.join("sheet.csv");
     std::fs::write(&sheet, format!("item,case,file,line,severity,category,message,suggestion,label,note,rater\n{rows}")).expect("write");
-    StudyOptions { study: "h5".into(), sheets: vec![sheet], key: key_path }
+    StudyOptions { study: "h5".into(), sheets: vec![sheet], key: key_path, base_dir: dir.to_path_buf() }
 }
 
 #[test]
 fn paths_are_shown_from_the_project() {
-    assert_eq!(shown_one(Path::new("experiments/../results/studies/h1/sheet.csv")), "results/studies/h1/sheet.csv");
-    assert_eq!(shown_one(Path::new("./a/./b/../c.csv")), "a/c.csv");
-    assert_eq!(shown_one(Path::new("../x/y.csv")), "../x/y.csv");
-    assert_eq!(shown_one(Path::new("/home/me/runner/results/studies/h1/sheet.csv")), "results/studies/h1/sheet.csv");
+    assert_eq!(lexical(Path::new("experiments/../results/studies/h1/sheet.csv")), "results/studies/h1/sheet.csv");
+    assert_eq!(lexical(Path::new("./a/./b/../c.csv")), "a/c.csv");
+    assert_eq!(lexical(Path::new("../x/y.csv")), "../x/y.csv");
+    assert_eq!(lexical(Path::new("/home/me/runner/results/studies/h1/sheet.csv")), "results/studies/h1/sheet.csv");
 }
 
 fn rendered(t: &Table) -> Vec<String> {
