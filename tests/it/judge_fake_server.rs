@@ -642,3 +642,63 @@ async fn a_judge_asked_three_times_is_cached_per_sample_and_its_consistency_repo
     let results: Value = serde_json::from_str(&std::fs::read_to_string(dir.path().join("out/results.json")).expect("results")).expect("json");
     assert!(results["analyses"][0]["data"].get("judge_consistency").is_none());
 }
+
+// ---------------------------------------------------------------- judging uncertainty in a comparison
+
+/// Two replayed tools compared on recall where the judges have the word, with one judge asked
+/// three times (seeds 0, 3 and 6): it calls the first tool's report on p-1 the same issue on
+/// seeds 0 and 3, the second tool's on seed 0 only. The majorities say the first finds p-1 and
+/// the second does not; with judging uncertainty the two finds weigh 2/3 and 1/3.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_comparison_where_the_judges_decide_weighs_each_decision_by_their_vote_share() {
+    let handler: Handler = Arc::new(|_, body| {
+        let text = body.to_string();
+        let seed = body["seed"].as_u64().unwrap_or(99);
+        let yes = if text.contains("dangerous eval call") { seed <= 3 } else { seed == 0 };
+        good(if yes { "yes" } else { "no" })
+    });
+    let server = fake(Protocol::OpenAi, &[JUDGE_MODEL], handler).await;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let root = dir.path().to_path_buf();
+    let manifest = judged_matching_experiment(&root, "");
+    std::fs::write(
+        root.join("captured-b.jsonl"),
+        "{\"subject\": \"p-1\", \"file\": null, \"line\": null, \"message\": \"an eval call here is dangerous for attackers reading the machine\"}\n\
+         {\"subject\": \"p-2\", \"file\": null, \"line\": null, \"message\": \"the new function lacks a docstring\"}\n",
+    )
+    .expect("capture");
+    let text = std::fs::read_to_string(&manifest)
+        .expect("manifest")
+        .replace("reviewer = [\"sentinel-tool\"]", "reviewer = [\"sentinel-tool\", \"other-tool\"]")
+        .replace(
+            "[[analysis]]\nkind = \"fixture\"\nevidence = \"judge\"\n",
+            &format!(
+                "[reviewers.other-tool]\nkind = \"replay\"\nformat = \"jsonl\"\npath = \"captured-b.jsonl\"\nmissing = \"empty\"\ntool = \"Other tool\"\n\
+                 [judges.alpha]\nprovider = \"openai\"\nbase-url = \"{}\"\nmodel = \"{JUDGE_MODEL}\"\nfamily = \"smollm2\"\nsamples = 3\n\
+                 [[analysis]]\nkind = \"compare\"\naxis = \"reviewer\"\nmetrics = [\"recall\"]\nevidence = \"judge\"\n",
+                server.url
+            ),
+        );
+    let manifest = crate::write_manifest(&root, "compared.toml", &text);
+    let out = tokio::task::spawn_blocking(move || {
+        crate::runner(&root).args(["exec", "--cache-dir", "cache", "--work-dir", "work"]).arg(&manifest).output().expect("runs")
+    })
+    .await
+    .expect("joined");
+    assert!(out.status.success(), "{}", crate::stderr_of(&out));
+    let mut seeds: Vec<u64> = server.chats().iter().filter_map(|c| c.body["seed"].as_u64()).collect();
+    seeds.sort_unstable();
+    assert_eq!(seeds, [0, 0, 3, 3, 6, 6], "two pairs, each asked three times");
+    let results: Value = serde_json::from_str(&std::fs::read_to_string(dir.path().join("out/results.json")).expect("results")).expect("json");
+    let data = &results["analyses"][0]["data"];
+    let comparison = &data["comparisons"][0];
+    // The majorities: the first tool finds both changes' issues, the other only p-2's.
+    assert_eq!(comparison["difference"].as_f64(), Some(-0.5), "{comparison}");
+    // Weighed: p-1 is found with 2/3 and 1/3, so the difference is (1/3 − 2/3) / 2.
+    let weighed = comparison["matching"]["difference"].as_f64().expect("weighed");
+    assert!((weighed + 1.0 / 6.0).abs() < 1e-9, "{comparison}");
+    assert_eq!((data["matching"]["judged"].as_u64(), data["matching"]["decisions"].as_u64()), (Some(2), Some(2)), "{}", data["matching"]);
+    let md = std::fs::read_to_string(dir.path().join("out/RESULTS.md")).expect("RESULTS.md");
+    assert!(md.contains("With judging uncertainty: each oracle finding the judges decided is weighed by their vote share"), "{md}");
+    assert!(md.contains("2 decisions weighed, 2 of them by the judges, 2 borderline"), "{md}");
+}

@@ -593,6 +593,11 @@ pub struct MatchVotes {
     /// Each asked pair's votes, one per judge: `Some(true)` the same issue, `Some(false)` not,
     /// `None` no well-formed answer (or none yet).
     pub pairs: BTreeMap<(String, String), Vec<Option<bool>>>,
+    /// Each asked pair's answers over every judge and every sample: how many said the same
+    /// issue, of how many answered well-formed. The share weighs the decision under judging
+    /// uncertainty (`statistics::compare`), so judges that disagree, or a judge that answers
+    /// differently when asked again, widen the verdicts' intervals.
+    pub shares: BTreeMap<(String, String), (u32, u32)>,
     /// Why some answers are missing (a judge's node that failed).
     pub problems: Vec<String>,
     /// Per judge: whether it decides per oracle finding (a replayed judge) rather than per pair.
@@ -610,6 +615,13 @@ impl MatchVotes {
     pub(crate) fn decision(&self, description: &str, report: &str) -> Option<JudgedSame> {
         let votes = self.pairs.get(&(description.to_string(), report.to_string()))?;
         majority(votes)
+    }
+
+    /// The share of the answers about a pair, over every judge and sample, that called it the
+    /// same issue; `None` when it was not asked or nobody answered.
+    pub(crate) fn share(&self, description: &str, report: &str) -> Option<f64> {
+        let &(yes, answered) = self.shares.get(&(description.to_string(), report.to_string()))?;
+        (answered > 0).then(|| f64::from(yes) / f64::from(answered))
     }
 
     /// Asked pairs, and how many of them were ties.

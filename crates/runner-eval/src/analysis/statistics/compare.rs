@@ -210,9 +210,17 @@ pub struct MatchingSummary {
     /// Decisions with a report at the place, over every run, and of them the borderline ones.
     pub decisions: usize,
     pub borderline: usize,
-    /// The decision model's out-of-fold Brier score, and that of the rule's own 0/1 calls.
-    pub brier: f64,
-    pub brier_decisions: f64,
+    /// The decision model's out-of-fold Brier score, and that of the rule's own 0/1 calls;
+    /// absent where no decision model weighed (the judges' vote shares alone).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub brier: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub brier_decisions: Option<f64>,
+    /// Decisions the judges made (`evidence = "judge"`), weighed by their vote share over
+    /// every judge and sample rather than by the decision model; and how many judges and
+    /// samples each answered.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub judged: usize,
     /// Per tenth of probability: this execution's decisions, and the calibration's cells with
     /// their mean prediction and observed share.
     pub bins: Vec<MatchingBin>,
@@ -706,19 +714,24 @@ pub fn compute(spec: &AnalysisSpec, input: &AnalysisInput<'_>) -> AnalysisResult
 
     // How sure each matching decision is, where the rule's calibration says (and no person's
     // decisions or judges' votes replaced the text's).
+    // Where the judges have the word, the decisions they made weigh by their vote share.
     let model = spec.oracle_rule.calibrated.and_then(|c| c.decisions);
-    let decisions = match (input.oracle, model) {
-        (Some(oracle), Some(model)) if options.metrics.iter().any(|m| uncertain::applies(*m)) => {
-            if spec.oracle_rule.evidence != crate::analysis::matching::rule::Evidence::Similarity {
+    let evidence = spec.oracle_rule.evidence;
+    let judged = input.match_votes().filter(|_| evidence == crate::analysis::matching::rule::Evidence::Judge);
+    let decisions = match input.oracle {
+        Some(oracle) if options.metrics.iter().any(|m| uncertain::applies(*m)) && (model.is_some() || judged.is_some()) => {
+            if input.adjudication(spec).is_some() {
+                result.notes.push("Matching uncertainty is not weighed: a person's adjudication decides what it covers.".into());
+                None
+            } else if let Some(votes) = judged {
+                Some((uncertain::run_decisions_judged(&scored, oracle, &spec.oracle_rule, model.as_ref(), votes), model))
+            } else if evidence != crate::analysis::matching::rule::Evidence::Similarity {
                 result.notes.push(
                     "Matching uncertainty is not weighed: the rule's evidence is not the text's similarity alone, which the decision model describes.".into(),
                 );
                 None
-            } else if input.adjudication(spec).is_some() {
-                result.notes.push("Matching uncertainty is not weighed: a person's adjudication decides what it covers.".into());
-                None
             } else {
-                Some((uncertain::run_decisions(&scored, oracle, &spec.oracle_rule, &model), model))
+                model.map(|model| (uncertain::run_decisions(&scored, oracle, &spec.oracle_rule, &model), Some(model)))
             }
         }
         _ => None,
@@ -829,12 +842,14 @@ pub fn compute(spec: &AnalysisSpec, input: &AnalysisInput<'_>) -> AnalysisResult
         cells,
         comparisons,
         finding_pairs,
-        matching: decisions.as_ref().map(|(d, model)| matching_summary(d, model)),
+        matching: decisions.as_ref().map(|(d, model)| matching_summary(d, model.as_ref())),
     };
     if let Some(summary) = &data.matching {
         result.notes.push(matching_note(summary, &data.comparisons));
         result.tables.push(matching_table(&data.comparisons));
-        result.tables.push(calibration_table(summary));
+        if summary.brier.is_some() {
+            result.tables.push(calibration_table(summary));
+        }
     }
     result.data = serde_json::to_value(&data).unwrap_or(serde_json::Value::Null).into();
     result
@@ -917,7 +932,7 @@ fn verdict_of(metric: CompareMetric, a: &MetricValues, b: &MetricValues, options
 }
 
 /// The decisions weighed, over every run, and the calibration's curve beside them.
-fn matching_summary(decisions: &BTreeMap<(String, u32, String), uncertain::RunDecisions>, model: &DecisionModel) -> MatchingSummary {
+fn matching_summary(decisions: &BTreeMap<(String, u32, String), uncertain::RunDecisions>, model: Option<&DecisionModel>) -> MatchingSummary {
     let bins = crate::analysis::matching::rule::CURVE_BINS;
     let mut counts = vec![0usize; bins];
     let (mut all, mut borderline) = (0, 0);
@@ -926,41 +941,71 @@ fn matching_summary(decisions: &BTreeMap<(String, u32, String), uncertain::RunDe
         borderline += usize::from((uncertain::BORDERLINE..=1.0 - uncertain::BORDERLINE).contains(p));
         counts[((p * bins as f64) as usize).min(bins - 1)] += 1;
     }
+    let curve: Vec<_> = model.map(|m| m.curve.to_vec()).unwrap_or_default();
     MatchingSummary {
         decisions: all,
         borderline,
-        brier: model.brier,
-        brier_decisions: model.brier_decisions,
-        bins: model
-            .curve
-            .iter()
-            .zip(counts)
+        brier: model.map(|m| m.brier),
+        brier_decisions: model.map(|m| m.brier_decisions),
+        judged: decisions.values().map(|d| d.judged).sum(),
+        bins: counts
+            .into_iter()
             .enumerate()
-            .map(|(i, (c, n))| MatchingBin {
-                from: i as f64 / bins as f64,
-                to: (i + 1) as f64 / bins as f64,
-                decisions: n,
-                calibration_cells: c.cells,
-                predicted: c.predicted,
-                observed: c.observed,
+            .map(|(i, n)| {
+                let c = curve.get(i);
+                MatchingBin {
+                    from: i as f64 / bins as f64,
+                    to: (i + 1) as f64 / bins as f64,
+                    decisions: n,
+                    calibration_cells: c.map_or(0, |c| c.cells),
+                    predicted: c.and_then(|c| c.predicted),
+                    observed: c.and_then(|c| c.observed),
+                }
             })
             .collect(),
     }
 }
 
+fn is_zero(n: &usize) -> bool {
+    *n == 0
+}
+
 fn matching_note(summary: &MatchingSummary, comparisons: &[Comparison]) -> String {
     let weighed: Vec<&UnderMatching> = comparisons.iter().filter_map(|c| c.matching.as_ref()).collect();
     let holding = weighed.iter().filter(|m| m.holds).count();
+    let (Some(brier), Some(brier_decisions), 0) = (summary.brier, summary.brier_decisions, summary.judged) else {
+        return judging_note(summary, holding, weighed.len());
+    };
     format!(
         "With matching uncertainty: each oracle finding's found or not found is weighed by the probability that the judges' majority calls it found, the matching calibration's decision model (the similarity of the report the one-to-one pass gives it, its margin over the next report and its rank; with no report at its place it is not found), whose out-of-fold Brier score is {:.3} against {:.3} for the rule's own found / not found. A subject's value is then the one the judges are expected to give it, and those values are compared as above: paired interval, sign-flip test, Holm over these comparisons. {} decision{} had a report at the place, {} of them borderline (probability {:.1}–{:.1}). A verdict holds when, with matching uncertainty, it calls the same (the same direction, or no difference); \"overturned by k\" is the fewest borderline decisions, each settled against the verdict, the most influential first, after which it would not. {holding} of {} verdicts hold. The probabilities were calibrated on the projects the rule was; where the rule matches more than the judges (see the rule's figures on projects it never saw), these intervals do not correct for it.",
-        summary.brier,
-        summary.brier_decisions,
+        brier,
+        brier_decisions,
         summary.decisions,
         if summary.decisions == 1 { "" } else { "s" },
         summary.borderline,
         uncertain::BORDERLINE,
         1.0 - uncertain::BORDERLINE,
         weighed.len()
+    )
+}
+
+/// The note where the judges decided (`evidence = "judge"`): their vote shares weigh what they
+/// decided; the decision model, where there is one, what the text decided.
+fn judging_note(summary: &MatchingSummary, holding: usize, weighed: usize) -> String {
+    let text = match summary.brier {
+        Some(brier) => format!(
+            "each one the text decided by the matching calibration's decision model (out-of-fold Brier score {brier:.3}; the similarity of the report the one-to-one pass gives it, its margin over the next report and its rank)"
+        ),
+        None => "the ones the text decided are taken as decided (no matching calibration with a decision model is declared)".to_string(),
+    };
+    format!(
+        "With judging uncertainty: each oracle finding the judges decided is weighed by their vote share, the share of every judge's answers (each sample of a judge asked several times) that called the pair the same issue — a missed finding by the best share among the reports the one-to-one pass left over —; {text}. A subject's value is then the one the judges are expected to give it, and those values are compared as above: paired interval, sign-flip test, Holm over these comparisons; judges that disagree with each other, or with themselves when asked again, widen the intervals. {} decision{} weighed, {} of them by the judges, {} borderline (probability {:.1}–{:.1}). A verdict holds when, with this uncertainty, it calls the same (the same direction, or no difference); \"overturned by k\" is the fewest borderline decisions, each settled against the verdict, the most influential first, after which it would not. {holding} of {weighed} verdicts hold.",
+        summary.decisions,
+        if summary.decisions == 1 { "" } else { "s" },
+        summary.judged,
+        summary.borderline,
+        uncertain::BORDERLINE,
+        1.0 - uncertain::BORDERLINE,
     )
 }
 
@@ -1098,6 +1143,7 @@ pub(crate) fn charts(analysis: &AnalysisResult, _cells: &dyn ChartCells) -> Vec<
 /// judges' majority found, out of fold on the calibration's cells. A calibrated model's two bars
 /// are equal; the count in each label is this execution's decisions there.
 fn calibration_chart(summary: &MatchingSummary) -> Option<Named> {
+    let brier = summary.brier?;
     if summary.bins.iter().all(|b| b.calibration_cells == 0) {
         return None;
     }
@@ -1108,7 +1154,7 @@ fn calibration_chart(summary: &MatchingSummary) -> Option<Named> {
             title: "Matching decisions: the decision model's calibration".into(),
             note: format!(
                 "Predicted vs. found by the judges' majority, out of fold (Brier {:.3}); (n here): this execution's decisions.",
-                summary.brier
+                brier
             ),
             x_label: "probability found".into(),
             groups,

@@ -301,18 +301,18 @@ fn certain_decisions_weigh_as_the_matchers_calls() {
     let key = ("m=a".to_string(), 1, "c1".to_string());
     let runs = BTreeMap::from([("c1", vec![key.clone()])]);
     for metric in [CompareMetric::Recall, CompareMetric::RecallWithPartials, CompareMetric::Precision, CompareMetric::F1, CompareMetric::Noise] {
-        let sure = RunDecisions { counts, decisions: vec![(Verdict::Found, 1.0), (Verdict::Partial, 0.0), (Verdict::Missed, 0.0)] };
+        let sure = RunDecisions { counts, decisions: vec![(Verdict::Found, 1.0), (Verdict::Partial, 0.0), (Verdict::Missed, 0.0)], judged: 0 };
         let weighed = cell_uncertain(metric, &runs, &BTreeMap::from([(key.clone(), sure)]));
         assert_eq!(weighed.values.subjects.get("c1").copied(), metric_from_counts(metric, &counts), "{metric:?}");
         assert!(weighed.levers.get("c1").is_some_and(Vec::is_empty), "no borderline decision");
         // The missed oracle finding with a report, found after all: one more find, one extra less.
-        let turned = RunDecisions { counts, decisions: vec![(Verdict::Found, 1.0), (Verdict::Partial, 0.0), (Verdict::Missed, 1.0)] };
+        let turned = RunDecisions { counts, decisions: vec![(Verdict::Found, 1.0), (Verdict::Partial, 0.0), (Verdict::Missed, 1.0)], judged: 0 };
         let after = MatchCounts { found: 2, missed: 1, extras_rejected: 2, ..counts };
         let weighed = cell_uncertain(metric, &runs, &BTreeMap::from([(key.clone(), turned)]));
         assert_eq!(weighed.values.subjects.get("c1").copied(), metric_from_counts(metric, &after), "{metric:?}");
     }
     // Half sure of the find: recall halfway between 1/4 and 0/4, and a lever each way.
-    let half = RunDecisions { counts, decisions: vec![(Verdict::Found, 0.5)] };
+    let half = RunDecisions { counts, decisions: vec![(Verdict::Found, 0.5)], judged: 0 };
     let weighed = cell_uncertain(CompareMetric::Recall, &runs, &BTreeMap::from([(key, half)]));
     assert_eq!(weighed.values.subjects.get("c1").copied(), Some(0.125));
     let lever = weighed.levers["c1"][0];
@@ -378,7 +378,7 @@ fn intervals_with_matching_uncertainty_cover_the_true_difference_and_subject_onl
                 probabilities[side].push(decisions.iter().map(|d| d.1).collect());
                 let key = (String::new(), 1, name.clone());
                 let runs = BTreeMap::from([(name.as_str(), vec![key.clone()])]);
-                let weighed = cell_uncertain(CompareMetric::Recall, &runs, &BTreeMap::from([(key, RunDecisions { counts, decisions })]));
+                let weighed = cell_uncertain(CompareMetric::Recall, &runs, &BTreeMap::from([(key, RunDecisions { counts, decisions, judged: 0 })]));
                 values[1][side].subjects.extend(weighed.values.subjects);
             }
         }
@@ -462,4 +462,54 @@ fn a_rule_without_a_decision_model_weighs_nothing() {
     let data = data_of(&result);
     assert!(data.matching.is_none() && data.comparisons[0].matching.is_none() && data.cells[0].matching.is_empty());
     assert!(result.headline[0].ends_with("cannot be significant at α = 0.05**."), "{}", result.headline[0]);
+}
+
+/// Where the judges have the word (`evidence = "judge"`), what they decided weighs by their
+/// vote share over every judge and sample: B's reports were called the same issue by 2 of 3
+/// answers (found), A's by 1 of 3 (missed), so the matcher's difference of 1 is, with judging
+/// uncertainty, 2/3 − 1/3; every decision is borderline, and no decision model is needed.
+#[test]
+fn the_judges_vote_shares_weigh_what_they_decided() {
+    use crate::analysis::matching::matcher::{judge_candidate, report_text, MatchVotes};
+    use crate::analysis::matching::rule::{Evidence, OracleRule};
+    let rule = OracleRule { evidence: Evidence::Judge, calibrated: None, ..OracleRule::default() };
+    let description = oracle(&["c1"]).findings[0].description.clone();
+    let (text_a, text_b) = ("pagination drops a record at each boundary loop", "pagination loses one record at every boundary loop");
+    let mut fx = Fixture::new(&[("m", vec![s("a"), s("b")])], 1);
+    for sub in SUBJECTS {
+        fx.add("m=a", 1, sub, vec![finding("a.py", 10, text_a)]);
+        fx.add("m=b", 1, sub, vec![finding("a.py", 11, text_b)]);
+    }
+    for text in [text_a, text_b] {
+        let report = finding("a.py", 10, text);
+        let (verdict, similarity, gap) = crate::analysis::matching::matcher::grade(&report, &oracle(&["c1"]).findings[0], &rule);
+        assert!(verdict != Verdict::Found && judge_candidate(similarity, gap, &rule), "the judges decide `{text}`: {verdict:?} {similarity}");
+    }
+    let pair = |text: &str| (description.clone(), report_text(&finding("a.py", 10, text)));
+    let votes = MatchVotes {
+        judges: vec!["x".into(), "y".into(), "z".into()],
+        pairs: [(pair(text_a), vec![Some(true), Some(false), Some(false)]), (pair(text_b), vec![Some(true), Some(true), Some(false)])].into(),
+        // Judge x asked three times: 2 of 3 samples yes on A's pair and all on B's.
+        shares: [(pair(text_a), (3, 9)), (pair(text_b), (6, 9))].into(),
+        ..MatchVotes::default()
+    };
+    let oracle = oracle(&SUBJECTS);
+    let mut input = fx.input();
+    input.oracle = Some(&oracle);
+    input.extras = crate::analysis::model::Extras::default().with(Some(&votes));
+    let mut spec = compare_spec("m", &[CompareMetric::Recall], 1000);
+    spec.oracle_rule = rule;
+    let result = compute(&spec, &input);
+    let data = data_of(&result);
+    let c = &data.comparisons[0];
+    assert_eq!(c.difference, Some(1.0), "the judges' majorities: B finds all four, A none");
+    let m = c.matching.as_ref().expect("weighed by the judges' shares");
+    assert!(m.difference.is_some_and(|d| (d - 1.0 / 3.0).abs() < 1e-9), "{m:?}");
+    assert_eq!((m.decisions, m.borderline), (Some(8), Some(8)));
+    let summary = data.matching.as_ref().expect("summary");
+    assert_eq!((summary.decisions, summary.judged, summary.brier), (8, 8, None));
+    assert!(result.notes.iter().any(|n| n.starts_with("With judging uncertainty: each oracle finding the judges decided is weighed by their vote share")), "{:?}", result.notes);
+    assert!(result.tables.iter().any(|t| t.title.starts_with("With matching uncertainty")), "the weighed comparison is tabled");
+    assert!(!result.tables.iter().any(|t| t.title.starts_with("How sure the decisions are")), "no decision model, no calibration table");
+    assert!(calibration_chart(summary).is_none(), "and no calibration chart");
 }

@@ -1,5 +1,6 @@
 //! Comparisons under matching uncertainty: each oracle finding's found / not found is a
-//! probability (the calibration's decision model, `matching::probability`), not a certainty.
+//! probability (the calibration's decision model, `matching::probability`; where the judges
+//! decide, their vote share over every judge and sample), not a certainty.
 //!
 //! The estimator: every decision is replaced by its probability, so a subject's value is the
 //! value the judges' majority is expected to give it (the metrics compared here are linear in
@@ -20,7 +21,7 @@
 //! matching uncertainty is no longer the shown one.
 
 use super::{Conclusion, MetricValues};
-use crate::analysis::matching::matcher::{MatchCounts, ScoredRun, Verdict};
+use crate::analysis::matching::matcher::{report_text, MatchCounts, MatchVotes, ScoredRun, Verdict};
 use crate::analysis::matching::probability::case_features;
 use crate::analysis::matching::rule::{DecisionModel, OracleRule};
 use crate::analysis::spec::CompareMetric;
@@ -38,6 +39,8 @@ pub(crate) const BORDERLINE: f64 = 0.2;
 pub(crate) struct RunDecisions {
     pub counts: MatchCounts,
     pub decisions: Vec<(Verdict, f64)>,
+    /// Of them, those weighed by the judges' vote share rather than the decision model.
+    pub judged: usize,
 }
 
 /// Each run's decisions, by (cell, repeat, subject).
@@ -52,7 +55,43 @@ pub(crate) fn run_decisions(
         let expected = oracle.expected_for(run.view.subject);
         let features = case_features(run.view.findings, &expected, rule);
         let decisions = run.case.verdicts.iter().zip(&features).filter(|(_, f)| f.located).map(|(v, f)| (v.verdict, model.probability(f))).collect();
-        out.insert((run.view.cell.id.clone(), run.view.repeat, run.view.subject.to_string()), RunDecisions { counts: run.case.counts(), decisions });
+        out.insert((run.view.cell.id.clone(), run.view.repeat, run.view.subject.to_string()), RunDecisions { counts: run.case.counts(), decisions, judged: 0 });
+    }
+    out
+}
+
+/// Each run's decisions where the judges have the word (`evidence = "judge"`): an oracle
+/// finding the judges were asked about is found with their vote share over every judge and
+/// sample — its own report's pair, or, missed, the best share among the reports the
+/// one-to-one pass left over —; one the text decided, with the decision model's probability
+/// where there is a model (located decisions only), else as decided (certain, not listed).
+pub(crate) fn run_decisions_judged(
+    scored: &[ScoredRun<'_>],
+    oracle: &Oracle,
+    rule: &OracleRule,
+    model: Option<&DecisionModel>,
+    votes: &MatchVotes,
+) -> BTreeMap<(String, u32, String), RunDecisions> {
+    let mut out = BTreeMap::new();
+    for run in scored {
+        let expected = oracle.expected_for(run.view.subject);
+        let reported = run.view.findings;
+        let features = model.map(|_| case_features(reported, &expected, rule)).unwrap_or_default();
+        let share = |o: usize, r: usize| expected.get(o).zip(reported.get(r)).and_then(|(o, r)| votes.share(&o.description, &report_text(r)));
+        let (mut decisions, mut judged) = (Vec::new(), 0);
+        for (oi, v) in run.case.verdicts.iter().enumerate() {
+            let shared = match v.reported {
+                Some(ri) => share(oi, ri),
+                None => run.case.extras.iter().filter_map(|e| share(oi, e.reported)).max_by(f64::total_cmp),
+            };
+            if let Some(p) = shared {
+                decisions.push((v.verdict, p));
+                judged += 1;
+            } else if let (Some(model), Some(f)) = (model, features.get(oi).filter(|f| f.located)) {
+                decisions.push((v.verdict, model.probability(f)));
+            }
+        }
+        out.insert((run.view.cell.id.clone(), run.view.repeat, run.view.subject.to_string()), RunDecisions { counts: run.case.counts(), decisions, judged });
     }
     out
 }
