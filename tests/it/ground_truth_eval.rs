@@ -219,6 +219,20 @@ fn oracle_matching_keys_are_checked() {
         .stderr(contains("unknown evidence `vibes`"))
         .stderr(contains("`partial-similarity` (0.5) must not exceed `similarity` (0.2)"))
         .stderr(contains("`evidence` does not apply to this [[analysis]] #2"));
+    // The judges asked about the borderline decisions only: where they have the word, and
+    // where a decision model says which decisions are borderline.
+    let borderline = format!(
+        "{base}[[analysis]]\nkind = \"fixture\"\njudge-pairs = \"borderline\"\n[[analysis]]\nkind = \"fixture\"\nevidence = \"judge\"\njudge-pairs = \"borderline\"\nsimilarity = 0.3\n[[analysis]]\nkind = \"fixture\"\njudge-pairs = \"some\"\n"
+    );
+    write(&tmp.path().join("borderline.toml"), &borderline);
+    runner()
+        .current_dir(tmp.path())
+        .args(["validate", "borderline.toml"])
+        .assert()
+        .code(1)
+        .stderr(contains("`judge-pairs = \"borderline\"` applies where the judges have the word"))
+        .stderr(contains("`judge-pairs = \"borderline\"` needs a matching calibration with a decision model"))
+        .stderr(contains("unknown judge-pairs `some`"));
 }
 
 #[test]

@@ -702,3 +702,49 @@ async fn a_comparison_where_the_judges_decide_weighs_each_decision_by_their_vote
     assert!(md.contains("With judging uncertainty: each oracle finding the judges decided is weighed by their vote share"), "{md}");
     assert!(md.contains("2 decisions weighed, 2 of them by the judges, 2 borderline"), "{md}");
 }
+
+/// `judge-pairs = "borderline"`: the judges are asked only about the decisions the default
+/// rule's decision model is unsure of, and their majority settles them either way. p-1's report
+/// is found by its words but unsure (probability about 0.68), p-2's found and sure; the judge,
+/// asked three times, says yes on seed 0 only, so its majority takes p-1's find away.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn borderline_judging_asks_the_judges_only_about_the_unsure_decisions() {
+    let handler: Handler = Arc::new(|_, body| good(if body["seed"].as_u64() == Some(0) { "yes" } else { "no" }));
+    let server = fake(Protocol::OpenAi, &[JUDGE_MODEL], handler).await;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let root = dir.path().to_path_buf();
+    let manifest = judged_matching_experiment(&root, "");
+    // p-1's report is found by its words (two of its ten words are the golden comment's), but
+    // the decision model is unsure of it; p-2's is found and sure.
+    std::fs::write(
+        root.join("captured.jsonl"),
+        "{\"subject\": \"p-1\", \"file\": null, \"line\": null, \"message\": \"eval on code from the request lets anyone take over every server\"}\n\
+         {\"subject\": \"p-2\", \"file\": null, \"line\": null, \"message\": \"the new function lacks a docstring\"}\n",
+    )
+    .expect("capture");
+    let text = std::fs::read_to_string(&manifest).expect("manifest").replace(
+        "[[analysis]]\nkind = \"fixture\"\nevidence = \"judge\"\n",
+        &format!(
+            "[judges.alpha]\nprovider = \"openai\"\nbase-url = \"{}\"\nmodel = \"{JUDGE_MODEL}\"\nfamily = \"smollm2\"\nsamples = 3\n\
+             [[analysis]]\nkind = \"fixture\"\nevidence = \"judge\"\njudge-pairs = \"borderline\"\n",
+            server.url
+        ),
+    );
+    let manifest = crate::write_manifest(&root, "borderline.toml", &text);
+    let out = tokio::task::spawn_blocking(move || {
+        crate::runner(&root).args(["exec", "--cache-dir", "cache", "--work-dir", "work"]).arg(&manifest).output().expect("runs")
+    })
+    .await
+    .expect("joined");
+    assert!(out.status.success(), "{}", crate::stderr_of(&out));
+    let results: Value = serde_json::from_str(&std::fs::read_to_string(dir.path().join("out/results.json")).expect("results")).expect("json");
+    let analysis = &results["analyses"][0];
+    let chats = server.chats();
+    let seeds: Vec<u64> = chats.iter().filter_map(|c| c.body["seed"].as_u64()).collect();
+    assert_eq!(seeds.len(), 3, "one pair, asked three times: {seeds:?}");
+    assert!(chats.iter().all(|c| c.raw.contains("eval on code from the request") && !c.raw.contains("docstring")), "only p-1's unsure pair is asked");
+    let by_case = &analysis["data"]["cells"][0]["by_case"];
+    assert_eq!((by_case["p-1"]["tp"].as_u64(), by_case["p-2"]["tp"].as_u64()), (Some(0), Some(1)), "{by_case}");
+    let rule = analysis["rule"].as_str().unwrap_or_default();
+    assert!(rule.contains("except where the decision is borderline (probability 0.2–0.8") && rule.contains("judges asked about 1 pair, 0 ties"), "{rule}");
+}

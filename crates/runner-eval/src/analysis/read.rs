@@ -13,7 +13,7 @@ use toml::Spanned;
 const SHARED_KEYS: &[&str] = &["kind", "title", "axis", "line-tolerance", "similarity", "similarity-measure", "adjudication"];
 
 /// The oracle-matching keys, read by the kinds that match findings to an oracle.
-const ORACLE_KEYS: &[&str] = &["dedup-similarity", "partial-similarity", "evidence", "judge-floor", "matching-calibration"];
+const ORACLE_KEYS: &[&str] = &["dedup-similarity", "partial-similarity", "evidence", "judge-floor", "judge-pairs", "matching-calibration"];
 
 /// Every key any kind reads: a key of another kind is said not to apply, not to be unknown.
 fn every_key() -> Vec<&'static str> {
@@ -158,10 +158,24 @@ fn read_oracle_rule(t: &TableReader<'_, '_>, matching: &mut MatchRule, rule: &mu
     if let Some(f) = t.float("judge-floor", 0.0, 1.0) {
         rule.judge_floor = Some(*f.get_ref());
     }
+    let judge_pairs = t.string("judge-pairs");
+    if let Some(p) = &judge_pairs {
+        match p.get_ref().as_str() {
+            "open" => {}
+            "borderline" => rule.judge_borderline = true,
+            other => problems.push_with_help(
+                p.span(),
+                format!("unknown judge-pairs `{other}`"),
+                "judge-pairs: open (every pair the words leave open, the default) or borderline",
+            ),
+        }
+    }
     if let Some(e) = t.string("evidence") {
         match Evidence::parse(e.get_ref()) {
             Some(evidence) => {
-                if evidence != Evidence::Similarity {
+                // The judges asked about the borderline decisions only: the words, and the
+                // calibration's decision model that says which are borderline, stay.
+                if evidence != Evidence::Similarity && !(evidence == Evidence::Judge && rule.judge_borderline) {
                     rule.calibrated = None;
                 }
                 rule.evidence = evidence
@@ -170,6 +184,21 @@ fn read_oracle_rule(t: &TableReader<'_, '_>, matching: &mut MatchRule, rule: &mu
                 let all: Vec<&str> = Evidence::ALL.iter().map(|e| e.as_str()).collect();
                 problems.push_with_help(e.span(), format!("unknown evidence `{}`", e.get_ref()), format!("evidence: {}", all.join(", ")))
             }
+        }
+    }
+    if let Some(p) = judge_pairs.filter(|_| rule.judge_borderline) {
+        if rule.evidence != Evidence::Judge {
+            problems.push_with_help(
+                p.span(),
+                "`judge-pairs = \"borderline\"` applies where the judges have the word",
+                "add `evidence = \"judge\"` and declare `[judges.NAME]`",
+            );
+        } else if rule.calibrated.and_then(|c| c.decisions).is_none() {
+            problems.push_with_help(
+                p.span(),
+                "`judge-pairs = \"borderline\"` needs a matching calibration with a decision model, which says which decisions are borderline",
+                "keep the default rule (its calibration has one), or name a `matching-calibration` written by `runner matching calibrate --lexical`; thresholds set by hand have none",
+            );
         }
     }
 }

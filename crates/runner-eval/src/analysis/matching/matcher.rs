@@ -514,11 +514,19 @@ fn match_case_full(
     votes: Option<&MatchVotes>,
 ) -> CaseMatch {
     let mut candidates: Vec<(Verdict, f64, u32, usize, usize, f64)> = Vec::new();
+    // With `judge-pairs = "borderline"`, the judges settle the borderline pairs either way.
+    let borderline = if votes.is_some() && rule.judge_borderline { borderline_pairs(reported, expected, rule) } else { Vec::new() };
     for (oi, o) in expected.iter().enumerate() {
         for (ri, r) in reported.iter().enumerate() {
             let c = cosine(oi, ri);
             let (mut verdict, similarity, gap) = grade_with(r, o, rule, c);
-            if let Some(votes) = votes.filter(|_| verdict != Verdict::Found && judge_candidate(similarity, gap, rule)) {
+            if let Some(votes) = votes.filter(|_| rule.judge_borderline && borderline.contains(&(oi, ri))) {
+                match votes.decision(&o.description, &report_text(r)) {
+                    Some(JudgedSame::Yes) => verdict = Verdict::Found,
+                    Some(JudgedSame::No | JudgedSame::Tie) if verdict == Verdict::Found => verdict = Verdict::Partial,
+                    _ => {}
+                }
+            } else if let Some(votes) = votes.filter(|_| !rule.judge_borderline && verdict != Verdict::Found && judge_candidate(similarity, gap, rule)) {
                 if votes.decision(&o.description, &report_text(r)) == Some(JudgedSame::Yes) {
                     verdict = Verdict::Found;
                 }
@@ -551,12 +559,37 @@ pub(crate) fn judge_candidate(similarity: f64, gap: u32, rule: &OracleRule) -> b
     rule.evidence == Evidence::Judge && gap <= rule.line_tolerance && !text_evidence(similarity, None, rule) && similarity >= rule.judge_floor()
 }
 
+/// With `judge-pairs = "borderline"`: each oracle finding's one-to-one pair (oracle, report
+/// index) whose probability under the rule's decision model is borderline; none without a
+/// decision model.
+pub(crate) fn borderline_pairs(reported: &[Finding], expected: &[&OracleFinding], rule: &OracleRule) -> Vec<(usize, usize)> {
+    let Some(model) = rule.calibrated.and_then(|c| c.decisions) else { return Vec::new() };
+    let band = crate::analysis::matching::rule::BORDERLINE..=1.0 - crate::analysis::matching::rule::BORDERLINE;
+    crate::analysis::matching::probability::case_assignment(reported, expected, rule)
+        .into_iter()
+        .enumerate()
+        .filter_map(|(oi, (features, report))| report.filter(|_| features.located && band.contains(&model.probability(&features))).map(|ri| (oi, ri)))
+        .collect()
+}
+
 /// The pairs of one run's reports and a case's oracle findings that the judges are asked
 /// about, as (oracle description, report text), in oracle then report order, each once:
-/// those `rule` leaves to them, or with `every` (a `jury` analysis, which measures the judges
-/// themselves) every pair at the same place (change level: every pair).
+/// those `rule` leaves to them (the pairs the words leave open, or with `judge-pairs =
+/// "borderline"` the borderline decisions), or with `every` (a `jury` analysis, which
+/// measures the judges themselves) every pair at the same place (change level: every pair).
 pub fn judge_pairs(reported: &[Finding], expected: &[&OracleFinding], rule: &OracleRule, every: bool) -> Vec<(String, String)> {
     let mut pairs: Vec<(String, String)> = Vec::new();
+    if rule.judge_borderline && rule.evidence == Evidence::Judge && !every {
+        let mut asked = borderline_pairs(reported, expected, rule);
+        asked.sort_unstable();
+        for (oi, ri) in asked {
+            let pair = (expected[oi].description.clone(), report_text(&reported[ri]));
+            if !pairs.contains(&pair) {
+                pairs.push(pair);
+            }
+        }
+        return pairs;
+    }
     for o in expected {
         for r in reported {
             let (verdict, similarity, gap) = grade(r, o, rule);
@@ -1017,6 +1050,47 @@ pub(crate) mod tests {
         let by_hand = OracleRule { similarity: 0.4, calibrated: None, evidence: Evidence::SimilarityOrCategory, ..OracleRule::default() };
         assert!(by_hand.describe().contains("or the same category") && by_hand.describe().contains("not calibrated"));
     }
+
+    /// With `judge-pairs = "borderline"` the judges are asked only about the decisions the
+    /// decision model is unsure of, and their majority settles them either way: a "no" takes a
+    /// find the words made, a "yes" makes one they did not; a sure decision is not asked.
+    #[test]
+    fn borderline_judging_asks_only_the_unsure_decisions_and_settles_them_either_way() {
+        let rule = OracleRule { evidence: Evidence::Judge, judge_borderline: true, ..OracleRule::default() };
+        let model = rule.calibrated.and_then(|c| c.decisions).expect("the default rule has a decision model");
+        let o = oracle("F1", "a.rs", 10, Category::Bug, F1_DESC);
+        // Found by its words but unsure (p 0.68); partial and unsure (p 0.34); found and sure;
+        // missed and sure.
+        let unsure_find = reported("a", "a.rs", 10, Category::Bug, "pagination drops the last element at each boundary");
+        let unsure_partial = reported("b", "a.rs", 10, Category::Bug, "loop and range handling drop one final record across result sets listing");
+        let sure_find = reported("c", "a.rs", 10, Category::Bug, "the range end is exclusive so the loop skips the last element");
+        let sure_miss = reported("d", "a.rs", 10, Category::Bug, "rename this variable");
+        let probability = |r: &Finding| model.probability(&crate::analysis::matching::probability::case_features(std::slice::from_ref(r), &[&o], &rule)[0]);
+        let expected = [(&unsure_find, Verdict::Found, true), (&unsure_partial, Verdict::Partial, true), (&sure_find, Verdict::Found, false), (&sure_miss, Verdict::Missed, false)];
+        for (r, verdict, borderline) in expected {
+            assert_eq!(grade(r, &o, &rule).0, verdict, "{}", r.message);
+            assert_eq!((0.2..=0.8).contains(&probability(r)), borderline, "{}: p = {}", r.message, probability(r));
+            let asked = judge_pairs(std::slice::from_ref(r), &[&o], &rule, false);
+            assert_eq!(asked.len(), usize::from(borderline), "only the borderline decision is asked: {}", r.message);
+        }
+        // The pairs the words leave open, by contrast: the partial one only.
+        let open = OracleRule { judge_borderline: false, ..rule };
+        assert_eq!(judge_pairs(std::slice::from_ref(&unsure_partial), &[&o], &open, false).len(), 1);
+        assert!(judge_pairs(std::slice::from_ref(&unsure_find), &[&o], &open, false).is_empty());
+        let votes = |r: &Finding, yes: bool| MatchVotes {
+            judges: vec!["a".into(), "b".into()],
+            pairs: [((F1_DESC.to_string(), report_text(r)), vec![Some(yes), Some(yes)])].into(),
+            ..MatchVotes::default()
+        };
+        let judged = |r: &Finding, yes: bool| match_case_judged(std::slice::from_ref(r), &[&o], &rule, Some(&votes(r, yes))).verdicts[0].verdict;
+        assert_eq!(judged(&unsure_find, false), Verdict::Partial, "the judges' no takes the words' find");
+        assert_eq!(judged(&unsure_find, true), Verdict::Found);
+        assert_eq!(judged(&unsure_partial, true), Verdict::Found, "the judges' yes makes a find");
+        assert_eq!(judged(&unsure_partial, false), Verdict::Partial);
+        // A sure decision stays the words', whatever a stray vote says.
+        assert_eq!(judged(&sure_find, false), Verdict::Found);
+        assert!(rule.describe_text_evidence().contains("except where the decision is borderline (probability 0.2–0.8"), "{}", rule.describe_text_evidence());
+    }
 }
 
 #[cfg(test)]
@@ -1056,4 +1130,5 @@ mod pair_tests {
         let b = [finding("f", 1, "unrelated style nit about names"), finding("f", 1, "null pointer dereference")];
         assert_eq!(match_pairs(&a, &b, exact_match), vec![(0, 1)]);
     }
+
 }

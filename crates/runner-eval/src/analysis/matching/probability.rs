@@ -39,7 +39,12 @@ pub(crate) struct LocatedPair {
 /// one to one in the matcher's order (found before partial before the rest, then the
 /// stronger, the nearer, oracle and report order), then each oracle finding's report, margin
 /// and rank read from its own pairs.
-pub(crate) fn assign(oracle: usize, reports: usize, mut pairs: Vec<LocatedPair>) -> Vec<DecisionFeatures> {
+pub(crate) fn assign(oracle: usize, reports: usize, pairs: Vec<LocatedPair>) -> Vec<DecisionFeatures> {
+    assign_reports(oracle, reports, pairs).into_iter().map(|(f, _)| f).collect()
+}
+
+/// [`assign`], with the report each oracle finding's features were read from.
+fn assign_reports(oracle: usize, reports: usize, mut pairs: Vec<LocatedPair>) -> Vec<(DecisionFeatures, Option<usize>)> {
     pairs.sort_by(|a, b| {
         b.verdict.cmp(&a.verdict).then(b.strength.total_cmp(&a.strength)).then(a.gap.cmp(&b.gap)).then(a.oracle.cmp(&b.oracle)).then(a.report.cmp(&b.report))
     });
@@ -59,7 +64,7 @@ pub(crate) fn assign(oracle: usize, reports: usize, mut pairs: Vec<LocatedPair>)
         .iter()
         .enumerate()
         .map(|(oi, t)| match t {
-            None => DecisionFeatures::UNLOCATED,
+            None => (DecisionFeatures::UNLOCATED, None),
             Some(i) => {
                 let pair = pairs[*i];
                 let s = pair.similarity;
@@ -71,7 +76,7 @@ pub(crate) fn assign(oracle: usize, reports: usize, mut pairs: Vec<LocatedPair>)
                     rest.remove(at);
                 }
                 let next = rest.iter().copied().fold(f64::NEG_INFINITY, f64::max);
-                DecisionFeatures { similarity: s, located: true, margin: if next.is_finite() { s - next } else { s }, rank: 1 + higher as u32 }
+                (DecisionFeatures { similarity: s, located: true, margin: if next.is_finite() { s - next } else { s }, rank: 1 + higher as u32 }, Some(pair.report))
             }
         })
         .collect()
@@ -80,6 +85,12 @@ pub(crate) fn assign(oracle: usize, reports: usize, mut pairs: Vec<LocatedPair>)
 /// The features of each oracle finding of a case, for one run's reports, under `rule` (its
 /// evidence the similarity: the matcher's order is then the one [`assign`] continues).
 pub(crate) fn case_features(reported: &[Finding], expected: &[&OracleFinding], rule: &OracleRule) -> Vec<DecisionFeatures> {
+    case_assignment(reported, expected, rule).into_iter().map(|(f, _)| f).collect()
+}
+
+/// [`case_features`], with the report each oracle finding's features were read from (none
+/// without a report at its place).
+pub(crate) fn case_assignment(reported: &[Finding], expected: &[&OracleFinding], rule: &OracleRule) -> Vec<(DecisionFeatures, Option<usize>)> {
     let mut pairs = Vec::new();
     for (oi, o) in expected.iter().enumerate() {
         for (ri, r) in reported.iter().enumerate() {
@@ -89,7 +100,7 @@ pub(crate) fn case_features(reported: &[Finding], expected: &[&OracleFinding], r
             }
         }
     }
-    assign(expected.len(), reported.len(), pairs)
+    assign_reports(expected.len(), reported.len(), pairs)
 }
 
 /// The features of every golden comment of a judgements record (change level: every pair is

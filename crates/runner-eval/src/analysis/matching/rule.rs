@@ -397,7 +397,18 @@ pub struct OracleRule {
     /// (`judge-floor`; [`DEFAULT_JUDGE_FLOOR`] when not given).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub judge_floor: Option<f64>,
+    /// With [`Evidence::Judge`]: the judges are asked only about the borderline decisions
+    /// (`judge-pairs = "borderline"`: each oracle finding's one-to-one pair whose probability
+    /// under the calibration's decision model is borderline), and their majority settles
+    /// them either way; the words settle the rest.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub judge_borderline: bool,
 }
+
+/// A decision is borderline when its probability lies in [BORDERLINE, 1 − BORDERLINE]: the
+/// decisions a verdict's fragility counts, and those `judge-pairs = "borderline"` sends to
+/// the judges.
+pub const BORDERLINE: f64 = 0.2;
 
 /// The least similarity of a pair the judges are asked about, unless `judge-floor` says.
 pub const DEFAULT_JUDGE_FLOOR: f64 = 0.05;
@@ -417,6 +428,7 @@ impl Default for OracleRule {
             embedding_similarity: None,
             calibrated: Some(DEFAULT_CALIBRATION),
             judge_floor: None,
+            judge_borderline: false,
         }
     }
 }
@@ -446,7 +458,13 @@ impl OracleRule {
             Some(e) => format!("{lexical} or embedding cosine ≥ {e:.2}"),
             None => lexical,
         };
-        if self.evidence == Evidence::Judge {
+        if self.evidence == Evidence::Judge && self.judge_borderline {
+            format!(
+                "{text}, except where the decision is borderline (probability {:.1}–{:.1} under the calibration's decision model, for each oracle finding's one-to-one report): there a majority of {JURY_PLACEHOLDER} decide whether the two describe the same issue (asked blind; a tie is not a find)",
+                BORDERLINE,
+                1.0 - BORDERLINE
+            )
+        } else if self.evidence == Evidence::Judge {
             format!(
                 "{text}, or a majority of {JURY_PLACEHOLDER} say the two describe the same issue (asked blind about pairs with similarity ≥ {:.2} that text does not settle; a tie is not a find)",
                 self.judge_floor()

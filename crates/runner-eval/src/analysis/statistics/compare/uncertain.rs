@@ -30,8 +30,7 @@ use crate::stats;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
-/// A decision is borderline when its probability lies in [BORDERLINE, 1 − BORDERLINE].
-pub(crate) const BORDERLINE: f64 = 0.2;
+pub(crate) use crate::analysis::matching::rule::BORDERLINE;
 
 /// One run's decisions with a report at their place: the matcher's verdict and the
 /// probability that the judges' majority calls the oracle finding found.
