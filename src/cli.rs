@@ -393,6 +393,11 @@ pub(crate) struct DiffArgs {
     /// `compare` analysis recorded it; every pair says whether its verdict holds under it either way.
     #[arg(long, requires = "metric")]
     pub matching_uncertainty: bool,
+    /// With `--metric`: require each pair to pass in at least K of the judges' samples, each
+    /// sample's answers alone deciding the matching (where the results' compare analysis has
+    /// judges asked several times deciding it: `evidence = "judge"`, `samples = N`).
+    #[arg(long, value_name = "K", requires = "metric")]
+    pub judge_samples_pass: Option<usize>,
     /// Also write the gate's outcome as JUnit XML here (one test case per compared pair).
     #[arg(long, value_name = "PATH")]
     pub junit: Option<PathBuf>,

@@ -538,9 +538,9 @@ pub fn match_votes<A, R>(plan: &Plan, view: &WalkView<'_, A, R>, scorers: &Exper
             match view.scored(&stages::matching(i, j)) {
                 ScoredView::Done(s) => {
                     // A judge asked several times votes its samples' majority on each pair.
-                    let mut sampled: BTreeMap<(String, String), Vec<Vote>> = BTreeMap::new();
+                    let mut sampled: BTreeMap<(String, String), Vec<(u32, Vote)>> = BTreeMap::new();
                     for (value, payload) in s.values.iter().zip(&s.payloads) {
-                        let Some(MatchCall { oracle, report, golden, .. }) = payloads::read(payload) else { continue };
+                        let Some(MatchCall { oracle, report, golden, sample }) = payloads::read(payload) else { continue };
                         let answer = VerdictAnswer::of(value);
                         if golden {
                             let label = plan.runs[i].label();
@@ -551,9 +551,13 @@ pub fn match_votes<A, R>(plan: &Plan, view: &WalkView<'_, A, R>, scorers: &Exper
                             continue;
                         }
                         let Some(report) = report else { continue };
-                        sampled.entry((oracle, report)).or_default().push(answer.vote());
+                        sampled.entry((oracle, report)).or_default().push((sample, answer.vote()));
                     }
-                    for (pair, samples) in sampled {
+                    for (pair, mut samples) in sampled {
+                        samples.sort_by_key(|(sample, _)| *sample);
+                        let samples: Vec<Vote> = samples.into_iter().map(|(_, vote)| vote).collect();
+                        let by_sample = votes.sampled.entry(pair.clone()).or_insert_with(|| vec![Vec::new(); names.len()]);
+                        by_sample[j] = samples.iter().map(|v| v.as_bool()).collect();
                         let decided: Vec<bool> = samples.iter().filter_map(|v| v.as_bool()).collect();
                         answers[j].insert(pair.clone(), (decided.iter().filter(|yes| **yes).count() as u32, decided.len() as u32));
                         let slot = votes.pairs.entry(pair).or_insert_with(|| vec![None; names.len()]);

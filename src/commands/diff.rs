@@ -56,6 +56,7 @@ fn diff_metric(args: &DiffArgs, metric: &str, a_path: &Path, b_path: &Path) -> R
         seed: args.seed,
         interval,
         matching: args.matching_uncertainty,
+        judge_samples_pass: args.judge_samples_pass,
     };
     let report = gate::gate(&a, &b, args.cell_a.as_deref(), args.cell_b.as_deref(), &options)?;
     if args.json {

@@ -701,6 +701,35 @@ async fn a_comparison_where_the_judges_decide_weighs_each_decision_by_their_vote
     let md = std::fs::read_to_string(dir.path().join("out/RESULTS.md")).expect("RESULTS.md");
     assert!(md.contains("With judging uncertainty: each oracle finding the judges decided is weighed by their vote share"), "{md}");
     assert!(md.contains("2 decisions weighed, 2 of them by the judges, 2 borderline"), "{md}");
+    // Each sample's values alone: on seed 0 the judge says yes to both tools' p-1 reports, on
+    // seed 3 to the first tool's only, on seed 6 to neither.
+    let samples: Vec<Vec<f64>> = data["cells"]
+        .as_array()
+        .expect("cells")
+        .iter()
+        .map(|c| c["judge_samples"].as_array().expect("judge samples").iter().map(|s| s["recall"]["subjects"]["p-1"].as_f64().unwrap_or(-1.0)).collect())
+        .collect();
+    assert_eq!(samples, vec![vec![1.0, 1.0, 0.0], vec![1.0, 0.0, 0.0]], "{}", data["cells"]);
+    assert!(md.contains("`runner diff --metric M --judge-samples-pass K`"), "{md}");
+    // The gate on each sample: two subjects can never be significant, so every sample passes.
+    let out_dir = dir.path().join("out");
+    let diff = |k: &str| {
+        crate::runner(dir.path())
+            .args(["diff"])
+            .arg(&out_dir)
+            .args(["--cell-a", "reviewer=sentinel-tool", "--cell-b", "reviewer=other-tool", "--metric", "recall", "--judge-samples-pass", k])
+            .output()
+            .expect("runs")
+    };
+    let gate = diff("2");
+    assert!(gate.status.success(), "{}{}", crate::stdout_of(&gate), crate::stderr_of(&gate));
+    assert!(crate::stdout_of(&gate).contains("passes in 3 of 3 judge samples (needs 2)"), "{}", crate::stdout_of(&gate));
+    let too_many = diff("4");
+    assert!(
+        !too_many.status.success() && crate::stderr_of(&too_many).contains("the results record 3 judge samples; ask for 1 to 3"),
+        "{}",
+        crate::stderr_of(&too_many)
+    );
 }
 
 /// `judge-pairs = "borderline"`: the judges are asked only about the decisions the default

@@ -93,8 +93,16 @@ pub fn junit_gate(report: &GateReport) -> String {
         .iter()
         .map(|row| {
             let c = &row.comparison;
-            let line = crate::analysis::statistics::compare::verdict_line(c, 3).replace("**", "");
-            (format!("{} {} vs {}", report.metric.as_str(), c.b, c.a), row.fails.then(|| format!("{}: {}", c.verdict(), report.rule)), line)
+            let mut line = crate::analysis::statistics::compare::verdict_line(c, 3).replace("**", "");
+            let verdict = match row.judge_samples {
+                Some(s) => {
+                    let passes = format!("passes in {} of {} judge samples (needs {})", s.passed, s.of, s.needed);
+                    line = format!("{line} {passes}");
+                    passes
+                }
+                None => c.verdict(),
+            };
+            (format!("{} {} vs {}", report.metric.as_str(), c.b, c.a), row.fails.then(|| format!("{verdict}: {}", report.rule)), line)
         })
         .collect();
     junit(&format!("runner diff --metric {}", report.metric.as_str()), &cases)

@@ -31,6 +31,10 @@ pub enum DiffError {
     NoMetric { path: PathBuf, metric: String },
     #[error("metric `{0}` has no better direction to gate on; gate on recall, recall-with-partials, precision, f1, noise or jaccard")]
     NoDirection(String),
+    #[error("these results record no judge samples: `--judge-samples-pass` needs a compare analysis whose matching the judges decide (`evidence = \"judge\"`) with a judge asked several times (`samples = N`)")]
+    NoJudgeSamples,
+    #[error("`--judge-samples-pass {needed}`: the results record {of} judge sample{}; ask for 1 to {of}", if *of == 1 { "" } else { "s" })]
+    JudgeSamplesPass { needed: usize, of: usize },
 }
 
 /// One side of a comparison.

@@ -31,6 +31,9 @@ pub struct GateOptions {
     /// Decide on the comparison with matching uncertainty (each decision weighed by its
     /// probability: the `compare` analysis's `matching` values) where both sides have it.
     pub matching: bool,
+    /// Require each pair to pass in at least this many of the judges' samples (the `compare`
+    /// analysis's `judge_samples`, where judges asked several times decide the matching).
+    pub judge_samples_pass: Option<usize>,
 }
 
 /// One side's per-subject values of the metric, per cell.
@@ -87,6 +90,7 @@ fn from_review_eval(data: &ReviewEvalData, metric: CompareMetric) -> Vec<CellMet
                 values: cell.values.clone(),
                 metrics: BTreeMap::from([(metric.as_str().to_string(), values)]),
                 matching: BTreeMap::new(),
+                judge_samples: Vec::new(),
             }
         })
         .collect()
@@ -98,6 +102,17 @@ pub struct GateRow {
     #[serde(flatten)]
     pub comparison: Comparison,
     pub fails: bool,
+    /// With `--judge-samples-pass`: in how many of the judges' samples the pair passes.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub judge_samples: Option<SamplesPassed>,
+}
+
+/// A pair's gate on each judge sample alone.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct SamplesPassed {
+    pub passed: usize,
+    pub of: usize,
+    pub needed: usize,
 }
 
 /// The gate's verdict.
@@ -164,15 +179,50 @@ pub fn gate(a: &MetricSide, b: &MetricSide, cell_a: Option<&str>, cell_b: Option
         (Some(m), true) => m.conclusion,
         _ => c.conclusion,
     };
+    let fails_on = |conclusion: Conclusion| match conclusion {
+        Conclusion::Worse => true,
+        Conclusion::Better => false,
+        _ => options.require_better,
+    };
+    // Each judge sample alone: the same pairs, Holm-corrected among themselves per sample.
+    let samples = match options.judge_samples_pass {
+        Some(needed) => {
+            let of = pairs.iter().map(|(x, y)| x.judge_samples.len().min(y.judge_samples.len())).min().unwrap_or(0);
+            if of == 0 {
+                return Err(DiffError::NoJudgeSamples);
+            }
+            if needed == 0 || needed > of {
+                return Err(DiffError::JudgeSamplesPass { needed, of });
+            }
+            let mut passed = vec![0usize; pairs.len()];
+            for sample in 0..of {
+                let mut per_sample: Vec<Comparison> = pairs
+                    .iter()
+                    .map(|(x, y)| {
+                        let xv = x.judge_samples[sample].get(metric).unwrap_or(&empty);
+                        let yv = y.judge_samples[sample].get(metric).unwrap_or(&empty);
+                        let (xl, yl) = label(x, y);
+                        compare::compare_values(options.metric, xv, yv, &compare_options, String::new(), (&x.cell, &y.cell), (&xl, &yl))
+                    })
+                    .collect();
+                correct_and_conclude(&mut per_sample, options.alpha, options.min_effect);
+                for (count, c) in passed.iter_mut().zip(&per_sample) {
+                    *count += usize::from(!fails_on(c.conclusion));
+                }
+            }
+            passed.into_iter().map(|passed| Some(SamplesPassed { passed, of, needed })).collect()
+        }
+        None => vec![None; pairs.len()],
+    };
     let rows: Vec<GateRow> = comparisons
         .into_iter()
-        .map(|c| {
-            let fails = match decides(&c) {
-                Conclusion::Worse => true,
-                Conclusion::Better => false,
-                _ => options.require_better,
+        .zip(samples)
+        .map(|(c, judge_samples)| {
+            let fails = match judge_samples {
+                Some(s) => s.passed < s.needed,
+                None => fails_on(decides(&c)),
             };
-            GateRow { comparison: c, fails }
+            GateRow { comparison: c, fails, judge_samples }
         })
         .collect();
     let matching = match (options.matching, rows.iter().any(|r| r.comparison.matching.is_some())) {
@@ -180,8 +230,15 @@ pub fn gate(a: &MetricSide, b: &MetricSide, cell_a: Option<&str>, cell_b: Option
         (true, false) => "; no matching uncertainty in these results (a compare analysis whose matching rule has a decision model writes it), so decided on the matcher's calls",
         (false, _) => "",
     };
+    let samples = match options.judge_samples_pass {
+        Some(needed) => format!(
+            "; decided on each of the judges' samples alone (each judge's answer in that sample deciding the matching): a pair passes when it passes in at least {needed} of {}",
+            rows.iter().find_map(|r| r.judge_samples.map(|s| s.of)).unwrap_or(0)
+        ),
+        None => String::new(),
+    };
     let rule = format!(
-        "fail when B is significantly worse{} (Holm-corrected p < {}, {:.0}% interval excluding 0{}){matching}",
+        "fail when B is significantly worse{} (Holm-corrected p < {}, {:.0}% interval excluding 0{}){matching}{samples}",
         if options.require_better { ", or not significantly better" } else { "" },
         options.alpha,
         (1.0 - options.alpha) * 100.0,
@@ -207,6 +264,9 @@ pub fn render_text(report: &GateReport) -> String {
     let _ = writeln!(out, "Rule: {}", report.rule);
     for row in &report.pairs {
         let _ = writeln!(out, "{}{}", if row.fails { "FAIL " } else { "ok   " }, compare::verdict_line(&row.comparison, 3).replace("**", ""));
+        if let Some(s) = row.judge_samples {
+            let _ = writeln!(out, "     passes in {} of {} judge samples (needs {})", s.passed, s.of, s.needed);
+        }
     }
     let _ = writeln!(out, "{}", if report.passed { "Gate passed." } else { "Gate failed." });
     out
@@ -222,7 +282,7 @@ mod tests {
         MetricSide {
             path: PathBuf::from(path),
             source: "compare analysis",
-            cells: vec![CellMetrics { cell: cell.into(), values: BTreeMap::new(), metrics, matching: BTreeMap::new() }],
+            cells: vec![CellMetrics { cell: cell.into(), values: BTreeMap::new(), metrics, matching: BTreeMap::new(), judge_samples: Vec::new() }],
         }
     }
 
@@ -236,6 +296,7 @@ mod tests {
             seed: 0,
             interval: crate::stats::IntervalMethod::Percentile,
             matching: false,
+            judge_samples_pass: None,
         }
     }
 
@@ -255,6 +316,34 @@ mod tests {
         assert!(!gate(&a, &same, None, None, &options(true)).expect("gate").passed);
         let better = gate(&worse, &a, None, None, &options(true)).expect("gate");
         assert!(better.passed, "{}", render_text(&better));
+    }
+
+    /// Three judge samples: B is significantly worse under the first only. Requiring a pass in
+    /// 2 of 3 tolerates that judge noise; requiring all 3 does not.
+    #[test]
+    fn a_pass_in_k_of_n_judge_samples_tolerates_one_samples_drop() {
+        let values = |v: &[f64]| {
+            BTreeMap::from([(
+                "recall".to_string(),
+                MetricValues { subjects: v.iter().enumerate().map(|(i, x)| (format!("c{i:02}"), *x)).collect(), ..Default::default() },
+            )])
+        };
+        let mut a = side("a/results.json", "x", &[1.0; 12]);
+        let mut b = side("b/results.json", "x", &[1.0; 12]);
+        a.cells[0].judge_samples = vec![values(&[1.0; 12]); 3];
+        b.cells[0].judge_samples = vec![values(&[0.0; 12]), values(&[1.0; 12]), values(&[1.0; 12])];
+        let with = |k: usize| gate(&a, &b, None, None, &GateOptions { judge_samples_pass: Some(k), ..options(false) });
+        let two = with(2).expect("gate");
+        assert!(two.passed, "{}", render_text(&two));
+        assert_eq!(two.pairs[0].judge_samples, Some(SamplesPassed { passed: 2, of: 3, needed: 2 }));
+        assert!(render_text(&two).contains("passes in 2 of 3 judge samples (needs 2)") && two.rule.contains("at least 2 of 3"), "{}", render_text(&two));
+        let three = with(3).expect("gate");
+        assert!(!three.passed && three.pairs[0].fails, "{}", render_text(&three));
+        assert!(crate::ci::junit_gate(&three).contains("passes in 2 of 3 judge samples (needs 3)"), "{}", crate::ci::junit_gate(&three));
+        assert!(matches!(with(4), Err(DiffError::JudgeSamplesPass { needed: 4, of: 3 })));
+        assert!(matches!(with(0), Err(DiffError::JudgeSamplesPass { needed: 0, of: 3 })));
+        let (plain_a, plain_b) = (side("c/results.json", "x", &[1.0; 12]), side("d/results.json", "x", &[1.0; 12]));
+        assert!(matches!(gate(&plain_a, &plain_b, None, None, &GateOptions { judge_samples_pass: Some(1), ..options(false) }), Err(DiffError::NoJudgeSamples)));
     }
 
     #[test]

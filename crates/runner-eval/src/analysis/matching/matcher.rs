@@ -631,6 +631,9 @@ pub struct MatchVotes {
     /// uncertainty (`statistics::compare`), so judges that disagree, or a judge that answers
     /// differently when asked again, widen the verdicts' intervals.
     pub shares: BTreeMap<(String, String), (u32, u32)>,
+    /// Each asked pair's answers per judge, in sample order (`None`: no well-formed answer),
+    /// so a verdict can be drawn on each sample alone ([`MatchVotes::for_sample`]).
+    pub sampled: BTreeMap<(String, String), Vec<Vec<Option<bool>>>>,
     /// Why some answers are missing (a judge's node that failed).
     pub problems: Vec<String>,
     /// Per judge: whether it decides per oracle finding (a replayed judge) rather than per pair.
@@ -655,6 +658,28 @@ impl MatchVotes {
     pub(crate) fn share(&self, description: &str, report: &str) -> Option<f64> {
         let &(yes, answered) = self.shares.get(&(description.to_string(), report.to_string()))?;
         (answered > 0).then(|| f64::from(yes) / f64::from(answered))
+    }
+
+    /// The most samples any judge was asked per pair (1 when none was asked more than once).
+    pub fn samples(&self) -> usize {
+        self.sampled.values().flatten().map(Vec::len).max().unwrap_or(1).max(1)
+    }
+
+    /// The votes as sample `s` alone gives them: each judge's answer in that sample (a judge
+    /// asked fewer times, its last), so a verdict can be required to hold in k of N samples.
+    pub fn for_sample(&self, s: usize) -> MatchVotes {
+        let pairs = self
+            .pairs
+            .iter()
+            .map(|(pair, majority)| {
+                let votes = match self.sampled.get(pair) {
+                    Some(judges) => judges.iter().zip(majority).map(|(answers, m)| if answers.is_empty() { *m } else { answers[s.min(answers.len() - 1)] }).collect(),
+                    None => majority.clone(),
+                };
+                (pair.clone(), votes)
+            })
+            .collect();
+        MatchVotes { pairs, shares: BTreeMap::new(), sampled: BTreeMap::new(), ..self.clone() }
     }
 
     /// Asked pairs, and how many of them were ties.

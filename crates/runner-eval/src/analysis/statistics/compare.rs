@@ -51,6 +51,11 @@ pub struct CellMetrics {
     /// it is (oracle metrics, where the rule has a decision model).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub matching: BTreeMap<String, MetricValues>,
+    /// Where judges asked several times decide the matching: per sample, metric name → the
+    /// subjects' values with each judge's answer in that sample alone (oracle metrics), so a
+    /// gate can require a pass in k of N samples (`runner diff --judge-samples-pass`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub judge_samples: Vec<BTreeMap<String, MetricValues>>,
 }
 
 /// What a comparison says, in words a reader acts on.
@@ -372,7 +377,13 @@ fn cell_metrics(cell: &Cell, runs: &CellRuns<'_, '_>, sources: &Sources<'_>) -> 
         values.repeat_sd = stats::sample_std_dev(&values.repeats);
         metrics.insert(metric.as_str().to_string(), values);
     }
-    CellMetrics { cell: cell.id.clone(), values: cell.values.iter().map(|(k, v)| (k.clone(), v.render())).collect(), metrics, matching: BTreeMap::new() }
+    CellMetrics {
+        cell: cell.id.clone(),
+        values: cell.values.iter().map(|(k, v)| (k.clone(), v.render())).collect(),
+        metrics,
+        matching: BTreeMap::new(),
+        judge_samples: Vec::new(),
+    }
 }
 
 /// Pairs two cells' values of one metric and tests the differences.
@@ -756,6 +767,25 @@ pub fn compute(spec: &AnalysisSpec, input: &AnalysisInput<'_>) -> AnalysisResult
         }
         cells.push(metrics);
         uncertain_cells.push(weighed);
+    }
+
+    // Where judges asked several times decide the matching: each sample's verdicts alone.
+    if let (Some(votes), Some(oracle), None) = (judged, input.oracle, input.adjudication(spec)) {
+        let sample_options = CompareOptions { metrics: options.metrics.iter().copied().filter(|m| uncertain::applies(*m)).collect(), ..options.clone() };
+        if votes.samples() > 1 && !sample_options.metrics.is_empty() {
+            for sample in 0..votes.samples() {
+                let (scored, _) = score_runs_judged(&input.runs, oracle, &spec.oracle_rule, Some(&votes.for_sample(sample)));
+                let sources = Sources { counts: oracle_counts(&scored), rqs: BTreeMap::new(), resolution: Default::default(), options: &sample_options };
+                for (cell, metrics) in input.cells.iter().zip(cells.iter_mut()) {
+                    let runs = group_runs(crate::analysis::model::runs_of(input, cell));
+                    metrics.judge_samples.push(cell_metrics(cell, &runs, &sources).metrics);
+                }
+            }
+            result.notes.push(format!(
+                "The judges decide the matching and were asked up to {} times: each sample's values alone are recorded beside the majority's (results.json: `judge_samples`), so `runner diff --metric M --judge-samples-pass K` can require a pass in K of them.",
+                votes.samples()
+            ));
+        }
     }
 
     let pairs = cell_pairs(input.cells, input.axis_order, &options, axis);
