@@ -388,10 +388,11 @@ pub(crate) struct DiffArgs {
     /// With `--metric`: `bca` or `percentile` bootstrap interval.
     #[arg(long, value_name = "METHOD", default_value = "bca", requires = "metric")]
     pub interval: String,
-    /// With `--metric`: decide on the comparison with matching uncertainty (each oracle
-    /// decision weighed by the probability that judges agree with it), where the results'
-    /// `compare` analysis recorded it; every pair says whether its verdict holds under it either way.
-    #[arg(long, requires = "metric")]
+    /// Decide with matching uncertainty (each oracle decision weighed by the probability that
+    /// judges agree with it). With `--metric`, on the comparison the results' `compare`
+    /// analysis recorded (every pair says whether its verdict holds under it either way);
+    /// without, the keep rule counts only the regressions more likely than not.
+    #[arg(long)]
     pub matching_uncertainty: bool,
     /// With `--metric`: require each pair to pass in at least K of the judges' samples, each
     /// sample's answers alone deciding the matching (where the results' compare analysis has

@@ -16,7 +16,7 @@ pub(crate) fn run(args: DiffArgs) -> Result<Exit, Error> {
     }
     let a = diff::load_side(&a_path)?;
     let b = if b_path == a_path { a.clone() } else { diff::load_side(&b_path)? };
-    let report = diff::compare(&a, &b, args.cell_a.as_deref(), args.cell_b.as_deref())?;
+    let report = diff::compare(&a, &b, args.cell_a.as_deref(), args.cell_b.as_deref(), args.matching_uncertainty)?;
     if args.json {
         outln!("{}", serde_json::to_string_pretty(&report).unwrap_or_default());
     } else {

@@ -93,6 +93,30 @@ fn the_keep_rule_falls_back_to_review_eval_counts_for_the_gate() {
         .stdout(contains("paired permutation"));
 }
 
+/// The keep rule on the committed replay-tools results: every regression says how likely the
+/// judges are to see it, from the default rule's decision model; with `--matching-uncertainty`
+/// only the likely ones count, and the rule says so.
+#[test]
+fn the_keep_rule_weighs_each_regression_by_how_sure_its_decisions_are() {
+    let root = project_root();
+    let results = root.join("results/replay-tools");
+    let keep = |extra: &[&str]| {
+        runner(&root).arg("diff").arg(&results).args(["--cell-a", "reviewer=review-bot", "--cell-b", "reviewer=heuristic"]).args(extra).output().expect("runs")
+    };
+    let plain = keep(&[]);
+    let text = String::from_utf8_lossy(&plain.stdout).into_owned();
+    assert_eq!(plain.status.code(), Some(5), "{text}");
+    assert!(text.contains("regression   F04 (case-05)  found 1/1 → missed 1/1  (probability the judges see it regress 0.96)"), "{text}");
+    let weighed = keep(&["--matching-uncertainty", "--json"]);
+    let report: serde_json::Value = serde_json::from_slice(&weighed.stdout).expect("json");
+    assert!(report["rule"].as_str().is_some_and(|r| r.contains("more likely than not")), "{}", report["rule"]);
+    let changes = report["pairs"][0]["changes"].as_array().expect("changes");
+    let regressions: Vec<&serde_json::Value> = changes.iter().filter(|c| c["movement"] == "regression").collect();
+    assert!(!regressions.is_empty() && regressions.iter().all(|c| c["p_regressed"].as_f64().is_some_and(|p| (0.0..=1.0).contains(&p))), "{changes:?}");
+    // These regressions are sure ones (and noise rose): the change is still rejected.
+    assert_eq!(weighed.status.code(), Some(5));
+}
+
 #[test]
 fn exec_writes_a_compact_summary_for_pull_requests() {
     let root = project_root();

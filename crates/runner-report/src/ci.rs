@@ -114,7 +114,7 @@ pub fn junit_keep(report: &DiffReport) -> String {
         .pairs
         .iter()
         .map(|p| {
-            let regressions: Vec<String> = p.regressions().map(|r| format!("{}/{}", r.case, r.finding)).collect();
+            let regressions: Vec<String> = p.counted_regressions().map(|r| format!("{}/{}", r.case, r.finding)).collect();
             let details = format!(
                 "{} oracle findings compared; regressions: {}; noise rose: {}",
                 p.compared,

@@ -102,6 +102,18 @@ pub struct VerdictChange {
     pub before_detail: String,
     pub after_detail: String,
     pub movement: Movement,
+    /// For a regression where both sides weigh their decisions: the probability that the
+    /// judges' majority sees it regress, p(found before) × (1 − p(found after)).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub p_regressed: Option<f64>,
+}
+
+impl VerdictChange {
+    /// Whether the keep rule counts this change against the change: a regression, and with
+    /// matching uncertainty one more likely than not (one without a probability counts).
+    fn counts(&self, matching: bool) -> bool {
+        self.movement == Movement::Regression && !(matching && self.p_regressed.is_some_and(|p| p <= 0.5))
+    }
 }
 
 /// Noise as counts, so comparisons are exact.
@@ -146,11 +158,19 @@ pub struct CellDiff {
     pub recall_with_partials_b: Option<f64>,
     pub noise_rose: bool,
     pub kept: bool,
+    /// Whether the keep rule weighed matching uncertainty (`--matching-uncertainty`).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub matching: bool,
 }
 
 impl CellDiff {
     pub fn regressions(&self) -> impl Iterator<Item = &VerdictChange> {
         self.changes.iter().filter(|c| c.movement == Movement::Regression)
+    }
+
+    /// The regressions the keep rule counts (with matching uncertainty, the likely ones).
+    pub fn counted_regressions(&self) -> impl Iterator<Item = &VerdictChange> {
+        self.changes.iter().filter(|c| c.counts(self.matching))
     }
 }
 
@@ -167,6 +187,9 @@ pub struct DiffReport {
 }
 
 pub const KEEP_RULE: &str = "keep only if no oracle finding went from found to missed or partial, and noise did not rise";
+
+/// The keep rule's words with matching uncertainty.
+pub const KEEP_RULE_MATCHING: &str = "keep only if no oracle finding more likely than not went from found to missed or partial (the probability that the judges' majority sees it regress, p(found before) × (1 − p(found after)), each side's p weighed as its compare analysis weighs it, over 0.5; a regression without probabilities counts), and noise did not rise";
 
 /// The cell named `id` of one side's cells.
 fn find_cell<'a, T>(path: &Path, cells: &'a [T], id: &str, id_of: &impl Fn(&T) -> &str) -> Result<&'a T, DiffError> {
@@ -204,7 +227,7 @@ pub fn pick_pairs<'a, T>(
 }
 
 /// Compares two cells.
-pub fn compare_cells(a: &CellEval, b: &CellEval) -> CellDiff {
+pub fn compare_cells(a: &CellEval, b: &CellEval, matching: bool) -> CellDiff {
     let keys_a: BTreeSet<&String> = a.findings.keys().collect();
     let keys_b: BTreeSet<&String> = b.findings.keys().collect();
     let mut changes = Vec::new();
@@ -219,13 +242,17 @@ pub fn compare_cells(a: &CellEval, b: &CellEval) -> CellDiff {
                 before_detail: fa.describe(),
                 after_detail: fb.describe(),
                 movement,
+                p_regressed: match (movement, fa.p_found, fb.p_found) {
+                    (Movement::Regression, Some(before), Some(after)) => Some(before * (1.0 - after)),
+                    _ => None,
+                },
             });
         }
     }
     changes.sort_by(|x, y| x.movement.cmp(&y.movement).then(x.case.cmp(&y.case)).then(x.finding.cmp(&y.finding)));
     let (noise_a, noise_b) = (Noise::of(a), Noise::of(b));
     let noise_rose = Noise::rose(noise_a, noise_b);
-    let kept = !noise_rose && !changes.iter().any(|c| c.movement == Movement::Regression);
+    let kept = !noise_rose && !changes.iter().any(|c| c.counts(matching));
     CellDiff {
         cell_a: a.cell.clone(),
         cell_b: b.cell.clone(),
@@ -241,19 +268,22 @@ pub fn compare_cells(a: &CellEval, b: &CellEval) -> CellDiff {
         recall_with_partials_b: b.scores.recall_with_partials,
         noise_rose,
         kept,
+        matching,
     }
 }
 
 /// Compares two sides (the same file twice for two cells of one execution).
-pub fn compare(a: &Side, b: &Side, cell_a: Option<&str>, cell_b: Option<&str>) -> Result<DiffReport, DiffError> {
+/// With `matching`, a regression counts only when it is more likely than not under matching
+/// uncertainty ([`KEEP_RULE_MATCHING`]).
+pub fn compare(a: &Side, b: &Side, cell_a: Option<&str>, cell_b: Option<&str>, matching: bool) -> Result<DiffReport, DiffError> {
     let pairs = pick_pairs((&a.path, &a.data.cells), (&b.path, &b.data.cells), |c: &CellEval| c.cell.as_str(), cell_a, cell_b)?;
-    let pairs: Vec<CellDiff> = pairs.into_iter().map(|(x, y)| compare_cells(x, y)).collect();
+    let pairs: Vec<CellDiff> = pairs.into_iter().map(|(x, y)| compare_cells(x, y, matching)).collect();
     Ok(DiffReport {
         a: a.path.display().to_string(),
         b: b.path.display().to_string(),
         method_a: a.data.method.describe(),
         method_b: b.data.method.describe(),
-        rule: KEEP_RULE.to_string(),
+        rule: if matching { KEEP_RULE_MATCHING } else { KEEP_RULE }.to_string(),
         kept: pairs.iter().all(|p| p.kept),
         pairs,
     })
@@ -278,7 +308,8 @@ pub fn render_text(report: &DiffReport) -> String {
         let title = if p.cell_a == p.cell_b { format!("cell `{}`", p.cell_a) } else { format!("cell `{}` → `{}`", p.cell_a, p.cell_b) };
         let _ = writeln!(out, "{title}: {} of {} oracle findings changed verdict", p.changes.len(), p.compared);
         for c in &p.changes {
-            let _ = writeln!(out, "  {:<12} {} ({})  {} → {}", c.movement.as_str(), c.finding, c.case, c.before_detail, c.after_detail);
+            let sure = c.p_regressed.map(|p| format!("  (probability the judges see it regress {p:.2})")).unwrap_or_default();
+            let _ = writeln!(out, "  {:<12} {} ({})  {} → {}{sure}", c.movement.as_str(), c.finding, c.case, c.before_detail, c.after_detail);
         }
         for (label, keys) in [("only in A", &p.only_a), ("only in B", &p.only_b)] {
             if !keys.is_empty() {
@@ -304,7 +335,12 @@ pub fn render_text(report: &DiffReport) -> String {
             ratio(p.recall_with_partials_a),
             ratio(p.recall_with_partials_b)
         );
-        let mut why: Vec<String> = p.regressions().map(|c| format!("{} ({}) {} → {}", c.finding, c.case, c.before, c.after)).collect();
+        let unsure = p.regressions().count() - p.counted_regressions().count();
+        if unsure > 0 {
+            let _ =
+                writeln!(out, "  {unsure} regression{} not counted: no more likely than not under matching uncertainty", if unsure == 1 { "" } else { "s" });
+        }
+        let mut why: Vec<String> = p.counted_regressions().map(|c| format!("{} ({}) {} → {}", c.finding, c.case, c.before, c.after)).collect();
         if p.noise_rose {
             why.push("noise rose".into());
         }
@@ -332,7 +368,7 @@ mod tests {
                     Verdict::Partial => (0, 1, 0),
                     Verdict::Missed => (0, 0, 1),
                 };
-                (format!("c/{f}"), FindingEval { case: "c".into(), finding: f.to_string(), verdict: *v, found, partial, missed })
+                (format!("c/{f}"), FindingEval { case: "c".into(), finding: f.to_string(), verdict: *v, found, partial, missed, p_found: None })
             })
             .collect();
         let counts = MatchCounts { extras_rejected: rejected, reported, ..MatchCounts::default() };
@@ -344,20 +380,56 @@ mod tests {
     fn a_regression_or_more_noise_rejects() {
         let a = cell("x", &[("F1", Verdict::Found), ("F2", Verdict::Missed), ("F3", Verdict::Partial)], 1, 4);
         let b = cell("x", &[("F1", Verdict::Partial), ("F2", Verdict::Found), ("F3", Verdict::Missed)], 1, 4);
-        let d = compare_cells(&a, &b);
+        let d = compare_cells(&a, &b, false);
         let moves: Vec<(&str, Movement)> = d.changes.iter().map(|c| (c.finding.as_str(), c.movement)).collect();
         assert_eq!(moves, vec![("F1", Movement::Regression), ("F3", Movement::Worse), ("F2", Movement::Improvement)]);
         assert!(!d.kept && !d.noise_rose);
 
         let better = cell("x", &[("F1", Verdict::Found), ("F2", Verdict::Found), ("F3", Verdict::Partial)], 1, 4);
-        assert!(compare_cells(&a, &better).kept);
+        assert!(compare_cells(&a, &better, false).kept);
         // 2/5 > 1/4: noise rose although nothing regressed.
         let noisier = cell("x", &[("F1", Verdict::Found), ("F2", Verdict::Found), ("F3", Verdict::Partial)], 2, 5);
-        let d = compare_cells(&a, &noisier);
+        let d = compare_cells(&a, &noisier, false);
         assert!(d.noise_rose && !d.kept);
         // 2/8 = 1/4: equal noise did not rise.
         let same = cell("x", &[("F1", Verdict::Found), ("F2", Verdict::Missed), ("F3", Verdict::Partial)], 2, 8);
-        assert!(compare_cells(&a, &same).kept);
+        assert!(compare_cells(&a, &same, false).kept);
+    }
+
+    /// With matching uncertainty a regression counts only when it is more likely than not: a
+    /// sure find lost for sure (0.95 × 0.9) rejects; one that rests on unsure decisions on both
+    /// sides (0.6 × 0.5) is listed with its probability and not counted.
+    #[test]
+    fn with_matching_uncertainty_only_a_likely_regression_rejects() {
+        let with_p = |mut c: CellEval, p: &[f64]| {
+            for (f, p) in c.findings.values_mut().zip(p) {
+                f.p_found = Some(*p);
+            }
+            c
+        };
+        let a = with_p(cell("x", &[("F1", Verdict::Found), ("F2", Verdict::Found)], 0, 2), &[0.95, 0.6]);
+        let unsure = with_p(cell("x", &[("F1", Verdict::Found), ("F2", Verdict::Missed)], 0, 2), &[0.95, 0.5]);
+        let plain = compare_cells(&a, &unsure, false);
+        assert!(!plain.kept, "without matching uncertainty every regression counts");
+        let weighed = compare_cells(&a, &unsure, true);
+        assert!(weighed.kept && weighed.changes[0].p_regressed.is_some_and(|p| (p - 0.3).abs() < 1e-12), "{weighed:?}");
+        let sure = with_p(cell("x", &[("F1", Verdict::Missed), ("F2", Verdict::Found)], 0, 2), &[0.1, 0.6]);
+        let d = compare_cells(&a, &sure, true);
+        assert!(!d.kept && d.counted_regressions().count() == 1, "{d:?}");
+        let side = |cells: Vec<CellEval>| Side {
+            path: PathBuf::from("r.json"),
+            data: ReviewEvalData {
+                method: crate::analysis::matching::matcher::Method::Automatic { rule: "r".into() },
+                cells,
+                severities: BTreeMap::new(),
+                recall_by_class: Vec::new(),
+                recall_by_cutoff: Vec::new(),
+            },
+        };
+        let report = compare(&side(vec![a.clone()]), &side(vec![unsure.clone()]), Some("x"), Some("x"), true).expect("compares");
+        let text = render_text(&report);
+        assert!(text.contains("(probability the judges see it regress 0.30)") && text.contains("1 regression not counted"), "{text}");
+        assert!(report.kept && report.rule.contains("more likely than not"), "{text}");
     }
 
     #[test]
@@ -366,7 +438,7 @@ mod tests {
         let side = load_side(&scored).expect("the committed scored results have a review-eval analysis");
         assert!(!side.data.cells.is_empty());
         let cell = side.data.cells[0].cell.clone();
-        let report = compare(&side, &side, Some(&cell), Some(&cell)).expect("compares a cell with itself");
+        let report = compare(&side, &side, Some(&cell), Some(&cell), false).expect("compares a cell with itself");
         assert!(report.kept && report.pairs[0].changes.is_empty());
 
         let dir = tempfile::tempdir().expect("tempdir");

@@ -129,6 +129,12 @@ pub struct FindingEval {
     pub found: usize,
     pub partial: usize,
     pub missed: usize,
+    /// The probability that the judges' majority calls it found, averaged over the cell's
+    /// repeats: each decision weighed as `compare` weighs it (the rule's decision model, or
+    /// the judges' vote share where they decide; a decision taken as certain counts 1 or 0).
+    /// Absent where the decisions are not weighed (thresholds set by hand, an adjudication).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub p_found: Option<f64>,
 }
 
 impl FindingEval {
@@ -316,7 +322,7 @@ pub(crate) fn cell_eval(cell: &crate::matrix::Cell, runs: &[&ScoredRun<'_>]) -> 
     let findings = tally
         .into_iter()
         .map(|(key, (case, finding, [missed, partial, found]))| {
-            (key, FindingEval { case, finding, verdict: consensus(found, partial, missed), found, partial, missed })
+            (key, FindingEval { case, finding, verdict: consensus(found, partial, missed), found, partial, missed, p_found: None })
         })
         .collect();
     CellEval {
@@ -402,6 +408,10 @@ pub fn compute(spec: &AnalysisSpec, input: &AnalysisInput<'_>) -> AnalysisResult
             (!runs.is_empty()).then(|| cell_eval(cell, &runs))
         })
         .collect();
+    let mut cells = cells;
+    if let Ok(Some(weighing)) = crate::analysis::matching::probability::Weighing::of(spec, input) {
+        weigh_findings(&mut cells, &scored, oracle, &spec.oracle_rule, &weighing);
+    }
     result.tables = tables(oracle, &cells);
     let by_class = recall_by_class(oracle, &cells);
     if !by_class.is_empty() {
@@ -449,6 +459,26 @@ pub fn compute(spec: &AnalysisSpec, input: &AnalysisInput<'_>) -> AnalysisResult
     let severities = cells.iter().flat_map(|c| c.findings.values()).filter_map(|f| Some((f.finding.clone(), oracle.finding(&f.finding)?.severity?))).collect();
     result.data = serde_json::to_value(ReviewEvalData { method, cells, severities, recall_by_class: by_class, recall_by_cutoff: by_cutoff }).unwrap_or(serde_json::Value::Null).into();
     result
+}
+
+/// Each cell's oracle findings' probability of being found ([`FindingEval::p_found`]).
+fn weigh_findings(cells: &mut [CellEval], scored: &[ScoredRun<'_>], oracle: &Oracle, rule: &crate::analysis::matching::rule::OracleRule, weighing: &crate::analysis::matching::probability::Weighing<'_>) {
+    let mut sums: BTreeMap<(&str, String), (f64, usize)> = BTreeMap::new();
+    for run in scored {
+        let expected = oracle.expected_for(run.view.subject);
+        let (probabilities, _) = weighing.run(run, &expected, rule);
+        for (v, p) in run.case.verdicts.iter().zip(probabilities) {
+            let p = p.unwrap_or(if v.verdict == Verdict::Found { 1.0 } else { 0.0 });
+            let sum = sums.entry((run.view.cell.id.as_str(), finding_key(run.view.subject, &v.finding))).or_default();
+            sum.0 += p;
+            sum.1 += 1;
+        }
+    }
+    for cell in cells {
+        for (key, finding) in &mut cell.findings {
+            finding.p_found = sums.get(&(cell.cell.as_str(), key.clone())).map(|(sum, n)| sum / *n as f64);
+        }
+    }
 }
 
 fn tables(oracle: &Oracle, cells: &[CellEval]) -> Vec<Table> {

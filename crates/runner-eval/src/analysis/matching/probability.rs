@@ -14,7 +14,8 @@
 //! the best report still free at its place. Same files, same bytes.
 
 use crate::analysis::matching::judgements::JudgementFile;
-use crate::analysis::matching::matcher::{grade, Verdict};
+use crate::analysis::matching::matcher::{grade, report_text, MatchVotes, ScoredRun, Verdict};
+use crate::analysis::matching::rule::Evidence;
 use crate::analysis::matching::rule::{logistic, CurveBin, DecisionFeatures, DecisionModel, SimilarityMeasure, CURVE_BINS, DECISION_TERMS};
 use crate::analysis::matching::rule::{FoldBy, OracleRule};
 use crate::finding::Finding;
@@ -101,6 +102,69 @@ pub(crate) fn case_assignment(reported: &[Finding], expected: &[&OracleFinding],
         }
     }
     assign_reports(expected.len(), reported.len(), pairs)
+}
+
+/// How a set of runs' matching decisions are weighed: the decision model, the judges' votes
+/// where they decide (`evidence = "judge"`), or both.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Weighing<'a> {
+    pub model: Option<DecisionModel>,
+    pub votes: Option<&'a MatchVotes>,
+}
+
+impl<'a> Weighing<'a> {
+    /// How an analysis's decisions are weighed, or why they are not (`Err`, a sentence for the
+    /// report; `Ok(None)` when there is nothing to weigh them by: thresholds set by hand).
+    pub(crate) fn of(spec: &crate::analysis::spec::AnalysisSpec, input: &crate::analysis::model::AnalysisInput<'a>) -> Result<Option<Self>, &'static str> {
+        let model = spec.oracle_rule.calibrated.and_then(|c| c.decisions);
+        let votes = input.match_votes().filter(|_| spec.oracle_rule.evidence == Evidence::Judge);
+        if model.is_none() && votes.is_none() {
+            return Ok(None);
+        }
+        if input.adjudication(spec).is_some() {
+            return Err("Matching uncertainty is not weighed: a person's adjudication decides what it covers.");
+        }
+        if votes.is_none() && spec.oracle_rule.evidence != Evidence::Similarity {
+            return Err("Matching uncertainty is not weighed: the rule's evidence is not the text's similarity alone, which the decision model describes.");
+        }
+        Ok(Some(Self { model, votes }))
+    }
+
+    /// How sure each of one run's decisions is, oracle finding by oracle finding (the order
+    /// of `expected` and of the run's verdicts): the probability that the judges' majority
+    /// calls it found, or `None` where it is taken as decided. A finding the judges were asked
+    /// about has their vote share over every judge and sample — its own report's pair, or,
+    /// missed, the best share among the reports the one-to-one pass left over —; one the text
+    /// decided, the decision model's probability where it is located. With the number that
+    /// came from the judges' votes.
+    pub(crate) fn run(&self, run: &ScoredRun<'_>, expected: &[&OracleFinding], rule: &OracleRule) -> (Vec<Option<f64>>, usize) {
+        let reported = run.view.findings;
+        let features = self.model.map(|_| case_features(reported, expected, rule)).unwrap_or_default();
+        let share = |o: usize, r: usize| {
+            let votes = self.votes?;
+            expected.get(o).zip(reported.get(r)).and_then(|(o, r)| votes.share(&o.description, &report_text(r)))
+        };
+        let mut judged = 0;
+        let probabilities = run
+            .case
+            .verdicts
+            .iter()
+            .enumerate()
+            .map(|(oi, v)| {
+                let shared = match v.reported {
+                    Some(ri) => share(oi, ri),
+                    None => run.case.extras.iter().filter_map(|e| share(oi, e.reported)).max_by(f64::total_cmp),
+                };
+                if shared.is_some() {
+                    judged += 1;
+                    return shared;
+                }
+                let model = self.model.as_ref()?;
+                features.get(oi).filter(|f| f.located).map(|f| model.probability(f))
+            })
+            .collect();
+        (probabilities, judged)
+    }
 }
 
 /// The features of every golden comment of a judgements record (change level: every pair is

@@ -12,6 +12,7 @@ use crate::analysis::definition::{Definition, OptionsContext};
 use crate::analysis::spec::{AnalysisKind, AnalysisOptions, MatchRule};
 use crate::config::{did_you_mean, TableReader};
 use crate::analysis::chart::{BarChart, Chart, ChartCells, IntervalChart, IntervalPoint, Named, Series};
+use crate::analysis::matching::probability::Weighing;
 use crate::analysis::efficacy::repeatability::jaccard;
 use crate::analysis::matching::adjudication::adjudicate_described;
 use crate::analysis::matching::matcher::{describe_rule_for, score_runs_judged, with_jury, MatchCounts, ScoredRun, Verdict};
@@ -725,26 +726,21 @@ pub fn compute(spec: &AnalysisSpec, input: &AnalysisInput<'_>) -> AnalysisResult
 
     // How sure each matching decision is, where the rule's calibration says (and no person's
     // decisions or judges' votes replaced the text's).
-    // Where the judges have the word, the decisions they made weigh by their vote share.
-    let model = spec.oracle_rule.calibrated.and_then(|c| c.decisions);
-    let evidence = spec.oracle_rule.evidence;
-    let judged = input.match_votes().filter(|_| evidence == crate::analysis::matching::rule::Evidence::Judge);
-    let decisions = match input.oracle {
-        Some(oracle) if options.metrics.iter().any(|m| uncertain::applies(*m)) && (model.is_some() || judged.is_some()) => {
-            if input.adjudication(spec).is_some() {
-                result.notes.push("Matching uncertainty is not weighed: a person's adjudication decides what it covers.".into());
-                None
-            } else if let Some(votes) = judged {
-                Some((uncertain::run_decisions_judged(&scored, oracle, &spec.oracle_rule, model.as_ref(), votes), model))
-            } else if evidence != crate::analysis::matching::rule::Evidence::Similarity {
-                result.notes.push(
-                    "Matching uncertainty is not weighed: the rule's evidence is not the text's similarity alone, which the decision model describes.".into(),
-                );
-                None
-            } else {
-                model.map(|model| (uncertain::run_decisions(&scored, oracle, &spec.oracle_rule, &model), Some(model)))
+    // How sure each matching decision is: the rule's decision model, and where the judges
+    // have the word, their vote shares (no person's decisions replacing the matcher's).
+    let weighing = match Weighing::of(spec, input) {
+        Ok(w) if options.metrics.iter().any(|m| uncertain::applies(*m)) => w,
+        Ok(_) => None,
+        Err(note) => {
+            if options.metrics.iter().any(|m| uncertain::applies(*m)) {
+                result.notes.push(note.to_string());
             }
+            None
         }
+    };
+    let judged = weighing.and_then(|w| w.votes);
+    let decisions = match (input.oracle, weighing) {
+        (Some(oracle), Some(w)) => Some((uncertain::run_decisions(&scored, oracle, &spec.oracle_rule, &w), w.model)),
         _ => None,
     };
 

@@ -21,9 +21,9 @@
 //! matching uncertainty is no longer the shown one.
 
 use super::{Conclusion, MetricValues};
-use crate::analysis::matching::matcher::{report_text, MatchCounts, MatchVotes, ScoredRun, Verdict};
-use crate::analysis::matching::probability::case_features;
-use crate::analysis::matching::rule::{DecisionModel, OracleRule};
+use crate::analysis::matching::matcher::{MatchCounts, ScoredRun, Verdict};
+use crate::analysis::matching::probability::Weighing;
+use crate::analysis::matching::rule::OracleRule;
 use crate::analysis::spec::CompareMetric;
 use crate::ground_truth::oracle::Oracle;
 use crate::stats;
@@ -42,54 +42,14 @@ pub(crate) struct RunDecisions {
     pub judged: usize,
 }
 
-/// Each run's decisions, by (cell, repeat, subject).
-pub(crate) fn run_decisions(
-    scored: &[ScoredRun<'_>],
-    oracle: &Oracle,
-    rule: &OracleRule,
-    model: &DecisionModel,
-) -> BTreeMap<(String, u32, String), RunDecisions> {
+/// Each run's decisions, by (cell, repeat, subject): those [`Weighing::run`] weighs, with the
+/// matcher's verdict.
+pub(crate) fn run_decisions(scored: &[ScoredRun<'_>], oracle: &Oracle, rule: &OracleRule, weighing: &Weighing<'_>) -> BTreeMap<(String, u32, String), RunDecisions> {
     let mut out = BTreeMap::new();
     for run in scored {
         let expected = oracle.expected_for(run.view.subject);
-        let features = case_features(run.view.findings, &expected, rule);
-        let decisions = run.case.verdicts.iter().zip(&features).filter(|(_, f)| f.located).map(|(v, f)| (v.verdict, model.probability(f))).collect();
-        out.insert((run.view.cell.id.clone(), run.view.repeat, run.view.subject.to_string()), RunDecisions { counts: run.case.counts(), decisions, judged: 0 });
-    }
-    out
-}
-
-/// Each run's decisions where the judges have the word (`evidence = "judge"`): an oracle
-/// finding the judges were asked about is found with their vote share over every judge and
-/// sample — its own report's pair, or, missed, the best share among the reports the
-/// one-to-one pass left over —; one the text decided, with the decision model's probability
-/// where there is a model (located decisions only), else as decided (certain, not listed).
-pub(crate) fn run_decisions_judged(
-    scored: &[ScoredRun<'_>],
-    oracle: &Oracle,
-    rule: &OracleRule,
-    model: Option<&DecisionModel>,
-    votes: &MatchVotes,
-) -> BTreeMap<(String, u32, String), RunDecisions> {
-    let mut out = BTreeMap::new();
-    for run in scored {
-        let expected = oracle.expected_for(run.view.subject);
-        let reported = run.view.findings;
-        let features = model.map(|_| case_features(reported, &expected, rule)).unwrap_or_default();
-        let share = |o: usize, r: usize| expected.get(o).zip(reported.get(r)).and_then(|(o, r)| votes.share(&o.description, &report_text(r)));
-        let (mut decisions, mut judged) = (Vec::new(), 0);
-        for (oi, v) in run.case.verdicts.iter().enumerate() {
-            let shared = match v.reported {
-                Some(ri) => share(oi, ri),
-                None => run.case.extras.iter().filter_map(|e| share(oi, e.reported)).max_by(f64::total_cmp),
-            };
-            if let Some(p) = shared {
-                decisions.push((v.verdict, p));
-                judged += 1;
-            } else if let (Some(model), Some(f)) = (model, features.get(oi).filter(|f| f.located)) {
-                decisions.push((v.verdict, model.probability(f)));
-            }
-        }
+        let (probabilities, judged) = weighing.run(run, &expected, rule);
+        let decisions = run.case.verdicts.iter().zip(probabilities).filter_map(|(v, p)| p.map(|p| (v.verdict, p))).collect();
         out.insert((run.view.cell.id.clone(), run.view.repeat, run.view.subject.to_string()), RunDecisions { counts: run.case.counts(), decisions, judged });
     }
     out
