@@ -236,6 +236,7 @@ fn a_report_directory_keeps_files_runner_did_not_write() {
         files,
         [
             "RESULTS.md",
+            "plots/compare-calibration.svg",
             "plots/compare-differences.svg",
             "plots/distribution-category.svg",
             "plots/distribution-severity.svg",
