@@ -654,7 +654,10 @@ pub fn rqs_input<A, R>(plan: &Plan, view: &WalkView<'_, A, R>, scorers: &Experim
     for (i, run) in plan.runs.iter().enumerate() {
         let Some((_, findings)) = view.run(i).and_then(|o| o.success()) else { continue };
         let mut scoring = RunScoring {
-            votes: vec![FindingVotes { validity: vec![Vote::Absent; jury.len()], actionability: vec![Vote::Absent; jury.len()] }; findings.len()],
+            votes: vec![
+                FindingVotes { validity: vec![Vote::Absent; jury.len()], actionability: vec![Vote::Absent; jury.len()], ..Default::default() };
+                findings.len()
+            ],
             judge_cost: vec![StageCost::default(); jury.len()],
             ..Default::default()
         };
@@ -673,6 +676,9 @@ pub fn rqs_input<A, R>(plan: &Plan, view: &WalkView<'_, A, R>, scorers: &Experim
                         let Some(votes) = scoring.votes.get_mut(finding) else { continue };
                         samples.sort_by_key(|(sample, _)| *sample);
                         let samples: Vec<Vote> = samples.into_iter().map(|(_, v)| v).collect();
+                        let share = &mut votes.shares[usize::from(!validity)];
+                        share.0 += samples.iter().filter(|v| v.as_bool() == Some(true)).count() as u32;
+                        share.1 += samples.iter().filter(|v| v.as_bool().is_some()).count() as u32;
                         let slot = if validity { &mut votes.validity } else { &mut votes.actionability };
                         slot[j] = Vote::of_samples(&samples);
                         if samples.len() > 1 {

@@ -226,6 +226,9 @@ pub fn gate(a: &MetricSide, b: &MetricSide, cell_a: Option<&str>, cell_b: Option
         })
         .collect();
     let matching = match (options.matching, rows.iter().any(|r| r.comparison.matching.is_some())) {
+        (true, true) if compare::weighed_by_the_jury(options.metric) => {
+            "; decided with judging uncertainty: each rubric decision weighed by the jury's share of yes (the results' compare values)"
+        }
         (true, true) => "; decided with matching uncertainty: each oracle decision weighed by its probability (the results' compare values)",
         (true, false) => "; no matching uncertainty in these results (a compare analysis whose matching rule has a decision model writes it), so decided on the matcher's calls",
         (false, _) => "",

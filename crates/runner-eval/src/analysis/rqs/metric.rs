@@ -117,6 +117,20 @@ impl StageCost {
 pub struct FindingVotes {
     pub validity: Vec<Vote>,
     pub actionability: Vec<Vote>,
+    /// Per rubric (validity, then actionability): the answers over every judge and every
+    /// sample that said yes, and those answered in the schema. Their share weighs the finding
+    /// under judging uncertainty (`statistics::compare`).
+    #[serde(skip)]
+    pub shares: [(u32, u32); 2],
+}
+
+impl FindingVotes {
+    /// The share of yes among the answers on rubric `rubric` (0 validity, 1 actionability);
+    /// `None` when no answer was well-formed.
+    pub(crate) fn share(&self, rubric: usize) -> Option<f64> {
+        let (yes, answered) = self.shares.get(rubric).copied()?;
+        (answered > 0).then(|| f64::from(yes) / f64::from(answered))
+    }
 }
 
 /// What the scoring stages produced for one run.
@@ -331,6 +345,13 @@ pub(crate) struct RunParts<'i, 'a> {
     rqs: &'i RqsInput,
     oracle: Option<&'i crate::ground_truth::oracle::Oracle>,
     scored: std::collections::HashMap<(&'a str, u32, &'a str), crate::analysis::matching::matcher::CaseMatch>,
+}
+
+impl RunPart {
+    /// Found and expected severity weights against the oracle, where the subject is a case.
+    pub(crate) fn recall_weights(&self) -> Option<(f64, f64)> {
+        self.oracle.map(|(found, total, _, _)| (found, total))
+    }
 }
 
 impl<'i, 'a> RunParts<'i, 'a> {
@@ -933,7 +954,7 @@ mod tests {
         fx.add("model=smol-1", 1, "s1", vec![finding("a.rs", 1, "first"), finding("a.rs", 2, "second")]);
         fx.add("model=smol-1", 1, "s2", vec![finding("b.rs", 3, "third")]);
         let (y, n) = (Vote::Yes, Vote::No);
-        let votes = |v: [Vote; 2], a: [Vote; 2]| FindingVotes { validity: v.to_vec(), actionability: a.to_vec() };
+        let votes = |v: [Vote; 2], a: [Vote; 2]| FindingVotes { validity: v.to_vec(), actionability: a.to_vec(), ..Default::default() };
         let mut rqs = RqsInput {
             judges: vec![
                 JudgeInfo { name: "j1".into(), model: "m1".into(), family: "gemma".into(), samples: 1 },

@@ -477,11 +477,27 @@ fn grouped(n: usize) -> String {
     out
 }
 
+/// Whether a comparison of `metric` under uncertainty weighs the jury's rubric votes (RQS v2's
+/// jury metrics) rather than oracle matching decisions.
+pub fn weighed_by_the_jury(metric: CompareMetric) -> bool {
+    uncertain::jury_applies(metric)
+}
+
 /// The verdict line: `recall, B − A = +0.12 [0.03, 0.21], p = 0.01 (paired permutation, 16
 /// subjects, 10 000 resamples): better`.
 pub fn verdict_line(c: &Comparison, digits: usize) -> String {
+    let matching = match &c.matching {
+        Some(m) => {
+            let interval = m.interval.map(|i| format!(" [{}, {}]", unsigned_zero(i.low, digits), unsigned_zero(i.high, digits))).unwrap_or_default();
+            let difference = m.difference.map(|d| format!(" {}", signed(d, digits))).unwrap_or_default();
+            // The jury's metrics are weighed by its rubric votes, the oracle's by the matching.
+            let which = if uncertain::jury_applies(c.metric) { "judging" } else { "matching" };
+            format!("; with {which} uncertainty{difference}{interval}: {}", matching_words(m))
+        }
+        None => String::new(),
+    };
     let Some(difference) = c.difference else {
-        return format!("**{}**, `{}` vs `{}`{}: no subject has a value on both sides.", c.metric.as_str(), c.b_label, c.a_label, group_suffix(&c.group));
+        return format!("**{}**, `{}` vs `{}`{}: no subject has a value on both sides{matching}.", c.metric.as_str(), c.b_label, c.a_label, group_suffix(&c.group));
     };
     let interval = c.interval.map(|i| format!(" [{:.digits$}, {:.digits$}]", i.low, i.high)).unwrap_or_default();
     let test = match (c.test, c.p_holm) {
@@ -492,14 +508,6 @@ pub fn verdict_line(c: &Comparison, digits: usize) -> String {
             format!(", {p}{holm} (paired permutation, {} subjects, {how})", c.subjects)
         }
         _ => format!(" ({} subjects)", c.subjects),
-    };
-    let matching = match &c.matching {
-        Some(m) => {
-            let interval = m.interval.map(|i| format!(" [{}, {}]", unsigned_zero(i.low, digits), unsigned_zero(i.high, digits))).unwrap_or_default();
-            let difference = m.difference.map(|d| format!(" {}", signed(d, digits))).unwrap_or_default();
-            format!("; with matching uncertainty{difference}{interval}: {}", matching_words(m))
-        }
-        None => String::new(),
     };
     format!(
         "**{}**, `{}` − `{}`{} = {:+.digits$}{interval}{test}: **{}**{matching}.",
@@ -724,8 +732,6 @@ pub fn compute(spec: &AnalysisSpec, input: &AnalysisInput<'_>) -> AnalysisResult
     };
     let sources = Sources { counts: oracle_counts(&scored), rqs: rqs_parts, resolution: resolution.unwrap_or_default(), options: &options };
 
-    // How sure each matching decision is, where the rule's calibration says (and no person's
-    // decisions or judges' votes replaced the text's).
     // How sure each matching decision is: the rule's decision model, and where the judges
     // have the word, their vote shares (no person's decisions replacing the matcher's).
     let weighing = match Weighing::of(spec, input) {
@@ -744,6 +750,29 @@ pub fn compute(spec: &AnalysisSpec, input: &AnalysisInput<'_>) -> AnalysisResult
         _ => None,
     };
 
+    // The jury's rubric votes, where its judges can disagree (several judges, or one asked
+    // several times): each finding weighed by its share of yes.
+    let jury_judged = match input.rqs() {
+        Some(rqs) if options.metrics.iter().any(|m| uncertain::jury_applies(*m)) && (rqs.judges.len() > 1 || rqs.judges.iter().any(|j| j.samples > 1)) => Some(
+            input
+                .runs
+                .iter()
+                .filter_map(|run| {
+                    let scoring = rqs.runs.get(&crate::matrix::RunId::new(run.cell.id.clone(), run.repeat, run.subject.to_string()))?;
+                    Some((
+                        run_key(run),
+                        uncertain::RunJudged {
+                            validity: scoring.votes.iter().filter_map(|v| v.share(0)).collect(),
+                            actionable: scoring.votes.iter().filter_map(|v| v.share(1)).collect(),
+                            recall: sources.rqs.get(&run_key(run)).and_then(RunPart::recall_weights),
+                        },
+                    ))
+                })
+                .collect::<BTreeMap<_, _>>(),
+        ),
+        _ => None,
+    };
+
     let mut cells = Vec::new();
     let mut uncertain_cells: Vec<BTreeMap<CompareMetric, uncertain::CellUncertain>> = Vec::new();
     let mut by_id: BTreeMap<&str, usize> = BTreeMap::new();
@@ -752,11 +781,17 @@ pub fn compute(spec: &AnalysisSpec, input: &AnalysisInput<'_>) -> AnalysisResult
         by_id.insert(cell.id.as_str(), cells.len());
         let mut metrics = cell_metrics(cell, &runs, &sources);
         let mut weighed = BTreeMap::new();
+        let keys: BTreeMap<&str, Vec<(String, u32, String)>> = runs.by_subject.iter().map(|(s, rs)| (*s, rs.iter().map(|r| run_key(r)).collect())).collect();
         if let Some((decisions, _)) = &decisions {
-            let keys: BTreeMap<&str, Vec<(String, u32, String)>> =
-                runs.by_subject.iter().map(|(s, rs)| (*s, rs.iter().map(|r| run_key(r)).collect())).collect();
             for &metric in options.metrics.iter().filter(|m| uncertain::applies(**m)) {
                 let u = uncertain::cell_uncertain(metric, &keys, decisions);
+                metrics.matching.insert(metric.as_str().to_string(), u.values.clone());
+                weighed.insert(metric, u);
+            }
+        }
+        if let Some(judged) = &jury_judged {
+            for &metric in options.metrics.iter().filter(|m| uncertain::jury_applies(**m)) {
+                let u = uncertain::jury_cell_uncertain(metric, &keys, judged);
                 metrics.matching.insert(metric.as_str().to_string(), u.values.clone());
                 weighed.insert(metric, u);
             }
@@ -798,7 +833,7 @@ pub fn compute(spec: &AnalysisSpec, input: &AnalysisInput<'_>) -> AnalysisResult
         }
     }
     correct_and_conclude(&mut comparisons, options.alpha, options.min_effect);
-    if decisions.is_some() {
+    if decisions.is_some() || jury_judged.is_some() {
         weigh_matching(&mut comparisons, &compared_cells, &uncertain_cells, &options);
     }
 
@@ -872,10 +907,15 @@ pub fn compute(spec: &AnalysisSpec, input: &AnalysisInput<'_>) -> AnalysisResult
     };
     if let Some(summary) = &data.matching {
         result.notes.push(matching_note(summary, &data.comparisons));
+    }
+    if let Some(judged) = &jury_judged {
+        result.notes.push(jury_note(judged, &data.comparisons));
+    }
+    if data.comparisons.iter().any(|c| c.matching.is_some()) {
         result.tables.push(matching_table(&data.comparisons));
-        if summary.brier.is_some() {
-            result.tables.push(calibration_table(summary));
-        }
+    }
+    if let Some(summary) = data.matching.as_ref().filter(|s| s.brier.is_some()) {
+        result.tables.push(calibration_table(summary));
     }
     result.data = serde_json::to_value(&data).unwrap_or(serde_json::Value::Null).into();
     result
@@ -1035,6 +1075,22 @@ fn judging_note(summary: &MatchingSummary, holding: usize, weighed: usize) -> St
     )
 }
 
+/// The note on RQS v2's jury metrics weighed by the jury's shares of yes.
+fn jury_note(judged: &BTreeMap<(String, u32, String), uncertain::RunJudged>, comparisons: &[Comparison]) -> String {
+    let shares: Vec<f64> = judged.values().flat_map(|r| r.validity.iter().chain(&r.actionable)).copied().collect();
+    let borderline = shares.iter().filter(|p| (uncertain::BORDERLINE..=1.0 - uncertain::BORDERLINE).contains(*p)).count();
+    let weighed: Vec<&UnderMatching> = comparisons.iter().filter(|c| uncertain::jury_applies(c.metric)).filter_map(|c| c.matching.as_ref()).collect();
+    format!(
+        "With judging uncertainty on the jury's metrics (jury-precision, actionability and rqs-headline): each finding's validity and actionability weigh by the share of the jury's answers that said yes — every judge, and each sample of a judge asked several times — instead of the majority's verdict (a tie counts half, not nothing); a subject's jury precision and actionability are then its findings' mean shares, the headline their harmonic mean with severity-weighted recall, and those values are compared as above, so the judges' disagreement, with each other and with themselves, is in the interval. {} rubric decision{}, {borderline} of them borderline (share {:.1}–{:.1}); {} of {} verdicts hold.",
+        shares.len(),
+        if shares.len() == 1 { "" } else { "s" },
+        uncertain::BORDERLINE,
+        1.0 - uncertain::BORDERLINE,
+        weighed.iter().filter(|m| m.holds).count(),
+        weighed.len()
+    )
+}
+
 /// What a verdict comes to with matching uncertainty, in words: `holds (3 of 12 borderline
 /// decisions would overturn it)`.
 fn matching_words(m: &UnderMatching) -> String {
@@ -1052,8 +1108,14 @@ fn matching_words(m: &UnderMatching) -> String {
 }
 
 fn matching_table(comparisons: &[Comparison]) -> Table {
+    let weighed = || comparisons.iter().filter(|c| c.matching.is_some());
+    let title = match (weighed().any(|c| !uncertain::jury_applies(c.metric)), weighed().any(|c| uncertain::jury_applies(c.metric))) {
+        (true, true) => "With matching and judging uncertainty (each decision weighed by its probability; a rubric decision by the jury's share of yes)",
+        (false, true) => "With judging uncertainty (each rubric decision weighed by the jury's share of yes)",
+        _ => "With matching uncertainty (each decision weighed by its probability)",
+    };
     let mut t = Table::new(
-        "With matching uncertainty (each decision weighed by its probability)",
+        title,
         &["Metric", "Other axes", "A", "B", "B − A", "Interval", "p (Holm)", "Verdict", "The shown verdict", "Decisions (borderline)", "Overturned by"],
     );
     for c in comparisons {

@@ -56,7 +56,7 @@ fn h5_compares_each_judge_with_the_h1_labels_by_hand() {
     let key = key(&[("S001", "m=a", &f1.id), ("S002", "m=a", &f2.id), ("S003", "m=b", &f3.id), ("S004", "m=b", "not-reported")]);
     let dir = tempfile::tempdir().expect("tempdir");
     let options = write_study(dir.path(), &key, &[("S001", "actionable"), ("S002", "false_positive"), ("S003", "wrong_suggestion"), ("S004", "actionable")]);
-    let fv = |v: [Vote; 2], a: [Vote; 2]| FindingVotes { validity: v.to_vec(), actionability: a.to_vec() };
+    let fv = |v: [Vote; 2], a: [Vote; 2]| FindingVotes { validity: v.to_vec(), actionability: a.to_vec(), ..Default::default() };
     let judge = |name: &str| JudgeInfo { name: name.into(), model: name.into(), family: name.into(), samples: 1 };
     let rqs = RqsInput {
         judges: vec![judge("j1"), judge("j2")],

@@ -513,3 +513,44 @@ fn the_judges_vote_shares_weigh_what_they_decided() {
     assert!(!result.tables.iter().any(|t| t.title.starts_with("How sure the decisions are")), "no decision model, no calibration table");
     assert!(calibration_chart(summary).is_none(), "and no calibration chart");
 }
+
+/// The jury's metrics under judging uncertainty: two judges agree on A's findings and split on
+/// B's. The majorities leave B's findings undecided (a tie counts in neither numerator nor
+/// denominator), so B has no jury precision; weighed by the jury's share of yes, each of B's
+/// findings counts half, and the six subjects' drop of 0.5 is a verdict of its own, every one
+/// of B's decisions borderline.
+#[test]
+fn the_jurys_split_votes_weigh_half_under_judging_uncertainty() {
+    use crate::analysis::rqs::metric::{FindingVotes, JudgeInfo, RqsInput, RunScoring, Vote};
+    let subjects: Vec<String> = (1..=6).map(|i| format!("c{i}")).collect();
+    let mut fx = Fixture::new(&[("m", vec![s("a"), s("b")])], 1);
+    let mut rqs = RqsInput {
+        judges: ["x", "y"].iter().map(|n| JudgeInfo { name: n.to_string(), model: n.to_string(), family: n.to_string(), samples: 1 }).collect(),
+        ..Default::default()
+    };
+    for sub in &subjects {
+        for (cell, votes, shares) in [("m=a", [Vote::Yes, Vote::Yes], (2, 2)), ("m=b", [Vote::Yes, Vote::No], (1, 2))] {
+            fx.add(cell, 1, sub, vec![finding("a.py", 10, "the loop skips the last page")]);
+            let finding_votes = FindingVotes { validity: votes.to_vec(), actionability: votes.to_vec(), shares: [shares, shares] };
+            rqs.runs.insert(crate::matrix::RunId::new(cell.to_string(), 1, sub.clone()), RunScoring { votes: vec![finding_votes], ..Default::default() });
+        }
+    }
+    let mut input = fx.input();
+    input.extras = crate::analysis::model::Extras::default().with(Some(&rqs));
+    let result = compute(&compare_spec("m", &[CompareMetric::JuryPrecision], 1000), &input);
+    let data = data_of(&result);
+    let c = &data.comparisons[0];
+    assert_eq!((c.subjects, c.conclusion), (0, Conclusion::Untestable), "the majority decides none of B's findings: {c:?}");
+    assert_eq!(data.cells[0].metrics["jury-precision"].subjects.len(), 6);
+    assert!(data.cells[1].metrics["jury-precision"].subjects.is_empty());
+    assert_eq!(data.cells[1].matching["jury-precision"].subjects.values().copied().collect::<Vec<_>>(), vec![0.5; 6]);
+    let m = c.matching.as_ref().expect("weighed by the jury's shares");
+    assert_eq!(m.difference, Some(-0.5));
+    assert_eq!(m.conclusion, Conclusion::Worse, "six subjects, all lower: exact p = 2/64");
+    assert!(!m.holds, "the shown verdict calls nothing; weighed, B is worse");
+    assert_eq!((m.decisions, m.borderline), (Some(12), Some(6)));
+    assert!(result.headline[0].contains("; with judging uncertainty -0.500"), "{}", result.headline[0]);
+    assert!(result.tables.iter().any(|t| t.title.starts_with("With judging uncertainty (each rubric decision")), "{:?}", result.tables.iter().map(|t| &t.title).collect::<Vec<_>>());
+    assert!(result.notes.iter().any(|n| n.contains("24 rubric decisions, 12 of them borderline")), "{:?}", result.notes);
+    assert!(data.matching.is_none(), "no oracle decision was weighed");
+}

@@ -175,6 +175,101 @@ pub(crate) fn cell_uncertain(
     out
 }
 
+/// The RQS v2 metrics the jury's rubric votes decide.
+pub(crate) fn jury_applies(metric: CompareMetric) -> bool {
+    matches!(metric, CompareMetric::RqsHeadline | CompareMetric::JuryPrecision | CompareMetric::Actionability)
+}
+
+/// One run's rubric votes under judging uncertainty: each finding's share of yes over every
+/// judge and sample, per rubric (findings nobody answered left out), and the run's
+/// severity-weighted recall parts (found, expected), which the rubrics do not decide.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct RunJudged {
+    pub validity: Vec<f64>,
+    pub actionable: Vec<f64>,
+    pub recall: Option<(f64, f64)>,
+}
+
+/// A subject's pooled rubric shares: jury precision and actionability as expected rates (the
+/// mean share), and the headline as their harmonic mean with severity-weighted recall.
+#[derive(Debug, Clone, Copy, Default)]
+struct JuryExpected {
+    /// Per rubric (validity, actionability): the shares' sum and count.
+    sums: [(f64, usize); 2],
+    recall: Option<(f64, f64)>,
+}
+
+impl JuryExpected {
+    fn metric(&self, metric: CompareMetric) -> Option<f64> {
+        let rate = |(sum, n): (f64, usize)| (n > 0).then(|| sum / n as f64);
+        let (precision, actionability) = (rate(self.sums[0]), rate(self.sums[1]));
+        match metric {
+            CompareMetric::JuryPrecision => precision,
+            CompareMetric::Actionability => actionability,
+            CompareMetric::RqsHeadline => {
+                let recall = self.recall.and_then(|(found, total)| (total > 0.0).then(|| found / total));
+                crate::analysis::rqs::metric::harmonic_mean(&[recall, precision, actionability])
+            }
+            _ => None,
+        }
+    }
+
+    /// The rubrics `metric` reads: validity 0, actionability 1.
+    fn rubrics(metric: CompareMetric) -> &'static [usize] {
+        match metric {
+            CompareMetric::JuryPrecision => &[0],
+            CompareMetric::Actionability => &[1],
+            _ => &[0, 1],
+        }
+    }
+}
+
+/// A cell's subjects under judging uncertainty for an RQS v2 metric the jury decides: each
+/// subject's expected value with every finding's rubric verdict weighed by its share of yes,
+/// and its borderline shares' levers (the value with one settled yes, or no).
+pub(crate) fn jury_cell_uncertain(
+    metric: CompareMetric,
+    runs: &BTreeMap<&str, Vec<(String, u32, String)>>,
+    judged: &BTreeMap<(String, u32, String), RunJudged>,
+) -> CellUncertain {
+    let mut out = CellUncertain::default();
+    for (subject, keys) in runs {
+        let mut pooled = JuryExpected::default();
+        let mut shares: Vec<(usize, f64)> = Vec::new();
+        let mut any = false;
+        for key in keys {
+            let Some(run) = judged.get(key) else { continue };
+            any = true;
+            for (rubric, list) in [(0, &run.validity), (1, &run.actionable)] {
+                pooled.sums[rubric].0 += list.iter().sum::<f64>();
+                pooled.sums[rubric].1 += list.len();
+                if JuryExpected::rubrics(metric).contains(&rubric) {
+                    shares.extend(list.iter().map(|p| (rubric, *p)));
+                }
+            }
+            if let Some((found, total)) = run.recall {
+                let (f, t) = pooled.recall.get_or_insert((0.0, 0.0));
+                *f += found;
+                *t += total;
+            }
+        }
+        let Some(value) = any.then(|| pooled.metric(metric)).flatten() else { continue };
+        out.values.subjects.insert(subject.to_string(), value);
+        out.decided.insert(subject.to_string(), shares.len());
+        let mut levers = Vec::new();
+        for (rubric, p) in shares.into_iter().filter(|(_, p)| (BORDERLINE..=1.0 - BORDERLINE).contains(p)) {
+            let moved = |to: f64| {
+                let mut e = pooled;
+                e.sums[rubric].0 += to - p;
+                e.metric(metric).map(|x| x - value).unwrap_or(0.0)
+            };
+            levers.push(Lever { to_found: moved(1.0), to_missed: moved(0.0) });
+        }
+        out.levers.insert(subject.to_string(), levers);
+    }
+    out
+}
+
 /// What the comparison says under matching uncertainty.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct UnderMatching {
