@@ -8,7 +8,8 @@
 //! built from the finding and the subject's diff only when the call runs.
 
 use crate::analysis::matching::judgements::{recorded_decisions, JudgementFile, RecordedDecision};
-use crate::analysis::matching::matcher::{judge_pairs, MatchVotes};
+use crate::analysis::matching::matcher::MatchVotes;
+use crate::analysis::matching::probability::pairs_to_judge;
 use crate::analysis::rqs::metric::{EmbedderInfo, FindingVotes, JudgeInfo, RqsInput, RunScoring, SampledVotes, StageCost, SubjectReferences, Vote};
 use crate::analysis::spec::OracleRule;
 use crate::cache::Store;
@@ -348,7 +349,7 @@ impl Scorers for ExperimentScorers {
                 };
                 let fingerprints: Vec<Value> = (0..j.spec().samples).map(|sample| j.same_issue_fingerprint_sample(sample)).collect();
                 let mut calls = Vec::new();
-                for (description, report) in judge_pairs(findings, &expected, &ask.rule, ask.every_pair) {
+                for (description, report) in pairs_to_judge(findings, &expected, &ask.rule, ask.every_pair) {
                     // Blind: the two texts in an order that does not say which is which.
                     let (first, second) = same_issue_order(&description, &report);
                     for (sample, fingerprint) in (0..).zip(&fingerprints) {

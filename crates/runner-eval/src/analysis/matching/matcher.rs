@@ -514,13 +514,14 @@ fn match_case_full(
     votes: Option<&MatchVotes>,
 ) -> CaseMatch {
     let mut candidates: Vec<(Verdict, f64, u32, usize, usize, f64)> = Vec::new();
-    // With `judge-pairs = "borderline"`, the judges settle the borderline pairs either way.
-    let borderline = if votes.is_some() && rule.judge_borderline { borderline_pairs(reported, expected, rule) } else { Vec::new() };
     for (oi, o) in expected.iter().enumerate() {
         for (ri, r) in reported.iter().enumerate() {
             let c = cosine(oi, ri);
             let (mut verdict, similarity, gap) = grade_with(r, o, rule, c);
-            if let Some(votes) = votes.filter(|_| rule.judge_borderline && borderline.contains(&(oi, ri))) {
+            // With `judge-pairs = "borderline"` the judges were asked about the borderline
+            // decisions only (`probability::pairs_to_judge`); where they answered about a pair at
+            // the place, their majority settles it either way.
+            if let Some(votes) = votes.filter(|_| rule.judge_borderline && gap <= rule.line_tolerance) {
                 match votes.decision(&o.description, &report_text(r)) {
                     Some(JudgedSame::Yes) => verdict = Verdict::Found,
                     Some(JudgedSame::No | JudgedSame::Tie) if verdict == Verdict::Found => verdict = Verdict::Partial,
@@ -559,37 +560,14 @@ pub(crate) fn judge_candidate(similarity: f64, gap: u32, rule: &OracleRule) -> b
     rule.evidence == Evidence::Judge && gap <= rule.line_tolerance && !text_evidence(similarity, None, rule) && similarity >= rule.judge_floor()
 }
 
-/// With `judge-pairs = "borderline"`: each oracle finding's one-to-one pair (oracle, report
-/// index) whose probability under the rule's decision model is borderline; none without a
-/// decision model.
-pub(crate) fn borderline_pairs(reported: &[Finding], expected: &[&OracleFinding], rule: &OracleRule) -> Vec<(usize, usize)> {
-    let Some(model) = rule.calibrated.and_then(|c| c.decisions) else { return Vec::new() };
-    let band = crate::analysis::matching::rule::BORDERLINE..=1.0 - crate::analysis::matching::rule::BORDERLINE;
-    crate::analysis::matching::probability::case_assignment(reported, expected, rule)
-        .into_iter()
-        .enumerate()
-        .filter_map(|(oi, (features, report))| report.filter(|_| features.located && band.contains(&model.probability(&features))).map(|ri| (oi, ri)))
-        .collect()
-}
-
 /// The pairs of one run's reports and a case's oracle findings that the judges are asked
 /// about, as (oracle description, report text), in oracle then report order, each once:
-/// those `rule` leaves to them (the pairs the words leave open, or with `judge-pairs =
-/// "borderline"` the borderline decisions), or with `every` (a `jury` analysis, which
-/// measures the judges themselves) every pair at the same place (change level: every pair).
+/// those `rule` leaves to them (the pairs the words leave open), or with `every` (a `jury`
+/// analysis, which measures the judges themselves) every pair at the same place (change
+/// level: every pair). With `judge-pairs = "borderline"` the calibration's decision model says
+/// which: `probability::pairs_to_judge`.
 pub fn judge_pairs(reported: &[Finding], expected: &[&OracleFinding], rule: &OracleRule, every: bool) -> Vec<(String, String)> {
     let mut pairs: Vec<(String, String)> = Vec::new();
-    if rule.judge_borderline && rule.evidence == Evidence::Judge && !every {
-        let mut asked = borderline_pairs(reported, expected, rule);
-        asked.sort_unstable();
-        for (oi, ri) in asked {
-            let pair = (expected[oi].description.clone(), report_text(&reported[ri]));
-            if !pairs.contains(&pair) {
-                pairs.push(pair);
-            }
-        }
-        return pairs;
-    }
     for o in expected {
         for r in reported {
             let (verdict, similarity, gap) = grade(r, o, rule);
@@ -1095,13 +1073,14 @@ pub(crate) mod tests {
         for (r, verdict, borderline) in expected {
             assert_eq!(grade(r, &o, &rule).0, verdict, "{}", r.message);
             assert_eq!((0.2..=0.8).contains(&probability(r)), borderline, "{}: p = {}", r.message, probability(r));
-            let asked = judge_pairs(std::slice::from_ref(r), &[&o], &rule, false);
+            let asked = crate::analysis::matching::probability::pairs_to_judge(std::slice::from_ref(r), &[&o], &rule, false);
             assert_eq!(asked.len(), usize::from(borderline), "only the borderline decision is asked: {}", r.message);
         }
         // The pairs the words leave open, by contrast: the partial one only.
         let open = OracleRule { judge_borderline: false, ..rule };
-        assert_eq!(judge_pairs(std::slice::from_ref(&unsure_partial), &[&o], &open, false).len(), 1);
-        assert!(judge_pairs(std::slice::from_ref(&unsure_find), &[&o], &open, false).is_empty());
+        let to_judge = |r: &Finding, rule: &OracleRule| crate::analysis::matching::probability::pairs_to_judge(std::slice::from_ref(r), &[&o], rule, false);
+        assert_eq!(to_judge(&unsure_partial, &open).len(), 1);
+        assert!(to_judge(&unsure_find, &open).is_empty());
         let votes = |r: &Finding, yes: bool| MatchVotes {
             judges: vec!["a".into(), "b".into()],
             pairs: [((F1_DESC.to_string(), report_text(r)), vec![Some(yes), Some(yes)])].into(),
@@ -1112,8 +1091,8 @@ pub(crate) mod tests {
         assert_eq!(judged(&unsure_find, true), Verdict::Found);
         assert_eq!(judged(&unsure_partial, true), Verdict::Found, "the judges' yes makes a find");
         assert_eq!(judged(&unsure_partial, false), Verdict::Partial);
-        // A sure decision stays the words', whatever a stray vote says.
-        assert_eq!(judged(&sure_find, false), Verdict::Found);
+        // Without an answer about a pair (a sure one is not asked), the words decide.
+        assert_eq!(match_case_judged(std::slice::from_ref(&sure_find), &[&o], &rule, Some(&MatchVotes::default())).verdicts[0].verdict, Verdict::Found);
         assert!(rule.describe_text_evidence().contains("except where the decision is borderline (probability 0.2–0.8"), "{}", rule.describe_text_evidence());
     }
 }

@@ -14,7 +14,7 @@
 //! the best report still free at its place. Same files, same bytes.
 
 use crate::analysis::matching::judgements::JudgementFile;
-use crate::analysis::matching::matcher::{grade, report_text, MatchVotes, ScoredRun, Verdict};
+use crate::analysis::matching::matcher::{grade, judge_pairs, report_text, MatchVotes, ScoredRun, Verdict};
 use crate::analysis::matching::rule::Evidence;
 use crate::analysis::matching::rule::{logistic, CurveBin, DecisionFeatures, DecisionModel, SimilarityMeasure, CURVE_BINS, DECISION_TERMS};
 use crate::analysis::matching::rule::{FoldBy, OracleRule};
@@ -165,6 +165,28 @@ impl<'a> Weighing<'a> {
             .collect();
         (probabilities, judged)
     }
+}
+
+/// The pairs of one run's reports and a case's oracle findings the judges are asked about,
+/// as (oracle description, report text), each once: with `judge-pairs = "borderline"` (and
+/// not `every`), each oracle finding's one-to-one pair whose probability under the rule's
+/// decision model is borderline, in oracle order; otherwise [`judge_pairs`]'s.
+pub fn pairs_to_judge(reported: &[Finding], expected: &[&OracleFinding], rule: &OracleRule, every: bool) -> Vec<(String, String)> {
+    let model = rule.calibrated.and_then(|c| c.decisions);
+    let Some(model) = model.filter(|_| rule.judge_borderline && rule.evidence == Evidence::Judge && !every) else {
+        return judge_pairs(reported, expected, rule, every);
+    };
+    let band = crate::analysis::matching::rule::BORDERLINE..=1.0 - crate::analysis::matching::rule::BORDERLINE;
+    let mut pairs: Vec<(String, String)> = Vec::new();
+    for (oi, (features, report)) in case_assignment(reported, expected, rule).into_iter().enumerate() {
+        let Some(ri) = report.filter(|_| features.located && band.contains(&model.probability(&features))) else { continue };
+        let (Some(o), Some(r)) = (expected.get(oi), reported.get(ri)) else { continue };
+        let pair = (o.description.clone(), report_text(r));
+        if !pairs.contains(&pair) {
+            pairs.push(pair);
+        }
+    }
+    pairs
 }
 
 /// The features of every golden comment of a judgements record (change level: every pair is
