@@ -531,9 +531,6 @@ pub fn match_votes<A, R>(plan: &Plan, view: &WalkView<'_, A, R>, scorers: &Exper
     let names: Vec<String> = scorers.judges.iter().map(|j| j.spec().name.clone()).collect();
     let replayed = scorers.judges.iter().map(|j| matches!(j, Juror::Replay(_))).collect();
     let mut votes = MatchVotes { judges: names.clone(), replayed, ..Default::default() };
-    // Each judge's answers per pair, every sample: a pair several runs share reads the same
-    // cached answers, so it is counted once per judge.
-    let mut answers: Vec<BTreeMap<(String, String), (u32, u32)>> = vec![BTreeMap::new(); names.len()];
     for i in 0..plan.runs.len() {
         for (j, name) in names.iter().enumerate() {
             match view.scored(&stages::matching(i, j)) {
@@ -557,10 +554,9 @@ pub fn match_votes<A, R>(plan: &Plan, view: &WalkView<'_, A, R>, scorers: &Exper
                     for (pair, mut samples) in sampled {
                         samples.sort_by_key(|(sample, _)| *sample);
                         let samples: Vec<Vote> = samples.into_iter().map(|(_, vote)| vote).collect();
+                        // A pair several runs share reads the same cached answers: kept once per judge.
                         let by_sample = votes.sampled.entry(pair.clone()).or_insert_with(|| vec![Vec::new(); names.len()]);
                         by_sample[j] = samples.iter().map(|v| v.as_bool()).collect();
-                        let decided: Vec<bool> = samples.iter().filter_map(|v| v.as_bool()).collect();
-                        answers[j].insert(pair.clone(), (decided.iter().filter(|yes| **yes).count() as u32, decided.len() as u32));
                         let slot = votes.pairs.entry(pair).or_insert_with(|| vec![None; names.len()]);
                         slot[j] = Vote::of_samples(&samples).as_bool();
                     }
@@ -572,11 +568,6 @@ pub fn match_votes<A, R>(plan: &Plan, view: &WalkView<'_, A, R>, scorers: &Exper
                 ScoredView::Failed(_) | ScoredView::Absent => {}
             }
         }
-    }
-    for (pair, (yes, answered)) in answers.into_iter().flatten() {
-        let share = votes.shares.entry(pair).or_default();
-        share.0 += yes;
-        share.1 += answered;
     }
     Some(votes)
 }

@@ -604,13 +604,9 @@ pub struct MatchVotes {
     /// Each asked pair's votes, one per judge: `Some(true)` the same issue, `Some(false)` not,
     /// `None` no well-formed answer (or none yet).
     pub pairs: BTreeMap<(String, String), Vec<Option<bool>>>,
-    /// Each asked pair's answers over every judge and every sample: how many said the same
-    /// issue, of how many answered well-formed. The share weighs the decision under judging
-    /// uncertainty (`statistics::compare`), so judges that disagree, or a judge that answers
-    /// differently when asked again, widen the verdicts' intervals.
-    pub shares: BTreeMap<(String, String), (u32, u32)>,
-    /// Each asked pair's answers per judge, in sample order (`None`: no well-formed answer),
-    /// so a verdict can be drawn on each sample alone ([`MatchVotes::for_sample`]).
+    /// Each asked pair's answers per judge, in sample order (`None`: no well-formed answer):
+    /// their share of yes weighs the decision under judging uncertainty ([`MatchVotes::share`]),
+    /// and a verdict can be drawn on each sample alone ([`MatchVotes::for_sample`]).
     pub sampled: BTreeMap<(String, String), Vec<Vec<Option<bool>>>>,
     /// Why some answers are missing (a judge's node that failed).
     pub problems: Vec<String>,
@@ -634,8 +630,8 @@ impl MatchVotes {
     /// The share of the answers about a pair, over every judge and sample, that called it the
     /// same issue; `None` when it was not asked or nobody answered.
     pub(crate) fn share(&self, description: &str, report: &str) -> Option<f64> {
-        let &(yes, answered) = self.shares.get(&(description.to_string(), report.to_string()))?;
-        (answered > 0).then(|| f64::from(yes) / f64::from(answered))
+        let answers: Vec<bool> = self.sampled.get(&(description.to_string(), report.to_string()))?.iter().flatten().filter_map(|a| *a).collect();
+        (!answers.is_empty()).then(|| answers.iter().filter(|yes| **yes).count() as f64 / answers.len() as f64)
     }
 
     /// The most samples any judge was asked per pair (1 when none was asked more than once).
@@ -657,7 +653,7 @@ impl MatchVotes {
                 (pair.clone(), votes)
             })
             .collect();
-        MatchVotes { pairs, shares: BTreeMap::new(), sampled: BTreeMap::new(), ..self.clone() }
+        MatchVotes { pairs, sampled: BTreeMap::new(), ..self.clone() }
     }
 
     /// Asked pairs, and how many of them were ties.

@@ -489,8 +489,12 @@ fn the_judges_vote_shares_weigh_what_they_decided() {
     let votes = MatchVotes {
         judges: vec!["x".into(), "y".into(), "z".into()],
         pairs: [(pair(text_a), vec![Some(true), Some(false), Some(false)]), (pair(text_b), vec![Some(true), Some(true), Some(false)])].into(),
-        // Judge x asked three times: 2 of 3 samples yes on A's pair and all on B's.
-        shares: [(pair(text_a), (3, 9)), (pair(text_b), (6, 9))].into(),
+        // Each judge asked three times: 3 of the 9 answers yes on A's pair, 6 on B's.
+        sampled: [
+            (pair(text_a), vec![vec![Some(true), Some(true), Some(false)], vec![Some(false); 3], vec![Some(false), Some(false), Some(true)]]),
+            (pair(text_b), vec![vec![Some(true); 3], vec![Some(true), Some(true), Some(false)], vec![Some(false), Some(false), Some(true)]]),
+        ]
+        .into(),
         ..MatchVotes::default()
     };
     let oracle = oracle(&SUBJECTS);
