@@ -20,6 +20,15 @@ use std::process::ExitCode;
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 fn main() -> ExitCode {
+    // No transparent huge pages for this process (its children inherit the setting): where
+    // the kernel gives them to every anonymous mapping, each thread's first allocations fault
+    // in whole 2 MiB pages that the kernel zeroes, a quarter to a third of a short execution's
+    // CPU time (docs/benchmarks.md). A kernel without the option refuses it; nothing changes.
+    // SAFETY: a process-wide flag, set before any thread starts; no memory is passed.
+    #[cfg(target_os = "linux")]
+    unsafe {
+        libc::prctl(libc::PR_SET_THP_DISABLE, 1, 0, 0, 0);
+    }
     // Behave like a Unix filter: `runner plan … | head` ends quietly instead of panicking.
     // SAFETY: restoring the default disposition of SIGPIPE before any thread starts.
     unsafe {

@@ -332,7 +332,14 @@ struct TableView<'a> {
     title: &'a str,
     columns: &'a [String],
     align: Vec<&'static str>,
-    rows: &'a [Vec<TableCell>],
+    /// The rows as cells (`{{show this}}` renders one), for a template of the user's own; the
+    /// built-in template reads `markdown_rows`, so its view leaves them out.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    rows: Option<&'a [Vec<TableCell>]>,
+    /// The same rows as the lines of a Markdown table, each cell shown and escaped as
+    /// `{{show this}}` shows it, without the last line's break: written out directly, a table
+    /// of thousands of cells costs no template evaluation per cell.
+    markdown_rows: String,
     row_count: usize,
     collapsed: bool,
     omitted: usize,
@@ -345,14 +352,16 @@ fn capped<T>(items: &[T]) -> (&[T], usize) {
 }
 
 impl<'a> TableView<'a> {
-    fn new(table: &'a Table) -> Self {
+    /// The view of `table`; with `cells`, its rows as cells too.
+    fn new(table: &'a Table, cells: bool) -> Self {
         // A folded table holds as cells at least the rows shown.
         let (rows, _) = capped(&table.rows);
         Self {
             title: &table.title,
             columns: &table.columns,
             align: Table::align_rows(table.columns.len(), rows),
-            rows,
+            rows: cells.then_some(rows),
+            markdown_rows: markdown_rows(rows),
             row_count: table.row_count(),
             collapsed: table.collapsed(),
             omitted: table.row_count() - rows.len(),
@@ -360,7 +369,32 @@ impl<'a> TableView<'a> {
     }
 }
 
-fn context(results: &Results, charts: &[super::plots::ChartFile]) -> Result<Context, RenderError> {
+/// `rows` as Markdown table lines: `|`, then ` cell |` for each cell, shown as `{{show}}` shows
+/// it and escaped as every template value is; the lines joined by line breaks.
+fn markdown_rows(rows: &[Vec<TableCell>]) -> String {
+    let mut out = String::new();
+    for (i, row) in rows.iter().enumerate() {
+        if i > 0 {
+            out.push('\n');
+        }
+        out.push('|');
+        for cell in row {
+            out.push(' ');
+            let shown = cell.render();
+            if shown.contains(['|', '\n']) {
+                out.push_str(&escape_markdown_cell(&shown));
+            } else {
+                out.push_str(&shown);
+            }
+            out.push_str(" |");
+        }
+    }
+    out
+}
+
+/// The context a report template renders against; with `row_cells`, each table's rows are in it
+/// as cells too (a template of the user's own may read them; the built-in one does not).
+fn context(results: &Results, charts: &[super::plots::ChartFile], row_cells: bool) -> Result<Context, RenderError> {
     let links = super::plots::links_of(results, charts);
     let (cells, cells_omitted) = capped(&results.cells);
     let (runs, runs_omitted) = capped(&results.runs);
@@ -415,7 +449,7 @@ fn context(results: &Results, charts: &[super::plots::ChartFile]) -> Result<Cont
                 title: &a.title,
                 description: &a.description,
                 rule: &a.rule,
-                tables: a.tables.iter().map(TableView::new).collect(),
+                tables: a.tables.iter().map(|t| TableView::new(t, row_cells)).collect(),
                 notes: &a.notes,
                 headline: &a.headline,
                 plots,
@@ -434,14 +468,15 @@ pub fn render_markdown(results: &Results, template: &str, template_name: &str) -
 /// [`render_markdown`] with the results' charts already computed.
 fn render_markdown_with(results: &Results, charts: &[super::plots::ChartFile], template: &str, template_name: &str) -> Result<String, RenderError> {
     let fail = |e: String| RenderError::Render { template: template_name.to_string(), message: e };
+    let cells = template != DEFAULT_TEMPLATE;
     match compiled(template) {
         Some(compiled) => {
             let mut hb = engine();
             hb.register_template(template_name, compiled);
-            hb.render_with_context(template_name, &context(results, charts)?).map_err(|e| fail(e.to_string()))
+            hb.render_with_context(template_name, &context(results, charts, cells)?).map_err(|e| fail(e.to_string()))
         }
         // Compiled again here for its error, worded as it always was.
-        None => engine().render_template_with_context(template, &context(results, charts)?).map_err(|e| fail(e.to_string())),
+        None => engine().render_template_with_context(template, &context(results, charts, cells)?).map_err(|e| fail(e.to_string())),
     }
 }
 
@@ -491,7 +526,8 @@ pub fn check_template(results: &Results, template_override: Option<&Path>) -> Re
     let mut hb = engine();
     let fail = |message: String| RenderError::Render { template: name.clone(), message };
     hb.register_template_string(&name, &template).map_err(|e| fail(e.to_string()))?;
-    hb.render_with_context(&name, &context(results, &super::plots::charts(results))?).map(|_| ()).map_err(|e| fail(e.to_string()))
+    let cells = template != DEFAULT_TEMPLATE;
+    hb.render_with_context(&name, &context(results, &super::plots::charts(results), cells)?).map(|_| ()).map_err(|e| fail(e.to_string()))
 }
 
 /// The report files a render wrote: every file of the report (`files`), and those whose bytes

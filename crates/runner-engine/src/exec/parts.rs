@@ -62,8 +62,10 @@ impl Nodes {
 /// reviews and the scoring calls.
 pub(super) struct Resources<'r> {
     pub global: Arc<Semaphore>,
-    /// Materializations at once: one per core. They are CPU-bound git processes; started all
-    /// together they finish all together, and the first review waits for the last of them.
+    /// Materializations at once: one per core but one, at most `--jobs`. They are CPU-bound git
+    /// processes; started all together they finish all together, and the first review waits
+    /// for the last of them. They take no `--jobs` place, so the subjects after the first are
+    /// built while its reviews wait on their servers.
     pub materializing: Arc<Semaphore>,
     pub per_reviewer: HashMap<&'r str, Arc<Semaphore>>,
     pub redactors: HashMap<&'r str, Arc<Redactor>>,

@@ -1,5 +1,6 @@
-//! The materialize executor: a subject's repository and diff, built on a blocking thread
-//! under the global `--jobs` limit.
+//! The materialize executor: a subject's repository and diff, built on a blocking thread,
+//! one core each. It takes no `--jobs` place: those are the reviews', and a subject built
+//! while the reviews before it wait on their servers is ready when their places free up.
 
 use super::super::parts::{EngineParts, Resources, Tasks};
 use super::super::walk::{Conclusions, State, Walk};
@@ -19,12 +20,10 @@ pub(in crate::exec) fn materialize<'a, C: Conclusions>(
         walk.finish(node, State::Failed(format!("no subject `{subject}`")));
         return;
     };
-    let (materializer, work_dir, permit) = (parts.materializer.clone(), parts.options.work_dir.clone(), resources.global.clone());
+    let (materializer, work_dir) = (parts.materializer.clone(), parts.options.work_dir.clone());
     let core = resources.materializing.clone();
     tasks.spawn(node, async move {
-        // A core first, then a place under `--jobs`: waiting for a core holds no job slot.
         let _core = core.acquire_owned().await;
-        let _permit = permit.acquire_owned().await;
         match tokio::task::spawn_blocking(move || materializer(&spec, &work_dir)).await {
             Ok(Ok(subject)) => State::Subject(Arc::new(subject)),
             Ok(Err(e)) => State::Failed(e),

@@ -593,6 +593,13 @@ impl Reviewer for LlmReviewer {
         self.spec.protocol.as_str()
     }
 
+    /// An execution has runs of this reviewer to do: its HTTP client is built beside the work
+    /// before the first request (subjects, cache lookups), not in front of it.
+    fn preflight(&self) -> BoxFuture<'_, Result<(), ReviewError>> {
+        self.transport.warm_up();
+        Box::pin(async { Ok(()) })
+    }
+
     /// The API key and what `${VAR}` brings into base URLs (see `redact`'s URL rule).
     fn secrets(&self) -> Vec<String> {
         let mut out: Vec<String> = self.spec.api_key_env.iter().filter_map(|v| std::env::var(v).ok()).collect();

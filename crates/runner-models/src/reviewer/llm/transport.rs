@@ -74,6 +74,17 @@ pub(crate) struct Endpoint {
     pub controller: Arc<Controller>,
     down: StdMutex<Option<String>>,
     checked: Mutex<BTreeMap<String, Result<ServerInfo, ReviewError>>>,
+    /// What an OpenAI-compatible server said of itself (the models it lists, its provenance),
+    /// asked by the first model checked there and read by every other: one `GET /models`
+    /// and `GET /props` per server, not per model.
+    served: StdMutex<Option<Served>>,
+}
+
+/// An OpenAI-compatible server's model list (ids and aliases) and what it says of itself.
+#[derive(Clone)]
+struct Served {
+    names: Vec<String>,
+    info: ServerInfo,
 }
 
 impl Endpoint {
@@ -117,7 +128,7 @@ type EndpointId = (String, Option<String>);
 pub(crate) struct Transport {
     /// Built on first use: a TLS client parses its root certificates, which an execution
     /// served entirely from the cache never needs.
-    http: std::sync::OnceLock<Result<reqwest::Client, String>>,
+    http: Arc<std::sync::OnceLock<Result<reqwest::Client, String>>>,
     connect_timeout: Duration,
     pub policy: Policy,
     per_endpoint: usize,
@@ -129,7 +140,7 @@ impl Transport {
     /// A transport with no client yet: [`Transport::http`] builds it on the first request.
     pub(crate) fn new(policy: Policy, connect_timeout: Duration, per_endpoint: usize) -> Self {
         Self {
-            http: std::sync::OnceLock::new(),
+            http: Arc::new(std::sync::OnceLock::new()),
             connect_timeout,
             policy,
             per_endpoint: per_endpoint.max(1),
@@ -140,17 +151,18 @@ impl Transport {
 
     /// The HTTP client, built the first time a request needs it.
     pub(crate) fn http(&self) -> Result<&reqwest::Client, AttemptError> {
-        self.http
-            .get_or_init(|| {
-                reqwest::Client::builder()
-                    .connect_timeout(self.connect_timeout)
-                    .timeout(self.policy.request_timeout)
-                    .user_agent(concat!("runner/", env!("CARGO_PKG_VERSION")))
-                    .build()
-                    .map_err(|e| format!("failed to build the HTTP client: {e}"))
-            })
-            .as_ref()
-            .map_err(|e| AttemptError::Protocol(e.clone()))
+        let (connect_timeout, request_timeout) = (self.connect_timeout, self.policy.request_timeout);
+        self.http.get_or_init(|| build_client(connect_timeout, request_timeout)).as_ref().map_err(|e| AttemptError::Protocol(e.clone()))
+    }
+
+    /// Builds the HTTP client on a thread of its own, for an execution about to send
+    /// requests: parsing the TLS roots then overlaps the work before the first request.
+    pub(crate) fn warm_up(&self) {
+        if self.http.get().is_some() {
+            return;
+        }
+        let (http, connect_timeout, request_timeout) = (self.http.clone(), self.connect_timeout, self.policy.request_timeout);
+        std::thread::spawn(move || http.get_or_init(|| build_client(connect_timeout, request_timeout)).is_ok());
     }
 
     /// The endpoint for an (expanded) base URL used with `api_key`, shared by every model and
@@ -166,6 +178,7 @@ impl Transport {
                     permits: Arc::new(Semaphore::new(self.per_endpoint)),
                     down: StdMutex::new(None),
                     checked: Mutex::new(BTreeMap::new()),
+                    served: StdMutex::new(None),
                 })
             })
             .clone()
@@ -316,7 +329,7 @@ impl Transport {
         }
         let result = match protocol {
             Protocol::Ollama => self.check_ollama(&endpoint.url, model, api_key).await,
-            Protocol::OpenAi => self.check_openai(&endpoint.url, model, api_key).await,
+            Protocol::OpenAi => self.check_openai(endpoint, model, api_key).await,
         };
         match result {
             Ok(info) => {
@@ -375,13 +388,35 @@ impl Transport {
         })
     }
 
-    async fn check_openai(&self, base: &str, model: &str, api_key: Option<&str>) -> Result<ServerInfo, Failure> {
+    async fn check_openai(&self, endpoint: &Endpoint, model: &str, api_key: Option<&str>) -> Result<ServerInfo, Failure> {
+        let base = endpoint.url.as_str();
+        let known = endpoint.served.lock().unwrap_or_else(|p| p.into_inner()).clone();
+        let served = match known {
+            Some(served) => served,
+            None => {
+                let served = self.ask_openai_server(base, model, api_key).await?;
+                *endpoint.served.lock().unwrap_or_else(|p| p.into_inner()) = Some(served.clone());
+                served
+            }
+        };
+        // llama.cpp answers any model name with its one model; catch a wrong name here.
+        let mut names = served.names;
+        if !names.is_empty() && !names.iter().any(|n| n == model) {
+            names.dedup();
+            return Err(Failure::Fatal(unreachable(format!("model `{model}` is not served at `{base}` (it serves: {})", names.join(", ")))));
+        }
+        Ok(served.info)
+    }
+
+    /// An OpenAI-compatible server's model list and what it says of itself (`model` names the
+    /// model being checked, for the error).
+    async fn ask_openai_server(&self, base: &str, model: &str, api_key: Option<&str>) -> Result<Served, Failure> {
         let models_url = format!("{base}/models");
         let mut info = ServerInfo::default();
+        let mut names: Vec<String> = Vec::new();
         match self.retrying(|| self.get_json(&models_url, api_key)).await {
             Ok((v, _)) => {
                 let data = v.get("data").and_then(Value::as_array).cloned().unwrap_or_default();
-                let mut names: Vec<String> = Vec::new();
                 for m in &data {
                     if let Some(id) = m.get("id").and_then(Value::as_str) {
                         names.push(id.to_string());
@@ -389,11 +424,6 @@ impl Transport {
                     for alias in m.get("aliases").and_then(Value::as_array).into_iter().flatten().filter_map(Value::as_str) {
                         names.push(alias.to_string());
                     }
-                }
-                // llama.cpp answers any model name with its one model; catch a wrong name here.
-                if !names.is_empty() && !names.iter().any(|n| n == model) {
-                    names.dedup();
-                    return Err(Failure::Fatal(unreachable(format!("model `{model}` is not served at `{base}` (it serves: {})", names.join(", ")))));
                 }
                 info.quantization = data.first().and_then(|m| m.pointer("/meta/ftype")).and_then(Value::as_str).map(str::to_string);
             }
@@ -412,8 +442,18 @@ impl Transport {
                 info.server = Some(format!("llama.cpp (build_info {b})"));
             }
         }
-        Ok(info)
+        Ok(Served { names, info })
     }
+}
+
+/// The HTTP client every request of a transport goes through.
+fn build_client(connect_timeout: Duration, request_timeout: Duration) -> Result<reqwest::Client, String> {
+    reqwest::Client::builder()
+        .connect_timeout(connect_timeout)
+        .timeout(request_timeout)
+        .user_agent(concat!("runner/", env!("CARGO_PKG_VERSION")))
+        .build()
+        .map_err(|e| format!("failed to build the HTTP client: {e}"))
 }
 
 /// What an attempt's result tells the endpoint's controller.
