@@ -14,7 +14,8 @@ bucket cannot pay for is answered at once with 429, in one of three modes:
   and `x-ratelimit-reset-*` (time until the bucket is full again: `1s`, `250ms`, `1m2s`) on
   every answer, 200 and 429 alike.
 
-`GET /stats` returns what it did: `{"admitted", "throttled", "chats"}`.
+`GET /stats` returns what it did: `{"admitted", "throttled", "chats", "service_s_sum"}` (the summed
+seconds from each admitted request's arrival to its answer written).
 
 Standalone: `python3 bench/mock_openai.py --mode headers --port 8099` prints its base URL.
 """
@@ -75,6 +76,7 @@ class Limits:
         self.admitted = 0
         self.throttled = 0
         self.chats = 0
+        self.service_s_sum = 0.0
 
     def take(self):
         """(admitted, seconds to wait, rate headers) for one chat request arriving now."""
@@ -101,14 +103,24 @@ class Limits:
             }
             return admitted, wait, headers
 
+    def served(self, seconds):
+        """Counts an admitted request's service time, from its arrival to its answer written."""
+        with self.lock:
+            self.service_s_sum += seconds
+
     def stats(self):
         with self.lock:
-            return {"admitted": self.admitted, "throttled": self.throttled, "chats": self.chats}
+            return {"admitted": self.admitted, "throttled": self.throttled, "chats": self.chats, "service_s_sum": self.service_s_sum}
 
 
 def handler_for(limits):
     class Handler(http.server.BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
+        # Headers and body in one write, sent at once: without these, Nagle's algorithm holds
+        # the body back until the client's delayed ACK (about 40 ms on a reused connection),
+        # and every answer took that much longer than `latency_ms`.
+        disable_nagle_algorithm = True
+        wbufsize = 1 << 16
 
         def log_message(self, *args):
             pass
@@ -145,6 +157,7 @@ def handler_for(limits):
                 error = {"error": {"message": "Rate limit reached for requests", "type": "requests", "code": "rate_limit_exceeded"}}
                 self.reply(429, error, extra)
                 return
+            arrived = time.time()
             time.sleep(limits.latency)
             completion = max(1, limits.cost // 10)
             self.reply(200, {
@@ -153,6 +166,7 @@ def handler_for(limits):
                 "choices": [{"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": "{\"findings\":[]}"}}],
                 "usage": {"prompt_tokens": limits.cost - completion, "completion_tokens": completion, "total_tokens": limits.cost},
             }, extra)
+            limits.served(time.time() - arrived)
 
     return Handler
 

@@ -56,8 +56,9 @@ impl<'a, C: Conclusions> Engine<'a, C> {
         let mut walk = Walk::start(plan, states, deferred, self.parts.emitter);
         let (render_error, early_sync) = self.drive(&mut walk, &meter).await;
         // Everything stored is made durable at once (entries are written without an fsync each):
-        // started when the first analysis did, beside the analyses and the render, and again
-        // here for whatever was written since (a no-op when nothing was).
+        // started once the last reviews were all in flight (or when the first analysis was
+        // ready), beside them, and again here for whatever was written since (a no-op when
+        // nothing was).
         let early = match early_sync {
             Some(handle) => handle.await.ok(),
             None => None,
@@ -289,8 +290,9 @@ impl<'a, C: Conclusions> Engine<'a, C> {
 
     /// Walks the nodes the phases left pending: each ready node goes to its executor, and a
     /// finished task releases its dependents. Returns the render node's error, if it failed,
-    /// and the cache sync started when the first analysis became ready (the reviews it reads
-    /// are stored by then).
+    /// and the cache sync it started: once the reviews still to finish were all in flight
+    /// (those before them are stored by then, and the machine waits on servers), or else when
+    /// the first analysis became ready.
     async fn drive(&self, walk: &mut Walk<'a, C::Analysis, C::Report>, meter: &Arc<Meter>) -> (Option<C::Error>, Option<EarlySync>) {
         let resources = self.resources(meter);
         let mut tasks = Tasks { set: tokio::task::JoinSet::new(), nodes: HashMap::new() };
@@ -298,13 +300,19 @@ impl<'a, C: Conclusions> Engine<'a, C> {
         let jobs = self.parts.options.jobs.max(1);
         let mut own_reviews_in_flight = 0usize;
         let mut early_sync: Option<EarlySync> = None;
+        // Reviews still to finish: once the last of them are all in flight, what they wait on
+        // is their servers, and the cache syncs what the others stored meanwhile.
+        let mut reviews_left = self.nodes.review.iter().filter(|n| matches!(walk.states[n.index()], State::Pending)).count();
+        let mut reviews_finished = 0usize;
         loop {
+            if early_sync.is_none() && reviews_finished > 0 && reviews_left <= jobs {
+                early_sync = Some(self.sync_in_background());
+            }
             // Deferred reviews (`--steal`: other shards' runs) start only once every review of
             // this shard has a slot, so none of them waits behind one of another shard's.
             while let Some(node) = walk.ready.pop_front().or_else(|| if own_reviews_in_flight < jobs { walk.later.pop_front() } else { None }) {
                 if early_sync.is_none() && matches!(self.parts.plan.graph[node], Node::Analyze { .. }) {
-                    let store = self.parts.cache.clone();
-                    early_sync = Some(tokio::task::spawn_blocking(move || store.sync()));
+                    early_sync = Some(self.sync_in_background());
                 }
                 let spawned_review = self.dispatch(node, walk, &resources, &mut tasks, &mut render_error);
                 if spawned_review && !walk.deferred[node.index()] {
@@ -317,8 +325,12 @@ impl<'a, C: Conclusions> Engine<'a, C> {
                 Err(e) => e.id(),
             };
             let node = tasks.nodes.get(&id).copied();
-            if node.is_some_and(|n| matches!(self.parts.plan.graph[n], Node::Review { .. }) && !walk.deferred[n.index()]) {
-                own_reviews_in_flight -= 1;
+            if let Some(n) = node.filter(|n| matches!(self.parts.plan.graph[*n], Node::Review { .. })) {
+                reviews_left = reviews_left.saturating_sub(1);
+                reviews_finished += 1;
+                if !walk.deferred[n.index()] {
+                    own_reviews_in_flight -= 1;
+                }
             }
             match joined {
                 Ok((_, (node, state))) => walk.finish(node, state),
@@ -330,6 +342,12 @@ impl<'a, C: Conclusions> Engine<'a, C> {
             }
         }
         (render_error, early_sync)
+    }
+
+    /// Makes what the cache holds durable on a blocking thread, beside the rest of the walk.
+    fn sync_in_background(&self) -> EarlySync {
+        let store = self.parts.cache.clone();
+        tokio::task::spawn_blocking(move || store.sync())
     }
 
     /// Hands one ready node to its executor; returns whether it spawned a review.
