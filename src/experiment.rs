@@ -333,11 +333,6 @@ pub async fn execute_through(
     if options.shard.is_none() {
         check_output(&prepared.manifest.report)?;
     }
-    // The report template compiles while the reviews run, off the path to the report.
-    if options.shard.is_none() {
-        let template = prepared.manifest.report.template.clone();
-        std::thread::spawn(move || report::render::precompile(template.as_deref()));
-    }
     let conclusions = ExperimentConclusions {
         prepared,
         manifest_label,
@@ -471,6 +466,16 @@ impl exec::Conclusions for ExperimentConclusions<'_> {
             written
         };
         Ok(Rendered { results, scoring, written })
+    }
+
+    /// The report template compiles while the reviews run, off the path to the report; an
+    /// execution served from the cache, whose reports are often unchanged, does not spend a
+    /// core on it.
+    fn reviews_ahead(&self) {
+        if !self.sharded {
+            let template = self.prepared.manifest.report.template.clone();
+            std::thread::spawn(move || report::render::precompile(template.as_deref()));
+        }
     }
 }
 

@@ -52,6 +52,9 @@ impl<'a, C: Conclusions> Engine<'a, C> {
         self.preflight(&mut states).await;
         self.seed_scoring(&mut states);
         self.prune_materialization(&mut states);
+        if self.nodes.review.iter().any(|n| matches!(states[n.index()], State::Pending)) {
+            self.parts.conclusions.reviews_ahead();
+        }
         let meter = Arc::new(Meter::new(self.parts.options.max_cost));
         let mut walk = Walk::start(plan, states, deferred, self.parts.emitter);
         let (render_error, early_sync) = self.drive(&mut walk, &meter).await;

@@ -32,6 +32,9 @@ pub trait Conclusions: Sync {
     fn analyze(&self, index: usize, view: &WalkView<'_, Self::Analysis, Self::Report>) -> Self::Analysis;
     /// The reports, once every analysis is done. `analyses` is in manifest order.
     fn render(&self, view: &WalkView<'_, Self::Analysis, Self::Report>, analyses: &[&Self::Analysis]) -> Result<Self::Report, Self::Error>;
+    /// Said once, before the walk, when reviews are to run: what only a render after fresh
+    /// reviews needs may start beside them. An execution served from the cache is not told.
+    fn reviews_ahead(&self) {}
 }
 
 /// The state of a node during and after the walk.

@@ -3,7 +3,8 @@
 
 use crate::analysis::definition::{AxisUse, Definition};
 use crate::analysis::spec::AnalysisKind;
-use crate::analysis::matching::matcher::{describe_rule, exact_match, fuzzy_match, fuzzy_match_count, match_count};
+use crate::analysis::matching::matcher::{describe_rule, exact_match, match_count, span_gap};
+use crate::analysis::matching::rule::{normalize_message, normalized_similarity, SimilarityMeasure};
 use crate::analysis::{
     model::axis_values, model::missing_note, model::one_or_many, model::AnalysisInput, model::AnalysisResult, model::RunView, model::Table, model::TableCell,
 };
@@ -26,8 +27,14 @@ pub(crate) struct Counts {
 impl Counts {
     /// Counts for one pair of finding lists: one-to-one matches; unique = not fuzzily matched.
     pub(crate) fn of(a: &[Finding], b: &[Finding], rule: &MatchRule) -> Self {
+        Self::in_slot(&SlotMatches::new(vec![a, b], rule), 0, 1)
+    }
+
+    /// [`Counts::of`] runs `x` and `y` of one slot.
+    fn in_slot(slot: &SlotMatches<'_>, x: usize, y: usize) -> Self {
+        let (a, b) = (slot.runs[x], slot.runs[y]);
         let exact = match_count(a.len(), b.len(), |i, j| exact_match(&a[i], &b[j]));
-        let fuzzy = fuzzy_match_count(a, b, rule);
+        let fuzzy = match_count(a.len(), b.len(), |i, j| slot.fuzzy(x, i, y, j));
         Self { count_a: a.len(), count_b: b.len(), overlap_exact: exact, overlap_fuzzy: fuzzy, unique_a: a.len() - fuzzy, unique_b: b.len() - fuzzy }
     }
 
@@ -53,6 +60,61 @@ impl Counts {
             "unique_a": self.unique_a,
             "unique_b": self.unique_b,
         })
+    }
+}
+
+/// Which findings of one slot's runs (one subject and repeat, the other axes equal) match
+/// fuzzily across runs: every pair compared once, each message normalized once, and read by
+/// both the pair counts and the unique-finding counts.
+struct SlotMatches<'r> {
+    runs: Vec<&'r [Finding]>,
+    /// Where each run's findings start in the flat numbering.
+    starts: Vec<usize>,
+    /// Flat finding × flat finding; only pairs from different runs are filled.
+    fuzzy: Vec<bool>,
+    total: usize,
+}
+
+impl<'r> SlotMatches<'r> {
+    fn new(runs: Vec<&'r [Finding]>, rule: &MatchRule) -> Self {
+        let mut starts = Vec::with_capacity(runs.len());
+        let mut flat: Vec<(usize, &Finding)> = Vec::new();
+        for (r, findings) in runs.iter().enumerate() {
+            starts.push(flat.len());
+            flat.extend(findings.iter().map(|f| (r, f)));
+        }
+        let total = flat.len();
+        let normalized: Vec<String> =
+            if rule.measure == SimilarityMeasure::Levenshtein { flat.iter().map(|(_, f)| normalize_message(&f.message)).collect() } else { Vec::new() };
+        let mut fuzzy = vec![false; total * total];
+        for i in 0..total {
+            for j in i + 1..total {
+                let ((ri, a), (rj, b)) = (flat[i], flat[j]);
+                if ri == rj || a.file != b.file || span_gap(a.span(), b.span()) > rule.line_tolerance {
+                    continue;
+                }
+                let similarity =
+                    if normalized.is_empty() { rule.measure.similarity(&a.message, &b.message) } else { normalized_similarity(&normalized[i], &normalized[j]) };
+                if similarity >= rule.similarity {
+                    fuzzy[i * total + j] = true;
+                    fuzzy[j * total + i] = true;
+                }
+            }
+        }
+        Self { runs, starts, fuzzy, total }
+    }
+
+    /// Whether finding `i` of run `x` and finding `j` of run `y` match fuzzily.
+    fn fuzzy(&self, x: usize, i: usize, y: usize, j: usize) -> bool {
+        self.fuzzy[(self.starts[x] + i) * self.total + self.starts[y] + j]
+    }
+
+    /// How many findings run `x` has, and how many of them match no other run's finding.
+    fn unique(&self, x: usize) -> (usize, usize) {
+        let start = self.starts[x];
+        let own = start..start + self.runs[x].len();
+        let unique = own.clone().filter(|&i| !self.fuzzy[i * self.total..(i + 1) * self.total].iter().any(|&m| m)).count();
+        (own.len(), unique)
     }
 }
 
@@ -101,20 +163,33 @@ pub fn compute(spec: &AnalysisSpec, input: &AnalysisInput<'_>) -> AnalysisResult
         slots.entry((group, run.subject.to_string(), run.repeat)).or_default().insert(value.render(), run);
     }
 
+    // Each slot's runs in the order of the axis's values, and their fuzzy matches.
+    let matches: BTreeMap<&(String, String, u32), (Vec<usize>, SlotMatches<'_>)> = slots
+        .iter()
+        .map(|(slot, by_value)| {
+            let present: Vec<usize> = values.iter().enumerate().filter(|(_, v)| by_value.contains_key(*v)).map(|(k, _)| k).collect();
+            let runs = present.iter().filter_map(|&k| by_value.get(&values[k]).map(|r| r.findings)).collect();
+            (slot, (present, SlotMatches::new(runs, &spec.matching)))
+        })
+        .collect();
+    // The position of value `k` among a slot's runs.
+    let position = |present: &[usize], k: usize| present.iter().position(|&p| p == k);
+
     let mut comparisons = Vec::new();
     let mut unpaired = 0usize;
     for group in &groups {
         for (i, a) in values.iter().enumerate() {
-            for b in &values[i + 1..] {
+            for (j, b) in values.iter().enumerate().skip(i + 1) {
                 let mut cmp =
                     Comparison { a: a.clone(), b: b.clone(), group: group.clone(), total: Counts::default(), runs_compared: 0, per_subject: BTreeMap::new() };
-                for ((g, subject, _), by_value) in &slots {
+                for (slot, (present, slot_matches)) in &matches {
+                    let (g, subject, _) = slot;
                     if g != group {
                         continue;
                     }
-                    match (by_value.get(a), by_value.get(b)) {
-                        (Some(ra), Some(rb)) => {
-                            let counts = Counts::of(ra.findings, rb.findings, &spec.matching);
+                    match (position(present, i), position(present, j)) {
+                        (Some(x), Some(y)) => {
+                            let counts = Counts::in_slot(slot_matches, x, y);
                             cmp.total.add(counts);
                             cmp.per_subject.entry(subject.clone()).or_default().add(counts);
                             cmp.runs_compared += 1;
@@ -156,17 +231,13 @@ pub fn compute(spec: &AnalysisSpec, input: &AnalysisInput<'_>) -> AnalysisResult
         columns.extend([axis.to_string(), "Findings".into(), "Unique to it".into()]);
         let mut table = Table::with_columns(format!("Found by one value of `{axis}` only (no fuzzy match in any other value's run)"), columns);
         for group in &groups {
-            for value in &values {
+            for (k, value) in values.iter().enumerate() {
                 let (mut total, mut unique) = (0usize, 0usize);
-                for ((g, _, _), by_value) in &slots {
-                    let Some(run) = by_value.get(value).filter(|_| g == group) else { continue };
-                    let others: Vec<&&RunView<'_>> = by_value.iter().filter(|(v, _)| *v != value).map(|(_, r)| r).collect();
-                    for f in run.findings {
-                        total += 1;
-                        if !others.iter().any(|o| o.findings.iter().any(|g| fuzzy_match(f, g, &spec.matching))) {
-                            unique += 1;
-                        }
-                    }
+                for ((g, _, _), (present, slot_matches)) in &matches {
+                    let Some(x) = position(present, k).filter(|_| g == group) else { continue };
+                    let (findings, alone) = slot_matches.unique(x);
+                    total += findings;
+                    unique += alone;
                 }
                 let mut row: Vec<TableCell> = Vec::new();
                 if show_group {
