@@ -20,12 +20,56 @@ pub fn message_similarity(a: &str, b: &str) -> f64 {
     normalized_similarity(&normalize_message(a), &normalize_message(b))
 }
 
-/// [`message_similarity`] of two texts already normalized ([`normalize_message`]).
+/// [`message_similarity`] of two texts already normalized ([`normalize_message`]): strsim's
+/// normalized Levenshtein, `1 - distance / longer length` in characters.
 pub fn normalized_similarity(a: &str, b: &str) -> f64 {
     if a == b {
         return 1.0;
     }
-    strsim::normalized_levenshtein(a, b)
+    match ascii_levenshtein(a, b) {
+        // Both ASCII, so characters are bytes; not both empty, since they differ.
+        Some(distance) => 1.0 - (distance as f64) / (a.len().max(b.len()) as f64),
+        None => strsim::normalized_levenshtein(a, b),
+    }
+}
+
+/// The Levenshtein distance of two ASCII texts, the shorter of them at most 64 bytes, by
+/// Myers' bit-parallel algorithm (Hyyrö's formulation: one machine word holds a column of the
+/// distance table, so the cost is linear in the longer text); `None` for any other pair, which
+/// the caller measures the usual way. Equal to `strsim::levenshtein` wherever it answers
+/// (tested against it).
+fn ascii_levenshtein(a: &str, b: &str) -> Option<usize> {
+    let (pattern, text) = if a.len() <= b.len() { (a.as_bytes(), b.as_bytes()) } else { (b.as_bytes(), a.as_bytes()) };
+    if pattern.len() > 64 || !pattern.is_ascii() || !text.is_ascii() {
+        return None;
+    }
+    let m = pattern.len();
+    if m == 0 {
+        return Some(text.len());
+    }
+    let mut peq = [0u64; 128];
+    for (i, &c) in pattern.iter().enumerate() {
+        peq[usize::from(c)] |= 1 << i;
+    }
+    let last = 1u64 << (m - 1);
+    let (mut pv, mut mv, mut score) = (!0u64, 0u64, m);
+    for &c in text {
+        let eq = peq[usize::from(c)];
+        let xv = eq | mv;
+        let xh = ((eq & pv).wrapping_add(pv) ^ pv) | eq;
+        let mut ph = mv | !(xh | pv);
+        let mut mh = pv & xh;
+        if ph & last != 0 {
+            score += 1;
+        } else if mh & last != 0 {
+            score -= 1;
+        }
+        ph = (ph << 1) | 1;
+        mh <<= 1;
+        pv = mh | !(xv | ph);
+        mv = ph & xv;
+    }
+    Some(score)
 }
 
 /// How two texts are compared: findings between runs, or a finding with an oracle description.
@@ -547,4 +591,35 @@ pub enum FoldBy {
     /// One fold per project (leave one project out): how well thresholds carry to a project
     /// they were not chosen on.
     Project,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rand::{Rng, SeedableRng};
+
+    #[test]
+    fn the_bit_parallel_distance_equals_strsims_on_random_texts() {
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(7);
+        let mut answered = 0;
+        for _ in 0..20_000 {
+            // A small alphabet, so texts share letters and runs; lengths across the 64-byte edge.
+            let text = |rng: &mut rand_chacha::ChaCha8Rng| -> String {
+                let len = rng.random_range(0..90);
+                (0..len).map(|_| b"abcd e"[rng.random_range(0..6)] as char).collect()
+            };
+            let (a, b) = (text(&mut rng), text(&mut rng));
+            if let Some(distance) = ascii_levenshtein(&a, &b) {
+                answered += 1;
+                assert_eq!(distance, strsim::levenshtein(&a, &b), "{a:?} {b:?}");
+            }
+            assert_eq!(normalized_similarity(&a, &b).to_bits(), strsim::normalized_levenshtein(&a, &b).to_bits(), "{a:?} {b:?}");
+        }
+        assert!(answered > 10_000, "most pairs have a side of at most 64 bytes: {answered}");
+        // Outside ASCII the usual measure answers, in characters.
+        assert_eq!(ascii_levenshtein("naïve", "naive"), None);
+        assert_eq!(normalized_similarity("naïve", "naive"), strsim::normalized_levenshtein("naïve", "naive"));
+        assert_eq!(ascii_levenshtein("", "abc"), Some(3));
+        assert_eq!(ascii_levenshtein("kitten", "sitting"), Some(3));
+    }
 }

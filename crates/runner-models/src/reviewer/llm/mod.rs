@@ -68,6 +68,9 @@ pub struct LlmReviewer {
     schema_single: Value,
     schema_multi: Value,
     models_json: OnceLock<Result<Value, String>>,
+    /// The hashes the fingerprint holds of the system prompt, the prompt and the response
+    /// schemas, the same for every cell: computed once, not once per run.
+    text_hashes: OnceLock<[String; 3]>,
 }
 
 /// What one request asks: the messages, the answer's schema and the sampling settings.
@@ -138,7 +141,7 @@ impl LlmReviewer {
         let transport = Transport::new(policy, spec.connect_timeout, spec.max_concurrency_per_endpoint);
         let schema_single = prompt::response_schema(&spec, false, None);
         let schema_multi = prompt::response_schema(&spec, true, None);
-        Ok(Self { spec, transport, schema_single, schema_multi, models_json: OnceLock::new() })
+        Ok(Self { spec, transport, schema_single, schema_multi, models_json: OnceLock::new(), text_hashes: OnceLock::new() })
     }
 
     pub fn spec(&self) -> &LlmSpec {
@@ -622,6 +625,13 @@ impl Reviewer for LlmReviewer {
         } else {
             json!({ "max_definitions": p.rag_max_definitions, "max_lines": self.spec.rag_max_lines, "version": rag::RAG_VERSION })
         };
+        let [system_prompt, prompt, response_schema] = self.text_hashes.get_or_init(|| {
+            [
+                short_hash(&self.spec.system_prompt.text),
+                short_hash(&self.spec.prompt.text),
+                short_hash(&format!("{}{}{}", prompt::SCHEMA_VERSION, self.schema_single, self.schema_multi)),
+            ]
+        });
         let mut f = json!({
             "protocol": self.spec.protocol.as_str(),
             "model": p.model,
@@ -630,9 +640,9 @@ impl Reviewer for LlmReviewer {
             "seed_per_repeat": self.spec.seed_per_repeat,
             "max_tokens": self.spec.max_tokens,
             "unit": self.spec.unit.as_str(),
-            "system_prompt": short_hash(&self.spec.system_prompt.text),
-            "prompt": short_hash(&self.spec.prompt.text),
-            "response_schema": short_hash(&format!("{}{}{}", prompt::SCHEMA_VERSION, self.schema_single, self.schema_multi)),
+            "system_prompt": system_prompt,
+            "prompt": prompt,
+            "response_schema": response_schema,
             "constrain_lines": self.spec.constrain_lines,
             "rag": rag,
             "on_truncation": self.spec.on_truncation.as_str(),
