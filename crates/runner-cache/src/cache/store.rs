@@ -1171,8 +1171,15 @@ pub fn temp_file_in(dir: &Path) -> std::io::Result<tempfile::NamedTempFile> {
 fn write_via_temp(path: &Path, bytes: &[u8], fsync: bool) -> Result<(), CacheError> {
     let dir = path.parent().unwrap_or(Path::new("."));
     let wrap = |source| CacheError::Write { path: path.to_path_buf(), source };
-    std::fs::create_dir_all(dir).map_err(wrap)?;
-    let mut tmp = temp_file_in(dir).map_err(wrap)?;
+    // The directory is made only when it is missing: nearly every write goes to one that is
+    // there, and asking first would cost each of them a `mkdir`.
+    let mut tmp = match temp_file_in(dir) {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            std::fs::create_dir_all(dir).map_err(wrap)?;
+            temp_file_in(dir).map_err(wrap)?
+        }
+        made => made.map_err(wrap)?,
+    };
     tmp.write_all(bytes).map_err(wrap)?;
     if fsync {
         tmp.as_file().sync_all().map_err(wrap)?;
