@@ -305,10 +305,10 @@ impl<'a, C: Conclusions> Engine<'a, C> {
         let mut early_sync: Option<EarlySync> = None;
         // Reviews still to finish: once the last of them are all in flight, what they wait on
         // is their servers, and the cache syncs what the others stored meanwhile.
-        let mut reviews_left = self.nodes.review.iter().filter(|n| matches!(walk.states[n.index()], State::Pending)).count();
-        let mut reviews_finished = 0usize;
+        let reviews_to_run = self.nodes.review.iter().filter(|n| matches!(walk.states[n.index()], State::Pending)).count();
+        let mut reviews_left = reviews_to_run;
         loop {
-            if early_sync.is_none() && reviews_finished > 0 && reviews_left <= jobs {
+            if early_sync.is_none() && reviews_left < reviews_to_run && reviews_left <= jobs {
                 early_sync = Some(self.sync_in_background());
             }
             // Deferred reviews (`--steal`: other shards' runs) start only once every review of
@@ -330,7 +330,6 @@ impl<'a, C: Conclusions> Engine<'a, C> {
             let node = tasks.nodes.get(&id).copied();
             if let Some(n) = node.filter(|n| matches!(self.parts.plan.graph[*n], Node::Review { .. })) {
                 reviews_left = reviews_left.saturating_sub(1);
-                reviews_finished += 1;
                 if !walk.deferred[n.index()] {
                     own_reviews_in_flight -= 1;
                 }

@@ -3,8 +3,7 @@
 
 use crate::analysis::definition::{AxisUse, Definition};
 use crate::analysis::spec::AnalysisKind;
-use crate::analysis::matching::matcher::{describe_rule, exact_match, match_count, span_gap};
-use crate::analysis::matching::rule::{normalize_message, normalized_similarity, SimilarityMeasure};
+use crate::analysis::matching::matcher::{describe_rule, exact_match, fuzzy_match_normalized, match_count, normalized_messages};
 use crate::analysis::{
     model::axis_values, model::missing_note, model::one_or_many, model::AnalysisInput, model::AnalysisResult, model::RunView, model::Table, model::TableCell,
 };
@@ -84,18 +83,13 @@ impl<'r> SlotMatches<'r> {
             flat.extend(findings.iter().map(|f| (r, f)));
         }
         let total = flat.len();
-        let normalized: Vec<String> =
-            if rule.measure == SimilarityMeasure::Levenshtein { flat.iter().map(|(_, f)| normalize_message(&f.message)).collect() } else { Vec::new() };
+        let normalized = normalized_messages(flat.iter().map(|(_, f)| *f), rule);
         let mut fuzzy = vec![false; total * total];
         for i in 0..total {
             for j in i + 1..total {
                 let ((ri, a), (rj, b)) = (flat[i], flat[j]);
-                if ri == rj || a.file != b.file || span_gap(a.span(), b.span()) > rule.line_tolerance {
-                    continue;
-                }
-                let similarity =
-                    if normalized.is_empty() { rule.measure.similarity(&a.message, &b.message) } else { normalized_similarity(&normalized[i], &normalized[j]) };
-                if similarity >= rule.similarity {
+                let texts = normalized.get(i).zip(normalized.get(j)).map(|(x, y)| (x.as_str(), y.as_str()));
+                if ri != rj && fuzzy_match_normalized(a, b, texts, rule) {
                     fuzzy[i * total + j] = true;
                     fuzzy[j * total + i] = true;
                 }

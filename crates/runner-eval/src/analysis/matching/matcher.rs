@@ -50,7 +50,30 @@ pub(crate) fn span_gap((a0, a1): (u32, u32), (b0, b1): (u32, u32)) -> u32 {
 /// Same file, spans within `line_tolerance`, and messages at least `similarity` alike by the
 /// rule's measure.
 pub(crate) fn fuzzy_match(a: &Finding, b: &Finding, rule: &MatchRule) -> bool {
-    a.file == b.file && span_gap(a.span(), b.span()) <= rule.line_tolerance && rule.measure.similarity(&a.message, &b.message) >= rule.similarity
+    fuzzy_match_normalized(a, b, None, rule)
+}
+
+/// Each finding's message as [`fuzzy_match_normalized`] compares it, normalized once per list
+/// rather than once per pair; empty unless the rule's measure is Levenshtein, the one that
+/// compares normalized texts.
+pub(crate) fn normalized_messages<'f>(findings: impl IntoIterator<Item = &'f Finding>, rule: &MatchRule) -> Vec<String> {
+    if rule.measure != SimilarityMeasure::Levenshtein {
+        return Vec::new();
+    }
+    findings.into_iter().map(|f| normalize_message(&f.message)).collect()
+}
+
+/// [`fuzzy_match`], given the two messages normalized ([`normalized_messages`]) where the
+/// measure compares normalized texts; `None` measures the messages themselves.
+pub(crate) fn fuzzy_match_normalized(a: &Finding, b: &Finding, normalized: Option<(&str, &str)>, rule: &MatchRule) -> bool {
+    if a.file != b.file || span_gap(a.span(), b.span()) > rule.line_tolerance {
+        return false;
+    }
+    let similarity = match normalized {
+        Some((na, nb)) => normalized_similarity(na, nb),
+        None => rule.measure.similarity(&a.message, &b.message),
+    };
+    similarity >= rule.similarity
 }
 
 /// One-to-one matching: pairs (i in a, j in b), taken greedily in order of best similarity
@@ -123,13 +146,9 @@ pub(crate) fn match_count(a_len: usize, b_len: usize, matches: impl Fn(usize, us
 /// [`match_count`] under the fuzzy rule, each message normalized once rather than once per
 /// pair.
 pub(crate) fn fuzzy_match_count(a: &[Finding], b: &[Finding], rule: &MatchRule) -> usize {
-    if rule.measure != SimilarityMeasure::Levenshtein {
-        return match_count(a.len(), b.len(), |i, j| fuzzy_match(&a[i], &b[j], rule));
-    }
-    let (na, nb): (Vec<String>, Vec<String>) = (a.iter().map(|f| normalize_message(&f.message)).collect(), b.iter().map(|f| normalize_message(&f.message)).collect());
-    match_count(a.len(), b.len(), |i, j| {
-        a[i].file == b[j].file && span_gap(a[i].span(), b[j].span()) <= rule.line_tolerance && normalized_similarity(&na[i], &nb[j]) >= rule.similarity
-    })
+    let (na, nb) = (normalized_messages(a, rule), normalized_messages(b, rule));
+    let normalized = |i: usize, j: usize| na.get(i).zip(nb.get(j)).map(|(x, y)| (x.as_str(), y.as_str()));
+    match_count(a.len(), b.len(), |i, j| fuzzy_match_normalized(&a[i], &b[j], normalized(i, j), rule))
 }
 
 /// A short text stating the rule, printed beside results.
