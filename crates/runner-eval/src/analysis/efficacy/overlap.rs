@@ -112,6 +112,21 @@ impl<'r> SlotMatches<'r> {
     }
 }
 
+/// One slot of a group: its subject, which of the axis's values it has runs for (in the
+/// axis's order), and their fuzzy matches.
+struct SlotIn<'r> {
+    subject: &'r String,
+    present: Vec<usize>,
+    matches: SlotMatches<'r>,
+}
+
+impl SlotIn<'_> {
+    /// The position of the axis's value `k` among the slot's runs.
+    fn position(&self, k: usize) -> Option<usize> {
+        self.present.iter().position(|&p| p == k)
+    }
+}
+
 /// One comparison: a pair of axis values within one group of the other axes.
 struct Comparison {
     a: String,
@@ -157,17 +172,16 @@ pub fn compute(spec: &AnalysisSpec, input: &AnalysisInput<'_>) -> AnalysisResult
         slots.entry((group, run.subject.to_string(), run.repeat)).or_default().insert(value.render(), run);
     }
 
-    // Each slot's runs in the order of the axis's values, and their fuzzy matches.
-    let matches: BTreeMap<&(String, String, u32), (Vec<usize>, SlotMatches<'_>)> = slots
-        .iter()
-        .map(|(slot, by_value)| {
-            let present: Vec<usize> = values.iter().enumerate().filter(|(_, v)| by_value.contains_key(*v)).map(|(k, _)| k).collect();
-            let runs = present.iter().filter_map(|&k| by_value.get(&values[k]).map(|r| r.findings)).collect();
-            (slot, (present, SlotMatches::new(runs, &spec.matching)))
-        })
-        .collect();
-    // The position of value `k` among a slot's runs.
-    let position = |present: &[usize], k: usize| present.iter().position(|&p| p == k);
+    // Each slot's runs in the order of the axis's values, and their fuzzy matches, listed by
+    // group: a group's comparisons read its own slots only, so the work is linear in slots.
+    let mut by_group: BTreeMap<&str, Vec<SlotIn<'_>>> = BTreeMap::new();
+    for ((group, subject, _), by_value) in &slots {
+        let present: Vec<usize> = values.iter().enumerate().filter(|(_, v)| by_value.contains_key(*v)).map(|(k, _)| k).collect();
+        let runs = present.iter().filter_map(|&k| by_value.get(&values[k]).map(|r| r.findings)).collect();
+        by_group.entry(group.as_str()).or_default().push(SlotIn { subject, matches: SlotMatches::new(runs, &spec.matching), present });
+    }
+    let no_slots: Vec<SlotIn<'_>> = Vec::new();
+    let slots_of = |group: &str| by_group.get(group).unwrap_or(&no_slots);
 
     let mut comparisons = Vec::new();
     let mut unpaired = 0usize;
@@ -176,16 +190,12 @@ pub fn compute(spec: &AnalysisSpec, input: &AnalysisInput<'_>) -> AnalysisResult
             for (j, b) in values.iter().enumerate().skip(i + 1) {
                 let mut cmp =
                     Comparison { a: a.clone(), b: b.clone(), group: group.clone(), total: Counts::default(), runs_compared: 0, per_subject: BTreeMap::new() };
-                for (slot, (present, slot_matches)) in &matches {
-                    let (g, subject, _) = slot;
-                    if g != group {
-                        continue;
-                    }
-                    match (position(present, i), position(present, j)) {
+                for slot in slots_of(group) {
+                    match (slot.position(i), slot.position(j)) {
                         (Some(x), Some(y)) => {
-                            let counts = Counts::in_slot(slot_matches, x, y);
+                            let counts = Counts::in_slot(&slot.matches, x, y);
                             cmp.total.add(counts);
-                            cmp.per_subject.entry(subject.clone()).or_default().add(counts);
+                            cmp.per_subject.entry(slot.subject.clone()).or_default().add(counts);
                             cmp.runs_compared += 1;
                         }
                         (Some(_), None) | (None, Some(_)) => unpaired += 1,
@@ -227,9 +237,9 @@ pub fn compute(spec: &AnalysisSpec, input: &AnalysisInput<'_>) -> AnalysisResult
         for group in &groups {
             for (k, value) in values.iter().enumerate() {
                 let (mut total, mut unique) = (0usize, 0usize);
-                for ((g, _, _), (present, slot_matches)) in &matches {
-                    let Some(x) = position(present, k).filter(|_| g == group) else { continue };
-                    let (findings, alone) = slot_matches.unique(x);
+                for slot in slots_of(group) {
+                    let Some(x) = slot.position(k) else { continue };
+                    let (findings, alone) = slot.matches.unique(x);
                     total += findings;
                     unique += alone;
                 }
