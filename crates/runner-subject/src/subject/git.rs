@@ -86,11 +86,30 @@ fn filter_overrides(dir: &Path) -> Vec<String> {
     if let Some(overrides) = stamp.as_ref().and_then(|s| known.lock().unwrap_or_else(|p| p.into_inner()).get(s).cloned()) {
         return overrides;
     }
-    let overrides = read_filter_overrides(dir);
+    let overrides = if defines_no_filter(dir) { Vec::new() } else { read_filter_overrides(dir) };
     if let Some(stamp) = stamp {
         known.lock().unwrap_or_else(|p| p.into_inner()).insert(stamp, overrides.clone());
     }
     overrides
+}
+
+/// Whether the repository whose work tree's top is `dir` certainly defines no filter driver,
+/// known without a git process: its config is `dir/.git/config` (git finds `dir/.git` first,
+/// and [`command`] lets no other config in), a regular file of at most 1 MiB that names no
+/// filter and includes no other file, with no per-worktree config beside it. Anything else —
+/// a linked worktree, a bare repository, a subdirectory, a link, a larger file — is asked of
+/// git.
+fn defines_no_filter(dir: &Path) -> bool {
+    let git_dir = dir.join(".git");
+    if !std::fs::symlink_metadata(&git_dir).is_ok_and(|m| m.is_dir()) || git_dir.join("config.worktree").exists() {
+        return false;
+    }
+    let Ok(config) = runner_core::bounded::read(&git_dir.join("config"), 1 << 20, runner_core::bounded::Links::Refuse, "git config files") else {
+        return false;
+    };
+    let config = config.to_ascii_lowercase();
+    let names = |word: &[u8]| config.windows(word.len()).any(|w| w == word);
+    !names(b"filter") && !names(b"include")
 }
 
 /// [`filter_overrides`], from git.
@@ -191,6 +210,24 @@ mod tests {
         git(&repo, &["config", "filter.evil.required", "true"]).expect("config");
         std::fs::write(repo.join(".gitattributes"), "*.txt diff=evil filter=evil\n").expect("write");
         (repo, log)
+    }
+
+    #[test]
+    fn a_config_without_filters_is_read_without_git_and_one_with_them_or_an_include_is_asked_of_git() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let repo = dir.path().join("r");
+        std::fs::create_dir(&repo).expect("mkdir");
+        git(&repo, &["init", "-q"]).expect("init");
+        assert!(defines_no_filter(&repo), "a fresh repository's config names no filter");
+        assert!(filter_overrides(&repo).is_empty());
+        // A filter defined in a file the config includes is found by git, not by the scan.
+        std::fs::write(repo.join("extra.cfg"), "[FILTER \"x\"]\n\tclean = cat\n").expect("write");
+        git(&repo, &["config", "include.path", "../extra.cfg"]).expect("config");
+        assert!(!defines_no_filter(&repo), "an include may define filters");
+        assert_eq!(read_filter_overrides(&repo).first().map(String::as_str), Some("filter.x.clean="));
+        // A subdirectory is not the repository's top: git is asked.
+        std::fs::create_dir(repo.join("sub")).expect("mkdir");
+        assert!(!defines_no_filter(&repo.join("sub")));
     }
 
     #[test]
