@@ -181,6 +181,13 @@ impl<'a, C: Conclusions> Engine<'a, C> {
                 Some(reviewer) => reviewer.preflight().await.map_err(|e| Redactor::new(reviewer.secrets()).error(e)),
                 None => Err(ReviewError::failed(format!("no reviewer named `{}`", run.reviewer))),
             };
+            // What its first run would ask before its first request is asked now, beside the
+            // first subjects' builds.
+            if let (Ok(()), Some(reviewer)) = (&result, reviewers.get(&run.reviewer)) {
+                if let Some(ask) = Arc::clone(reviewer).ask_ahead(&run.cell) {
+                    tokio::spawn(ask);
+                }
+            }
             preflighted.insert(run.reviewer.as_str(), result);
         }
         for (i, run) in plan.runs.iter().enumerate() {

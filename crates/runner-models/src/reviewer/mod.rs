@@ -259,6 +259,13 @@ pub trait Reviewer: Send + Sync {
         Box::pin(async { Ok(()) })
     }
 
+    /// What the first run of `cell` would ask before its first request, asked ahead beside
+    /// the walk's first subjects (an LLM reviewer: whether its server answers and serves the
+    /// cell's model). Nothing waits for it: the run reads what it learned, or asks itself.
+    fn ask_ahead(self: Arc<Self>, _cell: &Cell) -> Option<BoxFuture<'static, ()>> {
+        None
+    }
+
     /// What one run reads beyond the cell's configuration, for a reviewer whose output depends
     /// on files read per subject (a replayed capture: the blake3 of its bytes). Hashed into
     /// that run's key as the fingerprint's `input`; `None`, every other reviewer's answer,

@@ -603,6 +603,23 @@ impl Reviewer for LlmReviewer {
         Box::pin(async { Ok(()) })
     }
 
+    /// The first run's server check, asked before the run starts: each endpoint of the cell's
+    /// pool is checked as a run checks it (an answer, or a fatal error, is kept for every run
+    /// of the model; a server that cannot be reached is marked down, as a run would mark it).
+    fn ask_ahead(self: Arc<Self>, cell: &Cell) -> Option<BoxFuture<'static, ()>> {
+        let model = self.params(cell, 1).ok()?.model;
+        let api_key = self.api_key().ok()?;
+        let pool = self.pool(&model, api_key.as_deref()).ok()?;
+        Some(Box::pin(async move {
+            let checks = pool.iter().map(|endpoint| async {
+                if let Err(Failure::Down(reason)) = self.transport.check(self.spec.protocol, endpoint, &model, api_key.as_deref()).await {
+                    self.transport.mark_down(endpoint, reason);
+                }
+            });
+            futures::future::join_all(checks).await;
+        }))
+    }
+
     /// The API key and what `${VAR}` brings into base URLs (see `redact`'s URL rule).
     fn secrets(&self) -> Vec<String> {
         let mut out: Vec<String> = self.spec.api_key_env.iter().filter_map(|v| std::env::var(v).ok()).collect();
