@@ -101,26 +101,33 @@ impl<'de> Deserialize<'de> for Data {
 /// a tree of all cells at once.
 #[derive(Default)]
 pub struct DataList {
-    /// `[` and the items so far, comma-separated.
-    json: String,
+    /// `[` and the items so far, comma-separated: JSON text, so UTF-8.
+    json: Vec<u8>,
     items: usize,
 }
 
 impl DataList {
-    pub(crate) fn push(&mut self, item: &serde_json::Value) {
-        self.json.push(if self.items == 0 { '[' } else { ',' });
-        // Writing a `Value` into a `String` cannot fail.
-        if let Ok(text) = serde_json::to_string(item) {
-            self.json.push_str(&text);
+    /// Writes `item` (a `Value`, or any type that serializes as that `Value` would) straight
+    /// into the list.
+    pub(crate) fn push(&mut self, item: &impl Serialize) {
+        let mark = self.json.len();
+        self.json.push(if self.items == 0 { b'[' } else { b',' });
+        // Writing into a `Vec` cannot fail; an item that cannot serialize (a map with
+        // non-string keys) is left out whole.
+        if serde_json::to_writer(&mut self.json, item).is_err() {
+            self.json.truncate(mark);
+            return;
         }
         self.items += 1;
     }
 
     pub(crate) fn finish(self) -> Data {
+        // serde_json writes UTF-8 only.
+        let text = String::from_utf8(self.json).unwrap_or_default();
         let json = match self.items {
             0 => "[]".to_string(),
-            1 => self.json[1..].to_string(),
-            _ => self.json + "]",
+            1 => text[1..].to_string(),
+            _ => text + "]",
         };
         Data::from_json(json.into_boxed_str())
     }

@@ -545,7 +545,7 @@ pub(crate) fn json_num(value: Option<f64>) -> serde_json::Value {
 }
 
 /// The seed's output shape: one object for one group, an array for several.
-pub(crate) fn one_or_many(items: impl IntoIterator<Item = serde_json::Value>) -> Data {
+pub(crate) fn one_or_many(items: impl IntoIterator<Item = impl serde::Serialize>) -> Data {
     let mut list = DataList::default();
     for item in items {
         list.push(&item);

@@ -9,11 +9,12 @@ use crate::analysis::{
 };
 use crate::analysis::spec::{AnalysisSpec, MatchRule};
 use crate::finding::Finding;
-use serde_json::json;
+use serde::Serialize;
 use std::collections::BTreeMap;
 
 /// Overlap counts between the findings of side A and side B.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+/// Serialized with its fields in the order a JSON map sorts them (`data`'s layout).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
 pub(crate) struct Counts {
     pub count_a: usize,
     pub count_b: usize,
@@ -50,15 +51,16 @@ impl Counts {
         [self.count_a, self.count_b, self.overlap_exact, self.overlap_fuzzy, self.unique_a, self.unique_b].map(TableCell::from)
     }
 
-    fn json(&self) -> serde_json::Value {
-        json!({
-            "count_a": self.count_a,
-            "count_b": self.count_b,
-            "overlap_exact": self.overlap_exact,
-            "overlap_fuzzy": self.overlap_fuzzy,
-            "unique_a": self.unique_a,
-            "unique_b": self.unique_b,
-        })
+    /// The counts as `data` lists them: `(key, value)` in the order of [`Counts`]'s fields.
+    fn entries(&self) -> [(&'static str, usize); 6] {
+        [
+            ("count_a", self.count_a),
+            ("count_b", self.count_b),
+            ("overlap_exact", self.overlap_exact),
+            ("overlap_fuzzy", self.overlap_fuzzy),
+            ("unique_a", self.unique_a),
+            ("unique_b", self.unique_b),
+        ]
     }
 }
 
@@ -135,6 +137,51 @@ struct Comparison {
     total: Counts,
     runs_compared: usize,
     per_subject: BTreeMap<String, Counts>,
+}
+
+/// One comparison as an item of `data`: an object of the axis, its two values (keys
+/// `<axis>_a`, `<axis>_b`), the group, the runs compared, the total counts and `per_subject`,
+/// written as the JSON map of those entries is (keys sorted, a later entry replacing an
+/// earlier one of the same key) without building it.
+struct ComparisonData<'c> {
+    axis: &'c str,
+    key_a: &'c str,
+    key_b: &'c str,
+    cmp: &'c Comparison,
+}
+
+/// A value of [`ComparisonData`]'s map.
+enum Entry<'c> {
+    Text(&'c str),
+    Count(usize),
+    PerSubject(&'c BTreeMap<String, Counts>),
+}
+
+impl Serialize for Entry<'_> {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        match self {
+            Entry::Text(text) => serializer.serialize_str(text),
+            Entry::Count(n) => serializer.serialize_u64(*n as u64),
+            Entry::PerSubject(map) => map.serialize(serializer),
+        }
+    }
+}
+
+impl Serialize for ComparisonData<'_> {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let cmp = self.cmp;
+        let mut entries: BTreeMap<&str, Entry<'_>> = BTreeMap::new();
+        entries.insert("axis", Entry::Text(self.axis));
+        entries.insert(self.key_a, Entry::Text(&cmp.a));
+        entries.insert(self.key_b, Entry::Text(&cmp.b));
+        entries.insert("group", Entry::Text(&cmp.group));
+        entries.insert("runs_compared", Entry::Count(cmp.runs_compared));
+        for (key, n) in cmp.total.entries() {
+            entries.insert(key, Entry::Count(n));
+        }
+        entries.insert("per_subject", Entry::PerSubject(&cmp.per_subject));
+        entries.serialize(serializer)
+    }
 }
 
 /// `overlap` (A1): findings shared between the values of one axis, which it must name.
@@ -277,20 +324,8 @@ pub fn compute(spec: &AnalysisSpec, input: &AnalysisInput<'_>) -> AnalysisResult
         result.tables.push(table);
     }
 
-    result.data = one_or_many(comparisons.iter().map(|cmp| {
-        let mut obj = json!({
-            "axis": axis,
-            format!("{axis}_a"): cmp.a,
-            format!("{axis}_b"): cmp.b,
-            "group": cmp.group,
-            "runs_compared": cmp.runs_compared,
-        });
-        if let (Some(map), serde_json::Value::Object(counts)) = (obj.as_object_mut(), cmp.total.json()) {
-            map.extend(counts);
-            map.insert("per_subject".into(), cmp.per_subject.iter().map(|(s, c)| (s.clone(), c.json())).collect::<serde_json::Map<_, _>>().into());
-        }
-        obj
-    }));
+    let (key_a, key_b) = (format!("{axis}_a"), format!("{axis}_b"));
+    result.data = one_or_many(comparisons.iter().map(|cmp| ComparisonData { axis, key_a: &key_a, key_b: &key_b, cmp }));
 
     if input.repeat > 1 {
         result.notes.push(format!("Counts are summed over subjects and {} repeats; repeat i of A is compared with repeat i of B.", input.repeat));
