@@ -588,7 +588,8 @@ pub fn write_reports(results: &Results, dir: &Path, template_override: Option<&P
     if options.html {
         names.push(HTML_FILE.to_string());
     }
-    // results.json is written and the charts drawn while RESULTS.md renders.
+    // results.json is written and the charts drawn while RESULTS.md renders; RESULTS.md is
+    // then written while results.json reaches the disk beside it.
     let (rendered, svgs) = std::thread::scope(|scope| {
         let (md_done, md_result) = std::sync::mpsc::channel::<bool>();
         let json = scope.spawn(|| write_json(&json_path, results, move || md_result.recv().unwrap_or(false)));
@@ -596,16 +597,17 @@ pub fn write_reports(results: &Results, dir: &Path, template_override: Option<&P
         let markdown =
             outputs.check(names.iter().map(String::as_str)).map_err(RenderError::from).and_then(|()| render_markdown_with(results, &charts, &template, &name));
         let _ = md_done.send(markdown.is_ok());
+        let md_changed = markdown.and_then(|markdown| {
+            crate::cache::store::atomic_replace(&md_path, markdown.as_bytes())
+                .map_err(|e| RenderError::Write { path: md_path.display().to_string(), source: std::io::Error::other(e.to_string()) })
+        });
         let json = json
             .join()
             .unwrap_or_else(|_| Err(RenderError::Write { path: json_path.display().to_string(), source: std::io::Error::other("the writer panicked") }));
         let svgs = svgs.join().unwrap_or_default();
-        (markdown.and_then(|m| json.map(|json_changed| (m, json_changed))), svgs)
+        (md_changed.and_then(|md_changed| json.map(|json_changed| (md_changed, json_changed))), svgs)
     });
-    let (markdown, json_changed) = rendered?;
-    let md_changed = crate::cache::store::atomic_replace(&md_path, markdown.as_bytes())
-        .map_err(|e| RenderError::Write { path: md_path.display().to_string(), source: std::io::Error::other(e.to_string()) })?;
-    drop(markdown);
+    let (md_changed, json_changed) = rendered?;
     let mut written = Written::default();
     written.add(md_path, md_changed);
     written.add(json_path, json_changed);

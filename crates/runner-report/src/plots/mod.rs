@@ -132,6 +132,9 @@ pub fn render_charts(charts: &[ChartFile]) -> Vec<(String, Result<String, PlotEr
     charts.iter().filter(|f| f.chart.drawn()).map(|f| (f.path.clone(), f.chart.render_svg())).collect()
 }
 
+/// How many threads write charts at once.
+const CHART_WRITERS: usize = 8;
+
 /// Writes charts [`render_charts`] drew into `dir`; the first that failed to draw is the error.
 /// Returns each chart's path with whether its file changed.
 pub fn write_rendered(rendered: Vec<(String, Result<String, PlotError>)>, dir: &Path) -> Result<Vec<(PathBuf, bool)>, PlotError> {
@@ -144,11 +147,19 @@ pub fn write_rendered(rendered: Vec<(String, Result<String, PlotError>)>, dir: &
     if !rendered.is_empty() {
         std::fs::create_dir_all(&plots).map_err(|e| fail(&plots, e.to_string()))?;
     }
-    for (name, svg) in rendered {
-        let svg = svg?;
-        let path = dir.join(&name);
-        let changed = crate::cache::store::atomic_replace(&path, svg.as_bytes()).map_err(|e| fail(&path, e.to_string()))?;
-        written.push((path, changed));
+    let charts: Vec<(PathBuf, String)> = rendered.into_iter().map(|(name, svg)| svg.map(|svg| (dir.join(name), svg))).collect::<Result<_, _>>()?;
+    // A file's sync waits on the disk, not on a core: up to `CHART_WRITERS` are written side by side.
+    let write = |(path, svg): &(PathBuf, String)| crate::cache::store::atomic_replace(path, svg.as_bytes()).map_err(|e| fail(path, e.to_string()));
+    let share = charts.len().div_ceil(CHART_WRITERS).max(1);
+    let results: Vec<Result<bool, PlotError>> = std::thread::scope(|scope| {
+        let writers: Vec<_> = charts.chunks(share).map(|chunk| (chunk, scope.spawn(move || chunk.iter().map(write).collect::<Vec<_>>()))).collect();
+        writers
+            .into_iter()
+            .flat_map(|(chunk, w)| w.join().unwrap_or_else(|_| chunk.iter().map(|(path, _)| Err(fail(path, "the writer panicked".to_string()))).collect()))
+            .collect()
+    });
+    for ((path, _), changed) in charts.into_iter().zip(results) {
+        written.push((path, changed?));
     }
     Ok(written)
 }
