@@ -621,6 +621,8 @@ impl Store for SlowWrites {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn cache_writes_in_flight_and_waiting_never_exceed_the_writer_bound() {
     assert_eq!((super::writes::writers_for(0), super::writes::writers_for(2), super::writes::writers_for(512)), (1, 2, super::writes::MAX_WRITERS));
+    // Writes running at once leave a core to the requests, but never stop.
+    assert_eq!((super::writes::running_for(1), super::writes::running_for(2), super::writes::running_for(16)), (1, 1, 15));
     let dir = tempfile::tempdir().expect("tempdir");
     // 48 instant reviews, a failing model among them: each review's slot is free again long
     // before its write is done, so unbounded writes would pile up far past `--jobs`.
