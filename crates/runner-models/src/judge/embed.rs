@@ -170,7 +170,7 @@ impl Embedder {
         }
         let policy =
             Policy { retries: spec.retries, base_delay: spec.retry_base_delay, max_delay: spec.retry_max_delay, request_timeout: spec.request_timeout };
-        let transport = Transport::new(policy, spec.connect_timeout, 1);
+        let transport = Transport::new(policy, spec.connect_timeout, 1).only_to(&[spec.base_url.as_str()]);
         let base = base.trim_end_matches('/').to_string();
         Ok(Self { spec, base, transport, models_json: OnceLock::new() })
     }

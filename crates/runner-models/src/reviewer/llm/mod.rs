@@ -138,7 +138,8 @@ impl LlmReviewer {
     pub fn new(spec: LlmSpec) -> Result<Self, ReviewError> {
         let policy =
             Policy { retries: spec.retries, base_delay: spec.retry_base_delay, max_delay: spec.retry_max_delay, request_timeout: spec.request_timeout };
-        let transport = Transport::new(policy, spec.connect_timeout, spec.max_concurrency_per_endpoint);
+        let urls: Vec<&str> = spec.base_urls.iter().chain(spec.endpoints.values().flatten()).map(String::as_str).collect();
+        let transport = Transport::new(policy, spec.connect_timeout, spec.max_concurrency_per_endpoint).only_to(&urls);
         let schema_single = prompt::response_schema(&spec, false, None);
         let schema_multi = prompt::response_schema(&spec, true, None);
         Ok(Self { spec, transport, schema_single, schema_multi, models_json: OnceLock::new(), text_hashes: OnceLock::new() })

@@ -134,6 +134,10 @@ pub(crate) struct Transport {
     per_endpoint: usize,
     endpoints: StdMutex<BTreeMap<EndpointId, Arc<Endpoint>>>,
     rotate: AtomicUsize,
+    /// Whether the client loads the system's and the bundled root certificates: a transport
+    /// whose every URL is plain `http://` (a local model server) needs none, and reading them
+    /// costs several milliseconds before the first request.
+    roots: bool,
 }
 
 impl Transport {
@@ -146,13 +150,25 @@ impl Transport {
             per_endpoint: per_endpoint.max(1),
             endpoints: StdMutex::new(BTreeMap::new()),
             rotate: AtomicUsize::new(0),
+            roots: true,
         }
+    }
+
+    /// This transport talks only to `urls` (base URLs as configured, `${VAR}` expanded here):
+    /// when every one is plain `http://` and no proxy the environment names is reached over
+    /// TLS, its client is built without root certificates.
+    pub(crate) fn only_to(mut self, urls: &[&str]) -> Self {
+        let plain = |url: &str| url.starts_with("http://");
+        let proxies_plain = ["http_proxy", "HTTP_PROXY", "all_proxy", "ALL_PROXY"].iter().all(|v| std::env::var(v).map_or(true, |p| p.is_empty() || plain(&p)));
+        let urls_plain = !urls.is_empty() && urls.iter().all(|raw| super::spec::expand_env(raw).is_ok_and(|url| plain(&url)));
+        self.roots = !(urls_plain && proxies_plain);
+        self
     }
 
     /// The HTTP client, built the first time a request needs it.
     pub(crate) fn http(&self) -> Result<&reqwest::Client, AttemptError> {
-        let (connect_timeout, request_timeout) = (self.connect_timeout, self.policy.request_timeout);
-        self.http.get_or_init(|| build_client(connect_timeout, request_timeout)).as_ref().map_err(|e| AttemptError::Protocol(e.clone()))
+        let (connect_timeout, request_timeout, roots) = (self.connect_timeout, self.policy.request_timeout, self.roots);
+        self.http.get_or_init(|| build_client(connect_timeout, request_timeout, roots)).as_ref().map_err(|e| AttemptError::Protocol(e.clone()))
     }
 
     /// Builds the HTTP client on a thread of its own, for an execution about to send
@@ -161,8 +177,8 @@ impl Transport {
         if self.http.get().is_some() {
             return;
         }
-        let (http, connect_timeout, request_timeout) = (self.http.clone(), self.connect_timeout, self.policy.request_timeout);
-        std::thread::spawn(move || http.get_or_init(|| build_client(connect_timeout, request_timeout)).is_ok());
+        let (http, connect_timeout, request_timeout, roots) = (self.http.clone(), self.connect_timeout, self.policy.request_timeout, self.roots);
+        std::thread::spawn(move || http.get_or_init(|| build_client(connect_timeout, request_timeout, roots)).is_ok());
     }
 
     /// The endpoint for an (expanded) base URL used with `api_key`, shared by every model and
@@ -447,8 +463,9 @@ impl Transport {
 }
 
 /// The HTTP client every request of a transport goes through.
-fn build_client(connect_timeout: Duration, request_timeout: Duration) -> Result<reqwest::Client, String> {
+fn build_client(connect_timeout: Duration, request_timeout: Duration, roots: bool) -> Result<reqwest::Client, String> {
     reqwest::Client::builder()
+        .tls_built_in_root_certs(roots)
         .connect_timeout(connect_timeout)
         .timeout(request_timeout)
         .user_agent(concat!("runner/", env!("CARGO_PKG_VERSION")))
@@ -506,6 +523,16 @@ fn classify(e: AttemptError, url: &str, model: &str, attempts: u32) -> Failure {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_transport_to_plain_http_servers_only_loads_no_root_certificates() {
+        let t = |urls: &[&str]| Transport::new(policy(), Duration::from_secs(1), 1).only_to(urls).roots;
+        assert!(!t(&["http://127.0.0.1:8080/v1", "http://localhost:11434"]), "local servers need no roots");
+        assert!(t(&["http://127.0.0.1:8080/v1", "https://api.example.com/v1"]), "one TLS server needs them");
+        assert!(t(&["http://${RUNNER_TEST_SURELY_UNSET_VAR}/v1"]), "a URL that does not expand is not known to be plain");
+        assert!(t(&[]), "no URL known");
+        assert!(Transport::new(policy(), Duration::from_secs(1), 1).roots, "roots by default");
+    }
 
     fn policy() -> Policy {
         Policy { retries: 3, base_delay: Duration::from_millis(100), max_delay: Duration::from_secs(1), request_timeout: Duration::from_secs(5) }
