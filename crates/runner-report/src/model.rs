@@ -348,6 +348,18 @@ pub enum RunStatus {
     Missing,
 }
 
+impl RunStatus {
+    /// The status as results.json writes it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RunStatus::Ok => "ok",
+            RunStatus::Failed => "failed",
+            RunStatus::Skipped => "skipped",
+            RunStatus::Missing => "missing",
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -202,8 +202,17 @@ struct MarkdownView<'a> {
     target: &'a TargetInfo,
     provenance: &'a [ProvenanceRow],
     totals: &'a Totals,
-    cells: &'a [CellRow],
-    runs: &'a [RunRow],
+    /// The shown cells, for a template of the user's own; the built-in template prints
+    /// `cell_lines`, so its view leaves them out.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    cells: Option<&'a [CellRow]>,
+    /// The shown cells as the lines of the Cells table, written natively.
+    cell_lines: String,
+    /// The shown runs, for a template of the user's own (the built-in one prints `run_lines`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    runs: Option<&'a [RunRow]>,
+    /// The shown runs as the lines of the runs table, written natively.
+    run_lines: String,
     failures: &'a [FailureRow],
     output_problems: &'a [OutputProblemRow],
     /// How many runs `output_problems` holds in all.
@@ -392,6 +401,47 @@ fn markdown_rows(rows: &[Vec<TableCell>]) -> String {
     out
 }
 
+/// The Cells table's rows as the built-in template once wrote them one helper call at a time
+/// (`| `{{cell}}` | {{runs}}/{{planned}} | {{findings}} | {{fmt findings_per_run digits=2}} |
+/// {{fmt seconds digits=2}} | {{fmt prompt_tokens}} | {{fmt completion_tokens}} |`), the same
+/// bytes written directly; the lines joined by line breaks.
+fn cell_lines(cells: &[CellRow]) -> String {
+    let lines = cells.iter().map(|c| {
+        format!(
+            "| `{}` | {}/{} | {} | {} | {} | {} | {} |",
+            escape_markdown_cell(&c.cell),
+            c.runs,
+            c.planned,
+            c.findings,
+            format_number(c.findings_per_run.filter(|x| x.is_finite()), Some(2)),
+            format_number(Some(c.seconds).filter(|x| x.is_finite()), Some(2)),
+            c.prompt_tokens.map_or_else(|| format_number(None, None), |n| n.to_string()),
+            c.completion_tokens.map_or_else(|| format_number(None, None), |n| n.to_string()),
+        )
+    });
+    lines.collect::<Vec<_>>().join("\n")
+}
+
+/// The runs table's rows as the built-in template once wrote them (`| `{{cell}}` | {{repeat}} |
+/// {{short_id subject}} | {{status}} | {{findings}} | {{hunks}} | {{fmt seconds digits=2}} |
+/// `{{key}}` |`), written directly; the lines joined by line breaks.
+fn run_lines(runs: &[RunRow]) -> String {
+    let lines = runs.iter().map(|r| {
+        format!(
+            "| `{}` | {} | {} | {} | {} | {} | {} | `{}` |",
+            escape_markdown_cell(&r.cell),
+            r.repeat,
+            escape_markdown_cell(short_sha(&r.subject)),
+            r.status.as_str(),
+            r.findings,
+            r.hunks,
+            format_number(r.seconds.filter(|x| x.is_finite()), Some(2)),
+            escape_markdown_cell(&r.key),
+        )
+    });
+    lines.collect::<Vec<_>>().join("\n")
+}
+
 /// The context a report template renders against; with `row_cells`, each table's rows are in it
 /// as cells too (a template of the user's own may read them; the built-in one does not).
 fn context(results: &Results, charts: &[super::plots::ChartFile], row_cells: bool) -> Result<Context, RenderError> {
@@ -415,8 +465,10 @@ fn context(results: &Results, charts: &[super::plots::ChartFile], row_cells: boo
         target: &results.target,
         provenance: &results.provenance,
         totals: &results.totals,
-        cells,
-        runs,
+        cell_lines: cell_lines(cells),
+        cells: row_cells.then_some(cells),
+        run_lines: run_lines(runs),
+        runs: row_cells.then_some(runs),
         failures,
         output_problems,
         output_problem_runs: results.output_problems.len(),
