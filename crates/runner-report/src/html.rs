@@ -5,7 +5,7 @@
 //! `data:` images, which run no script); every text is HTML-escaped by the template engine;
 //! nothing depends on the clock, so the page of a frozen execution is byte-stable.
 
-use super::model::{Results, RunStatus};
+use super::model::Results;
 use super::render::RenderError;
 use super::show::{Shown, ShownStatus};
 use crate::analysis::{AnalysisResult, Table};
@@ -598,7 +598,7 @@ fn side_view(side: &Side, id: &str) -> SideView {
                 run.cell.clone(),
                 run.repeat.to_string(),
                 run.subject.clone(),
-                status_name(run.status).to_string(),
+                run.status.as_str().to_string(),
                 run.findings.to_string(),
                 run.hunks.to_string(),
                 num(run.seconds, 2),
@@ -643,15 +643,6 @@ fn kind_name(r: &Results) -> &'static str {
         super::model::TargetKind::Corpus => "corpus",
         super::model::TargetKind::Evals => "evals",
         super::model::TargetKind::External => "external",
-    }
-}
-
-fn status_name(s: RunStatus) -> &'static str {
-    match s {
-        RunStatus::Ok => "ok",
-        RunStatus::Failed => "failed",
-        RunStatus::Skipped => "skipped",
-        RunStatus::Missing => "missing",
     }
 }
 

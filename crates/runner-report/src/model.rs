@@ -365,6 +365,13 @@ mod tests {
     use super::*;
     use crate::render::{render_markdown, DEFAULT_TEMPLATE};
 
+    #[test]
+    fn a_run_status_names_itself_as_results_json_writes_it() {
+        for status in [RunStatus::Ok, RunStatus::Failed, RunStatus::Skipped, RunStatus::Missing] {
+            assert_eq!(serde_json::to_value(status).expect("serializes"), serde_json::Value::from(status.as_str()));
+        }
+    }
+
     /// The committed results of the bundled experiments.
     fn committed() -> Vec<PathBuf> {
         let root = Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../..")).join("results");

@@ -178,16 +178,17 @@ impl<'a, C: Conclusions> Engine<'a, C> {
                 continue;
             }
             let result = match reviewers.get(&run.reviewer) {
-                Some(reviewer) => reviewer.preflight().await.map_err(|e| Redactor::new(reviewer.secrets()).error(e)),
+                Some(reviewer) => {
+                    let checked = reviewer.preflight().await.map_err(|e| Redactor::new(reviewer.secrets()).error(e));
+                    // What its first run would ask before its first request is asked now,
+                    // beside the first subjects' builds.
+                    if let Some(ask) = checked.is_ok().then(|| Arc::clone(reviewer).ask_ahead(&run.cell)).flatten() {
+                        tokio::spawn(ask);
+                    }
+                    checked
+                }
                 None => Err(ReviewError::failed(format!("no reviewer named `{}`", run.reviewer))),
             };
-            // What its first run would ask before its first request is asked now, beside the
-            // first subjects' builds.
-            if let (Ok(()), Some(reviewer)) = (&result, reviewers.get(&run.reviewer)) {
-                if let Some(ask) = Arc::clone(reviewer).ask_ahead(&run.cell) {
-                    tokio::spawn(ask);
-                }
-            }
             preflighted.insert(run.reviewer.as_str(), result);
         }
         for (i, run) in plan.runs.iter().enumerate() {

@@ -13,8 +13,7 @@ use serde::Serialize;
 use std::collections::BTreeMap;
 
 /// Overlap counts between the findings of side A and side B.
-/// Serialized with its fields in the order a JSON map sorts them (`data`'s layout).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub(crate) struct Counts {
     pub count_a: usize,
     pub count_b: usize,
@@ -51,7 +50,7 @@ impl Counts {
         [self.count_a, self.count_b, self.overlap_exact, self.overlap_fuzzy, self.unique_a, self.unique_b].map(TableCell::from)
     }
 
-    /// The counts as `data` lists them: `(key, value)` in the order of [`Counts`]'s fields.
+    /// The counts as `data` lists them: `(key, value)`, keys in the order a JSON map sorts them.
     fn entries(&self) -> [(&'static str, usize); 6] {
         [
             ("count_a", self.count_a),
@@ -61,6 +60,13 @@ impl Counts {
             ("unique_a", self.unique_a),
             ("unique_b", self.unique_b),
         ]
+    }
+}
+
+/// Counts in `data` (`per_subject`): an object of [`Counts::entries`].
+impl Serialize for Counts {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_map(self.entries())
     }
 }
 

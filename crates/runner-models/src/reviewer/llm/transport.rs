@@ -167,8 +167,13 @@ impl Transport {
 
     /// The HTTP client, built the first time a request needs it.
     pub(crate) fn http(&self) -> Result<&reqwest::Client, AttemptError> {
+        self.http.get_or_init(self.client_builder()).as_ref().map_err(|e| AttemptError::Protocol(e.clone()))
+    }
+
+    /// What builds this transport's client, wherever it is built.
+    fn client_builder(&self) -> impl FnOnce() -> Result<reqwest::Client, String> + Send + 'static {
         let (connect_timeout, request_timeout, roots) = (self.connect_timeout, self.policy.request_timeout, self.roots);
-        self.http.get_or_init(|| build_client(connect_timeout, request_timeout, roots)).as_ref().map_err(|e| AttemptError::Protocol(e.clone()))
+        move || build_client(connect_timeout, request_timeout, roots)
     }
 
     /// Builds the HTTP client on a thread of its own, for an execution about to send
@@ -177,8 +182,8 @@ impl Transport {
         if self.http.get().is_some() {
             return;
         }
-        let (http, connect_timeout, request_timeout, roots) = (self.http.clone(), self.connect_timeout, self.policy.request_timeout, self.roots);
-        std::thread::spawn(move || http.get_or_init(|| build_client(connect_timeout, request_timeout, roots)).is_ok());
+        let (http, build) = (self.http.clone(), self.client_builder());
+        std::thread::spawn(move || http.get_or_init(build).is_ok());
     }
 
     /// The endpoint for an (expanded) base URL used with `api_key`, shared by every model and
