@@ -295,7 +295,7 @@ impl<'a, C: Conclusions> Engine<'a, C> {
         };
         // One core is left to the reviews (theirs are mostly waits, but sending and storing
         // take a core too), so a first wave starts while later subjects build.
-        let materializing = Arc::new(Semaphore::new(super::walk::cores().saturating_sub(1).max(1).min(options.jobs.max(1))));
+        let materializing = Arc::new(Semaphore::new(super::cores().saturating_sub(1).max(1).min(options.jobs.max(1))));
         Resources { global, materializing, per_reviewer, redactors, reviews, stages }
     }
 

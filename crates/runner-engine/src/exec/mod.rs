@@ -141,5 +141,10 @@ async fn wait_cancel(rx: &mut watch::Receiver<bool>) {
     }
 }
 
+/// How many threads CPU-bound work of the walk uses at once: the machine's cores.
+fn cores() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get())
+}
+
 #[cfg(test)]
 mod tests;

@@ -197,7 +197,7 @@ pub(super) fn look_up_runs(cache: &dyn Store, plan: &Plan, experiment: &str) -> 
         }
         lookups
     };
-    let threads = cores().min(16);
+    let threads = super::cores().min(16);
     if threads == 1 || plan.runs.len() < 256 {
         return look_up(&plan.runs);
     }
@@ -211,11 +211,6 @@ pub(super) fn look_up_runs(cache: &dyn Store, plan: &Plan, experiment: &str) -> 
             .flat_map(|(w, runs)| w.join().unwrap_or_else(|_| runs.iter().map(|_| Lookup::Miss).collect()))
             .collect()
     })
-}
-
-/// How many threads CPU-bound work of the walk uses at once: the machine's cores.
-pub(super) fn cores() -> usize {
-    std::thread::available_parallelism().map_or(1, |n| n.get())
 }
 
 /// The analyze nodes in manifest order.

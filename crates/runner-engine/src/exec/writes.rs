@@ -22,7 +22,7 @@ pub(super) struct Writers {
 impl Writers {
     /// As many writers as `jobs` (at least one, at most [`MAX_WRITERS`]).
     pub(super) fn for_jobs(jobs: usize) -> Self {
-        Self { permits: Arc::new(Semaphore::new(writers_for(jobs))), running: Arc::new(Semaphore::new(running_for(super::walk::cores()))) }
+        Self { permits: Arc::new(Semaphore::new(writers_for(jobs))), running: Arc::new(Semaphore::new(running_for(super::cores()))) }
     }
 
     /// A writer's permit, waited for. A review takes it while it still holds its `--jobs`

@@ -2,8 +2,9 @@
 //! side on as many threads as there are cores (they only read what the walk produced); the
 //! render node runs once every analysis is done.
 
+use super::super::cores;
 use super::super::parts::{EngineParts, Nodes};
-use super::super::walk::{cores, Conclusions, State, Walk};
+use super::super::walk::{Conclusions, State, Walk};
 use crate::plan::Node;
 use petgraph::graph::NodeIndex;
 
