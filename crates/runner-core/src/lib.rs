@@ -2,7 +2,8 @@
 //! configuration reading and diagnostics, text rules, terminal-safe text, paired statistics,
 //! agreement between raters (Cohen's and Fleiss' κ, majority, Spearman),
 //! bounded reads, guarded writes of user-named output files, the per-process scratch
-//! directory, and the child-process sandbox. It depends on no other runner crate.
+//! directory, background threads' priority, and the child-process sandbox. It depends on no
+//! other runner crate.
 
 pub mod agreement;
 pub mod bounded;
@@ -10,6 +11,7 @@ pub mod config;
 pub mod finding;
 pub mod matrix;
 pub mod output_file;
+pub mod priority;
 pub mod sandbox;
 pub mod scratch;
 pub mod stats;

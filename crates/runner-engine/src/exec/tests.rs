@@ -659,6 +659,23 @@ async fn cache_writes_in_flight_and_waiting_never_exceed_the_writer_bound() {
     assert!(backlog <= 4, "{backlog} finished reviews waited to be written with --jobs 2");
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cache_writes_run_on_background_threads_and_survive_a_panicking_write() {
+    let caller = runner_core::priority::this_thread_nice();
+    let writers = super::writes::Writers::for_jobs(4);
+    let (name, nice) = writers.run(|| (std::thread::current().name().map(String::from), runner_core::priority::this_thread_nice())).await.expect("a write");
+    assert_eq!(name.as_deref(), Some("runner-cache-writer"));
+    if cfg!(target_os = "linux") {
+        assert!(nice.is_some_and(|n| n >= runner_core::priority::BACKGROUND_NICE), "a writer thread runs at nice {nice:?}");
+    }
+    assert_eq!(runner_core::priority::this_thread_nice(), caller, "the caller keeps its priority");
+    let failed = writers.run(|| -> usize { panic!("a write that panics") }).await;
+    assert!(failed.is_err_and(|e| e.contains("panicked")));
+    // Its thread goes on, and every permit came back.
+    let after: Vec<usize> = futures::future::join_all((0..8).map(|i| writers.run(move || i * 2))).await.into_iter().map(|r| r.expect("a write")).collect();
+    assert_eq!(after, (0..8).map(|i| i * 2).collect::<Vec<_>>());
+}
+
 fn test_finding(message: &str, line: u32) -> crate::finding::Finding {
     serde_json::from_value(serde_json::json!({
         "id": format!("f{line}"), "file": "a.rs", "line": line, "severity": "warning", "category": "bug", "confidence": 1, "message": message

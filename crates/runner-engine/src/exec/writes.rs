@@ -1,28 +1,33 @@
 //! Cache writes off the async threads, bounded twice: a write is queued only while it holds
 //! one of a few places, so a burst of fast runs queues its writes instead of holding finished
-//! results without bound; and at most one core but one writes at once, so a round of answers
-//! stored together leaves a core to send the next requests (a new file costs the kernel more
+//! results without bound; and they run on the execution's own writer threads, one per core but
+//! one, at a background priority (`priority::lower_this_thread`), so a round of answers stored
+//! together leaves the cores to sending the next requests and to a model server on the same
+//! machine, and is written in the idle time between answers (a new file costs the kernel more
 //! than the request does).
 
-use std::sync::Arc;
+use std::sync::mpsc;
+use std::sync::{Arc, Mutex};
 use tokio::sync::Semaphore;
 
 /// The most cache writes in flight at once, whatever `--jobs` is: writes are filesystem
 /// work, and more of them at once do not make them faster.
 pub(super) const MAX_WRITERS: usize = 16;
 
+/// One queued write: it sends its own result.
+type Job = Box<dyn FnOnce() + Send>;
+
 /// The writers of one execution.
 #[derive(Clone)]
 pub(super) struct Writers {
     permits: Arc<Semaphore>,
-    /// The writes running at once: one per core but one (at least one).
-    running: Arc<Semaphore>,
+    threads: Arc<WriterThreads>,
 }
 
 impl Writers {
     /// As many writers as `jobs` (at least one, at most [`MAX_WRITERS`]).
     pub(super) fn for_jobs(jobs: usize) -> Self {
-        Self { permits: Arc::new(Semaphore::new(writers_for(jobs))), running: Arc::new(Semaphore::new(running_for(super::cores()))) }
+        Self { permits: Arc::new(Semaphore::new(writers_for(jobs))), threads: Arc::new(WriterThreads::new(running_for(super::cores()))) }
     }
 
     /// A writer's permit, waited for. A review takes it while it still holds its `--jobs`
@@ -30,38 +35,85 @@ impl Writers {
     /// results (each holding its run key's lock file open) in an unbounded queue.
     pub(super) async fn permit(&self) -> Result<Permit, String> {
         let held = self.permits.clone().acquire_owned().await.map_err(|e| e.to_string())?;
-        Ok(Permit { held, running: self.running.clone() })
+        Ok(Permit { held, threads: self.threads.clone() })
     }
 
-    /// Runs `write` on a blocking thread once a permit is free; the permit is held until it
-    /// returns. `Err` when the write panicked (or the runtime is shutting down).
+    /// Runs `write` on a writer thread once a permit is free; the permit is held until it
+    /// returns. `Err` when the write panicked.
     pub(super) async fn run<T: Send + 'static>(&self, write: impl FnOnce() -> T + Send + 'static) -> Result<T, String> {
         let permit = self.permit().await?;
         Self::run_with(permit, write).await
     }
 
-    /// Runs `write` on a blocking thread under a permit already taken, once a core is free
-    /// for it.
+    /// Runs `write` on a writer thread under a permit already taken.
     pub(super) async fn run_with<T: Send + 'static>(permit: Permit, write: impl FnOnce() -> T + Send + 'static) -> Result<T, String> {
-        let Permit { held, running } = permit;
-        let core = running.acquire_owned().await.map_err(|e| e.to_string())?;
+        let Permit { held, threads } = permit;
+        let (done, answer) = tokio::sync::oneshot::channel();
+        threads.submit(Box::new(move || {
+            let _ = done.send(write());
+            drop(held);
+        }));
+        answer.await.map_err(|_| "a cache write panicked".to_string())
+    }
+}
+
+/// The threads that run an execution's writes, in the order they were queued; they end when
+/// the last [`Writers`] is dropped. A write that panics loses its own result only (its sender
+/// is dropped, which its waiter reads as the panic); the thread goes on. Where no thread can
+/// be started, writes run on tokio's blocking threads instead.
+struct WriterThreads {
+    queue: Mutex<Option<mpsc::Sender<Job>>>,
+}
+
+impl WriterThreads {
+    fn new(count: usize) -> Self {
+        let (sender, receiver) = mpsc::channel::<Job>();
+        let receiver = Arc::new(Mutex::new(receiver));
+        let mut started = 0;
+        for _ in 0..count.max(1) {
+            let receiver = receiver.clone();
+            let thread = std::thread::Builder::new().name("runner-cache-writer".into()).spawn(move || {
+                // Best effort: a thread left at its priority writes all the same.
+                let _ = runner_core::priority::lower_this_thread();
+                loop {
+                    let job = match receiver.lock() {
+                        Ok(queue) => queue.recv(),
+                        Err(_) => return,
+                    };
+                    let Ok(job) = job else { return };
+                    let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(job));
+                }
+            });
+            started += usize::from(thread.is_ok());
+        }
+        Self { queue: Mutex::new((started > 0).then_some(sender)) }
+    }
+
+    /// Queues `job` for the next free writer thread.
+    fn submit(&self, job: Job) {
+        let job = match self.queue.lock() {
+            Ok(queue) => match queue.as_ref() {
+                Some(sender) => match sender.send(job) {
+                    Ok(()) => return,
+                    Err(mpsc::SendError(job)) => job,
+                },
+                None => job,
+            },
+            Err(_) => job,
+        };
         tokio::task::spawn_blocking(move || {
-            let out = write();
-            drop((core, held));
-            out
-        })
-        .await
-        .map_err(|e| e.to_string())
+            let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(job));
+        });
     }
 }
 
 /// One writer's place, held from before a write is queued until it is done.
 pub(super) struct Permit {
     held: tokio::sync::OwnedSemaphorePermit,
-    running: Arc<Semaphore>,
+    threads: Arc<WriterThreads>,
 }
 
-/// How many writes run at once on a machine of `cores` cores.
+/// How many writer threads a machine of `cores` cores gets.
 pub(super) fn running_for(cores: usize) -> usize {
     cores.saturating_sub(1).max(1)
 }
