@@ -135,58 +135,80 @@ impl SlotIn<'_> {
     }
 }
 
-/// One comparison: a pair of axis values within one group of the other axes.
-struct Comparison {
-    a: String,
-    b: String,
-    group: String,
+/// One comparison: a pair of axis values (by their index among the axis's values) within one
+/// group of the other axes (by its index among the groups).
+struct Comparison<'r> {
+    a: usize,
+    b: usize,
+    group: usize,
     total: Counts,
     runs_compared: usize,
-    per_subject: BTreeMap<String, Counts>,
+    per_subject: BTreeMap<&'r str, Counts>,
 }
 
-/// One comparison as an item of `data`: an object of the axis, its two values (keys
-/// `<axis>_a`, `<axis>_b`), the group, the runs compared, the total counts and `per_subject`,
-/// written as the JSON map of those entries is (keys sorted, a later entry replacing an
-/// earlier one of the same key) without building it.
+/// What one key of a comparison's `data` object holds.
+#[derive(Clone, Copy)]
+enum Field {
+    Axis,
+    ValueA,
+    ValueB,
+    Group,
+    RunsCompared,
+    /// The total's count at this index of [`Counts::entries`].
+    Total(usize),
+    PerSubject,
+}
+
+/// The keys of a comparison's `data` object in the order its JSON map writes them: the axis,
+/// its two values (keys `<axis>_a`, `<axis>_b`), the group, the runs compared, the total
+/// counts and `per_subject`, sorted, a later one replacing an earlier one of the same key (an
+/// axis named `count` has a `count_a` of its own). Worked out once per analysis.
+fn data_fields<'k>(key_a: &'k str, key_b: &'k str) -> Vec<(&'k str, Field)> {
+    let mut fields: BTreeMap<&str, Field> = BTreeMap::new();
+    fields.insert("axis", Field::Axis);
+    fields.insert(key_a, Field::ValueA);
+    fields.insert(key_b, Field::ValueB);
+    fields.insert("group", Field::Group);
+    fields.insert("runs_compared", Field::RunsCompared);
+    for (i, (key, _)) in Counts::default().entries().into_iter().enumerate() {
+        fields.insert(key, Field::Total(i));
+    }
+    fields.insert("per_subject", Field::PerSubject);
+    fields.into_iter().collect()
+}
+
+/// Item `i` of `list`, or nothing.
+fn text(list: &[String], i: usize) -> &str {
+    list.get(i).map_or("", String::as_str)
+}
+
+/// One comparison as an item of `data`, its keys in [`data_fields`]' order.
 struct ComparisonData<'c> {
     axis: &'c str,
-    key_a: &'c str,
-    key_b: &'c str,
-    cmp: &'c Comparison,
+    values: &'c [String],
+    groups: &'c [String],
+    fields: &'c [(&'c str, Field)],
+    cmp: &'c Comparison<'c>,
 }
 
-/// A value of [`ComparisonData`]'s map.
-enum Entry<'c> {
-    Text(&'c str),
-    Count(usize),
-    PerSubject(&'c BTreeMap<String, Counts>),
-}
-
-impl Serialize for Entry<'_> {
+impl<'c> Serialize for ComparisonData<'c> {
     fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        match self {
-            Entry::Text(text) => serializer.serialize_str(text),
-            Entry::Count(n) => serializer.serialize_u64(*n as u64),
-            Entry::PerSubject(map) => map.serialize(serializer),
-        }
-    }
-}
-
-impl Serialize for ComparisonData<'_> {
-    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
         let cmp = self.cmp;
-        let mut entries: BTreeMap<&str, Entry<'_>> = BTreeMap::new();
-        entries.insert("axis", Entry::Text(self.axis));
-        entries.insert(self.key_a, Entry::Text(&cmp.a));
-        entries.insert(self.key_b, Entry::Text(&cmp.b));
-        entries.insert("group", Entry::Text(&cmp.group));
-        entries.insert("runs_compared", Entry::Count(cmp.runs_compared));
-        for (key, n) in cmp.total.entries() {
-            entries.insert(key, Entry::Count(n));
+        let totals = cmp.total.entries();
+        let mut map = serializer.serialize_map(Some(self.fields.len()))?;
+        for &(key, field) in self.fields {
+            match field {
+                Field::Axis => map.serialize_entry(key, self.axis)?,
+                Field::ValueA => map.serialize_entry(key, text(self.values, cmp.a))?,
+                Field::ValueB => map.serialize_entry(key, text(self.values, cmp.b))?,
+                Field::Group => map.serialize_entry(key, text(self.groups, cmp.group))?,
+                Field::RunsCompared => map.serialize_entry(key, &cmp.runs_compared)?,
+                Field::Total(i) => map.serialize_entry(key, &totals.get(i).map_or(0, |(_, n)| *n))?,
+                Field::PerSubject => map.serialize_entry(key, &cmp.per_subject)?,
+            }
         }
-        entries.insert("per_subject", Entry::PerSubject(&cmp.per_subject));
-        entries.serialize(serializer)
+        map.end()
     }
 }
 
@@ -238,17 +260,16 @@ pub fn compute(spec: &AnalysisSpec, input: &AnalysisInput<'_>) -> AnalysisResult
 
     let mut comparisons = Vec::new();
     let mut unpaired = 0usize;
-    for group in &groups {
-        for (i, a) in values.iter().enumerate() {
-            for (j, b) in values.iter().enumerate().skip(i + 1) {
-                let mut cmp =
-                    Comparison { a: a.clone(), b: b.clone(), group: group.clone(), total: Counts::default(), runs_compared: 0, per_subject: BTreeMap::new() };
+    for (g, group) in groups.iter().enumerate() {
+        for i in 0..values.len() {
+            for j in i + 1..values.len() {
+                let mut cmp = Comparison { a: i, b: j, group: g, total: Counts::default(), runs_compared: 0, per_subject: BTreeMap::new() };
                 for slot in slots_of(group) {
                     match (slot.position(i), slot.position(j)) {
                         (Some(x), Some(y)) => {
                             let counts = Counts::in_slot(&slot.matches, x, y);
                             cmp.total.add(counts);
-                            cmp.per_subject.entry(slot.subject.clone()).or_default().add(counts);
+                            cmp.per_subject.entry(slot.subject.as_str()).or_default().add(counts);
                             cmp.runs_compared += 1;
                         }
                         (Some(_), None) | (None, Some(_)) => unpaired += 1,
@@ -261,6 +282,10 @@ pub fn compute(spec: &AnalysisSpec, input: &AnalysisInput<'_>) -> AnalysisResult
     }
 
     let show_group = groups.len() > 1 || groups.iter().any(|g| g != "all");
+    // Each value and group as the tables quote them, written once.
+    let quoted_values: Vec<String> = values.iter().map(|v| format!("`{v}`")).collect();
+    let quoted_groups: Vec<String> = groups.iter().map(|g| format!("`{g}`")).collect();
+    let quoted = |list: &[String], i: usize| -> TableCell { list.get(i).cloned().unwrap_or_default().into() };
     let mut columns: Vec<String> = Vec::new();
     if show_group {
         columns.push("Other axes".into());
@@ -271,9 +296,9 @@ pub fn compute(spec: &AnalysisSpec, input: &AnalysisInput<'_>) -> AnalysisResult
     for cmp in &comparisons {
         let mut row: Vec<TableCell> = Vec::new();
         if show_group {
-            row.push(format!("`{}`", cmp.group).into());
+            row.push(quoted(&quoted_groups, cmp.group));
         }
-        row.extend([format!("`{}`", cmp.a).into(), format!("`{}`", cmp.b).into(), cmp.runs_compared.into()]);
+        row.extend([quoted(&quoted_values, cmp.a), quoted(&quoted_values, cmp.b), cmp.runs_compared.into()]);
         row.extend(cmp.total.cells());
         summary.rows.push(row);
     }
@@ -287,8 +312,8 @@ pub fn compute(spec: &AnalysisSpec, input: &AnalysisInput<'_>) -> AnalysisResult
         }
         columns.extend([axis.to_string(), "Findings".into(), "Unique to it".into()]);
         let mut table = Table::with_columns(format!("Found by one value of `{axis}` only (no fuzzy match in any other value's run)"), columns);
-        for group in &groups {
-            for (k, value) in values.iter().enumerate() {
+        for (g, group) in groups.iter().enumerate() {
+            for k in 0..values.len() {
                 let (mut total, mut unique) = (0usize, 0usize);
                 for slot in slots_of(group) {
                     let Some(x) = slot.position(k) else { continue };
@@ -298,16 +323,16 @@ pub fn compute(spec: &AnalysisSpec, input: &AnalysisInput<'_>) -> AnalysisResult
                 }
                 let mut row: Vec<TableCell> = Vec::new();
                 if show_group {
-                    row.push(format!("`{group}`").into());
+                    row.push(quoted(&quoted_groups, g));
                 }
-                row.extend([format!("`{value}`").into(), total.into(), crate::analysis::model::fmt_share(unique, total)]);
+                row.extend([quoted(&quoted_values, k), total.into(), crate::analysis::model::fmt_share(unique, total)]);
                 table.rows.push(row);
             }
         }
         result.tables.push(table);
     }
 
-    let subjects: std::collections::BTreeSet<&String> = comparisons.iter().flat_map(|c| c.per_subject.keys()).collect();
+    let subjects: std::collections::BTreeSet<&str> = comparisons.iter().flat_map(|c| c.per_subject.keys().copied()).collect();
     if subjects.len() > 1 {
         let mut columns: Vec<String> = Vec::new();
         if comparisons.len() > 1 {
@@ -316,13 +341,20 @@ pub fn compute(spec: &AnalysisSpec, input: &AnalysisInput<'_>) -> AnalysisResult
         columns.extend(["Subject", "Findings A", "Findings B", "Exact overlap", "Fuzzy overlap", "Only A", "Only B"].map(String::from));
         let mut table = Table::with_columns("Per subject, summed over repeats", columns);
         for cmp in &comparisons {
-            for (subject, counts) in &cmp.per_subject {
-                let mut row: Vec<TableCell> = Vec::new();
-                if comparisons.len() > 1 {
-                    let group = if show_group { format!(" ({})", cmp.group) } else { String::new() };
-                    row.push(format!("`{}` vs `{}`{group}", cmp.a, cmp.b).into());
+            let label = (comparisons.len() > 1).then(|| {
+                let (a, b) = (text(&quoted_values, cmp.a), text(&quoted_values, cmp.b));
+                if show_group {
+                    format!("{a} vs {b} ({})", text(&groups, cmp.group))
+                } else {
+                    format!("{a} vs {b}")
                 }
-                row.push(subject.clone().into());
+            });
+            for (subject, counts) in &cmp.per_subject {
+                let mut row: Vec<TableCell> = Vec::with_capacity(8);
+                if let Some(label) = &label {
+                    row.push(label.clone().into());
+                }
+                row.push((*subject).into());
                 row.extend(counts.cells());
                 table.rows.push(row);
             }
@@ -331,7 +363,8 @@ pub fn compute(spec: &AnalysisSpec, input: &AnalysisInput<'_>) -> AnalysisResult
     }
 
     let (key_a, key_b) = (format!("{axis}_a"), format!("{axis}_b"));
-    result.data = one_or_many(comparisons.iter().map(|cmp| ComparisonData { axis, key_a: &key_a, key_b: &key_b, cmp }));
+    let fields = data_fields(&key_a, &key_b);
+    result.data = one_or_many(comparisons.iter().map(|cmp| ComparisonData { axis, values: &values, groups: &groups, fields: &fields, cmp }));
 
     if input.repeat > 1 {
         result.notes.push(format!("Counts are summed over subjects and {} repeats; repeat i of A is compared with repeat i of B.", input.repeat));
