@@ -1,6 +1,7 @@
 //! The analyze and render executors. Analyses run in the walk itself, the ready ones side by
-//! side on as many threads as there are cores (they only read what the walk produced); the
-//! render node runs once every analysis is done.
+//! side on as many threads as there are cores, each thread taking the next analysis as soon as
+//! it is free (they only read what the walk produced); the render node runs once every
+//! analysis is done.
 
 use super::super::cores;
 use super::super::parts::{EngineParts, Nodes};
@@ -26,20 +27,41 @@ pub(in crate::exec) fn analyze_ready<'a, C: Conclusions>(
         _ => true,
     });
     let conclusions = parts.conclusions;
-    let mut results: Vec<C::Analysis> = Vec::with_capacity(batch.len());
-    {
+    let results: Vec<C::Analysis> = {
         let view = &walk.view(&nodes.review, &nodes.materialize, &nodes.scoring);
-        // As many at once as there are cores: each holds its own working memory.
-        for chunk in batch.chunks(cores()) {
-            std::thread::scope(|scope| {
-                let handles: Vec<_> = chunk.iter().map(|&(_, index)| scope.spawn(move || conclusions.analyze(index, view))).collect();
-                results.extend(handles.into_iter().map(|h| h.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic))));
-            });
-        }
-    }
+        let indices: Vec<usize> = batch.iter().map(|&(_, index)| index).collect();
+        side_by_side(&indices, cores(), |&index| conclusions.analyze(index, view))
+    };
     for ((node, _), result) in batch.into_iter().zip(results) {
         walk.finish(node, State::Analysis(Box::new(result)));
     }
+}
+
+/// `work` on each item, on at most `threads` threads at once (each holds its own working
+/// memory), each thread taking the next item not yet taken as soon as it is free: a long item
+/// holds one thread while the others go through the rest. The results are in the items' order;
+/// a panic in `work` is raised again here.
+pub(in crate::exec) fn side_by_side<I: Sync, T: Send>(items: &[I], threads: usize, work: impl Fn(&I) -> T + Sync) -> Vec<T> {
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let mut results: Vec<Option<T>> = std::iter::repeat_with(|| None).take(items.len()).collect();
+    let done: Vec<Vec<(usize, T)>> = std::thread::scope(|scope| {
+        let worker = || {
+            let mut mine = Vec::new();
+            loop {
+                let at = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                let Some(item) = items.get(at) else { return mine };
+                mine.push((at, work(item)));
+            }
+        };
+        let handles: Vec<_> = (0..threads.clamp(1, items.len().max(1))).map(|_| scope.spawn(worker)).collect();
+        handles.into_iter().map(|h| h.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic))).collect()
+    });
+    for (at, result) in done.into_iter().flatten() {
+        if let Some(slot) = results.get_mut(at) {
+            *slot = Some(result);
+        }
+    }
+    results.into_iter().flatten().collect()
 }
 
 /// Renders the reports from every analysis done, in manifest order; a failure is kept in
@@ -68,4 +90,38 @@ pub(in crate::exec) fn render<'a, C: Conclusions>(
         }
     };
     walk.finish(node, state);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::side_by_side;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::Mutex;
+
+    #[test]
+    fn side_by_side_keeps_the_items_order_and_its_thread_bound() {
+        let running = AtomicUsize::new(0);
+        let most = AtomicUsize::new(0);
+        let threads = Mutex::new(std::collections::HashSet::new());
+        let items: Vec<usize> = (0..40).collect();
+        let out = side_by_side(&items, 3, |&i| {
+            let now = running.fetch_add(1, Ordering::SeqCst) + 1;
+            most.fetch_max(now, Ordering::SeqCst);
+            threads.lock().expect("lock").insert(std::thread::current().id());
+            // The first item is long: the other threads take the rest meanwhile.
+            std::thread::sleep(std::time::Duration::from_millis(if i == 0 { 30 } else { 1 }));
+            running.fetch_sub(1, Ordering::SeqCst);
+            i * 10
+        });
+        assert_eq!(out, items.iter().map(|i| i * 10).collect::<Vec<_>>());
+        assert!(most.load(Ordering::SeqCst) <= 3, "at most 3 at once");
+        assert!(threads.lock().expect("lock").len() <= 3);
+        assert!(side_by_side(&Vec::<usize>::new(), 4, |&i| i).is_empty());
+    }
+
+    #[test]
+    fn a_panic_in_one_item_is_raised_again() {
+        let raised = std::panic::catch_unwind(|| side_by_side(&[1, 2, 3], 2, |&i| if i == 2 { panic!("item two") } else { i }));
+        assert!(raised.is_err());
+    }
 }
