@@ -2,7 +2,11 @@
 //! identity of the API key used there, never the key itself), shared by every reviewer, judge,
 //! claims generator and embedder of the process that talks to it.
 //!
-//! The controller starts at the configured limit and adjusts it AIMD-style: halved on a 429 or
+//! The controller starts at the configured limit, or at [`SLOW_START_LIMIT`] when that is
+//! smaller, and then grows by one for every answer (doubling each round of answers, TCP's slow
+//! start) until the first congestion signal or the ceiling: a server that rate-limits meets a
+//! first wave of 16 requests rather than all the configured ones. From the first signal on it
+//! adjusts the limit AIMD-style: halved on a 429 or
 //! a 503, cut by a fifth when latency rises (its recent average past twice its long-run
 //! average, a baseline that spreads over a hundred answers so a model's own spread of answer
 //! lengths does not read as congestion, and that follows a server slower for good), and
@@ -22,6 +26,12 @@ use std::time::Duration;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tokio::time::Instant;
 
+/// A new endpoint's first limit, when the configured one is larger.
+pub const SLOW_START_LIMIT: usize = 16;
+/// Windows of answers (each `limit` of them) the limit stays one below where a 429 last cut
+/// it before it steps there again: a limit that met the server's rate limit is probed again
+/// now and then, not after every window.
+pub const PLATEAU_WINDOWS: usize = 16;
 /// The limit's factor on a 429 or a 503.
 pub const THROTTLED_FACTOR: f64 = 0.5;
 /// The limit's factor when latency rises.
@@ -120,6 +130,11 @@ struct State {
     ceiling: usize,
     /// Successes since the last step up: one more place for every `limit` of them.
     growth: usize,
+    /// No congestion signal yet: one more place for every success.
+    slow_start: bool,
+    /// The limit a 429 or a 503 last cut: growth stops one below it for [`PLATEAU_WINDOWS`]
+    /// windows of answers, then steps back to it and goes on at the usual pace.
+    throttled_at: Option<usize>,
     /// Permits to take out of circulation as they come back (the limit was cut below the
     /// requests in flight).
     debt: usize,
@@ -164,16 +179,20 @@ impl Drop for Permit {
 }
 
 impl Controller {
-    /// A controller for `url`, starting at `limit` (at least 1), its ceiling.
+    /// A controller for `url` whose ceiling is `limit` (at least 1), starting at it or at
+    /// [`SLOW_START_LIMIT`], whichever is smaller.
     pub fn new(url: &str, limit: usize) -> Arc<Self> {
-        let limit = limit.max(1);
+        let ceiling = limit.max(1);
+        let limit = ceiling.min(SLOW_START_LIMIT);
         Arc::new(Self {
             display: display_url(url),
             semaphore: Arc::new(Semaphore::new(limit)),
             state: Mutex::new(State {
                 limit,
-                ceiling: limit,
+                ceiling,
                 growth: 0,
+                slow_start: true,
+                throttled_at: None,
                 debt: 0,
                 generation: 0,
                 min_limit: limit,
@@ -206,16 +225,15 @@ impl Controller {
     }
 
     /// Another user allows more at once: the ceiling rises to its limit, and so does the limit
-    /// while nothing has cut it.
+    /// while nothing has cut it (up to [`SLOW_START_LIMIT`], from where slow start goes on).
     pub fn raise_ceiling(&self, limit: usize) {
         let mut s = self.lock();
         if limit <= s.ceiling {
             return;
         }
-        let untouched = s.generation == 0 && s.limit == s.ceiling;
         s.ceiling = limit;
-        if untouched {
-            let by = limit - s.limit;
+        if s.slow_start {
+            let by = limit.min(SLOW_START_LIMIT).saturating_sub(s.limit);
             self.grow(&mut s, by);
         }
     }
@@ -274,11 +292,19 @@ impl Controller {
                     if current && settled && s.limit > 1 {
                         self.cut(&mut s, LATENCY_FACTOR);
                     }
+                } else if s.slow_start {
+                    self.grow(&mut s, 1);
                 } else {
                     s.growth += 1;
-                    if s.growth >= s.limit {
+                    let below_the_last_cut = s.throttled_at.is_some_and(|at| s.limit + 1 >= at);
+                    let window = if below_the_last_cut { PLATEAU_WINDOWS * s.limit } else { s.limit };
+                    if s.growth >= window {
                         s.growth = 0;
                         self.grow(&mut s, 1);
+                        // Back where the cut came from: from here on it probes at the usual pace.
+                        if below_the_last_cut {
+                            s.throttled_at = None;
+                        }
                     }
                 }
             }
@@ -287,6 +313,7 @@ impl Controller {
                     s.throttled += 1;
                 }
                 if current {
+                    s.throttled_at = Some(s.limit);
                     self.cut(&mut s, THROTTLED_FACTOR);
                 }
             }
@@ -339,6 +366,7 @@ impl Controller {
         let cut = s.limit - new;
         s.limit = new;
         s.growth = 0;
+        s.slow_start = false;
         s.generation += 1;
         s.since_cut = 0;
         s.min_limit = s.min_limit.min(new);
@@ -571,15 +599,19 @@ mod tests {
         c.record(&p, Outcome::Overloaded);
         assert_eq!(c.limit(), 2);
         drop(p);
-        // Additive increase: one step for every `limit` successes.
+        // Additive increase: one step for every `limit` successes, up to one below the limit
+        // the last cut came from (4).
         let p = permit(&c).await;
         c.record(&p, Outcome::Success(100 * MS));
         assert_eq!(c.limit(), 2);
         c.record(&p, Outcome::Success(100 * MS));
         assert_eq!(c.limit(), 3);
-        for _ in 0..3 {
+        // The step back to 4 waits PLATEAU_WINDOWS windows of answers.
+        for _ in 0..PLATEAU_WINDOWS * 3 - 1 {
             c.record(&p, Outcome::Success(100 * MS));
         }
+        assert_eq!(c.limit(), 3);
+        c.record(&p, Outcome::Success(100 * MS));
         assert_eq!(c.limit(), 4);
         for _ in 0..100 {
             c.record(&p, Outcome::Success(100 * MS));
@@ -592,7 +624,28 @@ mod tests {
             assert_eq!(c.limit(), expected, "never below one");
         }
         let s = c.lock();
-        assert_eq!((s.min_limit, s.max_limit, s.throttled, s.requests), (1, 8, 6, 113));
+        assert_eq!((s.min_limit, s.max_limit, s.throttled, s.requests), (1, 8, 6, 2 + 2 + 2 + PLATEAU_WINDOWS as u64 * 3 + 100 + 4));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_new_endpoint_starts_slowly_and_doubles_each_round_until_its_first_429() {
+        let c = Controller::new("http://slow-start/v1", 64);
+        assert_eq!(c.limit(), SLOW_START_LIMIT, "a first wave of {SLOW_START_LIMIT}, not 64");
+        let p = permit(&c).await;
+        for _ in 0..SLOW_START_LIMIT {
+            c.record(&p, Outcome::Success(100 * MS));
+        }
+        assert_eq!(c.limit(), 2 * SLOW_START_LIMIT, "one more place per answer: doubled after a round");
+        c.record(&p, Outcome::Throttled);
+        assert_eq!(c.limit(), SLOW_START_LIMIT, "the first 429 halves it");
+        drop(p);
+        let p = permit(&c).await;
+        for _ in 0..SLOW_START_LIMIT {
+            c.record(&p, Outcome::Success(100 * MS));
+        }
+        assert_eq!(c.limit(), SLOW_START_LIMIT + 1, "then one place per window of answers");
+        // A limit at or below the first wave starts where it is configured.
+        assert_eq!(Controller::new("http://small/v1", 4).limit(), 4);
     }
 
     #[tokio::test(start_paused = true)]
@@ -653,9 +706,11 @@ mod tests {
         assert!(!waiting.is_finished());
         drop(b);
         assert_eq!(waiting.await.expect("task"), 1, "the waiting request gets the freed place, in the new generation");
-        // Growing again adds permits.
+        // Growing again adds permits (back to 2, where the cut came from, after the plateau).
         let p = permit(&c).await;
-        c.record(&p, Outcome::Success(10 * MS));
+        for _ in 0..PLATEAU_WINDOWS {
+            c.record(&p, Outcome::Success(10 * MS));
+        }
         assert_eq!(c.limit(), 2);
         let q = c.acquire().now_or_never();
         assert!(q.is_some(), "a second place opened");

@@ -615,8 +615,9 @@ mod tests {
     async fn a_429_is_free_while_the_endpoint_serves_others_and_counts_when_it_serves_none() {
         let t = Transport::new(Policy { retries: 1, ..policy() }, Duration::from_secs(1), 64);
         let e = t.endpoint("http://free-429.invalid", None);
-        // Five 429s, each after another request to the endpoint succeeded: none counts, so
-        // one retry allowed is enough.
+        // Four 429s, each after another request to the endpoint succeeded: none counts, so
+        // one retry allowed is enough. (Each cuts the limit, 16 → 8 → 4 → 2 → 1; the other
+        // request needs a place beside this one's.)
         let mut calls = 0;
         let controller = e.controller.clone();
         let r = t
@@ -624,7 +625,7 @@ mod tests {
                 calls += 1;
                 let (n, c) = (calls, controller.clone());
                 async move {
-                    if n > 5 {
+                    if n > 4 {
                         return Ok(n);
                     }
                     let other = c.acquire().await;
@@ -634,7 +635,7 @@ mod tests {
             })
             .await
             .map_err(|_| "failed");
-        assert_eq!(r.expect("the sixth attempt succeeds"), (6, 6));
+        assert_eq!(r.expect("the fifth attempt succeeds"), (5, 5));
         // 429s with no other success in between: the first is free, then they count.
         let (calls, r) = always(&t, &e, 429, "rate limit reached").await;
         assert_eq!(calls, 3, "1 free 429 + 1 try + 1 retry");
