@@ -62,8 +62,25 @@ impl KeyInputs {
 
     /// Canonical bytes: JSON with object keys sorted at every level.
     pub fn canonical_bytes(&self) -> Vec<u8> {
-        let value = serde_json::to_value(self).unwrap_or(serde_json::Value::Null);
-        serde_json::to_vec(&value).unwrap_or_default()
+        let mut bytes = Vec::new();
+        self.write_canonical(&mut bytes);
+        bytes
+    }
+
+    /// Writes [`Self::canonical_bytes`] into `out` without building a JSON tree first: the
+    /// fields in sorted order ([`Canonical`]), the reviewer's configuration and the cell's
+    /// values as they are (a JSON object's keys, and a cell's axes, are kept sorted).
+    fn write_canonical(&self, out: &mut impl std::io::Write) {
+        let canonical = Canonical {
+            cell: &self.cell,
+            repeat: self.repeat,
+            reviewer: &self.reviewer,
+            reviewer_kind: &self.reviewer_kind,
+            schema: self.schema,
+            subject: &self.subject,
+        };
+        // Writing into memory or a hasher cannot fail.
+        let _ = serde_json::to_writer(out, &canonical);
     }
 
     /// Paths (`reviewer.args[2]`, `cell.model`, …) whose values differ between two inputs.
@@ -138,7 +155,20 @@ fn diff_values(path: &str, a: Option<&serde_json::Value>, b: Option<&serde_json:
 
 /// The key of a review run.
 pub fn review_key(inputs: &KeyInputs) -> CacheKey {
-    CacheKey(blake3::hash(&inputs.canonical_bytes()).to_hex().to_string())
+    let mut hasher = blake3::Hasher::new();
+    inputs.write_canonical(&mut hasher);
+    CacheKey(hasher.finalize().to_hex().to_string())
+}
+
+/// [`KeyInputs`] as its key hashes it: the same fields, declared in sorted order.
+#[derive(Serialize)]
+struct Canonical<'a> {
+    cell: &'a CellText,
+    repeat: u32,
+    reviewer: &'a serde_json::Value,
+    reviewer_kind: &'a str,
+    schema: u32,
+    subject: &'a str,
 }
 
 /// The key of a cached stage other than a review: the stage's name and its inputs (the
@@ -168,6 +198,21 @@ mod tests {
             assert_ne!(review_key(&base), review_key(other));
         }
         assert_eq!(other_model.changed_fields(&base), vec!["cell.model".to_string()]);
+    }
+
+    #[test]
+    fn canonical_bytes_are_the_sorted_json_tree_of_the_inputs() {
+        // Written directly, they are byte for byte the JSON tree of the inputs with every
+        // object's keys sorted (what keys were always computed from), so no key changes.
+        let reviewer = serde_json::json!({"z": [1, {"b": 2.5, "a": null}], "prompt": "say \"hi\"\n", "model": "m", "n": -3, "nested": {"y": true, "x": "é"}});
+        let cell = Cell {
+            id: "temperature=0.7,model=b".into(),
+            values: [("temperature".to_string(), AxisValue::Float(0.7)), ("model".to_string(), AxisValue::Str("b".into()))].into_iter().collect(),
+        };
+        let inputs = KeyInputs::new("openai", reviewer, &cell, &"ab".repeat(32), 3);
+        let tree = serde_json::to_vec(&serde_json::to_value(&inputs).expect("value")).expect("bytes");
+        assert_eq!(String::from_utf8(inputs.canonical_bytes()).expect("utf8"), String::from_utf8(tree.clone()).expect("utf8"));
+        assert_eq!(review_key(&inputs).0, blake3::hash(&tree).to_hex().to_string());
     }
 
     #[test]
