@@ -2,6 +2,7 @@
 //! created in temporary directories, with real child processes as reviewers.
 
 mod aacr_bench;
+mod architecture;
 mod bundled;
 mod code_review_benchmark;
 mod command_reviewer;
