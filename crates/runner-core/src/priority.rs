@@ -14,23 +14,10 @@ pub const BACKGROUND_NICE: i32 = 10;
 pub fn lower_this_thread() -> std::io::Result<()> {
     #[cfg(target_os = "linux")]
     {
-        // SAFETY: gettid has no preconditions.
-        let tid = unsafe { libc::gettid() };
-        let who = libc::id_t::try_from(tid).map_err(|_| std::io::Error::other("negative thread id"))?;
-        // SAFETY: getpriority and setpriority read and set a number of the thread named.
-        // getpriority may legitimately return -1, so errno is cleared and checked.
-        let current = unsafe {
-            *libc::__errno_location() = 0;
-            libc::getpriority(libc::PRIO_PROCESS, who)
-        };
-        if current == -1 && std::io::Error::last_os_error().raw_os_error() != Some(0) {
-            return Err(std::io::Error::last_os_error());
-        }
-        if current >= BACKGROUND_NICE {
-            return Ok(());
-        }
-        // SAFETY: as above.
-        if unsafe { libc::setpriority(libc::PRIO_PROCESS, who, BACKGROUND_NICE) } == -1 {
+        let tid = this_thread_id()?;
+        let current = this_thread_nice().ok_or_else(std::io::Error::last_os_error)?;
+        // SAFETY: setpriority sets a number of the thread named.
+        if current < BACKGROUND_NICE && unsafe { libc::setpriority(libc::PRIO_PROCESS, tid, BACKGROUND_NICE) } == -1 {
             return Err(std::io::Error::last_os_error());
         }
     }
@@ -41,20 +28,28 @@ pub fn lower_this_thread() -> std::io::Result<()> {
 pub fn this_thread_nice() -> Option<i32> {
     #[cfg(target_os = "linux")]
     {
-        // SAFETY: as in `lower_this_thread`.
-        let tid = unsafe { libc::gettid() };
-        let who = libc::id_t::try_from(tid).ok()?;
+        let tid = this_thread_id().ok()?;
+        // SAFETY: getpriority reads a number of the thread named. It may legitimately return
+        // -1, so errno is cleared before and checked after.
         let nice = unsafe {
             *libc::__errno_location() = 0;
-            libc::getpriority(libc::PRIO_PROCESS, who)
+            libc::getpriority(libc::PRIO_PROCESS, tid)
         };
         if nice == -1 && std::io::Error::last_os_error().raw_os_error() != Some(0) {
             return None;
         }
-        return Some(nice);
+        Some(nice)
     }
-    #[allow(unreachable_code)]
+    #[cfg(not(target_os = "linux"))]
     None
+}
+
+/// The calling thread's id, as `getpriority` and `setpriority` name a thread.
+#[cfg(target_os = "linux")]
+fn this_thread_id() -> std::io::Result<libc::id_t> {
+    // SAFETY: gettid has no preconditions.
+    let tid = unsafe { libc::gettid() };
+    libc::id_t::try_from(tid).map_err(|_| std::io::Error::other("negative thread id"))
 }
 
 #[cfg(test)]

@@ -1,14 +1,27 @@
 //! The sandbox of every child program runner starts (ground-truth programs, static
 //! analyzers): resource limits set below runner's own, waiting with a deadline,
 //! reaping with the child's CPU time, and killing a run's whole session — and any process that
-//! left it but carries the run's marker in its environment — until none is left.
+//! left it but carries the run's marker in its environment — until none is left; and where a
+//! program named without a path is found (`on_path`).
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 /// The variable every process of a run inherits, naming the run: what left the run's
 /// session but kept its environment is found by it and killed.
 pub const MARKER_VAR: &str = "RUNNER_GROUND_TRUTH_RUN";
+
+/// `name` as an executable in one of `search`'s directories (a `PATH` value), the first as
+/// the shell would find it.
+pub fn on_path(name: &str, search: Option<&std::ffi::OsStr>) -> Option<PathBuf> {
+    std::env::split_paths(search?).map(|dir| dir.join(name)).find(|p| is_executable(p))
+}
+
+/// Whether `path` is a regular file its owner, group or others may execute.
+pub fn is_executable(path: &Path) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::metadata(path).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+}
 
 /// Sets a resource limit, never above the hard limit runner itself has.
 pub fn limit(resource: libc::__rlimit_resource_t, soft: u64, hard: u64) -> std::io::Result<()> {
@@ -131,4 +144,27 @@ fn strays(sid: libc::pid_t, needle: &[u8]) -> Vec<libc::pid_t> {
         }
     }
     found
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::PermissionsExt;
+
+    #[test]
+    fn a_program_is_found_on_path_skipping_what_cannot_run() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let (plain, runnable, not_a_file) = (dir.path().join("plain"), dir.path().join("bin"), dir.path().join("dir"));
+        for d in [&plain, &runnable, &not_a_file] {
+            std::fs::create_dir_all(d).expect("mkdir");
+        }
+        std::fs::write(plain.join("tool"), "").expect("write");
+        std::fs::write(runnable.join("tool"), "").expect("write");
+        std::fs::set_permissions(runnable.join("tool"), std::fs::Permissions::from_mode(0o755)).expect("chmod");
+        std::fs::create_dir_all(not_a_file.join("tool")).expect("mkdir");
+        let path = std::env::join_paths([not_a_file.clone(), plain.clone(), runnable.clone()]).expect("join");
+        assert_eq!(on_path("tool", Some(&path)), Some(runnable.join("tool")), "not a directory, not a file without the execute bit");
+        assert_eq!(on_path("tool", Some(&std::env::join_paths([plain]).expect("join"))), None);
+        assert_eq!(on_path("tool", None), None);
+    }
 }

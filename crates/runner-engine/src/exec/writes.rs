@@ -62,7 +62,8 @@ impl Writers {
 /// is dropped, which its waiter reads as the panic); the thread goes on. Where no thread can
 /// be started, writes run on tokio's blocking threads instead.
 struct WriterThreads {
-    queue: Mutex<Option<mpsc::Sender<Job>>>,
+    /// `None` when no thread started.
+    queue: Option<mpsc::Sender<Job>>,
 }
 
 impl WriterThreads {
@@ -86,20 +87,17 @@ impl WriterThreads {
             });
             started += usize::from(thread.is_ok());
         }
-        Self { queue: Mutex::new((started > 0).then_some(sender)) }
+        Self { queue: (started > 0).then_some(sender) }
     }
 
     /// Queues `job` for the next free writer thread.
     fn submit(&self, job: Job) {
-        let job = match self.queue.lock() {
-            Ok(queue) => match queue.as_ref() {
-                Some(sender) => match sender.send(job) {
-                    Ok(()) => return,
-                    Err(mpsc::SendError(job)) => job,
-                },
-                None => job,
+        let job = match &self.queue {
+            Some(sender) => match sender.send(job) {
+                Ok(()) => return,
+                Err(mpsc::SendError(job)) => job,
             },
-            Err(_) => job,
+            None => job,
         };
         tokio::task::spawn_blocking(move || {
             let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(job));

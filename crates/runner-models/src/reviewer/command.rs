@@ -35,6 +35,7 @@ use super::redact::secret_parts_of_url_value;
 use super::{template, Cost, ReviewError, ReviewJob, ReviewOutput, Reviewer};
 use crate::config::{check_template, TableReader};
 use crate::matrix::Cell;
+use crate::sandbox::is_executable;
 use crate::subject::git::git;
 use futures::future::BoxFuture;
 use serde::Serialize;
@@ -761,12 +762,6 @@ pub fn program_problem(spec: &CommandSpec) -> Option<String> {
             })
         }
     }
-}
-
-/// Whether `path` is a file its owner, group or others may execute.
-fn is_executable(path: &Path) -> bool {
-    use std::os::unix::fs::PermissionsExt;
-    path.is_file() && path.metadata().is_ok_and(|m| m.permissions().mode() & 0o111 != 0)
 }
 
 fn render_all(argv: &[String], vars: &BTreeMap<String, serde_json::Value>) -> Result<Vec<String>, ReviewError> {

@@ -5,10 +5,11 @@
 //! backstop, and stdout and stderr read whole up to a bound: an analyzer that prints more is
 //! an error, never a truncated parse.
 
+pub use crate::sandbox::{is_executable, on_path};
 use crate::sandbox::{kill_run, limit, reap, MARKER_VAR};
 use std::ffi::OsString;
 use std::io::Read;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
@@ -182,16 +183,6 @@ fn read_bounded(mut stream: impl Read + Send + 'static, cap: usize) -> std::sync
     result
 }
 
-/// `name` as an executable in one of `search`'s directories (a `PATH` value).
-pub fn on_path(name: &str, search: Option<&std::ffi::OsStr>) -> Option<PathBuf> {
-    std::env::split_paths(search?).map(|dir| dir.join(name)).find(|p| is_executable(p))
-}
-
-pub fn is_executable(path: &Path) -> bool {
-    use std::os::unix::fs::PermissionsExt;
-    std::fs::metadata(path).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
-}
-
 /// The last `max` characters of `bytes` as text, for an error message.
 pub fn tail(bytes: &[u8], max: usize) -> String {
     let text = String::from_utf8_lossy(bytes);
@@ -207,6 +198,7 @@ pub fn tail(bytes: &[u8], max: usize) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::path::PathBuf;
 
     fn sandbox() -> tempfile::TempDir {
         let dir = tempfile::tempdir().expect("tempdir");

@@ -58,25 +58,18 @@ pub fn command(dir: &Path) -> Command {
     cmd
 }
 
-/// The `git` program: its full path, found once on `PATH` (an absolute directory holding an
-/// executable `git`), else the bare name. A command that sets `PATH` for a program named
-/// without a path is started by `fork`, which copies the page tables of all runner's memory;
-/// one named by its path starts through `posix_spawn`, which copies nothing — most of a git
-/// process's cost to runner, and materializing a subject is one.
+/// The `git` program: its full path, found once on `PATH`, else the bare name (also where the
+/// first `git` on `PATH` is in a relative directory). A command that sets `PATH` for a program
+/// named without a path is started by `fork`, which copies the page tables of all runner's
+/// memory; one named by its path starts through `posix_spawn`, which copies nothing — most of a
+/// git process's cost to runner, and materializing a subject is one.
 fn git_program() -> &'static std::ffi::OsStr {
     static FOUND: std::sync::OnceLock<std::ffi::OsString> = std::sync::OnceLock::new();
-    FOUND.get_or_init(|| std::env::var_os("PATH").and_then(|path| find_program(&path, "git")).map_or_else(|| "git".into(), |p| p.into_os_string()))
-}
-
-/// The first executable file `name` in an absolute directory of `path` (a `PATH` value), as
-/// the shell would run it; relative directories (the current one) are left to the shell's
-/// own search.
-fn find_program(path: &std::ffi::OsStr, name: &str) -> Option<std::path::PathBuf> {
-    use std::os::unix::fs::PermissionsExt;
-    std::env::split_paths(path)
-        .filter(|dir| dir.is_absolute())
-        .map(|dir| dir.join(name))
-        .find(|candidate| std::fs::metadata(candidate).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0))
+    FOUND.get_or_init(|| {
+        runner_core::sandbox::on_path("git", std::env::var_os("PATH").as_deref())
+            .filter(|p| p.is_absolute())
+            .map_or_else(|| "git".into(), |p| p.into_os_string())
+    })
 }
 
 /// Runs `git args…` in `dir` with a fixed, hermetic environment and returns stdout.
@@ -207,23 +200,11 @@ mod tests {
     use std::os::unix::fs::PermissionsExt;
 
     #[test]
-    fn git_is_found_on_path_by_its_full_path_skipping_what_cannot_run() {
-        let dir = tempfile::tempdir().expect("tempdir");
-        let (plain, runnable, not_a_file) = (dir.path().join("plain"), dir.path().join("bin"), dir.path().join("dir"));
-        for d in [&plain, &runnable, &not_a_file] {
-            std::fs::create_dir_all(d).expect("mkdir");
-        }
-        std::fs::write(plain.join("git"), "").expect("write");
-        std::fs::write(runnable.join("git"), "").expect("write");
-        std::fs::set_permissions(runnable.join("git"), std::fs::Permissions::from_mode(0o755)).expect("chmod");
-        std::fs::create_dir_all(not_a_file.join("git")).expect("mkdir");
-        let path = std::env::join_paths(["relative/bin".into(), not_a_file.clone(), plain.clone(), runnable.clone()]).expect("join");
-        assert_eq!(find_program(&path, "git"), Some(runnable.join("git")), "not a directory, not one without the execute bit, not a relative one");
-        assert_eq!(find_program(&std::env::join_paths([plain]).expect("join"), "git"), None);
-        // The builder names git by that path where PATH has it, and the command still runs.
-        let program = command(dir.path()).get_program().to_os_string();
-        assert!(Path::new(&program).is_absolute() || program == "git", "{program:?}");
-        assert!(git(dir.path(), &["--version"]).expect("git runs").starts_with("git version"));
+    fn git_is_named_by_the_full_path_path_finds_it_at() {
+        let found = runner_core::sandbox::on_path("git", std::env::var_os("PATH").as_deref()).expect("git on PATH");
+        let program = command(Path::new(".")).get_program().to_os_string();
+        assert_eq!(Path::new(&program), found.as_path());
+        assert!(git(Path::new("."), &["--version"]).expect("git runs").starts_with("git version"));
     }
 
     /// A repository whose own config and hooks try to run a program at every git call.

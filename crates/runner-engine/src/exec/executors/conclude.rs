@@ -43,7 +43,6 @@ pub(in crate::exec) fn analyze_ready<'a, C: Conclusions>(
 /// a panic in `work` is raised again here.
 pub(in crate::exec) fn side_by_side<I: Sync, T: Send>(items: &[I], threads: usize, work: impl Fn(&I) -> T + Sync) -> Vec<T> {
     let next = std::sync::atomic::AtomicUsize::new(0);
-    let mut results: Vec<Option<T>> = std::iter::repeat_with(|| None).take(items.len()).collect();
     let done: Vec<Vec<(usize, T)>> = std::thread::scope(|scope| {
         let worker = || {
             let mut mine = Vec::new();
@@ -56,12 +55,9 @@ pub(in crate::exec) fn side_by_side<I: Sync, T: Send>(items: &[I], threads: usiz
         let handles: Vec<_> = (0..threads.clamp(1, items.len().max(1))).map(|_| scope.spawn(worker)).collect();
         handles.into_iter().map(|h| h.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic))).collect()
     });
-    for (at, result) in done.into_iter().flatten() {
-        if let Some(slot) = results.get_mut(at) {
-            *slot = Some(result);
-        }
-    }
-    results.into_iter().flatten().collect()
+    let mut results: Vec<(usize, T)> = done.into_iter().flatten().collect();
+    results.sort_unstable_by_key(|&(at, _)| at);
+    results.into_iter().map(|(_, result)| result).collect()
 }
 
 /// Renders the reports from every analysis done, in manifest order; a failure is kept in
