@@ -242,7 +242,7 @@ pub fn check(manifest: Manifest, options: &PrepareOptions) -> Result<plan::PlanS
     let missing = RunOutcome::Missing;
     let outcomes: Vec<&RunOutcome> = prepared.plan.runs.iter().map(|_| &missing).collect();
     // No run has results, so no diff scope is needed: nothing is materialized.
-    let analyses = (0..prepared.manifest.analyses.len()).map(|i| Arc::new(analyze(&prepared, i, &outcomes, None, None, None))).collect();
+    let analyses = (0..prepared.manifest.analyses.len()).map(|i| Arc::new(analyze(&prepared, i, &outcomes, None, None, None, None))).collect();
     let results = build_results(&prepared, &prepared.manifest.path.display().to_string(), &outcomes, analyses);
     if let Err(e) = report::render::check_template(&results, template.as_deref()) {
         problems.push(e.to_string());
@@ -407,6 +407,7 @@ struct Rendered {
 
 impl exec::Conclusions for ExperimentConclusions<'_> {
     type Analysis = Arc<AnalysisResult>;
+    type Part = Option<Arc<crate::analysis::PartResult>>;
     type Report = Rendered;
     type Error = report::render::RenderError;
 
@@ -430,7 +431,37 @@ impl exec::Conclusions for ExperimentConclusions<'_> {
             (Some(scorers), true) => crate::scoring::match_votes(&prepared.plan, view, scorers),
             _ => None,
         };
-        Arc::new(analyze(prepared, index, &outcomes, scopes.as_ref(), rqs.as_ref(), votes.as_ref()))
+        // The parts computed as their runs finished.
+        let early = crate::analysis::Parts::new(view.parts::<Self::Part>(index).into_iter().flatten().cloned());
+        let early = (!early.is_empty()).then_some(early);
+        Arc::new(analyze(prepared, index, &outcomes, scopes.as_ref(), rqs.as_ref(), votes.as_ref(), early.as_ref()))
+    }
+
+    fn analyze_part(&self, index: usize, _part: &str, runs: &[usize], view: &WalkView<'_, Arc<AnalysisResult>, Rendered>) -> Self::Part {
+        let prepared = self.prepared;
+        let plan = &prepared.plan;
+        let mut views = Vec::with_capacity(runs.len());
+        let mut missing = Vec::new();
+        for &i in runs {
+            let Some(run) = plan.runs.get(i) else { continue };
+            match view.run(i).and_then(RunOutcome::success) {
+                Some((record, findings)) => {
+                    views.push(RunView { cell: &run.cell, repeat: run.repeat, subject: &run.subject_id, record, findings, order: run.order })
+                }
+                None => missing.push(run.id()),
+            }
+        }
+        let input = AnalysisInput {
+            runs: views,
+            cells: &plan.cells,
+            axis_order: &plan.axis_order,
+            missing,
+            repeat: prepared.manifest.matrix.repeat,
+            oracle: prepared.oracle.as_ref(),
+            extras: Extras::default(),
+            by_cell: Default::default(),
+        };
+        analysis::compute_part(&prepared.manifest.analyses[index], &input).map(Arc::new)
     }
 
     fn render(&self, view: &WalkView<'_, Arc<AnalysisResult>, Rendered>, analyses: &[&Arc<AnalysisResult>]) -> Result<Rendered, report::render::RenderError> {
@@ -487,6 +518,7 @@ fn analyze(
     scopes: Option<&BTreeMap<String, DiffScope>>,
     rqs: Option<&crate::analysis::rqs::metric::RqsInput>,
     match_votes: Option<&crate::analysis::matching::matcher::MatchVotes>,
+    early: Option<&crate::analysis::Parts>,
 ) -> AnalysisResult {
     let plan = &prepared.plan;
     let mut views = Vec::with_capacity(plan.runs.len());
@@ -509,7 +541,14 @@ fn analyze(
         missing,
         repeat: prepared.manifest.matrix.repeat,
         oracle: prepared.oracle.as_ref(),
-        extras: Extras::default().with(scopes).with(repository.as_ref()).with(Some(&prepared.adjudications)).with(rqs).with(match_votes).with(cutoffs.as_ref()),
+        extras: Extras::default()
+            .with(scopes)
+            .with(repository.as_ref())
+            .with(Some(&prepared.adjudications))
+            .with(rqs)
+            .with(match_votes)
+            .with(cutoffs.as_ref())
+            .with(early),
         by_cell: Default::default(),
     };
     if spec.kind == AnalysisKind::STUDY {

@@ -310,6 +310,9 @@ fn node_summary(prepared: &experiment::Prepared, cached_runs: usize, (match_call
                 NodeKind::Score(_) => {
                     "cached per call, keyed by the producer's fingerprint and the content it reads (known once its review is)".to_string()
                 }
+                NodeKind::AnalyzePart => {
+                    "part of an analysis (a group of cells), computed from its own runs as soon as they are done, while the rest run (not cached)".to_string()
+                }
                 NodeKind::Analyze => "computed from the runs' outcomes at every execution (not cached)".to_string(),
                 NodeKind::Render => "writes RESULTS.md and results.json".to_string(),
             };

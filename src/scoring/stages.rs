@@ -178,10 +178,10 @@ mod tests {
     #[test]
     fn the_plan_lists_the_stages_between_review_and_analyze_in_their_order() {
         let mut kinds: Vec<NodeKind> = [review_embeddings(0), matching(0, 0), judge(0, 0), smells("s"), claims("s")].iter().map(Node::kind).collect();
-        kinds.extend([NodeKind::Render, NodeKind::Review, NodeKind::Analyze, NodeKind::Materialize]);
+        kinds.extend([NodeKind::Render, NodeKind::Review, NodeKind::Analyze, NodeKind::AnalyzePart, NodeKind::Materialize]);
         kinds.sort();
         let names: Vec<&str> = kinds.iter().map(|k| k.as_str()).collect();
-        assert_eq!(names, ["materialize", "review", "claims", "smells", "judge", "match", "embed", "analyze", "render"]);
+        assert_eq!(names, ["materialize", "review", "claims", "smells", "judge", "match", "embed", "analyze-part", "analyze", "render"]);
         assert_eq!(serde_json::to_string(&NodeKind::Score(JUDGE)).ok().as_deref(), Some("\"judge\""));
     }
 }

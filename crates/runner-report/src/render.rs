@@ -641,7 +641,7 @@ pub fn write_reports(results: &Results, dir: &Path, template_override: Option<&P
         names.push(HTML_FILE.to_string());
     }
     // results.json is written and the charts drawn while RESULTS.md renders; RESULTS.md is
-    // then written while results.json reaches the disk beside it.
+    // then written while results.json reaches the disk beside it, and renamed into place after it.
     let (rendered, svgs) = std::thread::scope(|scope| {
         let (md_done, md_result) = std::sync::mpsc::channel::<bool>();
         let json = scope.spawn(|| write_json(&json_path, results, move || md_result.recv().unwrap_or(false)));
@@ -649,13 +649,19 @@ pub fn write_reports(results: &Results, dir: &Path, template_override: Option<&P
         let markdown =
             outputs.check(names.iter().map(String::as_str)).map_err(RenderError::from).and_then(|()| render_markdown_with(results, &charts, &template, &name));
         let _ = md_done.send(markdown.is_ok());
-        let md_changed = markdown.and_then(|markdown| {
-            crate::cache::store::atomic_replace(&md_path, markdown.as_bytes())
-                .map_err(|e| RenderError::Write { path: md_path.display().to_string(), source: std::io::Error::other(e.to_string()) })
-        });
+        let md_error = |e: crate::cache::CacheError| RenderError::Write { path: md_path.display().to_string(), source: std::io::Error::other(e.to_string()) };
+        let md_staged = markdown.and_then(|markdown| crate::cache::store::stage_replace(&md_path, markdown.as_bytes()).map_err(md_error));
         let json = json
             .join()
             .unwrap_or_else(|_| Err(RenderError::Write { path: json_path.display().to_string(), source: std::io::Error::other("the writer panicked") }));
+        // RESULTS.md takes its place after results.json: another execution that looks at the
+        // directory meanwhile finds a runner results.json beside any new RESULTS.md, and so
+        // takes the directory's reports for runner's, never for files in the way.
+        let md_changed = md_staged.and_then(|staged| match (staged, &json) {
+            (Some(staged), Ok(_)) => staged.persist().map(|()| true).map_err(md_error),
+            // Unchanged; or results.json failed, and the execution with it: nothing replaced.
+            _ => Ok(false),
+        });
         let svgs = svgs.join().unwrap_or_default();
         (md_changed.and_then(|md_changed| json.map(|json_changed| (md_changed, json_changed))), svgs)
     });

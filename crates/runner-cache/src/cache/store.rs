@@ -1168,7 +1168,42 @@ pub fn temp_file_in(dir: &Path) -> std::io::Result<tempfile::NamedTempFile> {
     builder.tempfile_in(dir)
 }
 
+/// [`atomic_replace`] in two steps: the bytes are written and synced to a temporary file beside
+/// `path` now, and take its place only when [`Staged::persist`] says so (so that a file whose
+/// presence tells readers what the directory is, such as a report's results.json, can be put in
+/// place before the others). `None`: the file already holds exactly these bytes.
+pub fn stage_replace(path: &Path, bytes: &[u8]) -> Result<Option<Staged>, CacheError> {
+    let unchanged =
+        std::fs::metadata(path).is_ok_and(|m| m.len() == bytes.len() as u64) && read_existing(path, bytes.len() as u64).is_ok_and(|old| old == bytes);
+    if unchanged {
+        return Ok(None);
+    }
+    let temp = synced_temp(path, bytes, true)?;
+    Ok(Some(Staged { temp, path: path.to_path_buf() }))
+}
+
+/// New bytes for a file, synced beside it and not yet in its place ([`stage_replace`]).
+pub struct Staged {
+    temp: tempfile::NamedTempFile,
+    path: PathBuf,
+}
+
+impl Staged {
+    /// Renames the bytes over the file.
+    pub fn persist(self) -> Result<(), CacheError> {
+        let path = self.path;
+        self.temp.persist(&path).map(|_| ()).map_err(|e| CacheError::Write { path, source: e.error })
+    }
+}
+
 fn write_via_temp(path: &Path, bytes: &[u8], fsync: bool) -> Result<(), CacheError> {
+    let tmp = synced_temp(path, bytes, fsync)?;
+    tmp.persist(path).map_err(|e| CacheError::Write { path: path.to_path_buf(), source: e.error })?;
+    Ok(())
+}
+
+/// A temporary file beside `path` holding `bytes`, synced to the disk when `fsync` says so.
+fn synced_temp(path: &Path, bytes: &[u8], fsync: bool) -> Result<tempfile::NamedTempFile, CacheError> {
     let dir = path.parent().unwrap_or(Path::new("."));
     let wrap = |source| CacheError::Write { path: path.to_path_buf(), source };
     // The directory is made only when it is missing: nearly every write goes to one that is
@@ -1184,14 +1219,30 @@ fn write_via_temp(path: &Path, bytes: &[u8], fsync: bool) -> Result<(), CacheErr
     if fsync {
         tmp.as_file().sync_all().map_err(wrap)?;
     }
-    tmp.persist(path).map_err(|e| wrap(e.error))?;
-    Ok(())
+    Ok(tmp)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::reviewer::ReviewOutput;
+
+    #[test]
+    fn a_staged_replacement_takes_the_files_place_only_when_persisted() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("RESULTS.md");
+        std::fs::write(&path, "old").expect("write");
+        assert!(stage_replace(&path, b"old").expect("stages").is_none(), "the same bytes: nothing to stage");
+        let staged = stage_replace(&path, b"new").expect("stages").expect("new bytes");
+        assert_eq!(std::fs::read(&path).expect("read"), b"old", "not in place before persist");
+        staged.persist().expect("persists");
+        assert_eq!(std::fs::read(&path).expect("read"), b"new");
+        let dropped = stage_replace(&path, b"never").expect("stages");
+        drop(dropped);
+        assert_eq!(std::fs::read(&path).expect("read"), b"new", "a staged file dropped leaves the file as it was");
+        let left: Vec<_> = std::fs::read_dir(dir.path()).expect("list").filter_map(Result::ok).map(|e| e.file_name()).collect();
+        assert_eq!(left.len(), 1, "no temporary file left behind: {left:?}");
+    }
 
     fn inputs() -> KeyInputs {
         KeyInputs {

@@ -376,8 +376,8 @@ impl<'a, C: Conclusions> Engine<'a, C> {
             Node::Materialize { subject } => executors::materialize(&self.parts, node, subject, walk, resources, tasks),
             Node::Review { run } => return executors::review(&self.parts, &self.nodes, node, *run, walk, resources, tasks),
             n if is_scoring(n) => executors::score(&self.parts, node, walk, resources, tasks),
-            // Analyses run in the walk, the ready ones side by side: they only read.
-            Node::Analyze { index } => executors::analyze_ready(&self.parts, &self.nodes, node, *index, walk),
+            // Analyses and their parts run in the walk, the ready ones side by side: they only read.
+            Node::Analyze { .. } | Node::AnalyzePart { .. } => executors::analyze_ready(&self.parts, &self.nodes, node, walk),
             Node::Render => executors::render(&self.parts, &self.nodes, node, walk, render_error),
             _ => walk.finish(node, State::Failed(format!("{} has no executor", describe(&self.parts.plan.graph[node])))),
         }

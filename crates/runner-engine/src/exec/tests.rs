@@ -160,20 +160,32 @@ fn options(jobs: usize, limit: Option<usize>) -> ExecOptions {
     }
 }
 
-/// Counts what the analyze and render nodes saw.
+/// Counts what the analyze, part and render nodes saw.
 #[derive(Default)]
 struct Counting {
     analyzed_runs: AtomicUsize,
     analyzed_successes: AtomicUsize,
     rendered: AtomicUsize,
+    /// Each part as it ran: its name, its runs, and how many runs of the whole plan were done.
+    parts_run: StdMutex<Vec<(String, usize, usize)>>,
+    /// The parts the analysis read: their names and successes.
+    parts_read: StdMutex<Vec<(String, usize)>>,
 }
 
 impl Conclusions for Counting {
     type Analysis = usize;
+    type Part = (String, usize);
     type Report = usize;
     type Error = String;
 
+    fn analyze_part(&self, _index: usize, part: &str, runs: &[usize], view: &WalkView<'_, usize, usize>) -> (String, usize) {
+        let done = (0..view.runs().len()).filter(|&i| view.run(i).is_some()).count();
+        self.parts_run.lock().expect("lock").push((part.to_string(), runs.len(), done));
+        (part.to_string(), runs.iter().filter(|&&i| view.run(i).and_then(RunOutcome::success).is_some()).count())
+    }
+
     fn analyze(&self, _index: usize, view: &WalkView<'_, usize, usize>) -> usize {
+        *self.parts_read.lock().expect("lock") = view.parts::<(String, usize)>(0).into_iter().cloned().collect();
         let runs = view.runs();
         self.analyzed_runs.store(runs.len(), Ordering::SeqCst);
         let ok = runs.iter().filter(|o| o.success().is_some()).count();
@@ -313,6 +325,71 @@ async fn a_cached_execution_materializes_nothing_and_still_analyzes_and_renders(
     assert!(execution.outcomes.iter().all(|o| matches!(o, RunOutcome::Cached { .. })));
     assert_eq!(execution.analyses, vec![6], "the analyze node ran over every cached run");
     assert_eq!(execution.report, Some(Ok(6)), "the render node ran after the analysis");
+}
+
+/// [`plan`] with its analysis in parts, one per repeat: each part observes the runs of its
+/// repeat, and the analysis its parts.
+fn plan_in_parts(models: &[&str], repeat: u32, subjects: &[&str]) -> Plan {
+    let mut plan = plan(models, repeat, subjects);
+    let analysis = plan.graph.node_indices().find(|n| matches!(plan.graph[*n], Node::Analyze { .. })).expect("analysis");
+    for r in 1..=repeat {
+        let part = plan.graph.add_node(Node::AnalyzePart { index: 0, part: format!("repeat {r}") });
+        plan.graph.add_edge(part, analysis, Dependency::Observes);
+        let reviews: Vec<_> = plan.review_nodes().into_iter().enumerate().filter(|(i, _)| plan.runs[*i].repeat == r).map(|(_, n)| n).collect();
+        for review in reviews {
+            plan.graph.add_edge(review, part, Dependency::Observes);
+        }
+    }
+    plan
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_analysis_part_runs_once_its_own_runs_are_done_and_the_analysis_reads_it() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let cache = CacheStore::new(dir.path());
+    let plan = plan_in_parts(&["a", "b"], 3, &["s1"]);
+    let conclusions = Counting::default();
+    // One review at a time: a repeat's part runs while the other repeats' runs wait.
+    let reviewer = Arc::new(FakeReviewer { latency_ms: 5, fail_model: Some("b".into()), ..FakeReviewer::default() });
+    let reviewers: ReviewerSet = [("fake".to_string(), reviewer as Arc<dyn Reviewer>)].into();
+    let (_tx, rx) = watch::channel(false);
+    let execution = execute(
+        &plan,
+        &reviewers,
+        None,
+        materializer(Arc::new(AtomicUsize::new(0)), &[]),
+        Arc::new(cache.clone()),
+        &options(1, Some(1)),
+        &conclusions,
+        &Emitter::silent(),
+        rx,
+    )
+    .await;
+    let ran = conclusions.parts_run.lock().expect("lock").clone();
+    assert_eq!(ran.len(), 3, "each part once: {ran:?}");
+    assert!(ran.iter().all(|(_, runs, done)| *runs == 2 && done >= runs), "each read its own two runs, once done: {ran:?}");
+    assert!(ran[0].2 < 6, "the first part ran before the other repeats' runs were all done: {ran:?}");
+    let read = conclusions.parts_read.lock().expect("lock").clone();
+    assert_eq!(read, vec![("repeat 1".to_string(), 1), ("repeat 2".to_string(), 1), ("repeat 3".to_string(), 1)], "model b failed: one success a part");
+    assert_eq!(execution.analyses, vec![3]);
+    // Served from the cache, the parts run again (beside nothing), and so does the analysis.
+    let conclusions = Counting::default();
+    let (_tx, rx) = watch::channel(false);
+    let again = execute(
+        &plan,
+        &reviewers,
+        None,
+        materializer(Arc::new(AtomicUsize::new(0)), &[]),
+        Arc::new(cache.clone()),
+        &options(4, None),
+        &conclusions,
+        &Emitter::silent(),
+        rx,
+    )
+    .await;
+    assert_eq!(conclusions.parts_run.lock().expect("lock").len(), 3);
+    assert_eq!(conclusions.parts_read.lock().expect("lock").len(), 3);
+    assert_eq!(again.report, Some(Ok(3)));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -767,8 +844,11 @@ struct CountingJudged;
 
 impl Conclusions for CountingJudged {
     type Analysis = (usize, usize);
+    type Part = ();
     type Report = ();
     type Error = String;
+
+    fn analyze_part(&self, _index: usize, _part: &str, _runs: &[usize], _view: &WalkView<'_, (usize, usize), ()>) {}
 
     fn analyze(&self, _index: usize, view: &WalkView<'_, (usize, usize), ()>) -> (usize, usize) {
         let (mut answers, mut failed) = (0, 0);

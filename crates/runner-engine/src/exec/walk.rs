@@ -24,11 +24,17 @@ pub type Materializer = Arc<dyn Fn(&SubjectSpec, &Path) -> Result<Subject, Strin
 pub trait Conclusions: Sync {
     /// An analysis's result.
     type Analysis: Send + Sync + 'static;
+    /// What one part of an analysis computed ahead of the rest ([`Node::AnalyzePart`]).
+    type Part: Send + Sync + 'static;
     /// What rendering produced.
     type Report: Send + Sync + 'static;
     /// Why rendering failed.
     type Error: Send + std::fmt::Display + 'static;
-    /// Analysis number `index`, once every run it observes is done.
+    /// Part `part` of analysis number `index`, once its `runs` (plan order) are done, while
+    /// other runs may still be under way.
+    fn analyze_part(&self, index: usize, part: &str, runs: &[usize], view: &WalkView<'_, Self::Analysis, Self::Report>) -> Self::Part;
+    /// Analysis number `index`, once every run it observes is done (and its parts, read through
+    /// [`WalkView::parts`]).
     fn analyze(&self, index: usize, view: &WalkView<'_, Self::Analysis, Self::Report>) -> Self::Analysis;
     /// The reports, once every analysis is done. `analyses` is in manifest order.
     fn render(&self, view: &WalkView<'_, Self::Analysis, Self::Report>, analyses: &[&Self::Analysis]) -> Result<Self::Report, Self::Error>;
@@ -45,6 +51,8 @@ pub(super) enum State<A, R> {
     Subject(Arc<Subject>),
     Run(RunOutcome),
     Scored(Arc<Scored>),
+    /// A part of an analysis: the conclusions' `Part`, which the engine does not read.
+    Part(Box<dyn std::any::Any + Send + Sync>),
     Analysis(Box<A>),
     Report(Box<R>),
     Failed(String),
@@ -54,7 +62,7 @@ pub(super) enum State<A, R> {
 impl<A, R> State<A, R> {
     pub(super) fn succeeded(&self) -> bool {
         match self {
-            Self::Subject(_) | Self::Scored(_) | Self::Analysis(_) | Self::Report(_) | Self::NotNeeded => true,
+            Self::Subject(_) | Self::Scored(_) | Self::Part(_) | Self::Analysis(_) | Self::Report(_) | Self::NotNeeded => true,
             Self::Run(outcome) => outcome.success().is_some(),
             Self::Pending | Self::Failed(_) | Self::Skipped(_) => false,
         }
@@ -89,6 +97,7 @@ pub struct WalkView<'a, A, R> {
     review_nodes: &'a [NodeIndex],
     materialize_nodes: &'a BTreeMap<String, NodeIndex>,
     scoring_nodes: &'a HashMap<Node, NodeIndex>,
+    analyze_nodes: &'a [NodeIndex],
 }
 
 /// How many scoring nodes ended which way.
@@ -152,6 +161,22 @@ impl<A, R> WalkView<'_, A, R> {
             }
         }
         tally
+    }
+
+    /// The parts of analysis `index` done so far, in plan order, each as the conclusions'
+    /// `Part` type `P` (a part of any other type is not listed).
+    pub fn parts<P: 'static>(&self, index: usize) -> Vec<&P> {
+        let Some(&node) = self.analyze_nodes.get(index) else { return Vec::new() };
+        let mut parts: Vec<NodeIndex> =
+            self.plan.graph.neighbors_directed(node, Direction::Incoming).filter(|n| matches!(self.plan.graph[*n], Node::AnalyzePart { .. })).collect();
+        parts.sort_unstable();
+        parts
+            .into_iter()
+            .filter_map(|n| match &self.states[n.index()] {
+                State::Part(part) => part.downcast_ref::<P>(),
+                _ => None,
+            })
+            .collect()
     }
 
     /// The materialized subjects.
@@ -278,8 +303,9 @@ impl<'a, A, R> Walk<'a, A, R> {
         review_nodes: &'v [NodeIndex],
         materialize_nodes: &'v BTreeMap<String, NodeIndex>,
         scoring_nodes: &'v HashMap<Node, NodeIndex>,
+        analyze_nodes: &'v [NodeIndex],
     ) -> WalkView<'v, A, R> {
-        WalkView { plan: self.plan, states: &self.states, review_nodes, materialize_nodes, scoring_nodes }
+        WalkView { plan: self.plan, states: &self.states, review_nodes, materialize_nodes, scoring_nodes, analyze_nodes }
     }
 
     /// Records a node's result and releases its dependents: a dependent that requires a
@@ -389,6 +415,7 @@ pub(super) fn describe(node: &Node) -> String {
         Node::Materialize { subject } => format!("subject `{subject}`"),
         Node::Review { run } => format!("run {run}"),
         Node::Score { stage, member, target } => stage.describe(*member, target),
+        Node::AnalyzePart { index, part } => format!("part `{part}` of analysis {}", index + 1),
         Node::Analyze { index } => format!("analysis {}", index + 1),
         Node::Render => "the report".to_string(),
     }

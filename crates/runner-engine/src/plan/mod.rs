@@ -75,6 +75,10 @@ pub enum Node {
     /// producer) of `stage` on `target`. The engine runs its calls through the `Scorers` and
     /// does not interpret the stage.
     Score { stage: Stage, member: usize, target: ScoreTarget },
+    /// Part `part` of the manifest's `[[analysis]]` number `index`, computed as soon as the runs
+    /// of that part are done (a kind that computes in parts: `analysis::definition::Partition`);
+    /// its analysis node puts the parts together.
+    AnalyzePart { index: usize, part: String },
     /// The manifest's `[[analysis]]` number `index`, over every run's outcome.
     Analyze { index: usize },
     /// RESULTS.md and results.json from the analyses.
@@ -88,6 +92,7 @@ impl Node {
             Self::Materialize { .. } => NodeKind::Materialize,
             Self::Review { .. } => NodeKind::Review,
             Self::Score { stage, .. } => NodeKind::Score(*stage),
+            Self::AnalyzePart { .. } => NodeKind::AnalyzePart,
             Self::Analyze { .. } => NodeKind::Analyze,
             Self::Render => NodeKind::Render,
         }
@@ -100,6 +105,7 @@ pub enum NodeKind {
     Materialize,
     Review,
     Score(Stage),
+    AnalyzePart,
     Analyze,
     Render,
 }
@@ -110,6 +116,7 @@ impl NodeKind {
             Self::Materialize => "materialize",
             Self::Review => "review",
             Self::Score(stage) => stage.name(),
+            Self::AnalyzePart => "analyze-part",
             Self::Analyze => "analyze",
             Self::Render => "render",
         }
@@ -443,10 +450,28 @@ pub fn build_limited(
         .collect();
     let scoring = scoring.add_nodes(manifest, &mut PlanUnderway { runs: &runs, reviews: &reviews, materialize: &materialize, graph: &mut graph });
     let render = graph.add_node(Node::Render);
+    let axis_order: Vec<String> = manifest.matrix.axes.iter().map(|a| a.name.clone()).collect();
     for (index, spec) in manifest.analyses.iter().enumerate() {
         let node = graph.add_node(Node::Analyze { index });
         for &review in &reviews {
             graph.add_edge(review, node, Dependency::Observes);
+        }
+        // Its parts, each observing its own runs, in the order their first run comes.
+        let mut parts: Vec<(String, NodeIndex)> = Vec::new();
+        let mut part_at: HashMap<String, usize> = HashMap::new();
+        for (run, &review) in runs.iter().zip(&reviews) {
+            let Some(part) = crate::analysis::part_of(spec, &run.cell, &axis_order) else { continue };
+            let at = match part_at.get(&part) {
+                Some(&at) => at,
+                None => {
+                    let part_node = graph.add_node(Node::AnalyzePart { index, part: part.clone() });
+                    graph.add_edge(part_node, node, Dependency::Observes);
+                    part_at.insert(part.clone(), parts.len());
+                    parts.push((part, part_node));
+                    parts.len() - 1
+                }
+            };
+            graph.add_edge(review, parts[at].1, Dependency::Observes);
         }
         if spec.reads_scoring() {
             for &n in &scoring {
@@ -468,7 +493,7 @@ pub fn build_limited(
     }
     // Held for the whole execution: without the slack of growing (a 100k-run plan has 600k edges).
     graph.shrink_to_fit();
-    Ok(Plan { cells, subjects, runs, graph, axis_order: manifest.matrix.axes.iter().map(|a| a.name.clone()).collect(), history })
+    Ok(Plan { cells, subjects, runs, graph, axis_order, history })
 }
 
 /// Sets each run's start position in its block (the runs of one subject and repeat, in plan

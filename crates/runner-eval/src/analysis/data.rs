@@ -121,6 +121,17 @@ impl DataList {
         self.items += 1;
     }
 
+    /// Appends the items of `other`, in their order, as written there.
+    pub(crate) fn append(&mut self, other: &DataList) {
+        let Some(items) = other.json.get(1..) else { return };
+        if other.items == 0 {
+            return;
+        }
+        self.json.push(if self.items == 0 { b'[' } else { b',' });
+        self.json.extend_from_slice(items);
+        self.items += other.items;
+    }
+
     pub(crate) fn finish(self) -> Data {
         // serde_json writes UTF-8 only.
         let text = String::from_utf8(self.json).unwrap_or_default();
@@ -151,6 +162,22 @@ mod tests {
         let two = two.finish();
         assert_eq!(two.as_json(), r#"[1,{"x":"y"}]"#);
         assert_eq!(two[1]["x"], "y", "indexes as a tree");
+    }
+
+    #[test]
+    fn appended_lists_are_one_list_in_order() {
+        let list = |items: &[serde_json::Value]| {
+            let mut list = DataList::default();
+            items.iter().for_each(|i| list.push(i));
+            list
+        };
+        let mut all = list(&[json!(1)]);
+        all.append(&list(&[]));
+        all.append(&list(&[json!({"a": 2}), json!("three")]));
+        assert_eq!(all.finish().as_json(), r#"[1,{"a":2},"three"]"#);
+        let mut from_empty = DataList::default();
+        from_empty.append(&list(&[json!(4)]));
+        assert_eq!(from_empty.finish().as_json(), "4", "one item is the item");
     }
 
     #[test]

@@ -20,6 +20,23 @@ pub type ReadOptions = fn(&TableReader<'_, '_>, &OptionsContext<'_>) -> Analysis
 /// The charts an analysis draws from its result and the cells around it.
 pub type Charts = fn(&AnalysisResult, &dyn ChartCells) -> Vec<Named>;
 
+/// Which part of an analysis a cell's runs belong to (`None`: to none), given the matrix's
+/// axis order.
+pub type PartOf = fn(&AnalysisSpec, &crate::matrix::Cell, &[String]) -> Option<String>;
+
+/// One part's share of the result, computed from that part's runs alone (and every cell of
+/// the matrix); the analysis's [`Compute`] finds it among the input's [`super::Parts`].
+pub type ComputePart = fn(&AnalysisSpec, &AnalysisInput<'_>) -> Option<super::PartResult>;
+
+/// How an analysis splits into parts that can be computed as soon as their own runs are done,
+/// while other runs are still under way: what remains once the last run ends is putting the
+/// parts together. The result is the same whether or not its parts were computed early.
+#[derive(Clone, Copy)]
+pub struct Partition {
+    pub part_of: PartOf,
+    pub compute: ComputePart,
+}
+
 /// What an options reader may need beyond its table: what the table's shared keys said.
 pub struct OptionsContext<'a> {
     /// The table's `axis` (or the kind's default axis).
@@ -52,6 +69,7 @@ pub struct Definition {
     axis: AxisUse,
     adjudication: bool,
     needs: Needs,
+    partition: Option<Partition>,
 }
 
 impl Definition {
@@ -65,6 +83,7 @@ impl Definition {
             axis: AxisUse::Optional,
             adjudication: false,
             needs: Needs { subjects: false, history: false, scoring: false, judges: false },
+            partition: None,
         }
     }
 
@@ -91,6 +110,16 @@ impl Definition {
     /// What it reads beyond the runs' outcomes.
     pub const fn needing(self, needs: Needs) -> Self {
         Self { needs, ..self }
+    }
+
+    /// Its parts, computed early as their runs finish.
+    pub const fn in_parts(self, partition: Partition) -> Self {
+        Self { partition: Some(partition), ..self }
+    }
+
+    /// How it splits into parts, when it does.
+    pub fn partition(&self) -> Option<Partition> {
+        self.partition
     }
 
     pub fn kind(&self) -> AnalysisKind {

@@ -100,6 +100,17 @@ pub fn definition_of(kind: AnalysisKind) -> Option<&'static Definition> {
     ANALYSES.iter().copied().find(|d| d.kind() == kind)
 }
 
+/// The part of `spec`'s analysis that `cell`'s runs belong to, when its kind computes in parts
+/// ([`definition::Partition`]).
+pub fn part_of(spec: &AnalysisSpec, cell: &crate::matrix::Cell, axis_order: &[String]) -> Option<String> {
+    definition_of(spec.kind).and_then(Definition::partition).and_then(|p| (p.part_of)(spec, cell, axis_order))
+}
+
+/// One part of `spec`'s analysis over `input` (that part's runs), when its kind computes in parts.
+pub fn compute_part(spec: &AnalysisSpec, input: &AnalysisInput<'_>) -> Option<PartResult> {
+    definition_of(spec.kind).and_then(Definition::partition).and_then(|p| (p.compute)(spec, input))
+}
+
 /// Every registered kind, in registry order.
 pub fn kinds() -> impl Iterator<Item = AnalysisKind> {
     ANALYSES.iter().map(|d| d.kind())

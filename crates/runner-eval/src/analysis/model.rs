@@ -124,6 +124,46 @@ impl std::fmt::Debug for Extras<'_> {
     }
 }
 
+/// One part of an analysis, computed from that part's runs as soon as they were all done
+/// ([`super::definition::Partition`]): its name (what `part_of` said) and what the analysis
+/// keeps of it, which only the analysis's own module reads.
+pub struct PartResult {
+    pub name: String,
+    pub value: Box<dyn std::any::Any + Send + Sync>,
+}
+
+impl std::fmt::Debug for PartResult {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "PartResult({})", self.name)
+    }
+}
+
+/// The parts of one analysis computed early, handed to it among its [`Extras`]: a part is read
+/// only where the analysis finds it still fits the whole (an analysis recomputes any other).
+#[derive(Debug, Default)]
+pub struct Parts {
+    by_name: std::collections::HashMap<String, std::sync::Arc<PartResult>>,
+}
+
+impl Parts {
+    pub fn new(parts: impl IntoIterator<Item = std::sync::Arc<PartResult>>) -> Self {
+        Self { by_name: parts.into_iter().map(|p| (p.name.clone(), p)).collect() }
+    }
+
+    /// The part named `name`, when it was computed and holds a `T`.
+    pub(crate) fn get<T: std::any::Any>(&self, name: &str) -> Option<&T> {
+        self.by_name.get(name).and_then(|p| p.value.downcast_ref::<T>())
+    }
+
+    pub fn len(&self) -> usize {
+        self.by_name.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.by_name.is_empty()
+    }
+}
+
 /// One cell of a table: Markdown text, or a number that the template formats (results.json
 /// keeps the number; RESULTS.md shows it through the `cell` helper, see [`TableCell::render`]).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -542,15 +582,6 @@ pub fn ratio(numerator: f64, denominator: f64) -> Option<f64> {
 /// A finite float as JSON, `null` otherwise (JSON has no NaN).
 pub(crate) fn json_num(value: Option<f64>) -> serde_json::Value {
     value.filter(|v| v.is_finite()).map(serde_json::Value::from).unwrap_or(serde_json::Value::Null)
-}
-
-/// The seed's output shape: one object for one group, an array for several.
-pub(crate) fn one_or_many(items: impl IntoIterator<Item = impl serde::Serialize>) -> Data {
-    let mut list = DataList::default();
-    for item in items {
-        list.push(&item);
-    }
-    list.finish()
 }
 
 /// The successful runs of one cell, in plan order.

@@ -1,6 +1,7 @@
-//! The analyze and render executors. Analyses run in the walk itself, the ready ones side by
-//! side on as many threads as there are cores, each thread taking the next analysis as soon as
-//! it is free (they only read what the walk produced); the render node runs once every
+//! The analyze and render executors. Analyses and their parts run in the walk itself, the
+//! ready ones side by side on as many threads as there are cores, each thread taking the next
+//! as soon as it is free (they only read what the walk produced); a part runs as soon as its
+//! own runs are done, while other runs are still under way; the render node runs once every
 //! analysis is done.
 
 use super::super::cores;
@@ -8,40 +9,81 @@ use super::super::parts::{EngineParts, Nodes};
 use super::super::walk::{Conclusions, State, Walk};
 use crate::plan::Node;
 use petgraph::graph::NodeIndex;
+use petgraph::Direction;
 
-/// Runs analysis `index` and every other analysis ready with it.
+/// One analysis, or one part of one, to compute.
+enum Work<'p> {
+    Analysis(usize),
+    Part { index: usize, part: &'p str, runs: Vec<usize> },
+}
+
+/// What a [`Work`] computed.
+enum Concluded<A, P> {
+    Analysis(A),
+    Part(P),
+}
+
+/// Runs the analysis or part `node` and every other analysis or part ready with it.
 pub(in crate::exec) fn analyze_ready<'a, C: Conclusions>(
     parts: &EngineParts<'a, C>,
     nodes: &Nodes,
     node: NodeIndex,
-    index: usize,
     walk: &mut Walk<'a, C::Analysis, C::Report>,
 ) {
     let graph = &parts.plan.graph;
-    let mut batch = vec![(node, index)];
-    walk.ready.retain(|&n| match &graph[n] {
-        Node::Analyze { index } => {
-            batch.push((n, *index));
-            false
+    let concludes = |n: &NodeIndex| matches!(graph[*n], Node::Analyze { .. } | Node::AnalyzePart { .. });
+    let mut batch = vec![node];
+    walk.ready.retain(|n| {
+        let take = concludes(n);
+        if take {
+            batch.push(*n);
         }
-        _ => true,
+        !take
     });
+    let work: Vec<Work<'_>> = batch
+        .iter()
+        .filter_map(|&n| match &graph[n] {
+            Node::Analyze { index } => Some(Work::Analysis(*index)),
+            Node::AnalyzePart { index, part } => {
+                let mut runs: Vec<usize> = graph
+                    .neighbors_directed(n, Direction::Incoming)
+                    .filter_map(|r| match graph[r] {
+                        Node::Review { run } => Some(run),
+                        _ => None,
+                    })
+                    .collect();
+                runs.sort_unstable();
+                Some(Work::Part { index: *index, part, runs })
+            }
+            _ => None,
+        })
+        .collect();
     let conclusions = parts.conclusions;
-    let results: Vec<C::Analysis> = {
-        let view = &walk.view(&nodes.review, &nodes.materialize, &nodes.scoring);
-        let indices: Vec<usize> = batch.iter().map(|&(_, index)| index).collect();
-        side_by_side(&indices, cores(), |&index| conclusions.analyze(index, view))
+    let results: Vec<Concluded<C::Analysis, C::Part>> = {
+        let view = &walk.view(&nodes.review, &nodes.materialize, &nodes.scoring, &nodes.analyze);
+        side_by_side(&work, cores(), |work| match work {
+            Work::Analysis(index) => Concluded::Analysis(conclusions.analyze(*index, view)),
+            Work::Part { index, part, runs } => Concluded::Part(conclusions.analyze_part(*index, part, runs, view)),
+        })
     };
-    for ((node, _), result) in batch.into_iter().zip(results) {
-        walk.finish(node, State::Analysis(Box::new(result)));
+    for (node, result) in batch.into_iter().zip(results) {
+        let state = match result {
+            Concluded::Analysis(analysis) => State::Analysis(Box::new(analysis)),
+            Concluded::Part(part) => State::Part(Box::new(part)),
+        };
+        walk.finish(node, state);
     }
 }
 
 /// `work` on each item, on at most `threads` threads at once (each holds its own working
 /// memory), each thread taking the next item not yet taken as soon as it is free: a long item
 /// holds one thread while the others go through the rest. The results are in the items' order;
-/// a panic in `work` is raised again here.
+/// a panic in `work` is raised again here. With one thread (or one item) the work is done on
+/// this thread, no thread started.
 pub(in crate::exec) fn side_by_side<I: Sync, T: Send>(items: &[I], threads: usize, work: impl Fn(&I) -> T + Sync) -> Vec<T> {
+    if threads.min(items.len()) <= 1 {
+        return items.iter().map(work).collect();
+    }
     let next = std::sync::atomic::AtomicUsize::new(0);
     let done: Vec<Vec<(usize, T)>> = std::thread::scope(|scope| {
         let worker = || {
@@ -77,7 +119,7 @@ pub(in crate::exec) fn render<'a, C: Conclusions>(
             _ => None,
         })
         .collect();
-    let state = match parts.conclusions.render(&walk.view(&nodes.review, &nodes.materialize, &nodes.scoring), &analyses) {
+    let state = match parts.conclusions.render(&walk.view(&nodes.review, &nodes.materialize, &nodes.scoring, &nodes.analyze), &analyses) {
         Ok(report) => State::Report(Box::new(report)),
         Err(e) => {
             let state = State::Failed(e.to_string());

@@ -1,14 +1,16 @@
 //! A1, same-diff swap: how far the findings of two values of one axis (two models, two
 //! prompts, …) coincide on the same subject, exactly and fuzzily.
 
-use crate::analysis::definition::{AxisUse, Definition};
+use crate::analysis::definition::{AxisUse, Definition, Partition};
 use crate::analysis::spec::AnalysisKind;
 use crate::analysis::matching::matcher::{describe_rule, exact_match, fuzzy_match_normalized, match_count, normalized_messages};
 use crate::analysis::{
-    model::axis_values, model::missing_note, model::one_or_many, model::AnalysisInput, model::AnalysisResult, model::RunView, model::Table, model::TableCell,
+    model::axis_values, model::missing_note, model::AnalysisInput, model::AnalysisResult, model::DataList, model::PartResult, model::Parts, model::RunView,
+    model::Table, model::TableCell,
 };
 use crate::analysis::spec::{AnalysisSpec, MatchRule};
 use crate::finding::Finding;
+use crate::matrix::Cell;
 use serde::Serialize;
 use std::collections::BTreeMap;
 
@@ -120,21 +122,6 @@ impl<'r> SlotMatches<'r> {
     }
 }
 
-/// One slot of a group: its subject, which of the axis's values it has runs for (in the
-/// axis's order), and their fuzzy matches.
-struct SlotIn<'r> {
-    subject: &'r String,
-    present: Vec<usize>,
-    matches: SlotMatches<'r>,
-}
-
-impl SlotIn<'_> {
-    /// The position of the axis's value `k` among the slot's runs.
-    fn position(&self, k: usize) -> Option<usize> {
-        self.present.iter().position(|&p| p == k)
-    }
-}
-
 /// One comparison: a pair of axis values (by their index among the axis's values) within one
 /// group of the other axes (by its index among the groups).
 struct Comparison<'r> {
@@ -212,8 +199,179 @@ impl<'c> Serialize for ComparisonData<'c> {
     }
 }
 
-/// `overlap` (A1): findings shared between the values of one axis, which it must name.
-pub(crate) const ANALYSIS: Definition = Definition::new(AnalysisKind::OVERLAP, compute).with_axis(AxisUse::Required);
+/// `overlap` (A1): findings shared between the values of one axis, which it must name. Its
+/// parts are the groups of the other axes: a group's comparisons are computed as soon as its
+/// runs are done.
+pub(crate) const ANALYSIS: Definition = Definition::new(AnalysisKind::OVERLAP, compute)
+    .with_axis(AxisUse::Required)
+    .in_parts(Partition { part_of: group_of_cell, compute: compute_group });
+
+/// What the tables' layout depends on beyond one group: whether the groups are named (more than
+/// one, or one that is not `all`) and whether there is more than one comparison.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Layout {
+    show_group: bool,
+    many: bool,
+}
+
+impl Layout {
+    fn of<'g>(groups: impl ExactSizeIterator<Item = &'g str> + Clone, values: usize) -> Self {
+        let count = groups.len();
+        let show_group = count > 1 || groups.clone().any(|g| g != "all");
+        Self { show_group, many: count * (values * values.saturating_sub(1) / 2) > 1 }
+    }
+}
+
+/// One group's share of A1: its rows of each table and its comparisons' `data`, laid out for
+/// `layout`, from `runs` successful runs.
+struct GroupPart {
+    layout: Layout,
+    runs: usize,
+    summary: Vec<Vec<TableCell>>,
+    unique: Vec<Vec<TableCell>>,
+    per_subject: Vec<Vec<TableCell>>,
+    subjects: std::collections::BTreeSet<String>,
+    data: DataList,
+    unpaired: usize,
+}
+
+/// The part a cell belongs to: its group, the cell without the compared axis.
+fn group_of_cell(spec: &AnalysisSpec, cell: &Cell, axis_order: &[String]) -> Option<String> {
+    let axis = spec.axis.as_deref()?;
+    cell.get(axis).map(|_| cell.id_without(axis, axis_order))
+}
+
+/// One group, from its runs alone, laid out as the matrix's cells say the whole will be
+/// (every group present): [`compute`] reads it when the runs that succeeded agree.
+fn compute_group(spec: &AnalysisSpec, input: &AnalysisInput<'_>) -> Option<PartResult> {
+    let axis = spec.axis.as_deref()?;
+    let values = axis_values(input, axis);
+    let first = input.runs.iter().find(|r| r.cell.get(axis).is_some())?;
+    let name = first.cell.id_without(axis, input.axis_order);
+    let mut planned: Vec<String> = Vec::new();
+    let mut seen = std::collections::HashSet::new();
+    for cell in input.cells {
+        if let Some(group) = group_of_cell(spec, cell, input.axis_order) {
+            if seen.insert(group.clone()) {
+                planned.push(group);
+            }
+        }
+    }
+    let layout = Layout::of(planned.iter().map(String::as_str), values.len());
+    let runs: Vec<&RunView<'_>> = input.runs.iter().filter(|r| r.cell.get(axis).is_some() && r.cell.id_without(axis, input.axis_order) == name).collect();
+    let part = group_part(spec, axis, &Quoted::of(&values), &name, &runs, layout);
+    Some(PartResult { name, value: Box::new(part) })
+}
+
+/// Each value of the axis as the tables quote it, written once.
+struct Quoted<'v> {
+    values: &'v [String],
+    quoted: Vec<String>,
+}
+
+impl<'v> Quoted<'v> {
+    fn of(values: &'v [String]) -> Self {
+        Self { values, quoted: values.iter().map(|v| format!("`{v}`")).collect() }
+    }
+}
+
+/// Group `group`'s comparisons over its successful `runs`, laid out for `layout`.
+fn group_part(spec: &AnalysisSpec, axis: &str, values: &Quoted<'_>, group: &str, runs: &[&RunView<'_>], layout: Layout) -> GroupPart {
+    let n = values.values.len();
+    // (subject, repeat) → axis value → run.
+    let mut slots: BTreeMap<(&str, u32), BTreeMap<String, &RunView<'_>>> = BTreeMap::new();
+    for run in runs {
+        let Some(value) = run.cell.get(axis) else { continue };
+        slots.entry((run.subject, run.repeat)).or_default().insert(value.render(), run);
+    }
+    // Each slot's runs in the order of the axis's values, and their fuzzy matches.
+    let slots: Vec<(&str, Vec<usize>, SlotMatches<'_>)> = slots
+        .iter()
+        .map(|(&(subject, _), by_value)| {
+            let present: Vec<usize> = (0..n).filter(|&k| by_value.contains_key(&values.values[k])).collect();
+            let found = present.iter().filter_map(|&k| by_value.get(&values.values[k]).map(|r| r.findings)).collect();
+            (subject, present.clone(), SlotMatches::new(found, &spec.matching))
+        })
+        .collect();
+    let position = |present: &[usize], k: usize| present.iter().position(|&p| p == k);
+
+    let quoted_group = format!("`{group}`");
+    let groups = [group.to_string()];
+    let (key_a, key_b) = (format!("{axis}_a"), format!("{axis}_b"));
+    let fields = data_fields(&key_a, &key_b);
+    let mut part = GroupPart {
+        layout,
+        runs: runs.len(),
+        summary: Vec::new(),
+        unique: Vec::new(),
+        per_subject: Vec::new(),
+        subjects: Default::default(),
+        data: DataList::default(),
+        unpaired: 0,
+    };
+    for i in 0..n {
+        for j in i + 1..n {
+            let mut cmp = Comparison { a: i, b: j, group: 0, total: Counts::default(), runs_compared: 0, per_subject: BTreeMap::new() };
+            for (subject, present, matches) in &slots {
+                match (position(present, i), position(present, j)) {
+                    (Some(x), Some(y)) => {
+                        let counts = Counts::in_slot(matches, x, y);
+                        cmp.total.add(counts);
+                        cmp.per_subject.entry(subject).or_default().add(counts);
+                        cmp.runs_compared += 1;
+                    }
+                    (Some(_), None) | (None, Some(_)) => part.unpaired += 1,
+                    (None, None) => {}
+                }
+            }
+            let mut row: Vec<TableCell> = Vec::with_capacity(10);
+            if layout.show_group {
+                row.push(quoted_group.clone().into());
+            }
+            row.extend([text(&values.quoted, i).into(), text(&values.quoted, j).into(), cmp.runs_compared.into()]);
+            row.extend(cmp.total.cells());
+            part.summary.push(row);
+            let label = layout.many.then(|| {
+                let (a, b) = (text(&values.quoted, i), text(&values.quoted, j));
+                if layout.show_group {
+                    format!("{a} vs {b} ({group})")
+                } else {
+                    format!("{a} vs {b}")
+                }
+            });
+            for (subject, counts) in &cmp.per_subject {
+                let mut row: Vec<TableCell> = Vec::with_capacity(8);
+                if let Some(label) = &label {
+                    row.push(label.clone().into());
+                }
+                row.push((*subject).into());
+                row.extend(counts.cells());
+                part.per_subject.push(row);
+                part.subjects.insert((*subject).to_string());
+            }
+            part.data.push(&ComparisonData { axis, values: values.values, groups: &groups, fields: &fields, cmp: &cmp });
+        }
+    }
+    // With three or more values (H4's tools), what each value found that no other did.
+    if n > 2 {
+        for k in 0..n {
+            let (mut total, mut unique) = (0usize, 0usize);
+            for (_, present, matches) in &slots {
+                let Some(x) = position(present, k) else { continue };
+                let (findings, alone) = matches.unique(x);
+                total += findings;
+                unique += alone;
+            }
+            let mut row: Vec<TableCell> = Vec::with_capacity(4);
+            if layout.show_group {
+                row.push(quoted_group.clone().into());
+            }
+            row.extend([text(&values.quoted, k).into(), total.into(), crate::analysis::model::fmt_share(unique, total)]);
+            part.unique.push(row);
+        }
+    }
+    part
+}
 
 pub fn compute(spec: &AnalysisSpec, input: &AnalysisInput<'_>) -> AnalysisResult {
     let mut result = AnalysisResult::new(
@@ -235,140 +393,91 @@ pub fn compute(spec: &AnalysisSpec, input: &AnalysisInput<'_>) -> AnalysisResult
         return result;
     }
 
-    // (other axes, subject, repeat) → axis value → run.
-    let mut slots: BTreeMap<(String, String, u32), BTreeMap<String, &RunView<'_>>> = BTreeMap::new();
-    let mut groups: Vec<String> = Vec::new();
+    // The groups of the other axes, in the order their first successful run comes, with their
+    // runs: each group's comparisons read its own runs only, so the work is linear in runs.
+    let mut groups: Vec<(String, Vec<&RunView<'_>>)> = Vec::new();
+    let mut group_at: std::collections::HashMap<String, usize> = std::collections::HashMap::new();
     for run in &input.runs {
-        let Some(value) = run.cell.get(axis) else { continue };
-        let group = run.cell.id_without(axis, input.axis_order);
-        if !groups.contains(&group) {
-            groups.push(group.clone());
+        if run.cell.get(axis).is_none() {
+            continue;
         }
-        slots.entry((group, run.subject.to_string(), run.repeat)).or_default().insert(value.render(), run);
-    }
-
-    // Each slot's runs in the order of the axis's values, and their fuzzy matches, listed by
-    // group: a group's comparisons read its own slots only, so the work is linear in slots.
-    let mut by_group: BTreeMap<&str, Vec<SlotIn<'_>>> = BTreeMap::new();
-    for ((group, subject, _), by_value) in &slots {
-        let present: Vec<usize> = values.iter().enumerate().filter(|(_, v)| by_value.contains_key(*v)).map(|(k, _)| k).collect();
-        let runs = present.iter().filter_map(|&k| by_value.get(&values[k]).map(|r| r.findings)).collect();
-        by_group.entry(group.as_str()).or_default().push(SlotIn { subject, matches: SlotMatches::new(runs, &spec.matching), present });
-    }
-    let no_slots: Vec<SlotIn<'_>> = Vec::new();
-    let slots_of = |group: &str| by_group.get(group).unwrap_or(&no_slots);
-
-    let mut comparisons = Vec::new();
-    let mut unpaired = 0usize;
-    for (g, group) in groups.iter().enumerate() {
-        for i in 0..values.len() {
-            for j in i + 1..values.len() {
-                let mut cmp = Comparison { a: i, b: j, group: g, total: Counts::default(), runs_compared: 0, per_subject: BTreeMap::new() };
-                for slot in slots_of(group) {
-                    match (slot.position(i), slot.position(j)) {
-                        (Some(x), Some(y)) => {
-                            let counts = Counts::in_slot(&slot.matches, x, y);
-                            cmp.total.add(counts);
-                            cmp.per_subject.entry(slot.subject.as_str()).or_default().add(counts);
-                            cmp.runs_compared += 1;
-                        }
-                        (Some(_), None) | (None, Some(_)) => unpaired += 1,
-                        (None, None) => {}
-                    }
-                }
-                comparisons.push(cmp);
+        let group = run.cell.id_without(axis, input.axis_order);
+        match group_at.get(&group) {
+            Some(&at) => groups[at].1.push(run),
+            None => {
+                group_at.insert(group.clone(), groups.len());
+                groups.push((group, vec![run]));
             }
         }
     }
+    let layout = Layout::of(groups.iter().map(|(g, _)| g.as_str()), values.len());
+    // A group computed early (as its runs finished) is read as it is when it was laid out as
+    // the whole is and read the runs that succeeded; any other is computed here.
+    let early = input.extras.get::<Parts>();
+    let quoted = Quoted::of(&values);
+    let mut computed: Vec<GroupPart> = Vec::new();
+    let parts: Vec<Result<&GroupPart, usize>> = groups
+        .iter()
+        .map(|(group, runs)| match early.and_then(|p| p.get::<GroupPart>(group)).filter(|p| p.layout == layout && p.runs == runs.len()) {
+            Some(part) => Ok(part),
+            None => {
+                computed.push(group_part(spec, axis, &quoted, group, runs, layout));
+                Err(computed.len() - 1)
+            }
+        })
+        .collect();
+    let parts: Vec<&GroupPart> = parts.into_iter().filter_map(|p| p.or_else(|at| computed.get(at).ok_or(())).ok()).collect();
 
-    let show_group = groups.len() > 1 || groups.iter().any(|g| g != "all");
-    // Each value and group as the tables quote them, written once.
-    let quoted_values: Vec<String> = values.iter().map(|v| format!("`{v}`")).collect();
-    let quoted_groups: Vec<String> = groups.iter().map(|g| format!("`{g}`")).collect();
-    let quoted = |list: &[String], i: usize| -> TableCell { list.get(i).cloned().unwrap_or_default().into() };
     let mut columns: Vec<String> = Vec::new();
-    if show_group {
+    if layout.show_group {
         columns.push("Other axes".into());
     }
     columns.extend([format!("A ({axis})"), format!("B ({axis})"), "Run pairs".into()]);
     columns.extend(["Findings A", "Findings B", "Exact overlap", "Fuzzy overlap", "Only A", "Only B"].map(String::from));
     let mut summary = Table::with_columns("", columns);
-    for cmp in &comparisons {
-        let mut row: Vec<TableCell> = Vec::new();
-        if show_group {
-            row.push(quoted(&quoted_groups, cmp.group));
-        }
-        row.extend([quoted(&quoted_values, cmp.a), quoted(&quoted_values, cmp.b), cmp.runs_compared.into()]);
-        row.extend(cmp.total.cells());
-        summary.rows.push(row);
+    summary.rows.reserve(parts.iter().map(|p| p.summary.len()).sum());
+    for part in &parts {
+        summary.rows.extend(part.summary.iter().cloned());
     }
     result.tables.push(summary);
 
-    // With three or more values (H4's tools), what each value found that no other did.
     if values.len() > 2 {
         let mut columns: Vec<String> = Vec::new();
-        if show_group {
+        if layout.show_group {
             columns.push("Other axes".into());
         }
         columns.extend([axis.to_string(), "Findings".into(), "Unique to it".into()]);
         let mut table = Table::with_columns(format!("Found by one value of `{axis}` only (no fuzzy match in any other value's run)"), columns);
-        for (g, group) in groups.iter().enumerate() {
-            for k in 0..values.len() {
-                let (mut total, mut unique) = (0usize, 0usize);
-                for slot in slots_of(group) {
-                    let Some(x) = slot.position(k) else { continue };
-                    let (findings, alone) = slot.matches.unique(x);
-                    total += findings;
-                    unique += alone;
-                }
-                let mut row: Vec<TableCell> = Vec::new();
-                if show_group {
-                    row.push(quoted(&quoted_groups, g));
-                }
-                row.extend([quoted(&quoted_values, k), total.into(), crate::analysis::model::fmt_share(unique, total)]);
-                table.rows.push(row);
-            }
+        for part in &parts {
+            table.rows.extend(part.unique.iter().cloned());
         }
         result.tables.push(table);
     }
 
-    let subjects: std::collections::BTreeSet<&str> = comparisons.iter().flat_map(|c| c.per_subject.keys().copied()).collect();
+    let subjects: std::collections::BTreeSet<&str> = parts.iter().flat_map(|p| p.subjects.iter().map(String::as_str)).collect();
     if subjects.len() > 1 {
         let mut columns: Vec<String> = Vec::new();
-        if comparisons.len() > 1 {
+        if layout.many {
             columns.push("Comparison".into());
         }
         columns.extend(["Subject", "Findings A", "Findings B", "Exact overlap", "Fuzzy overlap", "Only A", "Only B"].map(String::from));
         let mut table = Table::with_columns("Per subject, summed over repeats", columns);
-        for cmp in &comparisons {
-            let label = (comparisons.len() > 1).then(|| {
-                let (a, b) = (text(&quoted_values, cmp.a), text(&quoted_values, cmp.b));
-                if show_group {
-                    format!("{a} vs {b} ({})", text(&groups, cmp.group))
-                } else {
-                    format!("{a} vs {b}")
-                }
-            });
-            for (subject, counts) in &cmp.per_subject {
-                let mut row: Vec<TableCell> = Vec::with_capacity(8);
-                if let Some(label) = &label {
-                    row.push(label.clone().into());
-                }
-                row.push((*subject).into());
-                row.extend(counts.cells());
-                table.rows.push(row);
-            }
+        for part in &parts {
+            table.rows.extend(part.per_subject.iter().cloned());
         }
         result.tables.push(table);
     }
 
-    let (key_a, key_b) = (format!("{axis}_a"), format!("{axis}_b"));
-    let fields = data_fields(&key_a, &key_b);
-    result.data = one_or_many(comparisons.iter().map(|cmp| ComparisonData { axis, values: &values, groups: &groups, fields: &fields, cmp }));
+    let mut data = DataList::default();
+    for part in &parts {
+        data.append(&part.data);
+    }
+    result.data = data.finish();
 
     if input.repeat > 1 {
         result.notes.push(format!("Counts are summed over subjects and {} repeats; repeat i of A is compared with repeat i of B.", input.repeat));
     }
+    let unpaired: usize = parts.iter().map(|p| p.unpaired).sum();
     if unpaired > 0 {
         result.notes.push(format!("{unpaired} run(s) had no counterpart on the other side (its run produced no result) and are not counted."));
     }
@@ -471,5 +580,87 @@ mod tests {
         assert_eq!(r.data[1]["group"], "t=1");
         assert_eq!(r.data[1]["unique_a"], 1);
         assert_eq!(r.tables[0].columns[0], "Other axes");
+    }
+
+    /// A1 from parts computed early, group by group from each group's runs alone, as the
+    /// engine computes them while other runs are under way.
+    fn from_parts(spec: &AnalysisSpec, fx: &Fixture) -> AnalysisResult {
+        let whole = fx.input();
+        let mut names: Vec<String> = Vec::new();
+        for cell in whole.cells {
+            if let Some(name) = group_of_cell(spec, cell, whole.axis_order) {
+                if !names.contains(&name) {
+                    names.push(name);
+                }
+            }
+        }
+        let early = Parts::new(names.iter().filter_map(|name| {
+            let mut input = fx.input();
+            input.runs.retain(|r| group_of_cell(spec, r.cell, whole.axis_order).as_deref() == Some(name.as_str()));
+            compute_group(spec, &input).map(std::sync::Arc::new)
+        }));
+        assert!(!early.is_empty());
+        let mut input = fx.input();
+        input.extras = crate::analysis::Extras::default().with(Some(&early));
+        compute(spec, &input)
+    }
+
+    fn same(a: &AnalysisResult, b: &AnalysisResult) {
+        assert_eq!(serde_json::to_string_pretty(a).expect("serializes"), serde_json::to_string_pretty(b).expect("serializes"));
+    }
+
+    #[test]
+    fn parts_computed_early_give_the_whole_result_byte_for_byte() {
+        let spec = spec(AnalysisKind::OVERLAP, Some("model"));
+        // Two subjects, three values, two groups, one run missing.
+        let mut fx = Fixture::new(&[("model", vec![s("a"), s("b"), s("c")]), ("t", vec![s("0"), s("1")])], 1);
+        for (cell, subject, findings) in [
+            ("model=a,t=0", "s1", vec![finding("f", 1, "unused import os"), finding("f", 9, "sql injection")]),
+            ("model=b,t=0", "s1", vec![finding("f", 2, "unused import os")]),
+            ("model=c,t=0", "s1", vec![]),
+            ("model=a,t=0", "s2", vec![finding("g", 3, "panics")]),
+            ("model=b,t=0", "s2", vec![finding("g", 3, "panics on empty")]),
+            ("model=a,t=1", "s1", vec![finding("f", 1, "m")]),
+            ("model=c,t=1", "s1", vec![finding("f", 1, "m")]),
+        ] {
+            fx.add(cell, 1, subject, findings);
+        }
+        fx.missing.push(crate::matrix::RunId::new("model=b,t=1", 1, "s1"));
+        let direct = compute(&spec, &fx.input());
+        let early = from_parts(&spec, &fx);
+        same(&direct, &early);
+        assert_eq!(direct.tables.len(), 3, "pairs, unique to one value, per subject");
+        // And the parts are what it read: a part changed after the fact shows.
+        let mut input = fx.input();
+        input.runs.retain(|r| r.cell.id.ends_with("t=1"));
+        let mut part = compute_group(&spec, &input).expect("a part");
+        if let Some(group) = part.value.downcast_mut::<GroupPart>() {
+            group.summary[0][1] = "`changed`".into();
+        }
+        let parts = Parts::new([std::sync::Arc::new(part)]);
+        let mut input = fx.input();
+        input.extras = crate::analysis::Extras::default().with(Some(&parts));
+        let read = compute(&spec, &input);
+        assert_eq!(read.tables[0].rows.iter().filter(|r| r[1].render() == "`changed`").count(), 1, "the early part of t=1 was read");
+        assert!(direct.notes.iter().any(|n| n.contains("no counterpart")), "{:?}", direct.notes);
+        // One group, named `all`: no group column, one comparison, no label.
+        let single = fixture();
+        same(&compute(&spec, &single.input()), &from_parts(&spec, &single));
+    }
+
+    #[test]
+    fn a_part_laid_out_for_groups_that_never_came_is_computed_again() {
+        let spec = spec(AnalysisKind::OVERLAP, Some("model"));
+        // Group t=1 has no successful run: the parts assumed two groups (a group column, many
+        // comparisons), the whole has one.
+        let mut fx = Fixture::new(&[("model", vec![s("a"), s("b")]), ("t", vec![s("0"), s("1")])], 1);
+        fx.add("model=a,t=0", 1, "s", vec![finding("f", 1, "m")]);
+        fx.add("model=b,t=0", 1, "s", vec![finding("f", 1, "m")]);
+        fx.missing.push(crate::matrix::RunId::new("model=a,t=1", 1, "s"));
+        fx.missing.push(crate::matrix::RunId::new("model=b,t=1", 1, "s"));
+        let direct = compute(&spec, &fx.input());
+        same(&direct, &from_parts(&spec, &fx));
+        assert_eq!(direct.tables[0].columns[0], "Other axes", "a group that is not `all` is still named");
+        assert_eq!(direct.data["group"], "t=0", "one comparison: the object itself");
     }
 }
