@@ -227,12 +227,26 @@ impl Layout {
 struct GroupPart {
     layout: Layout,
     runs: usize,
-    summary: Vec<Vec<TableCell>>,
-    unique: Vec<Vec<TableCell>>,
-    per_subject: Vec<Vec<TableCell>>,
+    /// Handed over whole to the one analysis that reads them (taken, not copied).
+    rows: std::sync::Mutex<Option<GroupRows>>,
     subjects: std::collections::BTreeSet<String>,
     data: DataList,
     unpaired: usize,
+}
+
+/// A group's rows of each of A1's tables.
+#[derive(Default)]
+struct GroupRows {
+    summary: Vec<Vec<TableCell>>,
+    unique: Vec<Vec<TableCell>>,
+    per_subject: Vec<Vec<TableCell>>,
+}
+
+impl GroupPart {
+    /// Its rows, unless they were taken already.
+    fn take_rows(&self) -> Option<GroupRows> {
+        self.rows.lock().ok().and_then(|mut rows| rows.take())
+    }
 }
 
 /// The part a cell belongs to: its group, the cell without the compared axis.
@@ -302,13 +316,12 @@ fn group_part(spec: &AnalysisSpec, axis: &str, values: &Quoted<'_>, group: &str,
     let mut part = GroupPart {
         layout,
         runs: runs.len(),
-        summary: Vec::new(),
-        unique: Vec::new(),
-        per_subject: Vec::new(),
+        rows: std::sync::Mutex::new(None),
         subjects: Default::default(),
         data: DataList::default(),
         unpaired: 0,
     };
+    let mut rows = GroupRows::default();
     for i in 0..n {
         for j in i + 1..n {
             let mut cmp = Comparison { a: i, b: j, group: 0, total: Counts::default(), runs_compared: 0, per_subject: BTreeMap::new() };
@@ -330,7 +343,7 @@ fn group_part(spec: &AnalysisSpec, axis: &str, values: &Quoted<'_>, group: &str,
             }
             row.extend([text(&values.quoted, i).into(), text(&values.quoted, j).into(), cmp.runs_compared.into()]);
             row.extend(cmp.total.cells());
-            part.summary.push(row);
+            rows.summary.push(row);
             let label = layout.many.then(|| {
                 let (a, b) = (text(&values.quoted, i), text(&values.quoted, j));
                 if layout.show_group {
@@ -346,7 +359,7 @@ fn group_part(spec: &AnalysisSpec, axis: &str, values: &Quoted<'_>, group: &str,
                 }
                 row.push((*subject).into());
                 row.extend(counts.cells());
-                part.per_subject.push(row);
+                rows.per_subject.push(row);
                 part.subjects.insert((*subject).to_string());
             }
             part.data.push(&ComparisonData { axis, values: values.values, groups: &groups, fields: &fields, cmp: &cmp });
@@ -367,9 +380,10 @@ fn group_part(spec: &AnalysisSpec, axis: &str, values: &Quoted<'_>, group: &str,
                 row.push(quoted_group.clone().into());
             }
             row.extend([text(&values.quoted, k).into(), total.into(), crate::analysis::model::fmt_share(unique, total)]);
-            part.unique.push(row);
+            rows.unique.push(row);
         }
     }
+    part.rows = std::sync::Mutex::new(Some(rows));
     part
 }
 
@@ -415,18 +429,26 @@ pub fn compute(spec: &AnalysisSpec, input: &AnalysisInput<'_>) -> AnalysisResult
     // the whole is and read the runs that succeeded; any other is computed here.
     let early = input.extras.get::<Parts>();
     let quoted = Quoted::of(&values);
-    let mut computed: Vec<GroupPart> = Vec::new();
-    let parts: Vec<Result<&GroupPart, usize>> = groups
-        .iter()
-        .map(|(group, runs)| match early.and_then(|p| p.get::<GroupPart>(group)).filter(|p| p.layout == layout && p.runs == runs.len()) {
-            Some(part) => Ok(part),
-            None => {
-                computed.push(group_part(spec, axis, &quoted, group, runs, layout));
-                Err(computed.len() - 1)
+    let mut rows: Vec<GroupRows> = Vec::with_capacity(groups.len());
+    let mut early_parts: Vec<Option<&GroupPart>> = Vec::with_capacity(groups.len());
+    let mut computed: Vec<Option<GroupPart>> = Vec::with_capacity(groups.len());
+    for (group, runs) in &groups {
+        let ready = early.and_then(|p| p.get::<GroupPart>(group)).filter(|p| p.layout == layout && p.runs == runs.len());
+        match ready.and_then(|p| p.take_rows().map(|r| (p, r))) {
+            Some((part, taken)) => {
+                rows.push(taken);
+                early_parts.push(Some(part));
+                computed.push(None);
             }
-        })
-        .collect();
-    let parts: Vec<&GroupPart> = parts.into_iter().filter_map(|p| p.or_else(|at| computed.get(at).ok_or(())).ok()).collect();
+            None => {
+                let part = group_part(spec, axis, &quoted, group, runs, layout);
+                rows.push(part.take_rows().unwrap_or_default());
+                early_parts.push(None);
+                computed.push(Some(part));
+            }
+        }
+    }
+    let parts: Vec<&GroupPart> = early_parts.iter().zip(&computed).filter_map(|(early, computed)| early.or(computed.as_ref())).collect();
 
     let mut columns: Vec<String> = Vec::new();
     if layout.show_group {
@@ -435,9 +457,9 @@ pub fn compute(spec: &AnalysisSpec, input: &AnalysisInput<'_>) -> AnalysisResult
     columns.extend([format!("A ({axis})"), format!("B ({axis})"), "Run pairs".into()]);
     columns.extend(["Findings A", "Findings B", "Exact overlap", "Fuzzy overlap", "Only A", "Only B"].map(String::from));
     let mut summary = Table::with_columns("", columns);
-    summary.rows.reserve(parts.iter().map(|p| p.summary.len()).sum());
-    for part in &parts {
-        summary.rows.extend(part.summary.iter().cloned());
+    summary.rows.reserve(rows.iter().map(|r| r.summary.len()).sum());
+    for group in &mut rows {
+        summary.rows.append(&mut group.summary);
     }
     result.tables.push(summary);
 
@@ -448,8 +470,8 @@ pub fn compute(spec: &AnalysisSpec, input: &AnalysisInput<'_>) -> AnalysisResult
         }
         columns.extend([axis.to_string(), "Findings".into(), "Unique to it".into()]);
         let mut table = Table::with_columns(format!("Found by one value of `{axis}` only (no fuzzy match in any other value's run)"), columns);
-        for part in &parts {
-            table.rows.extend(part.unique.iter().cloned());
+        for group in &mut rows {
+            table.rows.append(&mut group.unique);
         }
         result.tables.push(table);
     }
@@ -462,8 +484,8 @@ pub fn compute(spec: &AnalysisSpec, input: &AnalysisInput<'_>) -> AnalysisResult
         }
         columns.extend(["Subject", "Findings A", "Findings B", "Exact overlap", "Fuzzy overlap", "Only A", "Only B"].map(String::from));
         let mut table = Table::with_columns("Per subject, summed over repeats", columns);
-        for part in &parts {
-            table.rows.extend(part.per_subject.iter().cloned());
+        for group in &mut rows {
+            table.rows.append(&mut group.per_subject);
         }
         result.tables.push(table);
     }
@@ -634,8 +656,8 @@ mod tests {
         let mut input = fx.input();
         input.runs.retain(|r| r.cell.id.ends_with("t=1"));
         let mut part = compute_group(&spec, &input).expect("a part");
-        if let Some(group) = part.value.downcast_mut::<GroupPart>() {
-            group.summary[0][1] = "`changed`".into();
+        if let Some(rows) = part.value.downcast_mut::<GroupPart>().and_then(|g| g.rows.get_mut().ok()).and_then(Option::as_mut) {
+            rows.summary[0][1] = "`changed`".into();
         }
         let parts = Parts::new([std::sync::Arc::new(part)]);
         let mut input = fx.input();
@@ -643,6 +665,18 @@ mod tests {
         let read = compute(&spec, &input);
         assert_eq!(read.tables[0].rows.iter().filter(|r| r[1].render() == "`changed`").count(), 1, "the early part of t=1 was read");
         assert!(direct.notes.iter().any(|n| n.contains("no counterpart")), "{:?}", direct.notes);
+        // Parts read once hand their rows over: read again, they are computed again, the same.
+        let whole = fx.input();
+        let parts = Parts::new(["t=0", "t=1"].into_iter().filter_map(|name| {
+            let mut input = fx.input();
+            input.runs.retain(|r| group_of_cell(&spec, r.cell, whole.axis_order).as_deref() == Some(name));
+            compute_group(&spec, &input).map(std::sync::Arc::new)
+        }));
+        for _ in 0..2 {
+            let mut input = fx.input();
+            input.extras = crate::analysis::Extras::default().with(Some(&parts));
+            same(&direct, &compute(&spec, &input));
+        }
         // One group, named `all`: no group column, one comparison, no label.
         let single = fixture();
         same(&compute(&spec, &single.input()), &from_parts(&spec, &single));
