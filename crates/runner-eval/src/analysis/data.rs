@@ -121,6 +121,17 @@ impl DataList {
         self.items += 1;
     }
 
+    /// An empty list with room for `bytes` of items (what [`Self::len`] of the lists to be
+    /// appended adds up to).
+    pub(crate) fn with_capacity(bytes: usize) -> Self {
+        Self { json: Vec::with_capacity(bytes + 2), items: 0 }
+    }
+
+    /// The bytes of its items so far.
+    pub(crate) fn len(&self) -> usize {
+        self.json.len()
+    }
+
     /// Appends the items of `other`, in their order, as written there.
     pub(crate) fn append(&mut self, other: &DataList) {
         let Some(items) = other.json.get(1..) else { return };

@@ -490,7 +490,7 @@ pub fn compute(spec: &AnalysisSpec, input: &AnalysisInput<'_>) -> AnalysisResult
         result.tables.push(table);
     }
 
-    let mut data = DataList::default();
+    let mut data = DataList::with_capacity(parts.iter().map(|p| p.data.len()).sum());
     for part in &parts {
         data.append(&part.data);
     }
