@@ -57,18 +57,18 @@ impl<'a, C: Conclusions> Engine<'a, C> {
         }
         let meter = Arc::new(Meter::new(self.parts.options.max_cost));
         let mut walk = Walk::start(plan, states, deferred, self.parts.emitter);
-        let (render_error, early_sync) = self.drive(&mut walk, &meter).await;
+        let (render_error, background_syncs) = self.drive(&mut walk, &meter).await;
         // Everything stored is made durable at once (entries are written without an fsync each):
         // started once the last reviews were all in flight (or when the first analysis was
-        // ready), beside them, and again here for whatever was written since (a no-op when
-        // nothing was).
-        let early = match early_sync {
-            Some(handle) => handle.await.ok(),
-            None => None,
-        };
+        // ready), beside them; again once the last review was stored, beside the analyses and
+        // the reports; and again here for whatever was written since (a no-op when nothing was).
+        let mut synced = Vec::new();
+        for handle in background_syncs {
+            synced.extend(handle.await.ok());
+        }
         let sync_store = self.parts.cache.clone();
         let last = tokio::task::spawn_blocking(move || sync_store.sync()).await.ok();
-        if let Some(Err(e)) = early.into_iter().chain(last).find(Result::is_err) {
+        if let Some(Err(e)) = synced.into_iter().chain(last).find(Result::is_err) {
             self.parts.emitter.emit(Event::Warning { message: format!("the cache could not be synced to disk: {e}") });
         }
         self.collect(walk.into_states(), render_error, &meter)
@@ -301,16 +301,18 @@ impl<'a, C: Conclusions> Engine<'a, C> {
 
     /// Walks the nodes the phases left pending: each ready node goes to its executor, and a
     /// finished task releases its dependents. Returns the render node's error, if it failed,
-    /// and the cache sync it started: once the reviews still to finish were all in flight
+    /// and the cache syncs it started: once the reviews still to finish were all in flight
     /// (those before them are stored by then, and the machine waits on servers), or else when
-    /// the first analysis became ready.
-    async fn drive(&self, walk: &mut Walk<'a, C::Analysis, C::Report>, meter: &Arc<Meter>) -> (Option<C::Error>, Option<EarlySync>) {
+    /// the first analysis became ready; and once the last review was stored (each review's
+    /// task ends once its entries are written), beside the analyses and the reports.
+    async fn drive(&self, walk: &mut Walk<'a, C::Analysis, C::Report>, meter: &Arc<Meter>) -> (Option<C::Error>, Vec<EarlySync>) {
         let resources = self.resources(meter);
         let mut tasks = Tasks { set: tokio::task::JoinSet::new(), nodes: HashMap::new() };
         let mut render_error = None;
         let jobs = self.parts.options.jobs.max(1);
         let mut own_reviews_in_flight = 0usize;
         let mut early_sync: Option<EarlySync> = None;
+        let mut late_sync: Option<EarlySync> = None;
         // Reviews still to finish: once the last of them are all in flight, what they wait on
         // is their servers, and the cache syncs what the others stored meanwhile.
         let reviews_to_run = self.nodes.review.iter().filter(|n| matches!(walk.states[n.index()], State::Pending)).count();
@@ -341,6 +343,9 @@ impl<'a, C: Conclusions> Engine<'a, C> {
                 if !walk.deferred[n.index()] {
                     own_reviews_in_flight -= 1;
                 }
+                if reviews_left == 0 && late_sync.is_none() {
+                    late_sync = Some(self.sync_in_background());
+                }
             }
             match joined {
                 Ok((_, (node, state))) => walk.finish(node, state),
@@ -351,7 +356,7 @@ impl<'a, C: Conclusions> Engine<'a, C> {
                 }
             }
         }
-        (render_error, early_sync)
+        (render_error, early_sync.into_iter().chain(late_sync).collect())
     }
 
     /// Makes what the cache holds durable on a blocking thread, beside the rest of the walk.
