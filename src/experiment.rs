@@ -340,6 +340,7 @@ pub async fn execute_through(
         sharded: options.shard.is_some(),
         render_stamps: Some(options.work_dir.join("renders")),
         asked,
+        parts_shared: prepared.manifest.analyses.iter().map(|_| Default::default()).collect(),
     };
     let materializer: exec::Materializer =
         through.materializer.unwrap_or_else(|| Arc::new(|spec, work_dir| crate::subject::materialize(spec, work_dir).map_err(|e| e.to_string())));
@@ -395,6 +396,8 @@ struct ExperimentConclusions<'a> {
     render_stamps: Option<PathBuf>,
     /// The formats asked for beyond the core reports (the HTML page, the CI summary).
     asked: report::formats::Asked,
+    /// What the parts of each analysis share (in manifest order), worked out by the first.
+    parts_shared: Vec<crate::analysis::PartsShared>,
 }
 
 /// What the render node produced.
@@ -458,7 +461,7 @@ impl exec::Conclusions for ExperimentConclusions<'_> {
             missing,
             repeat: prepared.manifest.matrix.repeat,
             oracle: prepared.oracle.as_ref(),
-            extras: Extras::default(),
+            extras: Extras::default().with(self.parts_shared.get(index)),
             by_cell: Default::default(),
         };
         analysis::compute_part(&prepared.manifest.analyses[index], &input).map(Arc::new)

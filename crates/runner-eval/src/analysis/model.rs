@@ -164,6 +164,19 @@ impl Parts {
     }
 }
 
+/// What the parts of one analysis share, worked out once from the whole plan (the matrix's
+/// cells) by the first part that needs it, so that each part's work stays its own runs'.
+/// Handed to each part among its [`Extras`]; one per analysis of an execution.
+#[derive(Debug, Default)]
+pub struct PartsShared(std::sync::OnceLock<Box<dyn std::any::Any + Send + Sync>>);
+
+impl PartsShared {
+    /// The shared value, made by `init` on first use; `None` when it holds another type.
+    pub(crate) fn get_or_init<T: std::any::Any + Send + Sync>(&self, init: impl FnOnce() -> T) -> Option<&T> {
+        self.0.get_or_init(|| Box::new(init())).downcast_ref::<T>()
+    }
+}
+
 /// One cell of a table: Markdown text, or a number that the template formats (results.json
 /// keeps the number; RESULTS.md shows it through the `cell` helper, see [`TableCell::render`]).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

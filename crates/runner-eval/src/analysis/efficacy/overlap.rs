@@ -5,7 +5,7 @@ use crate::analysis::definition::{AxisUse, Definition, Partition};
 use crate::analysis::spec::AnalysisKind;
 use crate::analysis::matching::matcher::{describe_rule, exact_match, fuzzy_match_normalized, match_count, normalized_messages};
 use crate::analysis::{
-    model::axis_values, model::missing_note, model::AnalysisInput, model::AnalysisResult, model::DataList, model::PartResult, model::Parts, model::RunView,
+    model::axis_values, model::missing_note, model::AnalysisInput, model::AnalysisResult, model::DataList, model::PartResult, model::Parts, model::PartsShared, model::RunView,
     model::Table, model::TableCell,
 };
 use crate::analysis::spec::{AnalysisSpec, MatchRule};
@@ -259,38 +259,66 @@ fn group_of_cell(spec: &AnalysisSpec, cell: &Cell, axis_order: &[String]) -> Opt
 /// (every group present): [`compute`] reads it when the runs that succeeded agree.
 fn compute_group(spec: &AnalysisSpec, input: &AnalysisInput<'_>) -> Option<PartResult> {
     let axis = spec.axis.as_deref()?;
-    let values = axis_values(input, axis);
     let first = input.runs.iter().find(|r| r.cell.get(axis).is_some())?;
     let name = first.cell.id_without(axis, input.axis_order);
-    let mut planned: Vec<String> = Vec::new();
-    let mut seen = std::collections::HashSet::new();
-    for cell in input.cells {
-        if let Some(group) = group_of_cell(spec, cell, input.axis_order) {
-            if seen.insert(group.clone()) {
-                planned.push(group);
-            }
+    // The values and the layout come from the whole matrix: worked out once, by the first part.
+    let whole = || Whole::of(spec, axis, input);
+    let local;
+    let whole = match input.extras.get::<PartsShared>() {
+        Some(shared) => shared.get_or_init(whole),
+        None => None,
+    };
+    let whole = match whole {
+        Some(whole) => whole,
+        None => {
+            local = Whole::of(spec, axis, input);
+            &local
         }
-    }
-    let layout = Layout::of(planned.iter().map(String::as_str), values.len());
+    };
     let runs: Vec<&RunView<'_>> = input.runs.iter().filter(|r| r.cell.get(axis).is_some() && r.cell.id_without(axis, input.axis_order) == name).collect();
-    let part = group_part(spec, axis, &Quoted::of(&values), &name, &runs, layout);
+    let part = group_part(spec, axis, &whole.values, &name, &runs, whole.layout);
     Some(PartResult { name, value: Box::new(part) })
 }
 
-/// Each value of the axis as the tables quote it, written once.
-struct Quoted<'v> {
-    values: &'v [String],
+/// What every group's part reads of the whole matrix: the axis's values, and the layout the
+/// tables take when every group of the plan is present.
+struct Whole {
+    values: Quoted,
+    layout: Layout,
+}
+
+impl Whole {
+    fn of(spec: &AnalysisSpec, axis: &str, input: &AnalysisInput<'_>) -> Self {
+        let values = axis_values(input, axis);
+        let mut planned: Vec<String> = Vec::new();
+        let mut seen = std::collections::HashSet::new();
+        for cell in input.cells {
+            if let Some(group) = group_of_cell(spec, cell, input.axis_order) {
+                if seen.insert(group.clone()) {
+                    planned.push(group);
+                }
+            }
+        }
+        let layout = Layout::of(planned.iter().map(String::as_str), values.len());
+        Self { values: Quoted::of(values), layout }
+    }
+}
+
+/// Each value of the axis, and as the tables quote it, written once.
+struct Quoted {
+    values: Vec<String>,
     quoted: Vec<String>,
 }
 
-impl<'v> Quoted<'v> {
-    fn of(values: &'v [String]) -> Self {
-        Self { values, quoted: values.iter().map(|v| format!("`{v}`")).collect() }
+impl Quoted {
+    fn of(values: Vec<String>) -> Self {
+        let quoted = values.iter().map(|v| format!("`{v}`")).collect();
+        Self { values, quoted }
     }
 }
 
 /// Group `group`'s comparisons over its successful `runs`, laid out for `layout`.
-fn group_part(spec: &AnalysisSpec, axis: &str, values: &Quoted<'_>, group: &str, runs: &[&RunView<'_>], layout: Layout) -> GroupPart {
+fn group_part(spec: &AnalysisSpec, axis: &str, values: &Quoted, group: &str, runs: &[&RunView<'_>], layout: Layout) -> GroupPart {
     let n = values.values.len();
     // (subject, repeat) → axis value → run.
     let mut slots: BTreeMap<(&str, u32), BTreeMap<String, &RunView<'_>>> = BTreeMap::new();
@@ -362,7 +390,7 @@ fn group_part(spec: &AnalysisSpec, axis: &str, values: &Quoted<'_>, group: &str,
                 rows.per_subject.push(row);
                 part.subjects.insert((*subject).to_string());
             }
-            part.data.push(&ComparisonData { axis, values: values.values, groups: &groups, fields: &fields, cmp: &cmp });
+            part.data.push(&ComparisonData { axis, values: &values.values, groups: &groups, fields: &fields, cmp: &cmp });
         }
     }
     // With three or more values (H4's tools), what each value found that no other did.
@@ -428,7 +456,7 @@ pub fn compute(spec: &AnalysisSpec, input: &AnalysisInput<'_>) -> AnalysisResult
     // A group computed early (as its runs finished) is read as it is when it was laid out as
     // the whole is and read the runs that succeeded; any other is computed here.
     let early = input.extras.get::<Parts>();
-    let quoted = Quoted::of(&values);
+    let quoted = Quoted::of(values.clone());
     let mut rows: Vec<GroupRows> = Vec::with_capacity(groups.len());
     let mut early_parts: Vec<Option<&GroupPart>> = Vec::with_capacity(groups.len());
     let mut computed: Vec<Option<GroupPart>> = Vec::with_capacity(groups.len());
@@ -666,12 +694,16 @@ mod tests {
         assert_eq!(read.tables[0].rows.iter().filter(|r| r[1].render() == "`changed`").count(), 1, "the early part of t=1 was read");
         assert!(direct.notes.iter().any(|n| n.contains("no counterpart")), "{:?}", direct.notes);
         // Parts read once hand their rows over: read again, they are computed again, the same.
+        // (Their values and layout worked out once, by the first, and shared.)
         let whole = fx.input();
+        let shared = PartsShared::default();
         let parts = Parts::new(["t=0", "t=1"].into_iter().filter_map(|name| {
             let mut input = fx.input();
             input.runs.retain(|r| group_of_cell(&spec, r.cell, whole.axis_order).as_deref() == Some(name));
+            input.extras = crate::analysis::Extras::default().with(Some(&shared));
             compute_group(&spec, &input).map(std::sync::Arc::new)
         }));
+        assert!(shared.get_or_init(|| 0u8).is_none(), "the first part left its `Whole` there");
         for _ in 0..2 {
             let mut input = fx.input();
             input.extras = crate::analysis::Extras::default().with(Some(&parts));
