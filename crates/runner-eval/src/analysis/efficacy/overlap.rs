@@ -123,11 +123,10 @@ impl<'r> SlotMatches<'r> {
 }
 
 /// One comparison: a pair of axis values (by their index among the axis's values) within one
-/// group of the other axes (by its index among the groups).
+/// group of the other axes.
 struct Comparison<'r> {
     a: usize,
     b: usize,
-    group: usize,
     total: Counts,
     runs_compared: usize,
     per_subject: BTreeMap<&'r str, Counts>,
@@ -173,7 +172,7 @@ fn text(list: &[String], i: usize) -> &str {
 struct ComparisonData<'c> {
     axis: &'c str,
     values: &'c [String],
-    groups: &'c [String],
+    group: &'c str,
     fields: &'c [(&'c str, Field)],
     cmp: &'c Comparison<'c>,
 }
@@ -189,7 +188,7 @@ impl<'c> Serialize for ComparisonData<'c> {
                 Field::Axis => map.serialize_entry(key, self.axis)?,
                 Field::ValueA => map.serialize_entry(key, text(self.values, cmp.a))?,
                 Field::ValueB => map.serialize_entry(key, text(self.values, cmp.b))?,
-                Field::Group => map.serialize_entry(key, text(self.groups, cmp.group))?,
+                Field::Group => map.serialize_entry(key, self.group)?,
                 Field::RunsCompared => map.serialize_entry(key, &cmp.runs_compared)?,
                 Field::Total(i) => map.serialize_entry(key, &totals.get(i).map_or(0, |(_, n)| *n))?,
                 Field::PerSubject => map.serialize_entry(key, &cmp.per_subject)?,
@@ -338,7 +337,6 @@ fn group_part(spec: &AnalysisSpec, axis: &str, values: &Quoted, group: &str, run
     let position = |present: &[usize], k: usize| present.iter().position(|&p| p == k);
 
     let quoted_group = format!("`{group}`");
-    let groups = [group.to_string()];
     let (key_a, key_b) = (format!("{axis}_a"), format!("{axis}_b"));
     let fields = data_fields(&key_a, &key_b);
     let mut part = GroupPart {
@@ -352,7 +350,7 @@ fn group_part(spec: &AnalysisSpec, axis: &str, values: &Quoted, group: &str, run
     let mut rows = GroupRows::default();
     for i in 0..n {
         for j in i + 1..n {
-            let mut cmp = Comparison { a: i, b: j, group: 0, total: Counts::default(), runs_compared: 0, per_subject: BTreeMap::new() };
+            let mut cmp = Comparison { a: i, b: j, total: Counts::default(), runs_compared: 0, per_subject: BTreeMap::new() };
             for (subject, present, matches) in &slots {
                 match (position(present, i), position(present, j)) {
                     (Some(x), Some(y)) => {
@@ -390,7 +388,7 @@ fn group_part(spec: &AnalysisSpec, axis: &str, values: &Quoted, group: &str, run
                 rows.per_subject.push(row);
                 part.subjects.insert((*subject).to_string());
             }
-            part.data.push(&ComparisonData { axis, values: &values.values, groups: &groups, fields: &fields, cmp: &cmp });
+            part.data.push(&ComparisonData { axis, values: &values.values, group, fields: &fields, cmp: &cmp });
         }
     }
     // With three or more values (H4's tools), what each value found that no other did.
