@@ -85,9 +85,40 @@ impl std::ops::Deref for Data {
 
 impl Serialize for Data {
     fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        let mut source = serde_json::Deserializer::from_str(&self.json);
-        serde_transcode::Transcoder::new(&mut source).serialize(serializer)
+        serialize_text(&self.json, serializer)
     }
+}
+
+thread_local! {
+    /// Whether JSON text held as text goes to the serializer as a raw fragment ([`as_raw_text`]).
+    static RAW_TEXT: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Runs `write` with the JSON text analyses hold (their `data`, a table's folded rows) handed to
+/// serde_json's serializer as a raw fragment, for its formatter to lay out
+/// (`Formatter::write_raw_fragment`) instead of being parsed and printed again value by value.
+/// Only for a serde_json serializer whose formatter lays a fragment out as it would the values
+/// (runner-report's pretty-printer): another formatter writes the compact text as it is.
+pub fn as_raw_text<R>(write: impl FnOnce() -> R) -> R {
+    struct Restore(bool);
+    impl Drop for Restore {
+        fn drop(&mut self) {
+            RAW_TEXT.with(|raw| raw.set(self.0));
+        }
+    }
+    let _restore = Restore(RAW_TEXT.with(|raw| raw.replace(true)));
+    write()
+}
+
+/// JSON text (serde_json's compact output) serialized as the value it holds: replayed into the
+/// serializer, or handed over as a raw fragment inside [`as_raw_text`].
+pub(crate) fn serialize_text<S: serde::Serializer>(text: &str, serializer: S) -> Result<S::Ok, S::Error> {
+    if RAW_TEXT.with(std::cell::Cell::get) {
+        let raw: &serde_json::value::RawValue = serde_json::from_str(text).map_err(serde::ser::Error::custom)?;
+        return raw.serialize(serializer);
+    }
+    let mut source = serde_json::Deserializer::from_str(text);
+    serde_transcode::Transcoder::new(&mut source).serialize(serializer)
 }
 
 impl<'de> Deserialize<'de> for Data {

@@ -2,7 +2,7 @@
 //! [`AnalysisInput`]), typed tables and results ([`Table`], [`AnalysisResult`]), the
 //! formatting helpers their cells use, and the [`Analysis`] trait each kind implements.
 
-pub use crate::analysis::data::{Data, DataList};
+pub use crate::analysis::data::{as_raw_text, Data, DataList};
 use crate::analysis::spec::{AnalysisKind, AnalysisSpec};
 use crate::cache::RunRecord;
 use crate::finding::Finding;
@@ -510,6 +510,15 @@ impl Serialize for Table {
     }
 }
 
+/// A folded row's JSON text, serialized as the row it holds.
+struct JsonText<'t>(&'t str);
+
+impl Serialize for JsonText<'_> {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        super::data::serialize_text(self.0, serializer)
+    }
+}
+
 /// A table's rows, held and folded, as one sequence.
 struct AllRows<'a>(&'a Table);
 
@@ -521,8 +530,7 @@ impl Serialize for AllRows<'_> {
             seq.serialize_element(row)?;
         }
         for text in self.0.folded.texts() {
-            let mut source = serde_json::Deserializer::from_str(text);
-            seq.serialize_element(&serde_transcode::Transcoder::new(&mut source))?;
+            seq.serialize_element(&JsonText(text))?;
         }
         seq.end()
     }
