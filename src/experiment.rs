@@ -443,17 +443,7 @@ impl exec::Conclusions for ExperimentConclusions<'_> {
     fn analyze_part(&self, index: usize, _part: &str, runs: &[usize], view: &WalkView<'_, Arc<AnalysisResult>, Rendered>) -> Self::Part {
         let prepared = self.prepared;
         let plan = &prepared.plan;
-        let mut views = Vec::with_capacity(runs.len());
-        let mut missing = Vec::new();
-        for &i in runs {
-            let Some(run) = plan.runs.get(i) else { continue };
-            match view.run(i).and_then(RunOutcome::success) {
-                Some((record, findings)) => {
-                    views.push(RunView { cell: &run.cell, repeat: run.repeat, subject: &run.subject_id, record, findings, order: run.order })
-                }
-                None => missing.push(run.id()),
-            }
-        }
+        let (views, missing) = run_views(runs.iter().filter_map(|&i| plan.runs.get(i).map(|run| (run, view.run(i)))));
         let input = AnalysisInput {
             runs: views,
             cells: &plan.cells,
@@ -513,6 +503,22 @@ impl exec::Conclusions for ExperimentConclusions<'_> {
     }
 }
 
+/// What analyses read of planned runs and their outcomes: the successful runs' views, and the
+/// ids of the others (failed, skipped, not done).
+fn run_views<'p>(runs: impl Iterator<Item = (&'p crate::plan::PlannedRun, Option<&'p RunOutcome>)>) -> (Vec<RunView<'p>>, Vec<crate::matrix::RunId>) {
+    let mut views = Vec::with_capacity(runs.size_hint().0);
+    let mut missing = Vec::new();
+    for (run, outcome) in runs {
+        match outcome.and_then(RunOutcome::success) {
+            Some((record, findings)) => {
+                views.push(RunView { cell: &run.cell, repeat: run.repeat, subject: &run.subject_id, record, findings, order: run.order })
+            }
+            None => missing.push(run.id()),
+        }
+    }
+    (views, missing)
+}
+
 /// Analysis number `index` over the runs' outcomes (plan order).
 fn analyze(
     prepared: &Prepared,
@@ -524,16 +530,7 @@ fn analyze(
     early: Option<&crate::analysis::Parts>,
 ) -> AnalysisResult {
     let plan = &prepared.plan;
-    let mut views = Vec::with_capacity(plan.runs.len());
-    let mut missing = Vec::new();
-    for (run, outcome) in plan.runs.iter().zip(outcomes) {
-        match outcome.success() {
-            Some((record, findings)) => {
-                views.push(RunView { cell: &run.cell, repeat: run.repeat, subject: &run.subject_id, record, findings, order: run.order })
-            }
-            None => missing.push(run.id()),
-        }
-    }
+    let (views, missing) = run_views(plan.runs.iter().zip(outcomes.iter().map(|o| Some(*o))));
     let spec = &prepared.manifest.analyses[index];
     let repository = spec.reads_history().then(|| history_repository(prepared)).flatten();
     let cutoffs = training_cutoffs(prepared);

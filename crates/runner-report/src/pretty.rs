@@ -180,16 +180,16 @@ impl Formatter for Pretty {
 mod tests {
     use super::*;
 
-    fn pretty(value: &serde_json::Value) -> String {
+    fn pretty(value: &impl Serialize) -> String {
         let mut out = Vec::new();
         to_writer_pretty(&mut out, value).expect("writes");
         String::from_utf8(out).expect("utf-8")
     }
 
-    #[test]
-    fn json_text_analyses_hold_is_laid_out_as_its_values_would_be() {
-        use crate::analysis::Data;
-        let values = [
+    /// Empty and nested containers, escapes and the characters that are structure outside a
+    /// string, and numbers that print in more than one way.
+    fn edge_values() -> [serde_json::Value; 7] {
+        [
             serde_json::json!(null),
             serde_json::json!([]),
             serde_json::json!({}),
@@ -197,8 +197,13 @@ mod tests {
             serde_json::json!({"a": [], "b": {}, "c": [1, [2, []], {"d": null}], "e": "x\n\"y\":,[]{}", "f": 1.5e300, "g": -0.0, "h": 0.1}),
             serde_json::json!([[[[{"deep": [{"er": [1, -2, 3.25e-7, u64::MAX]}]}]]]]),
             serde_json::json!({"k\"ey": {"nested": {"more": [true, false, null]}}, "x": "\\"}),
-        ];
-        for value in &values {
+        ]
+    }
+
+    #[test]
+    fn json_text_analyses_hold_is_laid_out_as_its_values_would_be() {
+        use crate::analysis::Data;
+        for value in &edge_values() {
             let data = Data::from(value.clone());
             // Inside a structure, at some depth, as results.json holds it.
             let outer = serde_json::json!({"analyses": [{"data": value.clone(), "more": [1]}]});
@@ -212,9 +217,7 @@ mod tests {
                 analyses: [Holder<'d>; 1],
             }
             let held = Outer { analyses: [Holder { data: &data, more: [1] }] };
-            let mut out = Vec::new();
-            to_writer_pretty(&mut out, &held).expect("writes");
-            assert_eq!(String::from_utf8(out).expect("utf-8"), serde_json::to_string_pretty(&outer).expect("serializes"), "{value}");
+            assert_eq!(pretty(&held), serde_json::to_string_pretty(&outer).expect("serializes"), "{value}");
             // Outside the pretty-printer, the text is replayed as before.
             assert_eq!(serde_json::to_string_pretty(&data).expect("serializes"), serde_json::to_string_pretty(value).expect("serializes"));
             assert_eq!(serde_json::to_string(&data).expect("serializes"), serde_json::to_string(value).expect("serializes"));
@@ -243,22 +246,13 @@ mod tests {
         for _ in 0..500 {
             let v = value(&mut next, 4);
             let data = crate::analysis::Data::from(v.clone());
-            let mut out = Vec::new();
-            to_writer_pretty(&mut out, &[&data]).expect("writes");
-            assert_eq!(String::from_utf8(out).expect("utf-8"), serde_json::to_string_pretty(&[&v]).expect("serializes"), "{v}");
+            assert_eq!(pretty(&[&data]), serde_json::to_string_pretty(&[&v]).expect("serializes"), "{v}");
         }
     }
 
     #[test]
     fn writes_what_serde_json_writes() {
-        let values = [
-            serde_json::json!(null),
-            serde_json::json!([]),
-            serde_json::json!({}),
-            serde_json::json!({"a": [], "b": {}, "c": [1, [2, []], {"d": null}], "e": "x\n\"y\"", "f": 1.5e300, "g": -0.0}),
-            serde_json::json!([[[[{"deep": [{"er": [1]}]}]]]]),
-        ];
-        for value in &values {
+        for value in &edge_values() {
             assert_eq!(pretty(value), serde_json::to_string_pretty(value).expect("serializes"), "{value}");
         }
         // Deeper than one slice of indentation holds.

@@ -1046,13 +1046,10 @@ pub fn atomic_write(path: &Path, bytes: &[u8]) -> Result<(), CacheError> {
 /// [`atomic_write`], saying whether it replaced the file (`false`: its bytes were already
 /// these, and it was left as it is).
 pub fn atomic_replace(path: &Path, bytes: &[u8]) -> Result<bool, CacheError> {
-    // Read only when it is a regular file of exactly this size (a FIFO there is replaced, not waited on).
-    let unchanged =
-        std::fs::metadata(path).is_ok_and(|m| m.len() == bytes.len() as u64) && read_existing(path, bytes.len() as u64).is_ok_and(|old| old == bytes);
-    if unchanged {
-        return Ok(false);
+    match stage_replace(path, bytes)? {
+        Some(staged) => staged.persist().map(|()| true),
+        None => Ok(false),
     }
-    write_via_temp(path, bytes, true).map(|()| true)
 }
 
 /// [`atomic_write`] of bytes `write` streams out, never held whole in memory. While they equal
@@ -1173,6 +1170,7 @@ pub fn temp_file_in(dir: &Path) -> std::io::Result<tempfile::NamedTempFile> {
 /// presence tells readers what the directory is, such as a report's results.json, can be put in
 /// place before the others). `None`: the file already holds exactly these bytes.
 pub fn stage_replace(path: &Path, bytes: &[u8]) -> Result<Option<Staged>, CacheError> {
+    // Read only when it is a regular file of exactly this size (a FIFO there is replaced, not waited on).
     let unchanged =
         std::fs::metadata(path).is_ok_and(|m| m.len() == bytes.len() as u64) && read_existing(path, bytes.len() as u64).is_ok_and(|old| old == bytes);
     if unchanged {

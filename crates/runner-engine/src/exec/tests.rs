@@ -343,6 +343,19 @@ fn plan_in_parts(models: &[&str], repeat: u32, subjects: &[&str]) -> Plan {
     plan
 }
 
+/// One execution of `plan` whose analyze, part and render nodes `conclusions` answers.
+async fn with_conclusions<C: Conclusions>(
+    plan: &Plan,
+    reviewers: &ReviewerSet,
+    cache: &CacheStore,
+    opts: &ExecOptions,
+    conclusions: &C,
+) -> Execution<C::Analysis, C::Report, C::Error> {
+    let (_tx, rx) = watch::channel(false);
+    let subjects = materializer(Arc::new(AtomicUsize::new(0)), &[]);
+    execute(plan, reviewers, None, subjects, Arc::new(cache.clone()), opts, conclusions, &Emitter::silent(), rx).await
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_analysis_part_runs_once_its_own_runs_are_done_and_the_analysis_reads_it() {
     let dir = tempfile::tempdir().expect("tempdir");
@@ -352,19 +365,7 @@ async fn an_analysis_part_runs_once_its_own_runs_are_done_and_the_analysis_reads
     // One review at a time: a repeat's part runs while the other repeats' runs wait.
     let reviewer = Arc::new(FakeReviewer { latency_ms: 5, fail_model: Some("b".into()), ..FakeReviewer::default() });
     let reviewers: ReviewerSet = [("fake".to_string(), reviewer as Arc<dyn Reviewer>)].into();
-    let (_tx, rx) = watch::channel(false);
-    let execution = execute(
-        &plan,
-        &reviewers,
-        None,
-        materializer(Arc::new(AtomicUsize::new(0)), &[]),
-        Arc::new(cache.clone()),
-        &options(1, Some(1)),
-        &conclusions,
-        &Emitter::silent(),
-        rx,
-    )
-    .await;
+    let execution = with_conclusions(&plan, &reviewers, &cache, &options(1, Some(1)), &conclusions).await;
     let ran = conclusions.parts_run.lock().expect("lock").clone();
     assert_eq!(ran.len(), 3, "each part once: {ran:?}");
     assert!(ran.iter().all(|(_, runs, done)| *runs == 2 && done >= runs), "each read its own two runs, once done: {ran:?}");
@@ -374,19 +375,7 @@ async fn an_analysis_part_runs_once_its_own_runs_are_done_and_the_analysis_reads
     assert_eq!(execution.analyses, vec![3]);
     // Served from the cache, the parts run again (beside nothing), and so does the analysis.
     let conclusions = Counting::default();
-    let (_tx, rx) = watch::channel(false);
-    let again = execute(
-        &plan,
-        &reviewers,
-        None,
-        materializer(Arc::new(AtomicUsize::new(0)), &[]),
-        Arc::new(cache.clone()),
-        &options(4, None),
-        &conclusions,
-        &Emitter::silent(),
-        rx,
-    )
-    .await;
+    let again = with_conclusions(&plan, &reviewers, &cache, &options(4, None), &conclusions).await;
     assert_eq!(conclusions.parts_run.lock().expect("lock").len(), 3);
     assert_eq!(conclusions.parts_read.lock().expect("lock").len(), 3);
     assert_eq!(again.report, Some(Ok(3)));

@@ -155,10 +155,6 @@ impl Parts {
         self.by_name.get(name).and_then(|p| p.value.downcast_ref::<T>())
     }
 
-    pub fn len(&self) -> usize {
-        self.by_name.len()
-    }
-
     pub fn is_empty(&self) -> bool {
         self.by_name.is_empty()
     }

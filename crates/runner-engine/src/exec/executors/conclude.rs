@@ -94,7 +94,7 @@ pub(in crate::exec) fn side_by_side<I: Sync, T: Send>(items: &[I], threads: usiz
                 mine.push((at, work(item)));
             }
         };
-        let handles: Vec<_> = (0..threads.clamp(1, items.len().max(1))).map(|_| scope.spawn(worker)).collect();
+        let handles: Vec<_> = (0..threads.min(items.len())).map(|_| scope.spawn(worker)).collect();
         handles.into_iter().map(|h| h.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic))).collect()
     });
     let mut results: Vec<(usize, T)> = done.into_iter().flatten().collect();

@@ -233,6 +233,21 @@ struct GroupPart {
     unpaired: usize,
 }
 
+/// A group's part as the analysis holds it: computed early, or here.
+enum Held<'p> {
+    Early(&'p GroupPart),
+    Here(GroupPart),
+}
+
+impl Held<'_> {
+    fn part(&self) -> &GroupPart {
+        match self {
+            Self::Early(part) => part,
+            Self::Here(part) => part,
+        }
+    }
+}
+
 /// A group's rows of each of A1's tables.
 #[derive(Default)]
 struct GroupRows {
@@ -261,13 +276,8 @@ fn compute_group(spec: &AnalysisSpec, input: &AnalysisInput<'_>) -> Option<PartR
     let first = input.runs.iter().find(|r| r.cell.get(axis).is_some())?;
     let name = first.cell.id_without(axis, input.axis_order);
     // The values and the layout come from the whole matrix: worked out once, by the first part.
-    let whole = || Whole::of(spec, axis, input);
     let local;
-    let whole = match input.extras.get::<PartsShared>() {
-        Some(shared) => shared.get_or_init(whole),
-        None => None,
-    };
-    let whole = match whole {
+    let whole = match input.extras.get::<PartsShared>().and_then(|shared| shared.get_or_init(|| Whole::of(spec, axis, input))) {
         Some(whole) => whole,
         None => {
             local = Whole::of(spec, axis, input);
@@ -451,30 +461,27 @@ pub fn compute(spec: &AnalysisSpec, input: &AnalysisInput<'_>) -> AnalysisResult
         }
     }
     let layout = Layout::of(groups.iter().map(|(g, _)| g.as_str()), values.len());
+    let many_values = values.len() > 2;
     // A group computed early (as its runs finished) is read as it is when it was laid out as
     // the whole is and read the runs that succeeded; any other is computed here.
     let early = input.extras.get::<Parts>();
-    let quoted = Quoted::of(values.clone());
+    let quoted = Quoted::of(values);
+    let mut held: Vec<Held<'_>> = Vec::with_capacity(groups.len());
     let mut rows: Vec<GroupRows> = Vec::with_capacity(groups.len());
-    let mut early_parts: Vec<Option<&GroupPart>> = Vec::with_capacity(groups.len());
-    let mut computed: Vec<Option<GroupPart>> = Vec::with_capacity(groups.len());
     for (group, runs) in &groups {
-        let ready = early.and_then(|p| p.get::<GroupPart>(group)).filter(|p| p.layout == layout && p.runs == runs.len());
-        match ready.and_then(|p| p.take_rows().map(|r| (p, r))) {
-            Some((part, taken)) => {
-                rows.push(taken);
-                early_parts.push(Some(part));
-                computed.push(None);
-            }
+        let fits = early.and_then(|p| p.get::<GroupPart>(group)).filter(|p| p.layout == layout && p.runs == runs.len());
+        let (part, taken) = match fits.and_then(|p| p.take_rows().map(|r| (p, r))) {
+            Some((part, taken)) => (Held::Early(part), taken),
             None => {
                 let part = group_part(spec, axis, &quoted, group, runs, layout);
-                rows.push(part.take_rows().unwrap_or_default());
-                early_parts.push(None);
-                computed.push(Some(part));
+                let taken = part.take_rows().unwrap_or_default();
+                (Held::Here(part), taken)
             }
-        }
+        };
+        held.push(part);
+        rows.push(taken);
     }
-    let parts: Vec<&GroupPart> = early_parts.iter().zip(&computed).filter_map(|(early, computed)| early.or(computed.as_ref())).collect();
+    let parts: Vec<&GroupPart> = held.iter().map(Held::part).collect();
 
     let mut columns: Vec<String> = Vec::new();
     if layout.show_group {
@@ -489,7 +496,7 @@ pub fn compute(spec: &AnalysisSpec, input: &AnalysisInput<'_>) -> AnalysisResult
     }
     result.tables.push(summary);
 
-    if values.len() > 2 {
+    if many_values {
         let mut columns: Vec<String> = Vec::new();
         if layout.show_group {
             columns.push("Other axes".into());
