@@ -492,13 +492,18 @@ impl exec::Conclusions for ExperimentConclusions<'_> {
         Ok(Rendered { results, scoring, written })
     }
 
-    /// The report template compiles while the reviews run, off the path to the report; an
-    /// execution served from the cache, whose reports are often unchanged, does not spend a
-    /// core on it.
+    /// The report template compiles while the reviews run, off the path to the report, at a
+    /// background priority: it starts as the first requests are built and sent, and on a busy
+    /// machine takes the idle time between answers instead of their core. An execution served
+    /// from the cache, whose reports are often unchanged, does not spend a core on it.
     fn reviews_ahead(&self) {
         if !self.sharded {
             let template = self.prepared.manifest.report.template.clone();
-            std::thread::spawn(move || report::render::precompile(template.as_deref()));
+            std::thread::spawn(move || {
+                // Compiling at the normal priority would still be correct: only slower to yield.
+                let _ = runner_core::priority::lower_this_thread();
+                report::render::precompile(template.as_deref())
+            });
         }
     }
 }
