@@ -698,15 +698,9 @@ fn unchanged_reports(stamp_path: &Path, dir: &Path, results: &Results, template_
     if RenderStamp::hashes(dir, &stamp.names)? != stamp.files {
         return None;
     }
-    // A results.json that differs is not written here (`proceed` says no): the reports are
-    // then rendered and written together as usual.
-    let mut changed = false;
-    write_json(&dir.join("results.json"), results, || {
-        changed = true;
-        false
-    })
-    .ok()?;
-    if changed {
+    // A results.json that differs is not written here: the comparison stops at its first
+    // difference, and the reports are then rendered and written together as usual.
+    if !crate::cache::store::same_as_file(&dir.join("results.json"), |out| serialize_json(out, results)).ok()? {
         return None;
     }
     Some(stamp.names.iter().filter(|n| *n != HTML_FILE).map(|n| dir.join(n)).collect())
@@ -717,18 +711,18 @@ fn unchanged_reports(stamp_path: &Path, dir: &Path, results: &Results, template_
 /// when its bytes are unchanged, and replacing a changed file only if `proceed` says so once
 /// it is written). Returns whether it replaced the file.
 fn write_json(path: &Path, results: &Results, proceed: impl FnOnce() -> bool) -> Result<bool, RenderError> {
-    crate::cache::store::atomic_write_streamed(
-        path,
-        |out| {
-            // Buffered in front of the stream: the serializer's many small writes stay inlined.
-            let mut buffered = std::io::BufWriter::with_capacity(1 << 16, out);
-            super::pretty::to_writer_pretty(&mut buffered, results).map_err(std::io::Error::other)?;
-            std::io::Write::write_all(&mut buffered, b"\n")?;
-            std::io::Write::flush(&mut buffered)
-        },
-        proceed,
-    )
-    .map_err(|source| RenderError::Write { path: path.display().to_string(), source })
+    crate::cache::store::atomic_write_streamed(path, |out| serialize_json(out, results), proceed)
+        .map_err(|source| RenderError::Write { path: path.display().to_string(), source })
+}
+
+/// results.json's bytes, streamed to `out`. An error `out` returns comes back as it was (a
+/// comparison that stops at a difference reads its own error back).
+fn serialize_json(out: &mut dyn std::io::Write, results: &Results) -> std::io::Result<()> {
+    // Buffered in front of the stream: the serializer's many small writes stay inlined.
+    let mut buffered = std::io::BufWriter::with_capacity(1 << 16, out);
+    super::pretty::to_writer_pretty(&mut buffered, results).map_err(std::io::Error::from)?;
+    std::io::Write::write_all(&mut buffered, b"\n")?;
+    std::io::Write::flush(&mut buffered)
 }
 
 #[cfg(test)]

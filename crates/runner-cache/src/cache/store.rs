@@ -1055,8 +1055,8 @@ pub fn atomic_replace(path: &Path, bytes: &[u8]) -> Result<bool, CacheError> {
 /// [`atomic_write`] of bytes `write` streams out, never held whole in memory. While they equal
 /// the file already at `path`, they are only compared with it; from the first byte that
 /// differs (or a longer or shorter file) they go to a temporary file beside it, which is
-/// fsynced and renamed over it once `proceed` agrees (a report written beside another waits
-/// for that one to render; `false` drops the new bytes). An unchanged file is left as it is,
+/// fsynced, then renamed over it once `proceed` agrees (a report written beside another waits
+/// for that one to render, its fsync done meanwhile; `false` drops the new bytes). An unchanged file is left as it is,
 /// unwritten. Returns whether the file was replaced.
 pub fn atomic_write_streamed(path: &Path, write: impl FnOnce(&mut dyn Write) -> std::io::Result<()>, proceed: impl FnOnce() -> bool) -> std::io::Result<bool> {
     let dir = path.parent().unwrap_or(Path::new("."));
@@ -1064,7 +1064,7 @@ pub fn atomic_write_streamed(path: &Path, write: impl FnOnce(&mut dyn Write) -> 
     let old = open_existing(path).ok().map(|file| std::io::BufReader::with_capacity(STREAM_BUFFER, file));
     let mut out = std::io::BufWriter::with_capacity(
         STREAM_BUFFER,
-        Compared { dir: dir.to_path_buf(), path: path.to_path_buf(), old, matched: 0, temp: None, scratch: Vec::new() },
+        Compared { dir: dir.to_path_buf(), path: path.to_path_buf(), old, matched: 0, temp: None, scratch: Vec::new(), stop_at_difference: false },
     );
     write(&mut out)?;
     let mut compared = out.into_inner().map_err(|e| e.into_error())?;
@@ -1080,13 +1080,57 @@ pub fn atomic_write_streamed(path: &Path, write: impl FnOnce(&mut dyn Write) -> 
         compared.diverge()?;
     }
     let temp = compared.temp.take().ok_or_else(|| std::io::Error::other("no temporary file"))?;
+    // On the disk before `proceed` is asked, so the fsync overlaps whatever it waits for.
+    temp.as_file().sync_all()?;
     if !proceed() {
         return Ok(false);
     }
-    temp.as_file().sync_all()?;
     temp.persist(path).map_err(|e| e.error)?;
     Ok(true)
 }
+
+/// Whether the bytes `write` streams out are exactly those of the file at `path` (no file
+/// there: they are not). They are compared as they stream, never written anywhere, and the
+/// comparison stops at the first byte that differs: `write` then gets an error, which it should
+/// pass on as it came (any other error it returns is returned).
+pub fn same_as_file(path: &Path, write: impl FnOnce(&mut dyn Write) -> std::io::Result<()>) -> std::io::Result<bool> {
+    let old = match open_existing(path) {
+        Ok(file) => std::io::BufReader::with_capacity(STREAM_BUFFER, file),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(false),
+        Err(e) => return Err(e),
+    };
+    let dir = path.parent().unwrap_or(Path::new("."));
+    let mut out = std::io::BufWriter::with_capacity(
+        STREAM_BUFFER,
+        Compared { dir: dir.to_path_buf(), path: path.to_path_buf(), old: Some(old), matched: 0, temp: None, scratch: Vec::new(), stop_at_difference: true },
+    );
+    let written = write(&mut out).and_then(|()| out.flush());
+    match written {
+        Err(e) if e.get_ref().is_some_and(|inner| inner.is::<Differs>()) => Ok(false),
+        Err(e) => Err(e),
+        Ok(()) => {
+            let compared = out.into_inner().map_err(|e| e.into_error())?;
+            match compared.old {
+                // Every byte matched: the same unless the old file goes on.
+                Some(mut old) => Ok(std::io::BufRead::fill_buf(&mut old)?.is_empty()),
+                None => Ok(false),
+            }
+        }
+    }
+}
+
+/// What [`same_as_file`]'s comparison reports, as an error to the writer, at the first byte
+/// that differs.
+#[derive(Debug)]
+struct Differs;
+
+impl std::fmt::Display for Differs {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("the bytes differ from the file's")
+    }
+}
+
+impl std::error::Error for Differs {}
 
 /// The buffer size of [`atomic_write_streamed`]'s reads and writes.
 const STREAM_BUFFER: usize = 1 << 16;
@@ -1101,6 +1145,9 @@ struct Compared {
     matched: u64,
     temp: Option<tempfile::NamedTempFile>,
     scratch: Vec<u8>,
+    /// [`same_as_file`]: the first byte that differs ends the write ([`Differs`]) instead of
+    /// starting a temporary file.
+    stop_at_difference: bool,
 }
 
 impl Compared {
@@ -1137,6 +1184,9 @@ impl Write for Compared {
                 self.matched += bytes.len() as u64;
                 return Ok(bytes.len());
             }
+        }
+        if self.stop_at_difference {
+            return Err(std::io::Error::other(Differs));
         }
         self.diverge()?;
         self.write(bytes)
@@ -1333,6 +1383,51 @@ mod tests {
             assert_ne!(std::fs::metadata(&path).expect("meta").ino(), before, "{what}: replaced");
         }
         assert_eq!(std::fs::read_dir(dir.path()).expect("list").count(), 1, "no temporary file is left");
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_streamed_comparison_says_whether_the_bytes_are_the_files_and_stops_at_the_first_difference() {
+        use std::os::unix::fs::MetadataExt;
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("results.json");
+        let base: Vec<u8> = (0..3 * STREAM_BUFFER + 5).map(|i| (i % 251) as u8).collect();
+        // Streamed in pieces a third of the buffer; returns the answer and how many bytes the
+        // comparison took before it answered.
+        let compare = |bytes: &[u8]| {
+            let mut taken = 0usize;
+            let same = same_as_file(&path, |out| {
+                for piece in bytes.chunks(STREAM_BUFFER / 3 + 1) {
+                    out.write_all(piece)?;
+                    taken += piece.len();
+                }
+                Ok(())
+            })
+            .expect("compare");
+            (same, taken)
+        };
+        assert_eq!(compare(&base), (false, 0), "no file: not the same, and nothing streamed");
+        std::fs::write(&path, &base).expect("write");
+        let inode = std::fs::metadata(&path).expect("meta").ino();
+        assert_eq!(compare(&base), (true, base.len()));
+        let mut early = base.clone();
+        early[10] ^= 1;
+        let (same, taken) = compare(&early);
+        assert!(!same, "a byte near the start differs");
+        assert!(taken <= 2 * STREAM_BUFFER, "the comparison stopped soon after the difference ({taken} of {} bytes taken)", base.len());
+        let mut late = base.clone();
+        late[2 * STREAM_BUFFER + 3] ^= 1;
+        let longer = [base.as_slice(), b"tail"].concat();
+        let shorter = base[..base.len() - 1].to_vec();
+        for (what, bytes) in [("a byte late", &late), ("longer", &longer), ("shorter", &shorter), ("empty", &Vec::new())] {
+            assert!(!compare(bytes).0, "{what}: not the same");
+        }
+        assert_eq!(std::fs::read(&path).expect("read"), base, "the file is untouched");
+        assert_eq!(std::fs::metadata(&path).expect("meta").ino(), inode, "and not replaced");
+        assert_eq!(std::fs::read_dir(dir.path()).expect("list").count(), 1, "no temporary file is made");
+        // Another error of the writer's is returned as it came.
+        let e = same_as_file(&path, |_| Err(std::io::Error::other("the writer's own"))).expect_err("passed on");
+        assert_eq!(e.to_string(), "the writer's own");
     }
 
     #[test]
