@@ -1056,8 +1056,8 @@ pub fn atomic_replace(path: &Path, bytes: &[u8]) -> Result<bool, CacheError> {
 /// the file already at `path`, they are only compared with it; from the first byte that
 /// differs (or a longer or shorter file) they go to a temporary file beside it, which is
 /// fsynced, then renamed over it once `proceed` agrees (a report written beside another waits
-/// for that one to render, its fsync done meanwhile; `false` drops the new bytes). An unchanged file is left as it is,
-/// unwritten. Returns whether the file was replaced.
+/// for that one to render, its fsync done meanwhile; `false` drops the new bytes). An
+/// unchanged file is left as it is, unwritten. Returns whether the file was replaced.
 pub fn atomic_write_streamed(path: &Path, write: impl FnOnce(&mut dyn Write) -> std::io::Result<()>, proceed: impl FnOnce() -> bool) -> std::io::Result<bool> {
     let dir = path.parent().unwrap_or(Path::new("."));
     std::fs::create_dir_all(dir)?;
