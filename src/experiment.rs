@@ -443,17 +443,8 @@ impl exec::Conclusions for ExperimentConclusions<'_> {
     fn analyze_part(&self, index: usize, _part: &str, runs: &[usize], view: &WalkView<'_, Arc<AnalysisResult>, Rendered>) -> Self::Part {
         let prepared = self.prepared;
         let plan = &prepared.plan;
-        let (views, missing) = run_views(runs.iter().filter_map(|&i| plan.runs.get(i).map(|run| (run, view.run(i)))));
-        let input = AnalysisInput {
-            runs: views,
-            cells: &plan.cells,
-            axis_order: &plan.axis_order,
-            missing,
-            repeat: prepared.manifest.matrix.repeat,
-            oracle: prepared.oracle.as_ref(),
-            extras: Extras::default().with(self.parts_shared.get(index)),
-            by_cell: Default::default(),
-        };
+        let runs = runs.iter().filter_map(|&i| plan.runs.get(i).map(|run| (run, view.run(i))));
+        let input = analysis_input(prepared, runs, Extras::default().with(self.parts_shared.get(index)));
         analysis::compute_part(&prepared.manifest.analyses[index], &input).map(Arc::new)
     }
 
@@ -508,9 +499,14 @@ impl exec::Conclusions for ExperimentConclusions<'_> {
     }
 }
 
-/// What analyses read of planned runs and their outcomes: the successful runs' views, and the
-/// ids of the others (failed, skipped, not done).
-fn run_views<'p>(runs: impl Iterator<Item = (&'p crate::plan::PlannedRun, Option<&'p RunOutcome>)>) -> (Vec<RunView<'p>>, Vec<crate::matrix::RunId>) {
+/// What an analysis (or one of its parts) reads of planned runs and their outcomes: the
+/// successful runs' views, the ids of the others (failed, skipped, not done), the plan's
+/// matrix and the target's oracle, and `extras`.
+fn analysis_input<'p>(
+    prepared: &'p Prepared,
+    runs: impl Iterator<Item = (&'p crate::plan::PlannedRun, Option<&'p RunOutcome>)>,
+    extras: Extras<'p>,
+) -> AnalysisInput<'p> {
     let mut views = Vec::with_capacity(runs.size_hint().0);
     let mut missing = Vec::new();
     for (run, outcome) in runs {
@@ -521,7 +517,16 @@ fn run_views<'p>(runs: impl Iterator<Item = (&'p crate::plan::PlannedRun, Option
             None => missing.push(run.id()),
         }
     }
-    (views, missing)
+    AnalysisInput {
+        runs: views,
+        cells: &prepared.plan.cells,
+        axis_order: &prepared.plan.axis_order,
+        missing,
+        repeat: prepared.manifest.matrix.repeat,
+        oracle: prepared.oracle.as_ref(),
+        extras,
+        by_cell: Default::default(),
+    }
 }
 
 /// Analysis number `index` over the runs' outcomes (plan order).
@@ -534,28 +539,18 @@ fn analyze(
     match_votes: Option<&crate::analysis::matching::matcher::MatchVotes>,
     early: Option<&crate::analysis::Parts>,
 ) -> AnalysisResult {
-    let plan = &prepared.plan;
-    let (views, missing) = run_views(plan.runs.iter().zip(outcomes.iter().map(|o| Some(*o))));
     let spec = &prepared.manifest.analyses[index];
     let repository = spec.reads_history().then(|| history_repository(prepared)).flatten();
     let cutoffs = training_cutoffs(prepared);
-    let input = AnalysisInput {
-        runs: views,
-        cells: &plan.cells,
-        axis_order: &plan.axis_order,
-        missing,
-        repeat: prepared.manifest.matrix.repeat,
-        oracle: prepared.oracle.as_ref(),
-        extras: Extras::default()
-            .with(scopes)
-            .with(repository.as_ref())
-            .with(Some(&prepared.adjudications))
-            .with(rqs)
-            .with(match_votes)
-            .with(cutoffs.as_ref())
-            .with(early),
-        by_cell: Default::default(),
-    };
+    let extras = Extras::default()
+        .with(scopes)
+        .with(repository.as_ref())
+        .with(Some(&prepared.adjudications))
+        .with(rqs)
+        .with(match_votes)
+        .with(cutoffs.as_ref())
+        .with(early);
+    let input = analysis_input(prepared, prepared.plan.runs.iter().zip(outcomes.iter().map(|o| Some(*o))), extras);
     if spec.kind == AnalysisKind::STUDY {
         return crate::study::report::compute(spec, &input);
     }

@@ -1062,10 +1062,7 @@ pub fn atomic_write_streamed(path: &Path, write: impl FnOnce(&mut dyn Write) -> 
     let dir = path.parent().unwrap_or(Path::new("."));
     std::fs::create_dir_all(dir)?;
     let old = open_existing(path).ok().map(|file| std::io::BufReader::with_capacity(STREAM_BUFFER, file));
-    let mut out = std::io::BufWriter::with_capacity(
-        STREAM_BUFFER,
-        Compared { dir: dir.to_path_buf(), path: path.to_path_buf(), old, matched: 0, temp: None, scratch: Vec::new(), stop_at_difference: false },
-    );
+    let mut out = std::io::BufWriter::with_capacity(STREAM_BUFFER, Compared::with(dir, path, old, false));
     write(&mut out)?;
     let mut compared = out.into_inner().map_err(|e| e.into_error())?;
     if compared.temp.is_none() {
@@ -1100,22 +1097,15 @@ pub fn same_as_file(path: &Path, write: impl FnOnce(&mut dyn Write) -> std::io::
         Err(e) => return Err(e),
     };
     let dir = path.parent().unwrap_or(Path::new("."));
-    let mut out = std::io::BufWriter::with_capacity(
-        STREAM_BUFFER,
-        Compared { dir: dir.to_path_buf(), path: path.to_path_buf(), old: Some(old), matched: 0, temp: None, scratch: Vec::new(), stop_at_difference: true },
-    );
-    let written = write(&mut out).and_then(|()| out.flush());
-    match written {
+    let mut out = std::io::BufWriter::with_capacity(STREAM_BUFFER, Compared::with(dir, path, Some(old), true));
+    match write(&mut out).and_then(|()| out.flush()) {
         Err(e) if e.get_ref().is_some_and(|inner| inner.is::<Differs>()) => Ok(false),
         Err(e) => Err(e),
-        Ok(()) => {
-            let compared = out.into_inner().map_err(|e| e.into_error())?;
-            match compared.old {
-                // Every byte matched: the same unless the old file goes on.
-                Some(mut old) => Ok(std::io::BufRead::fill_buf(&mut old)?.is_empty()),
-                None => Ok(false),
-            }
-        }
+        // Every byte matched: the same unless the old file goes on (it is never dropped here).
+        Ok(()) => match out.into_inner().map_err(|e| e.into_error())?.old.as_mut() {
+            Some(old) => Ok(std::io::BufRead::fill_buf(old)?.is_empty()),
+            None => Ok(false),
+        },
     }
 }
 
@@ -1151,6 +1141,11 @@ struct Compared {
 }
 
 impl Compared {
+    /// Comparing with `old` (the file at `path`, when there is one) in `dir`.
+    fn with(dir: &Path, path: &Path, old: Option<std::io::BufReader<std::fs::File>>, stop_at_difference: bool) -> Self {
+        Self { dir: dir.to_path_buf(), path: path.to_path_buf(), old, matched: 0, temp: None, scratch: Vec::new(), stop_at_difference }
+    }
+
     /// Starts the temporary file with the old file's matched prefix.
     fn diverge(&mut self) -> std::io::Result<()> {
         let mut temp = temp_file_in(&self.dir)?;
